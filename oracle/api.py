@@ -1,0 +1,73 @@
+"""The Python API, mirroring the CLI (for notebooks and scripts).
+
+    >>> import oracle
+    >>> points = oracle.predict("resnet50", "abci", "resnet50_v100",
+    ...                         gpus="4-1024", batch_per_gpu=32)
+    >>> df = oracle.predict("resnet50", "abci", "resnet50_v100", gpus=[8, 16],
+    ...                     batch_per_gpu=32, as_frame=True)
+
+Models, systems and profiles are shipped names, paths, or already loaded objects.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from oracle.model import Model, Profile, System
+
+
+def predict(
+    model: str | Path | Model,
+    system: str | Path | System,
+    profile: str | Path | Profile,
+    gpus: str | int | Sequence[int] | None = None,
+    strategies: str | Sequence[str] = "all",
+    *,
+    batch: float | None = None,
+    batch_per_gpu: float | None = None,
+    p2: int | None = None,
+    segments: int | None = None,
+    precision: str = "fp32",
+    memory_reuse: float = 1.0,
+    contention: float | None = None,
+    samples: int | None = None,
+    as_frame: bool = False,
+) -> Any:
+    """Project every strategy at every GPU count and rank them (SPEC §4-5).
+
+    Returns a list of :class:`oracle.compute.cost.Point` (or a pandas DataFrame with
+    the columns of ``oracle predict --format csv`` when ``as_frame``).  Without a
+    batch, weak scaling with the profile's ``measured_samples_per_gpu`` (else 32)
+    samples per GPU; without ``gpus``, the powers of two up to the system's size
+    (at most 1024).
+    """
+    from oracle.compute.context import Options
+    from oracle.compute.sweep import sweep
+    from oracle.load import load_model, load_profile, load_system
+    from oracle.load.profile import bind_profile
+    from oracle.load.values import default_gpus, parse_gpus
+
+    m = load_model(model)
+    s = load_system(system)
+    pr = load_profile(profile)
+    times = bind_profile(m, pr)
+    counts = default_gpus(s.total_gpus) if gpus is None else parse_gpus(gpus)
+    if batch is None and batch_per_gpu is None:
+        batch_per_gpu = pr.measured_samples_per_gpu or 32
+    options = Options(
+        precision=precision,
+        memory_reuse=memory_reuse,
+        contention=contention,
+        segments=segments,
+        samples=samples,
+    )
+    points = sweep(
+        m, s, times, counts, strategies, batch=batch, batch_per_gpu=batch_per_gpu, p2=p2, options=options
+    )
+    if as_frame:
+        from oracle.render.records import to_frame
+
+        return to_frame(points)
+    return points

@@ -1,0 +1,127 @@
+"""Options and helpers shared by several commands (kept import-light)."""
+
+from __future__ import annotations
+
+import math
+
+import click
+
+FORMATS = ("table", "json", "csv", "markdown")
+
+
+class _PositiveFloat(click.ParamType):
+    name = "NUMBER"
+
+    def convert(self, value, param, ctx):
+        try:
+            v = float(value)
+        except (TypeError, ValueError):
+            self.fail(f"{value!r} is not a number", param, ctx)
+        if not math.isfinite(v) or v <= 0:
+            self.fail(f"{value!r} is not a positive number", param, ctx)
+        return v
+
+
+positive_float = _PositiveFloat()
+
+
+def model_system_profile_options(f):
+    f = click.option(
+        "--profile", "-p", required=True, metavar="NAME|FILE", help="Timing profile (shipped name or path)."
+    )(f)
+    f = click.option(
+        "--system", "-s", required=True, metavar="NAME|FILE", help="System (shipped name, e.g. abci, or path)."
+    )(f)
+    f = click.option(
+        "--model", "-m", required=True, metavar="NAME|FILE", help="CNN model (shipped name, e.g. resnet50, or path)."
+    )(f)
+    return f
+
+
+def output_option(f):
+    return click.option(
+        "--output", "-o", metavar="FILE", help="Write to FILE (atomically) instead of standard output."
+    )(f)
+
+
+def load_inputs(model: str, system: str, profile: str):
+    """Load and cross-check model, system and profile; return them and the times."""
+    from oracle.load import load_model, load_profile, load_system
+    from oracle.load.profile import bind_profile
+
+    m = load_model(model)
+    s = load_system(system)
+    pr = load_profile(profile)
+    return m, s, pr, bind_profile(m, pr)
+
+
+def profile_note(pr) -> str:
+    if pr.kind == "total":
+        return (
+            f"profile gives only a total ({pr.total_fw_bw_per_sample_s:.4g} s/sample fw+bw),"
+            " spread over layers by training FLOPs"
+        )
+    if pr.kind == "estimated":
+        return "ESTIMATED profile (roofline from FLOPs and memory traffic), not measured"
+    return ""
+
+
+def describe(m, s, pr, scaling: str, options) -> dict:
+    from pathlib import Path
+
+    return {
+        "model": m.name,
+        "system": s.name,
+        "profile": Path(pr.file).stem if pr.file else pr.model,
+        "profile_note": profile_note(pr),
+        "scaling": scaling,
+        "samples": int(options.samples or m.dataset_samples),
+        "precision": f"{options.precision} (δ={options.delta})",
+        "gamma": options.memory_reuse,
+    }
+
+
+def render_points(points, m, s, pr, scaling, options, fmt, top, chart, width, output) -> None:
+    """Render a sweep in the requested format to stdout or a file."""
+    from oracle.render.output import emit
+
+    meta = describe(m, s, pr, scaling, options)
+    if fmt == "json":
+        from oracle.render.records import to_json
+
+        emit(to_json(points), output)
+        return
+    if fmt == "csv":
+        from oracle.render.records import to_csv
+
+        emit(to_csv(points), output)
+        return
+    from oracle.render import predict as rp
+
+    if fmt == "markdown":
+        emit(rp.markdown(points, meta, top), output)
+        return
+    table = rp.table(points, meta, top)
+    if output:
+        text = rp.render_text(table, width=width or 140)
+        if chart:
+            text += rp.render_text(rp.bar_chart(points, meta, width or 140), width=width or 140)
+        emit(text, output)
+        return
+    console = make_console(width)
+    console.print(table)
+    if chart:
+        console.print(rp.bar_chart(points, meta, console.width))
+
+
+def make_console(width: int | None = None):
+    """A rich console for standard output: the terminal's width, or 140 columns when
+    output goes to a pipe or file (tables are not wrapped to 80 there)."""
+    import os
+    import sys
+
+    from rich.console import Console
+
+    if width is None and not sys.stdout.isatty() and "COLUMNS" not in os.environ:
+        width = 140
+    return Console(width=width) if width else Console()

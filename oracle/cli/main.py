@@ -1,0 +1,142 @@
+"""The ``oracle`` command: a click group whose subcommands are imported on demand.
+
+Start-up matters (SPEC §6): ``oracle --help`` imports only click; each command module
+is imported when that command runs, and heavy libraries (numpy, pandas, rich,
+matplotlib, torch) only inside the commands that need them.
+
+Errors: an :class:`~oracle.errors.OracleError` (a user mistake) prints one line on
+stderr and exits 2; a failed check exits 1; anything else is a bug and prints a short
+request for a bug report (the traceback with ``--debug`` or ``ORACLE_DEBUG=1``).
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+
+import click
+
+# command name -> (module, attribute, one-line help shown by `oracle --help`)
+COMMANDS: dict[str, tuple[str, str, str]] = {
+    "predict": ("oracle.cli.predict", "predict", "Project time and memory of every strategy, ranked."),
+    "show": ("oracle.cli.show", "show", "Show a model, system or profile as a table."),
+    "compare": ("oracle.cli.compare", "compare", "Compare projections with measured runs."),
+    "import": ("oracle.cli.import_", "import_", "Turn training logs into measured-runs CSV rows."),
+    "snapshot": ("oracle.cli.snapshot", "snapshot", "Write projections to a JSON baseline."),
+    "check": ("oracle.cli.snapshot", "check", "Recompute a baseline; fail if projections moved."),
+    "fit": ("oracle.cli.fit", "fit", "Fit network parameters from benchmark logs."),
+    "profile": ("oracle.cli.profile", "profile", "Measure or estimate per-layer timings."),
+    "plot": ("oracle.cli.plot", "plot", "Draw scaling, breakdown, memory and compare plots."),
+    "report": ("oracle.cli.report", "report", "Write a self-contained HTML/Markdown report."),
+    "search": ("oracle.cli.search", "search", "Find the fastest configuration for a GPU budget."),
+}
+
+CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
+
+
+def _available() -> dict[str, tuple[str, str, str]]:
+    """Commands whose module exists (so --help never lists a missing command)."""
+    import importlib.util
+
+    out = {}
+    for name, spec in COMMANDS.items():
+        if importlib.util.find_spec(spec[0]) is not None:
+            out[name] = spec
+    return out
+
+
+class LazyGroup(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(_available())
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        spec = _available().get(cmd_name)
+        if spec is None:
+            return None
+        module = importlib.import_module(spec[0])
+        return getattr(module, spec[1])
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = [(name, spec[2]) for name, spec in sorted(_available().items())]
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
+
+    def invoke(self, ctx: click.Context):  # type: ignore[override]
+        """Run the subcommand, mapping exceptions to one-line messages and exit codes."""
+        from oracle.errors import CheckFailed, OracleError
+
+        try:
+            return super().invoke(ctx)
+        except OracleError as exc:
+            click.echo(f"oracle: error: {exc}", err=True)
+            ctx.exit(2)
+        except CheckFailed as exc:
+            click.echo(f"oracle: check failed: {exc}", err=True)
+            ctx.exit(1)
+        except (click.exceptions.Exit, click.ClickException, click.exceptions.Abort):
+            raise
+        except KeyboardInterrupt:
+            click.echo("oracle: interrupted", err=True)
+            ctx.exit(130)
+        except BrokenPipeError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - last line of defence: never a traceback
+            if ctx.params.get("debug") or _debug_wanted([]):
+                raise
+            click.echo(
+                f"oracle: internal error: {type(exc).__name__}: {exc}\n"
+                "This is a bug in oracle. Please report it with the command you ran;"
+                " run it again with --debug (oracle --debug COMMAND ...) to see the traceback.",
+                err=True,
+            )
+            ctx.exit(3)
+
+    def resolve_command(self, ctx, args):  # type: ignore[override]
+        name = args[0] if args else None
+        if name and not name.startswith("-") and name not in _available():
+            import difflib
+
+            close = difflib.get_close_matches(name, list(_available()), n=1)
+            hint = f" Did you mean '{close[0]}'?" if close else ""
+            raise click.UsageError(f"No such command '{name}'.{hint}", ctx)
+        return super().resolve_command(ctx, args)
+
+
+@click.group(cls=LazyGroup, context_settings=CONTEXT_SETTINGS)
+@click.version_option(package_name="oracle", prog_name="oracle")
+@click.option("--debug", is_flag=True, help="Show Python tracebacks of internal errors.")
+def cli(debug: bool) -> None:
+    """Project how each way of parallelizing CNN training performs on your cluster.
+
+    Per-epoch compute, communication and per-GPU memory of data, spatial, filter,
+    channel, pipeline and hybrid parallelism, ranked per GPU count, with the limits
+    each strategy hits (after ParaDL, Kahira et al., HPDC 2021).
+
+    \b
+    Example:
+      oracle predict -m resnet50 -s abci -p resnet50_v100 --gpus 4-1024 --batch-per-gpu 32
+    """
+
+
+def _debug_wanted(argv: list[str]) -> bool:
+    return "--debug" in argv or os.environ.get("ORACLE_DEBUG", "") not in ("", "0")
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Console-script entry point."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    try:
+        cli.main(args=args, prog_name="oracle")
+    except BrokenPipeError:
+        # output piped into `head` and closed early: not an error
+        try:
+            sys.stdout = open(os.devnull, "w")  # noqa: SIM115
+        except OSError:
+            pass
+        sys.exit(0)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

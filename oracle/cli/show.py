@@ -1,0 +1,82 @@
+"""``oracle show model|system|profile NAME``: what oracle reads from a file."""
+
+from __future__ import annotations
+
+import click
+
+from oracle.cli.common import output_option
+
+_FORMAT = click.option(
+    "--format", "-f", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True
+)
+_WIDTH = click.option("--width", type=click.IntRange(min=60), help="Table width. [default: terminal]")
+
+
+def _print(renderable_or_text, fmt: str, width: int | None, output: str | None) -> None:
+    from oracle.render.output import emit
+
+    if fmt == "json":
+        emit(renderable_or_text, output)
+        return
+    from oracle.render.predict import render_text
+
+    if output:
+        emit(render_text(renderable_or_text, width=width or 140), output)
+        return
+    from oracle.cli.common import make_console
+
+    make_console(width).print(renderable_or_text)
+
+
+@click.group()
+def show() -> None:
+    """Show a model, system or profile (shipped name or path) as a table or JSON."""
+
+
+@show.command("model")
+@click.argument("name", metavar="MODEL")
+@_FORMAT
+@_WIDTH
+@output_option
+def show_model(name: str, fmt: str, width: int | None, output: str | None) -> None:
+    """Layers with shapes, parameters, FLOPs and activations, with totals."""
+    from oracle.load import load_model
+    from oracle.render import show as rs
+
+    m = load_model(name)
+    _print(rs.model_json(m) if fmt == "json" else rs.model_table(m), fmt, width, output)
+
+
+@show.command("system")
+@click.argument("name", metavar="SYSTEM")
+@_FORMAT
+@_WIDTH
+@output_option
+def show_system(name: str, fmt: str, width: int | None, output: str | None) -> None:
+    """GPUs, nodes and network levels with latency and bandwidth."""
+    from oracle.load import load_system
+    from oracle.render import show as rs
+
+    s = load_system(name)
+    _print(rs.system_json(s) if fmt == "json" else rs.system_table(s), fmt, width, output)
+
+
+@show.command("profile")
+@click.argument("name", metavar="PROFILE")
+@click.option("--model", "-m", metavar="MODEL", help="Bind to a model: per-layer times (a total is spread by FLOPs).")
+@_FORMAT
+@_WIDTH
+@output_option
+def show_profile(name: str, model: str | None, fmt: str, width: int | None, output: str | None) -> None:
+    """Per-layer forward, backward and weight-update times and their sums."""
+    from oracle.load import load_model, load_profile
+    from oracle.load.profile import bind_profile
+    from oracle.render import show as rs
+
+    pr = load_profile(name)
+    m = times = None
+    if model:
+        m = load_model(model)
+        times = bind_profile(m, pr)
+    out = rs.profile_json(pr, times, m) if fmt == "json" else rs.profile_table(pr, times, m)
+    _print(out, fmt, width, output)

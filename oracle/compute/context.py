@@ -1,0 +1,311 @@
+"""Everything a strategy needs, precomputed once per (model, profile, system, options).
+
+Per-layer quantities become numpy arrays (ParaDL Table 2 notation):
+    x, y   elements of one sample's input(s) / output of layer l   (|x_l|, |y_l|)
+    w      trainable parameters of layer l                         (|w_l|)
+    fw, bw forward / backward seconds per sample                    (FW_l, BW_l)
+    wu     weight-update seconds per iteration                      (WU_l)
+    C, F   input channels / output channels                        (C_l, F_l)
+and each strategy's *split set* (SPEC §4, "Split layers") is a boolean mask with its
+sums cached, so that a point costs O(1) arithmetic plus a few vector operations.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
+
+from oracle.model import MODEL_INPUT, SPATIAL_TYPES, LayerTimes, Model, System
+
+PRECISION_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2}
+
+
+@dataclass(frozen=True)
+class Options:
+    """Implementation parameters that are not part of the input files."""
+
+    precision: str = "fp32"  # δ: bytes per item (SPEC §2)
+    memory_reuse: float = 1.0  # γ, 0 < γ <= 1 (ParaDL §4.2)
+    contention: float | None = None  # φ override (SPEC §4.3)
+    segments: int | None = None  # pipeline S; default min(B, 4p)
+    samples: int | None = None  # D override (e.g. ParaDL's rounded 1.28M)
+
+    @property
+    def delta(self) -> int:
+        return PRECISION_BYTES[self.precision]
+
+
+@dataclass(frozen=True)
+class SplitSums:
+    """Sums over a strategy's split layers (s) and the replicated rest (r)."""
+
+    mask: np.ndarray
+    fb_s: float
+    fb_r: float
+    wu_s: float
+    wu_r: float
+    w_s: float
+    w_r: float
+    act_s: float  # Σs (x + y)
+    act_r: float
+    coll_y: np.ndarray  # y_l of split layers except the last split layer (filter/channel)
+    last: int  # index of the last split layer (-1 if none)
+
+
+class Context:
+    """Model, system, profile and options, with cached per-strategy sums."""
+
+    def __init__(
+        self, model: Model, system: System, times: tuple[LayerTimes, ...], options: Options
+    ) -> None:
+        self.model = model
+        self.system = system
+        self.options = options
+        self.delta = options.delta
+        self.gamma = options.memory_reuse
+        self.D = float(options.samples or model.dataset_samples)
+        info = model.info
+        self.G = len(info)
+        self.x = np.array([i.input_elements for i in info], dtype=float)
+        self.y = np.array([i.output_elements for i in info], dtype=float)
+        self.w = np.array([i.parameters for i in info], dtype=float)
+        self.fw = np.array([t.fw_s for t in times], dtype=float)
+        self.bw = np.array([t.bw_s for t in times], dtype=float)
+        self.wu = np.array([t.wu_s for t in times], dtype=float)
+        self.fb = self.fw + self.bw
+        self.C = np.array([i.input_shapes[0][0] for i in info], dtype=int)
+        self.F = np.array([i.output_shape[0] for i in info], dtype=int)
+        self.types = [layer.type for layer in model.layers]
+        self.names = [layer.name for layer in model.layers]
+        self.sum_fb = float(self.fb.sum())
+        self.sum_wu = float(self.wu.sum())
+        self.sum_w = float(self.w.sum())
+        self.sum_act = float((self.x + self.y).sum())
+
+    # -- split sets (SPEC §4 "Split layers") ------------------------------------------
+    def _sums(self, mask: np.ndarray) -> SplitSums:
+        idx = np.flatnonzero(mask)
+        last = int(idx[-1]) if idx.size else -1
+        coll = idx[:-1] if idx.size else idx
+        r = ~mask
+        return SplitSums(
+            mask=mask,
+            fb_s=float(self.fb[mask].sum()),
+            fb_r=float(self.fb[r].sum()),
+            wu_s=float(self.wu[mask].sum()),
+            wu_r=float(self.wu[r].sum()),
+            w_s=float(self.w[mask].sum()),
+            w_r=float(self.w[r].sum()),
+            act_s=float((self.x + self.y)[mask].sum()),
+            act_r=float((self.x + self.y)[r].sum()),
+            coll_y=self.y[coll],
+            last=last,
+        )
+
+    @cached_property
+    def all_layers(self) -> SplitSums:
+        """data, pipeline: every layer is split."""
+        return self._sums(np.ones(self.G, dtype=bool))
+
+    @cached_property
+    def filter_split(self) -> SplitSums:
+        """filter: every conv and fc layer."""
+        return self._sums(np.array([t in ("conv", "fc") for t in self.types]))
+
+    @cached_property
+    def channel_split(self) -> SplitSums:
+        """channel: every conv and fc layer except those reading the model's input
+        (their input channels are the data's; SPEC says "except the first layer")."""
+        mask = [
+            t in ("conv", "fc") and MODEL_INPUT not in layer.inputs
+            for t, layer in zip(self.types, self.model.layers)
+        ]
+        return self._sums(np.array(mask))
+
+    @cached_property
+    def spatial_split(self) -> SplitSums:
+        """spatial: every layer up to and including the last one whose output still has
+        a spatial extent > 1 (the fc head and what follows run replicated)."""
+        last = -1
+        for i, info in enumerate(self.model.info):
+            shape = info.output_shape
+            if len(shape) > 1 and math.prod(shape[1:]) > 1:
+                last = i
+        mask = np.zeros(self.G, dtype=bool)
+        mask[: last + 1] = True
+        return self._sums(mask)
+
+    # -- spatial decomposition and halos ------------------------------------------------
+    @cached_property
+    def _halo_layers(self) -> dict[str, np.ndarray]:
+        """Split conv/pool layers: kernel half-widths and extents, for halo sizes."""
+        mask = self.spatial_split.mask
+        rows = []
+        for i, (layer, info) in enumerate(zip(self.model.layers, self.model.info)):
+            if not mask[i] or layer.type not in SPATIAL_TYPES:
+                continue
+            xin = info.input_shapes[0]
+            dims = len(xin) - 1
+            kernel = layer.kernel * dims if len(layer.kernel) == 1 else layer.kernel
+            rows.append((i, [k // 2 for k in kernel], xin[1:], info.output_shape[1:], xin[0], info.output_shape[0]))
+        if not rows:
+            return {"index": np.zeros(0, dtype=int)}
+        return {
+            "index": np.array([r[0] for r in rows]),
+            "half": np.array([r[1] for r in rows], dtype=float),
+            "X": np.array([r[2] for r in rows], dtype=float),
+            "Y": np.array([r[3] for r in rows], dtype=float),
+            "C": np.array([r[4] for r in rows], dtype=float),
+            "F": np.array([r[5] for r in rows], dtype=float),
+        }
+
+    def spatial_grid(self, p: int) -> tuple[int, ...]:
+        """p split over the spatial dimensions as evenly as possible, larger factors on
+        earlier dimensions (SPEC §4: p=8 on 2-D is 4 x 2)."""
+        return balanced_grid(p, self.model.spatial_dims)
+
+    def halo_elements(self, grid: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
+        """Per split conv/pool layer: halo(x_l) and halo(dy_l) in elements of one sample.
+
+        SPEC §4: for each split dimension with factor f > 1, 2·floor(K/2)·(product of the
+        other dimensions' local extents ceil(extent/factor))·C_l; likewise on the output
+        extents with F_l for dy.  Only kernels > 1 have halos (floor(1/2) = 0).
+        """
+        h = self._halo_layers
+        if h["index"].size == 0:
+            z = np.zeros(0)
+            return z, z
+        f = np.array(grid, dtype=float)
+        split = f > 1
+
+        def side(extents: np.ndarray, channels: np.ndarray) -> np.ndarray:
+            local = np.ceil(extents / f)
+            prod_all = local.prod(axis=1)
+            others = prod_all[:, None] / local
+            return channels * (2.0 * h["half"] * others * split).sum(axis=1)
+
+        return side(h["X"], h["C"]), side(h["Y"], h["F"])
+
+    def spatial_violations(self, grid: tuple[int, ...]) -> list[str]:
+        """Reasons why a spatial grid does not fit: each factor must be <= that extent
+        of every split conv/pool output (SPEC §4 limits)."""
+        h = self._halo_layers
+        if h["index"].size == 0:
+            return []
+        f = np.array(grid, dtype=float)
+        bad = (h["Y"] < f).any(axis=1)
+        if not bad.any():
+            return []
+        first = int(np.flatnonzero(bad)[0])
+        i = int(h["index"][first])
+        out_shape = "x".join(str(int(v)) for v in h["Y"][first])
+        return [
+            f"spatial split {'x'.join(map(str, grid))} exceeds the {out_shape} output of"
+            f" {self.names[i]}"
+        ]
+
+    # -- pipeline (optimal contiguous partition) -------------------------------------
+    @cached_property
+    def _prefix_fb(self) -> np.ndarray:
+        return np.concatenate([[0.0], np.cumsum(self.fb)])
+
+    @cached_property
+    def crossing(self) -> np.ndarray:
+        """Elements per sample crossing a cut after layer k (k = 0..G-1).
+
+        For a chain this is y_k, as in SPEC §4 ("y_Gi is the output of group i's last
+        layer").  In a DAG every tensor produced at or before k and consumed after k
+        crosses (a residual shortcut too); we count them all, which is what a real
+        pipeline sends (documented deviation, equal to the SPEC on line graphs).
+        """
+        last_use = np.arange(self.G)  # a layer's own index if nothing reads it later
+        for j, layer in enumerate(self.model.layers):
+            for name in layer.inputs:
+                if name != MODEL_INPUT:
+                    i = self.model.index[name]
+                    last_use[i] = max(last_use[i], j)
+        diff = np.zeros(self.G + 1)
+        for i in range(self.G):
+            if last_use[i] > i:
+                diff[i] += self.y[i]  # crosses cuts i .. last_use-1
+                diff[last_use[i]] -= self.y[i]
+        out = np.cumsum(diff)[: self.G]
+        # the last layer of a group always hands its output on when it has a consumer;
+        # make sure a chain gives exactly y_k even for a layer nobody reads
+        return np.maximum(out, 0.0)
+
+    def partition(self, p: int) -> list[tuple[int, int]]:
+        """Optimal contiguous partition of the layers into p non-empty groups that
+        minimises the largest group FW+BW time (the linear partition problem).
+        Returns [(start, stop), ...] with stop exclusive.  Requires 1 <= p <= G."""
+        return _partition_cached(self, p)
+
+
+def _greedy(pre: np.ndarray, limit: float, G: int) -> list[int] | None:
+    """Cut points of the fewest groups with sums <= limit (None if a layer exceeds it)."""
+    cuts = [0]
+    pos = 0
+    tol = limit * 1e-12 + 1e-300
+    while pos < G:
+        nxt = int(np.searchsorted(pre, pre[pos] + limit + tol, side="right")) - 1
+        if nxt <= pos:
+            return None
+        pos = min(nxt, G)
+        cuts.append(pos)
+    return cuts
+
+
+def _partition_cached(ctx: Context, p: int) -> list[tuple[int, int]]:
+    cache = ctx.__dict__.setdefault("_partitions", {})
+    if p in cache:
+        return cache[p]
+    G = ctx.G
+    pre = ctx._prefix_fb
+    # Bisection on the bottleneck: the fewest groups whose sums stay under a limit is
+    # found greedily, and it is monotone in the limit.  lo is infeasible-or-optimal,
+    # hi always feasible; stop at a relative gap of 1e-12 (exact for all purposes).
+    lo = float(ctx.fb.max()) if G else 0.0
+    hi = float(pre[-1])
+    best = _greedy(pre, hi, G)
+    cuts = _greedy(pre, lo, G)
+    if cuts is not None and len(cuts) - 1 <= p:
+        best, hi = cuts, lo
+    while hi - lo > 1e-12 * hi:
+        mid = 0.5 * (lo + hi)
+        cuts = _greedy(pre, mid, G)
+        if cuts is not None and len(cuts) - 1 <= p:
+            best, hi = cuts, mid
+        else:
+            lo = mid
+    assert best is not None
+    groups = [(best[k], best[k + 1]) for k in range(len(best) - 1)]
+    while len(groups) < p:  # split multi-layer groups: never raises the maximum
+        k = max(range(len(groups)), key=lambda g: groups[g][1] - groups[g][0])
+        a, b = groups[k]
+        groups[k : k + 1] = [(a, b - 1), (b - 1, b)]
+    cache[p] = groups
+    return groups
+
+
+def balanced_grid(p: int, dims: int) -> tuple[int, ...]:
+    """Factor p into ``dims`` factors, as even as possible, non-increasing."""
+    best: tuple[int, ...] | None = None
+
+    def rec(rest: int, k: int, cap: int, acc: tuple[int, ...]) -> None:
+        nonlocal best
+        if k == 1:
+            if rest <= cap:
+                cand = acc + (rest,)
+                if best is None or (max(cand), -min(cand)) < (max(best), -min(best)):
+                    best = cand
+            return
+        for f in range(min(cap, rest), 0, -1):
+            if rest % f == 0:
+                rec(rest // f, k - 1, f, acc + (f,))
+
+    rec(p, dims, p, ())
+    assert best is not None
+    return best

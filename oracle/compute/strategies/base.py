@@ -1,0 +1,137 @@
+"""What every strategy shares: its configuration, the registry, and the checks common
+to all points (GPU count of the system, GPU memory)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from oracle.compute.context import Context
+from oracle.compute.cost import NAN_BREAKDOWN, Breakdown, Limit, Point
+from oracle.units import fmt_gb
+
+
+@dataclass(frozen=True)
+class Config:
+    """One configuration to evaluate."""
+
+    strategy: str
+    gpus: int  # p
+    p1: int  # data-parallel part (hybrids); p for data; 1 for model-parallel
+    p2: int  # model-parallel part (hybrids); p for model-parallel; 1 for data
+    batch: float  # global mini-batch B
+    segments: int | None = None  # pipeline S
+
+
+class Strategy:
+    """A parallelization strategy: which configurations exist for p GPUs, and the cost
+    of one.  Subclasses implement :meth:`evaluate`; hybrids override
+    :meth:`configurations` to list factorizations."""
+
+    name: str = ""
+    hybrid: bool = False
+    description: str = ""
+
+    def configurations(
+        self, ctx: Context, p: int, batch: float, p2: int | None = None
+    ) -> list[Config]:
+        return [Config(self.name, p, *self.parts(p), batch)]
+
+    def parts(self, p: int) -> tuple[int, int]:
+        """(p1, p2) of a non-hybrid strategy on p GPUs."""
+        return (p, 1)
+
+    def evaluate(self, ctx: Context, cfg: Config) -> Point:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+
+REGISTRY: dict[str, Strategy] = {}
+
+
+def register(cls: type[Strategy]) -> type[Strategy]:
+    REGISTRY[cls.name] = cls()
+    return cls
+
+
+def hybrid_configurations(
+    name: str, p: int, batch: float, p2: int | None
+) -> list[Config]:
+    """Factorizations p = p1·p2 of a hybrid.  Without ``p2``: every factorization with
+    p1, p2 >= 2 (p1 = 1 or p2 = 1 are the plain strategies, listed under their own
+    names).  With ``p2``: that one, infeasible if p2 does not divide p."""
+    if p2 is not None:
+        return [Config(name, p, p // p2 if p % p2 == 0 else 0, p2, batch)]
+    out = []
+    for q in range(2, p // 2 + 1):
+        if p % q == 0:
+            out.append(Config(name, p, p // q, q, batch))
+    return out
+
+
+def make_point(
+    ctx: Context,
+    cfg: Config,
+    breakdown: Breakdown,
+    memory_elements: float,
+    limits: list[Limit],
+    details: dict | None = None,
+) -> Point:
+    """Finish a point: memory in bytes (γ·δ·elements, ParaDL Table 3), iterations
+    I = D/B, and the limits every strategy shares (system size, GPU memory)."""
+    system = ctx.system
+    memory = ctx.gamma * ctx.delta * memory_elements
+    limits = list(limits)
+    if cfg.gpus > system.total_gpus:
+        limits.insert(
+            0,
+            Limit("gpus", f"needs {cfg.gpus} GPUs; {system.name} has {system.total_gpus}"),
+        )
+    if not math.isnan(memory) and memory > system.gpu_memory_bytes:
+        limits.append(
+            Limit(
+                "memory",
+                f"needs {fmt_gb(memory)} of {fmt_gb(system.gpu_memory_bytes)} GPU memory",
+            )
+        )
+    return Point(
+        model=ctx.model.name,
+        system=system.name,
+        strategy=cfg.strategy,
+        gpus=cfg.gpus,
+        p1=cfg.p1,
+        p2=cfg.p2,
+        global_batch=cfg.batch,
+        segments=cfg.segments,
+        iterations_per_epoch=ctx.D / cfg.batch if cfg.batch > 0 else math.nan,
+        breakdown=breakdown,
+        memory_bytes=memory,
+        limits=tuple(limits),
+        details=tuple((details or {}).items()),
+    )
+
+
+def not_computable(ctx: Context, cfg: Config, limits: list[Limit]) -> Point:
+    """A point whose numbers cannot be formed (e.g. more stages than layers)."""
+    return make_point(ctx, cfg, NAN_BREAKDOWN, math.nan, limits)
+
+
+def batch_limit(B: float, parts: int, what: str = "GPU") -> list[Limit]:
+    """p <= B: at least one sample per GPU (or per data-parallel group)."""
+    if parts > B:
+        return [Limit("batch", f"fewer than one sample per {what}: B={B:g} over {parts}")]
+    return []
+
+
+def min_layer(ctx: Context, mask, values) -> tuple[int, str]:
+    """The smallest value over the masked layers and the name of that layer."""
+    idx = np.flatnonzero(mask)
+    if idx.size == 0:
+        return (0, "")
+    k = int(idx[np.argmin(np.asarray(values)[idx])])
+    return (int(values[k]), ctx.names[k])
+
+
+Evaluator = Callable[[Context, Config], Point]

@@ -1,0 +1,28 @@
+"""Data parallelism (ParaDL §3.1, Table 3 row "Data", Appendix eq. 5-7)."""
+
+from __future__ import annotations
+
+from oracle.compute.context import Context
+from oracle.compute.cost import Breakdown, Point
+from oracle.compute.network import allreduce, link, span_contiguous
+from oracle.compute.strategies.base import Config, Strategy, batch_limit, make_point, register
+
+
+@register
+class Data(Strategy):
+    name = "data"
+    description = "samples split over p GPUs; gradients all-reduced"
+
+    def evaluate(self, ctx: Context, cfg: Config) -> Point:
+        p, B, D = cfg.gpus, cfg.batch, ctx.D
+        I = D / B
+        # compute = (D/p) Σ(FW+BW) + I ΣWU                               ParaDL eq. 5
+        bd_fb = D / p * ctx.sum_fb
+        bd_wu = I * ctx.sum_wu
+        # communication = I · AR(p, δΣw) on GPUs 0..p-1                  ParaDL eq. 6
+        lk = link(ctx.system, span_contiguous(p, ctx.system.gpus_per_node), "allreduce")
+        ge = I * allreduce(p, ctx.delta * ctx.sum_w, lk)
+        # memory / (γδ) = Σ (2B/p)(x+y) + 2w                             ParaDL eq. 7
+        mem = 2 * B / p * ctx.sum_act + 2 * ctx.sum_w
+        bd = Breakdown(forward_backward_s=bd_fb, weight_update_s=bd_wu, gradient_exchange_s=ge)
+        return make_point(ctx, cfg, bd, mem, batch_limit(B, p), {"allreduce_level": lk.level})

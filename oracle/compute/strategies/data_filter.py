@@ -1,0 +1,74 @@
+"""Hybrid data+filter parallelism (ParaDL §3.5 and Appendix A.1.6, eq. 20-22; Table 3
+row "Data+Filter"): filter parallelism inside groups of p2 GPUs, data parallelism over
+p1 groups, p = p1·p2."""
+
+from __future__ import annotations
+
+from oracle.compute.context import Context
+from oracle.compute.cost import Breakdown, Limit, Point
+from oracle.compute.network import (
+    allreduce,
+    contention_factor,
+    data_group_flows_per_node,
+    link,
+    span_strided,
+)
+from oracle.compute.strategies.base import (
+    Config,
+    Strategy,
+    batch_limit,
+    hybrid_configurations,
+    make_point,
+    not_computable,
+    register,
+)
+from oracle.compute.strategies.filter import Filter, horizontal_collectives
+
+
+def factor_limit(cfg: Config) -> list[Limit]:
+    if cfg.p1 == 0:
+        return [Limit("factorization", f"p={cfg.gpus} is not a multiple of p2={cfg.p2}")]
+    return []
+
+
+def data_group_allreduce(ctx: Context, p1: int, p2: int, m_bytes: float) -> tuple[float, float, str]:
+    """AR_φ(p1, m) among the data-parallel group {0, p2, 2·p2, ...} (SPEC §4.2-4.3):
+    the p2 groups' all-reduces run at once and share each node's links (φ)."""
+    gpn = ctx.system.gpus_per_node
+    lk = link(ctx.system, span_strided(p1, p2, gpn), "allreduce")
+    phi = contention_factor(ctx.system, data_group_flows_per_node(p1, p2, gpn), ctx.options.contention)
+    return allreduce(p1, m_bytes, lk, phi), phi, lk.level
+
+
+@register
+class DataFilter(Strategy):
+    name = "data+filter"
+    hybrid = True
+    description = "filter parallelism in groups of p2, data parallelism across p1 groups"
+
+    def configurations(self, ctx, p, batch, p2=None):
+        return hybrid_configurations(self.name, p, batch, p2)
+
+    def evaluate(self, ctx: Context, cfg: Config) -> Point:
+        if cfg.p1 == 0:
+            return not_computable(ctx, cfg, factor_limit(cfg))
+        p, p1, p2, B, D = cfg.gpus, cfg.p1, cfg.p2, cfg.batch, ctx.D
+        I = D / B
+        s = ctx.filter_split
+        # compute = (D/p) Σs FB + (D/p1) Σr FB + (I/p2) Σs WU + I Σr WU        SPEC §4
+        fb = D / p * s.fb_s + D / p1 * s.fb_r
+        wu = I / p2 * s.wu_s + I * s.wu_r
+        # layer collectives in the group: Σ [AG(p2, δ·B·y/p) + AR(p2, δ·B·y/p1)]
+        lc = I * horizontal_collectives(ctx, s, p2, B / p1)
+        # gradient exchange: AR_φ(p1, δ(Σs w/p2 + Σr w))                       SPEC §4
+        ar, phi, level = data_group_allreduce(ctx, p1, p2, ctx.delta * (s.w_s / p2 + s.w_r))
+        # memory / (γδ) = Σ (2B/p1)(x+y) + Σs 2w/p2 + Σr 2w                     ParaDL eq. 20
+        mem = 2 * B / p1 * ctx.sum_act + 2 * s.w_s / p2 + 2 * s.w_r
+        bd = Breakdown(
+            forward_backward_s=fb,
+            weight_update_s=wu,
+            gradient_exchange_s=I * ar,
+            layer_collectives_s=lc,
+        )
+        limits = batch_limit(B, p1, "data-parallel group") + Filter().width_limit(ctx, s, p2, "p2")
+        return make_point(ctx, cfg, bd, mem, limits, {"contention": phi, "allreduce_level": level})

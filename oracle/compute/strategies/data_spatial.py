@@ -1,0 +1,63 @@
+"""Hybrid data+spatial parallelism (ParaDL §5 / Dryden et al. IPDPS 2019 "hybrid
+sample/spatial"; Table 3 of the SPEC): spatial parallelism inside groups of p2 GPUs,
+data parallelism over p1 groups, p = p1·p2."""
+
+from __future__ import annotations
+
+from oracle.compute.context import Context
+from oracle.compute.cost import Breakdown, Point
+from oracle.compute.network import allreduce, contention_factor, link, span_contiguous
+from oracle.compute.strategies.base import (
+    Config,
+    Strategy,
+    batch_limit,
+    hybrid_configurations,
+    make_point,
+    not_computable,
+    register,
+)
+from oracle.compute.strategies.data_filter import data_group_allreduce, factor_limit
+from oracle.compute.strategies.spatial import gather_tail, halo_time, spatial_limits
+
+
+@register
+class DataSpatial(Strategy):
+    name = "data+spatial"
+    hybrid = True
+    description = "spatial parallelism in groups of p2, data parallelism across p1 groups"
+
+    def configurations(self, ctx, p, batch, p2=None):
+        return hybrid_configurations(self.name, p, batch, p2)
+
+    def evaluate(self, ctx: Context, cfg: Config) -> Point:
+        if cfg.p1 == 0:
+            return not_computable(ctx, cfg, factor_limit(cfg))
+        p, p1, p2, B, D = cfg.gpus, cfg.p1, cfg.p2, cfg.batch, ctx.D
+        I = D / B
+        s = ctx.spatial_split
+        b = B / p1  # samples per spatial group
+        # compute = (D/p) Σs FB + (D/p1) Σr FB + I ΣWU                           SPEC §4
+        fb = D / p * s.fb_s + D / p1 * s.fb_r
+        wu = I * ctx.sum_wu
+        # gradient exchange: AR_φ(p, δΣs w) over all GPUs + AR_φ(p1, δΣr w)      SPEC §4
+        gpn = ctx.system.gpus_per_node
+        lk_all = link(ctx.system, span_contiguous(p, gpn), "allreduce")
+        phi_all = contention_factor(ctx.system, 1 if p > gpn else 0, ctx.options.contention)
+        ge = allreduce(p, ctx.delta * s.w_s, lk_all, phi_all)
+        ar_r, phi, _ = data_group_allreduce(ctx, p1, p2, ctx.delta * s.w_r)
+        ge += ar_r
+        # halo: 2Σs (2α + (B/p1)·δ·(halo_p2(x)+halo_p2(dy))·β); AG(p2, δ(B/p1)y_last/p2)
+        halo, grid = halo_time(ctx, p2, b)
+        lc = gather_tail(ctx, p2, b)
+        # memory / (γδ) = Σs (2B/p)(x+y) + Σr (2B/p1)(x+y) + Σ 2w                 SPEC §4
+        mem = 2 * B / p * s.act_s + 2 * b * s.act_r + 2 * ctx.sum_w
+        bd = Breakdown(
+            forward_backward_s=fb,
+            weight_update_s=wu,
+            gradient_exchange_s=I * ge,
+            layer_collectives_s=I * lc,
+            halo_s=I * halo,
+        )
+        limits = batch_limit(B, p1, "data-parallel group") + spatial_limits(ctx, grid)
+        details = {"grid": grid, "contention": phi, "allreduce_level": lk_all.level}
+        return make_point(ctx, cfg, bd, mem, limits, details)

@@ -1,0 +1,60 @@
+"""Filter parallelism (ParaDL §3.3, Table 3 row "Filter", Appendix eq. 15-16), splitting
+only conv and fc layers; the other layers run replicated (SPEC §4)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from oracle.compute.context import Context, SplitSums
+from oracle.compute.cost import Breakdown, Limit, Point
+from oracle.compute.network import allgather, allreduce, link, span_contiguous
+from oracle.compute.strategies.base import Config, Strategy, make_point, min_layer, register
+
+
+def horizontal_collectives(ctx: Context, sums: SplitSums, q: int, b: float) -> float:
+    """Per-iteration layer collectives of filter/channel parallelism in a group of q
+    GPUs (GPUs 0..q-1) holding b samples: after every split layer but the last, an
+    all-gather of the output slices and an all-reduce of the input gradients
+    (SPEC §4: Σ_{s, l≠last s} [AG(q, δ·b·y_l/q) + AR(q, δ·b·y_l)]; with rings this is
+    ParaDL's 3(p-1) Σ (α + B y_l δ β / p), eq. 15).  Channel parallelism swaps the
+    two (AR forward, AG backward) at the same cost."""
+    if q <= 1 or sums.coll_y.size == 0:
+        return 0.0
+    span = span_contiguous(q, ctx.system.gpus_per_node)
+    m = ctx.delta * b * sums.coll_y
+    ag = allgather(q, m / q, link(ctx.system, span, "allgather"))
+    ar = allreduce(q, m, link(ctx.system, span, "allreduce"))
+    return float(np.sum(ag) + np.sum(ar))
+
+
+@register
+class Filter(Strategy):
+    name = "filter"
+    description = "filters of conv/fc layers split over p GPUs"
+    limit_code = "filters"
+
+    def split(self, ctx: Context) -> SplitSums:
+        return ctx.filter_split
+
+    def parts(self, p: int) -> tuple[int, int]:
+        return (1, p)
+
+    def width_limit(self, ctx: Context, sums: SplitSums, q: int, label: str) -> list[Limit]:
+        """p <= min_s F_l (filters of the split layers)."""
+        fmin, name = min_layer(ctx, sums.mask, ctx.F)
+        if name and q > fmin:
+            return [Limit(self.limit_code, f"{label}={q} exceeds the {fmin} filters of {name}")]
+        return []
+
+    def evaluate(self, ctx: Context, cfg: Config) -> Point:
+        p, B, D = cfg.gpus, cfg.batch, ctx.D
+        I = D / B
+        s = self.split(ctx)
+        # compute = (D/p) Σs(FW+BW) + D Σr(FW+BW) + (I/p) Σs WU + I Σr WU    SPEC §4
+        fb = D / p * s.fb_s + D * s.fb_r
+        wu = I / p * s.wu_s + I * s.wu_r
+        lc = I * horizontal_collectives(ctx, s, p, B)
+        # memory / (γδ) = Σ 2B(x+y) + Σs 2w/p + Σr 2w                          SPEC §4
+        mem = 2 * B * ctx.sum_act + 2 * s.w_s / p + 2 * s.w_r
+        bd = Breakdown(forward_backward_s=fb, weight_update_s=wu, layer_collectives_s=lc)
+        return make_point(ctx, cfg, bd, mem, self.width_limit(ctx, s, p, "p"))

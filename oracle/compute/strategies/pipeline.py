@@ -1,0 +1,67 @@
+"""Pipeline (layer) parallelism (ParaDL §3.4, Table 3 row "Layer (Pipeline)", Appendix
+eq. 12-14; GPipe): layers split into p contiguous stages by the optimal linear
+partition, the mini-batch into S segments (micro-batches)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from oracle.compute.context import Context
+from oracle.compute.cost import Breakdown, Limit, Point
+from oracle.compute.network import link, span_pair
+from oracle.compute.strategies.base import Config, Strategy, make_point, not_computable, register
+
+
+def default_segments(B: float, p: int) -> int:
+    """S = min(B, 4p) (SPEC §4), at least 1."""
+    return max(1, int(min(B, 4 * p)))
+
+
+@register
+class Pipeline(Strategy):
+    name = "pipeline"
+    description = "layers split into p stages; S micro-batches in flight"
+
+    def parts(self, p: int) -> tuple[int, int]:
+        return (1, p)
+
+    def configurations(self, ctx, p, batch, p2=None):
+        S = ctx.options.segments or default_segments(batch, p)
+        return [Config(self.name, p, 1, p, batch, S)]
+
+    def evaluate(self, ctx: Context, cfg: Config) -> Point:
+        p, B, D = cfg.gpus, cfg.batch, ctx.D
+        S = cfg.segments or default_segments(B, p)
+        I = D / B
+        limits = []
+        if S > B:
+            limits.append(Limit("segments", f"S={S} segments exceed the batch B={B:g}"))
+        if p > ctx.G:
+            limits.append(
+                Limit("layers", f"p={p} exceeds the {ctx.G} layers of {ctx.model.name} (one stage per layer at most)")
+            )
+            return not_computable(ctx, cfg, limits)
+        groups = ctx.partition(p)
+        fw_g = np.array([ctx.fw[a:b].sum() for a, b in groups])
+        bw_g = np.array([ctx.bw[a:b].sum() for a, b in groups])
+        wu_g = np.array([ctx.wu[a:b].sum() for a, b in groups])
+        # compute = D(p+S-1)/S · (max FW_Gi + max BW_Gi) + I max WU_Gi      ParaDL eq. 12
+        fb = D * (p + S - 1) / S * (fw_g.max() + bw_g.max())
+        wu = I * wu_g.max()
+        # communication = I · 2(p+S-2) max_{i<p} (α + (B/S)·δ·y_Gi·β)          ParaDL eq. 13
+        # (y_Gi: every tensor crossing the cut, = the last layer's output on chains)
+        comm = 0.0
+        if p > 1:
+            gpn = ctx.system.gpus_per_node
+            worst = 0.0
+            for i, (_, stop) in enumerate(groups[:-1]):
+                lk = link(ctx.system, span_pair(i, i + 1, gpn), "p2p")
+                t = lk.alpha_s + B / S * ctx.delta * ctx.crossing[stop - 1] * lk.beta_s_per_byte
+                worst = max(worst, t)
+            comm = I * 2 * (p + S - 2) * worst
+        # memory / (γδ) = max_i Σ_{l∈Gi} (2B(x+y) + 2w)                      ParaDL eq. 14
+        per_layer = 2 * B * (ctx.x + ctx.y) + 2 * ctx.w
+        mem = max(float(per_layer[a:b].sum()) for a, b in groups)
+        bd = Breakdown(forward_backward_s=fb, weight_update_s=wu, pipeline_p2p_s=comm)
+        stages = tuple((ctx.names[a], ctx.names[b - 1]) for a, b in groups)
+        return make_point(ctx, cfg, bd, mem, limits, {"stages": stages})

@@ -1,0 +1,26 @@
+"""Serial training on one GPU (ParaDL Table 3 row "Serial", Appendix eq. 3-4)."""
+
+from __future__ import annotations
+
+from oracle.compute.context import Context
+from oracle.compute.cost import Breakdown, Limit, Point
+from oracle.compute.strategies.base import Config, Strategy, make_point, register
+
+
+@register
+class Serial(Strategy):
+    name = "serial"
+    description = "one GPU, no communication"
+
+    def parts(self, p: int) -> tuple[int, int]:
+        return (1, 1)
+
+    def evaluate(self, ctx: Context, cfg: Config) -> Point:
+        D, B = ctx.D, cfg.batch
+        I = D / B
+        # compute = D Σ(FW+BW) + I ΣWU                                  ParaDL eq. 3
+        bd = Breakdown(forward_backward_s=D * ctx.sum_fb, weight_update_s=I * ctx.sum_wu)
+        # memory / (γδ) = Σ 2B(x+y) + 2w                                ParaDL eq. 4
+        mem = 2 * B * ctx.sum_act + 2 * ctx.sum_w
+        limits = [] if cfg.gpus == 1 else [Limit("serial", f"serial runs on one GPU, not {cfg.gpus}")]
+        return make_point(ctx, cfg, bd, mem, limits)

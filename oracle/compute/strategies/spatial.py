@@ -1,0 +1,84 @@
+"""Spatial parallelism (ParaDL §3.2, Table 3 row "Spatial", Appendix eq. 8-10; Dryden et
+al. IPDPS 2019 §III-B): the spatial extents of every layer up to the last one with a
+spatial output are split; the fc head runs replicated after an all-gather."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from oracle.compute.context import Context
+from oracle.compute.cost import Breakdown, Limit, Point
+from oracle.compute.network import (
+    allgather,
+    allreduce,
+    link,
+    span_contiguous,
+    span_neighbours,
+)
+from oracle.compute.strategies.base import Config, Strategy, make_point, register
+
+
+def halo_time(ctx: Context, q: int, b: float) -> tuple[float, tuple[int, ...]]:
+    """Per-iteration halo exchange of a spatial group of q GPUs holding b samples.
+
+    SPEC §4 / ParaDL eq. 10: 2 Σs (2α + b·δ·(halo(x_l) + halo(dy_l))·β), over the split
+    conv/pool layers that have a halo (kernel > 1 in a split dimension); α/β of the
+    slowest neighbour pair (operation "halo", which a system may route over MPI).
+    """
+    grid = ctx.spatial_grid(q)
+    if q <= 1:
+        return 0.0, grid
+    hx, hdy = ctx.halo_elements(grid)
+    halo = hx + hdy
+    halo = halo[halo > 0]
+    if halo.size == 0:
+        return 0.0, grid
+    lk = link(ctx.system, span_neighbours(q, ctx.system.gpus_per_node), "halo")
+    per_layer = 2 * lk.alpha_s + b * ctx.delta * halo * lk.beta_s_per_byte
+    return float(2 * np.sum(per_layer)), grid
+
+
+def spatial_limits(ctx: Context, grid: tuple[int, ...]) -> list[Limit]:
+    return [Limit("spatial", r) for r in ctx.spatial_violations(grid)]
+
+
+def gather_tail(ctx: Context, q: int, b: float) -> float:
+    """All-gather of the last split layer's output before the replicated head:
+    AG(q, δ·b·y_last/q) (SPEC §4)."""
+    s = ctx.spatial_split
+    if q <= 1 or s.last < 0 or s.last == ctx.G - 1:
+        return 0.0
+    lk = link(ctx.system, span_contiguous(q, ctx.system.gpus_per_node), "allgather")
+    return allgather(q, ctx.delta * b * ctx.y[s.last] / q, lk)
+
+
+@register
+class Spatial(Strategy):
+    name = "spatial"
+    description = "spatial extents of the convolutional part split over p GPUs"
+
+    def parts(self, p: int) -> tuple[int, int]:
+        return (1, p)
+
+    def evaluate(self, ctx: Context, cfg: Config) -> Point:
+        p, B, D = cfg.gpus, cfg.batch, ctx.D
+        I = D / B
+        s = ctx.spatial_split
+        # compute = (D/p) Σs(FW+BW) + D Σr(FW+BW) + I ΣWU                   SPEC §4
+        fb = D / p * s.fb_s + D * s.fb_r
+        wu = I * ctx.sum_wu
+        # communication = AR(p, δΣs w) + halo + AG(p, δ·B·y_last/p)          SPEC §4
+        lk = link(ctx.system, span_contiguous(p, ctx.system.gpus_per_node), "allreduce")
+        ge = I * allreduce(p, ctx.delta * s.w_s, lk)
+        halo, grid = halo_time(ctx, p, B)
+        lc = I * gather_tail(ctx, p, B)
+        # memory / (γδ) = Σs (2B/p)(x+y) + Σr 2B(x+y) + Σ 2w                 SPEC §4
+        mem = 2 * B / p * s.act_s + 2 * B * s.act_r + 2 * ctx.sum_w
+        bd = Breakdown(
+            forward_backward_s=fb,
+            weight_update_s=wu,
+            gradient_exchange_s=ge,
+            layer_collectives_s=lc,
+            halo_s=I * halo,
+        )
+        return make_point(ctx, cfg, bd, mem, spatial_limits(ctx, grid), {"grid": grid})

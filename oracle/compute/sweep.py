@@ -1,0 +1,137 @@
+"""A sweep: every requested strategy at every GPU count, ranked per GPU count.
+
+Ranking (SPEC §5): feasible points of the same GPU count ordered by total time
+(rank 1 = fastest); infeasible points have no rank and keep their reasons.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+
+from oracle.compute.context import PRECISION_BYTES, Context, Options
+from oracle.compute.cost import Point
+from oracle.compute.strategies import NAMES, REGISTRY
+from oracle.errors import OracleError, did_you_mean
+from oracle.model import LayerTimes, Model, System
+
+
+def parse_strategies(spec: str | Sequence[str] | None) -> tuple[list[str], bool]:
+    """Strategy names from 'all', 'data,filter' or a list; also whether the list was
+    explicit.  With 'all', 1 GPU lists only serial (every strategy degenerates to it)
+    and serial is not listed at more GPUs."""
+    if spec is None or spec == "all" or (not isinstance(spec, str) and list(spec) == ["all"]):
+        return list(NAMES), False
+    items = spec.split(",") if isinstance(spec, str) else list(spec)
+    names: list[str] = []
+    for raw in items:
+        name = str(raw).strip().lower()
+        if not name:
+            continue
+        if name == "all":
+            for n in NAMES:
+                if n not in names:
+                    names.append(n)
+            continue
+        if name not in REGISTRY:
+            hint = did_you_mean(name, NAMES) or "strategies: " + ", ".join(NAMES) + ", all"
+            raise OracleError(f"unknown strategy '{raw}'", path="--strategy", hint=hint)
+        if name not in names:
+            names.append(name)
+    if not names:
+        raise OracleError("no strategy given", path="--strategy", hint="e.g. data,filter or all")
+    return names, True
+
+
+def check_options(options: Options) -> None:
+    if options.precision not in PRECISION_BYTES:
+        raise OracleError(
+            f"unknown precision '{options.precision}'",
+            path="--precision",
+            hint="one of " + ", ".join(PRECISION_BYTES),
+        )
+    g = options.memory_reuse
+    if not (isinstance(g, (int, float)) and 0 < g <= 1):
+        raise OracleError(f"got {g}; expected 0 < γ <= 1", path="--memory-reuse")
+    if options.contention is not None and not (
+        math.isfinite(options.contention) and options.contention >= 1
+    ):
+        raise OracleError(f"got {options.contention}; expected φ >= 1", path="--contention")
+    if options.segments is not None and options.segments < 1:
+        raise OracleError(f"got {options.segments}; expected S >= 1", path="--segments")
+    if options.samples is not None and options.samples < 1:
+        raise OracleError(f"got {options.samples}; expected D >= 1", path="--samples")
+
+
+def sweep(
+    model: Model,
+    system: System,
+    times: tuple[LayerTimes, ...],
+    gpus: Iterable[int],
+    strategies: str | Sequence[str] | None = "all",
+    *,
+    batch: float | None = None,
+    batch_per_gpu: float | None = None,
+    p2: int | None = None,
+    options: Options | None = None,
+) -> list[Point]:
+    """Evaluate and rank.  Exactly one of ``batch`` (strong scaling, B fixed) and
+    ``batch_per_gpu`` (weak scaling, B = b·p) must be given."""
+    options = options or Options()
+    check_options(options)
+    names, explicit = parse_strategies(strategies)
+    if (batch is None) == (batch_per_gpu is None):
+        raise OracleError(
+            "give exactly one of --batch (global mini-batch, strong scaling) and"
+            " --batch-per-gpu (weak scaling)"
+        )
+    for label, value in (("--batch", batch), ("--batch-per-gpu", batch_per_gpu)):
+        if value is not None and not (math.isfinite(value) and value > 0):
+            raise OracleError(f"got {value}; expected a positive number", path=label)
+    if p2 is not None and p2 < 1:
+        raise OracleError(f"got {p2}; expected p2 >= 1", path="--p2")
+    counts = sorted(set(int(g) for g in gpus))
+    if not counts:
+        raise OracleError("no GPU counts given", path="--gpus")
+    if counts[0] < 1:
+        raise OracleError(f"got {counts[0]}; GPU counts must be >= 1", path="--gpus")
+
+    ctx = Context(model, system, times, options)
+    points: list[Point] = []
+    for p in counts:
+        B = float(batch) if batch is not None else float(batch_per_gpu) * p  # type: ignore[arg-type]
+        group: list[Point] = []
+        for name in names:
+            if not explicit and ((name == "serial") != (p == 1)):
+                continue  # with 'all': serial at 1 GPU only, the others from 2 GPUs
+            strategy = REGISTRY[name]
+            for cfg in strategy.configurations(ctx, p, B, p2):
+                group.append(strategy.evaluate(ctx, cfg))
+        points.extend(rank(group))
+    return points
+
+
+def rank(group: list[Point]) -> list[Point]:
+    """Rank the points of one GPU count: feasible by total time, then the rest."""
+    order = {name: i for i, name in enumerate(NAMES)}
+
+    def key(pt: Point) -> tuple:
+        total = pt.total_s
+        return (
+            not pt.feasible,
+            math.isnan(total),
+            total if not math.isnan(total) else 0.0,
+            order.get(pt.strategy, 99),
+            pt.p2,
+        )
+
+    ordered = sorted(group, key=key)
+    out = []
+    r = 0
+    for pt in ordered:
+        if pt.feasible:
+            r += 1
+            out.append(pt.with_rank(r))
+        else:
+            out.append(pt.with_rank(None))
+    return out

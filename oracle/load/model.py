@@ -1,0 +1,180 @@
+"""Load a CNN description (SPEC §3.1) into a frozen :class:`oracle.model.Model`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from oracle.compute.shapes import ShapeError, infer
+from oracle.errors import OracleError, did_you_mean
+from oracle.load.fields import Fields, boolean, integer, number, per_dim, string
+from oracle.load.yamlfile import load_yaml
+from oracle.model import LAYER_TYPES, MODEL_INPUT, Layer, Model
+
+_pos = integer(ge=1)
+_nonneg = integer(ge=0)
+
+
+def load_model(path: str | Path) -> Model:
+    name = str(path)
+    doc = load_yaml(path, "model file")
+    return parse_model(doc, name)
+
+
+def parse_model(doc: dict, file: str) -> Model:
+    top = Fields(doc, file, "")
+    model_name = top.req("name", string())
+    input_shape = _input_shape(top)
+    ds = top.sub("dataset")
+    assert ds is not None
+    dataset_name = ds.opt("name", string(), "")
+    samples = ds.req("samples", integer(ge=1), "the number of training samples")
+    bytes_per_sample = ds.opt("bytes_per_sample", number(gt=0))
+    ds.done(allowed_extra=("source",))
+    source = top.opt("source", string(nonempty=False), "")
+    top.opt("description", string(nonempty=False), "")
+    top.opt("notes", string(nonempty=False), "")
+
+    layers: list[Layer] = []
+    seen: dict[str, int] = {}
+    items = list(top.items("layers"))
+    if not items:
+        raise top.error("layers", "has no layers; expected a list of layers")
+    all_names = _all_names(items)
+    for index, raw, line in items:
+        layer = _parse_layer(raw, file, index, line, layers, seen, all_names)
+        seen[layer.name] = index
+        layers.append(layer)
+    top.done()
+
+    try:
+        info = infer(input_shape, layers)
+    except ShapeError as exc:
+        bad = layers[exc.index]
+        raise OracleError(
+            exc.message, file=file, line=bad.line, path=f"layers[{exc.index}] ({bad.name})"
+        ) from None
+    return Model(
+        name=model_name,
+        input_shape=input_shape,
+        dataset_name=dataset_name,
+        dataset_samples=samples,
+        layers=tuple(layers),
+        info=info,
+        source=source,
+        file=file,
+        dataset_bytes_per_sample=bytes_per_sample,
+    )
+
+
+def _input_shape(top: Fields) -> tuple[int, ...]:
+    raw = top.req("input", lambda v: v, "channels then 1-3 spatial extents, e.g. [3, 224, 224]")
+    if not isinstance(raw, list) or not 2 <= len(raw) <= 4:
+        raise top.error(
+            "input",
+            f"got {raw!r}; expected a list of channels then 1, 2 or 3 spatial extents"
+            " (e.g. [3, 224, 224])",
+        )
+    shape = []
+    for i, v in enumerate(raw):
+        try:
+            shape.append(_pos(v))
+        except ValueError as exc:
+            raise top.error("input", f"item {i}: {exc}") from None
+    return tuple(shape)
+
+
+def _all_names(items: list) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for index, raw, _ in items:
+        if isinstance(raw, dict) and isinstance(raw.get("name"), str):
+            out.setdefault(raw["name"], index)
+    return out
+
+
+def _parse_layer(
+    raw: object,
+    file: str,
+    index: int,
+    line: int | None,
+    previous: list[Layer],
+    seen: dict[str, int],
+    all_names: dict[str, int],
+) -> Layer:
+    path = f"layers[{index}]"
+    f = Fields(raw, file, path, line)
+    name = f.req("name", string())
+    f.path = f"{path} ({name})"
+    if name == MODEL_INPUT:
+        raise f.error("name", f"'{MODEL_INPUT}' is reserved for the model's input; rename the layer")
+    if name in seen:
+        raise f.error("name", f"duplicate layer name '{name}'", hint=f"first used by layers[{seen[name]}]")
+    kind = f.req("type", string())
+    if kind not in LAYER_TYPES:
+        hint = did_you_mean(kind, LAYER_TYPES) or "types: " + ", ".join(LAYER_TYPES)
+        raise f.error("type", f"unknown layer type '{kind}'", hint=hint)
+
+    inputs = _inputs(f, previous, seen, all_names, kind)
+    kw: dict = {}
+    if kind == "conv":
+        kw["filters"] = f.req("filters", _pos, "the number of output channels")
+        kw["kernel"] = f.req("kernel", per_dim(_pos, "a kernel size"))
+        kw["stride"] = f.opt("stride", per_dim(_pos, "a stride"), (1,))
+        kw["padding"] = f.opt("padding", per_dim(_nonneg, "a padding"), (0,))
+        kw["dilation"] = f.opt("dilation", per_dim(_pos, "a dilation"), (1,))
+        kw["groups"] = f.opt("groups", _pos, 1)
+        kw["bias"] = f.opt("bias", boolean(), True)
+    elif kind == "fc":
+        kw["outputs"] = f.req("outputs", _pos, "the number of output features")
+        kw["bias"] = f.opt("bias", boolean(), True)
+    elif kind in ("maxpool", "avgpool"):
+        kernel = f.req("kernel", per_dim(_pos, "a kernel size"))
+        kw["kernel"] = kernel
+        kw["stride"] = f.opt("stride", per_dim(_pos, "a stride"), kernel)
+        kw["padding"] = f.opt("padding", per_dim(_nonneg, "a padding"), (0,))
+        kw["dilation"] = (1,)
+        kw["ceil_mode"] = f.opt("ceil_mode", boolean(), False)
+    elif kind == "dropout":
+        f.opt("rate", number(ge=0, lt=1), 0.5)
+    elif kind in ("leakyrelu", "elu"):
+        f.opt("slope", number(), None)
+    f.done(allowed_extra=("comment",))
+    return Layer(name=name, type=kind, inputs=inputs, line=f.line, **kw)
+
+
+def _inputs(
+    f: Fields, previous: list[Layer], seen: dict[str, int], all_names: dict[str, int], kind: str
+) -> tuple[str, ...]:
+    if not f.has("inputs"):
+        f.used.add("inputs")
+        if kind in ("add", "concat"):
+            raise f.error(None, f"{_article(kind)} {kind} layer needs 'inputs:' naming the layers it joins")
+        return (previous[-1].name if previous else MODEL_INPUT,)
+    raw = f.map["inputs"]
+    f.used.add("inputs")
+    if isinstance(raw, str):
+        raw = [raw]
+    if not isinstance(raw, list) or not raw:
+        raise f.error("inputs", f"got {raw!r}; expected a list of layer names")
+    names = []
+    for item in raw:
+        if not isinstance(item, str):
+            raise f.error("inputs", f"got {item!r}; expected layer names")
+        if item != MODEL_INPUT and item not in seen:
+            if item == f.map.get("name"):
+                raise f.error("inputs", f"layer '{item}' takes its own output as input (a cycle)")
+            if item in all_names:
+                raise f.error(
+                    "inputs",
+                    f"'{item}' is defined later (layers[{all_names[item]}]); a layer may only"
+                    " take the outputs of layers listed before it (this also rules out cycles)",
+                )
+            hint = did_you_mean(item, list(seen) + [MODEL_INPUT])
+            raise f.error("inputs", f"unknown layer '{item}'", hint=hint)
+        names.append(item)
+    if kind not in ("add", "concat") and len(names) != 1:
+        raise f.error("inputs", f"{_article(kind)} {kind} layer takes exactly one input, got {len(names)}")
+    return tuple(names)
+
+
+def _article(word: str) -> str:
+    return "an" if word[:1] in "aeiou" else "a"

@@ -1,0 +1,141 @@
+"""Load a timing profile (SPEC §3.3) and bind it to a model.
+
+A profile gives, per layer, the forward and backward time per sample and the weight
+update time per iteration, or only a total (``total:``).  :func:`bind_profile` turns
+either into per-layer times for a given model, checking that it belongs to that model
+and covers every layer.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from oracle.errors import OracleError
+from oracle.load.fields import Fields, choice, integer, number, string
+from oracle.load.yamlfile import load_yaml
+from oracle.model import LayerTimes, Model, Profile
+
+KINDS = ("measured", "estimated", "total")
+_time = number(ge=0, what="a time in seconds")
+
+
+def load_profile(path: str | Path) -> Profile:
+    name = str(path)
+    return parse_profile(load_yaml(path, "profile file"), name)
+
+
+def parse_profile(doc: dict, file: str) -> Profile:
+    top = Fields(doc, file, "")
+    model = top.req("model", string(), "the name of the model this profile belongs to")
+    device = top.opt("device", string(), "unknown device")
+    framework = top.opt("framework", string(), "unknown framework")
+    samples = top.opt("measured_samples_per_gpu", integer(ge=1))
+    source = top.opt("source", string(nonempty=False), "")
+    kind = top.opt("kind", choice(KINDS), None)
+    meta = []
+    for key in ("batch", "threads", "date", "framework_version", "efficiency", "notes"):
+        if key in top.map and top.map[key] is not None:
+            meta.append((key, str(top.map[key])))
+            top.used.add(key)
+
+    has_layers = "layers" in top.map and top.map["layers"] is not None
+    has_total = "total" in top.map and top.map["total"] is not None
+    if has_layers and has_total:
+        raise top.error("total", "give either per-layer times ('layers:') or a 'total:', not both")
+    if not has_layers and not has_total:
+        raise top.error(None, "missing 'layers:' (per-layer times) or 'total:' (one total)")
+
+    layers: list[tuple[str, LayerTimes]] = []
+    total_fwbw = total_wu = None
+    if has_layers:
+        lf = top.sub("layers")
+        assert lf is not None
+        if not lf.map:
+            raise top.error("layers", "is empty; expected the times of every layer")
+        for lname in list(lf.map):
+            tf = lf.sub(lname)
+            assert tf is not None
+            fw = tf.req("fw_s", _time, "forward seconds per sample")
+            bw = tf.req("bw_s", _time, "backward seconds per sample")
+            wu = tf.opt("wu_s", _time, 0.0)
+            tf.done()
+            layers.append((str(lname), LayerTimes(fw, bw, wu)))
+        if sum(t.fw_s + t.bw_s for _, t in layers) <= 0:
+            raise top.error("layers", "all forward and backward times are zero")
+        kind = kind or "measured"
+        if kind == "total":
+            raise top.error("kind", "'total' is for profiles with a 'total:' key")
+    else:
+        tf = top.sub("total")
+        assert tf is not None
+        total_fwbw = tf.req(
+            "fw_bw_per_sample_s",
+            number(gt=0, what="seconds per sample"),
+            "forward+backward seconds per sample",
+        )
+        total_wu = tf.opt("wu_per_iteration_s", _time, 0.0)
+        tf.done()
+        kind = "total" if kind in (None, "total", "measured") else kind
+    top.done()
+    return Profile(
+        model=model,
+        device=device,
+        framework=framework,
+        layers=tuple(layers),
+        kind=kind,
+        measured_samples_per_gpu=samples,
+        source=source,
+        file=file,
+        total_fw_bw_per_sample_s=total_fwbw,
+        total_wu_per_iteration_s=total_wu,
+        meta=tuple(meta),
+    )
+
+
+def bind_profile(model: Model, profile: Profile) -> tuple[LayerTimes, ...]:
+    """Per-layer times of ``profile`` for the layers of ``model``, in model order.
+
+    A total-only profile is spread over layers in proportion to their training FLOPs
+    (forward : backward = 1 : 2, the usual 3x forward cost of training), and its weight
+    update time in proportion to parameters (SPEC §3.3).
+    """
+    if profile.model != model.name:
+        raise OracleError(
+            f"profile is for model '{profile.model}', not '{model.name}'",
+            file=profile.file,
+            path="model",
+            hint="pass the profile made for this model",
+        )
+    if profile.layers:
+        times = dict(profile.layers)
+        out = []
+        for layer in model.layers:
+            if layer.name not in times:
+                raise OracleError(
+                    f"has no times for layer '{layer.name}' of model '{model.name}'",
+                    file=profile.file,
+                    path="layers",
+                    hint="every layer of the model needs fw_s and bw_s (0 is allowed)",
+                )
+            out.append(times[layer.name])
+        extra = [n for n in times if n not in model.index]
+        if extra:
+            raise OracleError(
+                f"has times for layer '{extra[0]}', which model '{model.name}' does not have",
+                file=profile.file,
+                path=f"layers.{extra[0]}",
+            )
+        return tuple(out)
+    assert profile.total_fw_bw_per_sample_s is not None
+    flops = [i.flops for i in model.info]
+    params = [i.parameters for i in model.info]
+    fsum = sum(flops) or 1.0
+    psum = sum(params)
+    total = profile.total_fw_bw_per_sample_s
+    wu_total = profile.total_wu_per_iteration_s or 0.0
+    out = []
+    for f, w in zip(flops, params):
+        share = total * f / fsum
+        wu = wu_total * w / psum if psum else 0.0
+        out.append(LayerTimes(share / 3.0, share * 2.0 / 3.0, wu))
+    return tuple(out)

@@ -1,0 +1,123 @@
+"""Load a cluster description (SPEC §3.2) into a frozen :class:`oracle.model.System`.
+
+Units are converted once here: ``memory_GB`` (10^9 bytes) to bytes, ``peak_TFLOPS`` to
+FLOP/s, ``bandwidth_GB_per_s`` (an alternative to ``beta_s_per_byte``) to s/byte.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from oracle.errors import OracleError
+from oracle.load.fields import Fields, integer, number, string
+from oracle.load.yamlfile import load_yaml
+from oracle.model import NetworkLevel, OperationOverride, System
+
+OPERATIONS = ("allreduce", "allgather", "halo", "p2p")
+
+
+def load_system(path: str | Path) -> System:
+    name = str(path)
+    return parse_system(load_yaml(path, "system file"), name)
+
+
+def _alpha_beta(f: Fields, required: bool) -> tuple[float | None, float | None]:
+    """α in seconds and β in seconds per byte (β may be given as a bandwidth)."""
+    get = f.req if required else f.opt
+    alpha = get("alpha_s", number(gt=0, what="a latency in seconds"))
+    has_beta = f.has("beta_s_per_byte")
+    has_bw = f.has("bandwidth_GB_per_s")
+    if has_beta and has_bw:
+        raise f.error("bandwidth_GB_per_s", "give either beta_s_per_byte or bandwidth_GB_per_s, not both")
+    if has_bw:
+        bw = f.req("bandwidth_GB_per_s", number(gt=0, what="a bandwidth in GB/s"))
+        beta = 1.0 / (bw * 1e9)
+    elif required:
+        beta = f.req(
+            "beta_s_per_byte",
+            number(gt=0, what="seconds per byte"),
+            "seconds per byte, or bandwidth_GB_per_s",
+        )
+    else:
+        beta = f.opt("beta_s_per_byte", number(gt=0, what="seconds per byte"))
+    f.used.update(("beta_s_per_byte", "bandwidth_GB_per_s"))
+    return alpha, beta
+
+
+def parse_system(doc: dict, file: str) -> System:
+    top = Fields(doc, file, "")
+    name = top.req("name", string())
+    source = top.opt("source", string(nonempty=False), "")
+    top.opt("notes", string(nonempty=False), "")
+
+    gpu = top.sub("gpu")
+    assert gpu is not None
+    gpu_model = gpu.req("model", string())
+    memory_GB = gpu.req("memory_GB", number(gt=0, what="GPU memory in GB (10^9 bytes)"))
+    peak_TFLOPS = gpu.opt("peak_TFLOPS", number(gt=0))
+    mem_bw = gpu.opt("memory_bandwidth_GB_per_s", number(gt=0))
+    gpu.done(allowed_extra=("source",))
+
+    gpus_per_node = top.req("gpus_per_node", integer(ge=1))
+    nodes = top.req("nodes", integer(ge=1))
+    links = top.opt("links_per_node", integer(ge=1))
+    contention = top.opt("contention_factor", number(ge=1, what="a contention factor φ"))
+
+    levels: list[NetworkLevel] = []
+    for i, raw, line in top.items("network"):
+        lf = Fields(raw, file, f"network[{i}]", line)
+        lname = lf.req("name", string())
+        lf.path = f"network[{i}] ({lname})"
+        max_gpus = lf.req("max_gpus", integer(ge=1), "the largest span this level serves")
+        alpha, beta = _alpha_beta(lf, required=True)
+        lsource = lf.opt("source", string(nonempty=False), "")
+        lf.opt("notes", string(nonempty=False), "")
+        lf.done()
+        if levels and max_gpus <= levels[-1].max_gpus:
+            raise lf.error(
+                "max_gpus",
+                f"got {max_gpus}; levels go innermost first, so max_gpus must increase"
+                f" (previous level has {levels[-1].max_gpus})",
+            )
+        assert alpha is not None and beta is not None
+        levels.append(NetworkLevel(lname, max_gpus, alpha, beta, lsource))
+    if not levels:
+        raise top.error("network", "has no levels; expected at least one network level")
+
+    ops: list[tuple[str, OperationOverride]] = []
+    opf = top.sub("operations", required=False)
+    if opf is not None:
+        for op in list(opf.map):
+            if op not in OPERATIONS:
+                continue  # reported by done() with a hint
+            of = opf.sub(op)
+            assert of is not None
+            alpha, beta = _alpha_beta(of, required=False)
+            ascale = of.opt("alpha_scale", number(gt=0), 1.0)
+            bscale = of.opt("beta_scale", number(gt=0), 1.0)
+            osrc = of.opt("source", string(nonempty=False), "")
+            of.done()
+            ops.append((op, OperationOverride(alpha, beta, ascale, bscale, osrc)))
+        opf.done(allowed_extra=OPERATIONS)
+    top.done()
+
+    if memory_GB > 1e6:
+        raise top.error(None, f"gpu.memory_GB {memory_GB:g} is not plausible (more than a petabyte)")
+    return System(
+        name=name,
+        gpu_model=gpu_model,
+        gpu_memory_bytes=memory_GB * 1e9,
+        gpu_peak_flops=peak_TFLOPS * 1e12 if peak_TFLOPS else None,
+        gpu_memory_bandwidth_Bps=mem_bw * 1e9 if mem_bw else None,
+        gpus_per_node=gpus_per_node,
+        nodes=nodes,
+        network=tuple(levels),
+        contention_factor=contention,
+        links_per_node=links,
+        operations=tuple(ops),
+        source=source,
+        file=file,
+    )
+
+
+__all__ = ["load_system", "parse_system", "OracleError", "OPERATIONS"]

@@ -1,0 +1,74 @@
+"""Parsing values users type on the command line (or pass to the API as text)."""
+
+from __future__ import annotations
+
+from oracle.errors import OracleError
+
+MAX_GPUS = 10**7  # beyond any machine; keeps arithmetic and output bounded
+
+
+def parse_gpus(spec: str | int | list | tuple) -> list[int]:
+    """GPU counts from '4,8,16', '4-1024' (the powers of two from 4 to 1024), a mix
+    ('1,2,8-64'), an int or a list of ints."""
+    if isinstance(spec, bool):
+        raise OracleError(f"got {spec!r}; expected GPU counts", path="--gpus")
+    if isinstance(spec, int):
+        items: list = [spec]
+    elif isinstance(spec, (list, tuple)):
+        items = list(spec)
+    else:
+        items = [part.strip() for part in str(spec).split(",")]
+    out: list[int] = []
+    for item in items:
+        if isinstance(item, bool):
+            raise OracleError(f"got {item!r}; expected a GPU count", path="--gpus")
+        if isinstance(item, int):
+            out.append(_count(item, str(item)))
+            continue
+        text = str(item).strip()
+        if not text:
+            raise OracleError(f"empty item in '{spec}'", path="--gpus", hint="e.g. 4,8,16 or 4-1024")
+        if "-" in text.lstrip("-"):
+            lo_text, _, hi_text = text.partition("-")
+            lo = _count(_int(lo_text, text), text)
+            hi = _count(_int(hi_text, text), text)
+            if hi < lo:
+                raise OracleError(
+                    f"range '{text}' goes down", path="--gpus", hint=f"did you mean {hi}-{lo}?"
+                )
+            powers = [1 << k for k in range(0, 64) if lo <= (1 << k) <= hi]
+            if not powers:
+                raise OracleError(
+                    f"range '{text}' holds no power of two",
+                    path="--gpus",
+                    hint="A-B means the powers of two from A to B; list counts as 3,6,12",
+                )
+            out.extend(powers)
+        else:
+            out.append(_count(_int(text, text), text))
+    return sorted(set(out))
+
+
+def _int(text: str, whole: str) -> int:
+    try:
+        return int(text.strip())
+    except ValueError:
+        raise OracleError(
+            f"'{whole}' is not a GPU count",
+            path="--gpus",
+            hint="expected a number, a list (4,8,16) or a range of powers of two (4-1024)",
+        ) from None
+
+
+def _count(n: int, text: str) -> int:
+    if n < 1:
+        raise OracleError(f"got {text}; GPU counts must be at least 1", path="--gpus")
+    if n > MAX_GPUS:
+        raise OracleError(f"got {text}; at most {MAX_GPUS:,} GPUs", path="--gpus")
+    return n
+
+
+def default_gpus(total: int, cap: int = 1024) -> list[int]:
+    """Powers of two from 1 up to the system's GPU count (at most ``cap``)."""
+    top = min(total, cap)
+    return [1 << k for k in range(0, 64) if (1 << k) <= top] or [1]

@@ -1,0 +1,155 @@
+"""Reading YAML input files safely, keeping line numbers for error messages.
+
+Mappings load as :class:`YMap` and sequences as :class:`YList`; both remember the line
+where they start and the line of each key/item, so that validation errors can say
+``models/x.yaml:12: layers[3]: ...``.  Duplicate keys (which PyYAML silently merges)
+are errors.  ``1e-6`` is read as a number (YAML 1.1 would read it as a string).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import yaml
+
+from oracle.errors import OracleError
+
+_Base = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+class YMap(dict):
+    """A mapping that knows its line and the line of each key (1-based)."""
+
+    line: int = 0
+    key_lines: dict
+
+
+class YList(list):
+    """A sequence that knows its line and the line of each item (1-based)."""
+
+    line: int = 0
+    item_lines: list
+
+
+class _Loader(_Base):  # type: ignore[misc, valid-type]
+    pass
+
+
+# YAML 1.1 (PyYAML) needs a dot in floats; accept 1e-6, 2E+3 as numbers too.
+_Loader.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(
+        r"""^(?:[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+]?[0-9]+)?
+        |[-+]?(?:[0-9][0-9_]*)(?:[eE][-+]?[0-9]+)
+        |\.[0-9_]+(?:[eE][-+][0-9]+)?
+        |[-+]?\.(?:inf|Inf|INF)
+        |\.(?:nan|NaN|NAN))$""",
+        re.X,
+    ),
+    list("-+0123456789."),
+)
+
+
+def _construct_map(loader: yaml.SafeLoader, node: yaml.MappingNode) -> YMap:
+    loader.flatten_mapping(node)
+    out = YMap()
+    out.line = node.start_mark.line + 1
+    out.key_lines = {}
+    for key_node, value_node in node.value:
+        key = loader.construct_object(key_node, deep=True)
+        try:
+            hash(key)
+        except TypeError:
+            raise yaml.constructor.ConstructorError(
+                None, None, "found an unhashable key", key_node.start_mark
+            ) from None
+        if key in out:
+            raise OracleError(
+                f"duplicate key '{key}'",
+                line=key_node.start_mark.line + 1,
+                hint=f"first given on line {out.key_lines[key]}",
+            )
+        out[key] = loader.construct_object(value_node, deep=True)
+        out.key_lines[key] = key_node.start_mark.line + 1
+    return out
+
+
+def _construct_seq(loader: yaml.SafeLoader, node: yaml.SequenceNode) -> YList:
+    out = YList(loader.construct_object(n, deep=True) for n in node.value)
+    out.line = node.start_mark.line + 1
+    out.item_lines = [n.start_mark.line + 1 for n in node.value]
+    return out
+
+
+_Loader.add_constructor("tag:yaml.org,2002:map", _construct_map)
+_Loader.add_constructor("tag:yaml.org,2002:seq", _construct_seq)
+
+
+def read_text(path: str | Path, what: str = "file") -> str:
+    """Read a UTF-8 text file, turning every OS/encoding problem into an OracleError."""
+    p = Path(path)
+    name = str(path)
+    if not p.exists():
+        raise OracleError(f"{what} does not exist", file=name)
+    if p.is_dir():
+        raise OracleError(f"is a directory; expected a {what}", file=name)
+    try:
+        data = p.read_bytes()
+    except OSError as exc:
+        raise OracleError(f"cannot read {what}: {exc.strerror or exc}", file=name) from None
+    if b"\x00" in data:
+        raise OracleError(f"looks like a binary file; expected a text {what}", file=name)
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise OracleError(
+            f"is not valid UTF-8 (byte 0x{data[exc.start]:02x} at offset {exc.start})",
+            file=name,
+            line=line,
+        ) from None
+    if not text.strip():
+        raise OracleError(f"is empty; expected a {what}", file=name)
+    return text
+
+
+def load_yaml(path: str | Path, what: str = "YAML file") -> YMap:
+    """Parse a YAML file whose top level must be a mapping."""
+    name = str(path)
+    text = read_text(path, what)
+    try:
+        doc = yaml.load(text, Loader=_Loader)  # noqa: S506 - safe loader subclass
+    except OracleError as exc:
+        exc.file = name
+        raise
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line = mark.line + 1 if mark else None
+        problem = exc.problem or exc.context or "syntax error"
+        raise OracleError(f"YAML syntax error: {problem}", file=name, line=line) from None
+    except yaml.YAMLError as exc:
+        raise OracleError(f"YAML error: {exc}", file=name) from None
+    except RecursionError:
+        raise OracleError("YAML is nested too deeply", file=name) from None
+    except ValueError as exc:  # e.g. an integer with more digits than Python converts
+        raise OracleError(f"YAML value cannot be read: {exc}", file=name) from None
+    if doc is None:
+        raise OracleError(f"is empty; expected a {what}", file=name)
+    if not isinstance(doc, dict):
+        raise OracleError(
+            f"top level is a {_kind(doc)}; expected a mapping of keys to values", file=name
+        )
+    return doc
+
+
+def _kind(value: object) -> str:
+    if isinstance(value, list):
+        return "list"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, (int, float)):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    return type(value).__name__

@@ -1,0 +1,194 @@
+"""The frozen data types shared by loaders, the cost model and the renderers.
+
+Units are converted once, at load time: times in seconds, sizes in bytes or elements,
+bandwidth as seconds per byte.  Field names carry their unit where they have one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+
+# Layer types (SPEC §3.1).  Element-wise activations share one behaviour.
+ACTIVATIONS = ("relu", "relu6", "leakyrelu", "elu", "gelu", "silu", "sigmoid", "tanh")
+SPATIAL_TYPES = ("conv", "maxpool", "avgpool")
+LAYER_TYPES = (
+    "conv",
+    "fc",
+    "maxpool",
+    "avgpool",
+    "globalavgpool",
+    "batchnorm",
+    *ACTIVATIONS,
+    "dropout",
+    "add",
+    "concat",
+    "flatten",
+    "softmax",
+)
+MODEL_INPUT = "input"  # the name by which `inputs:` refers to the model's input
+
+
+@dataclass(frozen=True)
+class Layer:
+    """One layer as written in the model file (defaults filled in)."""
+
+    name: str
+    type: str
+    inputs: tuple[str, ...]  # names of producer layers; MODEL_INPUT for the data
+    filters: int | None = None  # conv: output channels
+    outputs: int | None = None  # fc: output features
+    kernel: tuple[int, ...] = ()
+    stride: tuple[int, ...] = ()
+    padding: tuple[int, ...] = ()
+    dilation: tuple[int, ...] = ()
+    groups: int = 1
+    bias: bool = False
+    ceil_mode: bool = False
+    line: int | None = None
+
+
+@dataclass(frozen=True)
+class LayerInfo:
+    """What shape inference derives for one layer (per sample, no batch dimension)."""
+
+    input_shapes: tuple[tuple[int, ...], ...]
+    output_shape: tuple[int, ...]
+    weights: int  # trainable weight elements (conv/fc kernels, batch-norm scale)
+    biases: int  # trainable bias elements (conv/fc bias, batch-norm shift)
+    flops: float  # forward FLOPs per sample (2 per multiply-add, see shapes.py)
+
+    @property
+    def parameters(self) -> int:
+        return self.weights + self.biases
+
+    @property
+    def input_elements(self) -> int:
+        """|x_l|: elements of all inputs of one sample."""
+        total = 0
+        for shape in self.input_shapes:
+            n = 1
+            for d in shape:
+                n *= d
+            total += n
+        return total
+
+    @property
+    def output_elements(self) -> int:
+        """|y_l|: elements of the output of one sample."""
+        n = 1
+        for d in self.output_shape:
+            n *= d
+        return n
+
+
+@dataclass(frozen=True)
+class Model:
+    name: str
+    input_shape: tuple[int, ...]  # channels, then 1-3 spatial extents
+    dataset_name: str
+    dataset_samples: int
+    layers: tuple[Layer, ...]
+    info: tuple[LayerInfo, ...]
+    source: str = ""
+    file: str = ""
+    dataset_bytes_per_sample: float | None = None
+
+    @property
+    def parameters(self) -> int:
+        return sum(i.parameters for i in self.info)
+
+    @property
+    def flops(self) -> float:
+        return sum(i.flops for i in self.info)
+
+    @cached_property
+    def index(self) -> dict[str, int]:
+        return {layer.name: i for i, layer in enumerate(self.layers)}
+
+    @property
+    def spatial_dims(self) -> int:
+        return len(self.input_shape) - 1
+
+
+@dataclass(frozen=True)
+class NetworkLevel:
+    """One level of the interconnect (SPEC §3.2): used by collectives whose span fits."""
+
+    name: str
+    max_gpus: int
+    alpha_s: float
+    beta_s_per_byte: float
+    source: str = ""
+
+
+@dataclass(frozen=True)
+class OperationOverride:
+    """Per-operation transport (SPEC §4.4): own α/β, or scale factors on the level's."""
+
+    alpha_s: float | None = None
+    beta_s_per_byte: float | None = None
+    alpha_scale: float = 1.0
+    beta_scale: float = 1.0
+    source: str = ""
+
+
+@dataclass(frozen=True)
+class System:
+    name: str
+    gpu_model: str
+    gpu_memory_bytes: float
+    gpu_peak_flops: float | None
+    gpu_memory_bandwidth_Bps: float | None
+    gpus_per_node: int
+    nodes: int
+    network: tuple[NetworkLevel, ...]
+    contention_factor: float | None = None
+    links_per_node: int | None = None
+    operations: tuple[tuple[str, OperationOverride], ...] = ()
+    source: str = ""
+    file: str = ""
+    extra: tuple[tuple[str, object], ...] = field(default=())
+
+    @property
+    def total_gpus(self) -> int:
+        return self.gpus_per_node * self.nodes
+
+    def operation(self, op: str) -> OperationOverride | None:
+        for name, override in self.operations:
+            if name == op:
+                return override
+        return None
+
+
+@dataclass(frozen=True)
+class LayerTimes:
+    fw_s: float  # forward, per sample
+    bw_s: float  # backward, per sample
+    wu_s: float  # weight update, per iteration
+
+
+@dataclass(frozen=True)
+class Profile:
+    model: str
+    device: str
+    framework: str
+    layers: tuple[tuple[str, LayerTimes], ...]  # in the order of the model's layers
+    kind: str  # "measured" (per layer), "total" (spread by FLOPs) or "estimated"
+    measured_samples_per_gpu: int | None = None
+    source: str = ""
+    file: str = ""
+    total_fw_bw_per_sample_s: float | None = None
+    total_wu_per_iteration_s: float | None = None
+    meta: tuple[tuple[str, str], ...] = ()
+
+    def times(self) -> dict[str, LayerTimes]:
+        return dict(self.layers)
+
+    @property
+    def fw_bw_per_sample_s(self) -> float:
+        return sum(t.fw_s + t.bw_s for _, t in self.layers)
+
+    @property
+    def wu_per_iteration_s(self) -> float:
+        return sum(t.wu_s for _, t in self.layers)

@@ -1,0 +1,109 @@
+"""Points as plain records: the JSON schema of SPEC §5, flat CSV rows, DataFrames."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+from collections.abc import Sequence
+
+from oracle.compute.cost import PHASES, Point
+
+
+def _num(v: float) -> float | None:
+    """JSON has no NaN: a number that could not be computed is null."""
+    if v is None or (isinstance(v, float) and (math.isnan(v) or math.isinf(v))):
+        return None
+    return v
+
+
+def _plain(v: object) -> object:
+    if isinstance(v, tuple):
+        return [_plain(x) for x in v]
+    if isinstance(v, float):
+        return _num(v)
+    return v
+
+
+def point_to_dict(pt: Point) -> dict:
+    """SPEC §5 keys (exactly those names), then extras."""
+    return {
+        "model": pt.model,
+        "system": pt.system,
+        "strategy": pt.strategy,
+        "gpus": pt.gpus,
+        "p1": pt.p1,
+        "p2": pt.p2,
+        "global_batch": _int_if_whole(pt.global_batch),
+        "segments": pt.segments,
+        "iterations_per_epoch": _num(pt.iterations_per_epoch),
+        "compute_s": _num(pt.compute_s),
+        "communication_s": _num(pt.communication_s),
+        "total_s": _num(pt.total_s),
+        "iteration_s": _num(pt.iteration_s),
+        "memory_bytes": _num(pt.memory_bytes),
+        "feasible": pt.feasible,
+        "limits": [lim.reason for lim in pt.limits],
+        "rank": pt.rank,
+        "breakdown": {k: _num(v) for k, v in pt.breakdown.as_dict().items()},
+        # extras
+        "limit_codes": [lim.code for lim in pt.limits],
+        "details": {k: _plain(v) for k, v in pt.details},
+    }
+
+
+def _int_if_whole(v: float) -> float | int:
+    return int(v) if isinstance(v, float) and v.is_integer() else v
+
+
+def to_json(points: Sequence[Point]) -> str:
+    return json.dumps([point_to_dict(p) for p in points], indent=2, allow_nan=False) + "\n"
+
+
+CSV_COLUMNS = [
+    "model",
+    "system",
+    "strategy",
+    "gpus",
+    "p1",
+    "p2",
+    "global_batch",
+    "segments",
+    "iterations_per_epoch",
+    "compute_s",
+    "communication_s",
+    "total_s",
+    "iteration_s",
+    "memory_bytes",
+    "feasible",
+    "rank",
+    *PHASES,
+    "limits",
+]
+
+
+def to_rows(points: Sequence[Point]) -> list[dict]:
+    rows = []
+    for pt in points:
+        d = point_to_dict(pt)
+        row = {k: d[k] for k in CSV_COLUMNS if k in d and k not in ("limits",)}
+        row.update(d["breakdown"])
+        row["limits"] = "; ".join(d["limits"])
+        rows.append(row)
+    return rows
+
+
+def to_csv(points: Sequence[Point]) -> str:
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=CSV_COLUMNS, lineterminator="\n")
+    writer.writeheader()
+    for row in to_rows(points):
+        writer.writerow({k: ("" if v is None else repr(v) if isinstance(v, float) else v) for k, v in row.items()})
+    return buf.getvalue()
+
+
+def to_frame(points: Sequence[Point]):
+    import pandas as pd
+
+    return pd.DataFrame(to_rows(points), columns=CSV_COLUMNS)

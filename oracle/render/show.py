@@ -1,0 +1,270 @@
+"""Rendering of ``oracle show``: models (torchinfo-like), systems, profiles."""
+
+from __future__ import annotations
+
+import json
+import math
+
+from oracle.compute.shapes import fmt_shape
+from oracle.model import LayerTimes, Model, Profile, System
+from oracle.units import fmt_bytes, fmt_count, fmt_rate, fmt_seconds, fmt_si
+
+# -- models ---------------------------------------------------------------------------
+
+
+def model_dict(m: Model) -> dict:
+    """JSON of a model (issue 2 schema, shapes without the batch dimension)."""
+    layers = []
+    for layer, info in zip(m.layers, m.info):
+        layers.append(
+            {
+                "name": layer.name,
+                "type": layer.type,
+                "input_shape": list(info.input_shapes[0]) if len(info.input_shapes) == 1
+                else [list(s) for s in info.input_shapes],
+                "output_shape": list(info.output_shape),
+                "parameters": info.parameters,
+                "flops": info.flops,
+                "inputs": list(layer.inputs),
+                "activation_elements": info.output_elements,
+            }
+        )
+    return {
+        "name": m.name,
+        "parameters": m.parameters,
+        "flops": m.flops,
+        "input_shape": list(m.input_shape),
+        "dataset": {"name": m.dataset_name, "samples": m.dataset_samples},
+        "activation_elements": sum(i.output_elements for i in m.info),
+        "layers": layers,
+    }
+
+
+def model_json(m: Model) -> str:
+    return json.dumps(model_dict(m), indent=2) + "\n"
+
+
+def model_table(m: Model):
+    from rich import box
+    from rich.table import Table
+
+    t = Table(
+        title=f"{m.name} · input {fmt_shape(m.input_shape)} · {m.dataset_name or 'dataset'}"
+        f" ({m.dataset_samples:,} samples)",
+        title_justify="left",
+        box=box.SIMPLE_HEAD,
+        pad_edge=False,
+        show_footer=True,
+    )
+    total_act = sum(i.output_elements for i in m.info)
+    t.add_column("#", justify="right", no_wrap=True, footer="")
+    t.add_column("layer", footer="total", overflow="fold")
+    t.add_column("type", footer=f"{len(m.layers)} layers", overflow="fold")
+    t.add_column("input", justify="right", no_wrap=True)
+    t.add_column("output", justify="right", no_wrap=True)
+    t.add_column("parameters", justify="right", no_wrap=True, footer=fmt_count(m.parameters),
+                 min_width=len(fmt_count(m.parameters)))
+    t.add_column("FLOPs", justify="right", no_wrap=True, footer=fmt_si(m.flops), min_width=7)
+    t.add_column("activations", justify="right", no_wrap=True, footer=fmt_si(total_act))
+    for i, (layer, info) in enumerate(zip(m.layers, m.info)):
+        inputs = " + ".join(fmt_shape(s) for s in info.input_shapes)
+        t.add_row(
+            str(i),
+            layer.name,
+            layer.type,
+            inputs,
+            fmt_shape(info.output_shape),
+            fmt_count(info.parameters) if info.parameters else "–",
+            fmt_si(info.flops) if info.flops else "–",
+            fmt_si(info.output_elements),
+        )
+    t.caption = (
+        f"parameters {fmt_count(m.parameters)} ({fmt_bytes(4 * m.parameters)} in fp32) · "
+        f"forward {fmt_si(m.flops, 'FLOPs')}/sample (2 per multiply-add) · "
+        f"activations {fmt_si(total_act)} elements/sample"
+        + (f"\nsource: {m.source}" if m.source else "")
+    )
+    t.caption_justify = "left"
+    return t
+
+
+# -- systems --------------------------------------------------------------------------
+
+
+def system_dict(s: System) -> dict:
+    return {
+        "name": s.name,
+        "gpu": {
+            "model": s.gpu_model,
+            "memory_bytes": s.gpu_memory_bytes,
+            "peak_flops": s.gpu_peak_flops,
+            "memory_bandwidth_bytes_per_s": s.gpu_memory_bandwidth_Bps,
+        },
+        "gpus_per_node": s.gpus_per_node,
+        "nodes": s.nodes,
+        "total_gpus": s.total_gpus,
+        "links_per_node": s.links_per_node,
+        "contention_factor": s.contention_factor,
+        "network": [
+            {
+                "name": lv.name,
+                "max_gpus": lv.max_gpus,
+                "alpha_s": lv.alpha_s,
+                "beta_s_per_byte": lv.beta_s_per_byte,
+                "bandwidth_bytes_per_s": 1.0 / lv.beta_s_per_byte,
+                "source": lv.source,
+            }
+            for lv in s.network
+        ],
+        "operations": {
+            op: {
+                "alpha_s": o.alpha_s,
+                "beta_s_per_byte": o.beta_s_per_byte,
+                "alpha_scale": o.alpha_scale,
+                "beta_scale": o.beta_scale,
+                "source": o.source,
+            }
+            for op, o in s.operations
+        },
+        "source": s.source,
+    }
+
+
+def system_json(s: System) -> str:
+    return json.dumps(system_dict(s), indent=2) + "\n"
+
+
+def system_table(s: System):
+    from rich import box
+    from rich.console import Group
+    from rich.table import Table
+    from rich.text import Text
+
+    peak = f", {s.gpu_peak_flops / 1e12:g} TFLOPS" if s.gpu_peak_flops else ""
+    bw = f", {fmt_rate(s.gpu_memory_bandwidth_Bps)} memory" if s.gpu_memory_bandwidth_Bps else ""
+    if s.contention_factor is not None:
+        phi = f"contention φ = {s.contention_factor:g} (from the system file)"
+    elif s.links_per_node:
+        phi = f"{s.links_per_node} links per node; φ derived per hybrid (SPEC §4.3)"
+    else:
+        phi = "φ = 1 (no links_per_node or contention_factor given)"
+    head = Text(
+        f"{s.name}: {s.nodes:,} nodes × {s.gpus_per_node} {s.gpu_model}"
+        f" = {s.total_gpus:,} GPUs ({fmt_bytes(s.gpu_memory_bytes)}{peak}{bw})\n{phi}"
+    )
+    t = Table(box=box.SIMPLE_HEAD, pad_edge=False, title="network levels (innermost first)", title_justify="left")
+    t.add_column("level")
+    t.add_column("max GPUs", justify="right", no_wrap=True)
+    t.add_column("latency α", justify="right", no_wrap=True)
+    t.add_column("bandwidth 1/β", justify="right", no_wrap=True)
+    t.add_column("β (s/byte)", justify="right", no_wrap=True)
+    t.add_column("source", overflow="fold", ratio=1)
+    for lv in s.network:
+        t.add_row(
+            lv.name,
+            f"{lv.max_gpus:,}",
+            fmt_seconds(lv.alpha_s),
+            fmt_rate(1.0 / lv.beta_s_per_byte),
+            f"{lv.beta_s_per_byte:.3e}",
+            lv.source,
+        )
+    parts = [head, t]
+    if s.operations:
+        o = Table(box=box.SIMPLE_HEAD, pad_edge=False, title="operation overrides (SPEC §4.4)", title_justify="left")
+        o.add_column("operation")
+        o.add_column("α", justify="right", no_wrap=True)
+        o.add_column("bandwidth", justify="right", no_wrap=True)
+        o.add_column("scales α / β", justify="right", no_wrap=True)
+        o.add_column("source", overflow="fold", ratio=1)
+        for op, ov in s.operations:
+            o.add_row(
+                op,
+                fmt_seconds(ov.alpha_s) if ov.alpha_s is not None else "level's",
+                fmt_rate(1.0 / ov.beta_s_per_byte) if ov.beta_s_per_byte else "level's",
+                f"{ov.alpha_scale:g} / {ov.beta_scale:g}",
+                ov.source,
+            )
+        parts.append(o)
+    if s.source:
+        parts.append(Text(f"source: {s.source}"))
+    return Group(*parts)
+
+
+# -- profiles -------------------------------------------------------------------------
+
+
+def profile_dict(pr: Profile, times: tuple[LayerTimes, ...] | None, m: Model | None) -> dict:
+    d: dict = {
+        "model": pr.model,
+        "device": pr.device,
+        "framework": pr.framework,
+        "kind": pr.kind,
+        "measured_samples_per_gpu": pr.measured_samples_per_gpu,
+        "source": pr.source,
+        "meta": dict(pr.meta),
+    }
+    if pr.kind == "total" and times is None:
+        d["total"] = {
+            "fw_bw_per_sample_s": pr.total_fw_bw_per_sample_s,
+            "wu_per_iteration_s": pr.total_wu_per_iteration_s,
+        }
+        return d
+    names = [layer.name for layer in m.layers] if (m is not None and times is not None) else [n for n, _ in pr.layers]
+    ts = times if times is not None else tuple(t for _, t in pr.layers)
+    d["layers"] = [{"name": n, "fw_s": t.fw_s, "bw_s": t.bw_s, "wu_s": t.wu_s} for n, t in zip(names, ts)]
+    d["fw_bw_per_sample_s"] = sum(t.fw_s + t.bw_s for t in ts)
+    d["wu_per_iteration_s"] = sum(t.wu_s for t in ts)
+    return d
+
+
+def profile_json(pr: Profile, times=None, m=None) -> str:
+    return json.dumps(profile_dict(pr, times, m), indent=2) + "\n"
+
+
+def profile_table(pr: Profile, times=None, m=None):
+    from rich import box
+    from rich.console import Group
+    from rich.table import Table
+    from rich.text import Text
+
+    d = profile_dict(pr, times, m)
+    label = {"measured": "measured per layer", "total": "total only", "estimated": "ESTIMATED (roofline), not measured"}[pr.kind]
+    lines = [f"profile of {pr.model} on {pr.device} · {pr.framework} · {label}"]
+    if pr.measured_samples_per_gpu:
+        lines.append(f"measured at {pr.measured_samples_per_gpu} samples per GPU")
+    for k, v in pr.meta:
+        lines.append(f"{k}: {v}")
+    head = Text("\n".join(lines))
+    if "total" in d:
+        body = Text(
+            f"forward+backward {fmt_seconds(pr.total_fw_bw_per_sample_s)} per sample, weight update "
+            f"{fmt_seconds(pr.total_wu_per_iteration_s)} per iteration\n"
+            "spread over a model's layers in proportion to training FLOPs when used"
+            " (see it with --model)"
+        )
+        parts = [head, body]
+    else:
+        spread = pr.kind == "total"
+        t = Table(
+            box=box.SIMPLE_HEAD,
+            pad_edge=False,
+            show_footer=True,
+            title="per layer (spread by FLOPs)" if spread else "per layer",
+            title_justify="left",
+        )
+        fw_sum = sum(x["fw_s"] for x in d["layers"])
+        bw_sum = sum(x["bw_s"] for x in d["layers"])
+        wu_sum = d["wu_per_iteration_s"]
+        total = fw_sum + bw_sum
+        t.add_column("layer", footer="total")
+        t.add_column("fw/sample", justify="right", no_wrap=True, footer=fmt_seconds(fw_sum))
+        t.add_column("bw/sample", justify="right", no_wrap=True, footer=fmt_seconds(bw_sum))
+        t.add_column("wu/iteration", justify="right", no_wrap=True, footer=fmt_seconds(wu_sum))
+        t.add_column("share", justify="right", no_wrap=True, footer="100%")
+        for x in d["layers"]:
+            share = (x["fw_s"] + x["bw_s"]) / total if total else math.nan
+            t.add_row(x["name"], fmt_seconds(x["fw_s"]), fmt_seconds(x["bw_s"]), fmt_seconds(x["wu_s"]), f"{100 * share:.1f}%")
+        parts = [head, t]
+    if pr.source:
+        parts.append(Text(f"source: {pr.source}"))
+    return Group(*parts)

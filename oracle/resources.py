@@ -1,0 +1,50 @@
+"""Where the shipped models, systems, profiles and validation files live.
+
+In a source checkout they are the top-level folders of SPEC §1 (``models/``, ...); in
+an installed wheel they are packaged under ``oracle/_data/`` (see pyproject.toml).
+A user may name a shipped file (``resnet50``) or give a path.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from oracle.errors import OracleError, did_you_mean
+
+KINDS = ("models", "systems", "profiles", "validation", "baselines")
+_PKG = Path(__file__).resolve().parent
+
+
+def shipped_dir(kind: str) -> Path:
+    packaged = _PKG / "_data" / kind
+    if packaged.is_dir():
+        return packaged
+    return _PKG.parent / kind
+
+
+def shipped_names(kind: str) -> list[str]:
+    d = shipped_dir(kind)
+    if not d.is_dir():
+        return []
+    return sorted(p.stem for p in d.iterdir() if p.suffix in (".yaml", ".yml", ".csv", ".json"))
+
+
+def resolve(kind: str, name_or_path: str) -> Path:
+    """A path for a user-given name: an existing path wins, then a shipped name."""
+    text = str(name_or_path)
+    p = Path(text)
+    if p.exists():
+        return p
+    looks_like_path = "/" in text or "\\" in text or p.suffix in (".yaml", ".yml", ".csv", ".json")
+    if not looks_like_path:
+        d = shipped_dir(kind)
+        for suffix in (".yaml", ".yml", ".csv", ".json"):
+            cand = d / f"{text}{suffix}"
+            if cand.is_file():
+                return cand
+    what = kind.rstrip("s")
+    names = shipped_names(kind)
+    hint = did_you_mean(text, names) if not looks_like_path else None
+    if hint is None and names:
+        hint = f"shipped {kind}: " + ", ".join(names)
+    raise OracleError(f"no such file, and no shipped {what} named '{text}'", file=text, hint=hint)

@@ -1,0 +1,483 @@
+#!/usr/bin/env python3
+"""Generate the shipped model library (``models/*.yaml``, SPEC §3.1).
+
+Run from anywhere::
+
+    python scripts/generate_models.py              # writes into models/ of this checkout
+    python scripts/generate_models.py --out DIR    # writes into DIR instead
+
+The output is deterministic: re-running the script rewrites byte-identical files
+(tests/test_model_library.py checks this).  The script does not import ``oracle``; it
+only writes text.  Edit the architectures here, never the generated YAML by hand.
+
+Conventions of the generated files:
+- one flow-style mapping per layer, e.g.
+  ``- {name: conv1, type: conv, filters: 64, kernel: 7, stride: 2, padding: 3, bias: false}``;
+- conv and fc layers have a bias unless ``bias: false`` is written;
+- a layer's input is the previous layer's output unless ``inputs:`` is given.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from pathlib import Path
+
+SCRIPT = "scripts/generate_models.py"
+DEFAULT_OUT = Path(__file__).resolve().parent.parent / "models"
+
+IMAGENET = {"name": "ImageNet-1k", "samples": 1281167}
+IMAGENET_INPUT = [3, 224, 224]
+
+# --------------------------------------------------------------------------------------
+# Layer constructors (plain dicts; key order is the order written to the file)
+# --------------------------------------------------------------------------------------
+
+
+def conv(name, filters, kernel, stride=1, padding=0, bias=True, inputs=None):
+    d = {"name": name, "type": "conv"}
+    if inputs is not None:
+        d["inputs"] = list(inputs)
+    d.update(filters=filters, kernel=kernel, stride=stride, padding=padding)
+    if not bias:
+        d["bias"] = False
+    return d
+
+
+def fc(name, outputs, bias=True):
+    d = {"name": name, "type": "fc", "outputs": outputs}
+    if not bias:
+        d["bias"] = False
+    return d
+
+
+def pool(name, kind, kernel, stride, padding=0):
+    d = {"name": name, "type": kind, "kernel": kernel, "stride": stride}
+    if padding:
+        d["padding"] = padding
+    return d
+
+
+def simple(name, kind, inputs=None, **kw):
+    d = {"name": name, "type": kind}
+    if inputs is not None:
+        d["inputs"] = list(inputs)
+    d.update(kw)
+    return d
+
+
+# --------------------------------------------------------------------------------------
+# Architectures
+# --------------------------------------------------------------------------------------
+
+
+def alexnet() -> dict:
+    layers = [
+        conv("conv1", 64, 11, stride=4, padding=2),
+        simple("relu1", "relu"),
+        pool("pool1", "maxpool", 3, 2),
+        conv("conv2", 192, 5, padding=2),
+        simple("relu2", "relu"),
+        pool("pool2", "maxpool", 3, 2),
+        conv("conv3", 384, 3, padding=1),
+        simple("relu3", "relu"),
+        conv("conv4", 256, 3, padding=1),
+        simple("relu4", "relu"),
+        conv("conv5", 256, 3, padding=1),
+        simple("relu5", "relu"),
+        pool("pool5", "maxpool", 3, 2),
+        simple("flatten", "flatten"),
+        simple("drop6", "dropout", rate=0.5),
+        fc("fc6", 4096),
+        simple("relu6", "relu"),
+        simple("drop7", "dropout", rate=0.5),
+        fc("fc7", 4096),
+        simple("relu7", "relu"),
+        fc("fc8", 1000),
+    ]
+    return {
+        "file": "alexnet",
+        "header": [
+            "AlexNet as defined by torchvision (torchvision.models.alexnet), 224x224 input.",
+            "Source: Krizhevsky, Sutskever, Hinton, NeurIPS 2012 (one-GPU variant of",
+            "Krizhevsky, arXiv:1404.5997, as implemented in torchvision).",
+            "Choices:",
+            "- torchvision's AdaptiveAvgPool2d((6, 6)) is left out: pool5 already outputs",
+            "  256x6x6 at 224x224, where that layer is the identity (no parameters, no work).",
+            "- Layer names follow the Caffe convention (conv1..conv5, fc6..fc8).",
+            "Parameters: 61,100,840 (torchvision: 61,100,840).",
+        ],
+        "doc": {
+            "name": "AlexNet",
+            "input": IMAGENET_INPUT,
+            "dataset": IMAGENET,
+            "source": (
+                "torchvision.models.alexnet (Krizhevsky et al., NeurIPS 2012; arXiv:1404.5997)"
+            ),
+            "description": "AlexNet, torchvision variant, ImageNet-1k classification at 224x224",
+            "layers": layers,
+        },
+    }
+
+
+def vgg16() -> dict:
+    cfg = [(64, 2), (128, 2), (256, 3), (512, 3), (512, 3)]
+    layers = []
+    for block, (width, n) in enumerate(cfg, start=1):
+        for i in range(1, n + 1):
+            layers.append(conv(f"conv{block}_{i}", width, 3, padding=1))
+            layers.append(simple(f"relu{block}_{i}", "relu"))
+        layers.append(pool(f"pool{block}", "maxpool", 2, 2))
+    layers += [
+        simple("flatten", "flatten"),
+        fc("fc6", 4096),
+        simple("relu6", "relu"),
+        simple("drop6", "dropout", rate=0.5),
+        fc("fc7", 4096),
+        simple("relu7", "relu"),
+        simple("drop7", "dropout", rate=0.5),
+        fc("fc8", 1000),
+    ]
+    return {
+        "file": "vgg16",
+        "header": [
+            "VGG16 (configuration D, no batch norm) as defined by torchvision",
+            "(torchvision.models.vgg16), 224x224 input.",
+            "Source: Simonyan and Zisserman, ICLR 2015 (arXiv:1409.1556), table 1, column D.",
+            "Choices:",
+            "- torchvision's AdaptiveAvgPool2d((7, 7)) is left out: pool5 already outputs",
+            "  512x7x7 at 224x224, where that layer is the identity (no parameters, no work).",
+            "- Layer names follow the Caffe convention (conv1_1..conv5_3, fc6..fc8).",
+            "Parameters: 138,357,544 (torchvision: 138,357,544).",
+        ],
+        "doc": {
+            "name": "VGG16",
+            "input": IMAGENET_INPUT,
+            "dataset": IMAGENET,
+            "source": "torchvision.models.vgg16 (Simonyan and Zisserman, ICLR 2015, config D)",
+            "description": "VGG16 without batch norm, ImageNet-1k classification at 224x224",
+            "layers": layers,
+        },
+    }
+
+
+def _block_letter(index: int, blocks: int) -> str:
+    """Caffe's block names: a, b, c, ... for short stages; a, b1, b2, ... for long ones."""
+    if blocks <= 6:
+        return "abcdef"[index]
+    return "a" if index == 0 else f"b{index}"
+
+
+def resnet(depth: int, stages: list[int]) -> dict:
+    layers = [
+        conv("conv1", 64, 7, stride=2, padding=3, bias=False),
+        simple("bn_conv1", "batchnorm"),
+        simple("conv1_relu", "relu"),
+        pool("pool1", "maxpool", 3, 2, padding=1),
+    ]
+    prev = "pool1"
+    for s, (blocks, width) in enumerate(zip(stages, (64, 128, 256, 512))):
+        stage = s + 2
+        for b in range(blocks):
+            base = f"res{stage}{_block_letter(b, blocks)}"
+            stride = 2 if (b == 0 and stage > 2) else 1
+            br = f"{base}_branch2"
+            layers += [
+                conv(f"{br}a", width, 1, bias=False),
+                simple(f"{br}a_bn", "batchnorm"),
+                simple(f"{br}a_relu", "relu"),
+                # ResNet v1.5: the stride sits on the 3x3 conv
+                conv(f"{br}b", width, 3, stride=stride, padding=1, bias=False),
+                simple(f"{br}b_bn", "batchnorm"),
+                simple(f"{br}b_relu", "relu"),
+                conv(f"{br}c", 4 * width, 1, bias=False),
+                simple(f"{br}c_bn", "batchnorm"),
+            ]
+            if b == 0:
+                layers += [
+                    conv(f"{base}_branch1", 4 * width, 1, stride=stride, bias=False, inputs=[prev]),
+                    simple(f"{base}_branch1_bn", "batchnorm"),
+                ]
+                shortcut = f"{base}_branch1_bn"
+            else:
+                shortcut = prev
+            layers += [
+                simple(base, "add", inputs=[f"{br}c_bn", shortcut]),
+                simple(f"{base}_relu", "relu"),
+            ]
+            prev = f"{base}_relu"
+    layers += [
+        simple("pool5", "globalavgpool"),
+        simple("flatten", "flatten"),
+        fc("fc1000", 1000),
+    ]
+    params = {50: "25,557,032", 152: "60,192,808"}[depth]
+    long_stage = any(n > 6 for n in stages)
+    naming = (
+        [
+            "  Stages with more than six blocks use Caffe's a, b1, b2, ... (res3b7, res4b35",
+            "  end stages 3 and 4, as in Caffe's ResNet-152 prototxt); shorter stages use",
+            "  a, b, c (res2a..res2c, res5a..res5c).",
+        ]
+        if long_stage
+        else ["  Blocks are lettered a, b, c, ... within a stage (res2a..res5c)."]
+    )
+    return {
+        "file": f"resnet{depth}",
+        "header": [
+            f"ResNet-{depth} v1.5 as defined by torchvision (torchvision.models.resnet{depth}),",
+            "224x224 input.",
+            "Source: He, Zhang, Ren, Sun, CVPR 2016 (arXiv:1512.03385); v1.5 = torchvision's",
+            "variant with the stride-2 on the 3x3 conv of a stage's first bottleneck.",
+            "Choices:",
+            f"- Stages of {', '.join(str(n) for n in stages)} bottleneck blocks; every conv is"
+            " followed by batchnorm",
+            "  and has no bias; the first block of each stage has a projection shortcut",
+            "  (branch1 = 1x1 conv + batchnorm, stride 2 from stage 3 on).",
+            "- Caffe-style layer names: conv1, bn_conv1, conv1_relu, pool1, resXY_branch2{a,b,c}",
+            "  (+ _bn, _relu), resXY_branch1 (+ _bn), resXY (the residual add), resXY_relu,",
+            "  pool5 (global average pool), flatten, fc1000.",
+            *naming,
+            f"Parameters: {params} (torchvision: {params}).",
+        ],
+        "doc": {
+            "name": f"ResNet-{depth}",
+            "input": IMAGENET_INPUT,
+            "dataset": IMAGENET,
+            "source": f"torchvision.models.resnet{depth} (He et al., CVPR 2016; ResNet v1.5)",
+            "description": f"ResNet-{depth} v1.5, ImageNet-1k classification at 224x224",
+            "layers": layers,
+        },
+    }
+
+
+COSMO_FILTERS = (16, 32, 64, 128, 256, 256, 128)
+COSMO_KERNELS = (3, 3, 3, 3, 2, 2, 2)
+
+
+def _cosmoflow_layers(strides, paddings) -> list[dict]:
+    layers = []
+    last = len(COSMO_FILTERS)
+    for i, (f, k, s, p) in enumerate(zip(COSMO_FILTERS, COSMO_KERNELS, strides, paddings), 1):
+        layers.append(conv(f"conv{i}", f, k, stride=s, padding=p))
+        layers.append(simple(f"conv{i}_relu", "relu"))
+        if i < last:
+            layers.append(pool(f"pool{i}", "avgpool", 2, 2))
+    layers += [
+        simple("flatten", "flatten"),
+        fc("fc1", 2048),
+        simple("fc1_relu", "relu"),
+        fc("fc2", 256),
+        simple("fc2_relu", "relu"),
+        fc("fc3", 4),
+    ]
+    return layers
+
+
+_COSMO_SOURCE = (
+    "CosmoFlow (Mathuriya et al., SC 2018), layer list as used by ParaDL"
+    " (Kahira et al., HPDC 2021, table 5)"
+)
+_COSMO_COMMON = [
+    "Source: Mathuriya et al., 'CosmoFlow: Using Deep Learning to Learn the Universe at",
+    "Scale', SC 2018; the layer list follows the CosmoFlow model used by ParaDL",
+    "(Kahira et al., HPDC 2021, table 5: 1584 samples, about 2M parameters).",
+    "Layers: seven 3-D convs with 16, 32, 64, 128, 256, 256, 128 filters and kernels",
+    "3, 3, 3, 3, 2, 2, 2, each followed by relu and (except the last) a 2x2x2 average",
+    "pool with stride 2; then flatten, fc 2048, relu, fc 256, relu, fc 4 (the regressed",
+    "cosmological parameters).  Convs and fcs have biases (there is no batchnorm).",
+]
+
+
+def cosmoflow() -> dict:
+    return {
+        "file": "cosmoflow",
+        "header": [
+            "CosmoFlow on 4 x 512^3 volumes.",
+            *_COSMO_COMMON,
+            "Choices:",
+            "- No padding; conv3 has stride 2, all other convs stride 1.  Spatial extents:",
+            "  512 -> conv1 510 -> 255 -> conv2 253 -> 126 -> conv3 62 -> 31 -> conv4 29 -> 14",
+            "  -> conv5 13 -> 6 -> conv6 5 -> 2 -> conv7 1, so flatten gives 128 features.",
+            "- relu as the activation (the original CosmoFlow used leaky relu; the cost is",
+            "  the same).",
+            "Parameters: 2,131,252.",
+        ],
+        "doc": {
+            "name": "CosmoFlow",
+            "input": [4, 512, 512, 512],
+            "dataset": {"name": "CosmoFlow", "samples": 1584},
+            "source": _COSMO_SOURCE,
+            "description": "CosmoFlow 3-D CNN on 4 x 512^3 dark-matter volumes",
+            "layers": _cosmoflow_layers(strides=(1, 1, 2, 1, 1, 1, 1), paddings=(0,) * 7),
+        },
+    }
+
+
+def cosmoflow256() -> dict:
+    return {
+        "file": "cosmoflow256",
+        "header": [
+            "CosmoFlow on 4 x 256^3 volumes (the sample size ParaDL measured layer times on).",
+            *_COSMO_COMMON,
+            "Choices:",
+            "- The 512^3 layer list does not fit 256^3 unchanged: 256 -> 254 -> 127 -> 125 -> 62",
+            "  -> conv3 30 -> 15 -> conv4 13 -> 6 -> conv5 5 -> 2 -> conv6 1, and pool6 (kernel 2)",
+            "  cannot take a 1^3 input.",
+            "- Chosen fix: padding 1 on conv5 and conv6 (the 2x2x2 convs before the last),",
+            "  everything else as at 512^3 (conv3 keeps stride 2).  Extents:",
+            "  256 -> conv1 254 -> 127 -> conv2 125 -> 62 -> conv3 30 -> 15 -> conv4 13 -> 6",
+            "  -> conv5 7 -> 3 -> conv6 4 -> 2 -> conv7 1; flatten gives 128 features, so the",
+            "  parameters are the same as the 512^3 model's (2,131,252).",
+            "- Why: the layers that carry the work then run the 512^3 model on a half-size",
+            "  volume: conv1 and conv2 (96% of the FLOPs) do 1/8.1 and 1/8.3 of their 512^3",
+            "  work, conv3 1/8.8, conv4 1/11, the whole model 1/8.2 (activations 1/8.1).",
+            "  ParaDL (Kahira et al., section 5) obtained 512^3 layer times by timing 256^3",
+            "  and multiplying by 8, which holds for this variant.  The padding only",
+            "  touches two cheap convs (conv5 + conv6: 0.25 GFLOP, 0.2% of the total).",
+            "- Rejected alternative: conv3 with stride 1 instead (also valid, 1^3 before",
+            "  the fc head, same parameters).  It removes one downsampling, so conv3 and",
+            "  conv4 keep nearly their 512^3 extents (60^3 and 28^3 outputs, 23.9 and 9.7",
+            "  GFLOP, vs 26.4 and 10.8 at 512^3): the model is only 6.5x cheaper than at",
+            "  512^3 and its per-layer split of work and memory differs from the 512^3 one.",
+            "Parameters: 2,131,252.",
+        ],
+        "doc": {
+            "name": "CosmoFlow-256",
+            "input": [4, 256, 256, 256],
+            "dataset": {"name": "CosmoFlow-256", "samples": 1584},
+            "source": _COSMO_SOURCE,
+            "description": (
+                "CosmoFlow 3-D CNN on 4 x 256^3 volumes"
+                " (conv5/conv6 padded by 1 so the 512^3 layer list fits)"
+            ),
+            "layers": _cosmoflow_layers(
+                strides=(1, 1, 2, 1, 1, 1, 1), paddings=(0, 0, 0, 0, 1, 1, 0)
+            ),
+        },
+    }
+
+
+def meshtangling() -> dict:
+    widths = (32, 64, 128, 256, 512, 1024)
+    layers = []
+    for block, width in enumerate(widths, start=1):
+        for i in range(1, 6):
+            name = f"conv{block}_{i}"
+            layers += [
+                conv(name, width, 3, stride=2 if i == 1 else 1, padding=1, bias=False),
+                simple(f"{name}_bn", "batchnorm"),
+                simple(f"{name}_relu", "relu"),
+            ]
+    layers.append(conv("pred", 1, 1))
+    return {
+        "file": "meshtangling",
+        "header": [
+            "Mesh-tangling segmentation model for 2048x2048 (2K) inputs with 18 channels.",
+            "Source: Dryden et al., 'Improving Strong-Scaling of CNN Training by Exploiting",
+            "Finer-Grained Parallelism', IPDPS 2019, section VI: 'a very simple",
+            "fully-convolutional model adapted from VGGNet ... six blocks of ... five (2K)",
+            "convolution-batch normalization-ReLU operations, using 3x3 convolutional",
+            "filters, and a final convolutional layer for prediction.  Downsampling is",
+            "performed via stride-2 convolution at the first convolutional filter of each",
+            "block.'  Layer names conv1_1 .. conv6_5 as in the paper's figure 3.",
+            "Choices (the paper states no channel widths, paddings or prediction-layer shape):",
+            "- Channel widths 32, 64, 128, 256, 512, 1024 (VGG-like doubling per block,",
+            "  starting at 32).  Assumption.",
+            "- 3x3 convs with padding 1, no bias (batchnorm follows each).  Extents:",
+            "  2048 -> 1024 -> 512 -> 256 -> 128 -> 64 -> 32 after blocks 1..6.",
+            "- Prediction head 'pred': a 1x1 conv with 1 filter and a bias, i.e. one logit",
+            "  per output pixel (binary 'does this cell need relaxing', the paper's",
+            "  per-pixel task), at the 32x32 resolution of block 6 - the paper describes",
+            "  no upsampling/decoder, so none is added.  Assumption.",
+            "- Dataset: 10,000 samples, the number the paper states ('We use 10,000 samples",
+            "  of each size'); each sample is 18 x 2048^2 float32 = 288 MiB.",
+            "Parameters: 56,631,041.",
+        ],
+        "doc": {
+            "name": "MeshTangling-2K",
+            "input": [18, 2048, 2048],
+            "dataset": {"name": "MeshTangling-2K", "samples": 10000},
+            "source": (
+                "Dryden et al., Improving Strong-Scaling of CNN Training by Exploiting"
+                " Finer-Grained Parallelism, IPDPS 2019 (2K mesh-tangling model)"
+            ),
+            "description": (
+                "Fully-convolutional VGG-like per-pixel predictor of mesh tangling,"
+                " 18 x 2048 x 2048 input"
+            ),
+            "layers": layers,
+        },
+    }
+
+
+MODELS = (
+    alexnet,
+    vgg16,
+    lambda: resnet(50, [3, 4, 6, 3]),
+    lambda: resnet(152, [3, 8, 36, 3]),
+    cosmoflow,
+    cosmoflow256,
+    meshtangling,
+)
+
+# --------------------------------------------------------------------------------------
+# YAML writing (by hand, so that the layout is fixed: flow mappings, one per layer)
+# --------------------------------------------------------------------------------------
+
+_PLAIN = re.compile(r"^[A-Za-z_][A-Za-z0-9_.\-]*$")
+_RESERVED = {"true", "false", "yes", "no", "on", "off", "null", "y", "n", "~"}
+
+
+def _scalar(value) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return repr(value)
+    if isinstance(value, str):
+        if _PLAIN.match(value) and value.lower() not in _RESERVED:
+            return value
+        return json.dumps(value, ensure_ascii=True)  # a valid YAML double-quoted scalar
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_scalar(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k}: {_scalar(v)}" for k, v in value.items()) + "}"
+    raise TypeError(f"cannot write {value!r}")
+
+
+def render(model: dict) -> str:
+    out = [f"# Generated by {SCRIPT} - do not edit; change the script and re-run it."]
+    out += [f"# {line}".rstrip() for line in model["header"]]
+    out.append("")
+    doc = model["doc"]
+    for key in ("name", "input", "dataset", "source", "description"):
+        if key in doc:
+            out.append(f"{key}: {_scalar(doc[key])}")
+    out.append("layers:")
+    for layer in doc["layers"]:
+        out.append(f"  - {_scalar(layer)}")
+    return "\n".join(out) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Write the shipped model YAML files.")
+    parser.add_argument(
+        "--out", type=Path, default=DEFAULT_OUT, help="output directory (default: models/)"
+    )
+    args = parser.parse_args(argv)
+    args.out.mkdir(parents=True, exist_ok=True)
+    for make in MODELS:
+        model = make()
+        path = args.out / f"{model['file']}.yaml"
+        text = render(model)
+        path.write_bytes(text.encode("ascii"))
+        print(f"wrote {path} ({len(model['doc']['layers'])} layers)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,297 @@
+"""The shipped model library (models/*.yaml, written by scripts/generate_models.py).
+
+Pins parameter counts, forward FLOPs and a few shapes of every shipped model, checks
+that the generator reproduces the shipped files byte for byte, and that
+models/README.md quotes the numbers oracle computes.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from oracle.load import load_model
+
+ROOT = Path(__file__).resolve().parent.parent
+SCRIPT = ROOT / "scripts" / "generate_models.py"
+MODELS_DIR = ROOT / "models"
+
+SHIPPED = (
+    "alexnet",
+    "vgg16",
+    "resnet50",
+    "resnet152",
+    "cosmoflow",
+    "cosmoflow256",
+    "meshtangling",
+)
+
+# --------------------------------------------------------------------------------------
+# Hand-computed parameter counts
+# --------------------------------------------------------------------------------------
+
+# CosmoFlow (512^3 and 256^3 have the same layers and both reach 1^3 before flatten):
+#   conv  params = filters * in_channels * k^3 + filters (bias)
+#   conv1  16 *   4 * 27 +  16 =   1,744
+#   conv2  32 *  16 * 27 +  32 =  13,856
+#   conv3  64 *  32 * 27 +  64 =  55,360
+#   conv4 128 *  64 * 27 + 128 = 221,312
+#   conv5 256 * 128 *  8 + 256 = 262,400
+#   conv6 256 * 256 *  8 + 256 = 524,544
+#   conv7 128 * 256 *  8 + 128 = 262,272
+#   fc1   128 * 2048 + 2048    = 264,192   (flatten: 128 x 1 x 1 x 1 = 128 features)
+#   fc2  2048 *  256 +  256    = 524,544
+#   fc3   256 *    4 +    4    =   1,028
+#   total                        2,131,252
+COSMOFLOW_PARAMS = 2_131_252
+
+# MeshTangling-2K: block b of width w, input channels c: first conv w*c*9, four more
+# w*w*9 (no bias), five batchnorms of 2w (scale + shift):
+#   block1 (c=18,  w=32):    5,184 +  4*9,216      +    320 =     42,368
+#   block2 (c=32,  w=64):   18,432 +  4*36,864     +    640 =    166,528
+#   block3 (c=64,  w=128):  73,728 +  4*147,456    +  1,280 =    664,832
+#   block4 (c=128, w=256): 294,912 +  4*589,824    +  2,560 =  2,656,768
+#   block5 (c=256, w=512): 1,179,648 + 4*2,359,296 +  5,120 = 10,621,952
+#   block6 (c=512, w=1024): 4,718,592 + 4*9,437,184 + 10,240 = 42,477,568
+#   pred: 1x1 conv 1024 -> 1 with bias: 1,024 + 1 = 1,025
+#   total 56,631,041
+MESHTANGLING_PARAMS = 56_631_041
+
+PARAMS = {
+    "alexnet": 61_100_840,  # torchvision
+    "vgg16": 138_357_544,  # torchvision
+    "resnet50": 25_557_032,  # torchvision
+    "resnet152": 60_192_808,  # torchvision
+    "cosmoflow": COSMOFLOW_PARAMS,
+    "cosmoflow256": COSMOFLOW_PARAMS,
+    "meshtangling": MESHTANGLING_PARAMS,
+}
+
+NAMES = {
+    "alexnet": "AlexNet",
+    "vgg16": "VGG16",
+    "resnet50": "ResNet-50",
+    "resnet152": "ResNet-152",
+    "cosmoflow": "CosmoFlow",
+    "cosmoflow256": "CosmoFlow-256",
+    "meshtangling": "MeshTangling-2K",
+}
+
+# torchvision model docs, "GFLOPS" column (which counts multiply-adds).  oracle counts
+# 2 FLOPs per multiply-add (oracle/compute/shapes.py) plus the small element-wise work.
+TORCHVISION_GMACS = {"alexnet": 0.71, "vgg16": 15.47, "resnet50": 4.09, "resnet152": 11.51}
+
+
+@pytest.fixture(scope="module")
+def models():
+    return {name: load_model(name) for name in SHIPPED}
+
+
+def _info(model, layer_name):
+    return model.info[model.index[layer_name]]
+
+
+def _conv_flops(model) -> float:
+    return sum(i.flops for layer, i in zip(model.layers, model.info) if layer.type == "conv")
+
+
+# --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", SHIPPED)
+def test_parameter_count(models, name):
+    assert models[name].parameters == PARAMS[name]
+
+
+@pytest.mark.parametrize("name", SHIPPED)
+def test_name_and_dataset(models, name):
+    m = models[name]
+    assert m.name == NAMES[name]
+    if name in TORCHVISION_GMACS:
+        assert m.input_shape == (3, 224, 224)
+        assert (m.dataset_name, m.dataset_samples) == ("ImageNet-1k", 1281167)
+    assert m.source
+
+
+def test_dataset_of_scientific_models(models):
+    assert models["cosmoflow"].input_shape == (4, 512, 512, 512)
+    assert (models["cosmoflow"].dataset_name, models["cosmoflow"].dataset_samples) == (
+        "CosmoFlow",
+        1584,
+    )
+    assert models["cosmoflow256"].input_shape == (4, 256, 256, 256)
+    assert (models["cosmoflow256"].dataset_name, models["cosmoflow256"].dataset_samples) == (
+        "CosmoFlow-256",
+        1584,
+    )
+    assert models["meshtangling"].input_shape == (18, 2048, 2048)
+    # Dryden et al. (IPDPS 2019), section VI: "We use 10,000 samples of each size."
+    assert models["meshtangling"].dataset_samples == 10_000
+
+
+@pytest.mark.parametrize("name", sorted(TORCHVISION_GMACS))
+def test_forward_flops_match_torchvision(models, name):
+    expected = 2 * TORCHVISION_GMACS[name] * 1e9
+    assert models[name].flops == pytest.approx(expected, rel=0.015)
+
+
+def test_resnet_structure(models):
+    for name, blocks in (("resnet50", 16), ("resnet152", 50)):
+        m = models[name]
+        types = [layer.type for layer in m.layers]
+        # conv1 + 3 per bottleneck + 4 projection shortcuts; a batchnorm after each conv
+        assert types.count("conv") == 1 + 3 * blocks + 4
+        assert types.count("batchnorm") == types.count("conv")
+        assert types.count("add") == blocks
+        assert all(not layer.bias for layer in m.layers if layer.type == "conv")
+    r50 = models["resnet50"]
+    assert r50.layers[r50.index["res2a"]].inputs == ("res2a_branch2c_bn", "res2a_branch1_bn")
+    assert r50.layers[r50.index["res2b"]].inputs == ("res2b_branch2c_bn", "res2a_relu")
+    # v1.5: the stride is on the 3x3 conv
+    assert r50.layers[r50.index["res3a_branch2b"]].stride == (2,)
+    assert r50.layers[r50.index["res3a_branch2a"]].stride == (1,)
+    r152 = models["resnet152"]
+    assert "res3b7" in r152.index and "res4b35" in r152.index and "res5c" in r152.index
+
+
+def test_shapes(models):
+    r50 = models["resnet50"]
+    assert _info(r50, "pool1").output_shape == (64, 56, 56)
+    assert _info(r50, "res2a").output_shape == (256, 56, 56)
+    assert _info(r50, "res3a").output_shape == (512, 28, 28)
+    assert _info(r50, "res5c_relu").output_shape == (2048, 7, 7)
+    assert _info(r50, "pool5").output_shape == (2048, 1, 1)
+    assert _info(models["resnet152"], "pool5").output_shape == (2048, 1, 1)
+    assert _info(models["vgg16"], "pool5").output_shape == (512, 7, 7)
+    assert _info(models["alexnet"], "pool5").output_shape == (256, 6, 6)
+    for name in SHIPPED:
+        if name in TORCHVISION_GMACS:
+            assert models[name].info[-1].output_shape == (1000,)
+
+    cf = models["cosmoflow"]
+    assert _info(cf, "conv1").output_shape == (16, 510, 510, 510)
+    assert _info(cf, "conv3").output_shape == (64, 62, 62, 62)
+    assert _info(cf, "conv7").output_shape == (128, 1, 1, 1)
+    assert _info(cf, "flatten").output_shape == (128,)
+    assert cf.info[-1].output_shape == (4,)
+    cf256 = models["cosmoflow256"]
+    assert _info(cf256, "conv1").output_shape == (16, 254, 254, 254)
+    assert _info(cf256, "conv4").output_shape == (128, 13, 13, 13)
+    assert _info(cf256, "conv5").output_shape == (256, 7, 7, 7)
+    assert _info(cf256, "conv7").output_shape == (128, 1, 1, 1)
+
+    mesh = models["meshtangling"]
+    assert _info(mesh, "conv1_1").output_shape == (32, 1024, 1024)
+    assert _info(mesh, "conv6_5_relu").output_shape == (1024, 32, 32)
+    assert _info(mesh, "pred").output_shape == (1, 32, 32)
+
+
+def test_cosmoflow_conv_flops_by_hand(models):
+    # forward conv FLOPs = (2 * C_in * k^3 + 1 bias) * filters * output voxels
+    cf512 = (
+        (2 * 4 * 27 + 1) * 16 * 510**3  # conv1:   3,472 * 132,651,000 = 460,564,272,000
+        + (2 * 16 * 27 + 1) * 32 * 253**3  # conv2: 27,680 * 16,194,277 = 448,257,587,360
+        + (2 * 32 * 27 + 1) * 64 * 62**3  # conv3 (stride 2): 110,656 * 238,328 = 26,372,423,168
+        + (2 * 64 * 27 + 1) * 128 * 29**3  # conv4: 442,496 * 24,389 = 10,792,034,944
+        + (2 * 128 * 8 + 1) * 256 * 13**3  # conv5: 524,544 * 2,197 = 1,152,423,168
+        + (2 * 256 * 8 + 1) * 256 * 5**3  # conv6: 1,048,832 * 125 = 131,104,000
+        + (2 * 256 * 8 + 1) * 128 * 1**3  # conv7: 524,416
+    )
+    assert cf512 == 947_270_369_056
+    assert _conv_flops(models["cosmoflow"]) == cf512
+    cf256 = (
+        (2 * 4 * 27 + 1) * 16 * 254**3
+        + (2 * 16 * 27 + 1) * 32 * 125**3
+        + (2 * 32 * 27 + 1) * 64 * 30**3
+        + (2 * 64 * 27 + 1) * 128 * 13**3
+        + (2 * 128 * 8 + 1) * 256 * 7**3  # conv5, padding 1
+        + (2 * 256 * 8 + 1) * 256 * 4**3  # conv6, padding 1
+        + (2 * 256 * 8 + 1) * 128 * 1**3
+    )
+    assert _conv_flops(models["cosmoflow256"]) == cf256
+    # the 256^3 variant does about 1/8 of the 512^3 work (see models/README.md)
+    assert 7.9 < cf512 / cf256 < 8.5
+    for name in ("cosmoflow", "cosmoflow256"):
+        m = models[name]
+        assert m.flops == pytest.approx(_conv_flops(m), rel=0.01)
+
+
+def test_meshtangling_conv_flops_by_hand(models):
+    total = 0
+    c_in = 18
+    for block, width in enumerate((32, 64, 128, 256, 512, 1024), start=1):
+        pixels = (2048 // 2**block) ** 2
+        total += 2 * c_in * 9 * width * pixels  # first conv, stride 2, no bias
+        total += 4 * (2 * width * 9 * width * pixels)  # four more 3x3 convs
+        c_in = width
+    total += (2 * 1024 + 1) * 1 * 32**2  # pred: 1x1 conv with bias
+    assert _conv_flops(models["meshtangling"]) == total
+    assert total == pytest.approx(523.05e9, rel=1e-4)
+
+
+# --------------------------------------------------------------------------------------
+# The generator and the README
+# --------------------------------------------------------------------------------------
+
+
+def test_generator_is_reproducible(tmp_path):
+    out = tmp_path / "models"
+    subprocess.run(
+        [sys.executable, str(SCRIPT), "--out", str(out)],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    generated = sorted(p.name for p in out.iterdir())
+    assert generated == sorted(f"{name}.yaml" for name in SHIPPED)
+    for fname in generated:
+        assert (out / fname).read_bytes() == (MODELS_DIR / fname).read_bytes(), (
+            f"models/{fname} differs from what scripts/generate_models.py writes;"
+            " re-run the script"
+        )
+    # and running it twice gives the same bytes
+    again = tmp_path / "again"
+    subprocess.run(
+        [sys.executable, str(SCRIPT), "--out", str(again)], check=True, capture_output=True
+    )
+    for fname in generated:
+        assert (again / fname).read_bytes() == (out / fname).read_bytes()
+
+
+@pytest.mark.parametrize("name", SHIPPED)
+def test_generated_header(models, name):
+    text = (MODELS_DIR / f"{name}.yaml").read_text()
+    assert text.startswith("# Generated by scripts/generate_models.py")
+    header = text.split("\nname:", 1)[0]
+    assert "Source:" in header and "Choices" in header
+    # the parameter count the header quotes is the one oracle computes
+    quoted = re.search(r"^# Parameters: ([0-9,]+)", header, flags=re.M)
+    assert quoted and quoted.group(1) == f"{models[name].parameters:,}"
+
+
+def _readme_sections() -> dict[str, str]:
+    text = (MODELS_DIR / "README.md").read_text()
+    parts = re.split(r"^## ", text, flags=re.M)
+    out = {}
+    for part in parts[1:]:
+        m = re.match(r"`(\w+)`", part)
+        if m:
+            out[m.group(1)] = part
+    return out
+
+
+@pytest.mark.parametrize("name", SHIPPED)
+def test_readme_quotes_oracle_numbers(models, name):
+    sections = _readme_sections()
+    assert name in sections, f"models/README.md has no section for `{name}`"
+    section = sections[name]
+    m = models[name]
+    assert f"{m.parameters:,}" in section
+    gflops = re.search(r"Forward GFLOPs per sample[^:]*:\s*\**\s*([0-9.,]+)", section)
+    assert gflops, f"no 'Forward GFLOPs per sample' line in the `{name}` section"
+    quoted = float(gflops.group(1).replace(",", ""))
+    assert quoted == pytest.approx(m.flops / 1e9, abs=0.006), (name, m.flops / 1e9)
