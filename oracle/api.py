@@ -71,3 +71,57 @@ def predict(
 
         return to_frame(points)
     return points
+
+
+class Inputs:
+    """Loads models, systems and profiles once per name and builds cost contexts,
+    for commands that evaluate many configurations (compare, snapshot, check)."""
+
+    def __init__(self, **options) -> None:
+        from oracle.compute.context import Options
+
+        self.options = Options(**options)
+        self._contexts: dict = {}
+
+    def context(self, model: str, system: str, profile: str):
+        key = (model, system, profile)
+        if key not in self._contexts:
+            from oracle.compute.context import Context
+            from oracle.load import load_model, load_profile, load_system
+            from oracle.load.profile import bind_profile
+
+            m, s, pr = load_model(model), load_system(system), load_profile(profile)
+            self._contexts[key] = Context(m, s, bind_profile(m, pr), self.options)
+        return self._contexts[key]
+
+
+def compare(runs, *, threshold: float | None = None, where: dict | None = None, **options):
+    """Compare projections with measured runs (a RUNS.csv path or MeasuredRun list).
+
+    ``where`` keeps runs whose column values are in the given sets, e.g.
+    {"quality": {"A"}}.  Returns (rows, summary); see oracle.compute.compare."""
+    from oracle.compute import compare as cmp
+    from oracle.compute.strategies import NAMES
+    from oracle.errors import OracleError
+    from oracle.load.runs import load_runs
+
+    file = str(runs) if isinstance(runs, (str, Path)) else None
+    if file is not None:
+        runs = load_runs(file, NAMES)
+    if where:
+        runs = [r for r in runs if all(r.get(k) in v for k, v in where.items())]
+        if not runs:
+            raise OracleError("no run matches the --where filter", file=file)
+    inputs = Inputs(**options)
+    limit = cmp.DEFAULT_ANOMALY if threshold is None else threshold
+    rows = []
+    for run in runs:
+        try:
+            rows.append(cmp.compare_run(run, inputs.context(run.model, run.system, run.profile), limit))
+        except OracleError as exc:
+            if exc.file is None:  # a problem of the row itself: point at it
+                exc.file, exc.line = file, run.line
+            elif file and not exc.hint:  # a problem of a file the row names
+                exc.hint = f"named on line {run.line} of {file}"
+            raise
+    return rows, cmp.summarize(rows)

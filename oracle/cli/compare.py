@@ -1,0 +1,136 @@
+"""``oracle compare``: projections against measured runs, usable as a CI gate."""
+
+from __future__ import annotations
+
+import click
+
+from oracle.cli.common import FORMATS, output_option, positive_float
+
+
+def _where(values: tuple[str, ...]) -> dict[str, set[str]]:
+    from oracle.errors import OracleError
+
+    out: dict[str, set[str]] = {}
+    for item in values:
+        col, sep, vals = item.partition("=")
+        if not sep or not col.strip() or not vals.strip():
+            raise OracleError(f"got '{item}'; expected COLUMN=VALUE[,VALUE...]", path="--where")
+        out.setdefault(col.strip(), set()).update(v.strip() for v in vals.split(","))
+    return out
+
+
+@click.command(context_settings={"max_content_width": 100})
+@click.argument("runs", required=False, metavar="RUNS.csv")
+@click.option("--log", "log", metavar="FILE", help="Compare one training log (Chainer LogReport, per-iteration times, step CSV).")
+@click.option("--model", "-m", metavar="NAME|FILE", help="With --log: the model.")
+@click.option("--system", "-s", metavar="NAME|FILE", help="With --log: the system.")
+@click.option("--profile", "-p", metavar="NAME|FILE", help="With --log: the profile.")
+@click.option("--strategy", metavar="NAME", help="With --log: the strategy.")
+@click.option("--gpus", "-g", type=click.IntRange(min=1), help="With --log: GPUs.")
+@click.option("--batch", "-B", type=positive_float, help="With --log: global mini-batch.")
+@click.option("--batch-per-gpu", "-b", type=positive_float, help="With --log: samples per GPU (B = b·gpus).")
+@click.option("--p1", type=click.IntRange(min=1), help="With --log: data-parallel part of a hybrid.")
+@click.option("--p2", type=click.IntRange(min=1), help="With --log: model part of a hybrid.")
+@click.option("--segments", type=click.IntRange(min=1), help="With --log: pipeline segments.")
+@click.option("--where", multiple=True, metavar="COL=VAL[,VAL]", help="Keep runs whose column has one of the values (repeatable), e.g. quality=A.")
+@click.option("--min-accuracy", type=click.FloatRange(0, 1), help="Exit 1 when the mean accuracy is below this (e.g. 0.85).")
+@click.option("--max-mape", type=click.FloatRange(min=0), help="Exit 1 when the mean absolute percentage error is above this (e.g. 0.15).")
+@click.option("--anomaly-threshold", type=click.FloatRange(min=0), default=0.5, show_default=True, help="Flag runs off the projection by more than this share of the measured time.")
+@click.option("--precision", type=click.Choice(["fp32", "fp16", "bf16"]), default="fp32", show_default=True)
+@click.option("--memory-reuse", "gamma", type=click.FloatRange(min=0, max=1, min_open=True), default=1.0, show_default=True)
+@click.option("--contention", "phi", type=click.FloatRange(min=1), help="Contention factor φ (overrides the systems).")
+@click.option("--format", "-f", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
+@click.option("--width", type=click.IntRange(min=60), help="Table width. [default: terminal]")
+@output_option
+def compare(
+    runs, log, model, system, profile, strategy, gpus, batch, batch_per_gpu, p1, p2, segments, where,
+    min_accuracy, max_mape, anomaly_threshold, precision, gamma, phi, fmt, width, output,
+):  # fmt: skip
+    """Compare projections with measured runs: accuracy per run, summary, anomalies.
+
+    RUNS.csv has the columns model, system, profile, strategy, gpus, global_batch,
+    epoch_s (or iteration_s) and optionally p1, p2, segments, compute_s, comm_s,
+    source; other columns are carried through. Accuracy is ParaDL's
+    1 - |projected - measured| / measured.
+
+    \b
+    Examples:
+      oracle compare validation/abci-paradl.csv --min-accuracy 0.7
+      oracle compare --log train.json -m vgg16 -s abci -p vgg16_v100 \\
+                     --strategy data --gpus 8 --batch 256
+    """
+    from oracle import api
+    from oracle.errors import CheckFailed, OracleError
+
+    if (runs is None) == (log is None):
+        raise OracleError("give a RUNS.csv file or --log FILE (with --model, --system, ...), not both")
+    options = dict(precision=precision, memory_reuse=gamma, contention=phi)
+    if log is not None:
+        measured = [_run_from_log(log, model, system, profile, strategy, gpus, batch, batch_per_gpu, p1, p2, segments)]
+        rows, summary = api.compare(measured, threshold=anomaly_threshold, where=_where(where), **options)
+        title = f"{log}"
+    else:
+        rows, summary = api.compare(runs, threshold=anomaly_threshold, where=_where(where), **options)
+        title = f"{runs}: {summary.overall.n} measured runs against their projections"
+    _render(rows, summary, fmt, width, output, title)
+    s = summary.overall
+    if min_accuracy is not None and s.mean_accuracy < min_accuracy:
+        raise CheckFailed(f"mean accuracy {100 * s.mean_accuracy:.1f}% is below --min-accuracy {100 * min_accuracy:.1f}%")
+    if max_mape is not None and s.mape > max_mape:
+        raise CheckFailed(f"MAPE {100 * s.mape:.1f}% is above --max-mape {100 * max_mape:.1f}%")
+
+
+def _render(rows, summary, fmt, width, output, title) -> None:
+    from oracle.render import compare as rc
+    from oracle.render.output import emit
+
+    if fmt == "json":
+        emit(rc.to_json(rows, summary), output)
+    elif fmt == "csv":
+        emit(rc.to_csv(rows), output)
+    elif fmt == "markdown":
+        emit(rc.markdown(rows, summary), output)
+    elif output:
+        from oracle.render.predict import render_text
+
+        emit(render_text(rc.table(rows, summary, title), width=width or 160), output)
+    else:
+        from oracle.cli.common import make_console
+
+        make_console(width).print(rc.table(rows, summary, title))
+
+
+def _run_from_log(log, model, system, profile, strategy, gpus, batch, batch_per_gpu, p1, p2, segments):
+    """A measured run from one log and the options that describe it."""
+    from oracle.compute.strategies import NAMES
+    from oracle.errors import OracleError, did_you_mean
+    from oracle.load.logs import parse_log
+    from oracle.load.runs import MeasuredRun
+
+    missing = [n for n, v in (("--model", model), ("--system", system), ("--profile", profile),
+                              ("--strategy", strategy), ("--gpus", gpus)) if v is None]
+    if batch is None and batch_per_gpu is None:
+        missing.append("--batch or --batch-per-gpu")
+    if missing:
+        raise OracleError(f"--log needs {', '.join(missing)}")
+    name = strategy.lower()
+    if name not in NAMES:
+        raise OracleError(f"unknown strategy '{strategy}'", path="--strategy", hint=did_you_mean(name, NAMES))
+    timing = parse_log(log)
+    if timing.epoch_s is None and timing.iteration_s is None:
+        raise OracleError("the log holds no steady-state timing", file=log)
+    return MeasuredRun(
+        line=0,
+        model=model,
+        system=system,
+        profile=profile,
+        strategy=name,
+        gpus=gpus,
+        global_batch=batch if batch is not None else batch_per_gpu * gpus,
+        p1=p1,
+        p2=p2,
+        segments=segments,
+        epoch_s=timing.epoch_s,
+        iteration_s=timing.iteration_s if timing.epoch_s is None else timing.iteration_s,
+        source=f"{log} ({timing.format})",
+    )

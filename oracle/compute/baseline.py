@@ -1,0 +1,113 @@
+"""Projection baselines: record the projections of a set of cases, and later find every
+point that moved (a change to a model file, a system file or the code).
+
+A case is a predict invocation: model, system, profile, gpus, strategies, batch and
+options.  Points are matched by (strategy, gpus, p1, p2).  A numeric field moved when
+|new - old| > rtol · max(|old|, 1e-300); a change of feasibility, limits or rank is a
+move whatever the tolerance.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+NUMERIC = (
+    "compute_s",
+    "communication_s",
+    "total_s",
+    "iteration_s",
+    "memory_bytes",
+    "iterations_per_epoch",
+)
+# what a baseline keeps of each point (the SPEC §5 record minus the prose)
+KEPT = (
+    "strategy",
+    "gpus",
+    "p1",
+    "p2",
+    "global_batch",
+    "segments",
+    *NUMERIC,
+    "feasible",
+    "rank",
+    "limit_codes",
+    "breakdown",
+)
+CASE_KEYS = (
+    "model",
+    "system",
+    "profile",
+    "gpus",
+    "strategy",
+    "batch",
+    "batch_per_gpu",
+    "p2",
+    "segments",
+    "precision",
+    "memory_reuse",
+    "contention",
+    "samples",
+)
+
+
+@dataclass(frozen=True)
+class Move:
+    case: str
+    point: str
+    field: str
+    old: object
+    new: object
+
+    def describe_change(self) -> str:
+        old, new = self.old, self.new
+        if isinstance(old, (int, float)) and isinstance(new, (int, float)) and not isinstance(old, bool):
+            rel = f" ({100 * (new - old) / old:+.4g}%)" if old else ""
+            return f"{self.field} {old:.6g} -> {new:.6g}{rel}"
+        return f"{self.field} {old!r} -> {new!r}"
+
+
+def point_key(d: dict) -> tuple:
+    return (d["strategy"], d["gpus"], d["p1"], d["p2"])
+
+
+def point_label(d: dict) -> str:
+    return f"{d['strategy']} on {d['gpus']} GPUs ({d['p1']}x{d['p2']})"
+
+
+def _moved(old, new, rtol: float) -> bool:
+    if old is None or new is None:
+        return old is not new
+    if isinstance(old, bool) or isinstance(new, bool):
+        return old != new
+    if isinstance(old, (int, float)) and isinstance(new, (int, float)):
+        if math.isnan(old) and math.isnan(new):
+            return False
+        return abs(new - old) > rtol * max(abs(old), 1e-300)
+    return old != new
+
+
+def diff_points(case: str, old: Sequence[dict], new: Sequence[dict], rtol: float) -> list[Move]:
+    moves: list[Move] = []
+    old_by = {point_key(d): d for d in old}
+    new_by = {point_key(d): d for d in new}
+    for key, o in old_by.items():
+        label = point_label(o)
+        n = new_by.get(key)
+        if n is None:
+            moves.append(Move(case, label, "point", "present", "gone"))
+            continue
+        for f in NUMERIC:
+            if _moved(o.get(f), n.get(f), rtol):
+                moves.append(Move(case, label, f, o.get(f), n.get(f)))
+        for f, v in (o.get("breakdown") or {}).items():
+            if _moved(v, (n.get("breakdown") or {}).get(f), rtol):
+                moves.append(Move(case, label, f, v, n["breakdown"].get(f)))
+        for f in ("feasible", "rank", "limit_codes"):
+            if o.get(f) != n.get(f):
+                moves.append(Move(case, label, f, o.get(f), n.get(f)))
+    for key, n in new_by.items():
+        if key not in old_by:
+            moves.append(Move(case, point_label(n), "point", "absent", "new"))
+    return moves

@@ -1,0 +1,208 @@
+"""Projections against measured runs: accuracy, error, bias, ranking agreement, anomalies.
+
+Accuracy is ParaDL's (§5.2): 1 - |projected - measured| / measured, floored at 0.
+MAPE is the mean of |projected - measured| / measured; bias the mean of
+(projected - measured) / measured (negative: the model under-predicts, i.e. runs are
+slower than projected).  Ranking agreement: within each group of runs with the same
+model, system and GPU count, the share of pairs of runs of different strategies that
+measurement and projection order the same way (Kendall-style concordance).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from itertools import combinations
+
+from oracle.compute.context import Context
+from oracle.compute.cost import Point
+from oracle.compute.strategies import REGISTRY
+from oracle.compute.strategies.base import Config
+from oracle.compute.strategies.pipeline import default_segments
+from oracle.errors import OracleError
+from oracle.load.runs import MeasuredRun
+
+DEFAULT_ANOMALY = 0.5  # flag runs whose error exceeds 50% of the measured time
+
+
+@dataclass(frozen=True)
+class CompareRow:
+    run: MeasuredRun
+    point: Point
+    predicted_s: float  # on the run's basis (epoch or iteration)
+    accuracy: float
+    compute_accuracy: float | None = None
+    comm_accuracy: float | None = None
+    predicted_compute_s: float | None = None
+    predicted_comm_s: float | None = None
+    anomaly: str | None = None
+
+    @property
+    def measured_s(self) -> float:
+        return self.run.measured_s
+
+    @property
+    def ratio(self) -> float:
+        """measured / projected."""
+        return self.measured_s / self.predicted_s if self.predicted_s > 0 else math.inf
+
+    @property
+    def relative_error(self) -> float:
+        """(projected - measured) / measured."""
+        return (self.predicted_s - self.measured_s) / self.measured_s
+
+
+@dataclass(frozen=True)
+class Stats:
+    n: int
+    mean_accuracy: float
+    min_accuracy: float
+    mape: float
+    bias: float
+
+
+@dataclass(frozen=True)
+class Summary:
+    overall: Stats
+    by_strategy: dict[str, Stats]
+    by_model: dict[str, Stats]
+    ranking_agreement: float | None
+    ranking_pairs: int
+    anomalies: int
+    groups: dict[str, Stats] = field(default_factory=dict)
+
+
+def accuracy(predicted: float, measured: float) -> float:
+    """ParaDL §5.2: 1 - |predicted - measured| / measured, floored at 0."""
+    if not math.isfinite(predicted):
+        return 0.0
+    return max(0.0, 1.0 - abs(predicted - measured) / measured)
+
+
+def config_for(run: MeasuredRun, ctx: Context) -> Config:
+    """The configuration a measured run used, checked for consistency."""
+    name = run.strategy
+    where = dict(line=run.line)
+    p, p1, p2 = run.gpus, run.p1, run.p2
+    strategy = REGISTRY[name]
+    if strategy.hybrid:
+        if p1 is None and p2 is None:
+            raise OracleError(f"a {name} run needs p1 or p2 (the data-parallel and model-part sizes)", **where)
+        if p1 is None:
+            if p % p2:  # type: ignore[operator]
+                raise OracleError(f"p2={p2} does not divide gpus={p}", **where)
+            p1 = p // p2  # type: ignore[operator]
+        if p2 is None:
+            if p % p1:
+                raise OracleError(f"p1={p1} does not divide gpus={p}", **where)
+            p2 = p // p1
+    else:
+        p1, p2 = strategy.parts(p)
+    if p1 * p2 != p:
+        raise OracleError(f"p1={p1} x p2={p2} is not gpus={p}", **where)
+    segments = None
+    if name == "pipeline":
+        segments = run.segments or ctx.options.segments or default_segments(run.global_batch, p)
+    return Config(name, p, p1, p2, float(run.global_batch), segments)
+
+
+def compare_run(run: MeasuredRun, ctx: Context, threshold: float = DEFAULT_ANOMALY) -> CompareRow:
+    cfg = config_for(run, ctx)
+    pt = REGISTRY[run.strategy].evaluate(ctx, cfg)
+    per_iteration = run.basis == "iteration"
+    scale = 1.0 / pt.iterations_per_epoch if per_iteration else 1.0
+    predicted = pt.total_s * scale
+    pc, pm = pt.compute_s * scale, pt.communication_s * scale
+    acc = accuracy(predicted, run.measured_s)
+    cacc = accuracy(pc, run.compute_s) if run.compute_s else None
+    macc = accuracy(pm, run.comm_s) if run.comm_s else None
+    row = CompareRow(run, pt, predicted, acc, cacc, macc, pc, pm)
+    return _with_anomaly(row, threshold)
+
+
+def _with_anomaly(row: CompareRow, threshold: float) -> CompareRow:
+    from dataclasses import replace
+
+    err = abs(row.relative_error)
+    if err <= threshold:
+        return row
+    r = row.ratio
+    if r > 1:
+        text = f"measured {r:.1f}x the projection: congestion, input loading or an implementation overhead?"
+    else:
+        text = f"measured {1 / r:.1f}x faster than projected: a slow profile, or overlap the model does not see?"
+    run = row.run
+    if run.compute_s is not None and run.comm_s is not None:
+        d_comp = run.compute_s - (row.predicted_compute_s or 0.0)
+        d_comm = run.comm_s - (row.predicted_comm_s or 0.0)
+        phase = "communication" if abs(d_comm) >= abs(d_comp) else "compute"
+        text += f" {phase} explains most of the gap ({d_comm if phase == 'communication' else d_comp:+.3g} s)"
+    return replace(row, anomaly=text)
+
+
+def compare(
+    runs: Sequence[MeasuredRun],
+    context_for: Callable[[MeasuredRun], Context],
+    threshold: float = DEFAULT_ANOMALY,
+) -> list[CompareRow]:
+    return [compare_run(run, context_for(run), threshold) for run in runs]
+
+
+def stats(rows: Sequence[CompareRow]) -> Stats:
+    accs = [r.accuracy for r in rows]
+    errs = [r.relative_error for r in rows]
+    n = len(rows)
+    return Stats(
+        n=n,
+        mean_accuracy=sum(accs) / n,
+        min_accuracy=min(accs),
+        mape=sum(abs(e) for e in errs) / n,
+        bias=sum(errs) / n,
+    )
+
+
+def ranking_agreement(rows: Sequence[CompareRow]) -> tuple[float | None, int]:
+    """Share of concordant pairs of different strategies within (model, system, gpus).
+
+    Runs are compared on their epoch time (a measured iteration time is scaled by the
+    iterations per epoch), so runs with different batch sizes are ordered fairly."""
+    groups: dict[tuple, list[CompareRow]] = {}
+    for r in rows:
+        groups.setdefault((r.point.model, r.point.system, r.run.gpus), []).append(r)
+    agree = total = 0
+    for members in groups.values():
+        for a, b in combinations(members, 2):
+            if a.run.strategy == b.run.strategy:
+                continue
+            ma, mb = _epoch(a, a.measured_s), _epoch(b, b.measured_s)
+            pa, pb = a.point.total_s, b.point.total_s
+            if ma == mb or not (math.isfinite(pa) and math.isfinite(pb)):
+                continue
+            total += 1
+            if (ma < mb) == (pa < pb):
+                agree += 1
+    return (agree / total if total else None), total
+
+
+def _epoch(row: CompareRow, value: float) -> float:
+    return value * row.point.iterations_per_epoch if row.run.basis == "iteration" else value
+
+
+def summarize(rows: Sequence[CompareRow]) -> Summary:
+    if not rows:
+        raise OracleError("no runs to compare")
+    by_strategy: dict[str, list[CompareRow]] = {}
+    by_model: dict[str, list[CompareRow]] = {}
+    for r in rows:
+        by_strategy.setdefault(r.run.strategy, []).append(r)
+        by_model.setdefault(r.point.model, []).append(r)
+    agreement, pairs = ranking_agreement(rows)
+    return Summary(
+        overall=stats(rows),
+        by_strategy={k: stats(v) for k, v in by_strategy.items()},
+        by_model={k: stats(v) for k, v in by_model.items()},
+        ranking_agreement=agreement,
+        ranking_pairs=pairs,
+        anomalies=sum(1 for r in rows if r.anomaly),
+    )

@@ -1,0 +1,193 @@
+"""Load measured runs (SPEC §3.4): the CSV that ``oracle compare`` checks projections on.
+
+Required columns: model, system, profile, strategy, gpus, global_batch, and epoch_s or
+iteration_s (a row needs at least one).  Optional: p1, p2, segments, iteration_s,
+compute_s, comm_s, source.  Other columns (quality, notes, ...) are carried through.
+``compute_s``/``comm_s`` are in the unit of the measured value the row is compared on
+(per epoch with epoch_s, per iteration when only iteration_s is given).
+
+model/system/profile are shipped names or paths; a relative path is looked up next to
+the CSV file first, then from the current folder.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+from oracle.errors import OracleError, did_you_mean
+from oracle.load.yamlfile import read_text
+
+REQUIRED = ("model", "system", "profile", "strategy", "gpus", "global_batch")
+OPTIONAL = ("p1", "p2", "segments", "epoch_s", "iteration_s", "compute_s", "comm_s", "source")
+
+
+@dataclass(frozen=True)
+class MeasuredRun:
+    line: int  # line of the CSV file (1 = header)
+    model: str
+    system: str
+    profile: str
+    strategy: str
+    gpus: int
+    global_batch: float
+    p1: int | None = None
+    p2: int | None = None
+    segments: int | None = None
+    epoch_s: float | None = None
+    iteration_s: float | None = None
+    compute_s: float | None = None
+    comm_s: float | None = None
+    source: str = ""
+    extra: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def basis(self) -> str:
+        """What the row is compared on: the epoch time when given, else the iteration."""
+        return "epoch" if self.epoch_s is not None else "iteration"
+
+    @property
+    def measured_s(self) -> float:
+        return self.epoch_s if self.epoch_s is not None else self.iteration_s  # type: ignore[return-value]
+
+    def get(self, column: str) -> str | None:
+        """Any column by name (for filters), as text."""
+        if column in REQUIRED or column in OPTIONAL:
+            v = getattr(self, column)
+            return None if v is None else (f"{v:g}" if isinstance(v, float) else str(v))
+        return dict(self.extra).get(column)
+
+
+def load_runs(path: str | Path, strategies: tuple[str, ...] | None = None) -> list[MeasuredRun]:
+    name = str(path)
+    text = read_text(path, "measured-runs CSV file")
+    reader = csv.reader(io.StringIO(text))
+    try:
+        rows = list(reader)
+    except csv.Error as exc:
+        raise OracleError(f"CSV syntax error: {exc}", file=name, line=reader.line_num) from None
+    header = [h.strip() for h in rows[0]]
+    if len(set(header)) != len(header):
+        dup = next(h for h in header if header.count(h) > 1)
+        raise OracleError(f"column '{dup}' appears twice in the header", file=name, line=1)
+    missing = [c for c in REQUIRED if c not in header]
+    if missing:
+        hint = None
+        for c in missing:
+            hint = did_you_mean(c, [h for h in header if h not in REQUIRED and h not in OPTIONAL])
+            if hint:
+                break
+        raise OracleError(
+            f"missing column{'s' if len(missing) > 1 else ''} {', '.join(missing)}",
+            file=name,
+            line=1,
+            hint=hint or "required: " + ", ".join(REQUIRED) + ", and epoch_s or iteration_s",
+        )
+    if "epoch_s" not in header and "iteration_s" not in header:
+        raise OracleError("needs an epoch_s or an iteration_s column", file=name, line=1)
+    runs = []
+    line = 1
+    for raw in rows[1:]:
+        line += 1
+        if not any(cell.strip() for cell in raw):
+            continue
+        if len(raw) != len(header):
+            raise OracleError(
+                f"has {len(raw)} cells; the header has {len(header)}", file=name, line=line
+            )
+        cells = {h: c.strip() for h, c in zip(header, raw)}
+        runs.append(_row(cells, name, line, strategies))
+    if not runs:
+        raise OracleError("has a header but no runs", file=name)
+    base = Path(name).parent
+    return [_resolve(r, base) for r in runs]
+
+
+def _row(cells: dict[str, str], file: str, line: int, strategies) -> MeasuredRun:
+    def err(col: str, msg: str, hint: str | None = None) -> OracleError:
+        return OracleError(msg, file=file, line=line, path=f"column '{col}'", hint=hint)
+
+    def text(col: str) -> str:
+        v = cells.get(col, "")
+        if not v:
+            raise err(col, "is empty; a value is required")
+        return v
+
+    def number(col: str, *, required: bool, whole: bool = False) -> float | int | None:
+        v = cells.get(col, "")
+        if not v:
+            if required:
+                raise err(col, "is empty; a value is required")
+            return None
+        try:
+            x = float(v)
+        except ValueError:
+            raise err(col, f"'{v}' is not a number") from None
+        if not math.isfinite(x):
+            raise err(col, f"'{v}' is not a finite number")
+        if x <= 0:
+            raise err(col, f"got {v}; expected a positive number")
+        if whole:
+            if x != int(x):
+                raise err(col, f"got {v}; expected a whole number")
+            return int(x)
+        return x
+
+    strategy = text("strategy").lower()
+    if strategies is not None and strategy not in strategies:
+        hint = did_you_mean(strategy, strategies) or "strategies: " + ", ".join(strategies)
+        raise err("strategy", f"unknown strategy '{cells['strategy']}'", hint=hint)
+    epoch = number("epoch_s", required=False)
+    iteration = number("iteration_s", required=False)
+    if epoch is None and iteration is None:
+        raise OracleError(
+            "has neither epoch_s nor iteration_s", file=file, line=line, hint="give at least one"
+        )
+    known = set(REQUIRED) | set(OPTIONAL)
+    return MeasuredRun(
+        line=line,
+        model=text("model"),
+        system=text("system"),
+        profile=text("profile"),
+        strategy=strategy,
+        gpus=number("gpus", required=True, whole=True),  # type: ignore[arg-type]
+        global_batch=number("global_batch", required=True),  # type: ignore[arg-type]
+        p1=number("p1", required=False, whole=True),  # type: ignore[arg-type]
+        p2=number("p2", required=False, whole=True),  # type: ignore[arg-type]
+        segments=number("segments", required=False, whole=True),  # type: ignore[arg-type]
+        epoch_s=epoch,
+        iteration_s=iteration,
+        compute_s=number("compute_s", required=False),
+        comm_s=_nonneg(cells.get("comm_s", ""), err),
+        source=cells.get("source", ""),
+        extra=tuple((k, v) for k, v in cells.items() if k not in known),
+    )
+
+
+def _nonneg(v: str, err) -> float | None:
+    """Communication may be measured as 0 (one GPU)."""
+    if not v:
+        return None
+    try:
+        x = float(v)
+    except ValueError:
+        raise err("comm_s", f"'{v}' is not a number") from None
+    if not math.isfinite(x) or x < 0:
+        raise err("comm_s", f"got {v}; expected a number >= 0")
+    return x
+
+
+def _resolve(run: MeasuredRun, base: Path) -> MeasuredRun:
+    """Relative paths are looked up next to the CSV first."""
+    from dataclasses import replace
+
+    changes = {}
+    for col in ("model", "system", "profile"):
+        value = getattr(run, col)
+        cand = base / value
+        if not Path(value).is_absolute() and ("/" in value or value.endswith((".yaml", ".yml"))) and cand.exists():
+            changes[col] = str(cand)
+    return replace(run, **changes) if changes else run

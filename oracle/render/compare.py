@@ -1,0 +1,229 @@
+"""Rendering of ``oracle compare``: rich table, JSON, CSV and Markdown."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+from collections.abc import Sequence
+from itertools import groupby
+
+from oracle.compute.compare import CompareRow, Stats, Summary
+from oracle.units import fmt_seconds
+
+
+def _num(v):
+    if v is None or (isinstance(v, float) and not math.isfinite(v)):
+        return None
+    return v
+
+
+def row_dict(r: CompareRow) -> dict:
+    run, pt = r.run, r.point
+    d = {
+        "line": run.line,
+        "model": pt.model,
+        "system": pt.system,
+        "strategy": run.strategy,
+        "gpus": run.gpus,
+        "p1": pt.p1,
+        "p2": pt.p2,
+        "global_batch": int(run.global_batch) if float(run.global_batch).is_integer() else run.global_batch,
+        "segments": pt.segments,
+        "basis": run.basis,
+        "measured_s": run.measured_s,
+        "predicted_s": _num(r.predicted_s),
+        "accuracy": r.accuracy,
+        "ratio": _num(r.ratio),
+        "predicted_compute_s": _num(r.predicted_compute_s),
+        "predicted_comm_s": _num(r.predicted_comm_s),
+        "measured_compute_s": run.compute_s,
+        "measured_comm_s": run.comm_s,
+        "compute_accuracy": r.compute_accuracy,
+        "comm_accuracy": r.comm_accuracy,
+        "anomaly": r.anomaly,
+        "feasible": pt.feasible,
+        "limits": [lim.reason for lim in pt.limits],
+        "source": run.source,
+    }
+    for k, v in run.extra:
+        d.setdefault(k, v)
+    return d
+
+
+def stats_dict(s: Stats) -> dict:
+    return {
+        "n": s.n,
+        "mean_accuracy": s.mean_accuracy,
+        "min_accuracy": s.min_accuracy,
+        "mape": s.mape,
+        "bias": s.bias,
+    }
+
+
+def summary_dict(s: Summary) -> dict:
+    return {
+        "runs": s.overall.n,
+        "mean_accuracy": s.overall.mean_accuracy,
+        "min_accuracy": s.overall.min_accuracy,
+        "mape": s.overall.mape,
+        "bias": s.overall.bias,
+        "by_strategy": {k: stats_dict(v) for k, v in s.by_strategy.items()},
+        "by_model": {k: stats_dict(v) for k, v in s.by_model.items()},
+        "ranking_agreement": s.ranking_agreement,
+        "ranking_pairs": s.ranking_pairs,
+        "anomalies": s.anomalies,
+    }
+
+
+def to_json(rows: Sequence[CompareRow], summary: Summary) -> str:
+    return json.dumps({"rows": [row_dict(r) for r in rows], "summary": summary_dict(summary)}, indent=2) + "\n"
+
+
+def to_csv(rows: Sequence[CompareRow]) -> str:
+    dicts = [row_dict(r) for r in rows]
+    cols: list[str] = []
+    for d in dicts:
+        for k in d:
+            if k not in cols:
+                cols.append(k)
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=cols, lineterminator="\n")
+    w.writeheader()
+    for d in dicts:
+        w.writerow({k: ("; ".join(v) if isinstance(v, list) else "" if v is None else v) for k, v in d.items()})
+    return buf.getvalue()
+
+
+def _pct(v: float | None) -> str:
+    return "–" if v is None else f"{100 * v:.1f}%"
+
+
+def _signed_pct(v: float) -> str:
+    return f"{100 * v:+.1f}%"
+
+
+def _acc_style(a: float | None) -> str | None:
+    if a is None:
+        return None
+    return "green" if a >= 0.9 else ("yellow" if a >= 0.75 else "red")
+
+
+def table(rows: Sequence[CompareRow], summary: Summary, title: str = ""):
+    from rich import box
+    from rich.console import Group
+    from rich.table import Table
+    from rich.text import Text
+
+    t = Table(box=box.SIMPLE_HEAD, pad_edge=False, title=title or None, title_justify="left")
+    for name, kw in (
+        ("line", {"justify": "right"}),
+        ("strategy", {}),
+        ("GPUs", {"justify": "right"}),
+        ("p1×p2", {"justify": "right"}),
+        ("batch", {"justify": "right"}),
+        ("on", {}),
+        ("measured", {"justify": "right"}),
+        ("projected", {"justify": "right"}),
+        ("accuracy", {"justify": "right"}),
+        ("comp/comm acc.", {"justify": "right"}),
+    ):
+        t.add_column(name, no_wrap=True, **kw)
+    t.add_column("anomaly", overflow="fold", ratio=1)
+    key = lambda r: (r.point.model, r.point.system)  # noqa: E731
+    first = True
+    for (model, system), group in groupby(rows, key=key):
+        if not first:
+            t.add_section()
+        first = False
+        t.add_row(Text(f"{model} on {system}", style="bold"), *[""] * 10)
+        for r in group:
+            parts = ""
+            if r.compute_accuracy is not None or r.comm_accuracy is not None:
+                parts = f"{_pct(r.compute_accuracy)} / {_pct(r.comm_accuracy)}"
+            t.add_row(
+                str(r.run.line),
+                r.run.strategy,
+                str(r.run.gpus),
+                f"{r.point.p1}×{r.point.p2}",
+                f"{r.run.global_batch:g}",
+                r.run.basis,
+                fmt_seconds(r.measured_s),
+                fmt_seconds(r.predicted_s),
+                Text(_pct(r.accuracy), style=_acc_style(r.accuracy)),
+                parts,
+                Text(r.anomaly or "", style="yellow" if r.anomaly else None),
+            )
+    return Group(t, summary_table(summary))
+
+
+def summary_table(summary: Summary):
+    from rich import box
+    from rich.table import Table
+    from rich.text import Text
+
+    t = Table(box=box.SIMPLE_HEAD, pad_edge=False, title="summary", title_justify="left")
+    t.add_column("")
+    t.add_column("runs", justify="right")
+    t.add_column("mean accuracy", justify="right")
+    t.add_column("min accuracy", justify="right")
+    t.add_column("MAPE", justify="right")
+    t.add_column("bias", justify="right")
+
+    def add(label: str, s: Stats, style: str | None = None) -> None:
+        t.add_row(
+            Text(label, style=style),
+            str(s.n),
+            Text(_pct(s.mean_accuracy), style=_acc_style(s.mean_accuracy)),
+            _pct(s.min_accuracy),
+            _pct(s.mape),
+            _signed_pct(s.bias),
+        )
+
+    add("all runs", summary.overall, "bold")
+    for name, s in summary.by_strategy.items():
+        add(f"strategy {name}", s)
+    if len(summary.by_model) > 1:
+        for name, s in summary.by_model.items():
+            add(f"model {name}", s)
+    agree = (
+        f"ranking agreement {_pct(summary.ranking_agreement)} of {summary.ranking_pairs} strategy pairs"
+        if summary.ranking_agreement is not None
+        else "ranking agreement: no group has runs of two strategies at the same GPU count"
+    )
+    t.caption = (
+        f"{agree} · {summary.anomalies} anomal{'y' if summary.anomalies == 1 else 'ies'} flagged"
+        " · bias < 0: runs slower than projected"
+    )
+    t.caption_justify = "left"
+    return t
+
+
+def markdown(rows: Sequence[CompareRow], summary: Summary) -> str:
+    out = [
+        "| line | model | system | strategy | GPUs | p1×p2 | batch | on | measured | projected | accuracy | anomaly |",
+        "|---:|---|---|---|---:|---:|---:|---|---:|---:|---:|---|",
+    ]
+    for r in rows:
+        out.append(
+            f"| {r.run.line} | {r.point.model} | {r.point.system} | {r.run.strategy} | {r.run.gpus} | "
+            f"{r.point.p1}×{r.point.p2} | {r.run.global_batch:g} | {r.run.basis} | {fmt_seconds(r.measured_s)} | "
+            f"{fmt_seconds(r.predicted_s)} | {_pct(r.accuracy)} | {(r.anomaly or '').replace('|', '/')} |"
+        )
+    out += ["", "| | runs | mean accuracy | min accuracy | MAPE | bias |", "|---|---:|---:|---:|---:|---:|"]
+
+    def add(label: str, s: Stats) -> None:
+        out.append(
+            f"| {label} | {s.n} | {_pct(s.mean_accuracy)} | {_pct(s.min_accuracy)} | {_pct(s.mape)} | {_signed_pct(s.bias)} |"
+        )
+
+    add("**all runs**", summary.overall)
+    for name, s in summary.by_strategy.items():
+        add(f"strategy {name}", s)
+    for name, s in summary.by_model.items():
+        add(f"model {name}", s)
+    out.append("")
+    if summary.ranking_agreement is not None:
+        out.append(f"Ranking agreement: {_pct(summary.ranking_agreement)} of {summary.ranking_pairs} strategy pairs.")
+    return "\n".join(out) + "\n"

@@ -1,0 +1,79 @@
+"""oracle snapshot / oracle check: the projection regression gate."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from oracle.cli.main import cli
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def invoke(*args):
+    return CliRunner().invoke(cli, [str(a) for a in args])
+
+
+def test_shipped_baseline_passes():
+    res = invoke("check", REPO / "baselines" / "shipped.json")
+    assert res.exit_code == 0, res.output
+    assert "unchanged" in res.stdout
+
+
+def _setup(tmp_path):
+    shutil.copy(REPO / "systems" / "abci.yaml", tmp_path / "mysys.yaml")
+    (tmp_path / "cases.yaml").write_text(
+        "cases:\n"
+        "  - {model: resnet50, system: mysys.yaml, profile: resnet50_v100, gpus: 4-64,"
+        " strategy: 'data,data+filter', batch_per_gpu: 32}\n"
+    )
+    res = invoke("snapshot", tmp_path / "cases.yaml", "-o", tmp_path / "base.json")
+    assert res.exit_code == 0, res.output
+    return tmp_path / "base.json"
+
+
+def test_check_passes_then_fails_naming_points_after_a_system_change(tmp_path):
+    base = _setup(tmp_path)
+    assert invoke("check", base).exit_code == 0
+    sys_file = tmp_path / "mysys.yaml"
+    text = sys_file.read_text()
+    assert "bandwidth_GB_per_s: 12.5" in text
+    sys_file.write_text(text.replace("bandwidth_GB_per_s: 12.5", "bandwidth_GB_per_s: 10.0", 1))
+    res = invoke("check", base)
+    assert res.exit_code == 1
+    assert "data on 8 GPUs (8x1): total_s" in res.stdout  # inter-node from 8 GPUs: the rack level
+    assert "data on 4 GPUs" not in res.stdout  # 4 GPUs stay on NVLink: unchanged
+    assert "moved by more than rtol" in res.stderr
+
+
+def test_rtol_tolerates_small_moves(tmp_path):
+    base = _setup(tmp_path)
+    sys_file = tmp_path / "mysys.yaml"
+    # 12.49 GB/s: β grows by 0.08%, the communication of inter-node points by as much
+    sys_file.write_text(sys_file.read_text().replace("bandwidth_GB_per_s: 12.5", "bandwidth_GB_per_s: 12.49", 1))
+    assert invoke("check", base).exit_code == 1
+    assert invoke("check", base, "--rtol", "1e-3").exit_code == 0
+
+
+def test_baseline_moves_with_its_folder(tmp_path):
+    (tmp_path / "a").mkdir()
+    base = _setup(tmp_path / "a")
+    moved = tmp_path / "b"
+    shutil.copytree(base.parent, moved)
+    assert invoke("check", moved / "base.json").exit_code == 0
+
+
+def test_bad_baseline_and_cases_exit_2(tmp_path):
+    (tmp_path / "x.json").write_text("{not json")
+    res = invoke("check", tmp_path / "x.json")
+    assert res.exit_code == 2 and "not valid JSON" in res.stderr
+    (tmp_path / "y.json").write_text(json.dumps({"cases": []}))
+    assert invoke("check", tmp_path / "y.json").exit_code == 2
+    (tmp_path / "c.yaml").write_text("cases:\n  - {model: resnet50, system: abci}\n")
+    res = invoke("snapshot", tmp_path / "c.yaml")
+    assert res.exit_code == 2 and "profile" in res.stderr
+    (tmp_path / "d.yaml").write_text("cases:\n  - {model: resnet50, system: abci, profile: resnet50_v100, batch: 1, batch_per_gpu: 2}\n")
+    assert invoke("snapshot", tmp_path / "d.yaml").exit_code == 2
