@@ -85,16 +85,19 @@ def render_points(points, m, s, pr, scaling, options, fmt, top, chart, width, ou
     """Render a sweep in the requested format to stdout or a file."""
     from oracle.render.output import emit
 
+    from oracle.render.predict import select_top
+
     meta = describe(m, s, pr, scaling, options)
+    shown = select_top(points, top)
     if fmt == "json":
         from oracle.render.records import to_json
 
-        emit(to_json(points), output)
+        emit(to_json(shown), output)
         return
     if fmt == "csv":
         from oracle.render.records import to_csv
 
-        emit(to_csv(points), output)
+        emit(to_csv(shown), output)
         return
     from oracle.render import predict as rp
 

@@ -93,6 +93,27 @@ class LazyGroup(click.Group):
             )
             ctx.exit(3)
 
+    def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):  # type: ignore[override]
+        """Run without click's own error printing: a usage mistake is one line on stderr
+        ('oracle: error: ...', exit 2), like every other user mistake (SPEC §7)."""
+        try:
+            rv = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        except click.UsageError as exc:
+            where = exc.ctx.command_path if exc.ctx is not None else "oracle"
+            click.echo(f"oracle: error: {exc.format_message()} (see '{where} --help')", err=True)
+            code = 2
+        except click.ClickException as exc:
+            click.echo(f"oracle: error: {exc.format_message()}", err=True)
+            code = exc.exit_code
+        except click.exceptions.Abort:
+            click.echo("oracle: interrupted", err=True)
+            code = 130
+        else:
+            code = rv if isinstance(rv, int) else 0
+        if not standalone_mode:
+            return code
+        sys.exit(code)
+
     def resolve_command(self, ctx, args):  # type: ignore[override]
         name = args[0] if args else None
         if name and not name.startswith("-") and name not in _available():

@@ -66,7 +66,7 @@ def table(points: Sequence[Point], meta: dict, top: int | None = None, chart: bo
     )
     t.add_column("GPUs", justify="right", no_wrap=True)
     t.add_column("#", justify="right", no_wrap=True)
-    t.add_column("strategy")
+    t.add_column("strategy", no_wrap=True, min_width=max([len(_strategy(p)) for p in shown] + [8]))
     t.add_column("p1×p2", justify="right", no_wrap=True)
     t.add_column("batch", justify="right", no_wrap=True)
     t.add_column("compute", justify="right", no_wrap=True)
@@ -74,7 +74,7 @@ def table(points: Sequence[Point], meta: dict, top: int | None = None, chart: bo
     t.add_column("epoch", justify="right", no_wrap=True)
     t.add_column("iteration", justify="right", no_wrap=True)
     t.add_column("mem/GPU", justify="right", no_wrap=True)
-    t.add_column("limits / notes", overflow="fold", ratio=1)
+    t.add_column("limits / notes", overflow="fold", ratio=1, min_width=12)
     first_group = True
     for gpus, group in groupby(shown, key=lambda p: p.gpus):
         group = list(group)

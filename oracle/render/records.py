@@ -12,8 +12,12 @@ from oracle.compute.cost import PHASES, Point
 
 
 def _num(v: float) -> float | None:
-    """JSON has no NaN: a number that could not be computed is null."""
-    if v is None or (isinstance(v, float) and (math.isnan(v) or math.isinf(v))):
+    """A plain Python float (never a numpy scalar); JSON has no NaN, so a number that
+    could not be computed is null."""
+    if v is None:
+        return None
+    v = float(v)
+    if math.isnan(v) or math.isinf(v):
         return None
     return v
 

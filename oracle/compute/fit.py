@@ -1,0 +1,392 @@
+"""Fit the α, β of network levels to measured collective times (``oracle fit network``).
+
+Model (SPEC §4.1 ring collectives, ParaDL §4.3 after Thakur, Rabenseifner and Gropp,
+"Optimization of collective communication operations in MPICH", IJHPCA 2005), with m
+the message bytes of :mod:`oracle.load.benchlogs` and p the GPUs of the log:
+
+    all-reduce       t = 2(p-1)·α + 2(p-1)/p · m·β     SPEC §4.1 AR(p, m) = 2(p-1)(α + (m/p)β)
+    all-gather       t =  (p-1)·α +  (p-1)/p · m·β     SPEC §4.1 AG(p, m_i) = (p-1)(α + m_i β), m = p·m_i
+    reduce-scatter   t =  (p-1)·α +  (p-1)/p · m·β     ring reduce-scatter = first half of the
+                                                       ring all-reduce (Thakur et al. 2005 §4)
+    broadcast/reduce t =  (p-1)·α +          m·β       pipelined ring: p-1 hops, every link
+                                                       carries m once (approximation; the
+                                                       bandwidth term matches nccl-tests'
+                                                       bus factor 1, doc/PERFORMANCE.md)
+
+i.e. t = A_op(p)·α + B_op(p)·m·β.  B_op(p) is also nccl-tests' "bus factor": busbw =
+B_op(p)·m/t, which tends to 1/β for large m.
+
+**Levels.** Each log is assigned the SPEC §4.2 span of its GPUs (p when all sit on one
+node, else nodes × GPUs per node) and every distinct span becomes one network level
+``n{span}`` with ``max_gpus = span`` (the outermost level is widened to the whole base
+system), so bandwidth that degrades with scale is kept.  Logs with the same span are
+fitted together.
+
+**Weights.** Weighted least squares with weights 1/t², i.e. minimise Σ ((t̂ - t)/t)²,
+the relative error: without it the largest messages alone would decide the fit.
+
+**Fit range** (default): the message sizes from the smallest one whose bus bandwidth
+B_op(p)·m/t reaches half of the log's largest measured bus bandwidth, to the largest
+size.  In the α-β model busbw = m / (m·β + (A_op/B_op)·α) reaches half of its asymptote
+1/β exactly where the bandwidth term equals the latency term -- Hockney's half-
+performance message length n½ (R. W. Hockney, "The communication challenge for MPP:
+Intel Paragon and Meiko CS-2", Parallel Computing 20(3), 1994).  Below it NCCL switches
+to tree and low-latency protocols that the ring model does not describe; above it the
+bandwidth term, which dominates gradient all-reduces, is what the fit must get right.
+``min_bytes``/``max_bytes`` override the rule; ``bw_fraction`` changes the fraction.
+
+**Positivity.** α and β must be positive (the system loader rejects anything else).
+If the unconstrained fit gives α below ``alpha_floor_s`` (1 ns, far below any real
+per-hop latency), α is fixed at the floor and β refitted -- for this 2-parameter convex
+problem that is the non-negative least-squares solution on the active bound.  A β <= 0
+means times do not grow with message size over the range: an error.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from oracle.errors import OracleError
+from oracle.load.benchlogs import BenchLog
+
+MIB = 1 << 20
+
+
+def coefficients(operation: str, p: int) -> tuple[float, float]:
+    """(A_op(p), B_op(p)) of t = A·α + B·m·β; see the module doc for the sources."""
+    if p < 2:
+        raise ValueError("a collective over one GPU costs nothing; nothing to fit")
+    if operation == "allreduce":
+        return 2.0 * (p - 1), 2.0 * (p - 1) / p  # SPEC §4.1 AR
+    if operation in ("allgather", "reducescatter"):
+        return float(p - 1), (p - 1) / p  # SPEC §4.1 AG with m = p·m_i; ring RS (Thakur 2005)
+    if operation in ("broadcast", "reduce"):
+        return float(p - 1), 1.0  # pipelined ring, nccl-tests bus factor 1
+    raise ValueError(f"unknown operation {operation!r}")
+
+
+def predict_time(operation: str, p: int, m_bytes, alpha_s: float, beta_s_per_byte: float):
+    a, b = coefficients(operation, p)
+    return a * alpha_s + b * np.asarray(m_bytes, dtype=float) * beta_s_per_byte
+
+
+def span_of(log: BenchLog, gpus_per_node: int | None = None) -> int:
+    """SPEC §4.2: the GPU count on one node, else nodes × GPUs per node."""
+    if log.nodes == 1:
+        return log.gpus
+    return log.nodes * (gpus_per_node or log.gpus_per_node)
+
+
+@dataclass(frozen=True)
+class FitOptions:
+    min_bytes: int | None = None  # fit only sizes >= this (overrides the n½ rule)
+    max_bytes: int | None = None  # fit only sizes <= this
+    bw_fraction: float = 0.5  # n½ rule: busbw >= this fraction of the log's peak
+    in_place: bool = False  # nccl-tests: fit the in-place times instead of out-of-place
+    alpha_floor_s: float = 1e-9
+    check_bytes: int = MIB  # residuals are also reported over sizes >= this
+
+    def rule(self, short: bool = False) -> str:
+        """The fit-range rule in words (``short`` for per-level provenance)."""
+        parts = []
+        if self.min_bytes is not None:
+            parts.append(f"m >= {self.min_bytes} B (--min-bytes)")
+        elif short:
+            parts.append(f"busbw >= {self.bw_fraction:g} x peak")
+        else:
+            parts.append(
+                f"from the smallest size whose bus bandwidth reaches {self.bw_fraction:g} x the"
+                " log's peak" + (" (Hockney's n½)" if self.bw_fraction == 0.5 else "")
+            )
+        if self.max_bytes is not None:
+            parts.append(f"m <= {self.max_bytes} B (--max-bytes)")
+        return ", ".join(parts)
+
+
+@dataclass(frozen=True)
+class Residuals:
+    """|t̂ - t| / t over a set of points; None when the set is empty."""
+
+    points: int
+    median: float | None
+    max: float | None
+
+    @staticmethod
+    def of(rel: np.ndarray) -> Residuals:
+        if rel.size == 0:
+            return Residuals(0, None, None)
+        a = np.abs(rel)
+        return Residuals(int(a.size), float(np.median(a)), float(a.max()))
+
+
+@dataclass(frozen=True)
+class LogFit:
+    file: str
+    tool: str
+    operation: str
+    gpus: int
+    nodes: int
+    span: int
+    level: str
+    peak_busbw_Bps: float
+    range_bytes: tuple[int, int]  # smallest and largest size fitted
+    in_range: Residuals
+    large: Residuals  # over sizes >= check_bytes
+    sizes: tuple[int, ...]
+    measured_s: tuple[float, ...]
+    predicted_s: tuple[float, ...]
+    fitted: tuple[bool, ...]  # per size: inside the fit range
+
+
+@dataclass(frozen=True)
+class LevelFit:
+    name: str
+    span: int
+    max_gpus: int
+    alpha_s: float
+    beta_s_per_byte: float
+    tool: str
+    operations: tuple[str, ...]
+    files: tuple[str, ...]
+    range_bytes: tuple[int, int]
+    in_range: Residuals
+    large: Residuals
+    constrained: str = ""  # "" or why α was fixed at the floor
+
+    @property
+    def bandwidth_Bps(self) -> float:
+        return 1.0 / self.beta_s_per_byte
+
+
+@dataclass(frozen=True)
+class NetworkFit:
+    levels: tuple[LevelFit, ...]
+    logs: tuple[LogFit, ...]
+    overall_large: Residuals  # every log's points >= check_bytes
+    options: FitOptions
+    timing: str  # "out-of-place" | "in-place" | "average latency"
+    warnings: tuple[str, ...] = field(default=())
+
+
+# -- fitting ----------------------------------------------------------------------------
+
+
+def _fit_range(log: BenchLog, rows: np.ndarray, opt: FitOptions) -> tuple[np.ndarray, float]:
+    """Mask of the rows inside the fit range, and the log's peak bus bandwidth."""
+    m, t = rows[:, 0], rows[:, 1]
+    _, b = coefficients(log.operation, log.gpus)
+    busbw = b * m / t  # nccl-tests doc/PERFORMANCE.md: busbw = algbw · bus factor
+    upper = m <= opt.max_bytes if opt.max_bytes is not None else np.ones_like(m, dtype=bool)
+    peak = float(busbw[upper].max()) if upper.any() else 0.0
+    if opt.min_bytes is not None:
+        return upper & (m >= opt.min_bytes), peak
+    reached = upper & (busbw >= opt.bw_fraction * peak)
+    if not reached.any() or peak <= 0:
+        return reached, peak
+    lo = m[reached].min()
+    return upper & (m >= lo), peak
+
+
+def _solve(a: np.ndarray, bm: np.ndarray, t: np.ndarray, floor: float) -> tuple[float, float, str]:
+    """Weighted least squares of t ≈ a·α + bm·β with weights 1/t² (relative error)."""
+    w = 1.0 / t
+    X = np.column_stack([a * w, bm * w])
+    y = t * w  # = 1
+    scale = np.linalg.norm(X, axis=0)
+    scale[scale == 0] = 1.0
+    sol, *_ = np.linalg.lstsq(X / scale, y, rcond=None)
+    alpha, beta = (sol / scale).tolist()
+    note = ""
+    if not alpha >= floor:
+        # α at its floor; β minimises Σ ((t - a·α0 - bm·β)/t)² in closed form.
+        alpha = floor
+        xb = bm * w
+        beta = float(np.dot(xb, (t - a * alpha) * w) / np.dot(xb, xb))
+        note = f"unconstrained fit gave α = {sol[0] / scale[0]:.3g} s; α fixed at the {floor:g} s floor"
+    return float(alpha), float(beta), note
+
+
+def fit_network(
+    logs: list[BenchLog] | tuple[BenchLog, ...],
+    options: FitOptions | None = None,
+    *,
+    gpus_per_node: int | None = None,
+    total_gpus: int | None = None,
+) -> NetworkFit:
+    """One level per measured span (see the module doc).
+
+    ``gpus_per_node`` (the base system's) defines spans of multi-node logs; ``total_gpus``
+    (the base system's) widens the outermost level to the whole system.
+    """
+    opt = options or FitOptions()
+    if not logs:
+        raise OracleError("no benchmark logs given")
+    if opt.min_bytes is not None and opt.max_bytes is not None and opt.min_bytes > opt.max_bytes:
+        raise OracleError(f"--min-bytes {opt.min_bytes} is larger than --max-bytes {opt.max_bytes}")
+    if not 0 < opt.bw_fraction <= 1:
+        raise OracleError(f"bandwidth fraction {opt.bw_fraction:g} must be in (0, 1]")
+    warnings: list[str] = []
+    names = [log.file for log in logs]
+    for f in names:
+        if names.count(f) > 1:
+            raise OracleError("given twice; give each log once", file=f)
+
+    prepared = []  # (log, span, rows, mask, peak)
+    for log in logs:
+        if log.gpus < 2:
+            raise OracleError(
+                "the log measured a collective on 1 GPU, which costs nothing in the model;"
+                " it says nothing about the network",
+                file=log.file,
+            )
+        if gpus_per_node is not None and log.gpus_per_node > gpus_per_node and log.nodes > 1:
+            raise OracleError(
+                f"the log has {log.gpus_per_node} GPUs per node; the system has {gpus_per_node}",
+                file=log.file,
+            )
+        if gpus_per_node is not None and log.nodes == 1 and log.gpus > gpus_per_node:
+            raise OracleError(
+                f"the log has {log.gpus} GPUs on one node; the system has {gpus_per_node} per node",
+                file=log.file,
+            )
+        rows = np.array(log.times(opt.in_place), dtype=float)
+        span = span_of(log, gpus_per_node)
+        mask, peak = _fit_range(log, rows, opt)
+        prepared.append((log, span, rows, mask, peak))
+
+    by_span: dict[int, list] = {}
+    for item in prepared:
+        by_span.setdefault(item[1], []).append(item)
+    spans = sorted(by_span)
+    if total_gpus is not None and spans[-1] > total_gpus:
+        big = by_span[spans[-1]][0][0]
+        raise OracleError(
+            f"the log spans {spans[-1]} GPUs; the base system has only {total_gpus}", file=big.file
+        )
+    tools = {log.tool for log, *_ in prepared}
+    if len(tools) > 1:
+        warnings.append(
+            "levels come from different tools (" + ", ".join(sorted(tools)) + "); their α, β are not comparable"
+        )
+
+    levels: list[LevelFit] = []
+    log_fits: dict[str, LogFit] = {}
+    for i, span in enumerate(spans):
+        group = by_span[span]
+        name = f"n{span}"
+        gtools = {g[0].tool for g in group}
+        if len(gtools) > 1:
+            files = ", ".join(g[0].file for g in group)
+            raise OracleError(
+                f"logs {files} measure the same span ({span} GPUs) with different tools"
+                f" ({', '.join(sorted(gtools))}); fit them separately"
+            )
+        a_all, bm_all, t_all, m_all = [], [], [], []
+        for log, _, rows, mask, _peak in group:
+            a, b = coefficients(log.operation, log.gpus)
+            a_all.append(np.full(int(mask.sum()), a))
+            bm_all.append(b * rows[mask, 0])
+            t_all.append(rows[mask, 1])
+            m_all.append(rows[mask, 0])
+        a_v, bm_v, t_v, m_v = (np.concatenate(x) for x in (a_all, bm_all, t_all, m_all))
+        if np.unique(m_v).size < 2:
+            files = ", ".join(g[0].file for g in group)
+            raise OracleError(
+                f"the fit range ({opt.rule()}) holds {np.unique(m_v).size} message size(s) of the"
+                f" {span}-GPU log(s) {files}; need at least 2",
+                hint="widen it with --min-bytes/--max-bytes or a smaller --bw-fraction",
+            )
+        alpha, beta, note = _solve(a_v, bm_v, t_v, opt.alpha_floor_s)
+        if not (beta > 0 and math.isfinite(beta) and math.isfinite(alpha)):
+            files = ", ".join(g[0].file for g in group)
+            raise OracleError(
+                f"the times of {files} do not grow with message size over the fit range"
+                f" ({int(m_v.min())}..{int(m_v.max())} B); cannot fit a positive β"
+            )
+        if note:
+            warnings.append(f"level {name}: {note}")
+        max_gpus = span
+        if i == len(spans) - 1 and total_gpus is not None:
+            max_gpus = max(span, total_gpus)
+        rel_range, rel_large = [], []
+        for log, _, rows, mask, peak in group:
+            pred = predict_time(log.operation, log.gpus, rows[:, 0], alpha, beta)
+            rel = (pred - rows[:, 1]) / rows[:, 1]
+            large = rows[:, 0] >= opt.check_bytes
+            rel_range.append(rel[mask])
+            rel_large.append(rel[large])
+            fitted_sizes = rows[mask, 0]
+            log_fits[log.file] = (
+                LogFit(
+                    file=log.file,
+                    tool=log.tool,
+                    operation=log.operation,
+                    gpus=log.gpus,
+                    nodes=log.nodes,
+                    span=span,
+                    level=name,
+                    peak_busbw_Bps=peak,
+                    range_bytes=(int(fitted_sizes.min()), int(fitted_sizes.max())) if fitted_sizes.size else (0, 0),
+                    in_range=Residuals.of(rel[mask]),
+                    large=Residuals.of(rel[large]),
+                    sizes=tuple(int(x) for x in rows[:, 0]),
+                    measured_s=tuple(float(x) for x in rows[:, 1]),
+                    predicted_s=tuple(float(x) for x in pred),
+                    fitted=tuple(bool(x) for x in mask),
+                )
+            )
+        levels.append(
+            LevelFit(
+                name=name,
+                span=span,
+                max_gpus=max_gpus,
+                alpha_s=alpha,
+                beta_s_per_byte=beta,
+                tool=group[0][0].tool,
+                operations=tuple(sorted({g[0].operation for g in group})),
+                files=tuple(g[0].file for g in group),
+                range_bytes=(int(m_v.min()), int(m_v.max())),
+                in_range=Residuals.of(np.concatenate(rel_range)),
+                large=Residuals.of(np.concatenate(rel_large)),
+                constrained=note,
+            )
+        )
+
+    ordered = sorted((log_fits[log.file] for log in logs), key=lambda lf: lf.span)
+    overall = Residuals.of(
+        np.concatenate(
+            [
+                (np.array(lf.predicted_s) - np.array(lf.measured_s)) / np.array(lf.measured_s)
+                for lf in ordered
+            ]
+        )[np.concatenate([np.array(lf.sizes) >= opt.check_bytes for lf in ordered])]
+    )
+    tool_set = {log.tool for log in logs}
+    if tool_set == {"osu"}:
+        timing = "average latency"
+    else:
+        timing = "in-place" if opt.in_place else "out-of-place"
+    return NetworkFit(
+        levels=tuple(levels),
+        logs=tuple(ordered),
+        overall_large=overall,
+        options=opt,
+        timing=timing,
+        warnings=tuple(warnings),
+    )
+
+
+__all__ = [
+    "FitOptions",
+    "LevelFit",
+    "LogFit",
+    "NetworkFit",
+    "Residuals",
+    "coefficients",
+    "fit_network",
+    "predict_time",
+    "span_of",
+]

@@ -1,0 +1,291 @@
+"""Rendering of ``oracle fit network``: the fit as a rich table or JSON, and the fitted
+network as system-file YAML (a whole system, or just its ``network:`` list)."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+
+from oracle.compute.fit import LevelFit, LogFit, NetworkFit, Residuals
+from oracle.units import fmt_rate, fmt_seconds
+
+
+def fmt_size(b: int) -> str:
+    """Message sizes in binary units, as benchmarks step them: 4 B, 256 KiB, 32 MiB."""
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if b >= scale:
+            v = b / scale
+            return f"{v:g} {unit}" if v == int(v) else f"{v:.3g} {unit}"
+    return f"{b} B"
+
+
+def _pct(x: float | None) -> str:
+    return "n/a" if x is None else f"{100 * x:.1f}%"
+
+
+def _res(r: Residuals) -> str:
+    if r.points == 0:
+        return "n/a"
+    return f"{_pct(r.median)} / {_pct(r.max)}"
+
+
+def _range(lo_hi: tuple[int, int]) -> str:
+    return f"{fmt_size(lo_hi[0])}–{fmt_size(lo_hi[1])}"
+
+
+def describe(fit: NetworkFit) -> list[str]:
+    """Lines saying how the fit was made (for the table title and file headers)."""
+    check = fmt_size(fit.options.check_bytes)
+    return [
+        "ring model (SPEC §4.1) t = A_op(p)·α + B_op(p)·m·β, one level per measured span (SPEC §4.2)",
+        f"weighted least squares, weights 1/t² (relative error), {fit.timing} times",
+        f"fit range: {fit.options.rule()}",
+        f"over messages >= {check}: median |rel. error| {_pct(fit.overall_large.median)},"
+        f" max {_pct(fit.overall_large.max)} ({fit.overall_large.points} points, all logs)",
+    ]
+
+
+# -- table ------------------------------------------------------------------------------
+
+
+def tables(fit: NetworkFit):
+    from rich import box
+    from rich.console import Group
+    from rich.table import Table
+    from rich.text import Text
+
+    check = fmt_size(fit.options.check_bytes)
+    t = Table(
+        title="fitted network levels\n" + "\n".join(describe(fit)),
+        title_justify="left",
+        box=box.SIMPLE_HEAD,
+        pad_edge=False,
+    )
+    t.add_column("level")
+    t.add_column("max GPUs", justify="right", no_wrap=True)
+    t.add_column("α", justify="right", no_wrap=True)
+    t.add_column("β (s/B)", justify="right", no_wrap=True)
+    t.add_column("1/β", justify="right", no_wrap=True)
+    t.add_column("fit range", justify="right", no_wrap=True)
+    t.add_column("pts", justify="right", no_wrap=True)
+    t.add_column("range med/max", justify="right", no_wrap=True)
+    t.add_column(f">={check} med/max", justify="right", no_wrap=True)
+    for lv in fit.levels:
+        t.add_row(
+            lv.name + ("*" if lv.constrained else ""),
+            f"{lv.max_gpus:,}",
+            fmt_seconds(lv.alpha_s),
+            f"{lv.beta_s_per_byte:.4g}",
+            fmt_rate(lv.bandwidth_Bps),
+            _range(lv.range_bytes),
+            str(lv.in_range.points),
+            _res(lv.in_range),
+            _res(lv.large),
+        )
+    from pathlib import Path
+
+    dirs = {str(Path(lf.file).parent) for lf in fit.logs}
+    names = [Path(lf.file).name for lf in fit.logs]
+    short = len(dirs) == 1 and len(set(names)) == len(names)
+    title = "per log (|rel. error| of its level's model)"
+    if short:
+        title += f", logs in {dirs.pop()}/"
+    u = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
+    u.add_column("log", overflow="fold")
+    u.add_column("tool · op", no_wrap=True)
+    u.add_column("GPUs", justify="right", no_wrap=True)
+    u.add_column("nodes", justify="right", no_wrap=True)
+    u.add_column("level", no_wrap=True)
+    u.add_column("peak busbw", justify="right", no_wrap=True)
+    u.add_column("fit range", justify="right", no_wrap=True)
+    u.add_column("range med/max", justify="right", no_wrap=True)
+    u.add_column(f">={check} med/max", justify="right", no_wrap=True)
+    for lf in fit.logs:
+        u.add_row(
+            Path(lf.file).name if short else lf.file,
+            f"{lf.tool} · {lf.operation}",
+            str(lf.gpus),
+            str(lf.nodes),
+            lf.level,
+            fmt_rate(lf.peak_busbw_Bps),
+            _range(lf.range_bytes) if lf.in_range.points else "none",
+            _res(lf.in_range),
+            _res(lf.large),
+        )
+    notes = [f"* {lv.name}: {lv.constrained}" for lv in fit.levels if lv.constrained]
+    notes += [f"warning: {w}" for w in fit.warnings if not w.startswith("level ")]
+    parts = [t, u]
+    if notes:
+        parts.append(Text("\n".join(notes)))
+    return Group(*parts)
+
+
+# -- JSON -------------------------------------------------------------------------------
+
+
+def _res_dict(r: Residuals) -> dict:
+    return {"points": r.points, "median_rel_error": r.median, "max_rel_error": r.max}
+
+
+def _level_dict(lv: LevelFit) -> dict:
+    return {
+        "name": lv.name,
+        "span": lv.span,
+        "max_gpus": lv.max_gpus,
+        "alpha_s": lv.alpha_s,
+        "beta_s_per_byte": lv.beta_s_per_byte,
+        "bandwidth_GB_per_s": lv.bandwidth_Bps / 1e9,
+        "tool": lv.tool,
+        "operations": list(lv.operations),
+        "files": list(lv.files),
+        "range_bytes": list(lv.range_bytes),
+        "in_range": _res_dict(lv.in_range),
+        "large": _res_dict(lv.large),
+        "constrained": lv.constrained or None,
+    }
+
+
+def _log_dict(lf: LogFit) -> dict:
+    return {
+        "file": lf.file,
+        "tool": lf.tool,
+        "operation": lf.operation,
+        "gpus": lf.gpus,
+        "nodes": lf.nodes,
+        "span": lf.span,
+        "level": lf.level,
+        "peak_busbw_GB_per_s": lf.peak_busbw_Bps / 1e9,
+        "range_bytes": list(lf.range_bytes) if lf.in_range.points else None,
+        "in_range": _res_dict(lf.in_range),
+        "large": _res_dict(lf.large),
+        "points": [
+            {"bytes": m, "measured_s": t, "predicted_s": q, "fitted": f}
+            for m, t, q, f in zip(lf.sizes, lf.measured_s, lf.predicted_s, lf.fitted)
+        ],
+    }
+
+
+def to_json(fit: NetworkFit) -> str:
+    doc = {
+        "model": "ring (SPEC §4.1): t = A_op(p)·alpha + B_op(p)·m·beta",
+        "weights": "1/t^2",
+        "timing": fit.timing,
+        "range_rule": fit.options.rule(),
+        "large_bytes": fit.options.check_bytes,
+        "levels": [_level_dict(lv) for lv in fit.levels],
+        "logs": [_log_dict(lf) for lf in fit.logs],
+        "overall_large": _res_dict(fit.overall_large),
+        "warnings": list(fit.warnings),
+    }
+    return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
+
+
+# -- YAML -------------------------------------------------------------------------------
+
+
+def _num(x: float) -> str:
+    """6 significant digits, always with a '.' so that any YAML 1.1 reader sees a float."""
+    text = f"{x:.6g}"
+    if "." not in text and "inf" not in text and "nan" not in text:
+        mant, _, exp = text.partition("e")
+        text = f"{mant}.0" + (f"e{exp}" if exp else "")
+    return text
+
+
+def level_source(lv: LevelFit, fit: NetworkFit, logs: dict[str, LogFit]) -> str:
+    parts = []
+    for f in lv.files:
+        lf = logs[f]
+        parts.append(f"{lf.tool} {lf.operation} {f} ({lf.gpus} GPUs on {lf.nodes} node{'s' if lf.nodes > 1 else ''})")
+    check = fmt_size(fit.options.check_bytes)
+    text = (
+        f"oracle fit network: {'; '.join(parts)}; {fit.timing} times, fit range"
+        f" {_range(lv.range_bytes)} ({lv.in_range.points} points; {fit.options.rule(short=True)});"
+        f" ring model SPEC §4.1, weights 1/t². Median |rel. error| {_pct(lv.in_range.median)}"
+        f" in range, {_pct(lv.large.median)} over messages >= {check}."
+    )
+    if lv.max_gpus > lv.span:
+        text += f" Measured on {lv.span} GPUs; used up to {lv.max_gpus} (the whole system)."
+    if lv.constrained:
+        text += f" {lv.constrained}."
+    return text
+
+
+def network_yaml(fit: NetworkFit) -> str:
+    """The ``network:`` list, innermost level first, each level with its ``source:``."""
+    logs = {lf.file: lf for lf in fit.logs}
+    out = ["network:                           # innermost level first; fitted, see the header"]
+    for lv in fit.levels:
+        out.append(f"  - name: {lv.name}")
+        out.append(f"    max_gpus: {lv.max_gpus}")
+        out.append(f"    alpha_s: {_num(lv.alpha_s)}")
+        out.append(f"    beta_s_per_byte: {_num(lv.beta_s_per_byte)}   # 1/β = {fmt_rate(lv.bandwidth_Bps)}")
+        out.append("    source: >-")
+        src = level_source(lv, fit, logs)
+        out.extend(textwrap.wrap(src, width=88, initial_indent="      ", subsequent_indent="      ",
+                                 break_long_words=False, break_on_hyphens=False))
+    return "\n".join(out) + "\n"
+
+
+def header(fit: NetworkFit, command: str, date: str, logs_info: list[str], data_source: str | None,
+           base: str | None) -> str:
+    lines = []
+    if base:
+        lines.append(f"{base} with its network levels fitted to measured collective times.")
+    else:
+        lines.append("Network levels fitted to measured collective times (paste into a system file).")
+    lines.append(f"Generated by `{command}`")
+    lines.append(f"on {date}. Do not edit by hand; regenerate instead.")
+    if data_source:
+        lines.append(f"Data: {data_source}")
+    lines.append("Logs (tool, collective, GPUs, nodes, sha256):")
+    lines += [f"  {x}" for x in logs_info]
+    lines += describe(fit)
+    lines.append("Per log over messages >= " + fmt_size(fit.options.check_bytes) + ":")
+    for lf in fit.logs:
+        lines.append(f"  {lf.file}: median {_pct(lf.large.median)}, max {_pct(lf.large.max)} (level {lf.level})")
+    if base:
+        lines.append("Everything but `network:` is copied from the base system file; see its comments for")
+        lines.append("the sources of the GPU and node data.")
+    out = []
+    for line in lines:
+        indent = " " * (len(line) - len(line.lstrip(" ")))
+        wrapped = textwrap.wrap(line.strip(), width=94, initial_indent=indent,
+                                subsequent_indent=indent + "  ", break_long_words=False,
+                                break_on_hyphens=False) or [""]
+        out.extend(("# " + w).rstrip() for w in wrapped)
+    return "\n".join(out) + "\n"
+
+
+def _plain(x):
+    """YMap/YList (dict/list subclasses) to plain types for yaml.safe_dump."""
+    if isinstance(x, dict):
+        return {str(k): _plain(v) for k, v in x.items()}
+    if isinstance(x, list):
+        return [_plain(v) for v in x]
+    return x
+
+
+def system_yaml(base_doc: dict, fit: NetworkFit, head: str, name: str, source: str) -> str:
+    """The base system document with ``name``, ``source`` and ``network`` replaced."""
+    import yaml
+
+    doc = _plain(base_doc)
+    doc["name"] = name
+    doc["source"] = source
+    if "network" not in doc:
+        doc["network"] = []
+    chunks = [head]
+    order = ["name", "source"] + [k for k in doc if k not in ("name", "source")]
+    for key in order:
+        if key == "network":
+            chunks.append(network_yaml(fit))
+            continue
+        chunks.append(
+            yaml.safe_dump({key: doc[key]}, sort_keys=False, allow_unicode=True, width=92,
+                           default_flow_style=False)
+        )
+    return "".join(chunks)
+
+
+__all__ = ["tables", "to_json", "network_yaml", "system_yaml", "header", "fmt_size", "describe"]

@@ -1,0 +1,108 @@
+"""Golden files: the rendered output of ``show`` and ``predict`` at a fixed width.
+
+Each case runs the CLI with ``--width`` and ``-o FILE`` (the file path renders with a
+fixed-width, colourless console) and compares the file with ``tests/golden/NAME``.
+The same command printed to stdout, under different terminal widths (COLUMNS), must
+give the same text: the output depends on ``--width`` only, never on the terminal.
+
+To accept new output:  ORACLE_UPDATE_GOLDEN=1 python -m pytest tests/test_golden.py
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+from pathlib import Path
+
+import pytest
+
+GOLDEN = Path(__file__).resolve().parent / "golden"
+UPDATE = os.environ.get("ORACLE_UPDATE_GOLDEN", "") not in ("", "0")
+
+PREDICT_ALEXNET = (
+    "predict", "-m", "alexnet", "-s", "abci", "-p", "alexnet_v100",
+    "--gpus", "8,64", "--batch-per-gpu", "512",
+)  # fmt: skip
+
+CASES = {
+    "show_model_alexnet.txt": ("show", "model", "alexnet", "--width", "120"),
+    "show_system_abci.txt": ("show", "system", "abci", "--width", "120"),
+    "show_profile_resnet50_v100_model_resnet50.txt": (
+        "show", "profile", "resnet50_v100", "--model", "resnet50", "--width", "120",
+    ),  # fmt: skip
+    "predict_alexnet_abci.txt": (*PREDICT_ALEXNET, "--width", "140"),
+    "predict_alexnet_abci_markdown.txt": (*PREDICT_ALEXNET, "--format", "markdown"),
+}
+
+
+def compare(name: str, actual: str) -> None:
+    path = GOLDEN / name
+    if UPDATE:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(actual, encoding="utf-8", newline="")
+        return
+    if not path.exists():
+        pytest.fail(f"golden file {path} is missing; run with ORACLE_UPDATE_GOLDEN=1 to create it")
+    expected = path.read_text(encoding="utf-8")
+    if actual != expected:
+        diff = "".join(
+            difflib.unified_diff(
+                expected.splitlines(keepends=True),
+                actual.splitlines(keepends=True),
+                fromfile=f"golden/{name}",
+                tofile="actual",
+            )
+        )
+        print(diff)
+        pytest.fail(
+            f"output differs from golden/{name} (ORACLE_UPDATE_GOLDEN=1 to accept):\n{diff}",
+            pytrace=False,
+        )
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_golden_file_output(run, tmp_path, name):
+    out = tmp_path / "out.txt"
+    r = run(*CASES[name], "-o", out)
+    assert r.code == 0, r.err
+    assert r.out == "" and r.err == ""
+    text = out.read_text(encoding="utf-8")
+    assert "\x1b[" not in text  # no colour codes
+    compare(name, text)
+
+
+@pytest.mark.parametrize("name", list(CASES))
+@pytest.mark.parametrize("columns", ["80", "250"])
+def test_stdout_matches_golden_whatever_the_terminal(run, name, columns):
+    if UPDATE:
+        pytest.skip("updating golden files")
+    r = run(*CASES[name], env={"COLUMNS": columns})
+    assert r.code == 0, r.err
+    assert "\x1b[" not in r.out
+    compare(name, r.out)
+
+
+def test_renderer_directly_matches_golden():
+    """oracle.render.predict.render_text(table, width=140) gives the golden table."""
+    if UPDATE:
+        pytest.skip("updating golden files")
+    from oracle.cli.common import describe
+    from oracle.compute.context import Options
+    from oracle.compute.sweep import sweep
+    from oracle.load import load_model, load_profile, load_system
+    from oracle.load.profile import bind_profile
+    from oracle.render import predict as rp
+
+    m, s, pr = load_model("alexnet"), load_system("abci"), load_profile("alexnet_v100")
+    options = Options()
+    points = sweep(m, s, bind_profile(m, pr), [8, 64], "all", batch_per_gpu=512.0, options=options)
+    meta = describe(m, s, pr, "weak scaling, 512 samples/GPU", options)
+    compare("predict_alexnet_abci.txt", rp.render_text(rp.table(points, meta), width=140))
+    compare("predict_alexnet_abci_markdown.txt", rp.markdown(points, meta))
+
+
+def test_golden_files_have_no_unexpected_extras():
+    """Every file in tests/golden/ belongs to a case (stale files are removed)."""
+    if not GOLDEN.is_dir():
+        pytest.skip("no golden folder yet")
+    assert sorted(p.name for p in GOLDEN.iterdir()) == sorted(CASES)
