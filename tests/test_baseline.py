@@ -24,7 +24,7 @@ def test_shipped_baseline_passes():
 
 
 def _setup(tmp_path):
-    shutil.copy(REPO / "systems" / "abci.yaml", tmp_path / "mysys.yaml")
+    shutil.copy(REPO / "systems" / "abci-nominal.yaml", tmp_path / "mysys.yaml")
     (tmp_path / "cases.yaml").write_text(
         "cases:\n"
         "  - {model: resnet50, system: mysys.yaml, profile: resnet50_v100, gpus: 4-64,"

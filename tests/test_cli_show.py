@@ -86,7 +86,7 @@ def test_show_every_shipped_model(run, name):
 
 
 def test_show_system_abci(run):
-    r = ok(run("show", "system", "abci", "--width", "140"))
+    r = ok(run("show", "system", "abci-nominal", "--width", "140"))
     assert "ABCI" in r.out
     assert "4,352" in r.out  # 1088 nodes x 4 GPUs
     for level in ("nvlink", "rack", "spine"):
@@ -94,8 +94,8 @@ def test_show_system_abci(run):
 
 
 def test_show_system_abci_json(run):
-    d = show_json(run, "system", "abci")
-    assert d["name"] == "ABCI"
+    d = show_json(run, "system", "abci-nominal")
+    assert d["name"] == "ABCI (nominal links)"
     assert d["gpus_per_node"] == 4 and d["nodes"] == 1088 and d["total_gpus"] == 4352
     assert d["gpu"]["memory_bytes"] == 16e9
     levels = d["network"]
@@ -106,7 +106,7 @@ def test_show_system_abci_json(run):
     assert math.isclose(levels[0]["beta_s_per_byte"], 1 / 20e9)
 
 
-@pytest.mark.parametrize("name", ["abci-chainermnx", "lassen", "h100-ndr"])
+@pytest.mark.parametrize("name", ["abci", "abci-chainermnx", "lassen", "h100-ndr"])
 def test_show_every_shipped_system(run, name):
     d = show_json(run, "system", name)
     assert d["network"] and d["gpus_per_node"] >= 1

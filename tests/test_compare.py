@@ -192,8 +192,11 @@ VALIDATION = REPO / "validation" / "abci-paradl.csv"
 def test_validation_set_accuracy_and_anomalies():
     rows, summary = api.compare(VALIDATION)
     assert summary.overall.n == 37
-    # VGG16 data parallelism: compute-bound, close to ParaDL's 86.7% average
-    assert summary.by_model["VGG16"].mean_accuracy >= 0.85
+    # VGG16 data parallelism against the network fitted to 2021 nccl-tests benchmarks
+    # (systems/abci.yaml): the 2020 Chainer runs are slower than those benchmarks, the
+    # model under-predicts (README, accuracy section); calibrated systems do better
+    assert summary.by_model["VGG16"].mean_accuracy >= 0.70
+    assert summary.by_model["VGG16"].bias < 0
     # hand check of the 1-GPU VGG16 row: D x 0.008245589 s vs 10493.1 s measured
     vgg1 = next(r for r in rows if r.point.model == "VGG16" and r.run.gpus == 1)
     assert vgg1.predicted_s == pytest.approx(1_281_167 * 0.008245589, rel=1e-9)

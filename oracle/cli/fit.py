@@ -172,7 +172,7 @@ def fit_network_cmd(
 
     \b
     Example:
-      oracle fit network --system abci -o systems/abci-fitted.yaml data/nccl-tests/abci-v100/*.txt
+      oracle fit network --system abci-nominal --name ABCI -o systems/abci.yaml data/nccl-tests/abci-v100/*.txt
     """
     import datetime
     import hashlib
