@@ -121,7 +121,7 @@ def test_hybrid_needs_p1_or_p2_and_derives_the_other(files):
 
 
 def invoke(*args):
-    return CliRunner().invoke(cli, list(args))
+    return CliRunner().invoke(cli, [str(a) for a in args])
 
 
 def test_gates_exit_codes(files):
@@ -205,3 +205,20 @@ def test_validation_set_accuracy_and_anomalies():
     alex = [r for r in rows if r.point.model == "AlexNet"]
     assert sum(1 for r in alex if r.anomaly) >= 10
     assert all(r.ratio > 1 for r in alex)  # always slower than the compute+network projection
+
+
+def test_single_log_mode_takes_gpus_and_batch_from_the_file_name():
+    log = REPO / "data" / "chainer-logs" / "vgg16-data-abci" / "8gpus-32pergpu.json"
+    res = invoke("compare", "--log", log, "-m", "vgg16", "-s", "abci", "-p", "vgg16_v100",
+                 "--strategy", "data", "--format", "json")  # fmt: skip
+    assert res.exit_code == 0, res.stderr
+    row = json.loads(res.stdout)["rows"][0]
+    assert (row["gpus"], row["global_batch"], row["basis"]) == (8, 256, "epoch")
+    assert row["measured_s"] == pytest.approx(2281.1, rel=1e-4)  # the CSV's steady-state epoch
+    res = invoke("compare", "--log", log, "-m", "vgg16", "-s", "abci", "-p", "vgg16_v100")
+    assert res.exit_code == 2 and "--strategy" in res.stderr
+
+
+def test_runs_file_and_log_are_exclusive(tmp_path):
+    res = invoke("compare")
+    assert res.exit_code == 2 and "RUNS.csv" in res.stderr

@@ -21,7 +21,7 @@ def _where(values: tuple[str, ...]) -> dict[str, set[str]]:
 
 @click.command(context_settings={"max_content_width": 100})
 @click.argument("runs", required=False, metavar="RUNS.csv")
-@click.option("--log", "log", metavar="FILE", help="Compare one training log (Chainer LogReport, per-iteration times, step CSV).")
+@click.option("--log", "log", metavar="FILE", help="Compare one training log (Chainer LogReport, per-iteration times, step CSV); GPUs and batch may come from its name (8gpus-32pergpu.json).")
 @click.option("--model", "-m", metavar="NAME|FILE", help="With --log: the model.")
 @click.option("--system", "-s", metavar="NAME|FILE", help="With --log: the system.")
 @click.option("--profile", "-p", metavar="NAME|FILE", help="With --log: the profile.")
@@ -104,9 +104,17 @@ def _run_from_log(log, model, system, profile, strategy, gpus, batch, batch_per_
     """A measured run from one log and the options that describe it."""
     from oracle.compute.strategies import NAMES
     from oracle.errors import OracleError, did_you_mean
-    from oracle.load.logs import parse_log
+    from oracle.load.logs import read_log
     from oracle.load.runs import MeasuredRun
 
+    from oracle.load.logs import parse_run_name
+
+    named = parse_run_name(log)  # e.g. 8gpus-32pergpu.json: what options do not say
+    gpus = gpus or named.get("gpus")
+    p1, p2, segments = p1 or named.get("p1"), p2 or named.get("p2"), segments or named.get("segments")
+    if batch is None and batch_per_gpu is None:
+        batch = named.get("global_batch")
+        batch_per_gpu = named.get("batch_per_gpu") if batch is None else None
     missing = [n for n, v in (("--model", model), ("--system", system), ("--profile", profile),
                               ("--strategy", strategy), ("--gpus", gpus)) if v is None]
     if batch is None and batch_per_gpu is None:
@@ -116,7 +124,7 @@ def _run_from_log(log, model, system, profile, strategy, gpus, batch, batch_per_
     name = strategy.lower()
     if name not in NAMES:
         raise OracleError(f"unknown strategy '{strategy}'", path="--strategy", hint=did_you_mean(name, NAMES))
-    timing = parse_log(log)
+    timing = read_log(log)
     if timing.epoch_s is None and timing.iteration_s is None:
         raise OracleError("the log holds no steady-state timing", file=log)
     return MeasuredRun(
@@ -131,6 +139,6 @@ def _run_from_log(log, model, system, profile, strategy, gpus, batch, batch_per_
         p2=p2,
         segments=segments,
         epoch_s=timing.epoch_s,
-        iteration_s=timing.iteration_s if timing.epoch_s is None else timing.iteration_s,
+        iteration_s=timing.iteration_s,
         source=f"{log} ({timing.format})",
     )
