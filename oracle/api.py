@@ -95,11 +95,16 @@ class Inputs:
         return self._contexts[key]
 
 
-def compare(runs, *, threshold: float | None = None, where: dict | None = None, **options):
+def compare(
+    runs, *, threshold: float | None = None, where: dict | None = None, exclude: dict | None = None,
+    system=None, **options,
+):  # fmt: skip
     """Compare projections with measured runs (a RUNS.csv path or MeasuredRun list).
 
     ``where`` keeps runs whose column values are in the given sets, e.g.
-    {"quality": {"A"}}.  Returns (rows, summary); see oracle.compute.compare."""
+    {"quality": {"A"}}, ``exclude`` drops runs likewise; ``system`` replaces every
+    run's system.  Returns (rows,
+    summary); see oracle.compute.compare."""
     from oracle.compute import compare as cmp
     from oracle.compute.strategies import NAMES
     from oracle.errors import OracleError
@@ -112,6 +117,14 @@ def compare(runs, *, threshold: float | None = None, where: dict | None = None, 
         runs = [r for r in runs if all(r.get(k) in v for k, v in where.items())]
         if not runs:
             raise OracleError("no run matches the --where filter", file=file)
+    if exclude:
+        runs = [r for r in runs if not any(r.get(k) in v for k, v in exclude.items())]
+        if not runs:
+            raise OracleError("--exclude drops every run", file=file)
+    if system is not None:  # one system for every run (e.g. a calibrated one)
+        from dataclasses import replace
+
+        runs = [replace(r, system=str(system)) for r in runs]
     inputs = Inputs(**options)
     limit = cmp.DEFAULT_ANOMALY if threshold is None else threshold
     rows = []

@@ -134,6 +134,36 @@ class OperationOverride:
 
 
 @dataclass(frozen=True)
+class InputPipeline:
+    """How fast training data arrives (SPEC §4.4 "Input pipeline"; ParaDL §2.1.1 IO).
+
+    Rates are samples per second after decoding and augmentation; bandwidths bytes per
+    second.  A missing value is no bound.  With ``overlap`` the loaders prefetch in the
+    background, so an iteration lasts max(compute + communication, loading); without,
+    the two add up."""
+
+    loader_samples_per_s: float | None = None  # one loading process
+    node_samples_per_s: float | None = None  # all loading processes of one node together
+    leader_samples_per_s: float | None = None  # a group leader's loader, if it differs
+    storage_Bps: float | None = None  # aggregate file-system read bandwidth
+    node_storage_Bps: float | None = None  # read bandwidth of one node
+    overlap: bool = True
+    source: str = ""
+
+
+@dataclass(frozen=True)
+class Implementation:
+    """How the training code communicates, where implementations differ (SPEC §4.4).
+
+    ``data_spatial_allreduce``: "flat" (SPEC §4: one all-reduce over all GPUs) or
+    "leader" (ParaDL §4.5.1: reduce inside each spatial group to a leader GPU, all-reduce
+    among the leaders, broadcast back)."""
+
+    data_spatial_allreduce: str = "flat"
+    source: str = ""
+
+
+@dataclass(frozen=True)
 class System:
     name: str
     gpu_model: str
@@ -148,7 +178,8 @@ class System:
     operations: tuple[tuple[str, OperationOverride], ...] = ()
     source: str = ""
     file: str = ""
-    extra: tuple[tuple[str, object], ...] = field(default=())
+    input: InputPipeline | None = None
+    implementation: Implementation = field(default_factory=Implementation)
 
     @property
     def total_gpus(self) -> int:

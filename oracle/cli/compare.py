@@ -7,14 +7,14 @@ import click
 from oracle.cli.common import FORMATS, output_option, positive_float
 
 
-def _where(values: tuple[str, ...]) -> dict[str, set[str]]:
+def _where(values: tuple[str, ...], option: str = "--where") -> dict[str, set[str]]:
     from oracle.errors import OracleError
 
     out: dict[str, set[str]] = {}
     for item in values:
         col, sep, vals = item.partition("=")
         if not sep or not col.strip() or not vals.strip():
-            raise OracleError(f"got '{item}'; expected COLUMN=VALUE[,VALUE...]", path="--where")
+            raise OracleError(f"got '{item}'; expected COLUMN=VALUE[,VALUE...]", path=option)
         out.setdefault(col.strip(), set()).update(v.strip() for v in vals.split(","))
     return out
 
@@ -23,7 +23,7 @@ def _where(values: tuple[str, ...]) -> dict[str, set[str]]:
 @click.argument("runs", required=False, metavar="RUNS.csv")
 @click.option("--log", "log", metavar="FILE", help="Compare one training log (Chainer LogReport, per-iteration times, step CSV); GPUs and batch may come from its name (8gpus-32pergpu.json).")
 @click.option("--model", "-m", metavar="NAME|FILE", help="With --log: the model.")
-@click.option("--system", "-s", metavar="NAME|FILE", help="With --log: the system.")
+@click.option("--system", "-s", metavar="NAME|FILE", help="With --log: the system. With RUNS.csv: use this system for every run instead of the file's column.")
 @click.option("--profile", "-p", metavar="NAME|FILE", help="With --log: the profile.")
 @click.option("--strategy", metavar="NAME", help="With --log: the strategy.")
 @click.option("--gpus", "-g", type=click.IntRange(min=1), help="With --log: GPUs.")
@@ -33,6 +33,7 @@ def _where(values: tuple[str, ...]) -> dict[str, set[str]]:
 @click.option("--p2", type=click.IntRange(min=1), help="With --log: model part of a hybrid.")
 @click.option("--segments", type=click.IntRange(min=1), help="With --log: pipeline segments.")
 @click.option("--where", multiple=True, metavar="COL=VAL[,VAL]", help="Keep runs whose column has one of the values (repeatable), e.g. quality=A.")
+@click.option("--exclude", multiple=True, metavar="COL=VAL[,VAL]", help="Drop runs whose column has one of the values (repeatable), e.g. line=31,32 to hold out calibration runs.")
 @click.option("--min-accuracy", type=click.FloatRange(0, 1), help="Exit 1 when the mean accuracy is below this (e.g. 0.85).")
 @click.option("--max-mape", type=click.FloatRange(min=0), help="Exit 1 when the mean absolute percentage error is above this (e.g. 0.15).")
 @click.option("--anomaly-threshold", type=click.FloatRange(min=0), default=0.5, show_default=True, help="Flag runs off the projection by more than this share of the measured time.")
@@ -44,7 +45,7 @@ def _where(values: tuple[str, ...]) -> dict[str, set[str]]:
 @output_option
 def compare(
     runs, log, model, system, profile, strategy, gpus, batch, batch_per_gpu, p1, p2, segments, where,
-    min_accuracy, max_mape, anomaly_threshold, precision, gamma, phi, fmt, width, output,
+    exclude, min_accuracy, max_mape, anomaly_threshold, precision, gamma, phi, fmt, width, output,
 ):  # fmt: skip
     """Compare projections with measured runs: accuracy per run, summary, anomalies.
 
@@ -70,7 +71,10 @@ def compare(
         rows, summary = api.compare(measured, threshold=anomaly_threshold, where=_where(where), **options)
         title = f"{log}"
     else:
-        rows, summary = api.compare(runs, threshold=anomaly_threshold, where=_where(where), **options)
+        rows, summary = api.compare(
+            runs, threshold=anomaly_threshold, where=_where(where), exclude=_where(exclude, "--exclude"),
+            system=system, **options,
+        )
         title = f"{runs}: {summary.overall.n} measured runs against their projections"
     _render(rows, summary, fmt, width, output, title)
     s = summary.overall

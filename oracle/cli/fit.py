@@ -125,7 +125,12 @@ def _command_line(params: dict, logs: list[str]) -> str:
 
 @click.group()
 def fit() -> None:
-    """Fit model parameters to measurements (network: α, β per level from benchmark logs)."""
+    """Fit model parameters to measurements.
+
+    \b
+    network  α, β per level from collective benchmark logs (nccl-tests, OSU)
+    runs     collective bandwidths or input-loader rates from measured training runs
+    """
 
 
 @fit.command("network", context_settings={"max_content_width": 100})
@@ -296,6 +301,166 @@ def _check_loads(text: str, name: str) -> None:
     from oracle.load.system import parse_system
 
     parse_system(yaml.safe_load(text), name)
+
+
+@fit.command("runs", context_settings={"max_content_width": 100})
+@click.argument("runs", metavar="RUNS.csv")
+@click.option("--system", "-s", required=True, metavar="NAME|FILE", help="Base system to calibrate.")
+@click.option("--calibrate", "kind", type=click.Choice(["network", "input"]), required=True,
+              help="network: all-reduce bandwidth inside and across nodes (data-parallel runs that are not"
+              " input-bound); input: loader and node sample rates (runs that are input-bound).")
+@click.option("--where", multiple=True, metavar="COL=VAL[,VAL]",
+              help="The training runs to use (repeatable), e.g. model=vgg16 gpus=4,8. Keep the rest for validation.")
+@click.option("--overlay", metavar="FILE", help="A YAML mapping merged into the written system (documented implementation facts).")
+@click.option("--name", metavar="TEXT", help="Name of the written system. [default: BASE's name + ' (calibrated)']")
+@click.option("--output", "-o", metavar="FILE", help="Write the calibrated system YAML (atomically).")
+@click.option("--width", type=click.IntRange(min=60), help="Table width. [default: terminal]")
+def fit_runs_cmd(runs, system, kind, where, overlay, name, output, width) -> None:
+    """Calibrate a system from measured training runs (held-out runs then validate it).
+
+    Inverts the cost model on each selected run: a data-parallel run's time beyond its
+    compute is its gradient all-reduce (network), an input-bound run's time is its
+    loading (input). One β for spans inside a node and one across nodes; one loader
+    and one node rate; each the median of its runs. The written system records the runs
+    each number comes from.
+
+    \b
+    Example (scripts/calibrate_abci2020.sh):
+      oracle fit runs validation/abci-paradl.csv -s abci --calibrate network \\
+        --where model=vgg16 --where gpus=4,8 -o abci-net.yaml
+    """
+    import datetime
+    import sys
+
+    import yaml
+
+    from oracle.api import Inputs
+    from oracle.cli.compare import _where
+    from oracle.compute.calibrate import calibrate
+    from oracle.compute.strategies import NAMES
+    from oracle.errors import OracleError
+    from oracle.load.runs import load_runs
+    from oracle.load.yamlfile import load_yaml
+    from oracle.render.output import emit
+    from oracle.resources import resolve
+
+    measured = load_runs(runs, NAMES)
+    filters = _where(where)
+    chosen = [r for r in measured if all(r.get(k) in v for k, v in filters.items())]
+    if not chosen:
+        raise OracleError("no run matches the --where filter", file=runs)
+    base_path = resolve("systems", system)
+    inputs = Inputs()
+    pairs = [(r, inputs.context(r.model, str(base_path), r.profile)) for r in chosen]
+    cal = calibrate(kind, pairs)
+    _print_calibration(cal, runs, width)
+    if not cal.evidence:
+        raise OracleError(f"none of the {len(chosen)} selected runs calibrates the {kind}", file=runs)
+    if not output:
+        return
+    doc = _plain_doc(load_yaml(base_path, "system file"))
+    base_name = doc.get("name", "system")
+    doc["name"] = name or f"{base_name} (calibrated)"
+    base_source = str(doc.get("source", "")).rstrip(". ")
+    lines = lambda p: ", ".join(str(x) for x in cal.lines_for(p))  # noqa: E731
+    if kind == "network":
+        gpn = doc["gpus_per_node"]
+        for level in doc["network"]:
+            inside = level["max_gpus"] <= gpn
+            beta = cal.beta_intra if inside else cal.beta_inter
+            if beta is None:
+                continue
+            level.pop("bandwidth_GB_per_s", None)
+            level["beta_s_per_byte"] = float(f"{beta:.6g}")
+            which = "inside a node" if inside else "across nodes"
+            level["source"] = (
+                f"α: {base_name}. β {which} ({1 / beta / 1e9:.3g} GB/s): calibrated by `oracle fit runs`"
+                f" on {runs} lines {lines('beta_intra' if inside else 'beta_inter')} (data-parallel runs)"
+            )
+    else:
+        section = dict(doc.get("input") or {})
+        earlier = section.get("source")
+        if cal.loader_rate is not None:
+            section["loader_samples_per_s"] = float(f"{cal.loader_rate:.6g}")
+        if cal.node_rate is not None:
+            section["node_samples_per_s"] = float(f"{cal.node_rate:.6g}")
+        if cal.leader_rate is not None:
+            section["leader_samples_per_s"] = float(f"{cal.leader_rate:.6g}")
+        section.setdefault("overlap", True)
+        section["source"] = (
+            f"calibrated by `oracle fit runs --calibrate input` on {runs}: loader rate from lines"
+            f" {lines('loader_rate') or '-'}, node rate from lines {lines('node_rate') or '-'},"
+            f" leader rate from lines {lines('leader_rate') or '-'} (input-bound runs, loaders prefetching)"
+        )
+        if earlier:  # chained calibrations keep every step's provenance
+            section["source"] = f"{earlier}; then {section['source']}"
+
+        doc["input"] = section
+    used = sorted({e.line for e in cal.evidence})
+    doc["source"] = (
+        f"{base_source}. Then {kind} calibrated by `oracle fit runs` on {runs}"
+        f" lines {', '.join(map(str, used))} (see the sources below)"
+    )
+    if overlay:
+        doc["source"] += f"; implementation facts from {overlay}"
+        extra = _plain_doc(load_yaml(overlay, "overlay file"))
+        for key, value in extra.items():
+            if isinstance(value, dict) and isinstance(doc.get(key), dict):
+                doc[key] = {**doc[key], **value}
+            else:
+                doc[key] = value
+    command = "oracle " + " ".join(sys.argv[1:]) if sys.argv[1:2] == ["fit"] else f"oracle fit runs {runs} ..."
+    head = [
+        f"# {doc['name']}: {base_name} calibrated from measured training runs"
+        " (earlier calibration steps are in the source fields).",
+        f"# Generated by `{command}`",
+        f"# on {datetime.date.today().isoformat()}. Do not edit by hand; regenerate instead.",
+        "# Evidence (run -> parameter):",
+    ]
+    for e in cal.evidence:
+        head.append(f"#   {runs}:{e.line} {e.run}: {e.parameter} = {_fmt_param(e.parameter, e.value)} ({e.note})")
+    text = "\n".join(head) + "\n" + yaml.safe_dump(doc, sort_keys=False, allow_unicode=True, width=100)
+    _check_loads(text, str(output))
+    emit(text, output)
+    click.echo(f"wrote {output}", err=True)
+
+
+def _fmt_param(parameter: str, value: float) -> str:
+    if parameter.startswith("beta"):
+        return f"{value:.4g} s/B ({1 / value / 1e9:.3g} GB/s)"
+    return f"{value:.4g} samples/s"
+
+
+def _plain_doc(node):
+    if isinstance(node, dict):
+        return {str(k): _plain_doc(v) for k, v in node.items()}
+    if isinstance(node, list):
+        return [_plain_doc(v) for v in node]
+    return node
+
+
+def _print_calibration(cal, runs: str, width: int | None) -> None:
+    from rich import box
+    from rich.table import Table
+
+    from oracle.cli.common import make_console
+
+    t = Table(box=box.SIMPLE_HEAD, pad_edge=False, title=f"calibration ({cal.kind}) from {runs}", title_justify="left")
+    for col in ("line", "run", "measured/it", "compute/it", "parameter", "value", "how"):
+        t.add_column(col, overflow="fold")
+    for e in cal.evidence:
+        t.add_row(str(e.line), e.run, f"{e.measured_iteration_s:.4g} s", f"{e.compute_iteration_s:.4g} s",
+                  e.parameter, _fmt_param(e.parameter, e.value), e.note)  # fmt: skip
+    for line, why in cal.unused:
+        t.add_row(str(line), why, "", "", "unused", "", "", style="dim")
+    console = make_console(width)
+    console.print(t)
+    for label, value in (("β inside a node", cal.beta_intra), ("β across nodes", cal.beta_inter),
+                         ("loader rate", cal.loader_rate), ("node rate", cal.node_rate),
+                         ("leader rate", cal.leader_rate)):  # fmt: skip
+        if value is not None:
+            key = "beta" if label.startswith("β") else "rate"
+            console.print(f"{label}: {_fmt_param(key, value)}")
 
 
 __all__ = ["fit"]

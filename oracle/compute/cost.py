@@ -19,9 +19,12 @@ PHASES = (
     "layer_collectives_s",
     "halo_s",
     "pipeline_p2p_s",
+    "input_s",
 )
 COMPUTE_PHASES = ("forward_backward_s", "weight_update_s")
 COMM_PHASES = ("gradient_exchange_s", "layer_collectives_s", "halo_s", "pipeline_p2p_s")
+# input_s: time the GPUs wait for data beyond compute and communication (exposed input
+# stall, SPEC §4.4 input pipeline); 0 unless the system describes its input pipeline
 
 
 @dataclass(frozen=True)
@@ -34,6 +37,7 @@ class Breakdown:
     layer_collectives_s: float = 0.0
     halo_s: float = 0.0
     pipeline_p2p_s: float = 0.0
+    input_s: float = 0.0
 
     @property
     def compute_s(self) -> float:
@@ -89,8 +93,13 @@ class Point:
         return self.breakdown.communication_s
 
     @property
+    def input_s(self) -> float:
+        return self.breakdown.input_s
+
+    @property
     def total_s(self) -> float:
-        return self.compute_s + self.communication_s
+        """compute + communication (SPEC §4) + any exposed input stall (§4.4)."""
+        return self.compute_s + self.communication_s + self.breakdown.input_s
 
     @property
     def iteration_s(self) -> float:

@@ -54,7 +54,9 @@ class MeasuredRun:
         return self.epoch_s if self.epoch_s is not None else self.iteration_s  # type: ignore[return-value]
 
     def get(self, column: str) -> str | None:
-        """Any column by name (for filters), as text."""
+        """Any column by name (for filters), as text; ``line`` is the CSV line."""
+        if column == "line":
+            return str(self.line)
         if column in REQUIRED or column in OPTIONAL:
             v = getattr(self, column)
             return None if v is None else (f"{v:g}" if isinstance(v, float) else str(v))

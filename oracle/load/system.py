@@ -9,9 +9,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from oracle.errors import OracleError
-from oracle.load.fields import Fields, integer, number, string
+from oracle.load.fields import Fields, boolean, choice, integer, number, string
 from oracle.load.yamlfile import load_yaml
-from oracle.model import NetworkLevel, OperationOverride, System
+from oracle.model import Implementation, InputPipeline, NetworkLevel, OperationOverride, System
 
 OPERATIONS = ("allreduce", "allgather", "halo", "p2p")
 
@@ -99,6 +99,8 @@ def parse_system(doc: dict, file: str) -> System:
             of.done()
             ops.append((op, OperationOverride(alpha, beta, ascale, bscale, osrc)))
         opf.done(allowed_extra=OPERATIONS)
+    inp = _input(top)
+    impl = _implementation(top)
     top.done()
 
     if memory_GB > 1e6:
@@ -117,7 +119,48 @@ def parse_system(doc: dict, file: str) -> System:
         operations=tuple(ops),
         source=source,
         file=file,
+        input=inp,
+        implementation=impl,
     )
+
+
+def _input(top: Fields) -> InputPipeline | None:
+    """The optional ``input:`` section (SPEC §4.4 input pipeline)."""
+    f = top.sub("input", required=False)
+    if f is None:
+        return None
+    rate = number(gt=0, what="samples per second")
+    bw = number(gt=0, what="a bandwidth in GB/s")
+    out = InputPipeline(
+        loader_samples_per_s=f.opt("loader_samples_per_s", rate),
+        node_samples_per_s=f.opt("node_samples_per_s", rate),
+        leader_samples_per_s=f.opt("leader_samples_per_s", rate),
+        storage_Bps=_gb(f.opt("storage_GB_per_s", bw)),
+        node_storage_Bps=_gb(f.opt("node_storage_GB_per_s", bw)),
+        overlap=f.opt("overlap", boolean(), True),
+        source=f.opt("source", string(nonempty=False), ""),
+    )
+    f.opt("notes", string(nonempty=False), "")
+    f.done()
+    return out
+
+
+def _gb(v: float | None) -> float | None:
+    return None if v is None else v * 1e9
+
+
+def _implementation(top: Fields) -> Implementation:
+    """The optional ``implementation:`` section (SPEC §4.4)."""
+    f = top.sub("implementation", required=False)
+    if f is None:
+        return Implementation()
+    out = Implementation(
+        data_spatial_allreduce=f.opt("data_spatial_allreduce", choice(("flat", "leader")), "flat"),
+        source=f.opt("source", string(nonempty=False), ""),
+    )
+    f.opt("notes", string(nonempty=False), "")
+    f.done()
+    return out
 
 
 __all__ = ["load_system", "parse_system", "OracleError", "OPERATIONS"]

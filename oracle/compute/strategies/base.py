@@ -34,6 +34,7 @@ class Strategy:
     name: str = ""
     hybrid: bool = False
     description: str = ""
+    loading: str = "leader"  # who reads the input: every_gpu, leader, per_group (compute/io.py)
 
     def configurations(
         self, ctx: Context, p: int, batch: float, p2: int | None = None
@@ -83,6 +84,8 @@ def make_point(
     I = D/B, and the limits every strategy shares (system size, GPU memory)."""
     system = ctx.system
     memory = ctx.gamma * ctx.delta * memory_elements
+    if system.input is not None and cfg.batch > 0:
+        breakdown = _with_input(ctx, cfg, breakdown)
     limits = list(limits)
     if cfg.gpus > system.total_gpus:
         limits.insert(
@@ -111,6 +114,24 @@ def make_point(
         limits=tuple(limits),
         details=tuple((details or {}).items()),
     )
+
+
+def _with_input(ctx: Context, cfg: Config, bd: Breakdown) -> Breakdown:
+    """Add the exposed input stall (SPEC §4.4 input pipeline, compute/io.py)."""
+    from dataclasses import replace
+
+    from oracle.compute.io import exposed, input_time
+
+    pipe = ctx.system.input
+    assert pipe is not None
+    kind = REGISTRY[cfg.strategy].loading
+    t_io = input_time(
+        pipe, kind, cfg.batch, cfg.gpus, max(cfg.p1, 1), cfg.p2, ctx.system.gpus_per_node,
+        ctx.model.dataset_bytes_per_sample,
+    )  # fmt: skip
+    I = ctx.D / cfg.batch
+    busy = (bd.compute_s + bd.communication_s) / I
+    return replace(bd, input_s=I * exposed(pipe, t_io, busy))
 
 
 def not_computable(ctx: Context, cfg: Config, limits: list[Limit]) -> Point:

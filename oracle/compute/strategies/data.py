@@ -11,6 +11,7 @@ from oracle.compute.strategies.base import Config, Strategy, batch_limit, make_p
 @register
 class Data(Strategy):
     name = "data"
+    loading = "every_gpu"
     description = "samples split over p GPUs; gradients all-reduced"
 
     def evaluate(self, ctx: Context, cfg: Config) -> Point:

@@ -43,6 +43,7 @@ def data_group_allreduce(ctx: Context, p1: int, p2: int, m_bytes: float) -> tupl
 @register
 class DataFilter(Strategy):
     name = "data+filter"
+    loading = "per_group"
     hybrid = True
     description = "filter parallelism in groups of p2, data parallelism across p1 groups"
 

@@ -1,0 +1,148 @@
+"""Calibrating a system from measured training runs (issue 5: "fitted network
+parameters"; ParaDL §4.4 empirical parametrization).
+
+Benchmarks measure the network, but a framework's collectives may run far from it (a
+different library version, another transport, no GPUDirect).  A few small training runs
+measure what the framework really gets.  Each selected run is turned into evidence for
+one parameter by inverting the cost model (compute from the profile, as in §4):
+
+network (data-parallel runs, p >= 2, assumed not input-bound):
+    t_comm = t_iteration - compute per iteration
+    ring all-reduce of the gradients (SPEC §4.1): t_comm = 2(p-1)(α + m/p · β)
+    => β = (t_comm / (2(p-1)) - α) · p / m,  α kept from the base level
+  one β for spans inside a node and one for spans across nodes (median of the runs).
+
+input (runs assumed input-bound, loaders prefetching):
+    t_iteration = n / rate,  n = samples per loader (compute/io.py)
+  a data-parallel run with one loader on its node gives the loader rate, one with k
+  loaders on a node the node rate k·n / t_iteration, a hybrid run (one leader loading
+  per model-part group, ParaDL §3.2) the leader rate (median of the runs).
+
+Every estimate keeps the run it came from, so the written system says where its
+numbers come from; held-out runs then show whether they generalise.
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+
+from oracle.compute.compare import config_for
+from oracle.compute.context import Context
+from oracle.compute.io import EVERY_GPU, loaders
+from oracle.compute.network import link, span_contiguous
+from oracle.compute.strategies import REGISTRY
+from oracle.load.runs import MeasuredRun
+
+KINDS = ("network", "input")
+
+
+@dataclass(frozen=True)
+class Evidence:
+    line: int
+    run: str  # short label of the run
+    parameter: str  # beta_intra, beta_inter, loader_rate, node_rate
+    value: float
+    measured_iteration_s: float
+    compute_iteration_s: float
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class Calibration:
+    kind: str
+    beta_intra: float | None
+    beta_inter: float | None
+    loader_rate: float | None
+    node_rate: float | None
+    leader_rate: float | None
+    evidence: tuple[Evidence, ...]
+    unused: tuple[tuple[int, str], ...]
+
+    def lines_for(self, parameter: str) -> list[int]:
+        return [e.line for e in self.evidence if e.parameter == parameter]
+
+
+def _label(run: MeasuredRun, ctx: Context) -> str:
+    return f"{ctx.model.name} {run.strategy} {run.gpus} GPUs B={run.global_batch:g}"
+
+
+def calibrate(kind: str, runs: list[tuple[MeasuredRun, Context]]) -> Calibration:
+    evidence: list[Evidence] = []
+    unused: list[tuple[int, str]] = []
+    for run, ctx in runs:
+        label = _label(run, ctx)
+        if run.strategy not in ("data", "serial") and not (kind == "input" and REGISTRY[run.strategy].hybrid):
+            unused.append((run.line, f"{label}: calibrates with data-parallel and serial runs (and hybrids for the leader rate)"))
+            continue
+        cfg = config_for(run, ctx)
+        pt = REGISTRY[run.strategy].evaluate(ctx, cfg)
+        I = pt.iterations_per_epoch
+        t = run.iteration_s if run.epoch_s is None else run.epoch_s / I
+        compute = pt.compute_s / I
+        if kind == "network":
+            ev = _network(run, ctx, label, t, compute)
+        else:
+            ev = _input(run, ctx, cfg, label, t, compute + pt.communication_s / I)
+        if isinstance(ev, str):
+            unused.append((run.line, f"{label}: {ev}"))
+        else:
+            evidence.append(ev)
+
+    def med(parameter: str) -> float | None:
+        vals = [e.value for e in evidence if e.parameter == parameter]
+        return statistics.median(vals) if vals else None
+
+    return Calibration(
+        kind=kind,
+        beta_intra=med("beta_intra"),
+        beta_inter=med("beta_inter"),
+        loader_rate=med("loader_rate"),
+        node_rate=med("node_rate"),
+        leader_rate=med("leader_rate"),
+        evidence=tuple(evidence),
+        unused=tuple(unused),
+    )
+
+
+def _network(run: MeasuredRun, ctx: Context, label: str, t: float, compute: float) -> Evidence | str:
+    p = run.gpus
+    if run.strategy != "data" or p < 2:
+        return "a network needs a data-parallel run on 2 or more GPUs"
+    comm = t - compute
+    if comm <= 0:
+        return f"measured {t:.4g} s per iteration is not above the compute {compute:.4g} s: no communication to fit"
+    gpn = ctx.system.gpus_per_node
+    span = span_contiguous(p, gpn)
+    lk = link(ctx.system, span, "allreduce")
+    m = ctx.delta * ctx.sum_w
+    beta = (comm / (2 * (p - 1)) - lk.alpha_s) * p / m
+    if beta <= 0:
+        return f"communication {comm:.4g} s is within the latency term of level {lk.level}"
+    parameter = "beta_intra" if span <= gpn else "beta_inter"
+    note = f"all-reduce of {m / 1e6:.1f} MB over span {span} ({lk.level}, α {lk.alpha_s:.3g} s): {comm:.4g} s"
+    return Evidence(run.line, label, parameter, beta, t, compute, note)
+
+
+def _input(run: MeasuredRun, ctx: Context, cfg, label: str, t: float, busy: float) -> Evidence | str:
+    if t <= busy:
+        return (
+            f"measured {t:.4g} s per iteration is not above compute+communication {busy:.4g} s:"
+            " not input-bound, gives only a lower bound on the loader rate"
+        )
+    kind = REGISTRY[run.strategy].loading
+    n_loaders, per_node = loaders(kind, cfg.gpus, cfg.p1, cfg.p2, ctx.system.gpus_per_node)
+    n = run.global_batch / n_loaders
+    if kind != EVERY_GPU:
+        if per_node != 1:
+            return "group leaders share a node: cannot separate the leader rate from the node rate"
+        return Evidence(run.line, label, "leader_rate", n / t, t, busy, f"{n:g} samples per group leader in {t:.4g} s")
+    if per_node == 1:
+        return Evidence(run.line, label, "loader_rate", n / t, t, busy, f"{n:g} samples per loader in {t:.4g} s")
+    return Evidence(
+        run.line, label, "node_rate", per_node * n / t, t, busy,
+        f"{per_node} loaders on a node, {n:g} samples each in {t:.4g} s",
+    )  # fmt: skip
+
+
+__all__ = ["Calibration", "Evidence", "KINDS", "calibrate", "EVERY_GPU"]
