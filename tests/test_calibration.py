@@ -218,3 +218,28 @@ def test_calibration_beats_the_benchmark_network_on_held_out_runs():
     cal = _summary(*held_out, "-s", "abci-2020")
     assert cal["mean_accuracy"] > bench["mean_accuracy"] + 0.3
     assert abs(cal["bias"]) < abs(bench["bias"])
+
+
+def test_readme_accuracy_table_is_current():
+    """Every cell of the README's accuracy table is what `oracle compare` computes now."""
+    readme = (REPO / "README.md").read_text()
+    table = readme[readme.index("| runs (held out) |"):]
+    table = table[: table.index("\n\n")]
+    rows = {line.split("|")[1].strip(): [c.strip().strip("*") for c in line.split("|")[2:-1]] for line in table.splitlines()[2:]}
+    filters = {
+        "VGG16, data": (("model", "vgg16"),),
+        "AlexNet, data, clean (quality A)": (("model", "alexnet"), ("strategy", "data"), ("quality", "A")),
+        "AlexNet, data+spatial, clean (A)": (("model", "alexnet"), ("strategy", "data+spatial"), ("quality", "A")),
+        "all clean runs (A)": (("quality", "A"),),
+        "AlexNet, data, shared-FS contention (B)": (("model", "alexnet"), ("strategy", "data"), ("quality", "B")),
+        "AlexNet, data+spatial (B)": (("model", "alexnet"), ("strategy", "data+spatial"), ("quality", "B")),
+        "all 32 held-out runs": (),
+    }
+    assert set(filters) == set(rows)
+    for label, conds in filters.items():
+        where = [a for col, val in conds for a in ("--where", f"{col}={val}")]
+        cells = rows[label]
+        for system, cell in zip(("abci-nominal", "abci", "abci-2020"), cells[1:]):
+            s = _summary("-s", system, "--exclude", f"line={TRAINING_LINES}", *where)
+            assert int(cells[0]) == s["runs"], label
+            assert cell == f"{100 * s['mean_accuracy']:.1f}%", (label, system)
