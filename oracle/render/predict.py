@@ -142,41 +142,108 @@ def markdown(points: Sequence[Point], meta: dict, top: int | None = None) -> str
     return "\n".join(out) + "\n"
 
 
+CHART_COMPUTE = ("█", "cyan")
+CHART_COMM = ("▒", "magenta")
+
+
+def _chart_points(points: Sequence[Point]) -> dict[tuple[int, str], Point]:
+    """One point per (GPU count, strategy): its fastest feasible configuration, else
+    (when none is feasible) its fastest configuration with a finite time."""
+    chosen: dict[tuple[int, str], Point] = {}
+    for pt in points:
+        total = pt.total_s
+        if total != total or total == float("inf"):  # NaN or inf: nothing to draw
+            continue
+        key = (pt.gpus, pt.strategy)
+        old = chosen.get(key)
+        if old is None or (pt.feasible, -total) > (old.feasible, -old.total_s):
+            chosen[key] = pt
+    return chosen
+
+
 def bar_chart(points: Sequence[Point], meta: dict, width: int = 100):
-    """A compact terminal chart: per GPU count, one bar per feasible strategy (best
-    point of each strategy), compute and communication in two shades, log-free so
-    the shape is seen at once (issue 6: `predict --chart`)."""
+    """A compact terminal chart of total time per epoch (issue 6: `predict --chart`).
+
+    Per GPU count one bar per strategy (its fastest configuration), compute and
+    communication in two glyphs (readable without colour).  Bars are scaled per GPU
+    count, so that the strategies at one count compare at a glance: the slowest
+    feasible bar fills the width (without a feasible one: up to 3x the fastest);
+    longer bars are cut and end in '»'.  The time and the gap to the best are
+    printed.  A strategy with no feasible configuration is shown dimmed after the
+    others, with the limits it hits.  Fits in ``width`` columns (at least 10 cells
+    of bar)."""
     from rich.table import Table
     from rich.text import Text
 
-    best: dict[tuple[int, str], Point] = {}
-    for pt in points:
+    chosen = _chart_points(points)
+    if not chosen:
+        return Text("no point with a finite time to chart")
+    rows = []
+    for gpus in sorted({g for g, _ in chosen}):
+        group = sorted((pt for (g, _), pt in chosen.items() if g == gpus),
+                       key=lambda p: (not p.feasible, p.total_s))
+        rows.append((gpus, group))
+
+    def note(pt: Point, best: Point | None) -> str:
         if not pt.feasible:
-            continue
-        key = (pt.gpus, pt.strategy)
-        if key not in best or pt.total_s < best[key].total_s:
-            best[key] = pt
-    if not best:
-        return Text("no feasible point to chart")
-    longest = max(p.total_s for p in best.values()) or 1.0
-    bar_width = max(10, width - 44)
+            return "✗ " + ", ".join(dict.fromkeys(lim.code for lim in pt.limits))
+        if pt.rank == 1 or best is None:
+            return "best"
+        return f"+{100 * (pt.total_s / best.total_s - 1):.0f}%"
+
+    labels = [(f"{g:,}", pt.strategy, fmt_seconds(pt.total_s),
+               note(pt, group[0] if group[0].feasible else None)) for g, group in rows for pt in group]
+    w_gpus = max(4, *(len(a) for a, _, _, _ in labels))
+    w_name = max(8, *(len(b) for _, b, _, _ in labels))
+    w_time = max(4, *(len(c) for _, _, c, _ in labels))
+    w_note = min(24, max(4, *(len(d) for _, _, _, d in labels)))
+    bar_width = max(10, width - (w_gpus + w_name + w_time + w_note + 4 * 2))
+
     t = Table(
-        title="total time per epoch (█ compute, ▒ communication)",
+        title=f"time per epoch ({CHART_COMPUTE[0]} compute, {CHART_COMM[0]} communication;"
+        " bars scaled per GPU count)",
         title_justify="left",
-        show_header=False,
+        show_header=True,
+        header_style="bold",
         box=None,
         pad_edge=False,
+        padding=(0, 2, 0, 0),
+        expand=False,
     )
-    t.add_column("GPUs", justify="right", no_wrap=True)
-    t.add_column("strategy")
-    t.add_column("bar", no_wrap=True)
-    t.add_column("time", justify="right", no_wrap=True)
-    last = None
-    for (gpus, _), pt in sorted(best.items(), key=lambda kv: (kv[0][0], kv[1].total_s)):
-        n_comp = int(round(bar_width * pt.compute_s / longest))
-        n_comm = int(round(bar_width * pt.communication_s / longest))
-        bar = Text("█" * n_comp, style="cyan") + Text("▒" * n_comm, style="magenta")
-        style = BEST_STYLE if pt.rank == 1 else None
-        t.add_row(str(gpus) if gpus != last else "", Text(pt.strategy, style=style), bar, fmt_seconds(pt.total_s))
-        last = gpus
+    t.add_column("GPUs", justify="right", no_wrap=True, width=w_gpus)
+    t.add_column("strategy", no_wrap=True, width=w_name)
+    t.add_column("", no_wrap=True, width=bar_width)
+    t.add_column("epoch", justify="right", no_wrap=True, width=w_time)
+    t.add_column("", no_wrap=True, width=w_note, overflow="ellipsis")
+    for gpus, group in rows:
+        feasible = [pt.total_s for pt in group if pt.feasible]
+        every = [pt.total_s for pt in group]
+        scale = max(feasible) if feasible else min(max(every), 3 * min(every))
+        scale = scale if scale > 0 else 1.0
+        for i, pt in enumerate(group):
+            cut = pt.total_s > scale * 1.0001
+            n_total = min(bar_width, max(1, round(bar_width * pt.total_s / scale))) if pt.total_s > 0 else 0
+            if cut:
+                n_total = bar_width - 1
+            n_comp = min(n_total, round(bar_width * pt.compute_s / scale))
+            if pt.communication_s > 0.02 * pt.total_s and n_comp == n_total and n_total > 1:
+                n_comp -= 1  # a visible communication share gets at least one cell
+            if pt.compute_s > 0.02 * pt.total_s and n_comp == 0 and n_total > 1:
+                n_comp = 1
+            n_comm = n_total - n_comp
+            dim = not pt.feasible
+            bar = Text(CHART_COMPUTE[0] * n_comp, style="dim" if dim else CHART_COMPUTE[1])
+            bar += Text(CHART_COMM[0] * n_comm, style="dim" if dim else CHART_COMM[1])
+            if cut:
+                bar += Text("»", style="bold")
+            style = BEST_STYLE if pt.rank == 1 else (INFEASIBLE_STYLE if dim else None)
+            t.add_row(
+                f"{gpus:,}" if i == 0 else "",
+                Text(pt.strategy, style=style),
+                bar,
+                Text(fmt_seconds(pt.total_s), style=style),
+                Text(note(pt, group[0] if group[0].feasible else None), style=style),
+            )
+        if gpus != rows[-1][0]:
+            t.add_row("", "", "", "", "")
     return t

@@ -1,0 +1,167 @@
+"""``oracle plot``: breakdown, scaling, memory and compare pictures (PNG or SVG).
+
+Needs the extra ``oracle[plot]`` (matplotlib).  The sweep options are those of
+``oracle predict``; :func:`sweep_options` and :func:`project` are shared with
+``oracle report``.
+"""
+
+from __future__ import annotations
+
+import click
+
+from oracle.cli.common import model_system_profile_options, positive_float
+
+DPI_HELP = "Resolution of PNG output (dots per inch)."
+
+
+def sweep_options(f):
+    """The options of ``oracle predict`` that define a sweep."""
+    opts = [
+        click.option("--gpus", "-g", "gpus", metavar="LIST|A-B",
+                     help="GPU counts: 4,8,16 or 4-1024 (powers of two from A to B)."
+                     "  [default: powers of two up to the system size, at most 1024]"),
+        click.option("--strategy", "strategies", default="all", show_default=True, metavar="NAMES",
+                     help="Comma-separated strategies or all."),
+        click.option("--batch-per-gpu", "-b", type=positive_float,
+                     help="Weak scaling: B = b·p samples per iteration."),
+        click.option("--batch", "-B", type=positive_float, help="Strong scaling: global mini-batch B, fixed."),
+        click.option("--p2", type=click.IntRange(min=1), help="Hybrids: fix the model-part size p2 (p = p1·p2)."),
+        click.option("--segments", "-S", type=click.IntRange(min=1), help="Pipeline segments S. [default: min(B, 4p)]"),
+        click.option("--precision", type=click.Choice(["fp32", "fp16", "bf16"]), default="fp32", show_default=True,
+                     help="Bytes per item δ: fp32 4, fp16/bf16 2."),
+        click.option("--memory-reuse", "gamma", type=click.FloatRange(min=0, max=1, min_open=True), default=1.0,
+                     show_default=True, help="Memory reuse factor γ (0 < γ <= 1)."),
+        click.option("--contention", "phi", type=click.FloatRange(min=1), help="Contention factor φ >= 1."),
+        click.option("--samples", type=click.IntRange(min=1), help="Dataset size D (overrides the model's)."),
+    ]
+    for opt in reversed(opts):
+        f = opt(f)
+    return model_system_profile_options(f)
+
+
+def project(model, system, profile, gpus=None, strategies="all", batch_per_gpu=None, batch=None, p2=None,
+            segments=None, precision="fp32", gamma=1.0, phi=None, samples=None):
+    """Load the inputs and run the sweep, as ``oracle predict`` does.
+
+    Returns (points, meta, inputs): ``meta`` labels the plots and the report,
+    ``inputs`` is a dict with the loaded model, system, profile and options."""
+    from oracle.cli.common import describe, load_inputs
+    from oracle.compute.context import Options
+    from oracle.compute.sweep import sweep
+    from oracle.errors import OracleError
+    from oracle.load.values import default_gpus, parse_gpus
+
+    if batch is not None and batch_per_gpu is not None:
+        raise OracleError("give either --batch (strong scaling) or --batch-per-gpu (weak scaling), not both")
+    m, s, pr, times = load_inputs(model, system, profile)
+    counts = parse_gpus(gpus) if gpus else default_gpus(s.total_gpus)
+    if batch is None and batch_per_gpu is None:
+        batch_per_gpu = float(pr.measured_samples_per_gpu or 32)
+    options = Options(precision=precision, memory_reuse=gamma, contention=phi, segments=segments, samples=samples)
+    points = sweep(m, s, times, counts, strategies, batch=batch, batch_per_gpu=batch_per_gpu, p2=p2, options=options)
+    scaling = f"strong scaling, B = {batch:g}" if batch is not None else f"weak scaling, {batch_per_gpu:g} samples/GPU"
+    meta = describe(m, s, pr, scaling, options)
+    meta.update(gpu_model=s.gpu_model, gpu_memory_bytes=s.gpu_memory_bytes)
+    inputs = dict(model=m, system=s, profile=pr, options=options, gpus=counts, strategies=strategies,
+                  batch=batch, batch_per_gpu=batch_per_gpu, p2=p2,
+                  args=dict(model=model, system=system, profile=profile))
+    return points, meta, inputs
+
+
+def _check_output(output: str) -> str:
+    from oracle.render.plots import format_for, require
+
+    require()
+    return format_for(output)
+
+
+def _write(data: bytes, output: str) -> None:
+    from oracle.errors import OracleError
+    from oracle.render.output import atomic_write
+
+    try:
+        atomic_write(output, data)
+    except PermissionError:
+        raise OracleError("permission denied", file=str(output), path="-o") from None
+    except OSError as exc:
+        raise OracleError(f"cannot write: {exc.strerror or exc}", file=str(output), path="-o") from None
+
+
+output_required = click.option("--output", "-o", required=True, metavar="FILE.png|FILE.svg",
+                               help="Image to write (format from the suffix).")
+dpi_option = click.option("--dpi", type=click.IntRange(min=30, max=600), default=110, show_default=True,
+                          help=DPI_HELP)
+
+
+@click.group(context_settings={"max_content_width": 100})
+def plot() -> None:
+    """Draw projections as PNG or SVG (needs: pip install 'oracle[plot]').
+
+    \b
+    Kinds:
+      breakdown  stacked bars of compute and communication phases per strategy and GPU count
+      scaling    time per epoch versus GPUs (log-log), ideal line, best per GPU count, memory limit
+      memory     memory per GPU versus GPUs per strategy against the GPU's capacity
+      compare    projected versus measured runs (oracle compare input), accuracy per run
+
+    \b
+    Examples:
+      oracle plot scaling -m resnet50 -s abci -p resnet50_v100 --gpus 4-1024 -o scaling.png
+      oracle plot compare validation/abci-paradl.csv -o compare.svg
+    """
+
+
+def _sweep_plot(kind: str):
+    def command(model, system, profile, gpus, strategies, batch_per_gpu, batch, p2, segments, precision, gamma,
+                phi, samples, output, dpi):
+        from oracle.render import plots
+        from oracle.render.progress import progress
+
+        fmt = _check_output(output)
+        with progress(f"drawing the {kind} plot"):
+            points, meta, _ = project(model, system, profile, gpus, strategies, batch_per_gpu, batch, p2, segments,
+                                      precision, gamma, phi, samples)
+            data = plots.render(kind, fmt, dpi, points=points, meta=meta)
+        _write(data, output)
+
+    return command
+
+
+_HELP = {
+    "breakdown": "Stacked bars of compute and communication by phase, per strategy and GPU count.",
+    "scaling": "Time per epoch versus GPUs (log-log) per strategy, ideal line, best and memory limit.",
+    "memory": "Memory per GPU versus GPUs per strategy, against the GPU's capacity.",
+}
+
+for _kind, _help in _HELP.items():
+    plot.command(_kind, help=_help + "\n\nThe options are those of 'oracle predict'.", short_help=_help)(
+        dpi_option(output_required(sweep_options(_sweep_plot(_kind))))
+    )
+
+
+@plot.command("compare", short_help="Projected versus measured runs, with the accuracy of each.")
+@click.argument("runs", metavar="RUNS.csv")
+@click.option("--where", multiple=True, metavar="COL=VAL[,VAL]", help="Keep runs whose column has one of the values.")
+@click.option("--precision", type=click.Choice(["fp32", "fp16", "bf16"]), default="fp32", show_default=True)
+@click.option("--memory-reuse", "gamma", type=click.FloatRange(min=0, max=1, min_open=True), default=1.0,
+              show_default=True)
+@click.option("--contention", "phi", type=click.FloatRange(min=1), help="Contention factor φ (overrides the systems).")
+@output_required
+@dpi_option
+def compare(runs, where, precision, gamma, phi, output, dpi) -> None:
+    """Projected versus measured (the input of 'oracle compare'), like ParaDL's Figure 3.
+
+    One panel per model, system and strategy; per run the measured time beside the
+    projected compute and communication, with the accuracy above.
+    """
+    from oracle import api
+    from oracle.cli.compare import _where
+    from oracle.render import plots
+    from oracle.render.progress import progress
+
+    fmt = _check_output(output)
+    with progress("drawing the compare plot"):
+        rows, summary = api.compare(runs, where=_where(where), precision=precision, memory_reuse=gamma, contention=phi)
+        data = plots.render("compare", fmt, dpi, rows=rows, summary=summary,
+                            title_text=f"{runs}: projected versus measured")
+    _write(data, output)

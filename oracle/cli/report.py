@@ -1,0 +1,102 @@
+"""``oracle report``: a self-contained HTML (or Markdown) report of a projection."""
+
+from __future__ import annotations
+
+import shlex
+
+import click
+
+from oracle.cli.plot import sweep_options
+
+
+@click.command(context_settings={"max_content_width": 100})
+@sweep_options
+@click.option("--measured", metavar="RUNS.csv", help="Measured runs (oracle compare input): adds the accuracy section.")
+@click.option("--output", "-o", required=True, metavar="FILE.html|FILE.md",
+              help="Report to write; .md writes the plots as PNG files next to it (FILE-scaling.png, ...).")
+def report(model, system, profile, gpus, strategies, batch_per_gpu, batch, p2, segments, precision, gamma, phi,
+           samples, measured, output) -> None:
+    """Write one report: inputs, ranked recommendation, plots, limits, accuracy.
+
+    FILE.html is self-contained (plots embedded as PNG, inline CSS, no scripts, no
+    network access needed). FILE.md is for pull requests: GitHub Markdown with the
+    plots written as PNG files next to it. Without matplotlib the report is written
+    without plots and says how to get them (pip install 'oracle[plot]').
+
+    \b
+    Examples:
+      oracle report -m resnet50 -s abci -p resnet50_v100 --gpus 4-1024 -o report.html
+      oracle report -m alexnet -s abci -p alexnet_v100 --measured validation/abci-paradl.csv -o report.md
+    """
+    from pathlib import Path
+
+    from oracle import __version__, api
+    from oracle.cli.plot import project
+    from oracle.errors import OracleError
+    from oracle.render import report as rr
+    from oracle.render.progress import progress
+
+    suffix = Path(output).suffix.lower()
+    if suffix not in (".html", ".htm", ".md", ".markdown"):
+        raise OracleError(f"cannot tell the report format from '{output}'", path="-o",
+                          hint="name the file *.html or *.md")
+    markdown = suffix in (".md", ".markdown")
+    args = dict(model=model, system=system, profile=profile, gpus=gpus, strategies=strategies,
+                batch_per_gpu=batch_per_gpu, batch=batch, p2=p2, segments=segments, precision=precision,
+                gamma=gamma, phi=phi, samples=samples, measured=measured)
+    with progress("projecting", total=3) as bar:
+        points, meta, inputs = project(model, system, profile, gpus, strategies, batch_per_gpu, batch, p2, segments,
+                                       precision, gamma, phi, samples)
+        bar.advance("comparing measured runs" if measured else "drawing plots")
+        meas = None
+        if measured:
+            rows, summary = api.compare(measured, precision=precision, memory_reuse=gamma, contention=phi)
+            meas = rr.Measured(measured, rows, summary)
+        data = rr.ReportData(
+            points=points, meta=meta, model=inputs["model"], system=inputs["system"], profile=inputs["profile"],
+            options=inputs["options"], gpus=inputs["gpus"], strategies=strategies, args=inputs["args"],
+            command=_command(args, output), measured=meas, version=__version__,
+        )
+        bar.set_total(2 + rr.steps(data) + 1)
+        bar.advance("drawing plots")
+        images = rr.figures(data, "png", dpi=110 if markdown else 90, step=lambda what: bar.advance(what))
+        if markdown:
+            names = rr.image_names(output, images) if images is not None else None
+            if names:
+                folder = Path(output).parent
+                for kind, name in names.items():
+                    _write(folder / name, images[kind])
+            text = rr.markdown_report(data, names)
+        else:
+            text = rr.html_report(data, images)
+        bar.advance("writing")
+        _write(output, text)
+
+
+def _write(path, data) -> None:
+    from oracle.errors import OracleError
+    from oracle.render.output import atomic_write
+
+    try:
+        atomic_write(path, data)
+    except PermissionError:
+        raise OracleError("permission denied", file=str(path), path="-o") from None
+    except OSError as exc:
+        raise OracleError(f"cannot write: {exc.strerror or exc}", file=str(path), path="-o") from None
+
+
+def _command(args: dict, output: str) -> str:
+    """The command line that writes this report (options at their defaults left out)."""
+    flags = [("-m", "model"), ("-s", "system"), ("-p", "profile"), ("--gpus", "gpus"), ("--strategy", "strategies"),
+             ("--batch-per-gpu", "batch_per_gpu"), ("--batch", "batch"), ("--p2", "p2"), ("--segments", "segments"),
+             ("--precision", "precision"), ("--memory-reuse", "gamma"), ("--contention", "phi"),
+             ("--samples", "samples"), ("--measured", "measured")]
+    defaults = {"strategies": "all", "precision": "fp32", "gamma": 1.0}
+    words = ["oracle", "report"]
+    for flag, key in flags:
+        v = args.get(key)
+        if v is None or defaults.get(key) == v:
+            continue
+        words += [flag, f"{v:g}" if isinstance(v, float) else str(v)]
+    words += ["-o", str(output)]
+    return shlex.join(words)

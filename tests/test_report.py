@@ -1,0 +1,252 @@
+"""``oracle report`` (issue 6): the self-contained HTML report and its Markdown variant,
+with and without measured runs, with and without matplotlib; the progress helper; and
+the HTML opened in headless Chromium without network access (skipped when
+/usr/bin/chromium is absent).
+"""
+
+from __future__ import annotations
+
+import io
+import re
+import shutil
+import struct
+import subprocess
+import sys
+import zlib
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+RUNS = ROOT / "validation" / "abci-paradl.csv"
+CHROMIUM = Path("/usr/bin/chromium")
+SCRIPT = ROOT / "scripts" / "report_screenshot.sh"
+
+RESNET = ("-m", "resnet50", "-s", "abci", "-p", "resnet50_v100", "--gpus", "8,64,512", "--batch-per-gpu", "32",
+          "--memory-reuse", "0.5")  # fmt: skip
+HEADINGS = ("Summary", "Inputs", "Recommendation", "Plots", "Limits")
+ACCURACY = "Accuracy against measured runs"
+INSTALL = "pip install 'oracle[plot]'"
+
+
+def ok(result):
+    assert result.code == 0, f"exit {result.code}\nstderr: {result.err}\nexception: {result.exception!r}"
+    return result
+
+
+@pytest.fixture(scope="module")
+def mpl():
+    matplotlib = pytest.importorskip("matplotlib")
+    matplotlib.use("Agg")
+    return matplotlib
+
+
+@pytest.fixture
+def no_matplotlib(monkeypatch):
+    """Simulate an installation without the extra oracle[plot]."""
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib -> ImportError
+
+
+def headings(text: str) -> list[str]:
+    return re.findall(r"<h2>(.*?)</h2>", text)
+
+
+def assert_self_contained(text: str) -> None:
+    """Nothing to fetch: no scripts, no stylesheets, no external sources or links."""
+    assert "<script" not in text.lower()
+    assert "<link" not in text.lower()
+    assert "@import" not in text and "url(" not in text
+    for attr, value in re.findall(r'\b(src|href)\s*=\s*"([^"]*)"', text):
+        assert value.startswith("#") or value.startswith("data:image/png;base64,"), (attr, value[:60])
+
+
+def png_pixels(data: bytes) -> tuple[int, int, bytes]:
+    """Width, height and the decompressed (filtered) scanlines of a PNG."""
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    pos, idat, width, height = 8, b"", 0, 0
+    while pos < len(data):
+        (length,) = struct.unpack(">I", data[pos:pos + 4])
+        kind = data[pos + 4:pos + 8]
+        body = data[pos + 8:pos + 8 + length]
+        if kind == b"IHDR":
+            width, height = struct.unpack(">II", body[:8])
+        elif kind == b"IDAT":
+            idat += body
+        pos += 12 + length
+    return width, height, zlib.decompress(idat)
+
+
+# --------------------------------------------------------------------------------------
+# HTML
+# --------------------------------------------------------------------------------------
+
+
+def test_html_report(run, mpl, tmp_path):
+    out = tmp_path / "report.html"
+    r = ok(run("report", *RESNET, "-o", out))
+    assert r.out == "" and r.err == ""  # no progress bar when stderr is not a terminal
+    text = out.read_text(encoding="utf-8")
+    assert text.startswith("<!DOCTYPE html>")
+    assert headings(text) == list(HEADINGS)  # no accuracy section without measured runs
+    assert_self_contained(text)
+    assert text.count('src="data:image/png;base64,') == 3  # scaling, breakdown, memory
+    for kind in ("scaling", "breakdown", "memory"):
+        assert f'id="plot-{kind}"' in text
+    # the inputs with their sources
+    for words in ("ResNet-50 (given as 'resnet50')", "models/resnet50.yaml", "systems/abci.yaml",
+                  "profiles/resnet50_v100.yaml", "torchvision", "V100-SXM2-16GB", "8, 64, 512"):
+        assert words in text, words
+    # the answer, ranked per GPU count, and the limits with reasons
+    assert "Best strategy: data at 8–512 GPUs." in text
+    assert text.count('<tr class="best group">') == 3
+    assert "p=512 exceeds the 64 filters of conv1" in text
+    assert "needs 20.8 GB of 16.0 GB GPU memory" in text  # data+filter, memory
+    assert "oracle report -m resnet50 -s abci -p resnet50_v100 --gpus 8,64,512" in text
+
+
+def test_html_report_with_measured_runs(run, mpl, tmp_path):
+    out = tmp_path / "report.html"
+    ok(run("report", *RESNET, "--measured", RUNS, "-o", out))
+    text = out.read_text(encoding="utf-8")
+    assert headings(text) == [*HEADINGS, ACCURACY]
+    assert_self_contained(text)
+    assert text.count('src="data:image/png;base64,') == 4  # + compare
+    assert "37 measured runs from" in text
+    assert "None of these runs is of ResNet-50" in text  # the shipped runs are AlexNet and VGG16
+    assert "mean accuracy" in text and "Ranking agreement" in text
+    assert text.count("<tr><td class='n'>") >= 37  # every run listed
+
+
+def test_report_without_matplotlib(run, tmp_path, no_matplotlib):
+    html_out, md_out = tmp_path / "report.html", tmp_path / "report.md"
+    ok(run("report", *RESNET, "--measured", RUNS, "-o", html_out))
+    ok(run("report", *RESNET, "-o", md_out))
+    text = html_out.read_text(encoding="utf-8")
+    assert headings(text) == [*HEADINGS, ACCURACY]
+    assert INSTALL in text
+    assert "<img" not in text
+    assert_self_contained(text)
+    assert "Best strategy: data" in text  # the rest is complete
+    md = md_out.read_text(encoding="utf-8")
+    assert INSTALL in md and "![" not in md
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["report.html", "report.md"]
+
+
+# --------------------------------------------------------------------------------------
+# Markdown
+# --------------------------------------------------------------------------------------
+
+
+def test_markdown_report(run, mpl, tmp_path):
+    out = tmp_path / "pr.md"
+    ok(run("report", *RESNET, "--measured", RUNS, "-o", out))
+    md = out.read_text(encoding="utf-8")
+    assert re.findall(r"^## (.*)$", md, flags=re.M) == [*HEADINGS, ACCURACY]
+    for kind in ("scaling", "breakdown", "memory", "compare"):
+        png = tmp_path / f"pr-{kind}.png"
+        assert f"![{kind} plot](pr-{kind}.png)" in md
+        assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "| GPUs | rank | strategy |" in md
+    assert "| 8 | 1 | **data** |" in md
+    assert "p=512 exceeds the 64 filters of conv1" in md
+
+
+def test_markdown_report_escapes_pipes(run, tmp_path, no_matplotlib):
+    out = tmp_path / "r.md"
+    ok(run("report", *RESNET, "-o", out))
+    for line in out.read_text(encoding="utf-8").splitlines():
+        if line.startswith("| ") and "---" not in line:
+            cells = re.split(r"(?<!\\)\|", line)[1:-1]
+            assert cells, line
+
+
+# --------------------------------------------------------------------------------------
+# errors
+# --------------------------------------------------------------------------------------
+
+
+def test_report_suffix(run, tmp_path):
+    r = run("report", *RESNET, "-o", tmp_path / "report.pdf")
+    assert r.code == 2 and len(r.err_lines) == 1 and "*.html or *.md" in r.err
+
+
+def test_report_bad_measured_file(run, tmp_path, no_matplotlib):
+    r = run("report", *RESNET, "--measured", tmp_path / "missing.csv", "-o", tmp_path / "r.html")
+    assert r.code == 2 and len(r.err_lines) == 1 and "missing.csv" in r.err
+    assert not (tmp_path / "r.html").exists()
+
+
+# --------------------------------------------------------------------------------------
+# progress feedback
+# --------------------------------------------------------------------------------------
+
+
+def test_progress_only_on_a_terminal(monkeypatch):
+    from oracle.render import progress as pr
+
+    class Tty(io.StringIO):
+        def isatty(self):
+            return True
+
+    monkeypatch.delenv(pr.ENV, raising=False)
+    monkeypatch.delenv("TERM", raising=False)
+    assert pr.wanted(io.StringIO()) is False  # piped
+    assert pr.wanted(Tty()) is True
+    monkeypatch.setenv("TERM", "dumb")
+    assert pr.wanted(Tty()) is False
+    monkeypatch.setenv(pr.ENV, "1")
+    assert pr.wanted(io.StringIO()) is True
+    monkeypatch.setenv(pr.ENV, "0")
+    assert pr.wanted(Tty()) is False
+
+
+def test_progress_helpers(capsys):
+    from oracle.render.progress import progress, track
+
+    assert list(track(range(5), "counting", enabled=False)) == [0, 1, 2, 3, 4]
+    with progress("work", total=2, enabled=False) as bar:
+        assert not bar.shown
+        bar.advance("next")
+        bar.set_total(3)
+    # a bar that is shown draws on stderr only, and disappears (transient)
+    assert list(track(iter("abc"), "letters", enabled=True)) == ["a", "b", "c"]
+    with progress("work", total=2, enabled=True) as bar:
+        assert bar.shown
+        bar.advance("step 2")
+        bar.advance()
+    captured = capsys.readouterr()
+    assert captured.out == ""
+
+
+# --------------------------------------------------------------------------------------
+# headless Chromium, no network
+# --------------------------------------------------------------------------------------
+
+
+@pytest.mark.skipif(not CHROMIUM.exists(), reason="needs Chromium at /usr/bin/chromium (apt-get install -y chromium)")
+def test_report_in_headless_chromium(run, tmp_path):
+    """Every section renders in a real browser with the network cut off, plots included."""
+    report = tmp_path / "report.html"
+    ok(run("report", *RESNET, "--measured", RUNS, "-o", report))
+    shot = tmp_path / "shot.png"
+    proc = subprocess.run(["bash", str(SCRIPT), str(report), str(shot)], capture_output=True, text=True, timeout=240)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    dom = (tmp_path / "shot.dom.html").read_text(encoding="utf-8")
+    for h in (*HEADINGS, ACCURACY):
+        assert f"<h2>{h}</h2>" in dom, h
+    has_plots = "data:image/png;base64," in report.read_text(encoding="utf-8")
+    if has_plots:
+        assert dom.count('src="data:image/png;base64,') == 4
+    # the screenshot: a 1280x4000 PNG that is not blank
+    width, height, raw = png_pixels(shot.read_bytes())
+    assert (width, height) == (1280, 4000)
+    assert len(set(raw)) > 50  # many distinct byte values: text, tables, plots
+    assert raw.count(0xFF) < 0.98 * len(raw)
+
+
+def test_screenshot_script_usage():
+    assert SCRIPT.exists() and SCRIPT.stat().st_mode & 0o111
+    if shutil.which("bash") is None:
+        pytest.skip("no bash")
+    proc = subprocess.run(["bash", str(SCRIPT)], capture_output=True, text=True, timeout=30)
+    assert proc.returncode == 2 and "Usage:" in proc.stdout
