@@ -152,6 +152,20 @@ class InputPipeline:
 
 
 @dataclass(frozen=True)
+class CollectiveTable:
+    """Measured times of one collective at one scale (``collectives: table``, issue 5):
+    used instead of α-β for that operation on exactly that many GPUs and span.
+    ``bytes`` follows nccl-tests: the all-reduce's buffer, the all-gather's output."""
+
+    operation: str  # allreduce | allgather
+    gpus: int
+    span: int
+    bytes: tuple[float, ...]
+    seconds: tuple[float, ...]
+    source: str = ""
+
+
+@dataclass(frozen=True)
 class Implementation:
     """How the training code communicates, where implementations differ (SPEC §4.4).
 
@@ -180,6 +194,13 @@ class System:
     file: str = ""
     input: InputPipeline | None = None
     implementation: Implementation = field(default_factory=Implementation)
+    collective_tables: tuple[CollectiveTable, ...] = ()
+
+    def table(self, op: str, gpus: int, span: int) -> CollectiveTable | None:
+        for t in self.collective_tables:
+            if t.operation == op and t.gpus == gpus and t.span == span:
+                return t
+        return None
 
     @property
     def total_gpus(self) -> int:

@@ -159,11 +159,14 @@ def fit() -> None:
 @click.option("--max-median-error", type=click.FloatRange(min=0), metavar="FRACTION",
               help="Check: exit 1 (and write nothing) if the median |rel. error| over messages >= 1 MiB,"
               " of any log or overall, exceeds FRACTION (e.g. 0.12).")
+@click.option("--collectives", type=click.Choice(["alpha-beta", "table"]), default="alpha-beta", show_default=True,
+              help="table: also write the measured times (collectives: table), used instead of α-β for"
+              " collectives on exactly a benchmarked GPU count and span.")
 @click.option("--width", type=click.IntRange(min=60), help="Table width. [default: terminal]")
 @click.pass_context
 def fit_network_cmd(
     ctx, logs, system, output, fmt, min_bytes, max_bytes, bw_fraction, in_place, operation, gpus, nodes,
-    gpus_per_node, name, source, max_median_error, width,
+    gpus_per_node, name, source, max_median_error, collectives, width,
 ):  # fmt: skip
     """Fit α and β per network level to nccl-tests or OSU collective logs.
 
@@ -271,12 +274,39 @@ def fit_network_cmd(
             + "."
         )
         text = rf.system_yaml(base_doc, result, head, new_name, new_source)
+        if collectives == "table":
+            text += _tables_yaml(parsed, in_place)
         _check_loads(text, str(output))
     else:
         text = rf.header(result, command, date, info, source, None) + rf.network_yaml(result)
     emit(text, None if yaml_to_stdout else output)
     if not yaml_to_stdout and fmt == "table":
         click.echo(f"wrote {output}", err=True)
+
+
+def _tables_yaml(parsed, in_place: bool) -> str:
+    """The ``collectives: table`` section: every all-reduce/all-gather log as measured."""
+    import yaml
+
+    tables = []
+    for log in parsed:
+        if log.operation not in ("allreduce", "allgather"):
+            continue
+        rows = log.times(in_place)
+        tables.append({
+            "operation": log.operation,
+            "gpus": log.gpus,
+            "nodes": log.nodes,
+            "source": f"{log.file} ({log.tool}, {'in-place' if in_place else 'out-of-place'} times)",
+            "bytes": [int(b) for b, _ in rows],
+            "seconds": [float(f"{t:.6g}") for _, t in rows],
+        })  # fmt: skip
+    doc = {"collectives": {"mode": "table", "tables": tables}}
+    head = (
+        "# Measured collective times, used instead of α-β for a collective on exactly a\n"
+        "# benchmarked GPU count and span (interpolated log-log in message size).\n"
+    )
+    return head + yaml.safe_dump(doc, sort_keys=False, width=100, default_flow_style=None)
 
 
 def _label(path, given: str) -> str:

@@ -20,17 +20,19 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from oracle.model import NetworkLevel, System
+from oracle.model import CollectiveTable, NetworkLevel, System
 
 
 @dataclass(frozen=True)
 class Link:
-    """α/β a collective or transfer actually uses: a level, maybe an operation override."""
+    """α/β a collective or transfer actually uses: a level, maybe an operation override,
+    maybe a measured table for exactly this collective, GPU count and span."""
 
     alpha_s: float
     beta_s_per_byte: float
     level: str
     span: int
+    table: CollectiveTable | None = None
 
 
 # -- placement ----------------------------------------------------------------------
@@ -77,9 +79,10 @@ def level_for(system: System, span: int) -> NetworkLevel:
     return system.network[-1]
 
 
-def link(system: System, span: int, op: str) -> Link:
+def link(system: System, span: int, op: str, gpus: int | None = None) -> Link:
     """α/β for an operation over a span: the level's, unless the system overrides ``op``
-    (SPEC §4.4, e.g. halo exchange over MPI through host memory)."""
+    (SPEC §4.4, e.g. halo exchange over MPI through host memory); with ``gpus``, the
+    system's measured table for (op, gpus, span) when it has one (collectives: table)."""
     level = level_for(system, span)
     alpha, beta = level.alpha_s, level.beta_s_per_byte
     override = system.operation(op)
@@ -90,7 +93,8 @@ def link(system: System, span: int, op: str) -> Link:
             if override.beta_s_per_byte is not None
             else beta * override.beta_scale
         )
-    return Link(alpha, beta, level.name, span)
+    table = system.table(op, gpus, span) if gpus is not None and system.collective_tables else None
+    return Link(alpha, beta, level.name, span, table)
 
 
 # -- contention ---------------------------------------------------------------------
@@ -131,19 +135,37 @@ def _out(values: np.ndarray):
 
 
 def allreduce(p: int, m_bytes, lk: Link, phi: float = 1.0):
-    """Ring all-reduce of m bytes: 2(p-1)(α + (m/p)·β·φ); 0 on one PE."""
+    """Ring all-reduce of m bytes: 2(p-1)(α + (m/p)·β·φ); 0 on one PE.  With a measured
+    table for p GPUs: its time for m·φ bytes (contention as φ times the data)."""
     m = np.asarray(m_bytes, dtype=float)
     if p <= 1:
         return _out(np.zeros_like(m))
+    if lk.table is not None and lk.table.gpus == p:
+        return _out(table_time(lk.table, m * phi))
     return _out(2.0 * (p - 1) * (lk.alpha_s + m / p * lk.beta_s_per_byte * phi))
 
 
 def allgather(p: int, m_each_bytes, lk: Link, phi: float = 1.0):
-    """Ring all-gather, each PE contributing m_i bytes: (p-1)(α + m_i·β·φ); 0 on one PE."""
+    """Ring all-gather, each PE contributing m_i bytes: (p-1)(α + m_i·β·φ); 0 on one PE.
+    With a measured table for p GPUs: its time for the p·m_i·φ gathered bytes."""
     m = np.asarray(m_each_bytes, dtype=float)
     if p <= 1:
         return _out(np.zeros_like(m))
+    if lk.table is not None and lk.table.gpus == p:
+        return _out(table_time(lk.table, p * m * phi))
     return _out((p - 1) * (lk.alpha_s + m * lk.beta_s_per_byte * phi))
+
+
+def table_time(table: CollectiveTable, m_bytes: np.ndarray) -> np.ndarray:
+    """Measured time for m bytes: log-log interpolation between measured sizes; below the
+    smallest size its time (latency-bound); above the largest, the last measured
+    bandwidth (time grows linearly with the bytes)."""
+    sizes = np.asarray(table.bytes)
+    times = np.asarray(table.seconds)
+    m = np.maximum(np.asarray(m_bytes, dtype=float), sizes[0])
+    inside = np.exp(np.interp(np.log(np.minimum(m, sizes[-1])), np.log(sizes), np.log(times)))
+    slope = (times[-1] - times[-2]) / (sizes[-1] - sizes[-2])
+    return np.where(m > sizes[-1], times[-1] + (m - sizes[-1]) * max(slope, 0.0), inside)
 
 
 def p2p(m_bytes, lk: Link):

@@ -11,7 +11,7 @@ from pathlib import Path
 from oracle.errors import OracleError
 from oracle.load.fields import Fields, boolean, choice, integer, number, string
 from oracle.load.yamlfile import load_yaml
-from oracle.model import Implementation, InputPipeline, NetworkLevel, OperationOverride, System
+from oracle.model import CollectiveTable, Implementation, InputPipeline, NetworkLevel, OperationOverride, System
 
 OPERATIONS = ("allreduce", "allgather", "halo", "p2p")
 
@@ -101,6 +101,7 @@ def parse_system(doc: dict, file: str) -> System:
         opf.done(allowed_extra=OPERATIONS)
     inp = _input(top)
     impl = _implementation(top)
+    tables = _collectives(top, gpus_per_node)
     top.done()
 
     if memory_GB > 1e6:
@@ -121,6 +122,7 @@ def parse_system(doc: dict, file: str) -> System:
         file=file,
         input=inp,
         implementation=impl,
+        collective_tables=tables,
     )
 
 
@@ -143,6 +145,47 @@ def _input(top: Fields) -> InputPipeline | None:
     f.opt("notes", string(nonempty=False), "")
     f.done()
     return out
+
+
+def _collectives(top: Fields, gpus_per_node: int) -> tuple[CollectiveTable, ...]:
+    """The optional ``collectives:`` section: ``mode: table`` uses measured times
+    (interpolated in message size) where a table covers the exact GPU count and span;
+    ``mode: alpha-beta`` (the default) keeps every table unused."""
+    f = top.sub("collectives", required=False)
+    if f is None:
+        return ()
+    mode = f.req("mode", choice(("table", "alpha-beta")))
+    out = []
+    for i, raw, line in f.items("tables", required=mode == "table"):
+        tf = Fields(raw, f.file, f"collectives.tables[{i}]", line)
+        op = tf.req("operation", choice(("allreduce", "allgather")))
+        gpus = tf.req("gpus", integer(ge=2))
+        nodes = tf.req("nodes", integer(ge=1))
+        sizes = _numbers(tf, "bytes", gt=0)
+        times = _numbers(tf, "seconds", gt=0)
+        src = tf.opt("source", string(nonempty=False), "")
+        tf.done()
+        if len(sizes) != len(times) or len(sizes) < 2:
+            raise tf.error("seconds", f"has {len(times)} values for {len(sizes)} sizes; expected as many, at least 2")
+        if any(b <= a for a, b in zip(sizes, sizes[1:])):
+            raise tf.error("bytes", "sizes must increase strictly")
+        if nodes > gpus:
+            raise tf.error("nodes", f"{nodes} nodes for {gpus} GPUs")
+        span = gpus if nodes == 1 else nodes * gpus_per_node
+        out.append(CollectiveTable(op, gpus, span, tuple(sizes), tuple(times), src))
+    f.done()
+    return tuple(out) if mode == "table" else ()
+
+
+def _numbers(f: Fields, key: str, gt: float) -> list[float]:
+    check = number(gt=gt)
+    values = []
+    for i, v, _ in f.items(key):
+        try:
+            values.append(check(v))
+        except ValueError as exc:
+            raise f.error(key, f"item {i}: {exc}") from None
+    return values
 
 
 def _gb(v: float | None) -> float | None:

@@ -21,7 +21,7 @@ class Data(Strategy):
         bd_fb = D / p * ctx.sum_fb
         bd_wu = I * ctx.sum_wu
         # communication = I · AR(p, δΣw) on GPUs 0..p-1                  ParaDL eq. 6
-        lk = link(ctx.system, span_contiguous(p, ctx.system.gpus_per_node), "allreduce")
+        lk = link(ctx.system, span_contiguous(p, ctx.system.gpus_per_node), "allreduce", p)
         ge = I * allreduce(p, ctx.delta * ctx.sum_w, lk)
         # memory / (γδ) = Σ (2B/p)(x+y) + 2w                             ParaDL eq. 7
         mem = 2 * B / p * ctx.sum_act + 2 * ctx.sum_w

@@ -35,7 +35,7 @@ def data_group_allreduce(ctx: Context, p1: int, p2: int, m_bytes: float) -> tupl
     """AR_φ(p1, m) among the data-parallel group {0, p2, 2·p2, ...} (SPEC §4.2-4.3):
     the p2 groups' all-reduces run at once and share each node's links (φ)."""
     gpn = ctx.system.gpus_per_node
-    lk = link(ctx.system, span_strided(p1, p2, gpn), "allreduce")
+    lk = link(ctx.system, span_strided(p1, p2, gpn), "allreduce", p1)
     phi = contention_factor(ctx.system, data_group_flows_per_node(p1, p2, gpn), ctx.options.contention)
     return allreduce(p1, m_bytes, lk, phi), phi, lk.level
 

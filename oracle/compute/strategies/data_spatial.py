@@ -32,7 +32,7 @@ def leader_allreduce(ctx: Context, p1: int, p2: int, m_bytes: float) -> tuple[fl
     gpn = ctx.system.gpus_per_node
     intra = link(ctx.system, span_contiguous(p2, gpn), "allreduce")
     local = 2 * 2 * (p2 - 1) * (intra.alpha_s + m_bytes / p2 * intra.beta_s_per_byte) if p2 > 1 else 0.0
-    lead = link(ctx.system, span_strided(p1, p2, gpn), "allreduce")
+    lead = link(ctx.system, span_strided(p1, p2, gpn), "allreduce", p1)
     phi = contention_factor(ctx.system, 1 if span_strided(p1, p2, gpn) > gpn else 0, ctx.options.contention)
     return local + allreduce(p1, m_bytes, lead, phi), lead.level
 
@@ -62,7 +62,7 @@ class DataSpatial(Strategy):
         if ctx.system.implementation.data_spatial_allreduce == "leader":
             ge, level = leader_allreduce(ctx, p1, p2, ctx.delta * s.w_s)
         else:
-            lk_all = link(ctx.system, span_contiguous(p, gpn), "allreduce")
+            lk_all = link(ctx.system, span_contiguous(p, gpn), "allreduce", p)
             phi_all = contention_factor(ctx.system, 1 if p > gpn else 0, ctx.options.contention)
             ge, level = allreduce(p, ctx.delta * s.w_s, lk_all, phi_all), lk_all.level
         ar_r, phi, _ = data_group_allreduce(ctx, p1, p2, ctx.delta * s.w_r)

@@ -22,8 +22,8 @@ def horizontal_collectives(ctx: Context, sums: SplitSums, q: int, b: float) -> f
         return 0.0
     span = span_contiguous(q, ctx.system.gpus_per_node)
     m = ctx.delta * b * sums.coll_y
-    ag = allgather(q, m / q, link(ctx.system, span, "allgather"))
-    ar = allreduce(q, m, link(ctx.system, span, "allreduce"))
+    ag = allgather(q, m / q, link(ctx.system, span, "allgather", q))
+    ar = allreduce(q, m, link(ctx.system, span, "allreduce", q))
     return float(np.sum(ag) + np.sum(ar))
 
 

@@ -48,7 +48,7 @@ def gather_tail(ctx: Context, q: int, b: float) -> float:
     s = ctx.spatial_split
     if q <= 1 or s.last < 0 or s.last == ctx.G - 1:
         return 0.0
-    lk = link(ctx.system, span_contiguous(q, ctx.system.gpus_per_node), "allgather")
+    lk = link(ctx.system, span_contiguous(q, ctx.system.gpus_per_node), "allgather", q)
     return allgather(q, ctx.delta * b * ctx.y[s.last] / q, lk)
 
 
@@ -68,7 +68,7 @@ class Spatial(Strategy):
         fb = D / p * s.fb_s + D * s.fb_r
         wu = I * ctx.sum_wu
         # communication = AR(p, δΣs w) + halo + AG(p, δ·B·y_last/p)          SPEC §4
-        lk = link(ctx.system, span_contiguous(p, ctx.system.gpus_per_node), "allreduce")
+        lk = link(ctx.system, span_contiguous(p, ctx.system.gpus_per_node), "allreduce", p)
         ge = I * allreduce(p, ctx.delta * s.w_s, lk)
         halo, grid = halo_time(ctx, p, B)
         lc = I * gather_tail(ctx, p, B)
