@@ -413,6 +413,78 @@ def meshtangling() -> dict:
     }
 
 
+def cifar_resnet20() -> dict:
+    """ResNet-20 for CIFAR-10 (He et al. 2016, section 4.2, n = 3), option B shortcuts."""
+    layers = [
+        conv("conv1", 16, 3, padding=1, bias=False),
+        simple("bn_conv1", "batchnorm"),
+        simple("conv1_relu", "relu"),
+    ]
+    prev = "conv1_relu"
+    for s, width in enumerate((16, 32, 64)):
+        stage = s + 2
+        for b in range(3):
+            base = f"res{stage}{'abc'[b]}"
+            stride = 2 if (b == 0 and stage > 2) else 1
+            br = f"{base}_branch2"
+            layers += [
+                conv(f"{br}a", width, 3, stride=stride, padding=1, bias=False),
+                simple(f"{br}a_bn", "batchnorm"),
+                simple(f"{br}a_relu", "relu"),
+                conv(f"{br}b", width, 3, padding=1, bias=False),
+                simple(f"{br}b_bn", "batchnorm"),
+            ]
+            if b == 0 and stage > 2:
+                layers += [
+                    conv(f"{base}_branch1", width, 1, stride=2, bias=False, inputs=[prev]),
+                    simple(f"{base}_branch1_bn", "batchnorm"),
+                ]
+                shortcut = f"{base}_branch1_bn"
+            else:
+                shortcut = prev
+            layers += [
+                simple(base, "add", inputs=[f"{br}b_bn", shortcut]),
+                simple(f"{base}_relu", "relu"),
+            ]
+            prev = f"{base}_relu"
+    layers += [
+        simple("pool5", "globalavgpool"),
+        simple("flatten", "flatten"),
+        fc("fc10", 10),
+    ]
+    return {
+        "file": "cifar_resnet20",
+        "header": [
+            "ResNet-20 for CIFAR-10 (32x32 RGB images, 10 classes): a small model that can be",
+            "profiled on a CPU in seconds (profiles/cifar_resnet20_cpu.yaml).",
+            "Source: He, Zhang, Ren, Sun, 'Deep Residual Learning for Image Recognition',",
+            "CVPR 2016 (arXiv:1512.03385), section 4.2: a 3x3 conv with 16 filters, then",
+            "three stages of n = 3 basic blocks (two 3x3 convs) with 16, 32 and 64 filters",
+            "on 32x32, 16x16 and 8x8 maps (6n + 2 = 20 weighted layers), global average",
+            "pooling and a 10-way fc.  The first conv of stages 3 and 4 has stride 2.",
+            "Choices:",
+            "- Batchnorm after every conv, convs without bias (as in the paper).",
+            "- Shortcuts where the shape changes (res3a, res4a): projection, a 1x1 conv",
+            "  with stride 2 plus batchnorm (the paper's option B).  The paper's CIFAR",
+            "  models use option A (identity with zero-padded extra channels), which a",
+            "  model file cannot express; option B adds 2,752 parameters (1%) to option A's",
+            "  269,722 and 0.7% to the FLOPs.",
+            "- Caffe-style names as in resnet50: conv1, bn_conv1, conv1_relu,",
+            "  resXY_branch2{a,b} (+ _bn, _relu), resXY_branch1 (+ _bn), resXY (the add),",
+            "  resXY_relu, pool5, flatten, fc10; stages 2, 3, 4, blocks a, b, c.",
+            "Parameters: 272,474.",
+        ],
+        "doc": {
+            "name": "ResNet-20-CIFAR",
+            "input": [3, 32, 32],
+            "dataset": {"name": "CIFAR-10", "samples": 50000},
+            "source": "He et al., CVPR 2016 (arXiv:1512.03385), section 4.2, ResNet-20 (n = 3)",
+            "description": "ResNet-20, CIFAR-10 classification at 32x32",
+            "layers": layers,
+        },
+    }
+
+
 MODELS = (
     alexnet,
     vgg16,
@@ -421,6 +493,7 @@ MODELS = (
     cosmoflow,
     cosmoflow256,
     meshtangling,
+    cifar_resnet20,
 )
 
 # --------------------------------------------------------------------------------------

@@ -28,6 +28,7 @@ SHIPPED = (
     "cosmoflow",
     "cosmoflow256",
     "meshtangling",
+    "cifar_resnet20",
 )
 
 # --------------------------------------------------------------------------------------
@@ -69,6 +70,9 @@ PARAMS = {
     "cosmoflow": COSMOFLOW_PARAMS,
     "cosmoflow256": COSMOFLOW_PARAMS,
     "meshtangling": MESHTANGLING_PARAMS,
+    # He et al. 2016 section 4.2 ResNet-20: option A (identity shortcuts) has 269,722;
+    # the option-B projections of res3a/res4a add 16*32 + 2*32 + 32*64 + 2*64 = 2,752
+    "cifar_resnet20": 272_474,
 }
 
 NAMES = {
@@ -79,6 +83,7 @@ NAMES = {
     "cosmoflow": "CosmoFlow",
     "cosmoflow256": "CosmoFlow-256",
     "meshtangling": "MeshTangling-2K",
+    "cifar_resnet20": "ResNet-20-CIFAR",
 }
 
 # torchvision model docs, "GFLOPS" column (which counts multiply-adds).  oracle counts

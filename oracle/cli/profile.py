@@ -1,0 +1,190 @@
+"""``oracle profile``: measure per-layer timings with PyTorch, or estimate them."""
+
+from __future__ import annotations
+
+import click
+
+from oracle.cli.common import output_option
+
+_POSITIVE_FRACTION = click.FloatRange(min=0, max=1, min_open=True)
+
+
+@click.command(context_settings={"max_content_width": 100})
+@click.argument("model", metavar="MODEL")
+@click.option(
+    "--batch", "-b", type=click.IntRange(min=1), default=32, show_default=True,
+    help="Samples per iteration (per GPU) to measure or estimate at.",
+)  # fmt: skip
+@click.option(
+    "--device", type=click.Choice(["cpu", "cuda"]), help="Where to measure. [default: cpu]"
+)
+@click.option(
+    "--repeats", "-r", type=click.IntRange(min=1),
+    help="Timed repeats; the median is kept. [default: 10]",
+)  # fmt: skip
+@click.option(
+    "--warmup", "-w", type=click.IntRange(min=0),
+    help="Untimed warm-up runs before the repeats. [default: 3]",
+)  # fmt: skip
+@click.option(
+    "--threads", "-t", type=click.IntRange(min=1),
+    help="CPU threads for PyTorch. [default: PyTorch's choice]",
+)  # fmt: skip
+@click.option(
+    "--estimate", is_flag=True,
+    help="Do not measure: estimate a roofline profile for the GPU of --system.",
+)  # fmt: skip
+@click.option(
+    "--system", "-s", metavar="NAME|FILE",
+    help="With --estimate: the system whose GPU to estimate for.",
+)  # fmt: skip
+@click.option(
+    "--efficiency", type=_POSITIVE_FRACTION,
+    help="With --estimate: fraction of peak FLOP/s reached. [default: 0.5]",
+)  # fmt: skip
+@click.option(
+    "--memory-efficiency", type=_POSITIVE_FRACTION,
+    help="With --estimate: fraction of peak memory bandwidth reached. [default: 0.8]",
+)  # fmt: skip
+@output_option
+def profile(model, batch, device, repeats, warmup, threads, estimate, system, efficiency,
+            memory_efficiency, output):  # fmt: skip
+    """Measure (PyTorch) or estimate per-layer forward, backward and weight-update times.
+
+    Writes a profile (SPEC §3.3) for MODEL to -o FILE, or to standard output (the
+    summary then goes to standard error).  Measuring times every layer in isolation
+    on its real input: forward, backward with a random upstream gradient, and an SGD
+    momentum step, as medians of --repeats after --warmup runs; it also times whole
+    training steps and prints how the sum of the layers compares.
+
+    \b
+    Examples:
+      oracle profile resnet50 --batch 4 --threads 2 -o resnet50_cpu.yaml
+      oracle profile resnet50 --estimate --system abci -o resnet50_est.yaml
+    """
+    from oracle.errors import OracleError
+    from oracle.load import load_model
+
+    measuring_options = {
+        "--device": device, "--repeats": repeats, "--warmup": warmup, "--threads": threads
+    }  # fmt: skip
+    if estimate:
+        given = [k for k, v in measuring_options.items() if v is not None]
+        if given:
+            raise OracleError(f"{given[0]} is for measuring; it cannot be used with --estimate")
+        if not system:
+            raise OracleError(
+                "--estimate needs --system S (the GPU's peak FLOP/s and memory bandwidth)",
+                hint="e.g. --system abci",
+            )
+    else:
+        for opt, value in (("--system", system), ("--efficiency", efficiency),
+                           ("--memory-efficiency", memory_efficiency)):  # fmt: skip
+            if value is not None:
+                raise OracleError(f"{opt} is only used with --estimate")
+        from oracle.profiling import require_torch
+
+        require_torch()  # before anything else: the one-line 'needs PyTorch' error
+
+    m = load_model(model)
+    if estimate:
+        _estimate(m, system, batch, efficiency, memory_efficiency, output)
+    else:
+        _measure(m, batch, device or "cpu", 10 if repeats is None else repeats,
+                 3 if warmup is None else warmup, threads, output)  # fmt: skip
+
+
+def _write(text: str, output: str | None, m) -> None:
+    """Check that the text loads and binds to the model, then write it."""
+    import yaml
+
+    from oracle.load.profile import bind_profile, parse_profile
+    from oracle.load.yamlfile import _Loader
+    from oracle.render.output import emit
+
+    pr = parse_profile(yaml.load(text, Loader=_Loader), output or "<stdout>")  # noqa: S506
+    bind_profile(m, pr)
+    emit(text, output)
+
+
+def _say(text: str, output: str | None) -> None:
+    # the profile itself goes to stdout when there is no -o; the summary then to stderr
+    click.echo(text, nl=False, err=output is None or output == "-")
+
+
+def _estimate(m, system, batch, efficiency, memory_efficiency, output) -> None:
+    from oracle.load import load_system
+    from oracle.profiling.estimate import (
+        DEFAULT_COMPUTE_EFFICIENCY,
+        DEFAULT_MEMORY_EFFICIENCY,
+        estimate,
+    )
+    from oracle.render.profile_file import estimate_summary, profile_yaml
+
+    s = load_system(system)
+    pr = estimate(
+        m,
+        s,
+        compute_efficiency=efficiency or DEFAULT_COMPUTE_EFFICIENCY,
+        memory_efficiency=memory_efficiency or DEFAULT_MEMORY_EFFICIENCY,
+        batch=batch,
+    )
+    header = [
+        f"ESTIMATED per-layer profile of {m.name} on {s.gpu_model}, written by `oracle profile"
+        " --estimate`.",
+        "A roofline from FLOPs, memory traffic, peak FLOP/s and bandwidth: not a measurement.",
+        "See oracle/profiling/estimate.py for the formulas.",
+    ]
+    _write(profile_yaml(pr, header), output, m)
+    _say(estimate_summary(pr, batch, output if output not in (None, "-") else None), output)
+
+
+def _measure(m, batch, device, repeats, warmup, threads, output) -> None:
+    import sys
+
+    from oracle.profiling.measure import measure
+    from oracle.render.profile_file import measurement_summary, profile_yaml
+
+    settings = dict(batch=batch, device=device, repeats=repeats, warmup=warmup, threads=threads)
+    if sys.stderr.isatty():
+        from rich.console import Console
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeElapsedColumn,
+        )
+
+        bar = Progress(
+            TextColumn(f"profiling {m.name}"),
+            BarColumn(bar_width=20),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            TextColumn("{task.description}"),
+            console=Console(stderr=True),
+            transient=True,
+            auto_refresh=False,  # no refresh thread competing with the timed runs
+        )
+        room = max(8, bar.console.width - len(m.name) - 48)  # what fits after the bar
+
+        with bar:
+            task = bar.add_task("", total=2 * len(m.layers) + 3)
+
+            def progress(done: int, total: int, what: str) -> None:
+                what = what if len(what) <= room else what[: room - 1] + "…"
+                bar.update(task, completed=done, total=total, description=what, refresh=True)
+
+            result = measure(m, progress=progress, **settings)
+    else:
+        result = measure(m, **settings)
+
+    header = [
+        f"Per-layer profile of {m.name}, measured with `oracle profile`"
+        f" (PyTorch {result.torch_version}).",
+        f"Sum of per-layer times {result.layer_sum_s:.4g} s vs whole training step"
+        f" {result.step_s:.4g} s per iteration (ratio {result.ratio:.3f}) at batch {result.batch}.",
+        "Method: oracle/profiling/measure.py.",
+    ]
+    _write(profile_yaml(result.to_profile(), header), output, m)
+    _say(measurement_summary(result, output if output not in (None, "-") else None), output)

@@ -1,0 +1,178 @@
+"""An estimated per-layer profile when nothing has been measured: a roofline.
+
+For layer ``l`` at mini-batch ``b`` per GPU (``F_l`` forward FLOPs per sample as in
+:mod:`oracle.compute.shapes`, ``P`` the GPU's peak FLOP/s, ``M`` its memory bandwidth
+in bytes/s, ``e_c`` and ``e_m`` the compute and memory efficiencies, ``δ`` bytes per
+item)::
+
+    bytes_l = δ · (|x_l| + |y_l| + |w_l| / b)              per sample
+    FW_l    = max(F_l / (e_c · P),  bytes_l / (e_m · M))   per sample
+
+- Memory traffic: each sample's input is read and its output written once; the
+  weights are read once per mini-batch, so a sample's share is ``|w_l| / b``
+  (at ``b = 1`` this is ``δ·(|x|+|y|+|w|)``).  ``flatten`` is a view in every
+  framework: no traffic, time 0.  ``add`` and ``concat`` read all their inputs.
+- Backward, conv and fc: ``BW_l = 2·FW_l``.  Both the input gradient and the weight
+  gradient cost one forward's FLOPs (and move about as many bytes), so both roofline
+  terms double.
+- Backward, every other layer: ``BW_l = max(F_l / (e_c · P), 2·bytes_l / (e_m · M))``:
+  the same arithmetic as forward but twice the memory traffic (read the upstream
+  gradient and the saved input or output, write the input gradient; batchnorm reads
+  its input twice).  These layers are memory-bound, so this is about ``2·FW_l``.
+- Weight update, per iteration: SGD with momentum reads the weights, their gradient
+  and the momentum and writes the weights and the momentum: **5** passes over
+  ``|w_l|`` at memory bandwidth, ``WU_l = 5·δ·|w_l| / (e_m · M)`` (its 2-3 FLOPs per
+  weight are negligible).  PyTorch's unfused SGD (two element-wise kernels) makes 6
+  passes; a fused optimizer makes 5.
+
+Default efficiencies (they are parameters; pass measured ones when you have them):
+
+- ``e_c = 0.5``: the ParaDL V100 profiles shipped in ``profiles/`` imply, with
+  training = 3x forward FLOPs, 3·8.22 GFLOP / 3.12 ms = 7.9 TFLOP/s for ResNet-50
+  (50% of the V100's 15.7 TFLOP/s fp32 peak), 45% for AlexNet and 72% for VGG16.
+  0.5 is the lower middle of that range: large convolutions in cuDNN run at 50-75%
+  of peak, small and strided ones lower.
+- ``e_m = 0.8``: streaming kernels (STREAM/BabelStream-type copy and triad) typically
+  sustain roughly 80-90% of the datasheet memory bandwidth on HBM GPUs; 0.8 is an
+  assumption, not a measurement made here.
+
+No PyTorch is needed.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+from oracle.errors import OracleError
+from oracle.model import Layer, LayerInfo, LayerTimes, Model, Profile, System
+
+DEFAULT_COMPUTE_EFFICIENCY = 0.5
+DEFAULT_MEMORY_EFFICIENCY = 0.8
+WU_PASSES = 5  # SGD momentum: read w, grad, m; write w, m
+DELTA_FP32 = 4  # bytes per item
+
+
+def bytes_per_sample(layer: Layer, info: LayerInfo, batch: int, delta: float = DELTA_FP32) -> float:
+    """Forward memory traffic of one sample (see the module docstring)."""
+    if layer.type == "flatten":
+        return 0.0
+    return delta * (info.input_elements + info.output_elements + info.parameters / batch)
+
+
+def layer_times(
+    layer: Layer,
+    info: LayerInfo,
+    *,
+    peak_flops: float,
+    bandwidth_Bps: float,
+    compute_efficiency: float,
+    memory_efficiency: float,
+    batch: int,
+    delta: float = DELTA_FP32,
+) -> LayerTimes:
+    flops_rate = compute_efficiency * peak_flops
+    bytes_rate = memory_efficiency * bandwidth_Bps
+    nbytes = bytes_per_sample(layer, info, batch, delta)
+    compute_s = info.flops / flops_rate
+    memory_s = nbytes / bytes_rate
+    fw = max(compute_s, memory_s) if nbytes > 0 else 0.0
+    if layer.type in ("conv", "fc"):
+        bw = 2.0 * fw
+    else:
+        bw = max(compute_s, 2.0 * memory_s) if nbytes > 0 else 0.0
+    wu = WU_PASSES * delta * info.parameters / bytes_rate
+    return LayerTimes(fw, bw, wu)
+
+
+def _check_efficiency(value: float, option: str) -> None:
+    if not 0 < value <= 1:
+        raise OracleError(f"efficiency {value:g} is outside (0, 1]", path=option)
+
+
+def estimate(
+    model: Model,
+    system: System,
+    *,
+    compute_efficiency: float = DEFAULT_COMPUTE_EFFICIENCY,
+    memory_efficiency: float = DEFAULT_MEMORY_EFFICIENCY,
+    batch: int = 32,
+    delta: float = DELTA_FP32,
+    date: str | None = None,
+) -> Profile:
+    """The roofline profile of ``model`` on the GPU of ``system`` at ``batch`` per GPU."""
+    _check_efficiency(compute_efficiency, "--efficiency")
+    _check_efficiency(memory_efficiency, "--memory-efficiency")
+    if batch < 1:
+        raise OracleError(f"batch {batch} must be at least 1", path="--batch")
+    if not system.gpu_peak_flops:
+        raise OracleError(
+            "has no gpu.peak_TFLOPS; an estimated profile needs the GPU's peak FLOP/s",
+            file=system.file or None,
+            path="gpu.peak_TFLOPS",
+        )
+    if not system.gpu_memory_bandwidth_Bps:
+        raise OracleError(
+            "has no gpu.memory_bandwidth_GB_per_s; an estimated profile needs the GPU's"
+            " memory bandwidth",
+            file=system.file or None,
+            path="gpu.memory_bandwidth_GB_per_s",
+        )
+    peak = system.gpu_peak_flops
+    bw = system.gpu_memory_bandwidth_Bps
+    layers = tuple(
+        (
+            layer.name,
+            layer_times(
+                layer,
+                info,
+                peak_flops=peak,
+                bandwidth_Bps=bw,
+                compute_efficiency=compute_efficiency,
+                memory_efficiency=memory_efficiency,
+                batch=batch,
+                delta=delta,
+            ),
+        )
+        for layer, info in zip(model.layers, model.info)
+    )
+    date = date or datetime.now(timezone.utc).isoformat(timespec="seconds")
+    eff = (
+        f"compute {compute_efficiency:g} of peak FLOP/s,"
+        f" memory {memory_efficiency:g} of peak bandwidth"
+    )
+    source = (
+        f"ESTIMATED by `oracle profile --estimate` (roofline, not measured) for the"
+        f" {system.gpu_model} of {system.name}: peak {peak / 1e12:g} TFLOP/s, memory"
+        f" {bw / 1e9:g} GB/s, efficiency {eff}, {delta:g} bytes per item, batch {batch}"
+    )
+    notes = (
+        f"FW = max(FLOPs/(e_c*peak), bytes/(e_m*bandwidth)) per sample, bytes ="
+        f" {delta:g}*(|x|+|y|+|w|/batch) (flatten: 0); BW = 2*FW for conv and fc, else"
+        f" max(FLOPs/(e_c*peak), 2*bytes/(e_m*bandwidth)); WU = {WU_PASSES}*{delta:g}*|w|/"
+        "(e_m*bandwidth) per iteration (SGD momentum: read w, grad, m; write w, m)"
+    )
+    return Profile(
+        model=model.name,
+        device=system.gpu_model,
+        framework="none (oracle roofline estimate)",
+        layers=layers,
+        kind="estimated",
+        measured_samples_per_gpu=batch,
+        source=source,
+        meta=(
+            ("batch", str(batch)),
+            ("date", date),
+            ("efficiency", eff),
+            ("notes", notes),
+        ),
+    )
+
+
+__all__ = [
+    "DEFAULT_COMPUTE_EFFICIENCY",
+    "DEFAULT_MEMORY_EFFICIENCY",
+    "WU_PASSES",
+    "bytes_per_sample",
+    "estimate",
+    "layer_times",
+]

@@ -1,0 +1,413 @@
+"""Measure per-layer forward, backward and weight-update times with PyTorch.
+
+How each time is isolated (so that every layer's time is its own):
+
+1. The network (:mod:`oracle.profiling.torchnet`) runs once on a random mini-batch
+   without autograd; every layer's output is kept.  Each layer then gets its real
+   input tensors: the kept outputs of its producers, detached, as leaves that require
+   a gradient, exactly as inside a training step.  The model's input does not require
+   a gradient, so the first layer's backward computes only weight gradients, as in
+   training.
+2. **Forward** ``FW_l``: the time of ``module(*inputs)`` with autograd recording (the
+   graph a training forward builds).
+3. **Backward** ``BW_l``: right after each timed forward, ``y.backward(g)`` with a
+   random upstream gradient ``g`` of ``y``'s shape, timed alone.  It computes the
+   layer's input gradients and its weight gradients and nothing else.  Gradients are
+   reset to None before every repeat, as ``zero_grad(set_to_none=True)`` does, so the
+   weight gradients are written, not accumulated.
+4. Each is repeated ``warmup + repeats`` times; the first ``warmup`` are discarded and
+   the **median** of the rest, divided by the batch, is the per-sample time.  On CUDA
+   the device is synchronised before and after every timed region.
+5. **Weight update** ``WU_l`` (per iteration): ``torch.optim.SGD(momentum=0.9)`` over
+   all parameters of the network is timed as a whole (median of repeats), and so is one
+   such optimizer per layer, over that layer's parameters only.  The whole step is
+   apportioned to the layers in proportion to their separately measured steps:
+   ``WU_l = t_l / sum(t) * T_step``.  The per-layer steps give the split (a layer's
+   share of bytes plus its per-tensor overhead); the whole step gives the total, without
+   counting the optimizer's fixed per-call overhead once per layer.
+6. **Whole training step** for the consistency check: ``zero_grad``, forward of the
+   whole network, backward with a random upstream gradient, optimizer step, at the
+   same batch.  It is timed ``repeats`` times before the per-layer runs and
+   ``repeats`` times after them (after ``warmup`` untimed steps), and the median of
+   all is kept, so that a change of machine load during the run affects both sides
+   alike.  ``batch * sum(FW_l + BW_l) + sum(WU_l)`` should be close to it.
+
+On CPU the number of threads is set (``--threads``) or left as PyTorch chose it, and
+recorded (``torch.get_num_threads()``).  Other processes on the machine make CPU
+timings noisy (multi-threaded ones most), so on Linux the CPU time that *other*
+processes used during the measurement is recorded too, as a share of all CPUs
+(from ``/proc/stat`` minus this process's own CPU time).  Python's garbage collector
+is paused while timing.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import platform
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timezone
+
+from oracle.errors import OracleError
+from oracle.model import MODEL_INPUT, LayerTimes, Model, Profile
+from oracle.profiling import require_torch
+
+# progress(done, total, what): called between measurements (never inside a timed region)
+Progress = Callable[[int, int, str], None]
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """What :func:`measure` found, with what it needs to write a profile."""
+
+    model: str
+    device: str  # CPU model name or CUDA device name
+    device_type: str  # "cpu" or "cuda"
+    torch_version: str
+    batch: int
+    threads: int
+    repeats: int
+    warmup: int
+    date: str  # ISO 8601, UTC
+    layers: tuple[tuple[str, LayerTimes], ...]
+    step_s: float  # whole training step (fw + bw + optimizer), per iteration, median
+    optimizer_step_s: float  # SGD-momentum step of the whole network, median
+    wu_separate_sum_s: float  # sum of the per-layer optimizer steps, timed separately
+    elapsed_s: float  # wall time of the whole measurement
+    others_cpu_share: float | None = None  # CPU time other processes used / (wall * CPUs)
+    cpus: int | None = None  # logical CPUs of the machine
+
+    @property
+    def framework(self) -> str:
+        return f"PyTorch {self.torch_version}"
+
+    @property
+    def fw_iteration_s(self) -> float:
+        return self.batch * sum(t.fw_s for _, t in self.layers)
+
+    @property
+    def bw_iteration_s(self) -> float:
+        return self.batch * sum(t.bw_s for _, t in self.layers)
+
+    @property
+    def wu_iteration_s(self) -> float:
+        return sum(t.wu_s for _, t in self.layers)
+
+    @property
+    def layer_sum_s(self) -> float:
+        """The sum of the per-layer times for one iteration at this batch."""
+        return self.fw_iteration_s + self.bw_iteration_s + self.wu_iteration_s
+
+    @property
+    def ratio(self) -> float:
+        """Sum of per-layer times / measured whole training step."""
+        return self.layer_sum_s / self.step_s if self.step_s > 0 else float("nan")
+
+    def source(self) -> str:
+        where = (
+            f"{self.device}, {self.threads} thread{'s' if self.threads != 1 else ''}"
+            if self.device_type == "cpu"
+            else self.device
+        )
+        return (
+            f"measured with `oracle profile` on {where}, {self.framework}, on {self.date}:"
+            f" fp32, batch {self.batch}, median of {self.repeats} repeats after"
+            f" {self.warmup} warm-up; each layer timed in isolation on its real input"
+            " (backward via autograd with a random upstream gradient); weight update ="
+            " SGD momentum 0.9 step of the whole network, apportioned to layers by their"
+            " separately timed steps"
+        )
+
+    def notes(self) -> str:
+        return (
+            f"per-layer sum {self.layer_sum_s:.6g} s per iteration (fw {self.fw_iteration_s:.6g},"
+            f" bw {self.bw_iteration_s:.6g}, wu {self.wu_iteration_s:.6g}) vs measured whole"
+            f" training step {self.step_s:.6g} s: ratio {self.ratio:.3f}."
+            f" Separately timed per-layer optimizer steps summed to {self.wu_separate_sum_s:.6g} s"
+            f" against {self.optimizer_step_s:.6g} s for one step over the whole network."
+            + self.load_note()
+        )
+
+    def load_note(self) -> str:
+        if self.others_cpu_share is None or self.device_type != "cpu":
+            return ""
+        return (
+            f" Other processes used {100 * self.others_cpu_share:.0f}% of the machine's"
+            f" {self.cpus} logical CPUs while measuring."
+        )
+
+    def to_profile(self) -> Profile:
+        return Profile(
+            model=self.model,
+            device=self.device,
+            framework=self.framework,
+            layers=self.layers,
+            kind="measured",
+            measured_samples_per_gpu=self.batch,
+            source=self.source(),
+            meta=(
+                ("batch", str(self.batch)),
+                ("threads", str(self.threads)),
+                ("date", self.date),
+                ("framework_version", self.torch_version),
+                ("notes", self.notes()),
+            ),
+        )
+
+
+def cpu_name() -> str:
+    """The CPU's model name (from /proc/cpuinfo on Linux), or what platform knows."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as fh:
+            for line in fh:
+                if line.lower().startswith("model name"):
+                    name = line.split(":", 1)[1].strip()
+                    if name:
+                        return name
+    except OSError:
+        pass
+    return platform.processor() or platform.machine() or "unknown CPU"
+
+
+def _available_bytes(torch, device) -> float | None:
+    if device.type == "cuda":
+        try:
+            return float(torch.cuda.mem_get_info(device)[0])
+        except Exception:  # noqa: BLE001 - best effort only
+            return None
+    try:
+        with open("/proc/meminfo", encoding="utf-8") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    return float(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def memory_needed(model: Model, batch: int) -> float:
+    """A rough upper bound (bytes, fp32) of what :func:`measure` holds at once: every
+    layer's output kept for the per-layer runs plus as much again for autograd in the
+    whole step, and weights, gradients and two momentum buffers."""
+    activations = model.info[0].input_elements + sum(i.output_elements for i in model.info)
+    return 4.0 * (2.0 * batch * activations + 4.0 * model.parameters)
+
+
+def measure(
+    model: Model,
+    *,
+    batch: int = 32,
+    device: str = "cpu",
+    repeats: int = 10,
+    warmup: int = 3,
+    threads: int | None = None,
+    seed: int = 0,
+    progress: Progress | None = None,
+) -> Measurement:
+    """Time every layer of ``model`` (see the module docstring for the method)."""
+    torch = require_torch()
+    if batch < 1 or repeats < 1 or warmup < 0:
+        raise OracleError("batch and repeats must be at least 1 and warm-up at least 0")
+    if device not in ("cpu", "cuda"):
+        raise OracleError(f"unknown device '{device}'; expected cpu or cuda", path="--device")
+    if device == "cuda" and not torch.cuda.is_available():
+        raise OracleError(
+            f"CUDA is not available to PyTorch {torch.__version__} on this machine",
+            path="--device",
+            hint="use --device cpu",
+        )
+    dev = torch.device(device)
+    need = memory_needed(model, batch)
+    avail = _available_bytes(torch, dev)
+    if avail is not None and need > avail:
+        raise OracleError(
+            f"profiling {model.name} at batch {batch} needs about {need / 1e9:.1f} GB of"
+            f" {'GPU memory' if device == 'cuda' else 'memory'}, but only"
+            f" {avail / 1e9:.1f} GB are available",
+            path="--batch",
+            hint="use a smaller --batch, or --estimate --system S",
+        )
+
+    old_threads = torch.get_num_threads()
+    if threads is not None:
+        if threads < 1:
+            raise OracleError("--threads must be at least 1", path="--threads")
+        torch.set_num_threads(threads)
+    gc_was_enabled = gc.isenabled()
+    try:
+        gc.collect()
+        gc.disable()
+        return _measure(torch, model, dev, batch, repeats, warmup, seed, progress)
+    finally:
+        if gc_was_enabled:
+            gc.enable()
+        if threads is not None:
+            torch.set_num_threads(old_threads)
+
+
+def _measure(torch, model, dev, batch, repeats, warmup, seed, progress) -> Measurement:
+    from oracle.profiling.torchnet import build_network
+
+    start = time.perf_counter()
+    cpu_before = _cpu_times()
+    date = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    cuda = dev.type == "cuda"
+
+    def sync() -> None:
+        if cuda:
+            torch.cuda.synchronize(dev)
+
+    def timed(fn) -> float:
+        sync()
+        t0 = time.perf_counter()
+        fn()
+        sync()
+        return time.perf_counter() - t0
+
+    n = len(model.layers)
+    total_steps = 2 * n + 3
+    done = 0
+
+    def tick(what: str) -> None:
+        nonlocal done
+        done += 1
+        if progress is not None:
+            progress(done, total_steps, what)
+
+    torch.manual_seed(seed)
+    net = build_network(model, dev)
+    net.train()
+    x = torch.randn((batch, *model.input_shape), device=dev)
+    with torch.no_grad():
+        outs = net.forward_all(x)
+    params = net.layer_parameters()
+    opt_all = torch.optim.SGD(net.parameters(), lr=1e-6, momentum=0.9) if any(params) else None
+    step_upstream = torch.randn_like(outs[net.names[-1]])
+
+    def train_step() -> None:
+        if opt_all is not None:
+            opt_all.zero_grad(set_to_none=True)
+        y = net(x)
+        if y.requires_grad:
+            y.backward(step_upstream)
+        if opt_all is not None:
+            opt_all.step()
+
+    # 6 (first half): whole training steps
+    step_times = [timed(train_step) for _ in range(warmup + repeats)][warmup:]
+    if opt_all is not None:
+        opt_all.zero_grad(set_to_none=True)
+    tick("training step")
+
+    # 1-4: forward and backward of each layer, in isolation
+    fw: list[float] = []
+    bw: list[float] = []
+    for i, (name, module, srcs) in enumerate(zip(net.names, net.layers, net.sources)):
+        inputs = []
+        for s in srcs:
+            t = outs[s].detach()
+            if s != MODEL_INPUT:
+                t.requires_grad_(True)
+            inputs.append(t)
+        upstream = torch.randn_like(outs[name])
+        fts: list[float] = []
+        bts: list[float] = []
+        for _ in range(warmup + repeats):
+            for p in params[i]:
+                p.grad = None
+            for t in inputs:
+                t.grad = None
+            holder: list = []
+            fts.append(timed(lambda: holder.append(module(*inputs))))
+            y = holder.pop()
+            if y.requires_grad:
+                bts.append(timed(lambda: y.backward(upstream)))
+            else:
+                bts.append(0.0)
+            del y
+        fw.append(statistics.median(fts[warmup:]) / batch)
+        bw.append(statistics.median(bts[warmup:]) / batch)
+        del inputs, upstream
+        tick(f"fw/bw {name}")
+    del outs
+
+    # 5: weight update, per layer and for the whole network (gradients are those of the
+    # last backward of each layer)
+    wu_sep: list[float] = []
+    for i, name in enumerate(net.names):
+        ps = params[i]
+        if not ps or any(p.grad is None for p in ps):
+            wu_sep.append(0.0)
+        else:
+            opt = torch.optim.SGD(ps, lr=1e-6, momentum=0.9)
+            ts = [timed(opt.step) for _ in range(warmup + repeats)]
+            wu_sep.append(statistics.median(ts[warmup:]))
+            del opt
+        tick(f"wu {name}")
+    for p in net.parameters():
+        if p.grad is None:
+            p.grad = torch.randn_like(p)
+    if opt_all is not None:
+        ts = [timed(opt_all.step) for _ in range(warmup + repeats)]
+        opt_step = statistics.median(ts[warmup:])
+    else:
+        opt_step = 0.0
+    sep_sum = sum(wu_sep)
+    wu = [t * opt_step / sep_sum if sep_sum > 0 else 0.0 for t in wu_sep]
+    tick("optimizer step")
+
+    # 6 (second half): whole training steps again; median of both halves
+    step_times += [timed(train_step) for _ in range(repeats)]
+    step = statistics.median(step_times)
+    tick("training step")
+
+    layers = tuple(
+        (name, LayerTimes(f, b, w)) for name, f, b, w in zip(net.names, fw, bw, wu)
+    )
+    return Measurement(
+        model=model.name,
+        device=cpu_name() if not cuda else torch.cuda.get_device_name(dev),
+        device_type=dev.type,
+        torch_version=torch.__version__,
+        batch=batch,
+        threads=torch.get_num_threads(),
+        repeats=repeats,
+        warmup=warmup,
+        date=date,
+        layers=layers,
+        step_s=step,
+        optimizer_step_s=opt_step,
+        wu_separate_sum_s=sep_sum,
+        elapsed_s=time.perf_counter() - start,
+        others_cpu_share=_others_share(cpu_before, _cpu_times(), time.perf_counter() - start),
+        cpus=os.cpu_count(),
+    )
+
+
+def _cpu_times() -> tuple[float, float] | None:
+    """(busy CPU seconds of the whole machine, CPU seconds of this process), Linux only."""
+    try:
+        with open("/proc/stat", encoding="ascii") as fh:
+            fields = fh.readline().split()
+        ticks = os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, AttributeError):
+        return None
+    if not fields or fields[0] != "cpu":
+        return None
+    values = [int(v) for v in fields[1:9]]  # user nice system idle iowait irq softirq steal
+    busy = sum(values) - values[3] - values[4]
+    own = os.times()
+    return busy / ticks, own.user + own.system
+
+
+def _others_share(before, after, wall_s: float) -> float | None:
+    if before is None or after is None or wall_s <= 0:
+        return None
+    others = (after[0] - before[0]) - (after[1] - before[1])
+    return min(1.0, max(0.0, others / (wall_s * (os.cpu_count() or 1))))
+
+
+__all__ = ["Measurement", "Progress", "cpu_name", "measure", "memory_needed"]

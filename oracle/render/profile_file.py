@@ -1,0 +1,129 @@
+"""Write a :class:`~oracle.model.Profile` as a profile YAML file (SPEC §3.3), and the
+summary ``oracle profile`` prints after measuring or estimating.
+
+The YAML is written by hand so that its layout is fixed: header comments, the keys
+that :func:`oracle.load.profile.parse_profile` reads, then one flow mapping per layer
+(``conv1: {fw_s: 1.2345e-05, bw_s: 2.3456e-05, wu_s: 0.0000e+00}``).  Times carry
+five significant digits.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import textwrap
+from collections.abc import Sequence
+
+from oracle.model import Profile
+
+_PLAIN = re.compile(r"^[A-Za-z_][A-Za-z0-9_.\-]*$")
+_RESERVED = {"true", "false", "yes", "no", "on", "off", "null", "y", "n", "~"}
+_INT_META = ("batch", "threads")
+_WIDTH = 88
+
+
+def _key(name: str) -> str:
+    if _PLAIN.match(name) and name.lower() not in _RESERVED:
+        return name
+    return json.dumps(name, ensure_ascii=True)
+
+
+def _time(value: float) -> str:
+    return f"{value:.4e}"
+
+
+def _string(key: str, value: str) -> list[str]:
+    """``key: value`` as one line, or as a folded block when it is long."""
+    one = f"{key}: {json.dumps(value, ensure_ascii=False)}"
+    if len(one) <= _WIDTH:
+        return [one]
+    # folded block: single spaces between words fold back exactly
+    if "  " in value or "\n" in value or value != value.strip() or "\t" in value:
+        return [one]
+    lines = textwrap.wrap(value, width=_WIDTH - 2, break_long_words=False, break_on_hyphens=False)
+    if " ".join(lines) != value:
+        return [one]
+    return [f"{key}: >-"] + [f"  {line}" for line in lines]
+
+
+def profile_yaml(profile: Profile, header: Sequence[str] = ()) -> str:
+    """The text of a profile file for ``profile`` (per-layer form)."""
+    out = [f"# {line}".rstrip() for line in header]
+    out += _string("model", profile.model)
+    out.append(f"kind: {profile.kind}")
+    out += _string("device", profile.device)
+    out += _string("framework", profile.framework)
+    if profile.measured_samples_per_gpu is not None:
+        out.append(f"measured_samples_per_gpu: {int(profile.measured_samples_per_gpu)}")
+    meta = dict(profile.meta)
+    for key in ("batch", "threads", "date", "framework_version", "efficiency"):
+        if key in meta:
+            value = meta[key]
+            out += [f"{key}: {int(value)}"] if key in _INT_META else _string(key, value)
+    if profile.source:
+        out += _string("source", profile.source)
+    if "notes" in meta:
+        out += _string("notes", meta["notes"])
+    out.append("layers:  # fw_s, bw_s: seconds per sample; wu_s: seconds per iteration")
+    for name, t in profile.layers:
+        times = f"fw_s: {_time(t.fw_s)}, bw_s: {_time(t.bw_s)}, wu_s: {_time(t.wu_s)}"
+        out.append(f"  {_key(name)}: {{{times}}}")
+    return "\n".join(out) + "\n"
+
+
+def _fmt_s(value: float) -> str:
+    return f"{value:.4g} s"
+
+
+def measurement_summary(m, written: str | None) -> str:
+    """Plain-text summary of a :class:`~oracle.profiling.measure.Measurement`."""
+    threads = ""
+    if m.device_type == "cpu":
+        threads = f", {m.threads} thread{'s' if m.threads != 1 else ''}"
+    rows = [
+        ("forward, sum of layers", m.fw_iteration_s),
+        ("backward, sum of layers", m.bw_iteration_s),
+        ("weight update, sum of layers", m.wu_iteration_s),
+        ("sum of per-layer times", m.layer_sum_s),
+        ("whole training step (measured)", m.step_s),
+    ]
+    width = max(len(r[0]) for r in rows)
+    lines = [
+        f"{m.model} on {m.device}{threads}, {m.framework}",
+        f"batch {m.batch}, median of {m.repeats} repeats after {m.warmup} warm-up,"
+        f" {len(m.layers)} layers, measured in {m.elapsed_s:.1f} s",
+        "",
+        f"  {'per iteration':<{width}}  seconds",
+    ]
+    lines += [f"  {label:<{width}}  {value:.6g}" for label, value in rows]
+    lines.append(f"  {'sum of layers / whole step':<{width}}  {m.ratio:.3f}")
+    share = getattr(m, "others_cpu_share", None)
+    if m.device_type == "cpu" and share is not None and share > 0.1:
+        lines += [
+            "",
+            f"note: other processes used {100 * share:.0f}% of the {m.cpus} CPUs while measuring;"
+            " the times are likely too high and noisy (measure on an idle machine)",
+        ]
+    if written:
+        lines += ["", f"wrote {written}"]
+    return "\n".join(lines) + "\n"
+
+
+def estimate_summary(profile: Profile, batch: int, written: str | None) -> str:
+    fw = sum(t.fw_s for _, t in profile.layers)
+    bw = sum(t.bw_s for _, t in profile.layers)
+    wu = sum(t.wu_s for _, t in profile.layers)
+    eff = dict(profile.meta).get("efficiency", "")
+    lines = [
+        f"{profile.model} on {profile.device}: ESTIMATED (roofline, not measured), {eff}",
+        f"  forward per sample         {_fmt_s(fw)}",
+        f"  backward per sample        {_fmt_s(bw)}",
+        f"  weight update / iteration  {_fmt_s(wu)}",
+        f"  iteration at batch {batch:<7} {_fmt_s(batch * (fw + bw) + wu)}",
+    ]
+    if written:
+        lines += ["", f"wrote {written}"]
+    return "\n".join(lines) + "\n"
+
+
+__all__ = ["estimate_summary", "measurement_summary", "profile_yaml"]
