@@ -81,13 +81,40 @@ def describe(m, s, pr, scaling: str, options) -> dict:
     }
 
 
-def render_points(points, m, s, pr, scaling, options, fmt, top, chart, width, output) -> None:
-    """Render a sweep in the requested format to stdout or a file."""
-    from oracle.render.output import emit
+def project(model, system, profile, gpus=None, strategies="all", batch_per_gpu=None, batch=None, p2=None,
+            segments=None, precision="fp32", gamma=1.0, phi=None, samples=None):
+    """Load the inputs and run the sweep, as ``oracle predict`` does.
 
+    Returns (points, meta, inputs): ``meta`` labels the plots and the report,
+    ``inputs`` is a dict with the loaded model, system, profile and options."""
+    from oracle.cli.common import describe, load_inputs
+    from oracle.compute.context import Options
+    from oracle.compute.sweep import sweep
+    from oracle.errors import OracleError
+    from oracle.load.values import default_gpus, parse_gpus
+
+    if batch is not None and batch_per_gpu is not None:
+        raise OracleError("give either --batch (strong scaling) or --batch-per-gpu (weak scaling), not both")
+    m, s, pr, times = load_inputs(model, system, profile)
+    counts = parse_gpus(gpus) if gpus else default_gpus(s.total_gpus)
+    if batch is None and batch_per_gpu is None:
+        batch_per_gpu = float(pr.measured_samples_per_gpu or 32)
+    options = Options(precision=precision, memory_reuse=gamma, contention=phi, segments=segments, samples=samples)
+    points = sweep(m, s, times, counts, strategies, batch=batch, batch_per_gpu=batch_per_gpu, p2=p2, options=options)
+    scaling = f"strong scaling, B = {batch:g}" if batch is not None else f"weak scaling, {batch_per_gpu:g} samples/GPU"
+    meta = describe(m, s, pr, scaling, options)
+    meta.update(gpu_model=s.gpu_model, gpu_memory_bytes=s.gpu_memory_bytes)
+    inputs = dict(model=m, system=s, profile=pr, options=options, gpus=counts, strategies=strategies,
+                  batch=batch, batch_per_gpu=batch_per_gpu, p2=p2,
+                  args=dict(model=model, system=system, profile=profile))
+    return points, meta, inputs
+
+
+def render_points(points, meta, fmt, top, chart, width, output) -> None:
+    """Render a sweep (``meta`` from :func:`describe`) to stdout or a file."""
+    from oracle.render.output import emit
     from oracle.render.predict import select_top
 
-    meta = describe(m, s, pr, scaling, options)
     shown = select_top(points, top)
     if fmt == "json":
         from oracle.render.records import to_json

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import click
 
-from oracle.cli.common import model_system_profile_options, positive_float
+from oracle.cli.common import model_system_profile_options, positive_float, project
 
 DPI_HELP = "Resolution of PNG output (dots per inch)."
 
@@ -39,40 +39,12 @@ def sweep_options(f):
     return model_system_profile_options(f)
 
 
-def project(model, system, profile, gpus=None, strategies="all", batch_per_gpu=None, batch=None, p2=None,
-            segments=None, precision="fp32", gamma=1.0, phi=None, samples=None):
-    """Load the inputs and run the sweep, as ``oracle predict`` does.
-
-    Returns (points, meta, inputs): ``meta`` labels the plots and the report,
-    ``inputs`` is a dict with the loaded model, system, profile and options."""
-    from oracle.cli.common import describe, load_inputs
-    from oracle.compute.context import Options
-    from oracle.compute.sweep import sweep
-    from oracle.errors import OracleError
-    from oracle.load.values import default_gpus, parse_gpus
-
-    if batch is not None and batch_per_gpu is not None:
-        raise OracleError("give either --batch (strong scaling) or --batch-per-gpu (weak scaling), not both")
-    m, s, pr, times = load_inputs(model, system, profile)
-    counts = parse_gpus(gpus) if gpus else default_gpus(s.total_gpus)
-    if batch is None and batch_per_gpu is None:
-        batch_per_gpu = float(pr.measured_samples_per_gpu or 32)
-    options = Options(precision=precision, memory_reuse=gamma, contention=phi, segments=segments, samples=samples)
-    points = sweep(m, s, times, counts, strategies, batch=batch, batch_per_gpu=batch_per_gpu, p2=p2, options=options)
-    scaling = f"strong scaling, B = {batch:g}" if batch is not None else f"weak scaling, {batch_per_gpu:g} samples/GPU"
-    meta = describe(m, s, pr, scaling, options)
-    meta.update(gpu_model=s.gpu_model, gpu_memory_bytes=s.gpu_memory_bytes)
-    inputs = dict(model=m, system=s, profile=pr, options=options, gpus=counts, strategies=strategies,
-                  batch=batch, batch_per_gpu=batch_per_gpu, p2=p2,
-                  args=dict(model=model, system=system, profile=profile))
-    return points, meta, inputs
-
-
 def _check_output(output: str) -> str:
     from oracle.render.plots import format_for, require
 
+    fmt = format_for(output)  # a bad file name is reported even without matplotlib
     require()
-    return format_for(output)
+    return fmt
 
 
 def _write(data: bytes, output: str) -> None:

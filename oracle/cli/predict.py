@@ -67,29 +67,9 @@ def predict(
     Example:
       oracle predict -m resnet50 -s abci -p resnet50_v100 --gpus 4-1024 --batch-per-gpu 32
     """
-    from oracle.cli.common import load_inputs, render_points
-    from oracle.compute.context import Options
-    from oracle.compute.sweep import sweep
-    from oracle.errors import OracleError
-    from oracle.load.values import default_gpus, parse_gpus
+    from oracle.cli.common import project, render_points
 
-    if batch is not None and batch_per_gpu is not None:
-        raise OracleError(
-            "give either --batch (strong scaling) or --batch-per-gpu (weak scaling), not both"
-        )
-    m, s, pr, times = load_inputs(model, system, profile)
-    counts = parse_gpus(gpus) if gpus else default_gpus(s.total_gpus)
-    if batch is None and batch_per_gpu is None:
-        batch_per_gpu = float(pr.measured_samples_per_gpu or 32)
-    options = Options(
-        precision=precision, memory_reuse=gamma, contention=phi, segments=segments, samples=samples
+    points, meta, inputs = project(
+        model, system, profile, gpus, strategies, batch_per_gpu, batch, p2, segments, precision, gamma, phi, samples
     )
-    points = sweep(
-        m, s, times, counts, strategies, batch=batch, batch_per_gpu=batch_per_gpu, p2=p2, options=options
-    )
-    scaling = (
-        f"strong scaling, B = {batch:g}"
-        if batch is not None
-        else f"weak scaling, {batch_per_gpu:g} samples/GPU"
-    )
-    render_points(points, m, s, pr, scaling, options, fmt, top, chart, width, output)
+    render_points(points, meta, fmt, top, chart, width, output)

@@ -31,7 +31,7 @@ def report(model, system, profile, gpus, strategies, batch_per_gpu, batch, p2, s
     from pathlib import Path
 
     from oracle import __version__, api
-    from oracle.cli.plot import project
+    from oracle.cli.common import project
     from oracle.errors import OracleError
     from oracle.render import report as rr
     from oracle.render.progress import progress
