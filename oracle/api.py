@@ -64,7 +64,8 @@ def predict(
         samples=samples,
     )
     points = sweep(
-        m, s, times, counts, strategies, batch=batch, batch_per_gpu=batch_per_gpu, p2=p2, options=options
+        m, s, times, counts, strategies, batch=batch, batch_per_gpu=batch_per_gpu, p2=p2, options=options,
+        profile_kind=pr.kind,
     )
     if as_frame:
         from oracle.render.records import to_frame
@@ -91,7 +92,7 @@ class Inputs:
             from oracle.load.profile import bind_profile
 
             m, s, pr = load_model(model), load_system(system), load_profile(profile)
-            self._contexts[key] = Context(m, s, bind_profile(m, pr), self.options)
+            self._contexts[key] = Context(m, s, bind_profile(m, pr), self.options, pr.kind)
         return self._contexts[key]
 
 

@@ -379,3 +379,29 @@ def test_cli_cuda_unavailable(run, tiny):
         pytest.skip("CUDA is available here")
     r = run("profile", tiny.model, "--device", "cuda")
     assert r.code == 2 and "CUDA is not available" in r.err
+
+
+def test_estimated_profiles_are_labelled_in_every_format(tmp_path):
+    """Issue 5: estimates are 'clearly labelled as estimates in every output that uses them'."""
+    import csv
+    import io
+    import json as _json
+
+    from click.testing import CliRunner
+
+    from oracle.cli.main import cli
+
+    out = tmp_path / "est.yaml"
+    r = CliRunner().invoke(cli, ["profile", "alexnet", "--estimate", "--system", "abci", "-o", str(out)])
+    assert r.exit_code == 0, r.stderr
+    base = ["predict", "-m", "alexnet", "-s", "abci", "-p", str(out), "--gpus", "8"]
+    assert "ESTIMATED" in CliRunner().invoke(cli, base + ["--width", "150"]).stdout
+    assert "ESTIMATED" in CliRunner().invoke(cli, base + ["-f", "markdown"]).stdout
+    pts = _json.loads(CliRunner().invoke(cli, base + ["-f", "json"]).stdout)
+    assert {p["profile_kind"] for p in pts} == {"estimated"}
+    rows = list(csv.DictReader(io.StringIO(CliRunner().invoke(cli, base + ["-f", "csv"]).stdout)))
+    assert {r["profile_kind"] for r in rows} == {"estimated"}
+    runs = tmp_path / "runs.csv"
+    runs.write_text(f"model,system,profile,strategy,gpus,global_batch,epoch_s\nalexnet,abci,{out},data,8,4096,100\n")
+    cmp = _json.loads(CliRunner().invoke(cli, ["compare", str(runs), "-f", "json"]).stdout)
+    assert cmp["rows"][0]["profile_kind"] == "estimated"

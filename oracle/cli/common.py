@@ -100,7 +100,8 @@ def project(model, system, profile, gpus=None, strategies="all", batch_per_gpu=N
     if batch is None and batch_per_gpu is None:
         batch_per_gpu = float(pr.measured_samples_per_gpu or 32)
     options = Options(precision=precision, memory_reuse=gamma, contention=phi, segments=segments, samples=samples)
-    points = sweep(m, s, times, counts, strategies, batch=batch, batch_per_gpu=batch_per_gpu, p2=p2, options=options)
+    points = sweep(m, s, times, counts, strategies, batch=batch, batch_per_gpu=batch_per_gpu, p2=p2, options=options,
+                   profile_kind=pr.kind)
     scaling = f"strong scaling, B = {batch:g}" if batch is not None else f"weak scaling, {batch_per_gpu:g} samples/GPU"
     meta = describe(m, s, pr, scaling, options)
     meta.update(gpu_model=s.gpu_model, gpu_memory_bytes=s.gpu_memory_bytes)

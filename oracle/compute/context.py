@@ -59,9 +59,15 @@ class Context:
     """Model, system, profile and options, with cached per-strategy sums."""
 
     def __init__(
-        self, model: Model, system: System, times: tuple[LayerTimes, ...], options: Options
+        self,
+        model: Model,
+        system: System,
+        times: tuple[LayerTimes, ...],
+        options: Options,
+        profile_kind: str = "",
     ) -> None:
         self.model = model
+        self.profile_kind = profile_kind
         self.system = system
         self.options = options
         self.delta = options.delta

@@ -83,6 +83,7 @@ class Point:
     limits: tuple[Limit, ...] = ()
     rank: int | None = None
     details: tuple[tuple[str, object], ...] = field(default=(), compare=False)
+    profile_kind: str = ""  # measured | total | estimated: how the compute times were obtained
 
     @property
     def compute_s(self) -> float:

@@ -74,6 +74,7 @@ def sweep(
     batch_per_gpu: float | None = None,
     p2: int | None = None,
     options: Options | None = None,
+    profile_kind: str = "",
 ) -> list[Point]:
     """Evaluate and rank.  Exactly one of ``batch`` (strong scaling, B fixed) and
     ``batch_per_gpu`` (weak scaling, B = b·p) must be given."""
@@ -96,7 +97,7 @@ def sweep(
     if counts[0] < 1:
         raise OracleError(f"got {counts[0]}; GPU counts must be >= 1", path="--gpus")
 
-    ctx = Context(model, system, times, options)
+    ctx = Context(model, system, times, options, profile_kind)
     points: list[Point] = []
     for p in counts:
         B = float(batch) if batch is not None else float(batch_per_gpu) * p  # type: ignore[arg-type]

@@ -45,6 +45,7 @@ def row_dict(r: CompareRow) -> dict:
         "anomaly": r.anomaly,
         "feasible": pt.feasible,
         "limits": [lim.reason for lim in pt.limits],
+        "profile_kind": pt.profile_kind,
         "source": run.source,
     }
     for k, v in run.extra:
@@ -110,6 +111,19 @@ def _acc_style(a: float | None) -> str | None:
     return "green" if a >= 0.9 else ("yellow" if a >= 0.75 else "red")
 
 
+_KIND = {"total": "total only, spread by FLOPs", "measured": "measured per layer", "estimated": "ESTIMATED, not measured"}
+
+
+def profiles_line(rows: Sequence[CompareRow]) -> str:
+    """Which profiles the projections used, and how each was obtained."""
+    from pathlib import Path
+
+    seen: dict[str, str] = {}
+    for r in rows:
+        seen.setdefault(Path(r.run.profile).stem, _KIND.get(r.point.profile_kind, r.point.profile_kind))
+    return "compute times from profiles: " + ", ".join(f"{k} ({v})" for k, v in seen.items())
+
+
 def table(rows: Sequence[CompareRow], summary: Summary, title: str = ""):
     from rich import box
     from rich.console import Group
@@ -155,7 +169,7 @@ def table(rows: Sequence[CompareRow], summary: Summary, title: str = ""):
                 parts,
                 Text(r.anomaly or "", style="yellow" if r.anomaly else None),
             )
-    return Group(t, summary_table(summary))
+    return Group(t, summary_table(summary), Text(profiles_line(rows), style="dim"))
 
 
 def summary_table(summary: Summary):
@@ -226,4 +240,6 @@ def markdown(rows: Sequence[CompareRow], summary: Summary) -> str:
     out.append("")
     if summary.ranking_agreement is not None:
         out.append(f"Ranking agreement: {_pct(summary.ranking_agreement)} of {summary.ranking_pairs} strategy pairs.")
+    out.append("")
+    out.append(profiles_line(rows) + ".")
     return "\n".join(out) + "\n"

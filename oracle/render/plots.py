@@ -251,7 +251,10 @@ def _capacity_label(meta: dict) -> str:
 
 def title(meta: dict, what: str) -> str:
     first = f"{meta.get('model', '?')} on {meta.get('system', '?')}: {what}"
-    bits = [meta.get("scaling"), meta.get("profile") and f"profile {meta['profile']}", meta.get("precision")]
+    profile = meta.get("profile") and f"profile {meta['profile']}"
+    if profile and str(meta.get("profile_note", "")).startswith("ESTIMATED"):
+        profile += " (ESTIMATED, not measured)"
+    bits = [meta.get("scaling"), profile, meta.get("precision")]
     if meta.get("gamma") not in (None, ""):
         bits.append(f"γ = {meta['gamma']:g}")
     second = " · ".join(str(b) for b in bits if b)

@@ -53,6 +53,7 @@ def point_to_dict(pt: Point) -> dict:
         "breakdown": {k: _num(v) for k, v in pt.breakdown.as_dict().items()},
         # extras
         "limit_codes": [lim.code for lim in pt.limits],
+        "profile_kind": pt.profile_kind,  # "estimated": a roofline estimate, not measured
         "details": {k: _plain(v) for k, v in pt.details},
     }
 
@@ -84,6 +85,7 @@ CSV_COLUMNS = [
     "rank",
     *PHASES,
     "limits",
+    "profile_kind",
 ]
 
 
@@ -94,6 +96,7 @@ def to_rows(points: Sequence[Point]) -> list[dict]:
         row = {k: d[k] for k in CSV_COLUMNS if k in d and k not in ("limits",)}
         row.update(d["breakdown"])
         row["limits"] = "; ".join(d["limits"])
+        row["profile_kind"] = d["profile_kind"]
         rows.append(row)
     return rows
 

@@ -113,6 +113,7 @@ def make_point(
         memory_bytes=memory,
         limits=tuple(limits),
         details=tuple((details or {}).items()),
+        profile_kind=ctx.profile_kind,
     )
 
 
