@@ -82,12 +82,12 @@ def describe(m, s, pr, scaling: str, options) -> dict:
 
 
 def project(model, system, profile, gpus=None, strategies="all", batch_per_gpu=None, batch=None, p2=None,
-            segments=None, precision="fp32", gamma=1.0, phi=None, samples=None):
-    """Load the inputs and run the sweep, as ``oracle predict`` does.
+            segments=None, precision="fp32", gamma=1.0, phi=None, samples=None):  # fmt: skip
+    """Load the inputs and run the sweep, as ``oracle predict`` does (keywords as the
+    options of :func:`sweep_options`).
 
-    Returns (points, meta, inputs): ``meta`` labels the plots and the report,
+    Returns (points, meta, inputs): ``meta`` labels tables, plots and the report,
     ``inputs`` is a dict with the loaded model, system, profile and options."""
-    from oracle.cli.common import describe, load_inputs
     from oracle.compute.context import Options
     from oracle.compute.sweep import sweep
     from oracle.errors import OracleError
@@ -109,6 +109,32 @@ def project(model, system, profile, gpus=None, strategies="all", batch_per_gpu=N
                   batch=batch, batch_per_gpu=batch_per_gpu, p2=p2,
                   args=dict(model=model, system=system, profile=profile))
     return points, meta, inputs
+
+
+def sweep_options(f):
+    """The options that define a sweep (predict, plot, report); one place for all."""
+    opts = [
+        click.option("--gpus", "-g", "gpus", metavar="LIST|A-B",
+                     help="GPU counts: 4,8,16 or 4-1024 (powers of two from A to B)."
+                     "  [default: powers of two up to the system size, at most 1024]"),
+        click.option("--strategy", "strategies", default="all", show_default=True, metavar="NAMES",
+                     help="Comma-separated strategies (serial, data, spatial, filter, channel, pipeline,"
+                     " data+filter, data+spatial) or all."),
+        click.option("--batch-per-gpu", "-b", type=positive_float,
+                     help="Weak scaling: B = b·p samples per iteration."),
+        click.option("--batch", "-B", type=positive_float, help="Strong scaling: global mini-batch B, fixed."),
+        click.option("--p2", type=click.IntRange(min=1), help="Hybrids: fix the model-part size p2 (p = p1·p2)."),
+        click.option("--segments", "-S", type=click.IntRange(min=1), help="Pipeline segments S. [default: min(B, 4p)]"),
+        click.option("--precision", type=click.Choice(["fp32", "fp16", "bf16"]), default="fp32", show_default=True,
+                     help="Bytes per item δ: fp32 4, fp16/bf16 2."),
+        click.option("--memory-reuse", "gamma", type=click.FloatRange(min=0, max=1, min_open=True), default=1.0,
+                     show_default=True, help="Memory reuse factor γ (0 < γ <= 1)."),
+        click.option("--contention", "phi", type=click.FloatRange(min=1), help="Contention factor φ >= 1."),
+        click.option("--samples", type=click.IntRange(min=1), help="Dataset size D (overrides the model's)."),
+    ]
+    for opt in reversed(opts):
+        f = opt(f)
+    return model_system_profile_options(f)
 
 
 def render_points(points, meta, fmt, top, chart, width, output) -> None:

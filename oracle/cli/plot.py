@@ -9,34 +9,9 @@ from __future__ import annotations
 
 import click
 
-from oracle.cli.common import model_system_profile_options, positive_float, project
+from oracle.cli.common import project, sweep_options
 
 DPI_HELP = "Resolution of PNG output (dots per inch)."
-
-
-def sweep_options(f):
-    """The options of ``oracle predict`` that define a sweep."""
-    opts = [
-        click.option("--gpus", "-g", "gpus", metavar="LIST|A-B",
-                     help="GPU counts: 4,8,16 or 4-1024 (powers of two from A to B)."
-                     "  [default: powers of two up to the system size, at most 1024]"),
-        click.option("--strategy", "strategies", default="all", show_default=True, metavar="NAMES",
-                     help="Comma-separated strategies or all."),
-        click.option("--batch-per-gpu", "-b", type=positive_float,
-                     help="Weak scaling: B = b·p samples per iteration."),
-        click.option("--batch", "-B", type=positive_float, help="Strong scaling: global mini-batch B, fixed."),
-        click.option("--p2", type=click.IntRange(min=1), help="Hybrids: fix the model-part size p2 (p = p1·p2)."),
-        click.option("--segments", "-S", type=click.IntRange(min=1), help="Pipeline segments S. [default: min(B, 4p)]"),
-        click.option("--precision", type=click.Choice(["fp32", "fp16", "bf16"]), default="fp32", show_default=True,
-                     help="Bytes per item δ: fp32 4, fp16/bf16 2."),
-        click.option("--memory-reuse", "gamma", type=click.FloatRange(min=0, max=1, min_open=True), default=1.0,
-                     show_default=True, help="Memory reuse factor γ (0 < γ <= 1)."),
-        click.option("--contention", "phi", type=click.FloatRange(min=1), help="Contention factor φ >= 1."),
-        click.option("--samples", type=click.IntRange(min=1), help="Dataset size D (overrides the model's)."),
-    ]
-    for opt in reversed(opts):
-        f = opt(f)
-    return model_system_profile_options(f)
 
 
 def _check_output(output: str) -> str:
@@ -84,15 +59,13 @@ def plot() -> None:
 
 
 def _sweep_plot(kind: str):
-    def command(model, system, profile, gpus, strategies, batch_per_gpu, batch, p2, segments, precision, gamma,
-                phi, samples, output, dpi):
+    def command(output, dpi, **sweep):
         from oracle.render import plots
         from oracle.render.progress import progress
 
         fmt = _check_output(output)
         with progress(f"drawing the {kind} plot"):
-            points, meta, _ = project(model, system, profile, gpus, strategies, batch_per_gpu, batch, p2, segments,
-                                      precision, gamma, phi, samples)
+            points, meta, _ = project(**sweep)
             data = plots.render(kind, fmt, dpi, points=points, meta=meta)
         _write(data, output)
 

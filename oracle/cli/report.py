@@ -6,7 +6,7 @@ import shlex
 
 import click
 
-from oracle.cli.plot import sweep_options
+from oracle.cli.common import sweep_options
 
 
 @click.command(context_settings={"max_content_width": 100})
@@ -14,8 +14,7 @@ from oracle.cli.plot import sweep_options
 @click.option("--measured", metavar="RUNS.csv", help="Measured runs (oracle compare input): adds the accuracy section.")
 @click.option("--output", "-o", required=True, metavar="FILE.html|FILE.md",
               help="Report to write; .md writes the plots as PNG files next to it (FILE-scaling.png, ...).")
-def report(model, system, profile, gpus, strategies, batch_per_gpu, batch, p2, segments, precision, gamma, phi,
-           samples, measured, output) -> None:
+def report(measured, output, **sweep) -> None:
     """Write one report: inputs, ranked recommendation, plots, limits, accuracy.
 
     FILE.html is self-contained (plots embedded as PNG, inline CSS, no scripts, no
@@ -41,20 +40,19 @@ def report(model, system, profile, gpus, strategies, batch_per_gpu, batch, p2, s
         raise OracleError(f"cannot tell the report format from '{output}'", path="-o",
                           hint="name the file *.html or *.md")
     markdown = suffix in (".md", ".markdown")
-    args = dict(model=model, system=system, profile=profile, gpus=gpus, strategies=strategies,
-                batch_per_gpu=batch_per_gpu, batch=batch, p2=p2, segments=segments, precision=precision,
-                gamma=gamma, phi=phi, samples=samples, measured=measured)
+    args = dict(sweep, measured=measured)
     with progress("projecting", total=3) as bar:
-        points, meta, inputs = project(model, system, profile, gpus, strategies, batch_per_gpu, batch, p2, segments,
-                                       precision, gamma, phi, samples)
+        points, meta, inputs = project(**sweep)
         bar.advance("comparing measured runs" if measured else "drawing plots")
         meas = None
         if measured:
-            rows, summary = api.compare(measured, precision=precision, memory_reuse=gamma, contention=phi)
+            rows, summary = api.compare(
+                measured, precision=sweep["precision"], memory_reuse=sweep["gamma"], contention=sweep["phi"]
+            )
             meas = rr.Measured(measured, rows, summary)
         data = rr.ReportData(
             points=points, meta=meta, model=inputs["model"], system=inputs["system"], profile=inputs["profile"],
-            options=inputs["options"], gpus=inputs["gpus"], strategies=strategies, args=inputs["args"],
+            options=inputs["options"], gpus=inputs["gpus"], strategies=sweep["strategies"], args=inputs["args"],
             command=_command(args, output), measured=meas, version=__version__,
         )
         bar.set_total(2 + rr.steps(data) + 1)
