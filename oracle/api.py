@@ -33,6 +33,7 @@ def predict(
     memory_reuse: float = 1.0,
     contention: float | None = None,
     samples: int | None = None,
+    collective: str | None = None,
     as_frame: bool = False,
 ) -> Any:
     """Project every strategy at every GPU count and rank them (SPEC §4-5).
@@ -62,6 +63,7 @@ def predict(
         contention=contention,
         segments=segments,
         samples=samples,
+        collective=collective,
     )
     points = sweep(
         m, s, times, counts, strategies, batch=batch, batch_per_gpu=batch_per_gpu, p2=p2, options=options,

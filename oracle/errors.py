@@ -13,7 +13,17 @@ that escapes is a bug and is reported as an internal error.
 from __future__ import annotations
 
 import difflib
+import re
 from collections.abc import Iterable
+
+# Characters that end a line somewhere (str.splitlines, terminals) or are invisible
+# control characters; a user's text quoted in a message must not break the one line.
+_LINE_BREAKING = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def one_line(text: str) -> str:
+    """``text`` with line breaks and control characters shown as escapes (\\n, \\u2028)."""
+    return _LINE_BREAKING.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
 
 
 class OracleError(Exception):
@@ -49,8 +59,9 @@ class OracleError(Exception):
         where = self.where()
         text = f"{where}: {self.message}" if where else self.message
         if self.hint:
-            text += f" ({self.hint})"
-        return text
+            # a question ("did you mean 'x'?") reads as a second clause; other hints in brackets
+            text += f"; {self.hint}" if self.hint.startswith("did you mean") else f" ({self.hint})"
+        return one_line(text)
 
 
 class CheckFailed(Exception):

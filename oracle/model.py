@@ -195,6 +195,7 @@ class System:
     input: InputPipeline | None = None
     implementation: Implementation = field(default_factory=Implementation)
     collective_tables: tuple[CollectiveTable, ...] = ()
+    collective_algorithm: str = "ring"  # ring | rhd | tree | hierarchical | leader | auto
 
     def table(self, op: str, gpus: int, span: int) -> CollectiveTable | None:
         for t in self.collective_tables:

@@ -300,3 +300,71 @@ def test_readme_quotes_oracle_numbers(models, name):
     assert gflops, f"no 'Forward GFLOPs per sample' line in the `{name}` section"
     quoted = float(gflops.group(1).replace(",", ""))
     assert quoted == pytest.approx(m.flops / 1e9, abs=0.006), (name, m.flops / 1e9)
+
+
+# --------------------------------------------------------------------------------------
+# Inception-v3 (issue 8: a branching model with concat for the layer-wise search)
+# --------------------------------------------------------------------------------------
+
+# The generator now also writes models/inception_v3.yaml; the reproducibility test and
+# the `models` fixture read SHIPPED when they run, so they cover it too.
+SHIPPED = (*SHIPPED, "inception_v3")
+
+# torchvision.models.inception_v3 has 27,161,264 parameters with its auxiliary
+# classifier; AuxLogits is conv0 BasicConv2d(768, 128, 1) = 98,304 + 2*128 = 98,560,
+# conv1 BasicConv2d(128, 768, 5) = 2,457,600 + 2*768 = 2,459,136 and fc 768 -> 1000 =
+# 769,000, i.e. 3,326,696; without it (aux_logits=False, as shipped) 23,834,568.
+INCEPTION_V3_PARAMS = 27_161_264 - (98_560 + 2_459_136 + 769_000)
+# torchvision's docs: 5.71 G multiply-adds ("GFLOPS" column) at 299x299
+INCEPTION_V3_GMACS = 5.71
+
+
+def test_inception_v3_parameters_and_flops():
+    m = load_model("inception_v3")
+    assert INCEPTION_V3_PARAMS == 23_834_568
+    assert m.parameters == INCEPTION_V3_PARAMS
+    assert m.name == "Inception-v3"
+    assert m.input_shape == (3, 299, 299)
+    assert (m.dataset_name, m.dataset_samples) == ("ImageNet-1k", 1281167)
+    assert m.flops == pytest.approx(2 * INCEPTION_V3_GMACS * 1e9, rel=0.015)
+
+
+def test_inception_v3_structure():
+    m = load_model("inception_v3")
+    types = [layer.type for layer in m.layers]
+    # stem 5, InceptionA 7 (x3), B 4, C 10 (x4), D 6, E 9 (x2) BasicConv2d
+    assert types.count("conv") == 5 + 3 * 7 + 4 + 4 * 10 + 6 + 2 * 9 == 94
+    assert types.count("batchnorm") == types.count("relu") == 94
+    assert all(not layer.bias for layer in m.layers if layer.type == "conv")
+    # 11 mixed blocks + the two forked pairs of each InceptionE block
+    assert types.count("concat") == 11 + 2 * 2
+    assert m.layers[m.index["Mixed_5b"]].inputs == (
+        "Mixed_5b_branch1x1_relu",
+        "Mixed_5b_branch5x5_2_relu",
+        "Mixed_5b_branch3x3dbl_3_relu",
+        "Mixed_5b_branch_pool_relu",
+    )
+    assert m.layers[m.index["Mixed_5b_branch5x5_1"]].inputs == ("maxpool2",)
+    for name, shape in (
+        ("Conv2d_1a_3x3", (32, 149, 149)),
+        ("maxpool1", (64, 73, 73)),
+        ("maxpool2", (192, 35, 35)),
+        ("Mixed_5b", (256, 35, 35)),
+        ("Mixed_5d", (288, 35, 35)),
+        ("Mixed_6a", (768, 17, 17)),
+        ("Mixed_6e", (768, 17, 17)),
+        ("Mixed_7a", (1280, 8, 8)),
+        ("Mixed_7b_branch3x3", (768, 8, 8)),
+        ("Mixed_7c", (2048, 8, 8)),
+        ("avgpool", (2048, 1, 1)),
+        ("fc", (1000,)),
+    ):
+        assert _info(m, name).output_shape == shape, name
+
+
+def test_inception_v3_header_quotes_parameters():
+    text = (MODELS_DIR / "inception_v3.yaml").read_text()
+    header = text.split("\nname:", 1)[0]
+    assert "Source:" in header and "Choices" in header
+    quoted = re.search(r"^# Parameters: ([0-9,]+)", header, flags=re.M)
+    assert quoted and quoted.group(1) == f"{INCEPTION_V3_PARAMS:,}"

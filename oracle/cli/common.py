@@ -82,7 +82,7 @@ def describe(m, s, pr, scaling: str, options) -> dict:
 
 
 def project(model, system, profile, gpus=None, strategies="all", batch_per_gpu=None, batch=None, p2=None,
-            segments=None, precision="fp32", gamma=1.0, phi=None, samples=None):  # fmt: skip
+            segments=None, precision="fp32", gamma=1.0, phi=None, samples=None, collective=None):  # fmt: skip
     """Load the inputs and run the sweep, as ``oracle predict`` does (keywords as the
     options of :func:`sweep_options`).
 
@@ -99,7 +99,8 @@ def project(model, system, profile, gpus=None, strategies="all", batch_per_gpu=N
     counts = parse_gpus(gpus) if gpus else default_gpus(s.total_gpus)
     if batch is None and batch_per_gpu is None:
         batch_per_gpu = float(pr.measured_samples_per_gpu or 32)
-    options = Options(precision=precision, memory_reuse=gamma, contention=phi, segments=segments, samples=samples)
+    options = Options(precision=precision, memory_reuse=gamma, contention=phi, segments=segments, samples=samples,
+                      collective=collective)
     points = sweep(m, s, times, counts, strategies, batch=batch, batch_per_gpu=batch_per_gpu, p2=p2, options=options,
                    profile_kind=pr.kind)
     scaling = f"strong scaling, B = {batch:g}" if batch is not None else f"weak scaling, {batch_per_gpu:g} samples/GPU"
@@ -131,6 +132,8 @@ def sweep_options(f):
                      show_default=True, help="Memory reuse factor γ (0 < γ <= 1)."),
         click.option("--contention", "phi", type=click.FloatRange(min=1), help="Contention factor φ >= 1."),
         click.option("--samples", type=click.IntRange(min=1), help="Dataset size D (overrides the model's)."),
+        click.option("--collective", type=click.Choice(["ring", "rhd", "tree", "hierarchical", "leader", "auto"]),
+                     help="All-reduce algorithm (auto: the cheapest per call). [default: the system's, else ring]"),
     ]
     for opt in reversed(opts):
         f = opt(f)

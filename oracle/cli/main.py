@@ -65,7 +65,7 @@ class LazyGroup(click.Group):
 
     def invoke(self, ctx: click.Context):  # type: ignore[override]
         """Run the subcommand, mapping exceptions to one-line messages and exit codes."""
-        from oracle.errors import CheckFailed, OracleError
+        from oracle.errors import CheckFailed, OracleError, one_line
 
         try:
             return super().invoke(ctx)
@@ -73,7 +73,7 @@ class LazyGroup(click.Group):
             click.echo(f"oracle: error: {exc}", err=True)
             ctx.exit(2)
         except CheckFailed as exc:
-            click.echo(f"oracle: check failed: {exc}", err=True)
+            click.echo(f"oracle: check failed: {one_line(str(exc))}", err=True)
             ctx.exit(1)
         except (click.exceptions.Exit, click.ClickException, click.exceptions.Abort):
             raise
@@ -86,7 +86,7 @@ class LazyGroup(click.Group):
             if ctx.params.get("debug") or _debug_wanted([]):
                 raise
             click.echo(
-                f"oracle: internal error: {type(exc).__name__}: {exc}\n"
+                f"oracle: internal error: {type(exc).__name__}: {one_line(str(exc))}\n"
                 "This is a bug in oracle. Please report it with the command you ran;"
                 " run it again with --debug (oracle --debug COMMAND ...) to see the traceback.",
                 err=True,
@@ -96,14 +96,16 @@ class LazyGroup(click.Group):
     def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):  # type: ignore[override]
         """Run without click's own error printing: a usage mistake is one line on stderr
         ('oracle: error: ...', exit 2), like every other user mistake (SPEC §7)."""
+        from oracle.errors import one_line
+
         try:
             rv = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
         except click.UsageError as exc:
             where = exc.ctx.command_path if exc.ctx is not None else "oracle"
-            click.echo(f"oracle: error: {exc.format_message()} (see '{where} --help')", err=True)
+            click.echo(f"oracle: error: {one_line(exc.format_message())} (see '{where} --help')", err=True)
             code = 2
         except click.ClickException as exc:
-            click.echo(f"oracle: error: {exc.format_message()}", err=True)
+            click.echo(f"oracle: error: {one_line(exc.format_message())}", err=True)
             code = exc.exit_code
         except click.exceptions.Abort:
             click.echo("oracle: interrupted", err=True)

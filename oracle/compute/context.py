@@ -32,6 +32,7 @@ class Options:
     contention: float | None = None  # φ override (SPEC §4.3)
     segments: int | None = None  # pipeline S; default min(B, 4p)
     samples: int | None = None  # D override (e.g. ParaDL's rounded 1.28M)
+    collective: str | None = None  # all-reduce algorithm override (network.ALGORITHMS)
 
     @property
     def delta(self) -> int:
@@ -90,6 +91,7 @@ class Context:
         self.sum_wu = float(self.wu.sum())
         self.sum_w = float(self.w.sum())
         self.sum_act = float((self.x + self.y).sum())
+        self.algorithm = options.collective or system.collective_algorithm
 
     # -- split sets (SPEC §4 "Split layers") ------------------------------------------
     def _sums(self, mask: np.ndarray) -> SplitSums:

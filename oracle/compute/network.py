@@ -171,3 +171,132 @@ def table_time(table: CollectiveTable, m_bytes: np.ndarray) -> np.ndarray:
 def p2p(m_bytes, lk: Link):
     """Point-to-point transfer of m bytes: α + m·β."""
     return _out(lk.alpha_s + np.asarray(m_bytes, dtype=float) * lk.beta_s_per_byte)
+
+
+# -- groups and collective algorithms (issue 8) -----------------------------------------
+#
+# Long-message costs in the α-β model for p PEs and m bytes (Thakur, Rabenseifner &
+# Gropp, "Optimization of collective communication operations in MPICH", IJHPCA 2005;
+# ParaDL §4.3 and its footnote 4 for the tree):
+#   ring          AR = 2(p-1)(α + mβ/p)                    AG = (p-1)(α + m_i β)
+#   rhd           AR = 2⌈log2 p⌉α + 2(p-1)/p·mβ            AG = ⌈log2 p⌉α + (p-1) m_i β
+#                 (Rabenseifner: recursive-halving reduce-scatter + recursive-doubling
+#                 all-gather)
+#   tree          AR = 2(log2 p + k)(α + mβ/(2k)), k pipeline chunks chosen optimally,
+#                 k* = sqrt(log2 p · mβ / (2α)) (double binary tree of Sanders et al.,
+#                 Parallel Computing 2009, as NCCL implements it; ParaDL footnote 4)
+#   hierarchical  reduce-scatter in the node, all-reduce of m/g across the n nodes by
+#                 each of the g local ranks at once (g flows per node), all-gather in the
+#                 node: 2(g-1)(α_i + mβ_i/g) + 2(n-1)(α_o + mβ_o φ_g/(g n))
+#   leader        reduce to one GPU per node, all-reduce among the n leaders, broadcast
+#                 back (ParaDL §4.5.1): 4(g-1)(α_i + mβ_i/g) + 2(n-1)(α_o + mβ_o/n)
+#   auto          the cheapest of these for every call (per message size and span)
+
+ALLREDUCE_ALGORITHMS = ("ring", "rhd", "tree", "hierarchical", "leader")
+ALGORITHMS = (*ALLREDUCE_ALGORITHMS, "auto")
+
+
+@dataclass(frozen=True)
+class Group:
+    """Where the GPUs of one collective sit: p GPUs on ``nodes`` nodes, at most
+    ``per_node`` of them on one node, with the span of SPEC §4.2."""
+
+    p: int
+    nodes: int
+    per_node: int
+    span: int
+
+
+def group_contiguous(p: int, gpus_per_node: int) -> Group:
+    """GPUs 0..p-1 (a plain strategy, a hybrid's model-part group)."""
+    nodes = -(-p // gpus_per_node)
+    return Group(p, nodes, min(p, gpus_per_node), span_contiguous(p, gpus_per_node))
+
+
+def group_strided(count: int, stride: int, gpus_per_node: int) -> Group:
+    """GPUs {0, stride, 2·stride, ...} (a hybrid's data-parallel group)."""
+    if stride >= gpus_per_node:
+        nodes, per_node = count, 1
+    else:
+        nodes = ((count - 1) * stride) // gpus_per_node + 1
+        per_node = min(count, -(-gpus_per_node // stride))
+    return Group(count, nodes, per_node, span_strided(count, stride, gpus_per_node))
+
+
+def _tree(p: int, m: np.ndarray, lk: Link, phi: float) -> np.ndarray:
+    logp = np.log2(p)
+    bw = m * lk.beta_s_per_byte * phi
+    k = np.maximum(1.0, np.sqrt(logp * bw / (2.0 * lk.alpha_s)))
+    return 2.0 * (logp + k) * (lk.alpha_s + bw / (2.0 * k))
+
+
+def allreduce_algorithm(
+    system: System,
+    group: Group,
+    m_bytes,
+    algorithm: str = "ring",
+    phi: float = 1.0,
+    contention: float | None = None,
+) -> tuple:
+    """All-reduce of m bytes over ``group`` with an algorithm (or ``auto``); returns
+    (seconds, the algorithm used).  A measured table for exactly this GPU count and span
+    wins over every model.  ``contention`` is a user φ override (it also caps the
+    hierarchical algorithm's concurrent flows)."""
+    m = np.asarray(m_bytes, dtype=float)
+    p = group.p
+    if p <= 1:
+        return _out(np.zeros_like(m)), "none"
+    lk = link(system, group.span, "allreduce", p)
+    if lk.table is not None and lk.table.gpus == p:
+        return _out(table_time(lk.table, m * phi)), "measured"
+    names = ALLREDUCE_ALGORITHMS if algorithm == "auto" else (algorithm,)
+    times = [np.broadcast_to(_allreduce_one(system, group, m, n, lk, phi, contention), m.shape) for n in names]
+    if len(names) == 1:
+        return _out(np.asarray(times[0], dtype=float)), names[0]
+    stacked = np.stack(times)
+    best = stacked.min(axis=0)
+    used = names[int(stacked.argmin(axis=0))] if m.ndim == 0 else "auto"
+    return _out(np.asarray(best, dtype=float)), used
+
+
+def _allreduce_one(system, group, m, name, lk, phi, contention):
+    p = group.p
+    if name == "ring":
+        return 2.0 * (p - 1) * (lk.alpha_s + m / p * lk.beta_s_per_byte * phi)
+    if name == "rhd":
+        return 2.0 * math.ceil(math.log2(p)) * lk.alpha_s + 2.0 * (p - 1) / p * m * lk.beta_s_per_byte * phi
+    if name == "tree":
+        return _tree(p, m, lk, phi)
+    g, n = group.per_node, group.nodes
+    if n <= 1 or g <= 1:  # nothing to split in two levels: the flat ring
+        return 2.0 * (p - 1) * (lk.alpha_s + m / p * lk.beta_s_per_byte * phi)
+    gpn = system.gpus_per_node
+    inner = link(system, g, "allreduce")
+    outer = link(system, n * gpn, "allreduce")
+    local = 2.0 * (g - 1) * (inner.alpha_s + m / g * inner.beta_s_per_byte)
+    if name == "leader":
+        return 2.0 * local + 2.0 * (n - 1) * (outer.alpha_s + m / n * outer.beta_s_per_byte * phi)
+    # hierarchical: the g local ranks all-reduce their m/g shares across nodes at once
+    phi_g = max(phi, contention_factor(system, g, contention))
+    return local + 2.0 * (n - 1) * (outer.alpha_s + m / (g * n) * outer.beta_s_per_byte * phi_g)
+
+
+def allgather_algorithm(
+    system: System, group: Group, m_each_bytes, algorithm: str = "ring", phi: float = 1.0
+) -> tuple:
+    """All-gather, each PE contributing m_i bytes: ring, or recursive doubling (rhd);
+    ``auto`` the cheaper; the all-reduce-only algorithms fall back to the ring."""
+    m = np.asarray(m_each_bytes, dtype=float)
+    p = group.p
+    if p <= 1:
+        return _out(np.zeros_like(m)), "none"
+    lk = link(system, group.span, "allgather", p)
+    if lk.table is not None and lk.table.gpus == p:
+        return _out(table_time(lk.table, p * m * phi)), "measured"
+    ring = (p - 1) * (lk.alpha_s + m * lk.beta_s_per_byte * phi)
+    rhd = math.ceil(math.log2(p)) * lk.alpha_s + (p - 1) * m * lk.beta_s_per_byte * phi
+    if algorithm == "rhd":
+        return _out(rhd), "rhd"
+    if algorithm == "auto":
+        return _out(np.minimum(ring, rhd)), "auto"
+    return _out(ring), "ring"

@@ -50,6 +50,15 @@ def check_options(options: Options) -> None:
             path="--precision",
             hint="one of " + ", ".join(PRECISION_BYTES),
         )
+    if options.collective is not None:
+        from oracle.compute.network import ALGORITHMS
+
+        if options.collective not in ALGORITHMS:
+            raise OracleError(
+                f"unknown collective algorithm '{options.collective}'",
+                path="--collective",
+                hint=did_you_mean(options.collective, ALGORITHMS) or "one of " + ", ".join(ALGORITHMS),
+            )
     g = options.memory_reuse
     if not (isinstance(g, (int, float)) and 0 < g <= 1):
         raise OracleError(f"got {g}; expected 0 < γ <= 1", path="--memory-reuse")

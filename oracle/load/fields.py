@@ -245,7 +245,7 @@ class Fields:
         self.used.add(key)
         if key not in self.map or self.map[key] is None:
             if required:
-                raise self.error(None, f"missing required key '{key}' (a mapping)")
+                raise self.error(None, f"missing required key '{key}' (a mapping)", hint=self._misspelled(key))
             return None
         return Fields(self.map[key], self.file, self.key_path(key), self.key_line(key))
 
@@ -254,7 +254,7 @@ class Fields:
         self.used.add(key)
         if key not in self.map or self.map[key] is None:
             if required:
-                raise self.error(None, f"missing required key '{key}' (a list)")
+                raise self.error(None, f"missing required key '{key}' (a list)", hint=self._misspelled(key))
             return iter(())
         seq = self.map[key]
         if not isinstance(seq, list):
@@ -275,10 +275,11 @@ class Fields:
                 hint = did_you_mean(str(key), valid)
             if hint is None and valid:
                 hint = "valid keys: " + ", ".join(valid)
+            # "unknown key 'bandwith' in network[0] (nvlink); did you mean 'beta_s_per_byte'?"
+            where = f" in {self.path}" if self.path else " at the top level"
             raise OracleError(
-                f"unknown key '{key}'",
+                f"unknown key '{key}'{where}",
                 file=self.file,
                 line=self.key_line(key),
-                path=self.path or None,
                 hint=hint,
             )

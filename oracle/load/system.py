@@ -101,7 +101,7 @@ def parse_system(doc: dict, file: str) -> System:
         opf.done(allowed_extra=OPERATIONS)
     inp = _input(top)
     impl = _implementation(top)
-    tables = _collectives(top, gpus_per_node)
+    tables, algorithm = _collectives(top, gpus_per_node)
     top.done()
 
     if memory_GB > 1e6:
@@ -123,6 +123,7 @@ def parse_system(doc: dict, file: str) -> System:
         input=inp,
         implementation=impl,
         collective_tables=tables,
+        collective_algorithm=algorithm,
     )
 
 
@@ -147,14 +148,18 @@ def _input(top: Fields) -> InputPipeline | None:
     return out
 
 
-def _collectives(top: Fields, gpus_per_node: int) -> tuple[CollectiveTable, ...]:
-    """The optional ``collectives:`` section: ``mode: table`` uses measured times
-    (interpolated in message size) where a table covers the exact GPU count and span;
-    ``mode: alpha-beta`` (the default) keeps every table unused."""
+def _collectives(top: Fields, gpus_per_node: int) -> tuple[tuple[CollectiveTable, ...], str]:
+    """The optional ``collectives:`` section: ``algorithm`` (ring, rhd, tree,
+    hierarchical, leader or auto; default ring, SPEC §4.1); ``mode: table`` uses
+    measured times (interpolated in message size) where a table covers the exact GPU
+    count and span; ``mode: alpha-beta`` (the default) keeps every table unused."""
+    from oracle.compute.network import ALGORITHMS
+
     f = top.sub("collectives", required=False)
     if f is None:
-        return ()
-    mode = f.req("mode", choice(("table", "alpha-beta")))
+        return (), "ring"
+    algorithm = f.opt("algorithm", choice(ALGORITHMS), "ring")
+    mode = f.opt("mode", choice(("table", "alpha-beta")), "alpha-beta")
     out = []
     for i, raw, line in f.items("tables", required=mode == "table"):
         tf = Fields(raw, f.file, f"collectives.tables[{i}]", line)
@@ -174,7 +179,7 @@ def _collectives(top: Fields, gpus_per_node: int) -> tuple[CollectiveTable, ...]
         span = gpus if nodes == 1 else nodes * gpus_per_node
         out.append(CollectiveTable(op, gpus, span, tuple(sizes), tuple(times), src))
     f.done()
-    return tuple(out) if mode == "table" else ()
+    return (tuple(out) if mode == "table" else ()), algorithm
 
 
 def _numbers(f: Fields, key: str, gt: float) -> list[float]:

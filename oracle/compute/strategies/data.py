@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from oracle.compute.context import Context
 from oracle.compute.cost import Breakdown, Point
-from oracle.compute.network import allreduce, link, span_contiguous
+from oracle.compute.network import allreduce_algorithm, group_contiguous, level_for
 from oracle.compute.strategies.base import Config, Strategy, batch_limit, make_point, register
 
 
@@ -21,9 +21,13 @@ class Data(Strategy):
         bd_fb = D / p * ctx.sum_fb
         bd_wu = I * ctx.sum_wu
         # communication = I · AR(p, δΣw) on GPUs 0..p-1                  ParaDL eq. 6
-        lk = link(ctx.system, span_contiguous(p, ctx.system.gpus_per_node), "allreduce", p)
-        ge = I * allreduce(p, ctx.delta * ctx.sum_w, lk)
+        # (ring by default; network.allreduce_algorithm for the others)
+        group = group_contiguous(p, ctx.system.gpus_per_node)
+        ar, algo = allreduce_algorithm(ctx.system, group, ctx.delta * ctx.sum_w, ctx.algorithm,
+                                       contention=ctx.options.contention)  # fmt: skip
+        ge = I * ar
         # memory / (γδ) = Σ (2B/p)(x+y) + 2w                             ParaDL eq. 7
         mem = 2 * B / p * ctx.sum_act + 2 * ctx.sum_w
         bd = Breakdown(forward_backward_s=bd_fb, weight_update_s=bd_wu, gradient_exchange_s=ge)
-        return make_point(ctx, cfg, bd, mem, batch_limit(B, p), {"allreduce_level": lk.level})
+        level = level_for(ctx.system, group.span).name
+        return make_point(ctx, cfg, bd, mem, batch_limit(B, p), {"allreduce_level": level, "allreduce": algo})

@@ -7,11 +7,11 @@ from __future__ import annotations
 from oracle.compute.context import Context
 from oracle.compute.cost import Breakdown, Limit, Point
 from oracle.compute.network import (
-    allreduce,
+    allreduce_algorithm,
     contention_factor,
     data_group_flows_per_node,
-    link,
-    span_strided,
+    group_strided,
+    level_for,
 )
 from oracle.compute.strategies.base import (
     Config,
@@ -35,9 +35,10 @@ def data_group_allreduce(ctx: Context, p1: int, p2: int, m_bytes: float) -> tupl
     """AR_φ(p1, m) among the data-parallel group {0, p2, 2·p2, ...} (SPEC §4.2-4.3):
     the p2 groups' all-reduces run at once and share each node's links (φ)."""
     gpn = ctx.system.gpus_per_node
-    lk = link(ctx.system, span_strided(p1, p2, gpn), "allreduce", p1)
+    group = group_strided(p1, p2, gpn)
     phi = contention_factor(ctx.system, data_group_flows_per_node(p1, p2, gpn), ctx.options.contention)
-    return allreduce(p1, m_bytes, lk, phi), phi, lk.level
+    ar, _ = allreduce_algorithm(ctx.system, group, m_bytes, ctx.algorithm, phi, ctx.options.contention)
+    return ar, phi, level_for(ctx.system, group.span).name
 
 
 @register

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from oracle.compute.context import Context
 from oracle.compute.cost import Breakdown, Point
-from oracle.compute.network import allreduce, contention_factor, link, span_contiguous, span_strided
+from oracle.compute.network import allreduce_algorithm, contention_factor, group_contiguous, level_for
 from oracle.compute.strategies.base import (
     Config,
     Strategy,
@@ -18,23 +18,6 @@ from oracle.compute.strategies.base import (
 )
 from oracle.compute.strategies.data_filter import data_group_allreduce, factor_limit
 from oracle.compute.strategies.spatial import gather_tail, halo_time, spatial_limits
-
-
-def leader_allreduce(ctx: Context, p1: int, p2: int, m_bytes: float) -> tuple[float, str]:
-    """ParaDL's data+spatial gradient exchange (§4.5.1): "a reduce inside each node to a
-    leader GPU, then an Allreduce between the leaders" (and a broadcast back).
-
-    Long-message algorithms of Thakur, Rabenseifner & Gropp (IJHPCA 2005): reduce =
-    reduce-scatter + gather and broadcast = scatter + all-gather, each
-    2(q-1)(α + m·β/q) in a group of q; the leaders' all-reduce is a ring over the p1
-    groups' first GPUs, one flow per node.  ParaDL reports it "more than 2x" the time of
-    data parallelism's all-reduce (§5.3.1)."""
-    gpn = ctx.system.gpus_per_node
-    intra = link(ctx.system, span_contiguous(p2, gpn), "allreduce")
-    local = 2 * 2 * (p2 - 1) * (intra.alpha_s + m_bytes / p2 * intra.beta_s_per_byte) if p2 > 1 else 0.0
-    lead = link(ctx.system, span_strided(p1, p2, gpn), "allreduce", p1)
-    phi = contention_factor(ctx.system, 1 if span_strided(p1, p2, gpn) > gpn else 0, ctx.options.contention)
-    return local + allreduce(p1, m_bytes, lead, phi), lead.level
 
 
 @register
@@ -58,13 +41,14 @@ class DataSpatial(Strategy):
         fb = D / p * s.fb_s + D / p1 * s.fb_r
         wu = I * ctx.sum_wu
         # gradient exchange: AR_φ(p, δΣs w) over all GPUs + AR_φ(p1, δΣr w)      SPEC §4
+        # (implementation: leader is ParaDL's §4.5.1 code: "a reduce inside each node to a
+        # leader GPU, then an Allreduce between the leaders" — and a broadcast back)
         gpn = ctx.system.gpus_per_node
-        if ctx.system.implementation.data_spatial_allreduce == "leader":
-            ge, level = leader_allreduce(ctx, p1, p2, ctx.delta * s.w_s)
-        else:
-            lk_all = link(ctx.system, span_contiguous(p, gpn), "allreduce", p)
-            phi_all = contention_factor(ctx.system, 1 if p > gpn else 0, ctx.options.contention)
-            ge, level = allreduce(p, ctx.delta * s.w_s, lk_all, phi_all), lk_all.level
+        group = group_contiguous(p, gpn)
+        phi_all = contention_factor(ctx.system, 1 if p > gpn else 0, ctx.options.contention)
+        algorithm = "leader" if ctx.system.implementation.data_spatial_allreduce == "leader" else ctx.algorithm
+        ge, _ = allreduce_algorithm(ctx.system, group, ctx.delta * s.w_s, algorithm, phi_all, ctx.options.contention)
+        level = level_for(ctx.system, group.span).name
         ar_r, phi, _ = data_group_allreduce(ctx, p1, p2, ctx.delta * s.w_r)
         ge += ar_r
         # halo: 2Σs (2α + (B/p1)·δ·(halo_p2(x)+halo_p2(dy))·β); AG(p2, δ(B/p1)y_last/p2)

@@ -7,7 +7,7 @@ import numpy as np
 
 from oracle.compute.context import Context, SplitSums
 from oracle.compute.cost import Breakdown, Limit, Point
-from oracle.compute.network import allgather, allreduce, link, span_contiguous
+from oracle.compute.network import allgather_algorithm, allreduce_algorithm, group_contiguous
 from oracle.compute.strategies.base import Config, Strategy, make_point, min_layer, register
 
 
@@ -20,10 +20,10 @@ def horizontal_collectives(ctx: Context, sums: SplitSums, q: int, b: float) -> f
     two (AR forward, AG backward) at the same cost."""
     if q <= 1 or sums.coll_y.size == 0:
         return 0.0
-    span = span_contiguous(q, ctx.system.gpus_per_node)
+    group = group_contiguous(q, ctx.system.gpus_per_node)
     m = ctx.delta * b * sums.coll_y
-    ag = allgather(q, m / q, link(ctx.system, span, "allgather", q))
-    ar = allreduce(q, m, link(ctx.system, span, "allreduce", q))
+    ag, _ = allgather_algorithm(ctx.system, group, m / q, ctx.algorithm)
+    ar, _ = allreduce_algorithm(ctx.system, group, m, ctx.algorithm, contention=ctx.options.contention)
     return float(np.sum(ag) + np.sum(ar))
 
 

@@ -9,10 +9,10 @@ import numpy as np
 from oracle.compute.context import Context
 from oracle.compute.cost import Breakdown, Limit, Point
 from oracle.compute.network import (
-    allgather,
-    allreduce,
+    allgather_algorithm,
+    allreduce_algorithm,
+    group_contiguous,
     link,
-    span_contiguous,
     span_neighbours,
 )
 from oracle.compute.strategies.base import Config, Strategy, make_point, register
@@ -48,8 +48,8 @@ def gather_tail(ctx: Context, q: int, b: float) -> float:
     s = ctx.spatial_split
     if q <= 1 or s.last < 0 or s.last == ctx.G - 1:
         return 0.0
-    lk = link(ctx.system, span_contiguous(q, ctx.system.gpus_per_node), "allgather", q)
-    return allgather(q, ctx.delta * b * ctx.y[s.last] / q, lk)
+    group = group_contiguous(q, ctx.system.gpus_per_node)
+    return allgather_algorithm(ctx.system, group, ctx.delta * b * ctx.y[s.last] / q, ctx.algorithm)[0]
 
 
 @register
@@ -68,8 +68,10 @@ class Spatial(Strategy):
         fb = D / p * s.fb_s + D * s.fb_r
         wu = I * ctx.sum_wu
         # communication = AR(p, δΣs w) + halo + AG(p, δ·B·y_last/p)          SPEC §4
-        lk = link(ctx.system, span_contiguous(p, ctx.system.gpus_per_node), "allreduce", p)
-        ge = I * allreduce(p, ctx.delta * s.w_s, lk)
+        group = group_contiguous(p, ctx.system.gpus_per_node)
+        ar, _ = allreduce_algorithm(ctx.system, group, ctx.delta * s.w_s, ctx.algorithm,
+                                    contention=ctx.options.contention)  # fmt: skip
+        ge = I * ar
         halo, grid = halo_time(ctx, p, B)
         lc = I * gather_tail(ctx, p, B)
         # memory / (γδ) = Σs (2B/p)(x+y) + Σr 2B(x+y) + Σ 2w                 SPEC §4

@@ -1,0 +1,527 @@
+"""Fuzzing the CLI with mutated inputs (issue 7): every run either succeeds with sane
+numbers or exits 2 with exactly one 'oracle: error: ...' line -- never exit 3 (an
+internal error), never a traceback.
+
+Inputs are valid shipped files, mutated by hypothesis:
+
+* model / system / profile YAML documents (cifar_resnet20 + abci + cifar_resnet20_cpu,
+  alexnet + abci + alexnet_v100): keys dropped, renamed or added, values replaced by other
+  types and extreme numbers (0, -1, ±1e308, nan, inf, 1e-320, 2**63, ...), list items
+  duplicated, layers shuffled; and the raw text edited (YAML syntax, anchors, bytes);
+* a measured-runs CSV for ``oracle compare``;
+* nccl-tests / OSU benchmark logs for ``oracle fit network``;
+* training logs (Chainer JSON, plain, step CSV) and random bytes for ``oracle import``.
+
+Every test is bounded (a few seconds each; the file runs in well under a minute).
+``ORACLE_FUZZ_EXAMPLES=N`` sets the number of examples of every test to N, for long runs
+(``scripts/fuzz.sh MINUTES`` loops over seeds until the time is up).
+``ORACLE_FUZZ_COUNT_FILE=PATH`` appends '<test> <examples>' lines to PATH.
+"""
+
+from __future__ import annotations
+
+import copy
+import csv
+import io
+import json
+import math
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+import pytest
+import yaml
+
+hypothesis = pytest.importorskip("hypothesis")
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from conftest import ROOT, run_cli  # noqa: E402
+
+# --------------------------------------------------------------------------------------
+# bounds and counting
+# --------------------------------------------------------------------------------------
+
+
+def _examples(default: int) -> int:
+    text = os.environ.get("ORACLE_FUZZ_EXAMPLES", "").strip()
+    return int(text) if text else default
+
+
+def fuzz_settings(default: int):
+    return settings(
+        max_examples=_examples(default),
+        deadline=None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much],
+    )
+
+
+_COUNTS: dict[str, int] = {}
+
+
+def _count(name: str) -> None:
+    _COUNTS[name] = _COUNTS.get(name, 0) + 1
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _report_counts():
+    yield
+    path = os.environ.get("ORACLE_FUZZ_COUNT_FILE")
+    if path:
+        with open(path, "a", encoding="utf-8") as fh:
+            for name, n in sorted(_COUNTS.items()):
+                fh.write(f"{name} {n}\n")
+
+
+_WORK = Path(tempfile.mkdtemp(prefix="oracle-fuzz-"))
+
+
+def _fresh_dir() -> Path:
+    d = _WORK / "case"
+    shutil.rmtree(d, ignore_errors=True)
+    d.mkdir()
+    return d
+
+
+# --------------------------------------------------------------------------------------
+# the outcome every run must have
+# --------------------------------------------------------------------------------------
+
+
+def _reject_constant(name: str):
+    raise AssertionError(f"JSON output holds {name}")
+
+
+def _numbers(node, path="$"):
+    if isinstance(node, bool) or node is None or isinstance(node, str):
+        return
+    if isinstance(node, (int, float)):
+        yield path, node
+    elif isinstance(node, dict):
+        for k, v in node.items():
+            yield from _numbers(v, f"{path}.{k}")
+    elif isinstance(node, list):
+        for i, v in enumerate(node):
+            yield from _numbers(v, f"{path}[{i}]")
+
+
+def assert_clean(r, what: str) -> None:
+    """Exit 0, or exit 2 with exactly one 'oracle: error:' line; never a traceback."""
+    assert "Traceback" not in r.err and "Traceback" not in r.out, (what, r.err[-2000:])
+    assert r.exception is None, (what, repr(r.exception))
+    assert r.code in (0, 2), (what, r.code, r.err[-2000:])
+    if r.code == 2:
+        lines = r.err_lines
+        assert len(lines) == 1, (what, r.err)
+        assert lines[0].startswith("oracle: error: "), (what, r.err)
+        assert len(lines[0]) < 2000, (what, "message too long", len(lines[0]))
+
+
+def assert_predict_json(r) -> None:
+    points = json.loads(r.out, parse_constant=_reject_constant)
+    assert isinstance(points, list) and points
+    for p in points:
+        for path, v in _numbers(p):
+            assert math.isfinite(v) and v >= 0, (path, v, p.get("strategy"), p.get("gpus"))
+        if p["feasible"]:
+            for key in ("compute_s", "communication_s", "total_s", "iteration_s", "memory_bytes"):
+                assert p[key] is not None, (key, p)
+
+
+# --------------------------------------------------------------------------------------
+# mutations of YAML documents
+# --------------------------------------------------------------------------------------
+
+EXTREME_NUMBERS = [
+    0, -1, 1, 2, 0.5, 1.5, -0.0, 1e308, -1e308, 1.7976931348623157e308, float("nan"), float("inf"),
+    float("-inf"), 1e-320, 5e-324, 10**30, 2**63, 2**64, -(2**63), 10**400, 1e-9, 3, 4097, 10**7,
+]
+ODD_VALUES = [None, True, False, "", " ", "x", "1e-6", "nan", "16", "ÿ€", "a" * 300, [], {}, [1, 2], [[]],
+              {"a": 1}, {"fw_s": 1}, [3, 224, 224], [0], [-1, 2], ["conv1"], "conv1", "fc"]  # fmt: skip
+KEY_NAMES = [
+    "name", "input", "dataset", "samples", "layers", "type", "filters", "kernel", "stride", "padding", "groups",
+    "bias", "outputs", "inputs", "dilation", "ceil_mode", "rate", "gpu", "model", "memory_GB", "peak_TFLOPS",
+    "gpus_per_node", "nodes", "network", "max_gpus", "alpha_s", "beta_s_per_byte", "bandwidth_GB_per_s",
+    "contention_factor", "operations", "allreduce", "halo", "alpha_scale", "beta_scale", "collectives", "mode",
+    "tables", "implementation", "fw_s", "bw_s", "wu_s", "total", "fw_bw_per_sample_s", "wu_per_iteration_s",
+    "measured_samples_per_gpu", "kind", "bandwith", "nmae", "input_", "", 0, 1, None, True, "source",
+    "links_per_node", "memory_bandwidth_GB_per_s", "loader_samples_per_s", "storage_GB_per_s", "overlap",
+    "data_spatial_allreduce", "bytes_per_sample", "slope", "comment",
+]  # fmt: skip
+LAYER_TYPES = ["conv", "fc", "maxpool", "avgpool", "globalavgpool", "batchnorm", "relu", "dropout", "add",
+               "concat", "flatten", "softmax", "conv3d", "linear"]  # fmt: skip
+
+VALUES = st.one_of(
+    st.sampled_from(EXTREME_NUMBERS),
+    st.sampled_from(ODD_VALUES),
+    st.sampled_from(LAYER_TYPES),
+    st.integers(min_value=-(2**70), max_value=2**70),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.text(max_size=12),
+)
+KEYS = st.one_of(st.sampled_from(KEY_NAMES), st.text(min_size=1, max_size=8))
+
+
+def _paths(node, prefix=()):
+    yield prefix
+    if isinstance(node, dict):
+        for k, v in node.items():
+            yield from _paths(v, (*prefix, k))
+    elif isinstance(node, list):
+        for i, v in enumerate(node):
+            yield from _paths(v, (*prefix, i))
+
+
+def _get(doc, path):
+    for step in path:
+        doc = doc[step]
+    return doc
+
+
+OPS = ("drop", "replace", "replace", "number", "retype", "rename", "add", "duplicate", "shuffle", "swap")
+
+
+@st.composite
+def mutated(draw, base: dict):
+    """``base`` with 1 to 4 random mutations."""
+    doc = copy.deepcopy(base)
+    for _ in range(draw(st.integers(1, 4))):
+        paths = list(_paths(doc))
+        path = draw(st.sampled_from(paths))
+        node = _get(doc, path)
+        parent = _get(doc, path[:-1]) if path else None
+        op = draw(st.sampled_from(OPS))
+        if op == "drop" and path:
+            del parent[path[-1]]
+        elif op in ("replace", "number", "retype") and path:
+            if op == "number":
+                value = draw(st.sampled_from(EXTREME_NUMBERS))
+            elif op == "retype" and isinstance(node, (int, float)) and not isinstance(node, bool):
+                value = draw(st.sampled_from([str(node), [node], {"value": node}, bool(node), None]))
+            else:
+                value = draw(VALUES)
+            parent[path[-1]] = value
+        elif op == "rename" and path and isinstance(parent, dict):
+            new = draw(KEYS)
+            value = parent.pop(path[-1])
+            parent[new] = value
+        elif op == "add" and isinstance(node, dict):
+            node[draw(KEYS)] = draw(VALUES)
+        elif op == "duplicate" and isinstance(node, list) and node:
+            i = draw(st.integers(0, len(node) - 1))
+            node.insert(draw(st.integers(0, len(node))), copy.deepcopy(node[i]))
+        elif op == "duplicate" and isinstance(node, dict) and node:
+            # a copy of one entry under another name (profile layers, operations)
+            k = draw(st.sampled_from(list(node)))
+            node[draw(KEYS)] = copy.deepcopy(node[k])
+        elif op == "shuffle" and isinstance(node, list) and len(node) > 1:
+            node[:] = draw(st.permutations(node))
+        elif op == "swap" and isinstance(node, list) and len(node) > 1:
+            i = draw(st.integers(0, len(node) - 2))
+            node[i], node[i + 1] = node[i + 1], node[i]
+    return doc
+
+
+def _load(path: Path) -> dict:
+    return yaml.safe_load(path.read_text(encoding="utf-8"))
+
+
+def _dump(doc) -> str:
+    return yaml.safe_dump(doc, sort_keys=False, allow_unicode=True, width=1000)
+
+
+TRIPLES = {
+    "cifar": (ROOT / "models/cifar_resnet20.yaml", ROOT / "systems/abci.yaml", ROOT / "profiles/cifar_resnet20_cpu.yaml"),
+    "alexnet": (ROOT / "models/alexnet.yaml", ROOT / "systems/abci.yaml", ROOT / "profiles/alexnet_v100.yaml"),
+}  # fmt: skip
+BASE = {k: tuple(_load(p) for p in v) for k, v in TRIPLES.items()}
+ROLES = ("model", "system", "profile")
+
+
+def _predict(files: list[Path], *extra: str):
+    m, s, p = files
+    return run_cli("predict", "-m", m, "-s", s, "-p", p, "--gpus", "1,4,64", "-f", "json", *extra)
+
+
+@st.composite
+def mutated_triple(draw):
+    which = draw(st.sampled_from(sorted(BASE)))
+    docs = list(BASE[which])
+    # mutate one file, sometimes two or all three
+    roles = draw(st.sets(st.sampled_from(range(3)), min_size=1, max_size=3))
+    for i in roles:
+        docs[i] = draw(mutated(docs[i]))
+    return which, sorted(roles), docs
+
+
+@fuzz_settings(250)
+@given(mutated_triple())
+def test_fuzz_predict_mutated_documents(case):
+    _count("predict_documents")
+    which, roles, docs = case
+    d = _fresh_dir()
+    files = []
+    for role, doc in zip(ROLES, docs):
+        f = d / f"{role}.yaml"
+        try:
+            f.write_text(_dump(doc), encoding="utf-8", errors="surrogatepass")
+        except yaml.YAMLError:  # e.g. a value PyYAML cannot represent: not our input
+            return
+        files.append(f)
+    r = _predict(files)
+    assert_clean(r, (which, roles))
+    if r.code == 0:
+        assert_predict_json(r)
+
+
+# -- raw text edits: YAML syntax, anchors/aliases, tags, odd bytes -----------------------
+
+TEXT_TOKENS = [
+    ":", ": ", "-", "- ", "[", "]", "{", "}", ",", "#", "\n", "  ", "\t", '"', "'", "&a ", "*a", "<<: *a\n",
+    "!!python/object:os.system ", "!!binary ", "!!float ", "!!str ", "? ", "%YAML 1.2\n", "---\n", "...\n", "|\n",
+    ">\n", "\x00", "\ufeff", "\r\n", "é", "1e999", "-.inf", ".nan", "0x1F", "0o17", "1_000", "~", "null", "yes",
+    "no", "on", "2001-12-14", "=", "@", "`", "%", "\\", "\u2028", "a: &a [*a]\n", "b: &b {x: *b}\n",
+]  # fmt: skip
+
+
+@st.composite
+def text_edit(draw, text: str):
+    data = text
+    for _ in range(draw(st.integers(1, 3))):
+        n = len(data)
+        i = draw(st.integers(0, n))
+        kind = draw(st.sampled_from(("insert", "delete", "replace", "cut")))
+        if kind == "insert":
+            data = data[:i] + draw(st.sampled_from(TEXT_TOKENS)) + data[i:]
+        elif kind == "delete":
+            j = min(n, i + draw(st.integers(1, 20)))
+            data = data[:i] + data[j:]
+        elif kind == "replace":
+            j = min(n, i + draw(st.integers(1, 8)))
+            data = data[:i] + draw(st.one_of(st.sampled_from(TEXT_TOKENS), st.text(max_size=6))) + data[j:]
+        else:  # truncate
+            data = data[:i]
+    return data
+
+
+@fuzz_settings(200)
+@given(st.sampled_from(sorted(TRIPLES)), st.sampled_from(range(3)), st.data())
+def test_fuzz_predict_text_edits(which, role, data):
+    _count("predict_text")
+    src = TRIPLES[which]
+    d = _fresh_dir()
+    files = []
+    for i, path in enumerate(src):
+        f = d / f"{ROLES[i]}.yaml"
+        text = path.read_text(encoding="utf-8")
+        if i == role:
+            text = data.draw(text_edit(text))
+        f.write_text(text, encoding="utf-8", errors="surrogatepass")
+        files.append(f)
+    r = _predict(files)
+    assert_clean(r, (which, ROLES[role]))
+    if r.code == 0:
+        assert_predict_json(r)
+
+
+# --------------------------------------------------------------------------------------
+# measured runs for `oracle compare`
+# --------------------------------------------------------------------------------------
+
+RUNS_HEADER = ["model", "system", "profile", "strategy", "gpus", "p1", "p2", "global_batch", "epoch_s",
+               "iteration_s", "compute_s", "comm_s", "segments", "quality"]  # fmt: skip
+RUNS_ROWS = [
+    ["alexnet", "abci", "alexnet_v100", "data", "4", "", "", "2048", "363.12", "", "", "", "", "A"],
+    ["cifar_resnet20", "abci", "cifar_resnet20_cpu", "data+filter", "8", "", "2", "256", "", "0.05", "0.03",
+     "0.01", "", "B"],
+    ["alexnet", "abci", "alexnet_v100", "pipeline", "4", "", "", "256", "", "0.9", "", "", "8", "A"],
+    ["cifar_resnet20", "abci", "cifar_resnet20_cpu", "spatial", "4", "", "", "128", "12", "", "", "0", "", "C"],
+]  # fmt: skip
+CELL_VALUES = st.one_of(
+    st.sampled_from(["", " ", "0", "-1", "nan", "inf", "-inf", "1e308", "1e-320", "9" * 400, "2.5", "abc", "1,5",
+                     '"', "data", "serial", "filter", "channel", "data+spatial", "nosuch", "alexnet", "vgg16",
+                     "abci", "lassen", "resnet50_v100", "models/alexnet.yaml", "/", ".", "..", "\x00", "1e3",
+                     "0x10", "64", "1000000", "4097", "16"]),  # fmt: skip
+    st.text(max_size=8),
+    st.integers(-5, 10**6).map(str),
+    st.floats().map(repr),
+)
+
+
+@st.composite
+def mutated_runs(draw):
+    header = list(RUNS_HEADER)
+    rows = [list(r) for r in draw(st.lists(st.sampled_from(RUNS_ROWS), min_size=1, max_size=4))]
+    for _ in range(draw(st.integers(1, 4))):
+        op = draw(st.sampled_from(("cell", "cell", "cell", "drop_col", "add_col", "rename_col", "short_row",
+                                   "dup_row", "blank_row")))  # fmt: skip
+        if op == "cell":
+            r = draw(st.integers(0, len(rows) - 1))
+            if rows[r]:
+                c = draw(st.integers(0, len(rows[r]) - 1))
+                rows[r][c] = draw(CELL_VALUES)
+        elif op == "drop_col" and header:
+            c = draw(st.integers(0, len(header) - 1))
+            del header[c]
+            for row in rows:
+                if c < len(row):
+                    del row[c]
+        elif op == "add_col":
+            header.append(draw(st.sampled_from(["notes", "epoch_s", "gpus", "", "x"])))
+            for row in rows:
+                row.append(draw(CELL_VALUES))
+        elif op == "rename_col" and header:
+            header[draw(st.integers(0, len(header) - 1))] = draw(st.sampled_from(["gpu", "epochs", "Model", ""]))
+        elif op == "short_row":
+            r = draw(st.integers(0, len(rows) - 1))
+            rows[r] = rows[r][: draw(st.integers(0, len(rows[r])))]
+        elif op == "dup_row":
+            rows.append(list(draw(st.sampled_from(rows))))
+        elif op == "blank_row":
+            rows.insert(draw(st.integers(0, len(rows))), [])
+    buf = io.StringIO()
+    csv.writer(buf, lineterminator="\n").writerows([header, *rows])
+    return buf.getvalue()
+
+
+@fuzz_settings(150)
+@given(mutated_runs(), st.sampled_from(["json", "csv", "table"]))
+def test_fuzz_compare_runs_csv(text, fmt):
+    _count("compare_runs")
+    d = _fresh_dir()
+    f = d / "runs.csv"
+    f.write_text(text, encoding="utf-8", errors="surrogatepass")
+    r = run_cli("compare", f, "-f", fmt, "--width", "200", cwd=ROOT)
+    assert_clean(r, "compare")
+    if r.code == 0 and fmt == "json":
+        doc = json.loads(r.out, parse_constant=_reject_constant)
+        for path, v in _numbers(doc):
+            assert math.isfinite(v), (path, v)
+    if r.code == 0 and fmt == "table":
+        assert "nan" not in r.out.lower().replace("nanos", ""), r.out
+
+
+# --------------------------------------------------------------------------------------
+# benchmark logs for `oracle fit network`
+# --------------------------------------------------------------------------------------
+
+BENCH = sorted((ROOT / "data/nccl-tests/abci-v100").glob("*.txt")) + sorted((ROOT / "data/osu/abci-v100").glob("*.txt"))
+LOG_TOKENS = [
+    "0", "-1", "nan", "inf", "1e308", "1e-320", "N/A", "#", "# nThread 1 nGpus 1\n", "#  Rank  9 Pid 1 on h device 0\n",
+    "# OSU MPI-CUDA Allreduce Latency Test v5.7\n", "# OSU MPI Allgather Latency Test\n", "out-of-place", "in-place",
+    "sum", "float", "\n", "  ", "99999999999999999999999", "4", "8", "\x00", "\ufeff", "é", "1048576",
+]  # fmt: skip
+
+
+@st.composite
+def line_edits(draw, text: str):
+    lines = text.splitlines(keepends=True)
+    for _ in range(draw(st.integers(1, 5))):
+        if not lines:
+            lines = [draw(st.sampled_from(LOG_TOKENS))]
+            continue
+        i = draw(st.integers(0, len(lines) - 1))
+        op = draw(st.sampled_from(("drop", "dup", "token", "token", "swap", "truncate", "field")))
+        if op == "drop":
+            del lines[i]
+        elif op == "dup":
+            lines.insert(i, lines[i])
+        elif op == "token":
+            words = lines[i].split(" ")
+            j = draw(st.integers(0, len(words) - 1))
+            words[j] = draw(st.sampled_from(LOG_TOKENS))
+            lines[i] = " ".join(words)
+        elif op == "field":  # replace one whitespace-separated number by an extreme value
+            words = lines[i].split()
+            if words:
+                j = draw(st.integers(0, len(words) - 1))
+                words[j] = draw(st.sampled_from(["0", "-1", "nan", "inf", "1e308", "1e-320", "0.00", "abc"]))
+                lines[i] = "   ".join(words) + "\n"
+        elif op == "swap" and len(lines) > 1:
+            j = draw(st.integers(0, len(lines) - 1))
+            lines[i], lines[j] = lines[j], lines[i]
+        elif op == "truncate":
+            lines = lines[: i + 1]
+    return "".join(lines)
+
+
+@fuzz_settings(150)
+@given(st.sampled_from(BENCH), st.data(), st.booleans())
+def test_fuzz_fit_network_logs(src, data, with_system):
+    _count("fit_network")
+    text = data.draw(line_edits(src.read_text(encoding="utf-8")))
+    d = _fresh_dir()
+    f = d / src.name  # keep the name: it carries the node count of OSU logs
+    f.write_text(text, encoding="utf-8", errors="surrogatepass")
+    extra = ["--gpus-per-node", "4"]
+    if with_system:
+        extra = ["--system", "abci", "-o", str(d / "out.yaml")]
+    r = run_cli("fit", "network", f, "-f", "json", *extra, cwd=ROOT)
+    assert_clean(r, "fit network")
+    if r.code == 0:
+        doc = json.loads(r.out, parse_constant=_reject_constant)
+        for level in doc["levels"]:
+            for path, v in _numbers(level):
+                assert math.isfinite(v), (path, v)
+        if with_system:  # the written system must load
+            assert run_cli("show", "system", d / "out.yaml", "-f", "json").code == 0
+
+
+@fuzz_settings(100)
+@given(st.binary(max_size=400))
+def test_fuzz_fit_network_random_bytes(data):
+    _count("fit_network_bytes")
+    d = _fresh_dir()
+    f = d / "intra_vnode_4nodes.txt"
+    f.write_bytes(data)
+    r = run_cli("fit", "network", f, "--gpus-per-node", "4")
+    assert_clean(r, "fit network bytes")
+
+
+# --------------------------------------------------------------------------------------
+# training logs for `oracle import`
+# --------------------------------------------------------------------------------------
+
+TRAINING_LOGS = sorted((ROOT / "tests/data/logs").iterdir()) + [ROOT / "data/chainer-logs/vgg16-data-abci/8gpus-32pergpu.json"]
+IMPORT_ARGS = ("-m", "vgg16", "-s", "abci", "-p", "vgg16_v100", "--strategy", "data", "--gpus", "8", "--batch", "256")
+
+
+def _assert_import_csv(r) -> None:
+    rows = list(csv.DictReader(io.StringIO(r.out)))
+    assert len(rows) == 1, r.out
+    row = rows[0]
+    assert row["iteration_s"] or row["epoch_s"], row
+    for key in ("epoch_s", "iteration_s"):
+        if row[key]:
+            v = float(row[key])
+            assert math.isfinite(v) and v > 0, (key, v)
+
+
+@fuzz_settings(150)
+@given(st.sampled_from(TRAINING_LOGS), st.data())
+def test_fuzz_import_mutated_logs(src, data):
+    _count("import_logs")
+    text = src.read_text(encoding="utf-8")
+    edit = data.draw(st.sampled_from(("lines", "text")))
+    text = data.draw(line_edits(text) if edit == "lines" else text_edit(text))
+    d = _fresh_dir()
+    f = d / src.name
+    f.write_text(text, encoding="utf-8", errors="surrogatepass")
+    r = run_cli("import", f, *IMPORT_ARGS)
+    assert_clean(r, "import")
+    if r.code == 0:
+        _assert_import_csv(r)
+
+
+@fuzz_settings(100)
+@given(st.binary(max_size=400))
+def test_fuzz_import_random_bytes(data):
+    _count("import_bytes")
+    d = _fresh_dir()
+    f = d / "run.log"
+    f.write_bytes(data)
+    r = run_cli("import", f, *IMPORT_ARGS)
+    assert_clean(r, "import bytes")
+    if r.code == 0:
+        _assert_import_csv(r)
