@@ -29,22 +29,31 @@ def shipped_names(kind: str) -> list[str]:
     return sorted(p.stem for p in d.iterdir() if p.suffix in (".yaml", ".yml", ".csv", ".json"))
 
 
+def exists(path: Path) -> bool:
+    """Path.exists() that treats impossible names (too long, NUL bytes) as absent."""
+    try:
+        return path.exists()
+    except (OSError, ValueError):
+        return False
+
+
 def resolve(kind: str, name_or_path: str) -> Path:
     """A path for a user-given name: an existing path wins, then a shipped name."""
     text = str(name_or_path)
     p = Path(text)
-    if p.exists():
+    if exists(p):
         return p
     looks_like_path = "/" in text or "\\" in text or p.suffix in (".yaml", ".yml", ".csv", ".json")
     if not looks_like_path:
         d = shipped_dir(kind)
         for suffix in (".yaml", ".yml", ".csv", ".json"):
             cand = d / f"{text}{suffix}"
-            if cand.is_file():
+            if exists(cand) and cand.is_file():
                 return cand
     what = kind.rstrip("s")
     names = shipped_names(kind)
     hint = did_you_mean(text, names) if not looks_like_path else None
     if hint is None and names:
         hint = f"shipped {kind}: " + ", ".join(names)
-    raise OracleError(f"no such file, and no shipped {what} named '{text}'", file=text, hint=hint)
+    shown = text if len(text) <= 200 else text[:197] + "..."
+    raise OracleError(f"no such file, and no shipped {what} named '{shown}'", file=shown, hint=hint)

@@ -225,9 +225,11 @@ def group_strided(count: int, stride: int, gpus_per_node: int) -> Group:
 
 def _tree(p: int, m: np.ndarray, lk: Link, phi: float) -> np.ndarray:
     logp = np.log2(p)
-    bw = m * lk.beta_s_per_byte * phi
-    k = np.maximum(1.0, np.sqrt(logp * bw / (2.0 * lk.alpha_s)))
-    return 2.0 * (logp + k) * (lk.alpha_s + bw / (2.0 * k))
+    with np.errstate(over="ignore", invalid="ignore"):
+        bw = m * lk.beta_s_per_byte * phi
+        k = np.maximum(1.0, np.sqrt(logp * bw / (2.0 * lk.alpha_s)))
+        t = 2.0 * (logp + k) * (lk.alpha_s + bw / (2.0 * k))
+    return np.where(np.isfinite(bw), t, np.inf)  # an overflow stays an overflow, never NaN
 
 
 def allreduce_algorithm(

@@ -19,6 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from oracle.errors import OracleError, did_you_mean
+from oracle.load.fields import MAX_MAGNITUDE, MIN_MAGNITUDE
+from oracle.load.values import MAX_GPUS
 from oracle.load.yamlfile import read_text
 
 REQUIRED = ("model", "system", "profile", "strategy", "gpus", "global_batch")
@@ -135,7 +137,11 @@ def _row(cells: dict[str, str], file: str, line: int, strategies) -> MeasuredRun
         if whole:
             if x != int(x):
                 raise err(col, f"got {v}; expected a whole number")
+            if x > MAX_GPUS:
+                raise err(col, f"got {v}, which is not plausible; expected at most {MAX_GPUS:,}")
             return int(x)
+        if not MIN_MAGNITUDE <= x <= MAX_MAGNITUDE:
+            raise err(col, f"got {v}, which is not plausible; expected {MIN_MAGNITUDE:g} to {MAX_MAGNITUDE:g}")
         return x
 
     strategy = text("strategy").lower()
@@ -179,6 +185,8 @@ def _nonneg(v: str, err) -> float | None:
         raise err("comm_s", f"'{v}' is not a number") from None
     if not math.isfinite(x) or x < 0:
         raise err("comm_s", f"got {v}; expected a number >= 0")
+    if x > MAX_MAGNITUDE:
+        raise err("comm_s", f"got {v}, which is not plausible; expected at most {MAX_MAGNITUDE:g}")
     return x
 
 
@@ -186,10 +194,12 @@ def _resolve(run: MeasuredRun, base: Path) -> MeasuredRun:
     """Relative paths are looked up next to the CSV first."""
     from dataclasses import replace
 
+    from oracle.resources import exists
+
     changes = {}
     for col in ("model", "system", "profile"):
         value = getattr(run, col)
         cand = base / value
-        if not Path(value).is_absolute() and ("/" in value or value.endswith((".yaml", ".yml"))) and cand.exists():
+        if not Path(value).is_absolute() and ("/" in value or value.endswith((".yaml", ".yml"))) and exists(cand):
             changes[col] = str(cand)
     return replace(run, **changes) if changes else run

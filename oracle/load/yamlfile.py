@@ -89,8 +89,12 @@ _Loader.add_constructor("tag:yaml.org,2002:seq", _construct_seq)
 def read_text(path: str | Path, what: str = "file") -> str:
     """Read a UTF-8 text file, turning every OS/encoding problem into an OracleError."""
     p = Path(path)
-    name = str(path)
-    if not p.exists():
+    name = str(path) if len(str(path)) <= 200 else str(path)[:197] + "..."
+    try:
+        present = p.exists()
+    except (OSError, ValueError):  # a name no file system accepts (too long, NUL byte)
+        present = False
+    if not present:
         raise OracleError(f"{what} does not exist", file=name)
     if p.is_dir():
         raise OracleError(f"is a directory; expected a {what}", file=name)

@@ -92,6 +92,17 @@ def make_point(
             0,
             Limit("gpus", f"needs {cfg.gpus} GPUs; {system.name} has {system.total_gpus}"),
         )
+    phases = breakdown.as_dict().values()
+    if any(math.isinf(v) for v in phases) or math.isinf(memory) or (
+        any(math.isnan(v) for v in phases) and not all(math.isnan(v) for v in phases)
+    ):
+        limits.append(
+            Limit(
+                "overflow",
+                "the projection overflows the floating-point range: check the magnitudes"
+                " of the inputs (times, α, β, sizes)",
+            )
+        )
     if not math.isnan(memory) and memory > system.gpu_memory_bytes:
         limits.append(
             Limit(
