@@ -34,6 +34,10 @@ def predict(
     contention: float | None = None,
     samples: int | None = None,
     collective: str | None = None,
+    optimizer: str = "sgd",
+    mixed_precision: bool = False,
+    zero: int = 0,
+    checkpointing: bool = False,
     as_frame: bool = False,
 ) -> Any:
     """Project every strategy at every GPU count and rank them (SPEC §4-5).
@@ -64,6 +68,10 @@ def predict(
         segments=segments,
         samples=samples,
         collective=collective,
+        optimizer=optimizer,
+        mixed_precision=mixed_precision,
+        zero=zero,
+        checkpointing=checkpointing,
     )
     points = sweep(
         m, s, times, counts, strategies, batch=batch, batch_per_gpu=batch_per_gpu, p2=p2, options=options,

@@ -196,6 +196,7 @@ class System:
     implementation: Implementation = field(default_factory=Implementation)
     collective_tables: tuple[CollectiveTable, ...] = ()
     collective_algorithm: str = "ring"  # ring | rhd | tree | hierarchical | leader | auto
+    gpu_workspace_bytes: float = 0.0  # memory the framework takes besides the model (issue 8)
 
     def table(self, op: str, gpus: int, span: int) -> CollectiveTable | None:
         for t in self.collective_tables:

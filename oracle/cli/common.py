@@ -19,6 +19,8 @@ class _PositiveFloat(click.ParamType):
             self.fail(f"{value!r} is not a number", param, ctx)
         if not math.isfinite(v) or v <= 0:
             self.fail(f"{value!r} is not a positive number", param, ctx)
+        if not 1e-6 <= v <= 1e12:  # beyond these the cost model's products overflow
+            self.fail(f"{value!r} is not plausible (expected 1e-06 to 1e+12)", param, ctx)
         return v
 
 
@@ -82,7 +84,8 @@ def describe(m, s, pr, scaling: str, options) -> dict:
 
 
 def project(model, system, profile, gpus=None, strategies="all", batch_per_gpu=None, batch=None, p2=None,
-            segments=None, precision="fp32", gamma=1.0, phi=None, samples=None, collective=None):  # fmt: skip
+            segments=None, precision="fp32", gamma=1.0, phi=None, samples=None, collective=None,
+            optimizer="sgd", mixed_precision=False, zero=0, checkpointing=False):  # fmt: skip
     """Load the inputs and run the sweep, as ``oracle predict`` does (keywords as the
     options of :func:`sweep_options`).
 
@@ -96,11 +99,12 @@ def project(model, system, profile, gpus=None, strategies="all", batch_per_gpu=N
     if batch is not None and batch_per_gpu is not None:
         raise OracleError("give either --batch (strong scaling) or --batch-per-gpu (weak scaling), not both")
     m, s, pr, times = load_inputs(model, system, profile)
-    counts = parse_gpus(gpus) if gpus else default_gpus(s.total_gpus)
+    counts = parse_gpus(gpus) if gpus is not None else default_gpus(s.total_gpus)  # '' is an error
     if batch is None and batch_per_gpu is None:
         batch_per_gpu = float(pr.measured_samples_per_gpu or 32)
     options = Options(precision=precision, memory_reuse=gamma, contention=phi, segments=segments, samples=samples,
-                      collective=collective)
+                      collective=collective, optimizer=optimizer, mixed_precision=mixed_precision, zero=zero,
+                      checkpointing=checkpointing)
     points = sweep(m, s, times, counts, strategies, batch=batch, batch_per_gpu=batch_per_gpu, p2=p2, options=options,
                    profile_kind=pr.kind)
     scaling = f"strong scaling, B = {batch:g}" if batch is not None else f"weak scaling, {batch_per_gpu:g} samples/GPU"
@@ -130,10 +134,18 @@ def sweep_options(f):
                      help="Bytes per item δ: fp32 4, fp16/bf16 2."),
         click.option("--memory-reuse", "gamma", type=click.FloatRange(min=0, max=1, min_open=True), default=1.0,
                      show_default=True, help="Memory reuse factor γ (0 < γ <= 1)."),
-        click.option("--contention", "phi", type=click.FloatRange(min=1), help="Contention factor φ >= 1."),
-        click.option("--samples", type=click.IntRange(min=1), help="Dataset size D (overrides the model's)."),
+        click.option("--contention", "phi", type=click.FloatRange(min=1, max=1000), help="Contention factor φ >= 1."),
+        click.option("--samples", type=click.IntRange(min=1, max=10**15), help="Dataset size D (overrides the model's)."),
         click.option("--collective", type=click.Choice(["ring", "rhd", "tree", "hierarchical", "leader", "auto"]),
                      help="All-reduce algorithm (auto: the cheapest per call). [default: the system's, else ring]"),
+        click.option("--optimizer", type=click.Choice(["sgd", "momentum", "adam"]), default="sgd", show_default=True,
+                     help="Optimizer state in memory: none, 4 or 8 bytes per parameter."),
+        click.option("--mixed-precision", is_flag=True,
+                     help="2-byte activations, weights, gradients and messages, plus fp32 master weights."),
+        click.option("--zero", type=click.IntRange(0, 3), default=0, show_default=True,
+                     help="ZeRO stage: shard optimizer state (1), + gradients (2), + weights (3) across data-parallel GPUs."),
+        click.option("--checkpointing", is_flag=True,
+                     help="Pipeline: activation checkpointing (keep stage inputs, recompute the forward)."),
     ]
     for opt in reversed(opts):
         f = opt(f)

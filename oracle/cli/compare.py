@@ -39,7 +39,7 @@ def _where(values: tuple[str, ...], option: str = "--where") -> dict[str, set[st
 @click.option("--anomaly-threshold", type=click.FloatRange(min=0), default=0.5, show_default=True, help="Flag runs off the projection by more than this share of the measured time.")
 @click.option("--precision", type=click.Choice(["fp32", "fp16", "bf16"]), default="fp32", show_default=True)
 @click.option("--memory-reuse", "gamma", type=click.FloatRange(min=0, max=1, min_open=True), default=1.0, show_default=True)
-@click.option("--contention", "phi", type=click.FloatRange(min=1), help="Contention factor φ (overrides the systems).")
+@click.option("--contention", "phi", type=click.FloatRange(min=1, max=1000), help="Contention factor φ (overrides the systems).")
 @click.option("--format", "-f", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
 @click.option("--width", type=click.IntRange(min=60), help="Table width. [default: terminal]")
 @output_option

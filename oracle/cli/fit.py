@@ -375,6 +375,7 @@ def fit_runs_cmd(runs, system, kind, where, overlay, name, output, width) -> Non
     from oracle.resources import resolve
 
     measured = load_runs(runs, NAMES)
+    extra = _plain_doc(load_yaml(overlay, "YAML overlay file")) if overlay else None  # fail before the work
     filters = _where(where)
     chosen = [r for r in measured if all(r.get(k) in v for k, v in filters.items())]
     if not chosen:
@@ -433,7 +434,7 @@ def fit_runs_cmd(runs, system, kind, where, overlay, name, output, width) -> Non
     )
     if overlay:
         doc["source"] += f"; implementation facts from {overlay}"
-        extra = _plain_doc(load_yaml(overlay, "overlay file"))
+        assert extra is not None
         for key, value in extra.items():
             if isinstance(value, dict) and isinstance(doc.get(key), dict):
                 doc[key] = {**doc[key], **value}

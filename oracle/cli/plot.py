@@ -90,7 +90,7 @@ for _kind, _help in _HELP.items():
 @click.option("--precision", type=click.Choice(["fp32", "fp16", "bf16"]), default="fp32", show_default=True)
 @click.option("--memory-reuse", "gamma", type=click.FloatRange(min=0, max=1, min_open=True), default=1.0,
               show_default=True)
-@click.option("--contention", "phi", type=click.FloatRange(min=1), help="Contention factor φ (overrides the systems).")
+@click.option("--contention", "phi", type=click.FloatRange(min=1, max=1000), help="Contention factor φ (overrides the systems).")
 @output_required
 @dpi_option
 def compare(runs, where, precision, gamma, phi, output, dpi) -> None:

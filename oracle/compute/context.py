@@ -33,10 +33,21 @@ class Options:
     segments: int | None = None  # pipeline S; default min(B, 4p)
     samples: int | None = None  # D override (e.g. ParaDL's rounded 1.28M)
     collective: str | None = None  # all-reduce algorithm override (network.ALGORITHMS)
+    # memory beyond ParaDL (issue 8; defaults reproduce ParaDL's formula)
+    optimizer: str = "sgd"  # sgd | momentum | adam: optimizer state per parameter
+    mixed_precision: bool = False  # 2-byte activations/weights/gradients + fp32 master weights
+    zero: int = 0  # ZeRO stage 0-3 across the data-parallel group
+    checkpointing: bool = False  # pipeline: keep stage inputs only, recompute the forward
+
+    @property
+    def memory_model_extended(self) -> bool:
+        return self.optimizer != "sgd" or self.mixed_precision or self.zero > 0 or self.checkpointing
 
     @property
     def delta(self) -> int:
-        return PRECISION_BYTES[self.precision]
+        """Bytes per activation, gradient and message item: the precision's, or 2 with
+        mixed precision (whose fp32 master weights are counted in memory only)."""
+        return 2 if self.mixed_precision else PRECISION_BYTES[self.precision]
 
 
 @dataclass(frozen=True)

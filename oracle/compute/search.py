@@ -103,6 +103,7 @@ class EliminationStats:
     leaf_eliminations: int = 0
     final_nodes: int = 0
     final_edges: int = 0
+    exact: bool = True  # False: the final graph was too large to enumerate (coordinate descent)
 
 
 def eliminate(
@@ -165,13 +166,13 @@ def eliminate(
             e1, e2 = next(iter(ins[v])), next(iter(outs[v]))
             u, w = ends[e1][0], ends[e2][1]
             # Jia eq. 2: t_x(e', c_u, c_w) = min_cv t_c(v) + t_x(e1, c_u, c_v) + t_x(e2, c_v, c_w)
-            t = (mat[e1] + cost[v][None, :])[:, :, None] + mat[e2][None, :, :]
-            arg = t.argmin(axis=1)
-            m = np.take_along_axis(t, arg[:, None, :], axis=1)[:, 0, :]
+            a = mat[e1] + cost[v][None, :]
+            m = (a[:, :, None] + mat[e2][None, :, :]).min(axis=1)
+            # the argmin is only needed for the final (c_u, c_w): found when undoing
+            records.append(("node", v, u, w, a, mat[e2]))
             drop_edge(e1)
             drop_edge(e2)
             alive.discard(v)
-            records.append(("node", v, u, w, arg))
             stats.node_eliminations += 1
             add_edge(u, w, m)
             stack.extend((u, w))
@@ -218,10 +219,27 @@ def eliminate(
             choice[v] = int(np.argmin(cost[v]))
     stats.final_nodes = len(alive)
     stats.final_edges = len(ends)
-    if connected:
+    if connected and assignments(connected) > enumerate_limit:
+        # not reducible far enough (not series-parallel): coordinate descent over the
+        # remaining layers from their cheapest distributions; not proven optimal
+        stats.exact = False
+        for v in connected:
+            choice[v] = int(np.argmin(cost[v]))
+        for _ in range(100):
+            changed = False
+            for v in connected:
+                t = cost[v].copy()
+                for eid in ins[v]:
+                    t = t + mat[eid][choice[ends[eid][0]], :]
+                for eid in outs[v]:
+                    t = t + mat[eid][:, choice[ends[eid][1]]]
+                best = int(np.argmin(t))
+                if t[best] < t[choice[v]]:
+                    choice[v], changed = best, True
+            if not changed:
+                break
+    elif connected:
         k = len(connected)
-        if assignments(connected) > enumerate_limit:
-            raise GraphTooComplex(k, nd)
         axis = {v: a for a, v in enumerate(connected)}
         dims = tuple(len(cand[v]) for v in connected)
         total = np.zeros(dims)
@@ -242,8 +260,8 @@ def eliminate(
     # undo the eliminations in reverse order (Jia Algorithm 1, lines 15-23)
     for rec in reversed(records):
         if rec[0] == "node":
-            _, v, u, w, arg = rec
-            choice[v] = int(arg[choice[u], choice[w]])
+            _, v, u, w, a, m2 = rec
+            choice[v] = int(np.argmin(a[choice[u]] + m2[:, choice[w]]))
         elif rec[0] == "leaf":
             _, v, u, arg = rec
             choice[v] = int(arg[choice[u]])
@@ -256,12 +274,6 @@ def eliminate(
 
 def _connected(alive: set[int], ins, outs) -> list[int]:
     return [v for v in sorted(alive) if ins[v] or outs[v]]
-
-
-class GraphTooComplex(Exception):
-    def __init__(self, k: int, nd: int) -> None:
-        super().__init__(f"{k} layers remain after node and edge elimination; {nd}^{k} assignments are too many")
-        self.k = k
 
 
 def brute_force(node: np.ndarray, edges: Sequence[tuple[int, int]], mats: np.ndarray) -> tuple[np.ndarray, float]:
@@ -302,6 +314,7 @@ class LayerwiseSearch:
     stats: EliminationStats | None
     seconds: float
     notes: list[str] = field(default_factory=list)
+    given: bool = False  # an evaluated configuration (oracle search --evaluate), not a search
 
 
 def search_layerwise(
@@ -320,14 +333,22 @@ def search_layerwise(
     uses = (costs.grad_class >= 0) & (costs.grad_bytes > 0)
     cls = np.where(uses, costs.grad_class, -1)
     latency = costs.group_latency
-    counter = {"solves": 0, "method": "", "stats": None}
+    counter = {"solves": 0, "method": "", "stats": None, "inexact": False}
 
     def run(allowed: np.ndarray, lam: float) -> tuple[np.ndarray, float]:
         node = np.where(allowed, time_node + lam * costs.mem_bytes, INF)
         choice, value, method, stats = solve(G, costs.edges, node, mats)
+        if stats is not None and not stats.exact:
+            counter["inexact"] = True
         counter["solves"] += 1
         counter["method"], counter["stats"] = method, stats
         return choice, value
+
+    def groups_used(choice: np.ndarray) -> np.ndarray:
+        out = np.zeros(len(latency), dtype=bool)
+        used = cls[np.arange(G), choice]
+        out[used[used >= 0]] = True
+        return out
 
     def true_cost(choice: np.ndarray, lam: float) -> float:
         rows = np.arange(G)
@@ -352,9 +373,17 @@ def search_layerwise(
             lb = float(rowmin.sum())
             return max(L0, lb) + float(latency[included].sum())
 
+        # solved regions: DP(S) used only the groups U ⊆ S, so every S' with
+        # U ⊆ S' ⊆ S has the same optimum (DP is monotone in the allowed set)
+        used0 = groups_used(choice0)
+        covered = [(used0, np.ones(ng, dtype=bool))]
+
+        def is_covered(included: np.ndarray, possible: np.ndarray) -> bool:
+            return any(not (u & ~included).any() and not (possible & ~sup).any() for u, sup in covered)
+
         def visit(depth: int, included: np.ndarray, possible: np.ndarray) -> None:
             nonlocal best, best_choice, proven
-            if bound(included, possible) >= best * (1 - 1e-12):
+            if is_covered(included, possible) or bound(included, possible) >= best * (1 - 1e-12):
                 return
             if depth == ng:
                 if counter["solves"] >= MAX_SOLVES:
@@ -362,6 +391,7 @@ def search_layerwise(
                     return
                 allowed = feasible & ((cls < 0) | included[np.maximum(cls, 0)])
                 choice, _ = run(allowed, lam)
+                covered.append((groups_used(choice), included.copy()))
                 value = true_cost(choice, lam)
                 if value < best:
                     best, best_choice = value, choice
@@ -416,9 +446,14 @@ def search_layerwise(
         proven = False
     if not proven and not constrained:
         notes.append(f"branch and bound stopped after {MAX_SOLVES} graph solves (not proven optimal)")
+    if counter["inexact"]:
+        proven = False
+        notes.append("the layer graph does not reduce to a few layers; the rest was assigned by coordinate"
+                     " descent (not proven optimal)")
     if stuck.any():
         l = int(np.flatnonzero(stuck)[0])
         notes.append(f"layer {ctx.names[l]} has no feasible distribution")
+    choice = tidy(costs, choice)
     assessment = costs.assess(choice)
     return LayerwiseSearch(
         assessment=assessment,
@@ -431,6 +466,36 @@ def search_layerwise(
         seconds=time.perf_counter() - t0,
         notes=notes,
     )
+
+
+def tidy(costs: Costs, choice: np.ndarray) -> np.ndarray:
+    """Relabel layers that their distribution does not split (replicated in a group of
+    p2: a pooling layer under 'spatial 32x2' or 'filter 32x2' is the same thing) with a
+    neighbour's distribution when that costs exactly the same, so that the result reads
+    as a few ranges.  The total is unchanged."""
+    c = np.array(choice, dtype=np.int64)
+    G = len(c)
+
+    def same(l: int, k: int) -> bool:
+        d = c[l]
+        return (
+            k != d
+            and not costs.split[l, d]
+            and not costs.split[l, k]
+            and costs.feasible[l, k]
+            and costs.layout[l, k] == costs.layout[l, d]
+            and costs.grad_class[l, k] == costs.grad_class[l, d]
+            and abs(costs.node_time[l, k] - costs.node_time[l, d]) <= 1e-12 * max(1.0, abs(costs.node_time[l, d]))
+            and costs.mem_bytes[l, k] == costs.mem_bytes[l, d]
+        )
+
+    for l in range(1, G):  # forward: take the previous layer's label
+        if same(l, c[l - 1]):
+            c[l] = c[l - 1]
+    for l in range(G - 2, -1, -1):  # backward: the next layer's
+        if c[l] != c[l + 1] and same(l, c[l + 1]):
+            c[l] = c[l + 1]
+    return c
 
 
 def _least_memory(costs: Costs, feasible: np.ndarray) -> np.ndarray:
@@ -486,6 +551,7 @@ class SearchResult:
     uniform: list[Point]
     layerwise: LayerwiseSearch
     seconds: float
+    optimum: LayerwiseSearch | None = None  # with a given configuration: the search's best
 
     @property
     def best_uniform(self) -> Point | None:
@@ -529,3 +595,26 @@ def search(
     uniform = uniform_points(ctx, p, batch, strategies)
     lw = search_layerwise(ctx, p, batch, kinds)
     return SearchResult(p, float(batch), uniform, lw, time.perf_counter() - t0)
+
+
+def evaluate_given(
+    ctx: Context,
+    p: int,
+    batch: float,
+    assignment: Sequence[Dist],
+    *,
+    kinds: Sequence[str] = KINDS,
+    strategies="all",
+    compare: bool = True,
+) -> SearchResult:
+    """A given per-layer assignment (a layer-wise configuration file), with the best
+    uniform strategies and (``compare``) the search's best assignment beside it."""
+    from oracle.compute.layerwise import _order
+
+    t0 = time.perf_counter()
+    costs = Costs(ctx, p, batch, sorted(set(assignment), key=_order))
+    a = costs.assess(costs.choice_of(assignment))
+    given = LayerwiseSearch(a, costs, "given configuration", 0, False, False, None, 0.0, [], given=True)
+    uniform = uniform_points(ctx, p, batch, strategies)
+    optimum = search_layerwise(ctx, p, batch, kinds) if compare else None
+    return SearchResult(p, float(batch), uniform, given, time.perf_counter() - t0, optimum)

@@ -59,6 +59,14 @@ def check_options(options: Options) -> None:
                 path="--collective",
                 hint=did_you_mean(options.collective, ALGORITHMS) or "one of " + ", ".join(ALGORITHMS),
             )
+    from oracle.compute.strategies.base import OPTIMIZER_BYTES
+
+    if options.optimizer not in OPTIMIZER_BYTES:
+        raise OracleError(
+            f"unknown optimizer '{options.optimizer}'", path="--optimizer", hint="one of " + ", ".join(OPTIMIZER_BYTES)
+        )
+    if options.zero not in (0, 1, 2, 3):
+        raise OracleError(f"got {options.zero}; expected a ZeRO stage 0, 1, 2 or 3", path="--zero")
     g = options.memory_reuse
     if not (isinstance(g, (int, float)) and 0 < g <= 1):
         raise OracleError(f"got {g}; expected 0 < γ <= 1", path="--memory-reuse")

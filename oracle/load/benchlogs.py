@@ -241,13 +241,30 @@ def _number(tok: str, file: str, line: int, what: str) -> float:
 def _size(tok: str, file: str, line: int) -> int:
     if not tok.isdigit():
         raise OracleError(f"cannot read message size '{tok}'; expected a byte count", file=file, line=line)
+    if len(tok) > 16 or int(tok) > 10**15:
+        raise OracleError(
+            f"message size {tok[:20]}{'...' if len(tok) > 20 else ''} bytes is not plausible; expected at most 1e+15",
+            file=file,
+            line=line,
+        )
     return int(tok)
+
+
+# Times a benchmark can report: from a picosecond to about eleven days (in us).  Outside
+# them the fit's weights 1/t^2 overflow.
+_MIN_US, _MAX_US = 1e-6, 1e12
 
 
 def _time_us(tok: str, file: str, line: int, what: str) -> float:
     v = _number(tok, file, line, what)
     if v <= 0:
         raise OracleError(f"{what} is {tok} us; expected a positive time", file=file, line=line)
+    if not _MIN_US <= v <= _MAX_US:
+        raise OracleError(
+            f"{what} is {tok} us, which is not plausible; expected {_MIN_US:g} to {_MAX_US:g} us",
+            file=file,
+            line=line,
+        )
     return v * 1e-6
 
 

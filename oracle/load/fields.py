@@ -38,6 +38,21 @@ class Bad(ValueError):
     """Raised by checkers: the value is not what was expected."""
 
 
+# No quantity in a model, system or profile file is plausibly larger than 10^15 (a
+# dataset of 10^15 samples, a petabyte message) or, unless zero, smaller than 10^-30 in
+# magnitude.  Bounding every number keeps the products the cost model forms finite
+# (1e308 or 1e-320 in an input would otherwise overflow to inf or divide to inf).
+MAX_MAGNITUDE = 1e15
+MIN_MAGNITUDE = 1e-30
+
+
+def _plausible(v: float, shown: Any, expected: str) -> None:
+    if abs(v) > MAX_MAGNITUDE:
+        raise Bad(f"got {shown!r}, which is not plausible; expected {expected} (at most {MAX_MAGNITUDE:g})")
+    if v != 0 and abs(v) < MIN_MAGNITUDE:
+        raise Bad(f"got {shown!r}, which is not plausible; expected {expected} (0 or at least {MIN_MAGNITUDE:g})")
+
+
 Checker = Callable[[Any], Any]
 
 
@@ -91,6 +106,7 @@ def number(
             or (le is not None and not v <= le)
         ):
             raise Bad(f"got {value!r}; expected {expected}")
+        _plausible(v, value, expected)
         return v
 
     return check
@@ -112,10 +128,17 @@ def integer(*, ge: int | None = None, le: int | None = None, what: str = "a whol
             raise Bad(f"got {value!r}; expected {expected}")
         v = int(value)
         if (ge is not None and v < ge) or (le is not None and v > le):
-            raise Bad(f"got {v}; expected {expected}")
+            raise Bad(f"got {_big(v)}; expected {expected}")
+        if abs(v) > MAX_MAGNITUDE:
+            raise Bad(f"got {_big(v)}, which is not plausible; expected {expected} (at most {MAX_MAGNITUDE:g})")
         return v
 
     return check
+
+
+def _big(v: int) -> str:
+    """An integer for a message: huge ones by their number of digits."""
+    return str(v) if abs(v) < 10**30 else f"a {len(str(abs(v)))}-digit number"
 
 
 def string(*, nonempty: bool = True) -> Checker:

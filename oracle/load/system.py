@@ -56,6 +56,7 @@ def parse_system(doc: dict, file: str) -> System:
     memory_GB = gpu.req("memory_GB", number(gt=0, what="GPU memory in GB (10^9 bytes)"))
     peak_TFLOPS = gpu.opt("peak_TFLOPS", number(gt=0))
     mem_bw = gpu.opt("memory_bandwidth_GB_per_s", number(gt=0))
+    workspace_GB = gpu.opt("workspace_GB", number(ge=0, what="GB the framework reserves"), 0.0)
     gpu.done(allowed_extra=("source",))
 
     gpus_per_node = top.req("gpus_per_node", integer(ge=1))
@@ -124,6 +125,7 @@ def parse_system(doc: dict, file: str) -> System:
         implementation=impl,
         collective_tables=tables,
         collective_algorithm=algorithm,
+        gpu_workspace_bytes=workspace_GB * 1e9,
     )
 
 

@@ -17,6 +17,8 @@ def parse_gpus(spec: str | int | list | tuple) -> list[int]:
     elif isinstance(spec, (list, tuple)):
         items = list(spec)
     else:
+        if not str(spec).strip():
+            raise OracleError("is empty; expected GPU counts", path="--gpus", hint="e.g. 4,8,16 or 4-1024")
         items = [part.strip() for part in str(spec).split(",")]
     out: list[int] = []
     for item in items:

@@ -34,14 +34,14 @@ def row_dict(r: CompareRow) -> dict:
         "basis": run.basis,
         "measured_s": run.measured_s,
         "predicted_s": _num(r.predicted_s),
-        "accuracy": r.accuracy,
+        "accuracy": _num(r.accuracy),
         "ratio": _num(r.ratio),
         "predicted_compute_s": _num(r.predicted_compute_s),
         "predicted_comm_s": _num(r.predicted_comm_s),
         "measured_compute_s": run.compute_s,
         "measured_comm_s": run.comm_s,
-        "compute_accuracy": r.compute_accuracy,
-        "comm_accuracy": r.comm_accuracy,
+        "compute_accuracy": _num(r.compute_accuracy),
+        "comm_accuracy": _num(r.comm_accuracy),
         "anomaly": r.anomaly,
         "feasible": pt.feasible,
         "limits": [lim.reason for lim in pt.limits],
@@ -56,23 +56,23 @@ def row_dict(r: CompareRow) -> dict:
 def stats_dict(s: Stats) -> dict:
     return {
         "n": s.n,
-        "mean_accuracy": s.mean_accuracy,
-        "min_accuracy": s.min_accuracy,
-        "mape": s.mape,
-        "bias": s.bias,
+        "mean_accuracy": _num(s.mean_accuracy),
+        "min_accuracy": _num(s.min_accuracy),
+        "mape": _num(s.mape),  # null when a run's projection could not be computed
+        "bias": _num(s.bias),
     }
 
 
 def summary_dict(s: Summary) -> dict:
     return {
         "runs": s.overall.n,
-        "mean_accuracy": s.overall.mean_accuracy,
-        "min_accuracy": s.overall.min_accuracy,
-        "mape": s.overall.mape,
-        "bias": s.overall.bias,
+        "mean_accuracy": _num(s.overall.mean_accuracy),
+        "min_accuracy": _num(s.overall.min_accuracy),
+        "mape": _num(s.overall.mape),
+        "bias": _num(s.overall.bias),
         "by_strategy": {k: stats_dict(v) for k, v in s.by_strategy.items()},
         "by_model": {k: stats_dict(v) for k, v in s.by_model.items()},
-        "ranking_agreement": s.ranking_agreement,
+        "ranking_agreement": _num(s.ranking_agreement),
         "ranking_pairs": s.ranking_pairs,
         "anomalies": s.anomalies,
     }
@@ -98,11 +98,11 @@ def to_csv(rows: Sequence[CompareRow]) -> str:
 
 
 def _pct(v: float | None) -> str:
-    return "–" if v is None else f"{100 * v:.1f}%"
+    return "–" if v is None or not math.isfinite(v) else f"{100 * v:.1f}%"
 
 
 def _signed_pct(v: float) -> str:
-    return f"{100 * v:+.1f}%"
+    return "–" if v is None or not math.isfinite(v) else f"{100 * v:+.1f}%"
 
 
 def _acc_style(a: float | None) -> str | None:

@@ -54,11 +54,14 @@ def point_to_dict(pt: Point) -> dict:
         # extras
         "limit_codes": [lim.code for lim in pt.limits],
         "profile_kind": pt.profile_kind,  # "estimated": a roofline estimate, not measured
-        "details": {k: _plain(v) for k, v in pt.details},
+        "memory_breakdown": {k: _num(v) for k, v in (pt.detail("memory") or {}).items()} or None,
+        "details": {k: _plain(v) for k, v in pt.details if k != "memory"},
     }
 
 
-def _int_if_whole(v: float) -> float | int:
+def _int_if_whole(v: float) -> float | int | None:
+    if isinstance(v, float) and not math.isfinite(v):
+        return None
     return int(v) if isinstance(v, float) and v.is_integer() else v
 
 

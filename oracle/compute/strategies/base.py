@@ -26,6 +26,51 @@ class Config:
     segments: int | None = None  # pipeline S
 
 
+@dataclass(frozen=True)
+class MemoryParts:
+    """What one GPU holds, in elements (ParaDL Table 3 splits into these two terms):
+    ``activations`` = the Σ 2B(|x|+|y|) terms (activations and their gradients),
+    ``weights`` = the parameters held (their gradients count once more), and
+    ``data_group`` = how many GPUs hold the same weights and all-reduce their gradients
+    (what ZeRO shards across)."""
+
+    activations: float
+    weights: float
+    data_group: int = 1
+
+
+OPTIMIZER_BYTES = {"sgd": 0, "momentum": 4, "adam": 8}  # fp32 state per parameter
+
+
+def memory_bytes(ctx: Context, parts: MemoryParts) -> dict[str, float]:
+    """Bytes per GPU by component; their sum is the memory checked against the GPU.
+
+    Default (ParaDL Table 3): γ·δ·(activations + 2·weights).  Beyond ParaDL (issue 8):
+    optimizer state (momentum 4, Adam 8 bytes per parameter, fp32: Kingma & Ba 2015);
+    mixed precision (Micikevicius et al., ICLR 2018): activations, weights and gradients
+    in 2 bytes plus an fp32 master copy of the weights (4 bytes); ZeRO stage 1/2/3
+    (Rajbhandari et al., SC 2020) shards optimizer state (with the master copy) /
+    + gradients / + weights across the data-parallel group; a framework workspace
+    from the system file (``gpu.workspace_GB``)."""
+    o = ctx.options
+    g = ctx.gamma
+    d_act = d_w = ctx.delta  # 2 with mixed precision
+    master = 4 if o.mixed_precision else 0
+    n = max(parts.data_group, 1)
+    zo = n if o.zero >= 1 else 1
+    zg = n if o.zero >= 2 else 1
+    zw = n if o.zero >= 3 else 1
+    w = parts.weights
+    out = {
+        "activations_bytes": g * d_act * parts.activations,
+        "weights_bytes": g * d_w * w / zw,
+        "gradients_bytes": g * d_w * w / zg,
+        "optimizer_bytes": g * (OPTIMIZER_BYTES[o.optimizer] + master) * w / zo,
+        "workspace_bytes": ctx.system.gpu_workspace_bytes,
+    }
+    return out
+
+
 class Strategy:
     """A parallelization strategy: which configurations exist for p GPUs, and the cost
     of one.  Subclasses implement :meth:`evaluate`; hybrids override
@@ -76,14 +121,27 @@ def make_point(
     ctx: Context,
     cfg: Config,
     breakdown: Breakdown,
-    memory_elements: float,
+    memory: MemoryParts | list[MemoryParts] | float,
     limits: list[Limit],
     details: dict | None = None,
 ) -> Point:
-    """Finish a point: memory in bytes (γ·δ·elements, ParaDL Table 3), iterations
-    I = D/B, and the limits every strategy shares (system size, GPU memory)."""
+    """Finish a point: memory in bytes (:func:`memory_bytes`; the largest of several
+    parts, e.g. pipeline stages), iterations I = D/B, ZeRO-3's extra communication, and
+    the limits every strategy shares (system size, GPU memory)."""
     system = ctx.system
-    memory = ctx.gamma * ctx.delta * memory_elements
+    details = dict(details or {})
+    if isinstance(memory, (MemoryParts, list)):
+        options = [memory_bytes(ctx, m) for m in (memory if isinstance(memory, list) else [memory])]
+        parts = max(options, key=lambda d: sum(d.values()))
+        memory = sum(parts.values())
+        if ctx.options.memory_model_extended:
+            details["memory"] = parts
+    if ctx.options.zero >= 3 and breakdown.gradient_exchange_s:
+        # ZeRO-3 all-gathers the weights in forward and backward besides the gradient
+        # reduce-scatter: 1.5x the all-reduce volume (Rajbhandari et al., SC 2020, §7.2)
+        from dataclasses import replace as _replace
+
+        breakdown = _replace(breakdown, gradient_exchange_s=1.5 * breakdown.gradient_exchange_s)
     if system.input is not None and cfg.batch > 0:
         breakdown = _with_input(ctx, cfg, breakdown)
     limits = list(limits)
@@ -123,7 +181,7 @@ def make_point(
         breakdown=breakdown,
         memory_bytes=memory,
         limits=tuple(limits),
-        details=tuple((details or {}).items()),
+        details=tuple(details.items()),
         profile_kind=ctx.profile_kind,
     )
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from oracle.compute.context import Context
 from oracle.compute.cost import Breakdown, Point
 from oracle.compute.network import allreduce_algorithm, group_contiguous, level_for
-from oracle.compute.strategies.base import Config, Strategy, batch_limit, make_point, register
+from oracle.compute.strategies.base import Config, MemoryParts, Strategy, batch_limit, make_point, register
 
 
 @register
@@ -27,7 +27,7 @@ class Data(Strategy):
                                        contention=ctx.options.contention)  # fmt: skip
         ge = I * ar
         # memory / (γδ) = Σ (2B/p)(x+y) + 2w                             ParaDL eq. 7
-        mem = 2 * B / p * ctx.sum_act + 2 * ctx.sum_w
+        mem = MemoryParts(2 * B / p * ctx.sum_act, ctx.sum_w, data_group=p)
         bd = Breakdown(forward_backward_s=bd_fb, weight_update_s=bd_wu, gradient_exchange_s=ge)
         level = level_for(ctx.system, group.span).name
         return make_point(ctx, cfg, bd, mem, batch_limit(B, p), {"allreduce_level": level, "allreduce": algo})

@@ -15,6 +15,7 @@ from oracle.compute.network import (
 )
 from oracle.compute.strategies.base import (
     Config,
+    MemoryParts,
     Strategy,
     batch_limit,
     hybrid_configurations,
@@ -65,7 +66,7 @@ class DataFilter(Strategy):
         # gradient exchange: AR_φ(p1, δ(Σs w/p2 + Σr w))                       SPEC §4
         ar, phi, level = data_group_allreduce(ctx, p1, p2, ctx.delta * (s.w_s / p2 + s.w_r))
         # memory / (γδ) = Σ (2B/p1)(x+y) + Σs 2w/p2 + Σr 2w                     ParaDL eq. 20
-        mem = 2 * B / p1 * ctx.sum_act + 2 * s.w_s / p2 + 2 * s.w_r
+        mem = MemoryParts(2 * B / p1 * ctx.sum_act, s.w_s / p2 + s.w_r, data_group=p1)
         bd = Breakdown(
             forward_backward_s=fb,
             weight_update_s=wu,

@@ -9,6 +9,7 @@ from oracle.compute.cost import Breakdown, Point
 from oracle.compute.network import allreduce_algorithm, contention_factor, group_contiguous, level_for
 from oracle.compute.strategies.base import (
     Config,
+    MemoryParts,
     Strategy,
     batch_limit,
     hybrid_configurations,
@@ -55,7 +56,7 @@ class DataSpatial(Strategy):
         halo, grid = halo_time(ctx, p2, b)
         lc = gather_tail(ctx, p2, b)
         # memory / (γδ) = Σs (2B/p)(x+y) + Σr (2B/p1)(x+y) + Σ 2w                 SPEC §4
-        mem = 2 * B / p * s.act_s + 2 * b * s.act_r + 2 * ctx.sum_w
+        mem = MemoryParts(2 * B / p * s.act_s + 2 * b * s.act_r, ctx.sum_w, data_group=p)
         bd = Breakdown(
             forward_backward_s=fb,
             weight_update_s=wu,

@@ -8,7 +8,7 @@ import numpy as np
 from oracle.compute.context import Context, SplitSums
 from oracle.compute.cost import Breakdown, Limit, Point
 from oracle.compute.network import allgather_algorithm, allreduce_algorithm, group_contiguous
-from oracle.compute.strategies.base import Config, Strategy, make_point, min_layer, register
+from oracle.compute.strategies.base import Config, MemoryParts, Strategy, make_point, min_layer, register
 
 
 def horizontal_collectives(ctx: Context, sums: SplitSums, q: int, b: float) -> float:
@@ -55,6 +55,6 @@ class Filter(Strategy):
         wu = I / p * s.wu_s + I * s.wu_r
         lc = I * horizontal_collectives(ctx, s, p, B)
         # memory / (γδ) = Σ 2B(x+y) + Σs 2w/p + Σr 2w                          SPEC §4
-        mem = 2 * B * ctx.sum_act + 2 * s.w_s / p + 2 * s.w_r
+        mem = MemoryParts(2 * B * ctx.sum_act, s.w_s / p + s.w_r)
         bd = Breakdown(forward_backward_s=fb, weight_update_s=wu, layer_collectives_s=lc)
         return make_point(ctx, cfg, bd, mem, self.width_limit(ctx, s, p, "p"))

@@ -9,7 +9,7 @@ import numpy as np
 from oracle.compute.context import Context
 from oracle.compute.cost import Breakdown, Limit, Point
 from oracle.compute.network import link, span_pair
-from oracle.compute.strategies.base import Config, Strategy, make_point, not_computable, register
+from oracle.compute.strategies.base import Config, MemoryParts, Strategy, make_point, not_computable, register
 
 
 def default_segments(B: float, p: int) -> int:
@@ -46,7 +46,9 @@ class Pipeline(Strategy):
         bw_g = np.array([ctx.bw[a:b].sum() for a, b in groups])
         wu_g = np.array([ctx.wu[a:b].sum() for a, b in groups])
         # compute = D(p+S-1)/S · (max FW_Gi + max BW_Gi) + I max WU_Gi      ParaDL eq. 12
-        fb = D * (p + S - 1) / S * (fw_g.max() + bw_g.max())
+        # (checkpointing recomputes each stage's forward during its backward)
+        back = bw_g + fw_g if ctx.options.checkpointing else bw_g
+        fb = D * (p + S - 1) / S * (fw_g.max() + back.max())
         wu = I * wu_g.max()
         # communication = I · 2(p+S-2) max_{i<p} (α + (B/S)·δ·y_Gi·β)          ParaDL eq. 13
         # (y_Gi: every tensor crossing the cut, = the last layer's output on chains)
@@ -60,8 +62,14 @@ class Pipeline(Strategy):
                 worst = max(worst, t)
             comm = I * 2 * (p + S - 2) * worst
         # memory / (γδ) = max_i Σ_{l∈Gi} (2B(x+y) + 2w)                      ParaDL eq. 14
-        per_layer = 2 * B * (ctx.x + ctx.y) + 2 * ctx.w
-        mem = max(float(per_layer[a:b].sum()) for a, b in groups)
+        # with activation checkpointing (GPipe, Huang et al. 2019 §2.3): a stage keeps
+        # its input for all B samples and one micro-batch's activations while it
+        # recomputes them: B·|x_first| + (B/S)·Σ 2(x+y)
+        act = 2 * (ctx.x + ctx.y)
+        if ctx.options.checkpointing:
+            mem = [MemoryParts(B * ctx.x[a] + B / S * float(act[a:b].sum()), float(ctx.w[a:b].sum())) for a, b in groups]
+        else:
+            mem = [MemoryParts(B * float(act[a:b].sum()), float(ctx.w[a:b].sum())) for a, b in groups]
         bd = Breakdown(forward_backward_s=fb, weight_update_s=wu, pipeline_p2p_s=comm)
         stages = tuple((ctx.names[a], ctx.names[b - 1]) for a, b in groups)
         return make_point(ctx, cfg, bd, mem, limits, {"stages": stages})

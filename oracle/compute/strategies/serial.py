@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from oracle.compute.context import Context
 from oracle.compute.cost import Breakdown, Limit, Point
-from oracle.compute.strategies.base import Config, Strategy, make_point, register
+from oracle.compute.strategies.base import Config, MemoryParts, Strategy, make_point, register
 
 
 @register
@@ -21,6 +21,6 @@ class Serial(Strategy):
         # compute = D Σ(FW+BW) + I ΣWU                                  ParaDL eq. 3
         bd = Breakdown(forward_backward_s=D * ctx.sum_fb, weight_update_s=I * ctx.sum_wu)
         # memory / (γδ) = Σ 2B(x+y) + 2w                                ParaDL eq. 4
-        mem = 2 * B * ctx.sum_act + 2 * ctx.sum_w
+        mem = MemoryParts(2 * B * ctx.sum_act, ctx.sum_w)
         limits = [] if cfg.gpus == 1 else [Limit("serial", f"serial runs on one GPU, not {cfg.gpus}")]
         return make_point(ctx, cfg, bd, mem, limits)

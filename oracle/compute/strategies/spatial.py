@@ -15,7 +15,7 @@ from oracle.compute.network import (
     link,
     span_neighbours,
 )
-from oracle.compute.strategies.base import Config, Strategy, make_point, register
+from oracle.compute.strategies.base import Config, MemoryParts, Strategy, make_point, register
 
 
 def halo_time(ctx: Context, q: int, b: float) -> tuple[float, tuple[int, ...]]:
@@ -75,7 +75,7 @@ class Spatial(Strategy):
         halo, grid = halo_time(ctx, p, B)
         lc = I * gather_tail(ctx, p, B)
         # memory / (γδ) = Σs (2B/p)(x+y) + Σr 2B(x+y) + Σ 2w                 SPEC §4
-        mem = 2 * B / p * s.act_s + 2 * B * s.act_r + 2 * ctx.sum_w
+        mem = MemoryParts(2 * B / p * s.act_s + 2 * B * s.act_r, ctx.sum_w, data_group=p)
         bd = Breakdown(
             forward_backward_s=fb,
             weight_update_s=wu,

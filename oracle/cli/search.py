@@ -1,0 +1,186 @@
+"""``oracle search``: the fastest configuration for a model, a system and a GPU budget
+(issue 8): uniform strategies at every factorization and pipeline segment count, and
+per-layer assignments found by shortest paths / node and edge elimination."""
+
+from __future__ import annotations
+
+import click
+
+from oracle.cli.common import model_system_profile_options, positive_float
+
+
+@click.command(context_settings={"max_content_width": 100})
+@model_system_profile_options
+@click.option("--gpus", "-g", type=click.IntRange(min=1), help="GPUs to use (p). [default: 1 with --max-gpus]")
+@click.option(
+    "--max-gpus", type=click.IntRange(min=1),
+    help="Also try every power of two from --gpus up to N (and N); report the fastest.",
+)  # fmt: skip
+@click.option("--batch-per-gpu", "-b", type=positive_float, help="Weak scaling: B = b·p samples per iteration.")
+@click.option("--batch", "-B", type=positive_float, help="Strong scaling: global mini-batch B, fixed.")
+@click.option(
+    "--distributions", "kinds", default="data,spatial,filter,channel", show_default=True, metavar="KINDS",
+    help="Per-layer distributions to consider (data, spatial, filter, channel), each at every p1 x p2 grid.",
+)  # fmt: skip
+@click.option(
+    "--strategy", "strategies", default="all", show_default=True, metavar="NAMES",
+    help="Uniform strategies to compare with (as oracle predict --strategy).",
+)  # fmt: skip
+@click.option(
+    "--precision", type=click.Choice(["fp32", "fp16", "bf16"]), default="fp32", show_default=True,
+    help="Bytes per item δ: fp32 4, fp16/bf16 2.",
+)  # fmt: skip
+@click.option(
+    "--memory-reuse", "gamma", type=click.FloatRange(min=0, max=1, min_open=True), default=1.0,
+    show_default=True, help="Memory reuse factor γ (0 < γ <= 1).",
+)  # fmt: skip
+@click.option("--contention", "phi", type=click.FloatRange(min=1), help="Contention factor φ >= 1 (overrides the system).")
+@click.option("--samples", type=click.IntRange(min=1), help="Dataset size D (overrides the model's).")
+@click.option(
+    "--evaluate", "evaluate_file", metavar="FILE",
+    help="Evaluate this layer-wise configuration file instead of searching (and compare it with the search's best).",
+)  # fmt: skip
+@click.option("--format", "-f", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+@click.option("--top", type=click.IntRange(min=1), default=5, show_default=True, help="Uniform strategies shown.")
+@click.option("--width", type=click.IntRange(min=60), help="Table width in characters. [default: terminal, 140 in pipes]")
+@click.option(
+    "--output", "-o", metavar="FILE",
+    help="Write the winning per-layer configuration (YAML, loadable with --evaluate) to FILE.",
+)  # fmt: skip
+def search(
+    model, system, profile, gpus, max_gpus, batch_per_gpu, batch, kinds, strategies, precision, gamma, phi, samples,
+    evaluate_file, fmt, top, width, output,
+):  # fmt: skip
+    """Find the fastest configuration for a GPU budget, per layer if that pays.
+
+    Compares every uniform strategy (each hybrid factorization p1 x p2, pipeline at
+    several segment counts) with the fastest per-layer assignment of distributions
+    (data, spatial, filter, channel on every p1 x p2 grid), found by Dryden et al.'s
+    shortest path on line graphs and Jia et al.'s node/edge elimination on DAGs, and
+    explains the winner: per-layer table, time saved, memory headroom.
+
+    \b
+    Examples:
+      oracle search -m resnet50 -s abci -p resnet50_v100 --gpus 64 -b 16
+      oracle search -m vgg16 -s abci -p vgg16_v100 --gpus 64 -b 16 -o vgg16-64.yaml
+      oracle search -m vgg16 -s abci -p vgg16_v100 --evaluate vgg16-64.yaml
+    """
+    from oracle.cli.common import describe, load_inputs
+    from oracle.compute.context import Context, Options
+    from oracle.compute.layerwise import KINDS
+    from oracle.compute.search import evaluate_given
+    from oracle.compute.search import search as run_search
+    from oracle.compute.sweep import check_options, parse_strategies
+    from oracle.errors import OracleError, did_you_mean
+    from oracle.render.output import emit
+
+    if batch is not None and batch_per_gpu is not None:
+        raise OracleError("give either --batch (strong scaling) or --batch-per-gpu (weak scaling), not both")
+    kind_list = []
+    for raw in str(kinds).split(","):
+        k = raw.strip().lower()
+        if not k:
+            continue
+        if k not in KINDS:
+            raise OracleError(
+                f"unknown distribution '{raw.strip()}'", path="--distributions",
+                hint=did_you_mean(k, KINDS) or "one or more of " + ", ".join(KINDS),
+            )  # fmt: skip
+        if k not in kind_list:
+            kind_list.append(k)
+    if not kind_list:
+        raise OracleError("no distribution given", path="--distributions", hint="e.g. data,spatial")
+    parse_strategies(strategies)  # validate early
+    m, s, pr, times = load_inputs(model, system, profile)
+    options = Options(precision=precision, memory_reuse=gamma, contention=phi, samples=samples)
+    check_options(options)
+    ctx = Context(m, s, times, options, pr.kind)
+
+    config = None
+    if evaluate_file:
+        from oracle.load.layerwise import bind_layerwise, load_layerwise
+
+        config = load_layerwise(evaluate_file)
+        assignment = bind_layerwise(config, m)
+        if gpus is not None and gpus != config.gpus:
+            raise OracleError(
+                f"--gpus {gpus} differs from the file's gpus: {config.gpus}", file=config.file, path="gpus",
+                hint="leave out --gpus with --evaluate",
+            )  # fmt: skip
+        if max_gpus is not None:
+            raise OracleError("--max-gpus does not apply to --evaluate (the file fixes the GPU count)")
+        counts = [config.gpus]
+        if batch is None and batch_per_gpu is None:
+            batch = config.global_batch()
+    else:
+        if gpus is None and max_gpus is None:
+            raise OracleError("give --gpus N (the GPUs to use) or --max-gpus N (a budget to search up to)")
+        lo = gpus or 1
+        if max_gpus is not None and max_gpus < lo:
+            raise OracleError(f"--max-gpus {max_gpus} is below --gpus {lo}", path="--max-gpus")
+        counts = [lo] if max_gpus is None else sorted({lo, max_gpus} | {1 << k for k in range(40) if lo <= (1 << k) <= max_gpus})
+    if batch is None and batch_per_gpu is None:
+        batch_per_gpu = float(pr.measured_samples_per_gpu or 32)
+    scaling = f"strong scaling, B = {batch:g}" if batch is not None else f"weak scaling, {batch_per_gpu:g} samples/GPU"
+    meta = describe(m, s, pr, scaling, options)
+
+    results = []
+    for p in counts:
+        B = float(batch) if batch is not None else float(batch_per_gpu) * p
+        if config is not None:
+            results.append(evaluate_given(ctx, p, B, assignment, kinds=kind_list, strategies=strategies))
+        else:
+            results.append(run_search(ctx, p, B, kinds=kind_list, strategies=strategies))
+
+    from oracle.render import search as rs
+
+    if fmt == "json":
+        text = rs.to_json(results, meta, top)
+    else:
+        text = rs.render_text(results, meta, top, width=_width(width))
+    if output:
+        emit(_config_text(results, m, meta, config), output)
+    emit(text, None)
+
+
+def _width(width: int | None) -> int:
+    import os
+    import shutil
+    import sys
+
+    if width:
+        return width
+    if sys.stdout.isatty() or "COLUMNS" in os.environ:
+        return shutil.get_terminal_size((140, 24)).columns
+    return 140
+
+
+def _config_text(results, model, meta: dict, config) -> str:
+    """The per-layer configuration to write with -o: the fastest per-layer assignment
+    (of the GPU count with the fastest winner)."""
+    from oracle.load.layerwise import dump_layerwise
+    from oracle.render.search import overall_winner
+    from oracle.units import fmt_seconds
+
+    best = overall_winner(results) or results[0]
+    lw = best.layerwise if config is None else best.layerwise
+    a = lw.assessment
+    pt = a.point
+    comments = [
+        "Layer-wise configuration written by `oracle search` (evaluate it with"
+        " `oracle search ... --evaluate FILE`).",
+        f"{meta['model']} on {meta['system']}, profile {meta['profile']}, {best.gpus} GPUs,"
+        f" B = {best.batch:g}: {fmt_seconds(pt.total_s)} per epoch, {pt.memory_bytes / 1e9:.2f} GB per GPU.",
+    ]
+    bu = best.best_uniform
+    if bu is not None:
+        saved = bu.total_s - pt.total_s
+        comments.append(
+            f"Best uniform strategy: {bu.strategy} {bu.p1}x{bu.p2}"
+            + (f" (S={bu.segments})" if bu.segments else "")
+            + f", {fmt_seconds(bu.total_s)} per epoch ({'saves' if saved >= 0 else 'loses'} {fmt_seconds(abs(saved))})."
+        )
+    if best.winner is not None and best.winner is not pt:
+        comments.append("The uniform strategy is faster; this is the fastest per-layer assignment.")
+    comments.append("Distributions: data | spatial/filter/channel with p1 sample groups x p2 model parts (p1·p2 = gpus).")
+    return dump_layerwise(model, best.gpus, list(a.assignment), batch=best.batch, comments=comments)

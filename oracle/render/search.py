@@ -1,0 +1,316 @@
+"""Rendering ``oracle search``: the winner explained (per-layer table, time saved
+against the best uniform strategy, memory headroom), as text tables or JSON."""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+from collections.abc import Sequence
+
+from oracle.compute.cost import Point
+from oracle.compute.search import SearchResult
+from oracle.load.layerwise import ranges_of
+from oracle.units import fmt_bytes, fmt_seconds
+
+
+# -- records -------------------------------------------------------------------------------
+
+
+def _num(v) -> float | None:
+    if v is None:
+        return None
+    v = float(v)
+    return None if math.isnan(v) or math.isinf(v) else v
+
+
+def _point(pt: Point | None) -> dict | None:
+    if pt is None:
+        return None
+    from oracle.render.records import point_to_dict
+
+    return point_to_dict(pt)
+
+
+def layer_ranges(result: SearchResult) -> list[dict]:
+    """Runs of consecutive layers with the same distribution, with their costs."""
+    a = result.layerwise.assessment
+    ctx = result.layerwise.costs.ctx
+    out = []
+    for first, last, d in ranges_of(ctx.model, list(a.assignment)):
+        sl = slice(first, last + 1)
+        limits = [why for l, why in a.layer_limits if first <= l <= last]
+        out.append(
+            {
+                "from": ctx.names[first],
+                "to": ctx.names[last],
+                "layers": last - first + 1,
+                "distribution": d.label,
+                "kind": d.kind,
+                "p1": d.p1,
+                "p2": d.p2,
+                "compute_s": _num(a.compute_s[sl].sum()),
+                "communication_s": _num(a.comm_s[sl].sum()),
+                "redistribution_s": _num(a.redistribution_s[sl].sum()),
+                "gradient_bytes_per_iteration": _num(a.gradient_bytes[sl].sum()),
+                "memory_bytes": _num(a.memory_bytes[sl].sum()),
+                "limits": limits[:3],
+            }
+        )
+    return out
+
+
+def result_dict(result: SearchResult, top: int = 5) -> dict:
+    lw = result.layerwise
+    a = lw.assessment
+    pt = a.point
+    ctx = lw.costs.ctx
+    bu = result.best_uniform
+    saved = result.saved_s
+    limit = ctx.system.gpu_memory_bytes
+    winner = result.winner
+    stats = lw.stats
+    return {
+        "gpus": result.gpus,
+        "global_batch": int(result.batch) if float(result.batch).is_integer() else result.batch,
+        "winner": None if winner is None else ("layer-wise" if winner is pt else "uniform"),
+        "winner_point": _point(winner),
+        "layerwise": {
+            "point": _point(pt),
+            "saved_s": _num(saved),
+            "saved_fraction": _num(saved / bu.total_s) if saved is not None and bu and bu.total_s > 0 else None,
+            "memory_bytes": _num(pt.memory_bytes),
+            "memory_limit_bytes": _num(limit),
+            "memory_headroom_bytes": _num(limit - pt.memory_bytes),
+            "ranges": layer_ranges(result),
+            "gradient_groups": [{"group": k, "time_s": _num(v)} for k, v in sorted(a.gradient_s.items())],
+            "redistribution_s": _num(a.redistribution_s.sum()),
+            "search": {
+                "method": lw.method,
+                "layers": lw.costs.G,
+                "edges": len(lw.costs.edges),
+                "distributions": [d.label for d in lw.costs.dists],
+                "gradient_groups": len(lw.costs.groups),
+                "graph_solves": lw.solves,
+                "proven_optimal": lw.proven,
+                "memory_constrained": lw.memory_constrained,
+                "node_eliminations": stats.node_eliminations if stats else None,
+                "edge_eliminations": stats.edge_eliminations if stats else None,
+                "leaf_eliminations": stats.leaf_eliminations if stats else None,
+                "final_graph_layers": stats.final_nodes if stats else None,
+                "seconds": lw.seconds,
+                "notes": list(lw.notes),
+            },
+        },
+        "given": lw.given,
+        "search_best": None
+        if result.optimum is None
+        else {
+            "point": _point(result.optimum.assessment.point),
+            "ranges": layer_ranges(SearchResult(result.gpus, result.batch, [], result.optimum, 0.0)),
+        },
+        "best_uniform": _point(bu),
+        "uniform": [_point(p) for p in result.uniform[:top]],
+        "search_seconds": result.seconds,
+    }
+
+
+def to_json(results: Sequence[SearchResult], meta: dict, top: int = 5) -> str:
+    best = overall_winner(results)
+    doc = {
+        "model": meta["model"],
+        "system": meta["system"],
+        "profile": meta["profile"],
+        "profile_note": meta.get("profile_note", ""),
+        "scaling": meta["scaling"],
+        "samples": meta["samples"],
+        "winner": None if best is None else {"gpus": best.gpus, "strategy": _winner_name(best)},
+        "searches": [result_dict(r, top) for r in results],
+    }
+    return json.dumps(doc, indent=2, allow_nan=False) + "\n"
+
+
+def overall_winner(results: Sequence[SearchResult]) -> SearchResult | None:
+    cands = [r for r in results if r.winner is not None]
+    if not cands:
+        return None
+    return min(cands, key=lambda r: (r.winner.total_s, r.gpus))  # type: ignore[union-attr]
+
+
+def _winner_name(r: SearchResult) -> str:
+    w = r.winner
+    if w is None:
+        return "none"
+    return w.strategy if w.strategy == "layer-wise" else _strategy(w)
+
+
+# -- text ----------------------------------------------------------------------------------
+
+
+def _strategy(pt: Point) -> str:
+    s = pt.strategy
+    if pt.strategy in ("data+filter", "data+spatial") or (pt.p2 > 1 and pt.p1 > 1):
+        s += f" {pt.p1}×{pt.p2}"
+    if pt.segments:
+        s += f" (S={pt.segments})"
+    return s
+
+
+def _pct(part: float, whole: float) -> str:
+    return f"{100 * part / whole:.1f}%" if whole else "n/a"
+
+
+def render_text(results: Sequence[SearchResult], meta: dict, top: int = 5, width: int = 140) -> str:
+    from rich.console import Console
+
+    buf = io.StringIO()
+    console = Console(file=buf, width=width, color_system=None, force_terminal=False, soft_wrap=False,
+                      emoji=False, highlight=False, legacy_windows=False)  # fmt: skip
+    for k, r in enumerate(results):
+        if k:
+            console.print()
+        _print_one(console, r, meta, top)
+    if len(results) > 1:
+        best = overall_winner(results)
+        console.print()
+        if best is None:
+            console.print("No feasible configuration at any GPU count.")
+        else:
+            w = best.winner
+            assert w is not None
+            console.print(
+                f"Fastest over {', '.join(str(r.gpus) for r in results)} GPUs: {best.gpus} GPUs,"
+                f" {_winner_name(best)}, {fmt_seconds(w.total_s)} per epoch"
+            )
+    return buf.getvalue()
+
+
+def _print_one(console, r: SearchResult, meta: dict, top: int) -> None:
+    from rich import box
+    from rich.markup import escape
+    from rich.table import Table
+
+    lw = r.layerwise
+    a = lw.assessment
+    pt = a.point
+    bu = r.best_uniform
+    ctx = lw.costs.ctx
+    B = r.batch
+    console.print(
+        escape(f"{meta['model']} on {meta['system']}") + f" · {r.gpus} GPUs · B = {B:,.0f} ({B / r.gpus:g} per GPU)"
+        + escape(f" · profile {meta['profile']} · D = {meta['samples']:,} · times per epoch")
+    )
+    if meta.get("profile_note"):
+        console.print(escape(meta["profile_note"]))
+    w = r.winner
+    if lw.given:
+        console.print(
+            f"[bold]Given per-layer configuration[/bold]: {fmt_seconds(pt.total_s)} per epoch"
+            f" ({fmt_seconds(pt.iteration_s)} per iteration)" + ("" if pt.feasible else ", [bold]infeasible[/bold]")
+        )
+        if r.optimum is not None:
+            o = r.optimum.assessment.point
+            gain = pt.total_s - o.total_s
+            console.print(
+                f"The search's best per-layer assignment: {fmt_seconds(o.total_s)} per epoch"
+                + (f" ({fmt_seconds(gain)} faster than the given one)" if gain > 0 else " (the given one is as fast)")
+            )
+    elif w is None:
+        console.print("[bold]No feasible configuration[/bold]: every uniform strategy and the best per-layer"
+                      " assignment hit a limit (see below).")  # fmt: skip
+    elif w is pt:
+        line = f"[bold]Winner: per-layer configuration[/bold], {fmt_seconds(pt.total_s)} per epoch ({fmt_seconds(pt.iteration_s)} per iteration)"
+        console.print(line)
+    else:
+        console.print(
+            f"[bold]Winner: uniform {_strategy(w)}[/bold], {fmt_seconds(w.total_s)} per epoch"
+            f" ({fmt_seconds(w.iteration_s)} per iteration)"
+        )
+    # time saved and why
+    if bu is not None:
+        saved = bu.total_s - pt.total_s
+        verb = "saves" if saved > 0 else "loses"
+        console.print(
+            f"Per-layer {fmt_seconds(pt.total_s)} vs best uniform {_strategy(bu)} {fmt_seconds(bu.total_s)}:"
+            f" {verb} {fmt_seconds(abs(saved))} per epoch ({_pct(abs(saved), bu.total_s)})"
+        )
+        redis = float(a.redistribution_s.sum())
+        rows = [
+            ("compute (FW+BW, WU)", pt.compute_s, bu.compute_s),
+            ("gradient all-reduce", pt.breakdown.gradient_exchange_s, bu.breakdown.gradient_exchange_s),
+            ("layer collectives + halo", pt.breakdown.layer_collectives_s - redis + pt.breakdown.halo_s,
+             bu.breakdown.layer_collectives_s + bu.breakdown.halo_s),
+            ("redistribution (shuffles)", redis, 0.0),
+            ("pipeline p2p", 0.0, bu.breakdown.pipeline_p2p_s),
+            ("input stall", pt.breakdown.input_s, bu.breakdown.input_s),
+            ("total", pt.total_s, bu.total_s),
+        ]  # fmt: skip
+        c = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
+        c.add_column("per epoch", no_wrap=True)
+        c.add_column("per-layer" if not lw.given else "given", justify="right", no_wrap=True)
+        c.add_column(escape(_strategy(bu)), justify="right", no_wrap=True)
+        c.add_column("difference", justify="right", no_wrap=True)
+        for name, x, y in rows:
+            if x or y or name == "total":
+                c.add_row(name, fmt_seconds(x), fmt_seconds(y), ("+" if x > y else "") + fmt_seconds(x - y))
+        console.print(c)
+    else:
+        console.print("No uniform strategy is feasible at this GPU count.")
+    limit = ctx.system.gpu_memory_bytes
+    head = limit - pt.memory_bytes
+    console.print(
+        f"Memory per GPU: {fmt_bytes(pt.memory_bytes)} of {fmt_bytes(limit)}"
+        + (f" (headroom {fmt_bytes(head)}, {_pct(head, limit)})" if head >= 0 else f" (over by {fmt_bytes(-head)})")
+    )
+    for lim in pt.limits:
+        console.print(escape(f"  limit: {lim.reason}"))
+
+    t = Table(title="Per-layer configuration (runs of consecutive layers)", title_justify="left",
+              box=box.SIMPLE_HEAD, pad_edge=False)  # fmt: skip
+    for col, just in (("#", "right"), ("layers", "right"), ("from", "left"), ("to", "left"),
+                      ("distribution", "left"), ("compute", "right"), ("comm", "right"),
+                      ("redistribution", "right"), ("memory", "right")):  # fmt: skip
+        t.add_column(col, justify=just, no_wrap=True)
+    t.add_column("notes", overflow="fold", ratio=1, min_width=10)
+    for i, row in enumerate(layer_ranges(r), 1):
+        t.add_row(
+            str(i), str(row["layers"]), escape(row["from"]), escape(row["to"]), row["distribution"],
+            fmt_seconds(row["compute_s"]), fmt_seconds(row["communication_s"]),
+            fmt_seconds(row["redistribution_s"]), fmt_bytes(row["memory_bytes"]), escape("; ".join(row["limits"])),
+        )  # fmt: skip
+    console.print(t)
+    if a.gradient_s:
+        gt = "; ".join(f"{k}: {fmt_seconds(v)}" for k, v in sorted(a.gradient_s.items()))
+        console.print(f"Gradient all-reduces (one fused call per group and iteration): {gt}")
+
+    u = Table(title=f"Best uniform strategies (top {top})", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
+    for col in ("#", "strategy", "compute", "comm", "epoch", "mem/GPU"):
+        u.add_column(col, justify="left" if col == "strategy" else "right", no_wrap=True)
+    u.add_column("limits", overflow="fold", ratio=1, min_width=10)
+    for pu in r.uniform[:top]:
+        u.add_row(
+            str(pu.rank) if pu.rank else "–", _strategy(pu), fmt_seconds(pu.compute_s), fmt_seconds(pu.communication_s),
+            fmt_seconds(pu.total_s), fmt_bytes(pu.memory_bytes), escape("; ".join(lim.reason for lim in pu.limits)),
+        )  # fmt: skip
+    console.print(u)
+    if lw.given:
+        if r.optimum is None:
+            return
+        lw = r.optimum
+    st = lw.stats
+    how = lw.method
+    if st is not None:
+        how += (
+            f" (Jia et al.): {st.node_eliminations} node and {st.edge_eliminations} edge eliminations"
+            + (f", {st.leaf_eliminations} leaf eliminations" if st.leaf_eliminations else "")
+            + f", final graph of {st.final_nodes} layers enumerated"
+        )
+    else:
+        how += " (Dryden et al.)"
+    console.print(
+        f"Search: {lw.costs.G} layers × {lw.costs.nd} distributions, {how}; {lw.solves} graph solve(s) over"
+        f" {len(lw.costs.groups)} gradient groups; {'optimal under the model' if lw.proven else 'not proven optimal'};"
+        f" {r.seconds:.3f} s"
+    )
+    for note in lw.notes:
+        console.print(escape(f"  note: {note}"))
