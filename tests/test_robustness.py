@@ -628,13 +628,6 @@ def test_overflowing_inputs_never_give_a_feasible_infinite_point():
             assert math.isfinite(p.total_s) and math.isfinite(p.communication_s), (p.strategy, p.gpus)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="oracle/compute/compare.py: a run whose projection cannot be computed (e.g. pipeline with p > layers,"
-    " total_s NaN) gets accuracy 0 but relative_error NaN, so MAPE and bias become NaN, and _with_anomaly says"
-    " 'measured infx the projection' (ratio = measured/NaN -> inf); such a run should be reported as not"
-    " projectable (or left out of MAPE/bias), not as an anomaly with an infinite ratio",
-)
 def test_compare_run_without_a_computable_projection(tmp_path):
     import math
 
@@ -649,6 +642,7 @@ def test_compare_run_without_a_computable_projection(tmp_path):
     )
     rows, summary = api.compare(str(runs))
     assert all("inf" not in (r.anomaly or "") for r in rows), [r.anomaly for r in rows]
+    assert rows[0].anomaly.startswith("no projection for this configuration: p=22 exceeds")
     assert math.isfinite(summary.overall.mape) and math.isfinite(summary.overall.bias)
 
 

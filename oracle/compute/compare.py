@@ -124,6 +124,9 @@ def compare_run(run: MeasuredRun, ctx: Context, threshold: float = DEFAULT_ANOMA
 def _with_anomaly(row: CompareRow, threshold: float) -> CompareRow:
     from dataclasses import replace
 
+    if not math.isfinite(row.predicted_s):
+        reasons = "; ".join(lim.reason for lim in row.point.limits) or "the projection is not computable"
+        return replace(row, anomaly=f"no projection for this configuration: {reasons}")
     err = abs(row.relative_error)
     if err <= threshold:
         return row
@@ -150,15 +153,17 @@ def compare(
 
 
 def stats(rows: Sequence[CompareRow]) -> Stats:
+    """Accuracy over every run (a run without a projection counts as 0, ParaDL's floor);
+    MAPE and bias over the runs that have a projection (NaN when none has)."""
     accs = [r.accuracy for r in rows]
-    errs = [r.relative_error for r in rows]
+    errs = [r.relative_error for r in rows if math.isfinite(r.predicted_s)]
     n = len(rows)
     return Stats(
         n=n,
         mean_accuracy=sum(accs) / n,
         min_accuracy=min(accs),
-        mape=sum(abs(e) for e in errs) / n,
-        bias=sum(errs) / n,
+        mape=sum(abs(e) for e in errs) / len(errs) if errs else math.nan,
+        bias=sum(errs) / len(errs) if errs else math.nan,
     )
 
 
