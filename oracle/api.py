@@ -38,6 +38,8 @@ def predict(
     mixed_precision: bool = False,
     zero: int = 0,
     checkpointing: bool = False,
+    overlap: str = "none",
+    bucket_mb: float = 25.0,
     as_frame: bool = False,
 ) -> Any:
     """Project every strategy at every GPU count and rank them (SPEC §4-5).
@@ -72,6 +74,8 @@ def predict(
         mixed_precision=mixed_precision,
         zero=zero,
         checkpointing=checkpointing,
+        overlap=overlap,
+        bucket_bytes=bucket_mb * 2**20,
     )
     points = sweep(
         m, s, times, counts, strategies, batch=batch, batch_per_gpu=batch_per_gpu, p2=p2, options=options,

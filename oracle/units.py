@@ -8,12 +8,33 @@ from __future__ import annotations
 import math
 
 
+def _float(v) -> float:
+    """A float for any real number (an integer too large for a float is +-inf)."""
+    try:
+        return float(v)
+    except OverflowError:
+        return math.inf if v > 0 else -math.inf
+
+
+def _big(v: float) -> str:
+    """3 significant digits below 1000, then 12,345 up to a million, then 1.23e+07."""
+    a = abs(v)
+    if a < 1000:
+        return f"{v:.3g}"
+    if a < 1e6:
+        return f"{v:,.0f}"
+    return f"{v:.2e}"
+
+
 def fmt_seconds(s: float | None) -> str:
     """3.2 ms, 41.7 s, 12.5 min, 3.4 h, 2.1 d, 3.2 y; huge values stay readable."""
-    if s is None or (isinstance(s, float) and math.isnan(s)):
+    if s is None:
+        return "n/a"
+    s = _float(s)
+    if math.isnan(s):
         return "n/a"
     if math.isinf(s):
-        return "inf"
+        return "inf" if s > 0 else "-inf"
     a = abs(s)
     if a == 0:
         return "0 s"
@@ -32,28 +53,33 @@ def fmt_seconds(s: float | None) -> str:
     if a < 365.25 * 86400:
         return f"{s / 86400:.3g} d"
     years = s / (365.25 * 86400)
-    return f"{years:.3g} y" if years < 1e6 else f"{years:.2e} y"
+    return f"{_big(years)} y"
 
 
 def fmt_bytes(b: float | None) -> str:
     """Decimal units: 1 GB = 10^9 bytes (SPEC §3.2)."""
-    if b is None or (isinstance(b, float) and math.isnan(b)):
+    if b is None:
+        return "n/a"
+    b = _float(b)
+    if math.isnan(b):
         return "n/a"
     if math.isinf(b):
-        return "inf"
+        return "inf" if b > 0 else "-inf"
     a = abs(b)
     for unit, scale in (("PB", 1e15), ("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
         if a >= scale:
             v = b / scale
-            if unit == "PB" and v >= 1e4:
-                return f"{v:.2e} PB"
+            if unit == "PB":
+                return f"{_big(v)} PB"
             return f"{v:.3g} {unit}"
     return f"{b:.0f} B"
 
 
 def fmt_gb(b: float) -> str:
     """'21.3 GB' with at most one decimal, for limit reasons."""
-    v = b / 1e9
+    if b is None or not math.isfinite(_float(b)):
+        return fmt_bytes(b)
+    v = _float(b) / 1e9
     if v >= 1e6:
         return f"{v:.2e} GB"
     return f"{v:.1f} GB" if v < 100 else f"{v:.0f} GB"
@@ -68,15 +94,25 @@ def fmt_count(n: float) -> str:
 
 def fmt_si(v: float, unit: str = "") -> str:
     """8.18 G, 1.2 T, ... for FLOPs and element counts."""
-    if v is None or (isinstance(v, float) and math.isnan(v)):
+    if v is None:
         return "n/a"
+    v = _float(v)
+    if math.isnan(v):
+        return "n/a"
+    if math.isinf(v):
+        return ("inf " + unit).rstrip() if v > 0 else ("-inf " + unit).rstrip()
     a = abs(v)
     for prefix, scale in (("P", 1e15), ("T", 1e12), ("G", 1e9), ("M", 1e6), ("k", 1e3)):
         if a >= scale:
-            return f"{v / scale:.3g} {prefix}{unit}"
+            return f"{_big(v / scale) if prefix == 'P' else f'{v / scale:.3g}'} {prefix}{unit}"
     return f"{v:.3g} {unit}".rstrip()
 
 
 def fmt_rate(bytes_per_s: float) -> str:
     """Bandwidth in GB/s (decimal)."""
-    return f"{bytes_per_s / 1e9:.3g} GB/s"
+    if bytes_per_s is None:
+        return "n/a"
+    v = _float(bytes_per_s)
+    if math.isnan(v):
+        return "n/a"
+    return f"{_big(v / 1e9)} GB/s" if math.isfinite(v) else f"{v} GB/s"

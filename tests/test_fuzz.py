@@ -138,7 +138,9 @@ EXTREME_NUMBERS = [
     float("-inf"), 1e-320, 5e-324, 10**30, 2**63, 2**64, -(2**63), 10**400, 1e-9, 3, 4097, 10**7,
 ]
 ODD_VALUES = [None, True, False, "", " ", "x", "1e-6", "nan", "16", "ÿ€", "a" * 300, [], {}, [1, 2], [[]],
-              {"a": 1}, {"fw_s": 1}, [3, 224, 224], [0], [-1, 2], ["conv1"], "conv1", "fc"]  # fmt: skip
+              {"a": 1}, {"fw_s": 1}, [3, 224, 224], [0], [-1, 2], ["conv1"], "conv1", "fc",
+              # text that renderers must not interpret: rich markup, TeX, HTML, Markdown, control characters
+              "[/]", "[bold]x", "$\\frac{x$", "<b>&amp;", "a|b", "line\nbreak", "\u2028", "\x1b[31m"]  # fmt: skip
 KEY_NAMES = [
     "name", "input", "dataset", "samples", "layers", "type", "filters", "kernel", "stride", "padding", "groups",
     "bias", "outputs", "inputs", "dilation", "ceil_mode", "rate", "gpu", "model", "memory_GB", "peak_TFLOPS",
@@ -256,8 +258,8 @@ def mutated_triple(draw):
 
 
 @fuzz_settings(250)
-@given(mutated_triple())
-def test_fuzz_predict_mutated_documents(case):
+@given(mutated_triple(), st.sampled_from(["json", "json", "table", "markdown", "csv"]))
+def test_fuzz_predict_mutated_documents(case, fmt):
     _count("predict_documents")
     which, roles, docs = case
     d = _fresh_dir()
@@ -269,10 +271,29 @@ def test_fuzz_predict_mutated_documents(case):
         except yaml.YAMLError:  # e.g. a value PyYAML cannot represent: not our input
             return
         files.append(f)
-    r = _predict(files)
-    assert_clean(r, (which, roles))
-    if r.code == 0:
+    r = _predict(files, "-f", fmt, "--width", "160")
+    assert_clean(r, (which, roles, fmt))
+    if r.code == 0 and fmt == "json":
         assert_predict_json(r)
+
+
+@fuzz_settings(150)
+@given(st.sampled_from(sorted(BASE)), st.sampled_from(range(3)), st.sampled_from(["table", "json"]), st.data())
+def test_fuzz_show_mutated_documents(which, role, fmt, data):
+    """`oracle show` renders every table of what it loaded (names, sources, odd text)."""
+    _count("show_documents")
+    doc = data.draw(mutated(BASE[which][role]))
+    d = _fresh_dir()
+    f = d / f"{ROLES[role]}.yaml"
+    try:
+        f.write_text(_dump(doc), encoding="utf-8", errors="surrogatepass")
+    except yaml.YAMLError:
+        return
+    extra = ["-m", str(TRIPLES[which][0])] if role == 2 else []
+    r = run_cli("show", ROLES[role], f, *extra, "-f", fmt, "--width", "160")
+    assert_clean(r, ("show", which, ROLES[role], fmt))
+    if r.code == 0 and fmt == "json":
+        json.loads(r.out, parse_constant=_reject_constant)
 
 
 # -- raw text edits: YAML syntax, anchors/aliases, tags, odd bytes -----------------------

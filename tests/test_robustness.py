@@ -146,6 +146,8 @@ INTERNAL = {
     "plot": (("plot", "compare", "validation/abci-paradl.csv", "-o", "{tmp}/x.png"), "oracle.api.compare"),
     "report": (("report", "-m", "alexnet", "-s", "abci", "-p", "alexnet_v100", "-o", "{tmp}/r.html"),
                "oracle.cli.common.project"),
+    "search": (("search", "-m", "alexnet", "-s", "abci", "-p", "alexnet_v100", "--gpus", "8", "-o", "{tmp}/c.yaml"),
+               "oracle.compute.search.search"),
 }  # fmt: skip
 
 
@@ -406,6 +408,10 @@ FILE_ARGUMENTS = {
     "report -p": ["report", "-m", "alexnet", "-s", "abci", "-p", "{X}", "-o", "{tmp}/r.html"],
     "report --measured": ["report", "-m", "alexnet", "-s", "abci", "-p", "alexnet_v100", "--gpus", "4", "--measured",
                           "{X}", "-o", "{tmp}/r.html"],
+    "search -m": ["search", "-m", "{X}", "-s", "abci", "-p", "alexnet_v100", "--gpus", "8", "-o", "{tmp}/c.yaml"],
+    "search -p": ["search", "-m", "alexnet", "-s", "abci", "-p", "{X}", "--gpus", "8"],
+    "search --evaluate": ["search", "-m", "alexnet", "-s", "abci", "-p", "alexnet_v100", "--gpus", "8", "--evaluate",
+                          "{X}"],
 }  # fmt: skip
 KIND_WORDS = {"missing": ("does not exist", "no such file"), "directory": ("directory", "folder has no files"),
               "binary": ("binary",)}  # fmt: skip
@@ -432,20 +438,6 @@ def test_every_file_argument(tmp_path, argument, kind):
     line = one_error(r, str(target))
     assert any(w in line for w in KIND_WORDS[kind]), line
     assert list(work.iterdir()) == []  # nothing written on the way
-
-
-def test_search_command_file_arguments_if_present(tmp_path):
-    """`oracle search` (when the command exists): the same for its model/system/profile."""
-    from oracle.cli.main import _available
-
-    if "search" not in _available():
-        pytest.skip("no `oracle search` command in this version")
-    for option in ("-m", "-s", "-p"):
-        given = {"-m": "alexnet", "-s": "abci", "-p": "alexnet_v100"}
-        given[option] = str(tmp_path / "nope.yaml")
-        args = [w for kv in given.items() for w in kv]
-        r = run_cli("search", *args, "--gpus", "8")
-        one_error(r, str(tmp_path / "nope.yaml"))
 
 
 # ======================================================================================
@@ -475,6 +467,8 @@ WRITERS = {
              "oracle.render.plots.render", "plot.png"),
     "report": (["report", "-m", "alexnet", "-s", "abci", "-p", "alexnet_v100", "--gpus", "4,8", "-o", "{out}"],
                "oracle.render.report.html_report", "report.html"),
+    "search": (["search", "-m", "alexnet", "-s", "abci", "-p", "alexnet_v100", "--gpus", "8", "-o", "{out}"],
+               "oracle.load.layerwise.dump_layerwise", "config.yaml"),
 }  # fmt: skip
 OLD = "previous content\n"
 
@@ -683,3 +677,60 @@ def test_yaml_anchor_bombs_and_recursion_are_answered(tmp_path):
     f.write_text(textwrap.dedent("\n".join(bomb)) + "\n", encoding="utf-8")
     r = run_cli("show", "system", f)
     one_error(r, str(f))
+
+
+def _odd_named_files(tmp_path: Path, name: str, layer: str, system: str) -> tuple[Path, Path, Path]:
+    def q(text: str) -> str:
+        return json.dumps(text)  # a YAML double-quoted scalar
+
+    model = TINY_MODEL.replace("name: Tiny", f"name: {q(name)}").replace("name: relu1", f"name: {q(layer)}")
+    profile = TINY_PROFILE.replace("model: Tiny", f"model: {q(name)}").replace("relu1:", f"{q(layer)}:")
+    cluster = TINY_SYSTEM.replace("name: TinyCluster", f"name: {q(system)}").replace("name: nvlink", f"name: {q(layer)}")
+    return files(tmp_path, model=model, system=cluster, profile=profile)
+
+
+def test_names_are_text_not_rich_markup(tmp_path):
+    """Names and sources from input files containing '[/]' used to crash every table
+    (rich MarkupError, exit 3); they are shown as written."""
+    m, s, p = _odd_named_files(tmp_path, "[/]", "[/bold]", "[/x] [red]")
+    runs = tmp_path / "runs.csv"
+    runs.write_text(f"model,system,profile,strategy,gpus,global_batch,epoch_s\n{m},{s},{p},data,4,64,1\n",
+                    encoding="utf-8")  # fmt: skip
+    log_dir = tmp_path / "[logs]"
+    log_dir.mkdir()
+    log = log_dir / "intra_vnode_4nodes.txt"
+    log.write_text((ROOT / "data/osu/abci-v100/intra_vnode_4nodes.txt").read_text(encoding="utf-8"), encoding="utf-8")
+    for args, shown in (
+        (("predict", "-m", m, "-s", s, "-p", p, "--gpus", "4"), "[/]"),
+        (("predict", "-m", m, "-s", s, "-p", p, "--gpus", "4", "--chart"), "[/]"),
+        (("show", "model", m), "[/bold]"),
+        (("show", "system", s), "[/bold]"),
+        (("show", "profile", p, "-m", m), "[/bold]"),
+        (("compare", runs), str(runs)),
+        (("fit", "network", log, "--gpus-per-node", "4"), "[logs]"),
+        (("search", "-m", m, "-s", s, "-p", p, "--gpus", "4"), "[/]"),
+    ):
+        r = run_cli(*args, "--width", "200")
+        assert r.code == 0, (args, r.err)
+        assert shown in r.out, (args, r.out[:2000])
+
+
+def test_names_are_text_not_tex_in_plots(tmp_path):
+    """'$' in a name used to make matplotlib parse TeX and fail (exit 3)."""
+    pytest.importorskip("matplotlib")
+    m, s, p = _odd_named_files(tmp_path, "$\\frac{x$ & <b>", "l$", "$^_$ <script>")
+    runs = tmp_path / "runs.csv"
+    runs.write_text(f"model,system,profile,strategy,gpus,global_batch,epoch_s\n{m},{s},{p},data,4,64,1\n",
+                    encoding="utf-8")  # fmt: skip
+    for kind in ("scaling", "breakdown", "memory"):
+        out = tmp_path / f"{kind}.svg"
+        r = run_cli("plot", kind, "-m", m, "-s", s, "-p", p, "--gpus", "4", "-o", out)
+        assert r.code == 0, (kind, r.err)
+        assert "$^_$" in out.read_text(encoding="utf-8")
+    r = run_cli("plot", "compare", runs, "-o", tmp_path / "compare.png")
+    assert r.code == 0, r.err
+    html = tmp_path / "report.html"
+    r = run_cli("report", "-m", m, "-s", s, "-p", p, "--gpus", "4", "--measured", runs, "-o", html)
+    assert r.code == 0, r.err
+    text = html.read_text(encoding="utf-8")
+    assert "<script>" not in text and "&lt;script&gt;" in text

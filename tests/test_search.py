@@ -413,7 +413,7 @@ def test_cli_evaluate_errors(run, tmp_path):
     bad = tmp_path / "bad.yaml"
     bad.write_text("model: VGG16\ngpus: 8\nlayers:\n  - {from: conv1_1, to: fc7, distribution: data}\n")
     r = run(*VGG, "--evaluate", str(bad))
-    assert r.code == 2 and "layer 'fc8' is not covered" in r.err and f"{bad}:4" in r.err
+    assert r.code == 2 and "to 'fc8' are not covered" in r.err and f"{bad}:4" in r.err
     good = tmp_path / "good.yaml"
     good.write_text("model: VGG16\ngpus: 8\nlayers:\n  - {from: conv1_1, to: fc8, distribution: data}\n")
     r = run(*VGG, "--evaluate", str(good), "--gpus", "16")

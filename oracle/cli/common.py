@@ -78,14 +78,43 @@ def describe(m, s, pr, scaling: str, options) -> dict:
         "profile_note": profile_note(pr),
         "scaling": scaling,
         "samples": int(options.samples or m.dataset_samples),
-        "precision": f"{options.precision} (δ={options.delta})",
+        "precision": (
+            "mixed precision (δ=2, fp32 master weights)" if options.mixed_precision
+            else f"{options.precision} (δ={options.delta})"
+        ),
         "gamma": options.memory_reuse,
+        "options_note": options_note(s, options),
     }
+
+
+def options_note(system, options) -> str:
+    """The options beyond ParaDL in force (empty when the defaults reproduce it)."""
+    bits = []
+    algorithm = options.collective or system.collective_algorithm
+    if algorithm != "ring":
+        bits.append(f"{algorithm} all-reduce")
+    if system.collective_tables:
+        bits.append("measured collective tables")
+    if options.overlap != "none":
+        size = f"{options.bucket_bytes / 2**20:g} MiB buckets" if options.bucket_bytes else "one bucket per layer"
+        bits.append(f"overlap: {size}, halos behind interior compute")
+    if options.optimizer != "sgd":
+        bits.append(f"{options.optimizer} state")
+    if options.zero:
+        bits.append(f"ZeRO-{options.zero}")
+    if options.checkpointing:
+        bits.append("pipeline activation checkpointing")
+    if system.input is not None:
+        bits.append("input pipeline modelled")
+    if system.gpu_workspace_bytes:
+        bits.append(f"{system.gpu_workspace_bytes / 1e9:g} GB framework workspace")
+    return " · ".join(bits)
 
 
 def project(model, system, profile, gpus=None, strategies="all", batch_per_gpu=None, batch=None, p2=None,
             segments=None, precision="fp32", gamma=1.0, phi=None, samples=None, collective=None,
-            optimizer="sgd", mixed_precision=False, zero=0, checkpointing=False):  # fmt: skip
+            optimizer="sgd", mixed_precision=False, zero=0, checkpointing=False, overlap="none",
+            bucket_mb=25.0):  # fmt: skip
     """Load the inputs and run the sweep, as ``oracle predict`` does (keywords as the
     options of :func:`sweep_options`).
 
@@ -104,7 +133,7 @@ def project(model, system, profile, gpus=None, strategies="all", batch_per_gpu=N
         batch_per_gpu = float(pr.measured_samples_per_gpu or 32)
     options = Options(precision=precision, memory_reuse=gamma, contention=phi, segments=segments, samples=samples,
                       collective=collective, optimizer=optimizer, mixed_precision=mixed_precision, zero=zero,
-                      checkpointing=checkpointing)
+                      checkpointing=checkpointing, overlap=overlap, bucket_bytes=bucket_mb * 2**20)
     points = sweep(m, s, times, counts, strategies, batch=batch, batch_per_gpu=batch_per_gpu, p2=p2, options=options,
                    profile_kind=pr.kind)
     scaling = f"strong scaling, B = {batch:g}" if batch is not None else f"weak scaling, {batch_per_gpu:g} samples/GPU"
@@ -146,6 +175,11 @@ def sweep_options(f):
                      help="ZeRO stage: shard optimizer state (1), + gradients (2), + weights (3) across data-parallel GPUs."),
         click.option("--checkpointing", is_flag=True,
                      help="Pipeline: activation checkpointing (keep stage inputs, recompute the forward)."),
+        click.option("--overlap", type=click.Choice(["none", "buckets"]), default="none", show_default=True,
+                     help="buckets: all-reduce gradients in buckets during the backward and hide halos"
+                     " behind interior compute (communication_s is then the exposed part)."),
+        click.option("--bucket-MB", "bucket_mb", type=click.FloatRange(min=0), default=25.0, show_default=True,
+                     help="Gradient bucket size in MiB (PyTorch DDP's default); 0: one bucket per layer."),
     ]
     for opt in reversed(opts):
         f = opt(f)

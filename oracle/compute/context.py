@@ -38,6 +38,9 @@ class Options:
     mixed_precision: bool = False  # 2-byte activations/weights/gradients + fp32 master weights
     zero: int = 0  # ZeRO stage 0-3 across the data-parallel group
     checkpointing: bool = False  # pipeline: keep stage inputs only, recompute the forward
+    # overlap of communication with computation (issue 8): "none" (ParaDL) or "buckets"
+    overlap: str = "none"
+    bucket_bytes: float = 25 * 2**20  # gradient bucket size (PyTorch DDP default); 0: one per layer
 
     @property
     def memory_model_extended(self) -> bool:
@@ -180,6 +183,11 @@ class Context:
             "C": np.array([r[4] for r in rows], dtype=float),
             "F": np.array([r[5] for r in rows], dtype=float),
         }
+
+    @property
+    def halo_layer_index(self) -> np.ndarray:
+        """Indices of the split conv/pool layers, aligned with :meth:`halo_elements`."""
+        return self._halo_layers["index"]
 
     def spatial_grid(self, p: int) -> tuple[int, ...]:
         """p split over the spatial dimensions as evenly as possible, larger factors on

@@ -361,13 +361,14 @@ class Costs:
                 tiles1[a] = (coords + 1) / f
         blk = np.array([p2 for _, _, p2 in L], dtype=float) / p  # sample block length
         s1 = s0 + blk[:, None]
-        # overlap of what GPU g holds in A with what it needs in B
-        so = np.clip(np.minimum(s1[:, None], s1[None]) - np.maximum(s0[:, None], s0[None]), 0, None)
-        to = np.clip(
-            np.minimum(tiles1[:, None], tiles1[None]) - np.maximum(tiles0[:, None], tiles0[None]), 0, None
-        ).prod(axis=-1)
-        need = blk[None, :, None] * (tiles1 - tiles0).prod(axis=-1)[None, :, :]
-        recv = np.clip(need - so * to, 0, None).max(axis=-1)  # (nL, nL) fraction of B·y
+        # what GPU g needs in layout c and does not hold in layout a (fraction of B·y),
+        # the most over all GPUs; one source layout at a time keeps memory at nL·p
+        need = blk[:, None] * (tiles1 - tiles0).prod(axis=-1)  # (nL, p)
+        recv = np.zeros((nL, nL))
+        for a in range(nL):
+            so = np.clip(np.minimum(s1[a], s1) - np.maximum(s0[a], s0), 0, None)  # (nL, p)
+            to = np.clip(np.minimum(tiles1[a], tiles1) - np.maximum(tiles0[a], tiles0), 0, None).prod(axis=-1)
+            recv[a] = np.clip(need - so * to, 0, None).max(axis=-1)
         recv[recv < 1e-12] = 0.0
         # each pair's cost is the minimum of a few affine pieces lat + y·slope (one per
         # all-gather algorithm the context may pick; one for an all-to-all)

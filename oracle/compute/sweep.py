@@ -65,6 +65,10 @@ def check_options(options: Options) -> None:
         raise OracleError(
             f"unknown optimizer '{options.optimizer}'", path="--optimizer", hint="one of " + ", ".join(OPTIMIZER_BYTES)
         )
+    if options.overlap not in ("none", "buckets"):
+        raise OracleError(f"unknown overlap '{options.overlap}'", path="--overlap", hint="none or buckets")
+    if not (options.bucket_bytes >= 0):
+        raise OracleError(f"got {options.bucket_bytes}; expected a bucket size >= 0", path="--bucket-MB")
     if options.zero not in (0, 1, 2, 3):
         raise OracleError(f"got {options.zero}; expected a ZeRO stage 0, 1, 2 or 3", path="--zero")
     g = options.memory_reuse

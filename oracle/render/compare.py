@@ -130,7 +130,9 @@ def table(rows: Sequence[CompareRow], summary: Summary, title: str = ""):
     from rich.table import Table
     from rich.text import Text
 
-    t = Table(box=box.SIMPLE_HEAD, pad_edge=False, title=title or None, title_justify="left")
+    from rich.markup import escape
+
+    t = Table(box=box.SIMPLE_HEAD, pad_edge=False, title=escape(title) if title else None, title_justify="left")
     for name, kw in (
         ("line", {"justify": "right"}),
         ("strategy", {}),

@@ -54,9 +54,11 @@ def tables(fit: NetworkFit):
     from rich.table import Table
     from rich.text import Text
 
+    from rich.markup import escape
+
     check = fmt_size(fit.options.check_bytes)
     t = Table(
-        title="fitted network levels\n" + "\n".join(describe(fit)),
+        title="fitted network levels\n" + escape("\n".join(describe(fit))),
         title_justify="left",
         box=box.SIMPLE_HEAD,
         pad_edge=False,
@@ -90,7 +92,7 @@ def tables(fit: NetworkFit):
     title = "per log (|rel. error| of its level's model)"
     if short:
         title += f", logs in {dirs.pop()}/"
-    u = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
+    u = Table(title=escape(title), title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
     u.add_column("log", overflow="fold")
     u.add_column("tool · op", no_wrap=True)
     u.add_column("GPUs", justify="right", no_wrap=True)
@@ -102,7 +104,7 @@ def tables(fit: NetworkFit):
     u.add_column(f">={check} med/max", justify="right", no_wrap=True)
     for lf in fit.logs:
         u.add_row(
-            Path(lf.file).name if short else lf.file,
+            escape(Path(lf.file).name if short else lf.file),
             f"{lf.tool} · {lf.operation}",
             str(lf.gpus),
             str(lf.nodes),

@@ -70,6 +70,7 @@ LIMIT_WORDS: dict[str, str] = {
 RC = {
     "svg.fonttype": "none",  # text stays text in SVG: searchable, and tests can read it
     "svg.hashsalt": "oracle",  # deterministic SVG ids
+    "text.parse_math": False,  # names from input files are text: "$x" is not TeX (and may not parse)
     "font.size": 9,
     "axes.titlesize": 10,
     "axes.labelsize": 9,

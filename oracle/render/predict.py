@@ -45,6 +45,8 @@ def header_lines(meta: dict) -> list[str]:
         f"{meta['scaling']} · D = {meta['samples']:,} samples · {meta['precision']}"
         f" · γ = {meta['gamma']:g} · times per epoch"
     )
+    if meta.get("options_note"):
+        lines.append(meta["options_note"])
     if meta.get("profile_note"):
         lines.append(meta["profile_note"])
     return lines
@@ -55,9 +57,11 @@ def table(points: Sequence[Point], meta: dict, top: int | None = None, chart: bo
     from rich.table import Table
     from rich.text import Text
 
+    from rich.markup import escape
+
     shown = select_top(points, top)
     t = Table(
-        title="\n".join(header_lines(meta)),
+        title=escape("\n".join(header_lines(meta))),  # names from input files are text, not markup
         title_justify="left",
         box=box.SIMPLE_HEAD,
         caption="best per GPU count in bold; infeasible points dimmed, with the limit they hit",
@@ -86,6 +90,10 @@ def table(points: Sequence[Point], meta: dict, top: int | None = None, chart: bo
             notes = "; ".join(lim.reason for lim in pt.limits)
             if not notes and pt.rank == 1:
                 notes = "best"
+            ratio = pt.detail("overlap_ratio")
+            if ratio is not None and pt.detail("communication_total_s"):
+                hidden = f"{100 * ratio:.0f}% of {fmt_seconds(pt.detail('communication_total_s'))} comm hidden"
+                notes = f"{notes}; {hidden}" if notes else hidden
             t.add_row(
                 str(gpus) if i == 0 else "",
                 str(pt.rank) if pt.rank else "–",

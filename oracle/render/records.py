@@ -55,7 +55,10 @@ def point_to_dict(pt: Point) -> dict:
         "limit_codes": [lim.code for lim in pt.limits],
         "profile_kind": pt.profile_kind,  # "estimated": a roofline estimate, not measured
         "memory_breakdown": {k: _num(v) for k, v in (pt.detail("memory") or {}).items()} or None,
-        "details": {k: _plain(v) for k, v in pt.details if k != "memory"},
+        # with --overlap: communication_s is the exposed part; this is everything sent
+        "communication_total_s": _num(pt.detail("communication_total_s", pt.communication_s)),
+        "overlap_ratio": _num(pt.detail("overlap_ratio", 0.0)),
+        "details": {k: _plain(v) for k, v in pt.details if k not in ("memory", "communication_total_s", "overlap_ratio")},
     }
 
 

@@ -46,11 +46,13 @@ def model_json(m: Model) -> str:
 
 def model_table(m: Model):
     from rich import box
+    from rich.markup import escape
     from rich.table import Table
 
+    # names and sources come from input files: text, not rich markup ("[/]" would not parse)
     t = Table(
-        title=f"{m.name} · input {fmt_shape(m.input_shape)} · {m.dataset_name or 'dataset'}"
-        f" ({m.dataset_samples:,} samples)",
+        title=escape(f"{m.name} · input {fmt_shape(m.input_shape)} · {m.dataset_name or 'dataset'}"
+                     f" ({m.dataset_samples:,} samples)"),
         title_justify="left",
         box=box.SIMPLE_HEAD,
         pad_edge=False,
@@ -70,7 +72,7 @@ def model_table(m: Model):
         inputs = " + ".join(fmt_shape(s) for s in info.input_shapes)
         t.add_row(
             str(i),
-            layer.name,
+            escape(layer.name),
             layer.type,
             inputs,
             fmt_shape(info.output_shape),
@@ -82,7 +84,7 @@ def model_table(m: Model):
         f"parameters {fmt_count(m.parameters)} ({fmt_bytes(4 * m.parameters)} in fp32) · "
         f"forward {fmt_si(m.flops, 'FLOPs')}/sample (2 per multiply-add) · "
         f"activations {fmt_si(total_act)} elements/sample"
-        + (f"\nsource: {m.source}" if m.source else "")
+        + escape(f"\nsource: {m.source}" if m.source else "")
     )
     t.caption_justify = "left"
     return t
@@ -137,6 +139,7 @@ def system_json(s: System) -> str:
 def system_table(s: System):
     from rich import box
     from rich.console import Group
+    from rich.markup import escape
     from rich.table import Table
     from rich.text import Text
 
@@ -161,12 +164,12 @@ def system_table(s: System):
     t.add_column("source", overflow="fold", ratio=1)
     for lv in s.network:
         t.add_row(
-            lv.name,
+            escape(lv.name),
             f"{lv.max_gpus:,}",
             fmt_seconds(lv.alpha_s),
             fmt_rate(1.0 / lv.beta_s_per_byte),
             f"{lv.beta_s_per_byte:.3e}",
-            lv.source,
+            escape(lv.source),
         )
     parts = [head, t]
     if s.operations:
@@ -182,7 +185,7 @@ def system_table(s: System):
                 fmt_seconds(ov.alpha_s) if ov.alpha_s is not None else "level's",
                 fmt_rate(1.0 / ov.beta_s_per_byte) if ov.beta_s_per_byte else "level's",
                 f"{ov.alpha_scale:g} / {ov.beta_scale:g}",
-                ov.source,
+                escape(ov.source),
             )
         parts.append(o)
     if s.source:
@@ -224,6 +227,7 @@ def profile_json(pr: Profile, times=None, m=None) -> str:
 def profile_table(pr: Profile, times=None, m=None):
     from rich import box
     from rich.console import Group
+    from rich.markup import escape
     from rich.table import Table
     from rich.text import Text
 
@@ -263,7 +267,7 @@ def profile_table(pr: Profile, times=None, m=None):
         t.add_column("share", justify="right", no_wrap=True, footer="100%")
         for x in d["layers"]:
             share = (x["fw_s"] + x["bw_s"]) / total if total else math.nan
-            t.add_row(x["name"], fmt_seconds(x["fw_s"]), fmt_seconds(x["bw_s"]), fmt_seconds(x["wu_s"]), f"{100 * share:.1f}%")
+            t.add_row(escape(x["name"]), fmt_seconds(x["fw_s"]), fmt_seconds(x["bw_s"]), fmt_seconds(x["wu_s"]), f"{100 * share:.1f}%")
         parts = [head, t]
     if pr.source:
         parts.append(Text(f"source: {pr.source}"))

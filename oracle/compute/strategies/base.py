@@ -186,6 +186,31 @@ def make_point(
     )
 
 
+def overlapped_gradients(
+    ctx: Context,
+    backward_s,
+    grad_bytes,
+    costs,
+    kinds=None,
+) -> tuple[float, float]:
+    """(exposed, total) gradient-exchange seconds per iteration with --overlap buckets
+    (compute/overlap.py: bucketed all-reduces on one channel during the backward)."""
+    from oracle.compute.overlap import gradient_timeline
+
+    tl = gradient_timeline(backward_s, grad_bytes, costs, ctx.options.bucket_bytes or None, kinds)
+    return tl.exposed_s, tl.total_s
+
+
+def overlap_details(details: dict, breakdown: Breakdown, hidden_s: float) -> dict:
+    """Report exposed next to total communication and the overlap ratio (Lee et al.
+    eq. 11): the breakdown holds exposed times, so total = exposed + hidden."""
+    exposed = breakdown.communication_s
+    total = exposed + hidden_s
+    details["communication_total_s"] = total
+    details["overlap_ratio"] = (hidden_s / total) if total > 0 else 0.0
+    return details
+
+
 def _with_input(ctx: Context, cfg: Config, bd: Breakdown) -> Breakdown:
     """Add the exposed input stall (SPEC §4.4 input pipeline, compute/io.py)."""
     from dataclasses import replace

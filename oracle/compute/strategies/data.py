@@ -5,7 +5,16 @@ from __future__ import annotations
 from oracle.compute.context import Context
 from oracle.compute.cost import Breakdown, Point
 from oracle.compute.network import allreduce_algorithm, group_contiguous, level_for
-from oracle.compute.strategies.base import Config, MemoryParts, Strategy, batch_limit, make_point, register
+from oracle.compute.strategies.base import (
+    Config,
+    MemoryParts,
+    Strategy,
+    batch_limit,
+    make_point,
+    overlap_details,
+    overlapped_gradients,
+    register,
+)
 
 
 @register
@@ -23,11 +32,21 @@ class Data(Strategy):
         # communication = I · AR(p, δΣw) on GPUs 0..p-1                  ParaDL eq. 6
         # (ring by default; network.allreduce_algorithm for the others)
         group = group_contiguous(p, ctx.system.gpus_per_node)
-        ar, algo = allreduce_algorithm(ctx.system, group, ctx.delta * ctx.sum_w, ctx.algorithm,
-                                       contention=ctx.options.contention)  # fmt: skip
+
+        def cost(m):
+            return allreduce_algorithm(ctx.system, group, m, ctx.algorithm, contention=ctx.options.contention)
+
+        ar, algo = cost(ctx.delta * ctx.sum_w)
+        hidden = 0.0
+        if ctx.options.overlap == "buckets":  # bucketed all-reduces during the backward
+            exposed, total = overlapped_gradients(ctx, B / p * ctx.bw, ctx.delta * ctx.w, [lambda m: cost(m)[0]])
+            ar, hidden = exposed, total - exposed
         ge = I * ar
         # memory / (γδ) = Σ (2B/p)(x+y) + 2w                             ParaDL eq. 7
         mem = MemoryParts(2 * B / p * ctx.sum_act, ctx.sum_w, data_group=p)
         bd = Breakdown(forward_backward_s=bd_fb, weight_update_s=bd_wu, gradient_exchange_s=ge)
         level = level_for(ctx.system, group.span).name
-        return make_point(ctx, cfg, bd, mem, batch_limit(B, p), {"allreduce_level": level, "allreduce": algo})
+        details = {"allreduce_level": level, "allreduce": algo}
+        if ctx.options.overlap != "none":
+            overlap_details(details, bd, I * hidden)
+        return make_point(ctx, cfg, bd, mem, batch_limit(B, p), details)

@@ -4,6 +4,8 @@ p1 groups, p = p1·p2."""
 
 from __future__ import annotations
 
+import numpy as np
+
 from oracle.compute.context import Context
 from oracle.compute.cost import Breakdown, Limit, Point
 from oracle.compute.network import (
@@ -21,6 +23,8 @@ from oracle.compute.strategies.base import (
     hybrid_configurations,
     make_point,
     not_computable,
+    overlap_details,
+    overlapped_gradients,
     register,
 )
 from oracle.compute.strategies.filter import Filter, horizontal_collectives
@@ -65,6 +69,14 @@ class DataFilter(Strategy):
         lc = I * horizontal_collectives(ctx, s, p2, B / p1)
         # gradient exchange: AR_φ(p1, δ(Σs w/p2 + Σr w))                       SPEC §4
         ar, phi, level = data_group_allreduce(ctx, p1, p2, ctx.delta * (s.w_s / p2 + s.w_r))
+        hidden = 0.0
+        if ctx.options.overlap == "buckets":  # the data group's buckets during the backward
+            backward = np.where(s.mask, B / p, B / p1) * ctx.bw
+            grads = ctx.delta * np.where(s.mask, ctx.w / p2, ctx.w)
+            exposed, total = overlapped_gradients(
+                ctx, backward, grads, [lambda m: data_group_allreduce(ctx, p1, p2, m)[0]]
+            )
+            ar, hidden = exposed, total - exposed
         # memory / (γδ) = Σ (2B/p1)(x+y) + Σs 2w/p2 + Σr 2w                     ParaDL eq. 20
         mem = MemoryParts(2 * B / p1 * ctx.sum_act, s.w_s / p2 + s.w_r, data_group=p1)
         bd = Breakdown(
@@ -74,4 +86,7 @@ class DataFilter(Strategy):
             layer_collectives_s=lc,
         )
         limits = batch_limit(B, p1, "data-parallel group") + Filter().width_limit(ctx, s, p2, "p2")
-        return make_point(ctx, cfg, bd, mem, limits, {"contention": phi, "allreduce_level": level})
+        details = {"contention": phi, "allreduce_level": level}
+        if ctx.options.overlap != "none":
+            overlap_details(details, bd, I * hidden)
+        return make_point(ctx, cfg, bd, mem, limits, details)

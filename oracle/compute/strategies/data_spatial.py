@@ -4,9 +4,16 @@ data parallelism over p1 groups, p = p1·p2."""
 
 from __future__ import annotations
 
+import numpy as np
+
 from oracle.compute.context import Context
 from oracle.compute.cost import Breakdown, Point
-from oracle.compute.network import allreduce_algorithm, contention_factor, group_contiguous, level_for
+from oracle.compute.network import (
+    allreduce_algorithm,
+    contention_factor,
+    group_contiguous,
+    level_for,
+)
 from oracle.compute.strategies.base import (
     Config,
     MemoryParts,
@@ -15,6 +22,8 @@ from oracle.compute.strategies.base import (
     hybrid_configurations,
     make_point,
     not_computable,
+    overlap_details,
+    overlapped_gradients,
     register,
 )
 from oracle.compute.strategies.data_filter import data_group_allreduce, factor_limit
@@ -48,12 +57,25 @@ class DataSpatial(Strategy):
         group = group_contiguous(p, gpn)
         phi_all = contention_factor(ctx.system, 1 if p > gpn else 0, ctx.options.contention)
         algorithm = "leader" if ctx.system.implementation.data_spatial_allreduce == "leader" else ctx.algorithm
-        ge, _ = allreduce_algorithm(ctx.system, group, ctx.delta * s.w_s, algorithm, phi_all, ctx.options.contention)
+        def cost_split(m):
+            return allreduce_algorithm(ctx.system, group, m, algorithm, phi_all, ctx.options.contention)[0]
+
+        def cost_rest(m):
+            return data_group_allreduce(ctx, p1, p2, m)[0]
+
+        ge = cost_split(ctx.delta * s.w_s)
         level = level_for(ctx.system, group.span).name
         ar_r, phi, _ = data_group_allreduce(ctx, p1, p2, ctx.delta * s.w_r)
         ge += ar_r
+        hidden = 0.0
+        if ctx.options.overlap == "buckets":  # both all-reduces in buckets during the backward
+            backward = np.where(s.mask, B / p, b) * ctx.bw
+            kinds = np.where(s.mask, 0, 1)
+            exposed, total = overlapped_gradients(ctx, backward, ctx.delta * ctx.w, [cost_split, cost_rest], kinds)
+            ge, hidden = exposed, total - exposed
         # halo: 2Σs (2α + (B/p1)·δ·(halo_p2(x)+halo_p2(dy))·β); AG(p2, δ(B/p1)y_last/p2)
-        halo, grid = halo_time(ctx, p2, b)
+        halo, halo_total, grid = halo_time(ctx, p2, b)
+        hidden += halo_total - halo
         lc = gather_tail(ctx, p2, b)
         # memory / (γδ) = Σs (2B/p)(x+y) + Σr (2B/p1)(x+y) + Σ 2w                 SPEC §4
         mem = MemoryParts(2 * B / p * s.act_s + 2 * b * s.act_r, ctx.sum_w, data_group=p)
@@ -66,4 +88,6 @@ class DataSpatial(Strategy):
         )
         limits = batch_limit(B, p1, "data-parallel group") + spatial_limits(ctx, grid)
         details = {"grid": grid, "contention": phi, "allreduce_level": level}
+        if ctx.options.overlap != "none":
+            overlap_details(details, bd, I * hidden)
         return make_point(ctx, cfg, bd, mem, limits, details)

@@ -8,7 +8,14 @@ import numpy as np
 from oracle.compute.context import Context, SplitSums
 from oracle.compute.cost import Breakdown, Limit, Point
 from oracle.compute.network import allgather_algorithm, allreduce_algorithm, group_contiguous
-from oracle.compute.strategies.base import Config, MemoryParts, Strategy, make_point, min_layer, register
+from oracle.compute.strategies.base import (
+    Config,
+    MemoryParts,
+    Strategy,
+    make_point,
+    min_layer,
+    register,
+)
 
 
 def horizontal_collectives(ctx: Context, sums: SplitSums, q: int, b: float) -> float:

@@ -9,7 +9,14 @@ import numpy as np
 from oracle.compute.context import Context
 from oracle.compute.cost import Breakdown, Limit, Point
 from oracle.compute.network import link, span_pair
-from oracle.compute.strategies.base import Config, MemoryParts, Strategy, make_point, not_computable, register
+from oracle.compute.strategies.base import (
+    Config,
+    MemoryParts,
+    Strategy,
+    make_point,
+    not_computable,
+    register,
+)
 
 
 def default_segments(B: float, p: int) -> int:

@@ -15,27 +15,45 @@ from oracle.compute.network import (
     link,
     span_neighbours,
 )
-from oracle.compute.strategies.base import Config, MemoryParts, Strategy, make_point, register
+from oracle.compute.overlap import exposed_halo
+from oracle.compute.strategies.base import (
+    Config,
+    MemoryParts,
+    Strategy,
+    make_point,
+    overlap_details,
+    overlapped_gradients,
+    register,
+)
 
 
-def halo_time(ctx: Context, q: int, b: float) -> tuple[float, tuple[int, ...]]:
-    """Per-iteration halo exchange of a spatial group of q GPUs holding b samples.
+def halo_time(ctx: Context, q: int, b: float) -> tuple[float, float, tuple[int, ...]]:
+    """Per-iteration halo exchange of a spatial group of q GPUs holding b samples:
+    (exposed, total, grid).
 
     SPEC §4 / ParaDL eq. 10: 2 Σs (2α + b·δ·(halo(x_l) + halo(dy_l))·β), over the split
     conv/pool layers that have a halo (kernel > 1 in a split dimension); α/β of the
-    slowest neighbour pair (operation "halo", which a system may route over MPI).
+    slowest neighbour pair (operation "halo", which a system may route over MPI).  Per
+    layer the forward exchanges 2(α + b·δ·halo(x)·β), the backward 2(α + b·δ·halo(dy)·β);
+    with --overlap buckets each hides behind the layer's own local compute (Dryden et
+    al. §V-B), exposed = max(0, halo - compute).
     """
     grid = ctx.spatial_grid(q)
     if q <= 1:
-        return 0.0, grid
+        return 0.0, 0.0, grid
     hx, hdy = ctx.halo_elements(grid)
-    halo = hx + hdy
-    halo = halo[halo > 0]
-    if halo.size == 0:
-        return 0.0, grid
+    has = (hx + hdy) > 0
+    if not has.any():
+        return 0.0, 0.0, grid
     lk = link(ctx.system, span_neighbours(q, ctx.system.gpus_per_node), "halo")
-    per_layer = 2 * lk.alpha_s + b * ctx.delta * halo * lk.beta_s_per_byte
-    return float(2 * np.sum(per_layer)), grid
+    t_fw = 2 * (lk.alpha_s + b * ctx.delta * hx[has] * lk.beta_s_per_byte)
+    t_bw = 2 * (lk.alpha_s + b * ctx.delta * hdy[has] * lk.beta_s_per_byte)
+    total = float(np.sum(t_fw) + np.sum(t_bw))
+    if ctx.options.overlap == "none":
+        return total, total, grid
+    idx = ctx.halo_layer_index[has]
+    exposed = exposed_halo(t_fw, b / q * ctx.fw[idx]).sum() + exposed_halo(t_bw, b / q * ctx.bw[idx]).sum()
+    return float(exposed), total, grid
 
 
 def spatial_limits(ctx: Context, grid: tuple[int, ...]) -> list[Limit]:
@@ -69,10 +87,19 @@ class Spatial(Strategy):
         wu = I * ctx.sum_wu
         # communication = AR(p, δΣs w) + halo + AG(p, δ·B·y_last/p)          SPEC §4
         group = group_contiguous(p, ctx.system.gpus_per_node)
-        ar, _ = allreduce_algorithm(ctx.system, group, ctx.delta * s.w_s, ctx.algorithm,
-                                    contention=ctx.options.contention)  # fmt: skip
+
+        def cost(m):
+            return allreduce_algorithm(ctx.system, group, m, ctx.algorithm, contention=ctx.options.contention)[0]
+
+        ar = cost(ctx.delta * s.w_s)
+        hidden = 0.0
+        if ctx.options.overlap == "buckets":  # split layers' gradients during the backward
+            backward = np.where(s.mask, B / p, B) * ctx.bw
+            exposed, total = overlapped_gradients(ctx, backward, np.where(s.mask, ctx.delta * ctx.w, 0.0), [cost])
+            ar, hidden = exposed, total - exposed
         ge = I * ar
-        halo, grid = halo_time(ctx, p, B)
+        halo, halo_total, grid = halo_time(ctx, p, B)
+        hidden += halo_total - halo
         lc = I * gather_tail(ctx, p, B)
         # memory / (γδ) = Σs (2B/p)(x+y) + Σr 2B(x+y) + Σ 2w                 SPEC §4
         mem = MemoryParts(2 * B / p * s.act_s + 2 * B * s.act_r, ctx.sum_w, data_group=p)
@@ -83,4 +110,7 @@ class Spatial(Strategy):
             layer_collectives_s=lc,
             halo_s=I * halo,
         )
-        return make_point(ctx, cfg, bd, mem, spatial_limits(ctx, grid), {"grid": grid})
+        details: dict = {"grid": grid}
+        if ctx.options.overlap != "none":
+            overlap_details(details, bd, I * hidden)
+        return make_point(ctx, cfg, bd, mem, spatial_limits(ctx, grid), details)
