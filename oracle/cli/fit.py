@@ -418,10 +418,15 @@ def fit_runs_cmd(runs, system, kind, where, overlay, name, output, width) -> Non
         if cal.leader_rate is not None:
             section["leader_samples_per_s"] = float(f"{cal.leader_rate:.6g}")
         section.setdefault("overlap", True)
+        found = [
+            f"{label} from line{'s' if ',' in lines(key) else ''} {lines(key)}"
+            for label, key in (("loader rate", "loader_rate"), ("node rate", "node_rate"),
+                               ("leader rate", "leader_rate"))
+            if lines(key)
+        ]  # fmt: skip
         section["source"] = (
-            f"calibrated by `oracle fit runs --calibrate input` on {runs}: loader rate from lines"
-            f" {lines('loader_rate') or '-'}, node rate from lines {lines('node_rate') or '-'},"
-            f" leader rate from lines {lines('leader_rate') or '-'} (input-bound runs, loaders prefetching)"
+            f"calibrated by `oracle fit runs --calibrate input` on {runs}: {', '.join(found)}"
+            " (input-bound runs, loaders prefetching)"
         )
         if earlier:  # chained calibrations keep every step's provenance
             section["source"] = f"{earlier}; then {section['source']}"

@@ -129,7 +129,25 @@ def system_dict(s: System) -> dict:
             for op, o in s.operations
         },
         "source": s.source,
-    }
+        "gpu_workspace_bytes": s.gpu_workspace_bytes,
+        "collective_algorithm": s.collective_algorithm,
+        "collective_tables": [
+            {"operation": t.operation, "gpus": t.gpus, "span": t.span, "bytes": list(t.bytes),
+             "seconds": list(t.seconds), "source": t.source}
+            for t in s.collective_tables
+        ],
+        "implementation": {"data_spatial_allreduce": s.implementation.data_spatial_allreduce,
+                           "source": s.implementation.source},
+        "input": None if s.input is None else {
+            "loader_samples_per_s": s.input.loader_samples_per_s,
+            "node_samples_per_s": s.input.node_samples_per_s,
+            "leader_samples_per_s": s.input.leader_samples_per_s,
+            "storage_bytes_per_s": s.input.storage_Bps,
+            "node_storage_bytes_per_s": s.input.node_storage_Bps,
+            "overlap": s.input.overlap,
+            "source": s.input.source,
+        },
+    }  # fmt: skip
 
 
 def system_json(s: System) -> str:
@@ -188,6 +206,37 @@ def system_table(s: System):
                 escape(ov.source),
             )
         parts.append(o)
+    extra = []
+    if s.gpu_workspace_bytes:
+        extra.append(f"framework workspace: {fmt_bytes(s.gpu_workspace_bytes)} per GPU")
+    if s.collective_algorithm != "ring":
+        extra.append(f"all-reduce algorithm: {s.collective_algorithm}")
+    for t in s.collective_tables:
+        extra.append(
+            f"measured {t.operation}: {t.gpus} GPUs (span {t.span}), {len(t.bytes)} sizes"
+            f" {fmt_bytes(t.bytes[0])}-{fmt_bytes(t.bytes[-1])}" + (f" ({t.source})" if t.source else "")
+        )
+    if s.implementation.data_spatial_allreduce != "flat":
+        extra.append(
+            f"data+spatial all-reduce: {s.implementation.data_spatial_allreduce}"
+            + (f" ({s.implementation.source})" if s.implementation.source else "")
+        )
+    if s.input is not None:
+        i = s.input
+        rates = [
+            f"{label} {v:g} samples/s"
+            for label, v in (("loader", i.loader_samples_per_s), ("node", i.node_samples_per_s),
+                             ("leader", i.leader_samples_per_s))
+            if v
+        ]
+        rates += [f"{label} {fmt_rate(v)}" for label, v in (("storage", i.storage_Bps), ("node storage", i.node_storage_Bps)) if v]
+        extra.append(
+            "input pipeline: " + (", ".join(rates) or "unbounded")
+            + ("; loaders prefetch (overlap)" if i.overlap else "; loading not overlapped")
+            + (f"\n  source: {i.source}" if i.source else "")
+        )
+    if extra:
+        parts.append(Text("\n".join(extra)))
     if s.source:
         parts.append(Text(f"source: {s.source}"))
     return Group(*parts)
