@@ -75,7 +75,10 @@ def test_uniform_assignment_reproduces_strategies(model, profile, system, p, b):
         assert rel(got.memory_bytes, pt.memory_bytes) < 1e-9, (pt.strategy, pt.p1, pt.p2)
         a, e = got.breakdown, pt.breakdown
         for phase in ("forward_backward_s", "weight_update_s", "gradient_exchange_s", "halo_s"):
-            assert getattr(a, phase) == pytest.approx(getattr(e, phase), rel=1e-9, abs=1e-12), (pt.strategy, phase)
+            assert getattr(a, phase) == pytest.approx(getattr(e, phase), rel=1e-9, abs=1e-12), (
+                pt.strategy,
+                phase,
+            )
         # the spatial strategies' gather before the replicated head is a redistribution
         assert a.layer_collectives_s == pytest.approx(e.layer_collectives_s, rel=1e-9, abs=1e-12)
         assert got.feasible == pt.feasible, (pt.strategy, pt.p1, pt.p2, pt.limits, got.limits)
@@ -114,11 +117,21 @@ def test_uniform_with_collective_algorithm_options():
         except TypeError:  # Options without a collective override
             pytest.skip("Options has no collective override")
         p, B = 32, 32 * 16.0
-        pts = sweep(ctx.model, ctx.system, tuple(_times(ctx)), [p], "data,data+filter", batch=B, options=ctx.options)
+        pts = sweep(
+            ctx.model,
+            ctx.system,
+            tuple(_times(ctx)),
+            [p],
+            "data,data+filter",
+            batch=B,
+            options=ctx.options,
+        )
         for pt in pts:
             kind = KIND_OF[pt.strategy]
             d = Dist.data(p) if kind == "data" else Dist(kind, pt.p1, pt.p2)
-            assert evaluate(ctx, p, B, [d] * ctx.G).point.total_s == pytest.approx(pt.total_s, rel=1e-9), (algo, pt.strategy)
+            assert evaluate(ctx, p, B, [d] * ctx.G).point.total_s == pytest.approx(
+                pt.total_s, rel=1e-9
+            ), (algo, pt.strategy)
 
 
 # --------------------------------------------------------------------------------------
@@ -132,13 +145,22 @@ def test_distributions_cover_every_grid():
     assert ds[0] == Dist.data(8)
     assert len(ds) == 1 + 3 * 3
     assert all(d.gpus == 8 for d in ds)
-    assert distributions(8, ["data", "spatial"]) == [Dist.data(8), Dist("spatial", 4, 2), Dist("spatial", 2, 4), Dist("spatial", 1, 8)]
+    assert distributions(8, ["data", "spatial"]) == [
+        Dist.data(8),
+        Dist("spatial", 4, 2),
+        Dist("spatial", 2, 4),
+        Dist("spatial", 1, 8),
+    ]
     assert distributions(1) == [Dist.data(1)]
     assert Dist("filter", 4, 16).label == "filter 4×16" and Dist.data(8).label == "data"
 
 
 def _tiny_ctx(tiny) -> Context:
-    m, s, pr = load_model(str(tiny.model)), load_system(str(tiny.system)), load_profile(str(tiny.profile))
+    m, s, pr = (
+        load_model(str(tiny.model)),
+        load_system(str(tiny.system)),
+        load_profile(str(tiny.profile)),
+    )
     return Context(m, s, bind_profile(m, pr), Options(), pr.kind)
 
 
@@ -201,8 +223,14 @@ def test_search_objective_equals_evaluated_total(tiny):
     rows = np.arange(ctx.G)
     for _ in range(40):
         choice = rng.integers(0, c.nd, ctx.G)
-        additive = c.node_time[rows, choice].sum() + sum(mats[e][choice[i], choice[j]] for e, (i, j) in enumerate(c.edges))
-        used = {int(g) for g, b in zip(c.grad_class[rows, choice], c.grad_bytes[rows, choice]) if g >= 0 and b > 0}
+        additive = c.node_time[rows, choice].sum() + sum(
+            mats[e][choice[i], choice[j]] for e, (i, j) in enumerate(c.edges)
+        )
+        used = {
+            int(g)
+            for g, b in zip(c.grad_class[rows, choice], c.grad_bytes[rows, choice])
+            if g >= 0 and b > 0
+        }
         objective = additive + sum(c.group_latency[g] for g in used)
         total = c.assess(choice).point.total_s
         assert objective == pytest.approx(total, rel=1e-9)
@@ -265,7 +293,9 @@ def test_dump_round_trip(tmp_path):
     assert "{layer: fc1000," not in text  # flatten..fc1000 is a range
     one = dump_layerwise(m, 64, a[:-1] + [Dist("channel", 4, 16)])
     assert "{layer: fc1000, distribution: channel, p1: 4, p2: 16}" in one
-    assert bind_layerwise(load_layerwise(write(tmp_path, one, "one.yaml")), m)[-1] == Dist("channel", 4, 16)
+    assert bind_layerwise(load_layerwise(write(tmp_path, one, "one.yaml")), m)[-1] == Dist(
+        "channel", 4, 16
+    )
 
 
 def test_batch_per_gpu_and_single_layer(tmp_path):
@@ -286,12 +316,28 @@ def test_batch_per_gpu_and_single_layer(tmp_path):
         (("from: res4a_branch2a", "from: res4a_branch2b"), "not covered", "layers[1].from"),
         (("from: res4a_branch2a", "from: res3d_relu"), "already covered", "layers[1].from"),
         (("to: fc1000", "to: flatten"), "'fc1000' is not covered", "layers"),
-        (("from: conv1, to: res3d_relu", "from: res3d_relu, to: conv1"), "runs backwards", "layers[0]"),
-        (("distribution: spatial", "distribution: spacial"), "did you mean 'spatial'", "layers[0].distribution"),
+        (
+            ("from: conv1, to: res3d_relu", "from: res3d_relu, to: conv1"),
+            "runs backwards",
+            "layers[0]",
+        ),
+        (
+            ("distribution: spatial", "distribution: spacial"),
+            "did you mean 'spatial'",
+            "layers[0].distribution",
+        ),
         (("p2: 4}", "p2: 5}"), "p2=5 does not divide gpus=64", "layers[0].p2"),
         (("p1: 8, p2: 8", "p1: 4, p2: 8"), "4 x 8 = 32, not gpus=64", "layers[2].p2"),
-        (("distribution: data}", "distribution: data, p2: 2}"), "data uses all 64 GPUs", "layers[1].p2"),
-        (("distribution: spatial, p2: 4", "distribution: spatial, p2: 1"), "p2 = 1 is data", "layers[0].p2"),
+        (
+            ("distribution: data}", "distribution: data, p2: 2}"),
+            "data uses all 64 GPUs",
+            "layers[1].p2",
+        ),
+        (
+            ("distribution: spatial, p2: 4", "distribution: spatial, p2: 1"),
+            "p2 = 1 is data",
+            "layers[0].p2",
+        ),
         (("{from: conv1,", "{form: conv1,"), "unknown key 'form'", "layers[0]"),
         (("gpus: 64", "gpus: 0"), "expected a whole number >= 1", "gpus"),
         (("batch: 2048", "batch: 2048\nbatch_per_gpu: 32"), "not both", "batch_per_gpu"),
@@ -338,7 +384,9 @@ def test_missing_and_empty(tmp_path):
     with pytest.raises(OracleError, match="is empty"):
         parse_layerwise({"model": "ResNet-50", "gpus": 4, "layers": []}, "x.yaml")
     with pytest.raises(OracleError, match="missing required key 'to'"):
-        parse_layerwise({"model": "M", "gpus": 4, "layers": [{"from": "a", "distribution": "data"}]}, "x.yaml")
+        parse_layerwise(
+            {"model": "M", "gpus": 4, "layers": [{"from": "a", "distribution": "data"}]}, "x.yaml"
+        )
 
 
 def test_evaluate_rejects_a_wrong_length():

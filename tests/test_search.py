@@ -54,7 +54,16 @@ CHAIN = [(k, k + 1) for k in range(6)]  # 7 layers
 RESIDUAL = [(0, 1), (1, 2), (2, 3), (3, 5), (0, 4), (4, 5), (5, 6)]  # two branches joined by an add
 RESIDUAL_ID = [(0, 1), (1, 2), (2, 3), (0, 3), (3, 4)]  # identity shortcut
 INCEPTION = [(0, 1), (0, 2), (2, 3), (0, 4), (4, 5), (1, 6), (3, 6), (5, 6)]  # 3 branches, concat
-FORKED = [(0, 1), (1, 2), (1, 3), (2, 4), (3, 4), (0, 5), (4, 5), (5, 6)]  # InceptionE: a fork in a branch
+FORKED = [
+    (0, 1),
+    (1, 2),
+    (1, 3),
+    (2, 4),
+    (3, 4),
+    (0, 5),
+    (4, 5),
+    (5, 6),
+]  # InceptionE: a fork in a branch
 NON_SP = [(0, 1), (0, 2), (1, 2), (1, 3), (2, 3)]  # K4 minus an edge: not series-parallel
 TWO_HEADS = [(0, 1), (1, 2), (1, 3)]  # two outputs (an auxiliary head)
 
@@ -68,11 +77,11 @@ def test_shortest_path_equals_enumeration_on_line_graphs(seed, nd):
     assert is_line(n, edges)
     node, mats = random_costs(rng, n, edges, nd)
     choice, value = shortest_path_line(node, mats)
-    bf_choice, bf_value = brute_force(node, edges, mats)
+    _, bf_value = brute_force(node, edges, mats)
     assert value == pytest.approx(bf_value)
     assert objective(choice, node, edges, mats) == pytest.approx(bf_value)
     # and the eliminations agree on a chain
-    c2, v2, stats = eliminate(n, edges, node, mats)
+    _, v2, stats = eliminate(n, edges, node, mats)
     assert v2 == pytest.approx(bf_value)
     assert stats.final_nodes == 2 and stats.node_eliminations == n - 2
 
@@ -187,13 +196,23 @@ def small_context(tmp_path, model_text, per_sample=2e-4, wu=1e-4, **options) -> 
     (tmp_path / "p.yaml").write_text(
         f"model: {name}\ntotal: {{fw_bw_per_sample_s: {per_sample}, wu_per_iteration_s: {wu}}}\n"
     )
-    m, s, pr = load_model(str(tmp_path / "m.yaml")), load_system(str(tmp_path / "s.yaml")), load_profile(str(tmp_path / "p.yaml"))
+    m, s, pr = (
+        load_model(str(tmp_path / "m.yaml")),
+        load_system(str(tmp_path / "s.yaml")),
+        load_profile(str(tmp_path / "p.yaml")),
+    )
     return Context(m, s, bind_profile(m, pr), Options(**options), pr.kind)
 
 
 def enumerate_all(costs: Costs) -> tuple[np.ndarray, float]:
     """Exhaustive enumeration of the full objective: per layer + per edge + the latency
     of each gradient group in use; infeasible (layer, distribution) excluded."""
+    grids, total = all_totals(costs)
+    k = int(np.argmin(total))
+    return grids[:, k], float(total[k])
+
+
+def all_totals(costs: Costs) -> tuple[np.ndarray, np.ndarray]:
     G, nd = costs.G, costs.nd
     grids = np.indices((nd,) * G).reshape(G, -1)
     rows = np.arange(G)[:, None]
@@ -205,8 +224,7 @@ def enumerate_all(costs: Costs) -> tuple[np.ndarray, float]:
     cls = np.where(costs.grad_bytes > 0, costs.grad_class, -1)[rows, grids]
     for g, lat in enumerate(costs.group_latency):
         total = total + lat * (cls == g).any(axis=0)
-    k = int(np.argmin(total))
-    return grids[:, k], float(total[k])
+    return grids, total
 
 
 @pytest.mark.parametrize(
@@ -325,7 +343,9 @@ VGG = ("search", "-m", "vgg16", "-s", "abci", "-p", "vgg16_v100")
 
 
 def ok(result):
-    assert result.code == 0, f"exit {result.code}\nstderr: {result.err}\nexception: {result.exception!r}"
+    assert result.code == 0, (
+        f"exit {result.code}\nstderr: {result.err}\nexception: {result.exception!r}"
+    )
     return result
 
 
@@ -348,11 +368,22 @@ def test_cli_json(run):
     (s,) = doc["searches"]
     lw = s["layerwise"]
     assert lw["saved_s"] > 0 and 0 < lw["saved_fraction"] < 1
-    assert lw["memory_headroom_bytes"] == pytest.approx(lw["memory_limit_bytes"] - lw["memory_bytes"])
+    assert lw["memory_headroom_bytes"] == pytest.approx(
+        lw["memory_limit_bytes"] - lw["memory_bytes"]
+    )
     ranges = lw["ranges"]
     assert ranges[0]["from"] == "conv1_1" and ranges[-1]["to"] == "fc8"
     assert sum(x["layers"] for x in ranges) == 39
-    assert {"distribution", "kind", "p1", "p2", "compute_s", "communication_s", "redistribution_s", "memory_bytes"} <= set(ranges[0])
+    assert {
+        "distribution",
+        "kind",
+        "p1",
+        "p2",
+        "compute_s",
+        "communication_s",
+        "redistribution_s",
+        "memory_bytes",
+    } <= set(ranges[0])
     assert lw["search"]["method"].startswith("shortest path") and lw["search"]["proven_optimal"]
     assert s["best_uniform"]["rank"] == 1
     assert s["winner"] == "layer-wise"
@@ -382,12 +413,28 @@ def test_cli_max_gpus(run):
                "-b", "32", "--format", "json"))  # fmt: skip
     doc = json.loads(r.out)
     assert [s["gpus"] for s in doc["searches"]] == [4, 8, 16]
-    r = ok(run("search", "-m", "alexnet", "-s", "abci", "-p", "alexnet_v100", "--max-gpus", "8", "-b", "32"))
+    r = ok(
+        run(
+            "search",
+            "-m",
+            "alexnet",
+            "-s",
+            "abci",
+            "-p",
+            "alexnet_v100",
+            "--max-gpus",
+            "8",
+            "-b",
+            "32",
+        )
+    )
     assert "Fastest over 1, 2, 4, 8 GPUs" in r.out
 
 
 def test_cli_distributions_option(run):
-    r = ok(run(*VGG, "--gpus", "16", "-b", "16", "--distributions", "data,spatial", "--format", "json"))
+    r = ok(
+        run(*VGG, "--gpus", "16", "-b", "16", "--distributions", "data,spatial", "--format", "json")
+    )
     kinds = {x["kind"] for x in json.loads(r.out)["searches"][0]["layerwise"]["ranges"]}
     assert kinds <= {"data", "spatial"}
 
@@ -411,12 +458,46 @@ def test_cli_errors(run, args, message):
 
 def test_cli_evaluate_errors(run, tmp_path):
     bad = tmp_path / "bad.yaml"
-    bad.write_text("model: VGG16\ngpus: 8\nlayers:\n  - {from: conv1_1, to: fc7, distribution: data}\n")
+    bad.write_text(
+        "model: VGG16\ngpus: 8\nlayers:\n  - {from: conv1_1, to: fc7, distribution: data}\n"
+    )
     r = run(*VGG, "--evaluate", str(bad))
     assert r.code == 2 and "to 'fc8' are not covered" in r.err and f"{bad}:4" in r.err
     good = tmp_path / "good.yaml"
-    good.write_text("model: VGG16\ngpus: 8\nlayers:\n  - {from: conv1_1, to: fc8, distribution: data}\n")
+    good.write_text(
+        "model: VGG16\ngpus: 8\nlayers:\n  - {from: conv1_1, to: fc8, distribution: data}\n"
+    )
     r = run(*VGG, "--evaluate", str(good), "--gpus", "16")
     assert r.code == 2 and "differs from the file's gpus" in r.err
     r = ok(run(*VGG, "--evaluate", str(good), "-b", "8"))
     assert "Given per-layer configuration" in r.out
+
+
+def test_memory_limit_lagrangian(tmp_path):
+    """When the fastest assignment does not fit in GPU memory, the search returns one
+    that fits (Lagrangian relaxation), no faster than the best that fits."""
+    ctx = small_context(tmp_path, RESIDUAL_MODEL)
+    dists = [Dist.data(4), Dist("filter", 1, 4), Dist("spatial", 1, 4)]
+    B = 64.0
+    free = search_layerwise(ctx, 4, B, costs=Costs(ctx, 4, B, dists))
+    costs = free.costs
+    fastest_mem = free.assessment.point.memory_bytes
+    least = float(np.where(costs.feasible, costs.mem_bytes, np.inf).min(axis=1).sum())
+    assert least < fastest_mem
+    limit = 0.5 * (least + fastest_mem)
+    small = SYSTEM.replace("memory_GB: 16", f"memory_GB: {limit / 1e9!r}")
+    (tmp_path / "s.yaml").write_text(small)
+    ctx2 = Context(
+        ctx.model, load_system(str(tmp_path / "s.yaml")), tuple(_times(ctx)), Options(), ""
+    )
+    res = search_layerwise(ctx2, 4, B, costs=Costs(ctx2, 4, B, dists))
+    assert res.memory_constrained and not res.proven
+    assert res.assessment.point.memory_bytes <= limit
+    assert res.assessment.point.feasible
+    # the best assignment that fits, by enumeration: the relaxation cannot beat it,
+    # and here (a small model) it finds it
+    grids, total = all_totals(res.costs)
+    fits = res.costs.mem_bytes[np.arange(res.costs.G)[:, None], grids].sum(axis=0) <= limit
+    best_fit = float(total[fits].min())
+    assert res.assessment.point.total_s >= best_fit * (1 - 1e-9)
+    assert res.assessment.point.total_s <= best_fit * 1.05

@@ -8,16 +8,30 @@ import click
 
 from oracle.cli.common import model_system_profile_options, positive_float
 
+# the per-layer search keeps arrays of one entry per GPU for the redistribution costs;
+# far beyond any machine oracle describes (systems list at most a few thousand GPUs)
+MAX_SEARCH_GPUS = 65536
+
 
 @click.command(context_settings={"max_content_width": 100})
 @model_system_profile_options
-@click.option("--gpus", "-g", type=click.IntRange(min=1), help="GPUs to use (p). [default: 1 with --max-gpus]")
 @click.option(
-    "--max-gpus", type=click.IntRange(min=1),
+    "--gpus", "-g", type=click.IntRange(min=1, max=MAX_SEARCH_GPUS),
+    help="GPUs to use (p). [default: 1 with --max-gpus]",
+)  # fmt: skip
+@click.option(
+    "--max-gpus", type=click.IntRange(min=1, max=MAX_SEARCH_GPUS),
     help="Also try every power of two from --gpus up to N (and N); report the fastest.",
 )  # fmt: skip
-@click.option("--batch-per-gpu", "-b", type=positive_float, help="Weak scaling: B = b·p samples per iteration.")
-@click.option("--batch", "-B", type=positive_float, help="Strong scaling: global mini-batch B, fixed.")
+@click.option(
+    "--batch-per-gpu",
+    "-b",
+    type=positive_float,
+    help="Weak scaling: B = b·p samples per iteration.",
+)
+@click.option(
+    "--batch", "-B", type=positive_float, help="Strong scaling: global mini-batch B, fixed."
+)
 @click.option(
     "--distributions", "kinds", default="data,spatial,filter,channel", show_default=True, metavar="KINDS",
     help="Per-layer distributions to consider (data, spatial, filter, channel), each at every p1 x p2 grid.",
@@ -34,15 +48,39 @@ from oracle.cli.common import model_system_profile_options, positive_float
     "--memory-reuse", "gamma", type=click.FloatRange(min=0, max=1, min_open=True), default=1.0,
     show_default=True, help="Memory reuse factor γ (0 < γ <= 1).",
 )  # fmt: skip
-@click.option("--contention", "phi", type=click.FloatRange(min=1), help="Contention factor φ >= 1 (overrides the system).")
-@click.option("--samples", type=click.IntRange(min=1), help="Dataset size D (overrides the model's).")
+@click.option(
+    "--contention",
+    "phi",
+    type=click.FloatRange(min=1),
+    help="Contention factor φ >= 1 (overrides the system).",
+)
+@click.option(
+    "--samples", type=click.IntRange(min=1), help="Dataset size D (overrides the model's)."
+)
 @click.option(
     "--evaluate", "evaluate_file", metavar="FILE",
     help="Evaluate this layer-wise configuration file instead of searching (and compare it with the search's best).",
 )  # fmt: skip
-@click.option("--format", "-f", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
-@click.option("--top", type=click.IntRange(min=1), default=5, show_default=True, help="Uniform strategies shown.")
-@click.option("--width", type=click.IntRange(min=60), help="Table width in characters. [default: terminal, 140 in pipes]")
+@click.option(
+    "--format",
+    "-f",
+    "fmt",
+    type=click.Choice(["table", "json"]),
+    default="table",
+    show_default=True,
+)
+@click.option(
+    "--top",
+    type=click.IntRange(min=1),
+    default=5,
+    show_default=True,
+    help="Uniform strategies shown.",
+)
+@click.option(
+    "--width",
+    type=click.IntRange(min=60),
+    help="Table width in characters. [default: terminal, 140 in pipes]",
+)
 @click.option(
     "--output", "-o", metavar="FILE",
     help="Write the winning per-layer configuration (YAML, loadable with --evaluate) to FILE.",
@@ -75,7 +113,9 @@ def search(
     from oracle.render.output import emit
 
     if batch is not None and batch_per_gpu is not None:
-        raise OracleError("give either --batch (strong scaling) or --batch-per-gpu (weak scaling), not both")
+        raise OracleError(
+            "give either --batch (strong scaling) or --batch-per-gpu (weak scaling), not both"
+        )
     kind_list = []
     for raw in str(kinds).split(","):
         k = raw.strip().lower()
@@ -108,27 +148,47 @@ def search(
                 hint="leave out --gpus with --evaluate",
             )  # fmt: skip
         if max_gpus is not None:
-            raise OracleError("--max-gpus does not apply to --evaluate (the file fixes the GPU count)")
+            raise OracleError(
+                "--max-gpus does not apply to --evaluate (the file fixes the GPU count)"
+            )
+        if config.gpus > MAX_SEARCH_GPUS:
+            raise OracleError(
+                f"got {config.gpus}; at most {MAX_SEARCH_GPUS:,} GPUs",
+                file=config.file,
+                path="gpus",
+            )
         counts = [config.gpus]
         if batch is None and batch_per_gpu is None:
             batch = config.global_batch()
     else:
         if gpus is None and max_gpus is None:
-            raise OracleError("give --gpus N (the GPUs to use) or --max-gpus N (a budget to search up to)")
+            raise OracleError(
+                "give --gpus N (the GPUs to use) or --max-gpus N (a budget to search up to)"
+            )
         lo = gpus or 1
         if max_gpus is not None and max_gpus < lo:
             raise OracleError(f"--max-gpus {max_gpus} is below --gpus {lo}", path="--max-gpus")
-        counts = [lo] if max_gpus is None else sorted({lo, max_gpus} | {1 << k for k in range(40) if lo <= (1 << k) <= max_gpus})
+        counts = (
+            [lo]
+            if max_gpus is None
+            else sorted({lo, max_gpus} | {1 << k for k in range(40) if lo <= (1 << k) <= max_gpus})
+        )
     if batch is None and batch_per_gpu is None:
         batch_per_gpu = float(pr.measured_samples_per_gpu or 32)
-    scaling = f"strong scaling, B = {batch:g}" if batch is not None else f"weak scaling, {batch_per_gpu:g} samples/GPU"
+    scaling = (
+        f"strong scaling, B = {batch:g}"
+        if batch is not None
+        else f"weak scaling, {batch_per_gpu:g} samples/GPU"
+    )
     meta = describe(m, s, pr, scaling, options)
 
     results = []
     for p in counts:
         B = float(batch) if batch is not None else float(batch_per_gpu) * p
         if config is not None:
-            results.append(evaluate_given(ctx, p, B, assignment, kinds=kind_list, strategies=strategies))
+            results.append(
+                evaluate_given(ctx, p, B, assignment, kinds=kind_list, strategies=strategies)
+            )
         else:
             results.append(run_search(ctx, p, B, kinds=kind_list, strategies=strategies))
 
@@ -163,14 +223,18 @@ def _config_text(results, model, meta: dict, config) -> str:
     from oracle.units import fmt_seconds
 
     best = overall_winner(results) or results[0]
-    lw = best.layerwise if config is None else best.layerwise
-    a = lw.assessment
+    a = best.layerwise.assessment  # with --evaluate: the given configuration, normalised
     pt = a.point
     comments = [
-        "Layer-wise configuration written by `oracle search` (evaluate it with"
-        " `oracle search ... --evaluate FILE`).",
-        f"{meta['model']} on {meta['system']}, profile {meta['profile']}, {best.gpus} GPUs,"
-        f" B = {best.batch:g}: {fmt_seconds(pt.total_s)} per epoch, {pt.memory_bytes / 1e9:.2f} GB per GPU.",
+        (
+            "Layer-wise configuration written by `oracle search` (evaluate it with"
+            " `oracle search ... --evaluate FILE`)."
+        ),
+        (
+            f"{meta['model']} on {meta['system']}, profile {meta['profile']}, {best.gpus} GPUs,"
+            f" B = {best.batch:g}: {fmt_seconds(pt.total_s)} per epoch,"
+            f" {pt.memory_bytes / 1e9:.2f} GB per GPU."
+        ),
     ]
     bu = best.best_uniform
     if bu is not None:
@@ -182,5 +246,7 @@ def _config_text(results, model, meta: dict, config) -> str:
         )
     if best.winner is not None and best.winner is not pt:
         comments.append("The uniform strategy is faster; this is the fastest per-layer assignment.")
-    comments.append("Distributions: data | spatial/filter/channel with p1 sample groups x p2 model parts (p1·p2 = gpus).")
+    comments.append(
+        "Distributions: data | spatial/filter/channel with p1 sample groups x p2 model parts (p1·p2 = gpus)."
+    )
     return dump_layerwise(model, best.gpus, list(a.assignment), batch=best.batch, comments=comments)

@@ -3,7 +3,7 @@ using all p GPUs, and of redistributing tensors between layers of different ways
 
 A *distribution* (Dryden et al., IPDPS 2019, §III; Jia et al., ICML 2018, §4 "parallel
 configurations") says how one layer uses all p GPUs, as a P_r x P_c grid (Gholami et
-al., SC 2018): p1 groups split the samples and each group of p2 GPUs splits the layer:
+al., SPAA 2018): p1 groups split the samples and each group of p2 GPUs splits the layer:
 
     data            p1 = p, p2 = 1: samples split over all p GPUs
     spatial p1xp2   samples over p1 groups; height/width (/depth) split over p2
@@ -40,9 +40,10 @@ exchange data, p / gcd(p1 of the producer, p1 of the consumer), on the span of t
 contiguous block (SPEC §4.2).  Layouts: data S(p,1); spatial split S(p1,p2) (sample
 block x spatial tile); everything else R(p1) (sample block, replicated in the group).
 
-Uniform assignments are the SPEC's strategies: all data = data; all spatial p1xp2 =
-spatial (p1 = 1) or data+spatial; all filter = filter / data+filter; all channel =
-channel / data+channel ... with the same numbers (tests/test_layerwise.py).
+Uniform assignments are the SPEC's strategies, with the same numbers
+(tests/test_layerwise.py): all data = data; all spatial 1 x p = spatial, p1 x p2 =
+data+spatial; all filter 1 x p = filter, p1 x p2 = data+filter; all channel 1 x p =
+channel (p1 x p2: a data+channel hybrid the sweep does not list).
 """
 
 from __future__ import annotations
@@ -103,16 +104,42 @@ class Dist:
         return Dist("data", p, 1)
 
 
-def factorizations(p: int) -> list[tuple[int, int]]:
-    """(p1, p2) with p1·p2 = p and p2 >= 2, p2 ascending."""
-    return [(p // q, q) for q in range(2, p + 1) if p % q == 0]
+MAX_GRIDS = 16  # p1 x p2 grids per kind at most (p = 2^k has k of them)
 
 
-def distributions(p: int, kinds: Sequence[str] = KINDS) -> list[Dist]:
+def divisors(p: int) -> list[int]:
+    small, large = [], []
+    q = 1
+    while q * q <= p:
+        if p % q == 0:
+            small.append(q)
+            if q * q != p:
+                large.append(p // q)
+        q += 1
+    return small + large[::-1]
+
+
+def factorizations(p: int, limit: int | None = None) -> list[tuple[int, int]]:
+    """(p1, p2) with p1·p2 = p and p2 >= 2, p2 ascending.  With ``limit``, a p with
+    more factorizations keeps one p2 per power-of-two bucket (the one nearest to
+    2^k) and p itself, so that highly composite counts stay searchable."""
+    p2s = [q for q in divisors(p) if q >= 2]
+    if limit is not None and len(p2s) > limit:
+        keep = {p}
+        for k in range(1, p.bit_length()):
+            keep.add(min(p2s, key=lambda q: (abs(math.log2(q) - k), q)))
+        p2s = sorted(keep)
+    return [(p // q, q) for q in p2s]
+
+
+def distributions(
+    p: int, kinds: Sequence[str] = KINDS, limit: int | None = MAX_GRIDS
+) -> list[Dist]:
     """Every distribution of p GPUs of the given kinds: data, and each kind at every
-    factorization p1 x p2 (Gholami et al.'s P_r x P_c grid; p2 = 1 is data)."""
+    factorization p1 x p2 (Gholami et al.'s P_r x P_c grid; p2 = 1 is data); at most
+    ``limit`` grids per kind (see :func:`factorizations`)."""
     out = [Dist.data(p)] if "data" in kinds else []
-    for p1, p2 in factorizations(p):
+    for p1, p2 in factorizations(p, limit):
         for kind in ("spatial", "filter", "channel"):
             if kind in kinds:
                 out.append(Dist(kind, p1, p2))
@@ -238,7 +265,9 @@ class Costs:
 
         def strided_group(p1: int, p2: int) -> int:
             phi = contention_factor(system, data_group_flows_per_node(p1, p2, gpn), contention)
-            return ar_group(group_strided(p1, p2, gpn), phi, algo, f"{p1} data groups (GPUs every {p2})")
+            return ar_group(
+                group_strided(p1, p2, gpn), phi, algo, f"{p1} data groups (GPUs every {p2})"
+            )
 
         for k, d in enumerate(self.dists):
             p1, p2 = d.p1, d.p2
@@ -283,7 +312,9 @@ class Costs:
                     hx, hdy = ctx.halo_elements(grid)
                     h = hx + hdy
                     lk = link(system, span_neighbours(p2, gpn), "halo")
-                    per = np.where(h > 0, 2 * (2 * lk.alpha_s + b * delta * h * lk.beta_s_per_byte), 0.0)
+                    per = np.where(
+                        h > 0, 2 * (2 * lk.alpha_s + b * delta * h * lk.beta_s_per_byte), 0.0
+                    )
                     halo[idx, k] = I * per
                     f = np.array(grid, dtype=float)
                     bad = (halo_rows["Y"] < f).any(axis=1)
@@ -291,7 +322,9 @@ class Costs:
                         l = int(idx[r])
                         feasible[l, k] = False
                         ext = "x".join(str(int(v)) for v in halo_rows["Y"][r])
-                        self.reasons[(l, k)] = f"spatial split {'x'.join(map(str, grid))} exceeds its {ext} output"
+                        self.reasons[(l, k)] = (
+                            f"spatial split {'x'.join(map(str, grid))} exceeds its {ext} output"
+                        )
                 continue
             # filter / channel
             sums = ctx.filter_split if d.kind == "filter" else ctx.channel_split
@@ -363,12 +396,26 @@ class Costs:
         s1 = s0 + blk[:, None]
         # what GPU g needs in layout c and does not hold in layout a (fraction of B·y),
         # the most over all GPUs; one source layout at a time keeps memory at nL·p
+        # The pattern of a pair repeats every lcm(p2_a, p2_c) GPUs (sample blocks of p2
+        # GPUs, tiles numbered within a block): one period is enough.
         need = blk[:, None] * (tiles1 - tiles0).prod(axis=-1)  # (nL, p)
+        p2 = np.array([q for _, _, q in L])
         recv = np.zeros((nL, nL))
         for a in range(nL):
-            so = np.clip(np.minimum(s1[a], s1) - np.maximum(s0[a], s0), 0, None)  # (nL, p)
-            to = np.clip(np.minimum(tiles1[a], tiles1) - np.maximum(tiles0[a], tiles0), 0, None).prod(axis=-1)
-            recv[a] = np.clip(need - so * to, 0, None).max(axis=-1)
+            for c in range(nL):
+                if a == c:
+                    continue
+                P = math.lcm(int(p2[a]), int(p2[c]))
+                so = np.clip(
+                    np.minimum(s1[a, :P], s1[c, :P]) - np.maximum(s0[a, :P], s0[c, :P]), 0, None
+                )
+                to = np.clip(
+                    np.minimum(tiles1[a, :P], tiles1[c, :P])
+                    - np.maximum(tiles0[a, :P], tiles0[c, :P]),
+                    0,
+                    None,
+                ).prod(axis=-1)
+                recv[a, c] = np.clip(need[c, :P] - so * to, 0, None).max()
         recv[recv < 1e-12] = 0.0
         # each pair's cost is the minimum of a few affine pieces lat + y·slope (one per
         # all-gather algorithm the context may pick; one for an all-to-all)
@@ -441,7 +488,7 @@ class Costs:
         gbytes = self.grad_bytes[rows, c]
         gcls = self.grad_class[rows, c]
         redis = np.zeros(G)
-        for (i, j) in self.edges:
+        for i, j in self.edges:
             la, lb = self.layout[i, c[i]], self.layout[j, c[j]]
             if la == lb:
                 continue
@@ -467,19 +514,32 @@ class Costs:
             halo_s=float(halo.sum()),
         )
         assignment = tuple(self.dists[k] for k in c)
-        layer_limits = [(l, self.reasons.get((l, int(c[l])), "infeasible")) for l in np.flatnonzero(~self.feasible[rows, c])]
+        layer_limits = [
+            (l, self.reasons.get((l, int(c[l])), "infeasible"))
+            for l in np.flatnonzero(~self.feasible[rows, c])
+        ]
         limits = []
         if layer_limits:
             l, why = layer_limits[0]
             more = f" (and {len(layer_limits) - 1} more layers)" if len(layer_limits) > 1 else ""
-            limits.append(Limit("layer", f"{ctx.names[l]} under {self.dists[c[l]].label}: {why}{more}"))
+            limits.append(
+                Limit("layer", f"{ctx.names[l]} under {self.dists[c[l]].label}: {why}{more}")
+            )
         memory = float(mem.sum())
         bd = self._with_input(bd, assignment)
         if self.p > ctx.system.total_gpus:
-            limits.insert(0, Limit("gpus", f"needs {self.p} GPUs; {ctx.system.name} has {ctx.system.total_gpus}"))
+            limits.insert(
+                0,
+                Limit(
+                    "gpus", f"needs {self.p} GPUs; {ctx.system.name} has {ctx.system.total_gpus}"
+                ),
+            )
         if memory > ctx.system.gpu_memory_bytes:
             limits.append(
-                Limit("memory", f"needs {fmt_gb(memory)} of {fmt_gb(ctx.system.gpu_memory_bytes)} GPU memory")
+                Limit(
+                    "memory",
+                    f"needs {fmt_gb(memory)} of {fmt_gb(ctx.system.gpu_memory_bytes)} GPU memory",
+                )
             )
         main = _main_distribution(assignment, self.fb[rows, c])
         kinds = sorted({d.label for d in assignment})
@@ -528,7 +588,11 @@ class Costs:
         from oracle.compute.io import EVERY_GPU, LEADER, PER_GROUP, exposed, input_time
 
         first = next(
-            (assignment[i] for i, layer in enumerate(ctx.model.layers) if MODEL_INPUT in layer.inputs),
+            (
+                assignment[i]
+                for i, layer in enumerate(ctx.model.layers)
+                if MODEL_INPUT in layer.inputs
+            ),
             assignment[0],
         )
         kind = EVERY_GPU if first.kind == "data" else (LEADER if first.p1 == 1 else PER_GROUP)

@@ -58,12 +58,15 @@ from oracle.compute.layerwise import KINDS, Assessment, Costs, Dist, distributio
 INF = math.inf
 ENUMERATE_LIMIT = 2_000_000  # largest final graph (n^k assignments) enumerated at once
 MAX_SOLVES = 64  # graph solves per branch and bound before giving up on proving optimality
+MAX_VISITS = 4096  # branch-and-bound nodes likewise
 
 
 # -- graph algorithms on (nodes x distributions) costs ---------------------------------------
 
 
-def objective(choice: Sequence[int], node: np.ndarray, edges: Sequence[tuple[int, int]], mats: np.ndarray) -> float:
+def objective(
+    choice: Sequence[int], node: np.ndarray, edges: Sequence[tuple[int, int]], mats: np.ndarray
+) -> float:
     """Σ node[l, c_l] + Σ_e mats[e][c_i, c_j]."""
     c = np.asarray(choice, dtype=int)
     total = float(node[np.arange(len(c)), c].sum())
@@ -276,7 +279,9 @@ def _connected(alive: set[int], ins, outs) -> list[int]:
     return [v for v in sorted(alive) if ins[v] or outs[v]]
 
 
-def brute_force(node: np.ndarray, edges: Sequence[tuple[int, int]], mats: np.ndarray) -> tuple[np.ndarray, float]:
+def brute_force(
+    node: np.ndarray, edges: Sequence[tuple[int, int]], mats: np.ndarray
+) -> tuple[np.ndarray, float]:
     """Every assignment (tests only: n^G of them)."""
     G, nd = node.shape
     grids = np.indices((nd,) * G).reshape(G, -1)  # (G, n^G)
@@ -334,6 +339,8 @@ def search_layerwise(
     cls = np.where(uses, costs.grad_class, -1)
     latency = costs.group_latency
     counter = {"solves": 0, "method": "", "stats": None, "inexact": False}
+    # a solve costs about G·n³: keep the worst case near 64 solves of ResNet-152 x 31
+    max_solves = max(8, min(MAX_SOLVES, int(MAX_SOLVES * (31 / nd) ** 3 * 515 / max(G, 1))))
 
     def run(allowed: np.ndarray, lam: float) -> tuple[np.ndarray, float]:
         node = np.where(allowed, time_node + lam * costs.mem_bytes, INF)
@@ -375,23 +382,31 @@ def search_layerwise(
 
         # solved regions: DP(S) used only the groups U ⊆ S, so every S' with
         # U ⊆ S' ⊆ S has the same optimum (DP is monotone in the allowed set)
-        used0 = groups_used(choice0)
-        covered = [(used0, np.ones(ng, dtype=bool))]
+        cov_used = [groups_used(choice0)]
+        cov_sup = [np.ones(ng, dtype=bool)]
+        visits = 0
 
         def is_covered(included: np.ndarray, possible: np.ndarray) -> bool:
-            return any(not (u & ~included).any() and not (possible & ~sup).any() for u, sup in covered)
+            u, sup = np.array(cov_used), np.array(cov_sup)
+            return bool((~(u & ~included).any(axis=1) & ~(possible & ~sup).any(axis=1)).any())
+
+        class Stop(Exception):
+            pass
 
         def visit(depth: int, included: np.ndarray, possible: np.ndarray) -> None:
-            nonlocal best, best_choice, proven
+            nonlocal best, best_choice, proven, visits
+            visits += 1
+            if visits > MAX_VISITS:
+                raise Stop
             if is_covered(included, possible) or bound(included, possible) >= best * (1 - 1e-12):
                 return
             if depth == ng:
-                if counter["solves"] >= MAX_SOLVES:
-                    proven = False
-                    return
+                if counter["solves"] >= max_solves:
+                    raise Stop
                 allowed = feasible & ((cls < 0) | included[np.maximum(cls, 0)])
                 choice, _ = run(allowed, lam)
-                covered.append((groups_used(choice), included.copy()))
+                cov_used.append(groups_used(choice))
+                cov_sup.append(included.copy())
                 value = true_cost(choice, lam)
                 if value < best:
                     best, best_choice = value, choice
@@ -404,7 +419,10 @@ def search_layerwise(
             pos[g] = False
             visit(depth + 1, included, pos)  # without group g
 
-        visit(0, np.zeros(ng, dtype=bool), np.ones(ng, dtype=bool))
+        try:
+            visit(0, np.zeros(ng, dtype=bool), np.ones(ng, dtype=bool))
+        except Stop:
+            proven = False
         return best_choice, best, proven
 
     choice, _, proven = branch_and_bound(0.0)
@@ -439,17 +457,32 @@ def search_layerwise(
                 else:
                     lo = mid
             choice = fastest_fit
-            notes.append("memory-constrained: Lagrangian relaxation of the GPU-memory limit (not proven optimal)")
+            notes.append(
+                "memory-constrained: Lagrangian relaxation of the GPU-memory limit (not proven optimal)"
+            )
         else:
             choice = _least_memory(costs, feasible)
-            notes.append("memory-constrained: the fastest assignments do not fit; showing the one that needs the least")
+            notes.append(
+                "memory-constrained: the fastest assignments do not fit; showing the one that needs the least"
+            )
         proven = False
     if not proven and not constrained:
-        notes.append(f"branch and bound stopped after {MAX_SOLVES} graph solves (not proven optimal)")
+        notes.append(
+            f"branch and bound over the gradient groups stopped at its limit ({max_solves} graph solves,"
+            f" {MAX_VISITS} nodes): the best assignment found is not proven optimal"
+        )
     if counter["inexact"]:
         proven = False
-        notes.append("the layer graph does not reduce to a few layers; the rest was assigned by coordinate"
-                     " descent (not proven optimal)")
+        notes.append(
+            "the layer graph does not reduce to a few layers; the rest was assigned by coordinate"
+            " descent (not proven optimal)"
+        )
+    from oracle.compute.layerwise import MAX_GRIDS, factorizations
+
+    every, used = len(factorizations(p)), len(factorizations(p, MAX_GRIDS))
+    if every > used and len(costs.dists) > 1:
+        notes.append(f"{p} GPUs have {every} p1 x p2 grids; the per-layer search uses {used} of them"
+                     " (one p2 near each power of two, and p)")  # fmt: skip
     if stuck.any():
         l = int(np.flatnonzero(stuck)[0])
         notes.append(f"layer {ctx.names[l]} has no feasible distribution")
@@ -485,7 +518,8 @@ def tidy(costs: Costs, choice: np.ndarray) -> np.ndarray:
             and costs.feasible[l, k]
             and costs.layout[l, k] == costs.layout[l, d]
             and costs.grad_class[l, k] == costs.grad_class[l, d]
-            and abs(costs.node_time[l, k] - costs.node_time[l, d]) <= 1e-12 * max(1.0, abs(costs.node_time[l, d]))
+            and abs(costs.node_time[l, k] - costs.node_time[l, d])
+            <= 1e-12 * max(1.0, abs(costs.node_time[l, d]))
             and costs.mem_bytes[l, k] == costs.mem_bytes[l, d]
         )
 
@@ -507,7 +541,7 @@ def _least_memory(costs: Costs, feasible: np.ndarray) -> np.ndarray:
 
 def segment_counts(B: float, p: int) -> list[int]:
     """Pipeline segment counts to try: powers of two up to B, and SPEC's min(B, 4p)."""
-    out = {1 << k for k in range(0, 40) if (1 << k) <= B}
+    out = {1 << k for k in range(40) if (1 << k) <= B}
     out.add(max(1, int(min(B, 4 * p))))
     return sorted(out)
 
@@ -535,7 +569,9 @@ def uniform_points(ctx: Context, p: int, batch: float, strategies="all") -> list
 def _times(ctx: Context):
     from oracle.model import LayerTimes
 
-    return tuple(LayerTimes(float(f), float(b), float(u)) for f, b, u in zip(ctx.fw, ctx.bw, ctx.wu))
+    return tuple(
+        LayerTimes(float(f), float(b), float(u)) for f, b, u in zip(ctx.fw, ctx.bw, ctx.wu)
+    )
 
 
 # -- the whole search --------------------------------------------------------------------------
@@ -566,7 +602,9 @@ class SearchResult:
 
     @property
     def winner(self) -> Point | None:
-        cands = [pt for pt in (self.best_uniform, self.layerwise_point) if pt is not None and pt.feasible]
+        cands = [
+            pt for pt in (self.best_uniform, self.layerwise_point) if pt is not None and pt.feasible
+        ]
         if not cands:
             return None
         # a tie goes to the uniform strategy (simpler to run)
@@ -614,7 +652,9 @@ def evaluate_given(
     t0 = time.perf_counter()
     costs = Costs(ctx, p, batch, sorted(set(assignment), key=_order))
     a = costs.assess(costs.choice_of(assignment))
-    given = LayerwiseSearch(a, costs, "given configuration", 0, False, False, None, 0.0, [], given=True)
+    given = LayerwiseSearch(
+        a, costs, "given configuration", 0, False, False, None, 0.0, [], given=True
+    )
     uniform = uniform_points(ctx, p, batch, strategies)
     optimum = search_layerwise(ctx, p, batch, kinds) if compare else None
     return SearchResult(p, float(batch), uniform, given, time.perf_counter() - t0, optimum)

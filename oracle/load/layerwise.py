@@ -78,7 +78,9 @@ def parse_layerwise(doc: dict, file: str) -> LayerwiseConfig:
     batch = top.opt("batch", number(gt=0, what="a global mini-batch"))
     bpg = top.opt("batch_per_gpu", number(gt=0, what="samples per GPU"))
     if batch is not None and bpg is not None:
-        raise top.error("batch_per_gpu", "give either 'batch' (global) or 'batch_per_gpu', not both")
+        raise top.error(
+            "batch_per_gpu", "give either 'batch' (global) or 'batch_per_gpu', not both"
+        )
     source = top.opt("source", string(nonempty=False), "")
     ranges = []
     items = list(top.items("layers"))
@@ -95,15 +97,23 @@ def parse_layerwise(doc: dict, file: str) -> LayerwiseConfig:
         f.done()  # unknown keys first: 'too' is more likely a typo of 'to' than a gap
         if single is not None:
             if first is not None or last is not None:
-                raise f.error("layer", "give either 'layer' (one layer) or 'from'/'to' (a range), not both")
+                raise f.error(
+                    "layer", "give either 'layer' (one layer) or 'from'/'to' (a range), not both"
+                )
             first = last = single
         elif first is None or last is None:
             missing = "from" if first is None else "to"
-            raise f.error(None, f"missing required key '{missing}' (a layer name)", hint="or 'layer:' for one layer")
+            raise f.error(
+                None,
+                f"missing required key '{missing}' (a layer name)",
+                hint="or 'layer:' for one layer",
+            )
         dist = _dist(f, kind, gpus, p1, p2)
         ranges.append(LayerRange(first, last, dist, line, i))
     top.done()
-    return LayerwiseConfig(model, gpus, tuple(ranges), batch, bpg, source, file, top.key_line("model"))
+    return LayerwiseConfig(
+        model, gpus, tuple(ranges), batch, bpg, source, file, top.key_line("model")
+    )
 
 
 def _dist(f: Fields, kind: str, p: int, p1: int | None, p2: int | None) -> Dist:
@@ -129,7 +139,9 @@ def _dist(f: Fields, kind: str, p: int, p1: int | None, p2: int | None) -> Dist:
     if p1 * p2 != p:
         raise f.error("p2", f"p1 x p2 = {p1} x {p2} = {p1 * p2}, not gpus={p}")
     if p2 == 1:
-        raise f.error("p2", f"{kind} with p2 = 1 is data parallelism", hint="write distribution: data")
+        raise f.error(
+            "p2", f"{kind} with p2 = 1 is data parallelism", hint="write distribution: data"
+        )
     return Dist(kind, p1, p2)
 
 
@@ -228,10 +240,14 @@ def dump_layerwise(
     lines.append("layers:")
     for a, b, d in ranges_of(model, assignment):
         first, last = model.layers[a].name, model.layers[b].name
-        where = f"layer: {_scalar(first)}" if a == b else f"from: {_scalar(first)}, to: {_scalar(last)}"
+        where = (
+            f"layer: {_scalar(first)}" if a == b else f"from: {_scalar(first)}, to: {_scalar(last)}"
+        )
         grid = "" if d.kind == "data" else f", p1: {d.p1}, p2: {d.p2}"
         count = b - a + 1
-        lines.append(f"  - {{{where}, distribution: {d.kind}{grid}}}  # {count} layer{'s' if count > 1 else ''}")
+        lines.append(
+            f"  - {{{where}, distribution: {d.kind}{grid}}}  # {count} layer{'s' if count > 1 else ''}"
+        )
     return "\n".join(lines) + "\n"
 
 

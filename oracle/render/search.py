@@ -13,7 +13,6 @@ from oracle.compute.search import SearchResult
 from oracle.load.layerwise import ranges_of
 from oracle.units import fmt_bytes, fmt_seconds
 
-
 # -- records -------------------------------------------------------------------------------
 
 
@@ -78,12 +77,16 @@ def result_dict(result: SearchResult, top: int = 5) -> dict:
         "layerwise": {
             "point": _point(pt),
             "saved_s": _num(saved),
-            "saved_fraction": _num(saved / bu.total_s) if saved is not None and bu and bu.total_s > 0 else None,
+            "saved_fraction": _num(saved / bu.total_s)
+            if saved is not None and bu and bu.total_s > 0
+            else None,
             "memory_bytes": _num(pt.memory_bytes),
             "memory_limit_bytes": _num(limit),
             "memory_headroom_bytes": _num(limit - pt.memory_bytes),
             "ranges": layer_ranges(result),
-            "gradient_groups": [{"group": k, "time_s": _num(v)} for k, v in sorted(a.gradient_s.items())],
+            "gradient_groups": [
+                {"group": k, "time_s": _num(v)} for k, v in sorted(a.gradient_s.items())
+            ],
             "redistribution_s": _num(a.redistribution_s.sum()),
             "search": {
                 "method": lw.method,
@@ -107,7 +110,9 @@ def result_dict(result: SearchResult, top: int = 5) -> dict:
         if result.optimum is None
         else {
             "point": _point(result.optimum.assessment.point),
-            "ranges": layer_ranges(SearchResult(result.gpus, result.batch, [], result.optimum, 0.0)),
+            "ranges": layer_ranges(
+                SearchResult(result.gpus, result.batch, [], result.optimum, 0.0)
+            ),
         },
         "best_uniform": _point(bu),
         "uniform": [_point(p) for p in result.uniform[:top]],
@@ -156,6 +161,16 @@ def _strategy(pt: Point) -> str:
     return s
 
 
+def _same(x: float, y: float) -> bool:
+    return abs(x - y) <= 1e-9 * max(abs(x), abs(y), 1e-300)
+
+
+def _diff(x: float, y: float) -> str:
+    if _same(x, y):
+        return "0 s"
+    return ("+" if x > y else "") + fmt_seconds(x - y)
+
+
 def _pct(part: float, whole: float) -> str:
     return f"{100 * part / whole:.1f}%" if whole else "n/a"
 
@@ -197,7 +212,8 @@ def _print_one(console, r: SearchResult, meta: dict, top: int) -> None:
     ctx = lw.costs.ctx
     B = r.batch
     console.print(
-        escape(f"{meta['model']} on {meta['system']}") + f" · {r.gpus} GPUs · B = {B:,.0f} ({B / r.gpus:g} per GPU)"
+        escape(f"{meta['model']} on {meta['system']}")
+        + f" · {r.gpus} GPUs · B = {B:,.0f} ({B / r.gpus:g} per GPU)"
         + escape(f" · profile {meta['profile']} · D = {meta['samples']:,} · times per epoch")
     )
     if meta.get("profile_note"):
@@ -206,14 +222,19 @@ def _print_one(console, r: SearchResult, meta: dict, top: int) -> None:
     if lw.given:
         console.print(
             f"[bold]Given per-layer configuration[/bold]: {fmt_seconds(pt.total_s)} per epoch"
-            f" ({fmt_seconds(pt.iteration_s)} per iteration)" + ("" if pt.feasible else ", [bold]infeasible[/bold]")
+            f" ({fmt_seconds(pt.iteration_s)} per iteration)"
+            + ("" if pt.feasible else ", [bold]infeasible[/bold]")
         )
         if r.optimum is not None:
             o = r.optimum.assessment.point
             gain = pt.total_s - o.total_s
             console.print(
                 f"The search's best per-layer assignment: {fmt_seconds(o.total_s)} per epoch"
-                + (f" ({fmt_seconds(gain)} faster than the given one)" if gain > 0 else " (the given one is as fast)")
+                + (
+                    f" ({fmt_seconds(gain)} faster than the given one)"
+                    if gain > 0
+                    else " (the given one is as fast)"
+                )
             )
     elif w is None:
         console.print("[bold]No feasible configuration[/bold]: every uniform strategy and the best per-layer"
@@ -229,11 +250,17 @@ def _print_one(console, r: SearchResult, meta: dict, top: int) -> None:
     # time saved and why
     if bu is not None:
         saved = bu.total_s - pt.total_s
-        verb = "saves" if saved > 0 else "loses"
-        console.print(
-            f"Per-layer {fmt_seconds(pt.total_s)} vs best uniform {_strategy(bu)} {fmt_seconds(bu.total_s)}:"
-            f" {verb} {fmt_seconds(abs(saved))} per epoch ({_pct(abs(saved), bu.total_s)})"
-        )
+        who = "Given" if lw.given else "Per-layer"
+        if _same(pt.total_s, bu.total_s):
+            console.print(
+                f"{who} {fmt_seconds(pt.total_s)} = best uniform {_strategy(bu)}: no per-layer assignment is faster"
+            )
+        else:
+            verb = "saves" if saved > 0 else "loses"
+            console.print(
+                f"{who} {fmt_seconds(pt.total_s)} vs best uniform {_strategy(bu)} {fmt_seconds(bu.total_s)}:"
+                f" {verb} {fmt_seconds(abs(saved))} per epoch ({_pct(abs(saved), bu.total_s)})"
+            )
         redis = float(a.redistribution_s.sum())
         rows = [
             ("compute (FW+BW, WU)", pt.compute_s, bu.compute_s),
@@ -252,7 +279,7 @@ def _print_one(console, r: SearchResult, meta: dict, top: int) -> None:
         c.add_column("difference", justify="right", no_wrap=True)
         for name, x, y in rows:
             if x or y or name == "total":
-                c.add_row(name, fmt_seconds(x), fmt_seconds(y), ("+" if x > y else "") + fmt_seconds(x - y))
+                c.add_row(name, fmt_seconds(x), fmt_seconds(y), _diff(x, y))
         console.print(c)
     else:
         console.print("No uniform strategy is feasible at this GPU count.")
@@ -260,18 +287,29 @@ def _print_one(console, r: SearchResult, meta: dict, top: int) -> None:
     head = limit - pt.memory_bytes
     console.print(
         f"Memory per GPU: {fmt_bytes(pt.memory_bytes)} of {fmt_bytes(limit)}"
-        + (f" (headroom {fmt_bytes(head)}, {_pct(head, limit)})" if head >= 0 else f" (over by {fmt_bytes(-head)})")
+        + (
+            f" (headroom {fmt_bytes(head)}, {_pct(head, limit)})"
+            if head >= 0
+            else f" (over by {fmt_bytes(-head)})"
+        )
     )
     for lim in pt.limits:
         console.print(escape(f"  limit: {lim.reason}"))
 
     t = Table(title="Per-layer configuration (runs of consecutive layers)", title_justify="left",
               box=box.SIMPLE_HEAD, pad_edge=False)  # fmt: skip
-    for col, just in (("#", "right"), ("layers", "right"), ("from", "left"), ("to", "left"),
-                      ("distribution", "left"), ("compute", "right"), ("comm", "right"),
-                      ("redistribution", "right"), ("memory", "right")):  # fmt: skip
-        t.add_column(col, justify=just, no_wrap=True)
-    t.add_column("notes", overflow="fold", ratio=1, min_width=10)
+    t.add_column("#", justify="right", no_wrap=True, min_width=2)
+    t.add_column("layers", justify="right", no_wrap=True, min_width=6)
+    t.add_column("from", overflow="fold", ratio=1, min_width=8)
+    t.add_column("to", overflow="fold", ratio=1, min_width=8)
+    for col in ("distribution", "compute", "comm", "redistribution", "memory"):
+        t.add_column(
+            col,
+            justify="left" if col == "distribution" else "right",
+            no_wrap=True,
+            min_width=len(col),
+        )
+    t.add_column("notes", overflow="fold", ratio=1, min_width=8)
     for i, row in enumerate(layer_ranges(r), 1):
         t.add_row(
             str(i), str(row["layers"]), escape(row["from"]), escape(row["to"]), row["distribution"],
@@ -279,11 +317,18 @@ def _print_one(console, r: SearchResult, meta: dict, top: int) -> None:
             fmt_seconds(row["redistribution_s"]), fmt_bytes(row["memory_bytes"]), escape("; ".join(row["limits"])),
         )  # fmt: skip
     console.print(t)
-    if a.gradient_s:
-        gt = "; ".join(f"{k}: {fmt_seconds(v)}" for k, v in sorted(a.gradient_s.items()))
-        console.print(f"Gradient all-reduces (one fused call per group and iteration): {gt}")
+    grads = {k: v for k, v in a.gradient_s.items() if v > 0}
+    if grads:
+        console.print("Gradient all-reduces (one fused call per group of GPUs and iteration):")
+        for k, v in sorted(grads.items(), key=lambda kv: -kv[1]):
+            console.print(escape(f"  {k}: {fmt_seconds(v)} per epoch"))
 
-    u = Table(title=f"Best uniform strategies (top {top})", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
+    u = Table(
+        title=f"Best uniform strategies (top {top})",
+        title_justify="left",
+        box=box.SIMPLE_HEAD,
+        pad_edge=False,
+    )
     for col in ("#", "strategy", "compute", "comm", "epoch", "mem/GPU"):
         u.add_column(col, justify="left" if col == "strategy" else "right", no_wrap=True)
     u.add_column("limits", overflow="fold", ratio=1, min_width=10)
