@@ -74,6 +74,8 @@ PARAMS = {
     # He et al. 2016 section 4.2 ResNet-20: option A (identity shortcuts) has 269,722;
     # the option-B projections of res3a/res4a add 16*32 + 2*32 + 32*64 + 2*64 = 2,752
     "cifar_resnet20": 272_474,
+    # torchvision's 27,161,264 minus the AuxLogits head (see INCEPTION_V3_PARAMS below)
+    "inception_v3": 23_834_568,
 }
 
 NAMES = {
@@ -85,6 +87,7 @@ NAMES = {
     "cosmoflow256": "CosmoFlow-256",
     "meshtangling": "MeshTangling-2K",
     "cifar_resnet20": "ResNet-20-CIFAR",
+    "inception_v3": "Inception-v3",
 }
 
 # torchvision model docs, "GFLOPS" column (which counts multiply-adds).  oracle counts
