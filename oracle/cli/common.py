@@ -114,7 +114,7 @@ def options_note(system, options) -> str:
 def project(model, system, profile, gpus=None, strategies="all", batch_per_gpu=None, batch=None, p2=None,
             segments=None, precision="fp32", gamma=1.0, phi=None, samples=None, collective=None,
             optimizer="sgd", mixed_precision=False, zero=0, checkpointing=False, overlap="none",
-            bucket_mb=25.0):  # fmt: skip
+            bucket_mb=25.0, layers=None):  # fmt: skip
     """Load the inputs and run the sweep, as ``oracle predict`` does (keywords as the
     options of :func:`sweep_options`).
 
@@ -136,6 +136,8 @@ def project(model, system, profile, gpus=None, strategies="all", batch_per_gpu=N
                       checkpointing=checkpointing, overlap=overlap, bucket_bytes=bucket_mb * 2**20)
     points = sweep(m, s, times, counts, strategies, batch=batch, batch_per_gpu=batch_per_gpu, p2=p2, options=options,
                    profile_kind=pr.kind)
+    if layers:
+        points = _with_layerwise(points, layers, m, s, times, options, pr.kind, batch, batch_per_gpu)
     scaling = f"strong scaling, B = {batch:g}" if batch is not None else f"weak scaling, {batch_per_gpu:g} samples/GPU"
     meta = describe(m, s, pr, scaling, options)
     meta.update(gpu_model=s.gpu_model, gpu_memory_bytes=s.gpu_memory_bytes)
@@ -180,10 +182,40 @@ def sweep_options(f):
                      " behind interior compute (communication_s is then the exposed part)."),
         click.option("--bucket-MB", "bucket_mb", type=click.FloatRange(min=0), default=25.0, show_default=True,
                      help="Gradient bucket size in MiB (PyTorch DDP's default); 0: one bucket per layer."),
+        click.option("--layers", metavar="LAYERS.yaml",
+                     help="Also rank a layer-wise configuration (written by oracle search -o) at its GPU count."),
     ]
     for opt in reversed(opts):
         f = opt(f)
     return model_system_profile_options(f)
+
+
+def _with_layerwise(points, path, m, s, times, options, profile_kind, batch, batch_per_gpu):
+    """A layer-wise configuration file (oracle search -o) ranked with the sweep at its
+    GPU count, as strategy "layer-wise"."""
+    from oracle.compute import layerwise
+    from oracle.compute.context import Context
+    from oracle.compute.sweep import rank
+    from oracle.errors import OracleError
+    from oracle.load.layerwise import bind_layerwise, load_layerwise
+
+    if options.overlap != "none" or options.memory_model_extended:
+        raise OracleError(
+            "--layers does not support --overlap or the memory options (optimizer, mixed precision,"
+            " ZeRO, checkpointing) yet",
+            path="--layers",
+        )
+    config = load_layerwise(path)
+    assignment = bind_layerwise(config, m)
+    p = config.gpus
+    B = config.global_batch()
+    if B is None:
+        B = float(batch) if batch is not None else float(batch_per_gpu) * p
+    ctx = Context(m, s, times, options, profile_kind)
+    point = layerwise.evaluate(ctx, p, B, assignment).point
+    others = [pt for pt in points if pt.gpus != p]
+    group = rank([pt for pt in points if pt.gpus == p] + [point])
+    return sorted(others + group, key=lambda pt: pt.gpus)
 
 
 def render_points(points, meta, fmt, top, chart, width, output) -> None:
