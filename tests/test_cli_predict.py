@@ -540,3 +540,10 @@ def test_api_errors_are_oracle_errors():
         oracle.predict("resnet50", "abci", "resnet50_v100", gpus=[8], strategies="nosuch", batch=64)
     with pytest.raises(OracleError):
         oracle.predict("resnet50", "abci", "resnet50_v100", gpus=[8], batch=64, memory_reuse=0)
+
+
+def test_caption_says_what_helps_when_nothing_fits(run):
+    r = ok(run(*RESNET, "--gpus", "8,16", "-b", "32", "--width", "160"))
+    assert "nothing fits in GPU memory at 8, 16 GPUs" in r.out and "--memory-reuse 0.5" in r.out
+    r = ok(run(*RESNET, "--gpus", "8,16", "-b", "32", "--memory-reuse", "0.5", "--width", "160"))
+    assert "nothing fits" not in r.out

@@ -108,7 +108,29 @@ def table(points: Sequence[Point], meta: dict, top: int | None = None, chart: bo
                 Text(notes),
                 style=style,
             )
+    hint = nothing_fits_hint(points, meta)
+    if hint:
+        t.caption = f"{t.caption}\n{hint}"
     return t
+
+
+def nothing_fits_hint(points: Sequence[Point], meta: dict) -> str:
+    """Where no point of a GPU count is feasible only for memory: what would help."""
+    counts = []
+    for gpus, group in groupby(points, key=lambda p: p.gpus):
+        group = list(group)
+        if group and not any(pt.feasible for pt in group) and any(
+            {lim.code for lim in pt.limits} == {"memory"} for pt in group
+        ):
+            counts.append(str(gpus))
+    if not counts:
+        return ""
+    where = ", ".join(counts) if len(counts) <= 6 else f"{counts[0]} to {counts[-1]}"
+    gamma = meta.get("gamma", 1)
+    return (
+        f"nothing fits in GPU memory at {where} GPUs: memory is ParaDL's upper bound scaled by γ = {gamma:g};"
+        " frameworks reuse buffers (try --memory-reuse 0.5), or try --mixed-precision or a smaller batch"
+    )
 
 
 def render_text(renderable, width: int = 140, color: bool = False) -> str:
