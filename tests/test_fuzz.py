@@ -67,6 +67,7 @@ def _count(name: str) -> None:
 @pytest.fixture(scope="module", autouse=True)
 def _report_counts():
     yield
+    shutil.rmtree(_WORK, ignore_errors=True)
     path = os.environ.get("ORACLE_FUZZ_COUNT_FILE")
     if path:
         with open(path, "a", encoding="utf-8") as fh:
@@ -80,7 +81,7 @@ _WORK = Path(tempfile.mkdtemp(prefix="oracle-fuzz-"))
 def _fresh_dir() -> Path:
     d = _WORK / "case"
     shutil.rmtree(d, ignore_errors=True)
-    d.mkdir()
+    d.mkdir(parents=True)
     return d
 
 
@@ -203,13 +204,13 @@ def mutated(draw, base: dict):
                 value = draw(st.sampled_from([str(node), [node], {"value": node}, bool(node), None]))
             else:
                 value = draw(VALUES)
-            parent[path[-1]] = value
+            parent[path[-1]] = copy.deepcopy(value)  # never share (and later mutate) ODD_VALUES' lists
         elif op == "rename" and path and isinstance(parent, dict):
             new = draw(KEYS)
             value = parent.pop(path[-1])
             parent[new] = value
         elif op == "add" and isinstance(node, dict):
-            node[draw(KEYS)] = draw(VALUES)
+            node[draw(KEYS)] = copy.deepcopy(draw(VALUES))
         elif op == "duplicate" and isinstance(node, list) and node:
             i = draw(st.integers(0, len(node) - 1))
             node.insert(draw(st.integers(0, len(node))), copy.deepcopy(node[i]))
@@ -300,7 +301,8 @@ def test_fuzz_show_mutated_documents(which, role, fmt, data):
 
 TEXT_TOKENS = [
     ":", ": ", "-", "- ", "[", "]", "{", "}", ",", "#", "\n", "  ", "\t", '"', "'", "&a ", "*a", "<<: *a\n",
-    "!!python/object:os.system ", "!!binary ", "!!float ", "!!str ", "? ", "%YAML 1.2\n", "---\n", "...\n", "|\n",
+    "!!python/object:os.system ", "!!binary ", "!!float ", "!!str ", "!!int ", "!!timestamp ", "!!set ",
+    "!!omap ", "!!null ", "!!bool ", "!!map ", "!!seq ", "? ", "%YAML 1.2\n", "---\n", "...\n", "|\n",
     ">\n", "\x00", "\ufeff", "\r\n", "é", "1e999", "-.inf", ".nan", "0x1F", "0o17", "1_000", "~", "null", "yes",
     "no", "on", "2001-12-14", "=", "@", "`", "%", "\\", "\u2028", "a: &a [*a]\n", "b: &b {x: *b}\n",
 ]  # fmt: skip

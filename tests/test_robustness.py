@@ -11,7 +11,7 @@ test_logs.py; the fuzz tests are in test_fuzz.py.
 2. validation everywhere input enters (files through the CLI, plausibility bounds,
    CLI values, every file argument of every command: missing, directory, binary)
 3. atomic output (-o) for every command that writes one
-4. compute bugs found on the way (xfail, strict: to be fixed in oracle/compute)
+4. bugs found on the way (their regression tests)
 """
 
 from __future__ import annotations
@@ -228,6 +228,9 @@ def test_keyboard_interrupt_is_exit_130_without_traceback(monkeypatch):
 FILE_RULES = {
     "yaml-syntax-line": ("model", "input: [3, 8, 8]", "input: [3, 8, 8", ["{f}:", "YAML syntax error"]),
     "yaml-tab-indent": ("system", "nodes: 4", "\tnodes: 4", ["{f}:", "YAML syntax error"]),
+    "yaml-empty-float-tag": ("model", "input: [3, 8, 8]", "input: !!float", ["{f}", "YAML value cannot be read"]),
+    "yaml-bad-timestamp-tag": ("model", "input: [3, 8, 8]", "input: !!timestamp 2001-13-45",
+                               ["{f}", "YAML value cannot be read"]),
     "empty-file": ("system", None, "", ["{f}", "is empty", "system file"]),
     "comments-only": ("profile", None, "# nothing\n", ["{f}", "is empty"]),
     "non-utf8": ("profile", None, b"model: Tiny\nsource: caf\xe9\n", ["{f}:2", "not valid UTF-8"]),
@@ -263,6 +266,9 @@ FILE_RULES = {
     "inputs-later-layer": ("model", "type: relu}", "type: relu, inputs: [pool1]}", ["layers[1] (relu1).inputs",
                                                                                   "defined later"]),
     "inputs-cycle": ("model", "type: relu}", "type: relu, inputs: [relu1]}", ["layers[1] (relu1).inputs", "cycle"]),
+    "shape-multiplies-out-of-bounds": ("model", "filters: 4, kernel: 3, padding: 1", "filters: 4, kernel: 3, "
+                                       "padding: 3037000418", ["{f}:", "layers[0] (conv1)", "output elements",
+                                                               "not plausible"]),
     "shape-kernel-too-large": ("model", "filters: 8, kernel: 3", "filters: 8, kernel: 11",
                                ["{f}:", "layers[2] (conv2)", "larger"]),
     "shape-fc-before-flatten-ok-pool-too-large": ("model", "type: maxpool, kernel: 2", "type: maxpool, kernel: 9",
@@ -734,3 +740,38 @@ def test_names_are_text_not_tex_in_plots(tmp_path):
     assert r.code == 0, r.err
     text = html.read_text(encoding="utf-8")
     assert "<script>" not in text and "&lt;script&gt;" in text
+
+
+def test_search_gpu_count_is_bounded():
+    """`search --gpus 100000000000` used to run (nearly) forever enumerating splits."""
+    r = run_cli("search", "-m", "alexnet", "-s", "abci", "-p", "alexnet_v100", "--gpus", "100000000000")
+    one_error(r, "--gpus")
+    r = run_cli("search", "-m", "alexnet", "-s", "abci", "-p", "alexnet_v100", "--gpus", "8", "--contention", "1e308")
+    one_error(r, "--contention")  # used to overflow (and print numpy warnings)
+
+
+def test_numpy_overflow_warnings_are_not_printed_without_debug(monkeypatch):
+    """A RuntimeWarning ('overflow encountered in multiply', with its source line) would
+    add lines to stderr; the cost model reports non-finite results as limits instead."""
+    import warnings
+
+    import numpy as np
+
+    import oracle.cli.common as common
+
+    real = common.project
+
+    def noisy(*a, **k):
+        np.array([1e308]) * 10.0
+        return real(*a, **k)
+
+    monkeypatch.setattr(common, "project", noisy)
+    args = ("predict", "-m", "alexnet", "-s", "abci", "-p", "alexnet_v100", "--gpus", "4", "-f", "json")
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        r = run_cli(*args)
+    assert r.code == 0 and not [w for w in seen if issubclass(w.category, RuntimeWarning)]
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        r = run_cli("--debug", *args)
+    assert r.code == 0 and [w for w in seen if issubclass(w.category, RuntimeWarning)]

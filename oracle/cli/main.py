@@ -65,10 +65,18 @@ class LazyGroup(click.Group):
 
     def invoke(self, ctx: click.Context):  # type: ignore[override]
         """Run the subcommand, mapping exceptions to one-line messages and exit codes."""
+        import warnings
+
         from oracle.errors import CheckFailed, OracleError, one_line
 
         try:
-            return super().invoke(ctx)
+            with warnings.catch_warnings():
+                if not (ctx.params.get("debug") or _debug_wanted([])):
+                    # numpy's "overflow encountered in multiply": the cost model turns
+                    # non-finite results into limits; the warning would only add lines
+                    warnings.filterwarnings("ignore", r"(overflow|invalid value|divide by zero) encountered",
+                                            RuntimeWarning)
+                return super().invoke(ctx)
         except OracleError as exc:
             click.echo(f"oracle: error: {exc}", err=True)
             ctx.exit(2)

@@ -51,11 +51,11 @@ MAX_SEARCH_GPUS = 65536
 @click.option(
     "--contention",
     "phi",
-    type=click.FloatRange(min=1),
+    type=click.FloatRange(min=1, max=1000),
     help="Contention factor φ >= 1 (overrides the system).",
 )
 @click.option(
-    "--samples", type=click.IntRange(min=1), help="Dataset size D (overrides the model's)."
+    "--samples", type=click.IntRange(min=1, max=10**15), help="Dataset size D (overrides the model's)."
 )
 @click.option(
     "--evaluate", "evaluate_file", metavar="FILE",

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from oracle.compute.shapes import ShapeError, infer
 from oracle.errors import OracleError, did_you_mean
-from oracle.load.fields import Fields, boolean, integer, number, per_dim, string
+from oracle.load.fields import MAX_MAGNITUDE, Fields, boolean, integer, number, per_dim, string
 from oracle.load.yamlfile import load_yaml
 from oracle.model import LAYER_TYPES, MODEL_INPUT, Layer, Model
 
@@ -53,6 +53,7 @@ def parse_model(doc: dict, file: str) -> Model:
         raise OracleError(
             exc.message, file=file, line=bad.line, path=f"layers[{exc.index}] ({bad.name})"
         ) from None
+    _check_sizes(layers, info, file)
     return Model(
         name=model_name,
         input_shape=input_shape,
@@ -64,6 +65,21 @@ def parse_model(doc: dict, file: str) -> Model:
         file=file,
         dataset_bytes_per_sample=bytes_per_sample,
     )
+
+
+def _check_sizes(layers: list[Layer], info, file: str) -> None:
+    """Sizes each within bounds can still multiply out of them (a padding of 3e9 makes a
+    10^18-element feature map); no layer plausibly has more than 10^15 elements or
+    parameters per sample, and beyond that the cost model's integers overflow."""
+    for index, (layer, li) in enumerate(zip(layers, info)):
+        for what, n in (("output elements", li.output_elements), ("parameters", li.parameters)):
+            if n > MAX_MAGNITUDE:
+                raise OracleError(
+                    f"has {n:.3g} {what} per sample, which is not plausible (at most {MAX_MAGNITUDE:g})",
+                    file=file,
+                    line=layer.line,
+                    path=f"layers[{index}] ({layer.name})",
+                )
 
 
 def _input_shape(top: Fields) -> tuple[int, ...]:

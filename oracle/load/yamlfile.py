@@ -138,6 +138,9 @@ def load_yaml(path: str | Path, what: str = "YAML file") -> YMap:
         raise OracleError("YAML is nested too deeply", file=name) from None
     except ValueError as exc:  # e.g. an integer with more digits than Python converts
         raise OracleError(f"YAML value cannot be read: {exc}", file=name) from None
+    except (IndexError, TypeError, KeyError, AttributeError, OverflowError) as exc:
+        # PyYAML's constructors on odd tagged scalars, e.g. '!!float' with no value
+        raise OracleError(f"YAML value cannot be read ({type(exc).__name__}: {exc})", file=name) from None
     if doc is None:
         raise OracleError(f"is empty; expected a {what}", file=name)
     if not isinstance(doc, dict):
