@@ -80,8 +80,8 @@ def fmt_gb(b: float) -> str:
     if b is None or not math.isfinite(_float(b)):
         return fmt_bytes(b)
     v = _float(b) / 1e9
-    if v >= 1e6:
-        return f"{v:.2e} GB"
+    if v >= 1000:  # 1.33 TB rather than 1325 GB
+        return fmt_bytes(b)
     return f"{v:.1f} GB" if v < 100 else f"{v:.0f} GB"
 
 

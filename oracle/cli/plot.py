@@ -23,15 +23,9 @@ def _check_output(output: str) -> str:
 
 
 def _write(data: bytes, output: str) -> None:
-    from oracle.errors import OracleError
-    from oracle.render.output import atomic_write
+    from oracle.render.output import write_file
 
-    try:
-        atomic_write(output, data)
-    except PermissionError:
-        raise OracleError("permission denied", file=str(output), path="-o") from None
-    except OSError as exc:
-        raise OracleError(f"cannot write: {exc.strerror or exc}", file=str(output), path="-o") from None
+    write_file(output, data)
 
 
 output_required = click.option("--output", "-o", required=True, metavar="FILE.png|FILE.svg",

@@ -72,15 +72,9 @@ def report(measured, output, **sweep) -> None:
 
 
 def _write(path, data) -> None:
-    from oracle.errors import OracleError
-    from oracle.render.output import atomic_write
+    from oracle.render.output import write_file
 
-    try:
-        atomic_write(path, data)
-    except PermissionError:
-        raise OracleError("permission denied", file=str(path), path="-o") from None
-    except OSError as exc:
-        raise OracleError(f"cannot write: {exc.strerror or exc}", file=str(path), path="-o") from None
+    write_file(path, data)
 
 
 def _command(args: dict, output: str) -> str:

@@ -47,15 +47,20 @@ def _umask() -> int:
     return mask
 
 
+def write_file(path: str | Path, data: str | bytes) -> None:
+    """Write atomically; a file-system problem is a user-facing error naming the file."""
+    try:
+        atomic_write(path, data)
+    except PermissionError:
+        raise OracleError("permission denied", file=str(path), path="-o") from None
+    except OSError as exc:
+        raise OracleError(f"cannot write: {exc.strerror or exc}", file=str(path), path="-o") from None
+
+
 def emit(text: str, output: str | Path | None) -> None:
     """Print to stdout, or write atomically to ``output``."""
     if output is None or str(output) == "-":
         sys.stdout.write(text)
         sys.stdout.flush()
     else:
-        try:
-            atomic_write(output, text)
-        except PermissionError:
-            raise OracleError("permission denied", file=str(output), path="-o") from None
-        except OSError as exc:
-            raise OracleError(f"cannot write: {exc.strerror or exc}", file=str(output), path="-o") from None
+        write_file(output, text)
