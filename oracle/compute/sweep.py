@@ -9,6 +9,8 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 
+import numpy as np
+
 from oracle.compute.context import PRECISION_BYTES, Context, Options
 from oracle.compute.cost import Point
 from oracle.compute.strategies import NAMES, REGISTRY
@@ -119,6 +121,12 @@ def sweep(
         raise OracleError(f"got {counts[0]}; GPU counts must be >= 1", path="--gpus")
 
     ctx = Context(model, system, times, options, profile_kind)
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        # overflowing inputs become the "overflow" limit of a point, not warnings
+        return _sweep(ctx, counts, names, explicit, batch, batch_per_gpu, p2)
+
+
+def _sweep(ctx, counts, names, explicit, batch, batch_per_gpu, p2) -> list[Point]:
     points: list[Point] = []
     for p in counts:
         B = float(batch) if batch is not None else float(batch_per_gpu) * p  # type: ignore[arg-type]
