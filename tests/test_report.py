@@ -101,7 +101,7 @@ def test_html_report(run, mpl, tmp_path):
     assert text.count('<tr class="best group">') == 3
     assert "p=512 exceeds the 64 filters of conv1" in text
     assert "needs 20.8 GB of 16.0 GB GPU memory" in text  # data+filter, memory
-    assert "oracle report -m resnet50 -s abci -p resnet50_v100 --gpus 8,64,512" in text
+    assert "oracle report --model resnet50 --system abci --profile resnet50_v100 --gpus 8,64,512" in text
 
 
 def test_html_report_with_measured_runs(run, mpl, tmp_path):

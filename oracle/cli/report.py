@@ -11,10 +11,13 @@ from oracle.cli.common import sweep_options
 
 @click.command(context_settings={"max_content_width": 100})
 @sweep_options
-@click.option("--measured", metavar="RUNS.csv", help="Measured runs (oracle compare input): adds the accuracy section.")
+@click.option("--measured", metavar="RUNS.csv",
+              help="Measured runs (oracle compare input), projected on this report's system: adds the accuracy section.")
+@click.option("--where", multiple=True, metavar="COL=VAL[,VAL]", help="Measured runs to keep (as for oracle compare).")
+@click.option("--exclude", multiple=True, metavar="COL=VAL[,VAL]", help="Measured runs to drop (as for oracle compare).")
 @click.option("--output", "-o", required=True, metavar="FILE.html|FILE.md",
               help="Report to write; .md writes the plots as PNG files next to it (FILE-scaling.png, ...).")
-def report(measured, output, **sweep) -> None:
+def report(measured, where, exclude, output, **sweep) -> None:
     """Write one report: inputs, ranked recommendation, plots, limits, accuracy.
 
     FILE.html is self-contained (plots embedded as PNG, inline CSS, no scripts, no
@@ -40,15 +43,18 @@ def report(measured, output, **sweep) -> None:
         raise OracleError(f"cannot tell the report format from '{output}'", path="-o",
                           hint="name the file *.html or *.md")
     markdown = suffix in (".md", ".markdown")
-    args = dict(sweep, measured=measured)
+    args = dict(sweep, measured=measured, where=where, exclude=exclude)
     with progress("projecting", total=3) as bar:
         points, meta, inputs = project(**sweep)
         bar.advance("comparing measured runs" if measured else "drawing plots")
         meas = None
         if measured:
+            from oracle.cli.compare import _where
+
             rows, summary = api.compare(
-                measured, precision=sweep["precision"], memory_reuse=sweep["gamma"], contention=sweep["phi"]
-            )
+                measured, where=_where(where), exclude=_where(exclude, "--exclude"), system=sweep["system"],
+                precision=sweep["precision"], memory_reuse=sweep["gamma"], contention=sweep["phi"],
+            )  # fmt: skip
             meas = rr.Measured(measured, rows, summary)
         data = rr.ReportData(
             points=points, meta=meta, model=inputs["model"], system=inputs["system"], profile=inputs["profile"],
@@ -78,17 +84,21 @@ def _write(path, data) -> None:
 
 
 def _command(args: dict, output: str) -> str:
-    """The command line that writes this report (options at their defaults left out)."""
-    flags = [("-m", "model"), ("-s", "system"), ("-p", "profile"), ("--gpus", "gpus"), ("--strategy", "strategies"),
-             ("--batch-per-gpu", "batch_per_gpu"), ("--batch", "batch"), ("--p2", "p2"), ("--segments", "segments"),
-             ("--precision", "precision"), ("--memory-reuse", "gamma"), ("--contention", "phi"),
-             ("--samples", "samples"), ("--measured", "measured")]
-    defaults = {"strategies": "all", "precision": "fp32", "gamma": 1.0}
+    """The command line that writes this report: every option that differs from its
+    default, read from the command's own parameters (so new options are never missed)."""
+    ctx = click.get_current_context()
     words = ["oracle", "report"]
-    for flag, key in flags:
-        v = args.get(key)
-        if v is None or defaults.get(key) == v:
+    for param in ctx.command.params:
+        if not isinstance(param, click.Option) or param.name in ("output",):
             continue
-        words += [flag, f"{v:g}" if isinstance(v, float) else str(v)]
+        value = ctx.params.get(param.name)
+        if value is None or value == param.default or value == () or value is False:
+            continue
+        flag = param.opts[0]
+        if param.is_flag:
+            words.append(flag)
+            continue
+        for v in value if param.multiple else [value]:
+            words += [flag, f"{v:g}" if isinstance(v, float) else str(v)]
     words += ["-o", str(output)]
     return shlex.join(words)
