@@ -132,7 +132,8 @@ def findings(data: ReportData) -> list[str]:
     else:
         runs = []
         for name, grp in groupby([g for g in counts if g in best], key=lambda g: best[g].strategy):
-            runs.append(f"{name} at {_ranges(list(grp), counts)} GPUs")
+            where = _ranges(list(grp), counts)
+            runs.append(f"{name} at {where} GPU{'' if where == '1' else 's'}")
         out.append("Best strategy: " + "; ".join(runs) + ".")
         fastest = min(best.values(), key=lambda p: (p.total_s, p.gpus))
         out.append(
