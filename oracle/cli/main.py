@@ -25,7 +25,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "import": ("oracle.cli.import_", "import_", "Turn training logs into measured-runs CSV rows."),
     "snapshot": ("oracle.cli.snapshot", "snapshot", "Write projections to a JSON baseline."),
     "check": ("oracle.cli.snapshot", "check", "Recompute a baseline; fail if projections moved."),
-    "fit": ("oracle.cli.fit", "fit", "Fit network parameters from benchmark logs."),
+    "fit": ("oracle.cli.fit", "fit", "Fit network parameters to benchmark logs or training runs."),
     "profile": ("oracle.cli.profile", "profile", "Measure or estimate per-layer timings."),
     "plot": ("oracle.cli.plot", "plot", "Draw scaling, breakdown, memory and compare plots."),
     "report": ("oracle.cli.report", "report", "Write a self-contained HTML/Markdown report."),
