@@ -174,6 +174,12 @@ class Implementation:
     among the leaders, broadcast back)."""
 
     data_spatial_allreduce: str = "flat"
+    # compute efficiency of split layers (SPEC §4.4; ParaDL §5.3.3 and Fig. 8: a conv with
+    # 1/q of the filters or a 1/q tile does not run q times faster): a layer split q ways
+    # takes (f + (1-f)/q) of its full time (Amdahl, f = split_serial_fraction) plus
+    # split_overhead_s per split layer and iteration (split/concat, extra launches)
+    split_serial_fraction: float = 0.0
+    split_overhead_s: float = 0.0
     source: str = ""
 
 

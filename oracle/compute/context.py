@@ -160,6 +160,18 @@ class Context:
         mask[: last + 1] = True
         return self._sums(mask)
 
+    def split_compute(self, sums: SplitSums, samples: float, q: int, iterations: float) -> float:
+        """Per-epoch forward+backward time of the split layers when each of ``samples``
+        samples is split q ways: samples·Σs(FW+BW)/q by default (SPEC §4), with the
+        system's split efficiency (Implementation: Amdahl fraction f, a fixed overhead
+        per split layer and iteration) samples·Σs(FW+BW)·(f + (1-f)/q) + I·n_s·o."""
+        impl = self.system.implementation
+        f = impl.split_serial_fraction if q > 1 else 0.0
+        t = samples * sums.fb_s * (f + (1.0 - f) / q)
+        if q > 1 and impl.split_overhead_s:
+            t += iterations * int(sums.mask.sum()) * impl.split_overhead_s
+        return t
+
     # -- spatial decomposition and halos ------------------------------------------------
     @cached_property
     def _halo_layers(self) -> dict[str, np.ndarray]:
