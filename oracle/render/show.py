@@ -137,6 +137,8 @@ def system_dict(s: System) -> dict:
             for t in s.collective_tables
         ],
         "implementation": {"data_spatial_allreduce": s.implementation.data_spatial_allreduce,
+                           "split_serial_fraction": s.implementation.split_serial_fraction,
+                           "split_overhead_s": s.implementation.split_overhead_s,
                            "source": s.implementation.source},
         "input": None if s.input is None else {
             "loader_samples_per_s": s.input.loader_samples_per_s,
@@ -220,6 +222,12 @@ def system_table(s: System):
         extra.append(
             f"data+spatial all-reduce: {s.implementation.data_spatial_allreduce}"
             + (f" ({s.implementation.source})" if s.implementation.source else "")
+        )
+    impl = s.implementation
+    if impl.split_serial_fraction or impl.split_overhead_s:
+        extra.append(
+            f"split layers: serial fraction {impl.split_serial_fraction:g},"
+            f" {fmt_seconds(impl.split_overhead_s)} overhead per split layer and iteration"
         )
     if s.input is not None:
         i = s.input
