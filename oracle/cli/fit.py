@@ -371,11 +371,12 @@ def fit_runs_cmd(runs, system, kind, where, overlay, name, output, width) -> Non
     from oracle.errors import OracleError
     from oracle.load.runs import load_runs
     from oracle.load.yamlfile import load_yaml
+    from oracle.render.fit import plain
     from oracle.render.output import emit
     from oracle.resources import resolve
 
     measured = load_runs(runs, NAMES)
-    extra = _plain_doc(load_yaml(overlay, "YAML overlay file")) if overlay else None  # fail before the work
+    extra = plain(load_yaml(overlay, "YAML overlay file")) if overlay else None  # fail before the work
     filters = _where(where)
     chosen = [r for r in measured if all(r.get(k) in v for k, v in filters.items())]
     if not chosen:
@@ -389,7 +390,7 @@ def fit_runs_cmd(runs, system, kind, where, overlay, name, output, width) -> Non
         raise OracleError(f"none of the {len(chosen)} selected runs calibrates the {kind}", file=runs)
     if not output:
         return
-    doc = _plain_doc(load_yaml(base_path, "system file"))
+    doc = plain(load_yaml(base_path, "system file"))
     base_name = doc.get("name", "system")
     doc["name"] = name or f"{base_name} (calibrated)"
     base_source = str(doc.get("source", "")).rstrip(". ")
@@ -465,14 +466,6 @@ def _fmt_param(parameter: str, value: float) -> str:
     if parameter.startswith("beta"):
         return f"{value:.4g} s/B ({1 / value / 1e9:.3g} GB/s)"
     return f"{value:.4g} samples/s"
-
-
-def _plain_doc(node):
-    if isinstance(node, dict):
-        return {str(k): _plain_doc(v) for k, v in node.items()}
-    if isinstance(node, list):
-        return [_plain_doc(v) for v in node]
-    return node
 
 
 def _print_calibration(cal, runs: str, width: int | None) -> None:

@@ -91,7 +91,6 @@ def _case_label(case: dict) -> str:
 def snapshot(cases_file: str, output: str | None) -> None:
     """Write the projections of every case in CASES.yaml to a JSON baseline."""
     import datetime
-    import json
     from pathlib import Path
 
     import oracle

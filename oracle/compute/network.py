@@ -264,14 +264,14 @@ def allreduce_algorithm(
 def _allreduce_one(system, group, m, name, lk, phi, contention):
     p = group.p
     if name == "ring":
-        return 2.0 * (p - 1) * (lk.alpha_s + m / p * lk.beta_s_per_byte * phi)
+        return np.asarray(allreduce(p, m, lk, phi))
     if name == "rhd":
         return 2.0 * math.ceil(math.log2(p)) * lk.alpha_s + 2.0 * (p - 1) / p * m * lk.beta_s_per_byte * phi
     if name == "tree":
         return _tree(p, m, lk, phi)
     g, n = group.per_node, group.nodes
     if n <= 1 or g <= 1:  # nothing to split in two levels: the flat ring
-        return 2.0 * (p - 1) * (lk.alpha_s + m / p * lk.beta_s_per_byte * phi)
+        return np.asarray(allreduce(p, m, lk, phi))
     gpn = system.gpus_per_node
     inner = link(system, g, "allreduce")
     outer = link(system, n * gpn, "allreduce")
@@ -295,7 +295,7 @@ def allgather_algorithm(
     lk = link(system, group.span, "allgather", p)
     if lk.table is not None and lk.table.gpus == p:
         return _out(table_time(lk.table, p * m * phi)), "measured"
-    ring = (p - 1) * (lk.alpha_s + m * lk.beta_s_per_byte * phi)
+    ring = np.asarray(allgather(p, m, lk, phi))
     rhd = math.ceil(math.log2(p)) * lk.alpha_s + (p - 1) * m * lk.beta_s_per_byte * phi
     if algorithm == "rhd":
         return _out(rhd), "rhd"

@@ -259,12 +259,12 @@ def header(fit: NetworkFit, command: str, date: str, logs_info: list[str], data_
     return "\n".join(out) + "\n"
 
 
-def _plain(x):
+def plain(x):
     """YMap/YList (dict/list subclasses) to plain types for yaml.safe_dump."""
     if isinstance(x, dict):
-        return {str(k): _plain(v) for k, v in x.items()}
+        return {str(k): plain(v) for k, v in x.items()}
     if isinstance(x, list):
-        return [_plain(v) for v in x]
+        return [plain(v) for v in x]
     return x
 
 
@@ -272,7 +272,7 @@ def system_yaml(base_doc: dict, fit: NetworkFit, head: str, name: str, source: s
     """The base system document with ``name``, ``source`` and ``network`` replaced."""
     import yaml
 
-    doc = _plain(base_doc)
+    doc = plain(base_doc)
     doc["name"] = name
     doc["source"] = source
     if "network" not in doc:

@@ -8,7 +8,7 @@ import numpy as np
 
 from oracle.compute.context import Context
 from oracle.compute.cost import Breakdown, Limit, Point
-from oracle.compute.network import link, span_pair
+from oracle.compute.network import link, p2p, span_pair
 from oracle.compute.strategies.base import (
     Config,
     MemoryParts,
@@ -65,7 +65,7 @@ class Pipeline(Strategy):
             worst = 0.0
             for i, (_, stop) in enumerate(groups[:-1]):
                 lk = link(ctx.system, span_pair(i, i + 1, gpn), "p2p")
-                t = lk.alpha_s + B / S * ctx.delta * ctx.crossing[stop - 1] * lk.beta_s_per_byte
+                t = p2p(B / S * ctx.delta * ctx.crossing[stop - 1], lk)
                 worst = max(worst, t)
             comm = I * 2 * (p + S - 2) * worst
         # memory / (γδ) = max_i Σ_{l∈Gi} (2B(x+y) + 2w)                      ParaDL eq. 14
