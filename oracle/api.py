@@ -40,6 +40,7 @@ def predict(
     checkpointing: bool = False,
     overlap: str = "none",
     bucket_mb: float = 25.0,
+    memory_model: str = "framework",
     as_frame: bool = False,
 ) -> Any:
     """Project every strategy at every GPU count and rank them (SPEC §4-5).
@@ -52,6 +53,7 @@ def predict(
     """
     from oracle.compute.context import Options
     from oracle.compute.sweep import sweep
+    from oracle.errors import OracleError
     from oracle.load import load_model, load_profile, load_system
     from oracle.load.profile import bind_profile
     from oracle.load.values import default_gpus, parse_gpus
@@ -63,7 +65,10 @@ def predict(
     counts = default_gpus(s.total_gpus) if gpus is None else parse_gpus(gpus)
     if batch is None and batch_per_gpu is None:
         batch_per_gpu = pr.measured_samples_per_gpu or 32
+    if memory_reuse != 1.0 and memory_model != "paradl":
+        raise OracleError("memory_reuse (γ) scales ParaDL's bound", path="memory_reuse", hint="memory_model='paradl'")
     options = Options(
+        memory_model=memory_model,
         precision=precision,
         memory_reuse=memory_reuse,
         contention=contention,

@@ -184,6 +184,35 @@ class Implementation:
 
 
 @dataclass(frozen=True)
+class FrameworkMemory:
+    """What a training framework keeps on a GPU besides the model's tensors
+    (``framework:`` in a system file; the ``--memory-model framework`` of SPEC §4.6).
+
+    Defaults describe PyTorch >= 1.13 with CUDA >= 11.7 and DistributedDataParallel:
+    - ``cuda_context_bytes``: the CUDA context (driver state, loaded kernels) that
+      ``nvidia-smi`` counts and ``torch.cuda.memory_allocated`` does not: ~300 MB with
+      CUDA 11.7's lazy module loading, over 1 GB before it (pytorch/pytorch#107667,
+      #20532).
+    - ``workspace_bytes``: cuDNN/cuBLAS workspaces the convolution algorithms ask for
+      (PyTorch allocates them per call from its caching allocator, aten/src/ATen/native/
+      cudnn/Conv_v7.cpp); 0.5 GB is the budget assumed here, an assumption a system file
+      may override.
+    - ``allocator_overhead``: the fraction of tensor memory the caching allocator holds
+      beyond what tensors use (c10/cuda/CUDACachingAllocator.cpp rounds large blocks to
+      2 MiB and keeps freed blocks cached; fragmentation); 0.1 is an assumption.
+    - ``gradient_bucket_copy``: DDP all-reduces gradients through flat bucket buffers as
+      large as the gradients unless ``gradient_as_bucket_view=True``
+      (torch/nn/parallel/distributed.py, the parameter's documentation)."""
+
+    cuda_context_bytes: float = 0.3e9
+    workspace_bytes: float = 0.5e9
+    allocator_overhead: float = 0.1
+    gradient_bucket_copy: bool = True
+    name: str = "PyTorch (DDP)"
+    source: str = ""
+
+
+@dataclass(frozen=True)
 class System:
     name: str
     gpu_model: str
@@ -203,6 +232,7 @@ class System:
     collective_tables: tuple[CollectiveTable, ...] = ()
     collective_algorithm: str = "ring"  # ring | rhd | tree | hierarchical | leader | auto
     gpu_workspace_bytes: float = 0.0  # memory the framework takes besides the model (issue 8)
+    framework: FrameworkMemory = field(default_factory=FrameworkMemory)  # memory model (issue 12)
 
     def table(self, op: str, gpus: int, span: int) -> CollectiveTable | None:
         for t in self.collective_tables:
@@ -226,6 +256,9 @@ class LayerTimes:
     fw_s: float  # forward, per sample
     bw_s: float  # backward, per sample
     wu_s: float  # weight update, per iteration
+    # bytes per sample the layer saves for the backward, measured at fp32 (oracle
+    # profile's saved-tensor hooks); None: the memory model's estimate is used
+    saved_bytes: float | None = None
 
 
 @dataclass(frozen=True)

@@ -218,7 +218,8 @@ def test_property_data_parallel_weak_scaling_up_to_a_million(data):
     fb = [p for p in _data(points)]
     for a, c in zip(fb, fb[1:]):
         assert c["compute_s"] <= a["compute_s"] * (1 + 1e-12), (a["gpus"], c["gpus"])
-        assert math.isclose(c["memory_bytes"], a["memory_bytes"], rel_tol=1e-12)
+        if a["gpus"] > 1:  # on one GPU no gradient buckets (DDP) are kept
+            assert math.isclose(c["memory_bytes"], a["memory_bytes"], rel_tol=1e-12)
         if a["gpus"] >= sdoc["gpus_per_node"]:
             ia, ic = a["communication_s"] / a["iterations_per_epoch"], c["communication_s"] / c["iterations_per_epoch"]
             assert ic >= ia * (1 - 1e-12), (a["gpus"], c["gpus"], ia, ic)

@@ -19,8 +19,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 RUNS = ROOT / "validation" / "abci-paradl.csv"
 
-RESNET = ("-m", "resnet50", "-s", "abci", "-p", "resnet50_v100", "--gpus", "8,64,512", "--batch-per-gpu", "32",
-          "--memory-reuse", "0.5")  # fmt: skip
+RESNET = ("-m", "resnet50", "-s", "abci", "-p", "resnet50_v100", "--gpus", "8,64,512", "--batch-per-gpu", "32")
 COSMOFLOW = ("-m", "cosmoflow", "-s", "abci", "-p", "cosmoflow_v100", "--strategy", "data,spatial,data+spatial",
              "--batch", "64", "--gpus", "128,256,512,1024")  # fmt: skip
 RESNET_STRATEGIES = ("data", "spatial", "filter", "channel", "pipeline", "data+filter", "data+spatial")
@@ -221,7 +220,7 @@ def chart_text(width: int = 100, **kw) -> str:
 
 
 def test_chart_fits_and_reads_at_100_columns():
-    text = chart_text(100, gpus=[8, 512], batch_per_gpu=32, memory_reuse=0.5)
+    text = chart_text(100, gpus=[8, 512], batch_per_gpu=32)
     lines = text.rstrip("\n").splitlines()
     assert all(len(line.rstrip()) <= 100 for line in lines)
     assert "█ compute" in lines[0] and "▒ communication" in lines[0]
@@ -244,7 +243,7 @@ def test_chart_when_nothing_fits():
 
 
 def test_chart_narrow():
-    text = chart_text(60, gpus=[64], batch_per_gpu=32, memory_reuse=0.5)
+    text = chart_text(60, gpus=[64], batch_per_gpu=32)
     assert all(len(line.rstrip()) <= 60 for line in text.splitlines()[2:])
 
 

@@ -19,7 +19,13 @@ import time
 import numpy as np
 import pytest
 
-from oracle.compute.context import Context, Options
+from oracle.compute.context import Context
+from oracle.compute.context import Options as _Options
+
+
+def Options(**kw):  # noqa: N802 - these tests pin ParaDL's Table 3 memory (SPEC §4.6 ParaDL mode)
+    kw.setdefault("memory_model", "paradl")
+    return _Options(**kw)
 from oracle.compute.layerwise import Costs, Dist, distributions, evaluate
 from oracle.compute.search import (
     brute_force,

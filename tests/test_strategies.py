@@ -26,7 +26,13 @@ from pathlib import Path
 
 import pytest
 
-from oracle.compute.context import Context, Options
+from oracle.compute.context import Context
+from oracle.compute.context import Options as _Options
+
+
+def Options(**kw):  # noqa: N802 - these tests pin ParaDL's Table 3 memory (SPEC §4.6 ParaDL mode)
+    kw.setdefault("memory_model", "paradl")
+    return _Options(**kw)
 from oracle.compute.sweep import sweep
 from oracle.load.model import load_model
 from oracle.load.profile import bind_profile, load_profile
@@ -231,6 +237,7 @@ def run(files):
 
     def _run(model: str, gpus, strategies, system: str = "two", **kw):
         m, times = files[model]
+        kw.setdefault("options", Options())
         return sweep(m, files["system_" + system], times, gpus, strategies, **kw)
 
     return _run

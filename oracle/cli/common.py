@@ -83,8 +83,21 @@ def describe(m, s, pr, scaling: str, options) -> dict:
             else f"{options.precision} (δ={options.delta})"
         ),
         "gamma": options.memory_reuse,
+        "memory_model": options.memory_model,
+        "memory_note": memory_note(s, options),
         "options_note": options_note(s, options),
     }
+
+
+def memory_note(system, options) -> str:
+    """Which memory model the GPU memory column uses (SPEC §4.6)."""
+    if options.memory_model == "paradl":
+        return f"memory: ParaDL's upper bound Σ 2B(|x|+|y|) + 2|w|, scaled by γ = {options.memory_reuse:g}"
+    fw = system.framework
+    return (
+        f"memory: what {fw.name} keeps (saved tensors for the backward, weights, gradients,"
+        f" optimizer state, buffers, workspace, CUDA context); --memory-model paradl for ParaDL's bound"
+    )
 
 
 def options_note(system, options) -> str:
@@ -114,7 +127,7 @@ def options_note(system, options) -> str:
 def project(model, system, profile, gpus=None, strategies="all", batch_per_gpu=None, batch=None, p2=None,
             segments=None, precision="fp32", gamma=1.0, phi=None, samples=None, collective=None,
             optimizer="sgd", mixed_precision=False, zero=0, checkpointing=False, overlap="none",
-            bucket_mb=25.0, layers=None):  # fmt: skip
+            bucket_mb=25.0, layers=None, memory_model="framework"):  # fmt: skip
     """Load the inputs and run the sweep, as ``oracle predict`` does (keywords as the
     options of :func:`sweep_options`).
 
@@ -131,9 +144,11 @@ def project(model, system, profile, gpus=None, strategies="all", batch_per_gpu=N
     counts = parse_gpus(gpus) if gpus is not None else default_gpus(s.total_gpus)  # '' is an error
     if batch is None and batch_per_gpu is None:
         batch_per_gpu = float(pr.measured_samples_per_gpu or 32)
+    gamma = memory_reuse(gamma, memory_model)
     options = Options(precision=precision, memory_reuse=gamma, contention=phi, segments=segments, samples=samples,
                       collective=collective, optimizer=optimizer, mixed_precision=mixed_precision, zero=zero,
-                      checkpointing=checkpointing, overlap=overlap, bucket_bytes=bucket_mb * 2**20)
+                      checkpointing=checkpointing, overlap=overlap, bucket_bytes=bucket_mb * 2**20,
+                      memory_model=memory_model)
     points = sweep(m, s, times, counts, strategies, batch=batch, batch_per_gpu=batch_per_gpu, p2=p2, options=options,
                    profile_kind=pr.kind)
     if layers:
@@ -145,6 +160,31 @@ def project(model, system, profile, gpus=None, strategies="all", batch_per_gpu=N
                   batch=batch, batch_per_gpu=batch_per_gpu, p2=p2,
                   args=dict(model=model, system=system, profile=profile))
     return points, meta, inputs
+
+
+def memory_reuse(gamma: float | None, memory_model: str) -> float:
+    """γ applies to ParaDL's bound only: with the framework model it is a usage error."""
+    from oracle.errors import OracleError
+
+    if gamma is None:
+        return 1.0
+    if memory_model != "paradl":
+        raise OracleError(
+            "γ scales ParaDL's memory bound; the framework memory model counts"
+            " what is kept instead",
+            path="--memory-reuse",
+            hint="add --memory-model paradl, or drop --memory-reuse",
+        )
+    return gamma
+
+
+def memory_model_options(f):
+    """--memory-model and --memory-reuse (γ, ParaDL's bound only), for the commands
+    that project without a full sweep (compare, plot compare, search)."""
+    f = click.option("--memory-reuse", "gamma", type=click.FloatRange(min=0, max=1, min_open=True),
+                     help="ParaDL memory model: reuse factor γ (0 < γ <= 1). [default: 1]")(f)
+    return click.option("--memory-model", type=click.Choice(["framework", "paradl"]), default="framework",
+                        show_default=True, help="framework: what PyTorch keeps; paradl: ParaDL's upper bound.")(f)
 
 
 def sweep_options(f):
@@ -163,8 +203,12 @@ def sweep_options(f):
         click.option("--segments", "-S", type=click.IntRange(min=1), help="Pipeline segments S. [default: min(B, 4p)]"),
         click.option("--precision", type=click.Choice(["fp32", "fp16", "bf16"]), default="fp32", show_default=True,
                      help="Bytes per item δ: fp32 4, fp16/bf16 2."),
-        click.option("--memory-reuse", "gamma", type=click.FloatRange(min=0, max=1, min_open=True), default=1.0,
-                     show_default=True, help="Memory reuse factor γ (0 < γ <= 1)."),
+        click.option("--memory-model", type=click.Choice(["framework", "paradl"]), default="framework",
+                     show_default=True,
+                     help="framework: what PyTorch keeps (saved tensors, weights, gradients, optimizer,"
+                     " buffers, workspace); paradl: ParaDL's upper bound Σ 2B(|x|+|y|) + 2|w|."),
+        click.option("--memory-reuse", "gamma", type=click.FloatRange(min=0, max=1, min_open=True),
+                     help="ParaDL memory model: reuse factor γ (0 < γ <= 1). [default: 1]"),
         click.option("--contention", "phi", type=click.FloatRange(min=1, max=1000), help="Contention factor φ >= 1."),
         click.option("--samples", type=click.IntRange(min=1, max=10**15), help="Dataset size D (overrides the model's)."),
         click.option("--collective", type=click.Choice(["ring", "rhd", "tree", "hierarchical", "leader", "auto"]),

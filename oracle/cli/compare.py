@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from oracle.cli.common import FORMATS, output_option, positive_float
+from oracle.cli.common import FORMATS, memory_model_options, memory_reuse, output_option, positive_float
 
 
 def _where(values: tuple[str, ...], option: str = "--where") -> dict[str, set[str]]:
@@ -38,14 +38,14 @@ def _where(values: tuple[str, ...], option: str = "--where") -> dict[str, set[st
 @click.option("--max-mape", type=click.FloatRange(min=0), help="Exit 1 when the mean absolute percentage error is above this (e.g. 0.15).")
 @click.option("--anomaly-threshold", type=click.FloatRange(min=0), default=0.5, show_default=True, help="Flag runs off the projection by more than this share of the measured time.")
 @click.option("--precision", type=click.Choice(["fp32", "fp16", "bf16"]), default="fp32", show_default=True)
-@click.option("--memory-reuse", "gamma", type=click.FloatRange(min=0, max=1, min_open=True), default=1.0, show_default=True)
+@memory_model_options
 @click.option("--contention", "phi", type=click.FloatRange(min=1, max=1000), help="Contention factor φ (overrides the systems).")
 @click.option("--format", "-f", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
 @click.option("--width", type=click.IntRange(min=60), help="Table width. [default: terminal]")
 @output_option
 def compare(
     runs, log, model, system, profile, strategy, gpus, batch, batch_per_gpu, p1, p2, segments, where,
-    exclude, min_accuracy, max_mape, anomaly_threshold, precision, gamma, phi, fmt, width, output,
+    exclude, min_accuracy, max_mape, anomaly_threshold, precision, memory_model, gamma, phi, fmt, width, output,
 ):  # fmt: skip
     """Compare projections with measured runs: accuracy per run, summary, anomalies.
 
@@ -65,7 +65,8 @@ def compare(
 
     if (runs is None) == (log is None):
         raise OracleError("give a RUNS.csv file or --log FILE (with --model, --system, ...), not both")
-    options = dict(precision=precision, memory_reuse=gamma, contention=phi)
+    options = dict(precision=precision, memory_reuse=memory_reuse(gamma, memory_model), contention=phi,
+                   memory_model=memory_model)  # fmt: skip
     if log is not None:
         measured = [_run_from_log(log, model, system, profile, strategy, gpus, batch, batch_per_gpu, p1, p2, segments)]
         rows, summary = api.compare(measured, threshold=anomaly_threshold, where=_where(where), **options)

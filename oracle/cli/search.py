@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import click
 
-from oracle.cli.common import model_system_profile_options, positive_float
+from oracle.cli.common import memory_model_options, memory_reuse, model_system_profile_options, positive_float
 
 # the per-layer search keeps arrays of one entry per GPU for the redistribution costs;
 # far beyond any machine oracle describes (systems list at most a few thousand GPUs)
@@ -44,10 +44,7 @@ MAX_SEARCH_GPUS = 65536
     "--precision", type=click.Choice(["fp32", "fp16", "bf16"]), default="fp32", show_default=True,
     help="Bytes per item δ: fp32 4, fp16/bf16 2.",
 )  # fmt: skip
-@click.option(
-    "--memory-reuse", "gamma", type=click.FloatRange(min=0, max=1, min_open=True), default=1.0,
-    show_default=True, help="Memory reuse factor γ (0 < γ <= 1).",
-)  # fmt: skip
+@memory_model_options
 @click.option(
     "--contention",
     "phi",
@@ -86,7 +83,7 @@ MAX_SEARCH_GPUS = 65536
     help="Write the winning per-layer configuration (YAML, loadable with --evaluate) to FILE.",
 )  # fmt: skip
 def search(
-    model, system, profile, gpus, max_gpus, batch_per_gpu, batch, kinds, strategies, precision, gamma, phi, samples,
+    model, system, profile, gpus, max_gpus, batch_per_gpu, batch, kinds, strategies, precision, memory_model, gamma, phi, samples,
     evaluate_file, fmt, top, width, output,
 ):  # fmt: skip
     """Find the fastest configuration for a GPU budget, per layer if that pays.
@@ -132,7 +129,8 @@ def search(
         raise OracleError("no distribution given", path="--distributions", hint="e.g. data,spatial")
     parse_strategies(strategies)  # validate early
     m, s, pr, times = load_inputs(model, system, profile)
-    options = Options(precision=precision, memory_reuse=gamma, contention=phi, samples=samples)
+    options = Options(precision=precision, memory_reuse=memory_reuse(gamma, memory_model), contention=phi,
+                      samples=samples, memory_model=memory_model)
     check_options(options)
     ctx = Context(m, s, times, options, pr.kind)
 

@@ -47,6 +47,9 @@ CASE_KEYS = (
     "segments",
     "precision",
     "memory_reuse",
+    "memory_model",
+    "mixed_precision",
+    "optimizer",
     "contention",
     "samples",
 )

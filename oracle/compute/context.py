@@ -18,9 +18,11 @@ from functools import cached_property
 
 import numpy as np
 
+from oracle.compute.memory import SavedActivations, saved_activations, transient_elements
 from oracle.model import MODEL_INPUT, SPATIAL_TYPES, LayerTimes, Model, System
 
 PRECISION_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2}
+MEMORY_MODELS = ("framework", "paradl")  # SPEC §4.6
 
 
 @dataclass(frozen=True)
@@ -28,7 +30,10 @@ class Options:
     """Implementation parameters that are not part of the input files."""
 
     precision: str = "fp32"  # δ: bytes per item (SPEC §2)
-    memory_reuse: float = 1.0  # γ, 0 < γ <= 1 (ParaDL §4.2)
+    # what GPU memory counts (SPEC §4.6): "framework" (saved tensors, compute/memory.py)
+    # or "paradl" (Table 3's upper bound, scaled by γ)
+    memory_model: str = "framework"
+    memory_reuse: float = 1.0  # γ, 0 < γ <= 1 (ParaDL §4.2); paradl memory model only
     contention: float | None = None  # φ override (SPEC §4.3)
     segments: int | None = None  # pipeline S; default min(B, 4p)
     samples: int | None = None  # D override (e.g. ParaDL's rounded 1.28M)
@@ -106,6 +111,53 @@ class Context:
         self.sum_w = float(self.w.sum())
         self.sum_act = float((self.x + self.y).sum())
         self.algorithm = options.collective or system.collective_algorithm
+        self.saved = _saved_activations(model, times)
+        self.transient = transient_elements(model)
+
+    # -- memory (SPEC §4.6: framework model; ParaDL's bound in strategies/base.py) --------
+    @property
+    def memory_model(self) -> str:
+        return self.options.memory_model
+
+    @property
+    def memory_source(self) -> str:
+        """Where the saved-activation bytes come from: the model's rules or a profile."""
+        return self.saved.source
+
+    def layer_memory_elements(self) -> np.ndarray:
+        """Per layer and sample, the activation elements that the per-layer search's
+        memory formula 2·n·(this) + 2|w| uses: x + y (ParaDL), or half the saved
+        elements (the framework model, indices and masks in element equivalents)."""
+        if self.memory_model == "paradl":
+            return self.x + self.y
+        return 0.5 * (self.saved.elements + self.saved.fixed_bytes / self.delta)
+
+    def memory_scale(self) -> float:
+        """Bytes per element of the per-layer memory: γδ (ParaDL) or δ (framework)."""
+        return self.gamma * self.delta if self.memory_model == "paradl" else float(self.delta)
+
+    def memory_total(self, tensors_bytes: float) -> float:
+        """Per-GPU memory of a per-layer assignment from its tensors' bytes: as is
+        (ParaDL), or with the framework's allocator overhead, workspace and context."""
+        if self.memory_model == "paradl":
+            return tensors_bytes
+        fw = self.system.framework
+        fixed = self.system.gpu_workspace_bytes or (fw.workspace_bytes + fw.cuda_context_bytes)
+        return tensors_bytes * (1.0 + fw.allocator_overhead) + fixed
+
+    def held_activation_bytes(self, mask: np.ndarray | None, split_n: float, rest_n: float) -> float:
+        """Bytes of saved activations one GPU holds when it keeps ``split_n`` samples of
+        the layers in ``mask`` and ``rest_n`` samples of the others (None: all split)."""
+        el, fx = self.saved.elements, self.saved.fixed_bytes
+        per = self.delta * el + fx
+        if mask is None:
+            return split_n * float(per.sum())
+        return split_n * float(per[mask].sum()) + rest_n * float(per[~mask].sum())
+
+    def transient_bytes(self, mask: np.ndarray | None, split_n: float, rest_n: float) -> float:
+        """The largest activation-gradient working set of the backward (memory.py)."""
+        n = split_n if mask is None else np.where(mask, split_n, rest_n)
+        return float(self.delta * np.max(self.transient * n)) if self.G else 0.0
 
     # -- split sets (SPEC §4 "Split layers") ------------------------------------------
     def _sums(self, mask: np.ndarray) -> SplitSums:
@@ -281,6 +333,15 @@ class Context:
         minimises the largest group FW+BW time (the linear partition problem).
         Returns [(start, stop), ...] with stop exclusive.  Requires 1 <= p <= G."""
         return _partition_cached(self, p)
+
+
+def _saved_activations(model: Model, times: tuple[LayerTimes, ...]) -> SavedActivations:
+    """Measured saved bytes (a profile's, at fp32) when every layer has them, else the
+    rules of compute/memory.py."""
+    if times and all(t.saved_bytes is not None for t in times):
+        measured = np.array([t.saved_bytes for t in times], dtype=float)
+        return SavedActivations(measured / 4.0, np.zeros(len(times)), "profile")
+    return saved_activations(model)
 
 
 def _greedy(pre: np.ndarray, limit: float, G: int) -> list[int] | None:

@@ -228,7 +228,7 @@ class Costs:
         layouts: list[tuple[str, int, int]] = [("S", p, 1)]
         layout_index = {("S", p, 1): 0}
         lay = np.zeros((G, nd), dtype=int)
-        act = ctx.x + ctx.y
+        act = ctx.layer_memory_elements()  # x + y (ParaDL), or half the saved elements
         w = ctx.w
         sp_mask = ctx.spatial_split.mask
         halo_rows = ctx._halo_layers  # split conv/pool layers (kernel half-widths, extents)
@@ -355,7 +355,7 @@ class Costs:
 
         self.fb, self.wu, self.halo, self.lc = fb, wu, halo, lc
         self.mem_elements = mem
-        self.mem_bytes = ctx.gamma * delta * mem
+        self.mem_bytes = ctx.memory_scale() * mem
         self.grad_bytes = gbytes
         self.grad_class = gclass
         self.split, self.partial = split, partial
@@ -525,7 +525,7 @@ class Costs:
             limits.append(
                 Limit("layer", f"{ctx.names[l]} under {self.dists[c[l]].label}: {why}{more}")
             )
-        memory = float(mem.sum())
+        memory = ctx.memory_total(float(mem.sum()))
         bd = self._with_input(bd, assignment)
         if self.p > ctx.system.total_gpus:
             limits.insert(
@@ -562,6 +562,7 @@ class Costs:
                 ("gradient_groups", tuple(sorted(grad))),
             ),
             profile_kind=ctx.profile_kind,
+            memory_model=ctx.memory_model,
         )
         return Assessment(
             point=point,

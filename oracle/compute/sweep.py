@@ -11,7 +11,7 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
-from oracle.compute.context import PRECISION_BYTES, Context, Options
+from oracle.compute.context import MEMORY_MODELS, PRECISION_BYTES, Context, Options
 from oracle.compute.cost import Point
 from oracle.compute.strategies import NAMES, REGISTRY
 from oracle.errors import OracleError, did_you_mean
@@ -61,12 +61,17 @@ def check_options(options: Options) -> None:
                 path="--collective",
                 hint=did_you_mean(options.collective, ALGORITHMS) or "one of " + ", ".join(ALGORITHMS),
             )
-    from oracle.compute.strategies.base import OPTIMIZER_BYTES
+    from oracle.compute.memory import OPTIMIZER_BYTES
 
     if options.optimizer not in OPTIMIZER_BYTES:
         raise OracleError(
             f"unknown optimizer '{options.optimizer}'", path="--optimizer", hint="one of " + ", ".join(OPTIMIZER_BYTES)
         )
+    if options.memory_model not in MEMORY_MODELS:
+        raise OracleError(
+            f"unknown memory model '{options.memory_model}'", path="--memory-model",
+            hint=did_you_mean(options.memory_model, MEMORY_MODELS) or "framework or paradl",
+        )  # fmt: skip
     if options.overlap not in ("none", "buckets"):
         raise OracleError(f"unknown overlap '{options.overlap}'", path="--overlap", hint="none or buckets")
     if not (options.bucket_bytes >= 0):

@@ -11,7 +11,15 @@ from pathlib import Path
 from oracle.errors import OracleError
 from oracle.load.fields import Fields, boolean, choice, integer, number, string
 from oracle.load.yamlfile import load_yaml
-from oracle.model import CollectiveTable, Implementation, InputPipeline, NetworkLevel, OperationOverride, System
+from oracle.model import (
+    CollectiveTable,
+    FrameworkMemory,
+    Implementation,
+    InputPipeline,
+    NetworkLevel,
+    OperationOverride,
+    System,
+)
 
 OPERATIONS = ("allreduce", "allgather", "halo", "p2p")
 
@@ -102,6 +110,7 @@ def parse_system(doc: dict, file: str) -> System:
         opf.done(allowed_extra=OPERATIONS)
     inp = _input(top)
     impl = _implementation(top)
+    framework = _framework(top)
     tables, algorithm = _collectives(top, gpus_per_node)
     top.done()
 
@@ -126,6 +135,7 @@ def parse_system(doc: dict, file: str) -> System:
         collective_tables=tables,
         collective_algorithm=algorithm,
         gpu_workspace_bytes=workspace_GB * 1e9,
+        framework=framework,
     )
 
 
@@ -208,6 +218,30 @@ def _implementation(top: Fields) -> Implementation:
         data_spatial_allreduce=f.opt("data_spatial_allreduce", choice(("flat", "leader")), "flat"),
         split_serial_fraction=f.opt("split_serial_fraction", number(ge=0, le=1, what="a fraction"), 0.0),
         split_overhead_s=f.opt("split_overhead_s", number(ge=0, what="seconds per split layer and iteration"), 0.0),
+        source=f.opt("source", string(nonempty=False), ""),
+    )
+    f.opt("notes", string(nonempty=False), "")
+    f.done()
+    return out
+
+
+def _framework(top: Fields) -> FrameworkMemory:
+    """The optional ``framework:`` section: what the training framework keeps per GPU
+    besides the model's tensors (``--memory-model framework``; defaults and sources in
+    :class:`oracle.model.FrameworkMemory`)."""
+    f = top.sub("framework", required=False)
+    d = FrameworkMemory()
+    if f is None:
+        return d
+    gb = number(ge=0, le=1e4, what="GB (10^9 bytes)")
+    out = FrameworkMemory(
+        cuda_context_bytes=f.opt("cuda_context_GB", gb, d.cuda_context_bytes / 1e9) * 1e9,
+        workspace_bytes=f.opt("workspace_GB", gb, d.workspace_bytes / 1e9) * 1e9,
+        allocator_overhead=f.opt(
+            "allocator_overhead", number(ge=0, le=10, what="a fraction of tensor memory"), d.allocator_overhead
+        ),
+        gradient_bucket_copy=f.opt("gradient_bucket_copy", boolean(), d.gradient_bucket_copy),
+        name=f.opt("name", string(), d.name),
         source=f.opt("source", string(nonempty=False), ""),
     )
     f.opt("notes", string(nonempty=False), "")

@@ -43,7 +43,8 @@ class Data(Strategy):
             ar, hidden = exposed, total - exposed
         ge = I * ar
         # memory / (γδ) = Σ (2B/p)(x+y) + 2w                             ParaDL eq. 7
-        mem = MemoryParts(2 * B / p * ctx.sum_act, ctx.sum_w, data_group=p)
+        # (framework model: the saved tensors of B/p samples)
+        mem = MemoryParts(2 * B / p * ctx.sum_act, ctx.sum_w, data_group=p, split_samples=B / p)
         bd = Breakdown(forward_backward_s=bd_fb, weight_update_s=bd_wu, gradient_exchange_s=ge)
         level = level_for(ctx.system, group.span).name
         details = {"allreduce_level": level, "allreduce": algo}

@@ -78,7 +78,8 @@ class DataFilter(Strategy):
             )
             ar, hidden = exposed, total - exposed
         # memory / (γδ) = Σ (2B/p1)(x+y) + Σs 2w/p2 + Σr 2w                     ParaDL eq. 20
-        mem = MemoryParts(2 * B / p1 * ctx.sum_act, s.w_s / p2 + s.w_r, data_group=p1)
+        # (framework model: B/p1 samples' saved tensors, as filter parallelism)
+        mem = MemoryParts(2 * B / p1 * ctx.sum_act, s.w_s / p2 + s.w_r, data_group=p1, split_samples=B / p1)
         bd = Breakdown(
             forward_backward_s=fb,
             weight_update_s=wu,

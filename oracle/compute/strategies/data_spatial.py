@@ -16,7 +16,6 @@ from oracle.compute.network import (
 )
 from oracle.compute.strategies.base import (
     Config,
-    MemoryParts,
     Strategy,
     batch_limit,
     hybrid_configurations,
@@ -27,7 +26,7 @@ from oracle.compute.strategies.base import (
     register,
 )
 from oracle.compute.strategies.data_filter import data_group_allreduce, factor_limit
-from oracle.compute.strategies.spatial import gather_tail, halo_time, spatial_limits
+from oracle.compute.strategies.spatial import gather_tail, halo_time, spatial_limits, spatial_memory
 
 
 @register
@@ -78,7 +77,7 @@ class DataSpatial(Strategy):
         hidden += halo_total - halo
         lc = gather_tail(ctx, p2, b)
         # memory / (γδ) = Σs (2B/p)(x+y) + Σr (2B/p1)(x+y) + Σ 2w                 SPEC §4
-        mem = MemoryParts(2 * B / p * s.act_s + 2 * b * s.act_r, ctx.sum_w, data_group=p)
+        mem = spatial_memory(ctx, grid, 2 * B / p * s.act_s + 2 * b * s.act_r, p, B / p, b)
         bd = Breakdown(
             forward_backward_s=fb,
             weight_update_s=wu,

@@ -62,6 +62,8 @@ class Filter(Strategy):
         wu = I / p * s.wu_s + I * s.wu_r
         lc = I * horizontal_collectives(ctx, s, p, B)
         # memory / (γδ) = Σ 2B(x+y) + Σs 2w/p + Σr 2w                          SPEC §4
-        mem = MemoryParts(2 * B * ctx.sum_act, s.w_s / p + s.w_r)
+        # (framework model: all B samples' saved tensors — split outputs are gathered
+        # whole before the next layer, ParaDL §3.2, so every GPU keeps them)
+        mem = MemoryParts(2 * B * ctx.sum_act, s.w_s / p + s.w_r, split_samples=B)
         bd = Breakdown(forward_backward_s=fb, weight_update_s=wu, layer_collectives_s=lc)
         return make_point(ctx, cfg, bd, mem, self.width_limit(ctx, s, p, "p"))

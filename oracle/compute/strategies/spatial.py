@@ -4,6 +4,8 @@ spatial output are split; the fc head runs replicated after an all-gather."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from oracle.compute.context import Context
@@ -70,6 +72,20 @@ def gather_tail(ctx: Context, q: int, b: float) -> float:
     return allgather_algorithm(ctx.system, group, ctx.delta * b * ctx.y[s.last] / q, ctx.algorithm)[0]
 
 
+def spatial_memory(ctx: Context, grid: tuple[int, ...], paradl_act: float, group: int, n_split: float, n_rest: float) -> MemoryParts:
+    """Memory parts of a spatial split: ParaDL's activation term, and for the framework
+    model n_split samples' tiles of the split layers, n_rest whole samples of the
+    replicated head, the halo rows each split conv/pool layer appends to its saved
+    input (Dryden et al. §V-B), and the gathered input of the head (all-gather tail)."""
+    s = ctx.spatial_split
+    # halo(x_l) is per sample of the tiles a GPU holds: n_rest samples (B, or B/p1)
+    extra = n_rest * float(ctx.halo_elements(grid)[0].sum())
+    if 0 <= s.last < ctx.G - 1 and math.prod(grid) > 1:
+        extra += n_rest * float(ctx.y[s.last])
+    return MemoryParts(paradl_act, ctx.sum_w, data_group=group, split=s.mask,
+                       split_samples=n_split, rest_samples=n_rest, extra_elements=extra)  # fmt: skip
+
+
 @register
 class Spatial(Strategy):
     name = "spatial"
@@ -102,7 +118,7 @@ class Spatial(Strategy):
         hidden += halo_total - halo
         lc = I * gather_tail(ctx, p, B)
         # memory / (γδ) = Σs (2B/p)(x+y) + Σr 2B(x+y) + Σ 2w                 SPEC §4
-        mem = MemoryParts(2 * B / p * s.act_s + 2 * B * s.act_r, ctx.sum_w, data_group=p)
+        mem = spatial_memory(ctx, grid, 2 * B / p * s.act_s + 2 * B * s.act_r, p, B / p, B)
         bd = Breakdown(
             forward_backward_s=fb,
             weight_update_s=wu,
