@@ -84,19 +84,21 @@ def describe(m, s, pr, scaling: str, options) -> dict:
         ),
         "gamma": options.memory_reuse,
         "memory_model": options.memory_model,
-        "memory_note": memory_note(s, options),
+        "memory_note": memory_note(s, options, pr),
         "options_note": options_note(s, options),
     }
 
 
-def memory_note(system, options) -> str:
-    """Which memory model the GPU memory column uses (SPEC §4.6)."""
+def memory_note(system, options, profile=None) -> str:
+    """Which memory model the GPU memory column uses (SPEC §4.6), and whether the saved
+    activations were measured (a profile's saved_bytes) or follow the layer-type rules."""
     if options.memory_model == "paradl":
         return f"memory: ParaDL's upper bound Σ 2B(|x|+|y|) + 2|w|, scaled by γ = {options.memory_reuse:g}"
-    fw = system.framework
+    measured = profile is not None and profile.layers and all(t.saved_bytes is not None for _, t in profile.layers)
+    saved = "measured by the profile" if measured else "by layer type"
     return (
-        f"memory: what {fw.name} keeps (saved tensors for the backward, weights, gradients,"
-        f" optimizer state, buffers, workspace, CUDA context); --memory-model paradl for ParaDL's bound"
+        f"memory: what {system.framework.name} keeps: tensors saved for the backward ({saved}), weights,"
+        " gradients, optimizer state, buffers, workspace, CUDA context; --memory-model paradl for ParaDL's bound"
     )
 
 

@@ -38,13 +38,16 @@ def show() -> None:
 @_FORMAT
 @_WIDTH
 @output_option
-def show_model(name: str, fmt: str, width: int | None, output: str | None) -> None:
-    """Layers with shapes, parameters, FLOPs and activations, with totals."""
-    from oracle.load import load_model
+@click.option("--system", "-s", metavar="SYSTEM", help="Also the largest batch per GPU that fits its GPU memory.")
+def show_model(name: str, fmt: str, width: int | None, output: str | None, system: str | None) -> None:
+    """Layers with shapes, parameters, FLOPs, activations and the bytes each saves for
+    the backward, with totals; with --system, the largest batch per GPU that fits."""
+    from oracle.load import load_model, load_system
     from oracle.render import show as rs
 
     m = load_model(name)
-    _print(rs.model_json(m) if fmt == "json" else rs.model_table(m), fmt, width, output)
+    s = load_system(system) if system else None
+    _print(rs.model_json(m, s) if fmt == "json" else rs.model_table(m, s), fmt, width, output)
 
 
 @show.command("system")

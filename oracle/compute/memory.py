@@ -221,3 +221,31 @@ def max_batch_scale(capacity: float, total: float, per_batch: float) -> float:
     if per_batch <= 0:
         return float("inf")
     return (capacity - (total - per_batch)) / per_batch
+
+
+@dataclass(frozen=True)
+class LargestBatch:
+    """The largest per-GPU batch that fits one GPU of a system (``oracle show model``)."""
+
+    precision: str  # "fp32" or "mixed precision"
+    one_gpu: float  # serial training
+    data_parallel: float  # data parallelism (adds DDP's gradient buckets)
+
+
+def largest_batches(model: Model, system) -> list[LargestBatch]:
+    """The largest batch per GPU that fits ``system``'s GPU memory under the framework
+    model, at fp32 and with mixed precision, on one GPU and in data parallelism."""
+    from oracle.compute.context import Options
+    from oracle.compute.sweep import sweep
+    from oracle.model import LayerTimes
+
+    times = tuple(LayerTimes(0.0, 0.0, 0.0) for _ in model.layers)  # memory needs no times
+    out = []
+    for label, mixed in (("fp32", False), ("mixed precision", True)):
+        options = Options(mixed_precision=mixed)
+        found = []
+        for gpus, strategy in ((1, "serial"), (2, "data")):
+            (pt,) = sweep(model, system, times, [gpus], strategy, batch_per_gpu=1.0, options=options)
+            found.append(pt.detail("max_batch_per_gpu") or 0.0)
+        out.append(LargestBatch(label, *found))
+    return out

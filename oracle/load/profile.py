@@ -33,7 +33,7 @@ def parse_profile(doc: dict, file: str) -> Profile:
     source = top.opt("source", string(nonempty=False), "")
     kind = top.opt("kind", choice(KINDS), None)
     meta = []
-    for key in ("batch", "threads", "date", "framework_version", "efficiency", "notes"):
+    for key in ("batch", "threads", "date", "framework_version", "efficiency", "notes", "peak_allocated_bytes"):
         if key in top.map and top.map[key] is not None:
             meta.append((key, str(top.map[key])))
             top.used.add(key)
@@ -58,8 +58,10 @@ def parse_profile(doc: dict, file: str) -> Profile:
             fw = tf.req("fw_s", _time, "forward seconds per sample")
             bw = tf.req("bw_s", _time, "backward seconds per sample")
             wu = tf.opt("wu_s", _time, 0.0)
+            saved = tf.opt("saved_bytes", number(ge=0, le=1e15, what="bytes per sample saved for the backward"))
             tf.done()
-            layers.append((str(lname), LayerTimes(fw, bw, wu)))
+            layers.append((str(lname), LayerTimes(fw, bw, wu, saved)))
+        _all_or_no_memory(top, layers)
         if sum(t.fw_s + t.bw_s for _, t in layers) <= 0:
             raise top.error("layers", "all forward and backward times are zero")
         kind = kind or "measured"
@@ -90,6 +92,19 @@ def parse_profile(doc: dict, file: str) -> Profile:
         total_wu_per_iteration_s=total_wu,
         meta=tuple(meta),
     )
+
+
+def _all_or_no_memory(top: Fields, layers: list[tuple[str, LayerTimes]]) -> None:
+    """Measured memory (``saved_bytes``) replaces the model's estimate only when every
+    layer has it: a partial set is a mistake, not something to fill in silently."""
+    have = [name for name, t in layers if t.saved_bytes is not None]
+    if have and len(have) < len(layers):
+        missing = next(name for name, t in layers if t.saved_bytes is None)
+        raise top.error(
+            f"layers.{missing}",
+            f"has no saved_bytes while {len(have)} other layer(s) have; give the measured bytes"
+            " of every layer or of none (oracle profile writes them all)",
+        )
 
 
 def bind_profile(model: Model, profile: Profile) -> tuple[LayerTimes, ...]:

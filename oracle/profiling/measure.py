@@ -79,6 +79,7 @@ class Measurement:
     elapsed_s: float  # wall time of the whole measurement
     others_cpu_share: float | None = None  # CPU time other processes used / (wall * CPUs)
     cpus: int | None = None  # logical CPUs of the machine
+    peak_allocated_bytes: float | None = None  # CUDA: torch.cuda.max_memory_allocated of a step
 
     @property
     def framework(self) -> str:
@@ -154,6 +155,7 @@ class Measurement:
                 ("date", self.date),
                 ("framework_version", self.torch_version),
                 ("notes", self.notes()),
+                *((("peak_allocated_bytes", f"{self.peak_allocated_bytes:.0f}"),) if self.peak_allocated_bytes else ()),
             ),
         )
 
@@ -268,7 +270,7 @@ def _measure(torch, model, dev, batch, repeats, warmup, seed, progress) -> Measu
         return time.perf_counter() - t0
 
     n = len(model.layers)
-    total_steps = 2 * n + 3
+    total_steps = 2 * n + 4
     done = 0
 
     def tick(what: str) -> None:
@@ -364,8 +366,10 @@ def _measure(torch, model, dev, batch, repeats, warmup, seed, progress) -> Measu
     step = statistics.median(step_times)
     tick("training step")
 
+    saved, peak = _memory(torch, net, x, dev, train_step)
+    tick("memory")
     layers = tuple(
-        (name, LayerTimes(f, b, w)) for name, f, b, w in zip(net.names, fw, bw, wu)
+        (name, LayerTimes(f, b, w, s)) for name, f, b, w, s in zip(net.names, fw, bw, wu, saved)
     )
     return Measurement(
         model=model.name,
@@ -384,7 +388,24 @@ def _measure(torch, model, dev, batch, repeats, warmup, seed, progress) -> Measu
         elapsed_s=time.perf_counter() - start,
         others_cpu_share=_others_share(cpu_before, _cpu_times(), time.perf_counter() - start),
         cpus=os.cpu_count(),
+        peak_allocated_bytes=peak,
     )
+
+
+def _memory(torch, net, x, dev, train_step) -> tuple[list[float], float | None]:
+    """Bytes per sample each layer saves for the backward (profiling/saved.py) and, on
+    CUDA, the peak memory PyTorch allocated in one training step."""
+    from oracle.profiling.saved import saved_bytes_per_layer
+
+    saved = saved_bytes_per_layer(torch, net, x)
+    peak = None
+    if dev.type == "cuda":
+        torch.cuda.synchronize(dev)
+        torch.cuda.reset_peak_memory_stats(dev)
+        train_step()
+        torch.cuda.synchronize(dev)
+        peak = float(torch.cuda.max_memory_allocated(dev))
+    return saved, peak
 
 
 def _cpu_times() -> tuple[float, float] | None:

@@ -47,6 +47,8 @@ def header_lines(meta: dict) -> list[str]:
     )
     if meta.get("options_note"):
         lines.append(meta["options_note"])
+    if meta.get("memory_note"):
+        lines.append(meta["memory_note"])
     if meta.get("profile_note"):
         lines.append(meta["profile_note"])
     return lines
