@@ -387,3 +387,18 @@ def test_measured_profile_memory_overrides_the_estimate(tmp_path):
     r = run("predict", "-m", "cifar_resnet20", "-s", "abci", "-p", str(tmp_path / "p.yaml"), "--gpus", "1",
             "--width", "200")  # fmt: skip
     assert "measured by the profile" in " ".join(r.output.split())
+
+
+def test_readme_memory_table_is_the_benchmarks_output():
+    """The README's measured-versus-modelled tables are what benchmarks/memory_model.py
+    prints, and its PyTorch figures are this test's reference figures."""
+    import sys
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        import memory_model
+    finally:
+        sys.path.pop(0)
+    assert memory_model.markdown() in (ROOT / "README.md").read_text()
+    with open(ROOT / "validation" / "pytorch-saved-bytes.csv") as f:
+        assert {r["model"]: int(r["saved_bytes_per_sample"]) for r in csv.DictReader(f)} == TORCHVISION_SAVED_BYTES

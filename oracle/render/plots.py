@@ -256,8 +256,10 @@ def title(meta: dict, what: str) -> str:
     if profile and str(meta.get("profile_note", "")).startswith("ESTIMATED"):
         profile += " (ESTIMATED, not measured)"
     bits = [meta.get("scaling"), profile, meta.get("precision")]
-    if meta.get("gamma") not in (None, ""):
-        bits.append(f"γ = {meta['gamma']:g}")
+    if meta.get("memory_model"):
+        from oracle.render.predict import memory_label
+
+        bits.append(memory_label(meta))
     second = " · ".join(str(b) for b in bits if b)
     return first + ("\n" + second if second else "")
 

@@ -32,6 +32,7 @@ from pathlib import Path
 
 from oracle.compute.cost import Point
 from oracle.units import fmt_bytes, fmt_count, fmt_rate, fmt_seconds, fmt_si
+from oracle.render.predict import memory_label
 
 PLOT_KINDS = ("scaling", "breakdown", "memory")
 SECTIONS = {  # id -> heading
@@ -288,7 +289,8 @@ def inputs_rows(data: ReportData) -> list[tuple[str, list[tuple[str, str]]]]:
         ("scaling", data.meta.get("scaling", "")),
         ("dataset size D", f"{data.meta.get('samples', 0):,} samples"),
         ("precision", str(data.meta.get("precision", ""))),
-        ("memory reuse γ", f"{o.memory_reuse:g}"),
+        ("memory model", memory_label(data.meta)),
+        *([("memory", data.meta["memory_note"])] if data.meta.get("memory_note") else []),
         ("configurations projected", f"{len(data.points):,} ({sum(p.feasible for p in data.points):,} feasible)"),
     ]
     if o.segments:
@@ -403,7 +405,7 @@ def html_report(data: ReportData, images: dict[str, bytes] | None, image_type: s
         "<main>",
         f"<h1>{_e(title)}</h1>",
         f'<p class="sub">{_e(m.get("scaling", ""))} · profile {_e(m.get("profile", ""))} · '
-        f'{_e(m.get("precision", ""))} · γ = {_e(format(m.get("gamma", 1), "g"))} · '
+        f'{_e(m.get("precision", ""))} · {_e(memory_label(m))} · '
         "times per epoch, memory per GPU</p>",
     ]
     keys = [k for k in SECTIONS if k != "accuracy" or data.measured is not None]
@@ -586,7 +588,7 @@ def markdown_report(data: ReportData, image_files: dict[str, str] | None) -> str
     m = data.meta
     out = [f"# oracle report: {m['model']} on {m['system']}", "",
            f"{m.get('scaling', '')} · profile {m.get('profile', '')} · {m.get('precision', '')} · "
-           f"γ = {m.get('gamma', 1):g} · times per epoch, memory per GPU", ""]
+           f"{memory_label(m)} · times per epoch, memory per GPU", ""]
     out += [f"## {SECTIONS['summary']}", ""] + [f"- {t}" for t in findings(data)] + [""]
     out += [f"## {SECTIONS['inputs']}", ""]
     for group, rows in inputs_rows(data):
