@@ -402,3 +402,23 @@ def test_readme_memory_table_is_the_benchmarks_output():
     assert memory_model.markdown() in (ROOT / "README.md").read_text()
     with open(ROOT / "validation" / "pytorch-saved-bytes.csv") as f:
         assert {r["model"]: int(r["saved_bytes_per_sample"]) for r in csv.DictReader(f)} == TORCHVISION_SAVED_BYTES
+
+
+@pytest.mark.parametrize("strategy,p2", [("data", None), ("data+filter", 2), ("data+filter", 4)])
+def test_layerwise_memory_equals_the_strategy(strategy, p2):
+    """A uniform per-layer assignment holds what the strategy holds (framework model);
+    spatial splits differ by the halo rows and the gathered head input, which the
+    per-layer search does not count."""
+    from oracle.compute.context import Context, Options
+    from oracle.compute.layerwise import Dist, evaluate
+    from oracle.compute.sweep import sweep
+    from oracle.load import load_profile, load_system
+    from oracle.load.profile import bind_profile
+
+    m, s = load_model("resnet50"), load_system("abci")
+    times = bind_profile(m, load_profile("resnet50_v100"))
+    ctx = Context(m, s, times, Options(), "total")
+    p, B = 16, 16 * 32.0
+    dist = Dist.data(p) if p2 is None else Dist("filter", p // p2, p2)
+    (pt,) = sweep(m, s, times, [p], strategy, batch=B, p2=p2)
+    assert evaluate(ctx, p, B, [dist] * ctx.G).point.memory_bytes == pytest.approx(pt.memory_bytes, rel=1e-9)

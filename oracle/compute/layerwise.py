@@ -27,7 +27,11 @@ group; SPEC §4 Table, restricted to one layer):
                 SPEC §4.2-4.3).  One fused all-reduce per group (SPEC §4: AR(p, δΣw)):
                 its latency is paid once per group, not once per layer.
     memory      (2B/p)(x+y) split by samples and space, (2B/p1)(x+y) otherwise;
-                + 2|w_l| (2|w_l|/p2 when filter/channel split the weights) (SPEC §4)
+                + 2|w_l| (2|w_l|/p2 when filter/channel split the weights) (SPEC §4);
+                with the framework memory model the saved tensors of those samples
+                instead of 2(x+y), plus the backward's largest gradient working set and
+                DDP's buckets (Costs.memory; halo rows and a gathered head input, which
+                the spatial strategies count, are left out here)
 
 Redistribution (Dryden et al. §III-C): when a tensor's producer and consumer lay it out
 differently, it is shuffled with an all-to-all "where a processor sends indices it no
@@ -207,6 +211,21 @@ class Costs:
         self.edges = _edges(ctx)
         self._build()
 
+    def memory(self, choice) -> float:
+        """Per-GPU bytes of an assignment: its layers' tensors, and with the framework
+        model the backward's largest gradient working set and DDP's gradient buckets
+        (a copy of the gradients that are all-reduced), with the allocator overhead,
+        workspace and context (Context.memory_total)."""
+        c = np.asarray(choice, dtype=int)
+        rows = np.arange(self.G)
+        tensors = float(self.mem_bytes[rows, c].sum())
+        if self.ctx.memory_model == "paradl":
+            return self.ctx.memory_total(tensors)
+        trans = float(self.transient_bytes[rows, c].max()) if self.G else 0.0
+        reduced = (self.grad_class[rows, c] >= 0) & self.ctx.system.framework.gradient_bucket_copy
+        buckets = float(self.grad_bytes[rows, c][reduced].sum())
+        return self.ctx.memory_total(tensors + trans + buckets)
+
     # -- construction ------------------------------------------------------------------
     def _build(self) -> None:
         ctx, G, nd, p, B, I, D = self.ctx, self.G, self.nd, self.p, self.B, self.I, self.ctx.D
@@ -217,6 +236,7 @@ class Costs:
         halo = np.zeros((G, nd))
         lc = np.zeros((G, nd))
         mem = np.empty((G, nd))
+        held = np.empty((G, nd))  # samples of the layer's activations a GPU holds
         gbytes = np.zeros((G, nd))
         gclass = np.full((G, nd), -1, dtype=int)
         split = np.zeros((G, nd), dtype=bool)  # d splits l (by samples x space/filters/channels)
@@ -281,6 +301,7 @@ class Costs:
                 fb[:, k] = D / p * ctx.fb
                 wu[:, k] = I * ctx.wu
                 mem[:, k] = 2 * B / p * act + 2 * w
+                held[:, k] = B / p
                 gbytes[:, k] = delta * w
                 gclass[:, k] = g_all
                 split[:, k] = True
@@ -291,6 +312,7 @@ class Costs:
                 fb[:, k] = _split_fb(ctx, s, D, p1, p2, I)
                 wu[:, k] = I * ctx.wu
                 mem[:, k] = np.where(s, 2 * B / p, 2 * b) * act + 2 * w
+                held[:, k] = np.where(s, B / p, b)
                 gbytes[:, k] = delta * w
                 split[:, k] = s
                 # split layers: all-reduce over all p GPUs (spatial: AR(p); data+spatial:
@@ -333,6 +355,7 @@ class Costs:
             fb[:, k] = _split_fb(ctx, s, D, p1, p2, I)
             wu[:, k] = np.where(s, I / p2, I) * ctx.wu
             mem[:, k] = 2 * b * act + np.where(s, 2 * w / p2, 2 * w)
+            held[:, k] = b
             gbytes[:, k] = np.where(s, delta * w / p2, delta * w)
             gclass[:, k] = strided_group(p1, p2) if p1 > 1 else -1
             split[:, k] = s
@@ -356,6 +379,8 @@ class Costs:
         self.fb, self.wu, self.halo, self.lc = fb, wu, halo, lc
         self.mem_elements = mem
         self.mem_bytes = ctx.memory_scale() * mem
+        # framework model: the backward's gradient working set (max over layers, not a sum)
+        self.transient_bytes = ctx.delta * ctx.transient[:, None] * held if ctx.memory_model != "paradl" else 0 * held
         self.grad_bytes = gbytes
         self.grad_class = gclass
         self.split, self.partial = split, partial
@@ -525,7 +550,7 @@ class Costs:
             limits.append(
                 Limit("layer", f"{ctx.names[l]} under {self.dists[c[l]].label}: {why}{more}")
             )
-        memory = ctx.memory_total(float(mem.sum()))
+        memory = self.memory(c)
         bd = self._with_input(bd, assignment)
         if self.p > ctx.system.total_gpus:
             limits.insert(

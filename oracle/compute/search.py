@@ -432,7 +432,7 @@ def search_layerwise(
     rows = np.arange(G)
 
     def memory(c: np.ndarray) -> float:
-        return ctx.memory_total(float(costs.mem_bytes[rows, c].sum()))
+        return costs.memory(c)
 
     if memory(choice) > limit and memory(_least_memory(costs, feasible)) > limit:
         notes.append("no assignment fits in GPU memory (not even the one that needs the least)")
