@@ -112,6 +112,16 @@ class Model:
 
 
 @dataclass(frozen=True)
+class Protocol:
+    """Another α-β line of a network level (a protocol regime such as NCCL's LL or
+    LL128, compute/protocols.py): collectives take the cheapest line for their size."""
+
+    name: str
+    alpha_s: float
+    beta_s_per_byte: float
+
+
+@dataclass(frozen=True)
 class NetworkLevel:
     """One level of the interconnect (SPEC §3.2): used by collectives whose span fits."""
 
@@ -120,6 +130,7 @@ class NetworkLevel:
     alpha_s: float
     beta_s_per_byte: float
     source: str = ""
+    protocols: tuple[Protocol, ...] = ()  # small-message regimes; () = one line (SPEC §4.1)
 
 
 @dataclass(frozen=True)

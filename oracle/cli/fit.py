@@ -162,11 +162,14 @@ def fit() -> None:
 @click.option("--collectives", type=click.Choice(["alpha-beta", "table"]), default="alpha-beta", show_default=True,
               help="table: also write the measured times (collectives: table), used instead of α-β for"
               " collectives on exactly a benchmarked GPU count and span.")
+@click.option("--protocols", type=click.IntRange(1, 4), default=1, show_default=True,
+              help="α-β lines per level: 1 = the ring model above n½; 3 = NCCL's LL, LL128 and Simple"
+              " regimes fitted to every message size (collectives take the cheapest line).")
 @click.option("--width", type=click.IntRange(min=60), help="Table width. [default: terminal]")
 @click.pass_context
 def fit_network_cmd(
     ctx, logs, system, output, fmt, min_bytes, max_bytes, bw_fraction, in_place, operation, gpus, nodes,
-    gpus_per_node, name, source, max_median_error, collectives, width,
+    gpus_per_node, name, source, max_median_error, collectives, protocols, width,
 ):  # fmt: skip
     """Fit α and β per network level to nccl-tests or OSU collective logs.
 
@@ -217,7 +220,8 @@ def fit_network_cmd(
         )
         for f in logs
     ]
-    options = FitOptions(min_bytes=min_bytes, max_bytes=max_bytes, bw_fraction=bw_fraction, in_place=in_place)
+    options = FitOptions(min_bytes=min_bytes, max_bytes=max_bytes, bw_fraction=bw_fraction, in_place=in_place,
+                         protocols=protocols)  # fmt: skip
     result = fit_network(
         parsed,
         options,
@@ -402,8 +406,14 @@ def fit_runs_cmd(runs, system, kind, where, overlay, name, output, width) -> Non
             beta = cal.beta_intra if inside else cal.beta_inter
             if beta is None:
                 continue
-            level.pop("bandwidth_GB_per_s", None)
+            old = level.pop("bandwidth_GB_per_s", None)
+            old = 1.0 / (old * 1e9) if old else level.get("beta_s_per_byte")
             level["beta_s_per_byte"] = float(f"{beta:.6g}")
+            # the transport is slower or faster as a whole: its protocol lines by as much
+            for pr in level.get("protocols") or []:
+                pr_beta = pr.pop("bandwidth_GB_per_s", None)
+                pr_beta = 1.0 / (pr_beta * 1e9) if pr_beta else pr["beta_s_per_byte"]
+                pr["beta_s_per_byte"] = float(f"{pr_beta * beta / old:.6g}")
             which = "inside a node" if inside else "across nodes"
             level["source"] = (
                 f"α: {base_name}. β {which} ({1 / beta / 1e9:.3g} GB/s): calibrated by `oracle fit runs`"

@@ -62,12 +62,14 @@ from oracle.compute.context import Context
 from oracle.compute.cost import Breakdown, Limit, Point
 from oracle.compute.network import (
     allgather_algorithm,
+    allgather_pieces,
     allreduce_algorithm,
     contention_factor,
     data_group_flows_per_node,
     group_contiguous,
     group_strided,
     link,
+    p2p,
     span_neighbours,
 )
 from oracle.model import MODEL_INPUT
@@ -335,7 +337,7 @@ class Costs:
                     h = hx + hdy
                     lk = link(system, span_neighbours(p2, gpn), "halo")
                     per = np.where(
-                        h > 0, 2 * (2 * lk.alpha_s + b * delta * h * lk.beta_s_per_byte), 0.0
+                        h > 0, 2 * (np.asarray(p2p(b * delta * hx, lk)) + np.asarray(p2p(b * delta * hdy, lk))), 0.0
                     )
                     halo[idx, k] = I * per
                     f = np.array(grid, dtype=float)
@@ -446,8 +448,9 @@ class Costs:
         # all-gather algorithm the context may pick; one for an all-to-all)
         algo = getattr(ctx, "algorithm", "ring")
         algos = ("ring", "rhd") if algo == "auto" else (algo,)
-        lat = np.zeros((len(algos), nL, nL))
-        slope = np.zeros((len(algos), nL, nL))
+        lines = 1 + max((len(level.protocols) for level in system.network), default=0)
+        lat = np.full((len(algos) * lines, nL, nL), np.inf)
+        slope = np.zeros((len(algos) * lines, nL, nL))
         self.shuffle_kind = np.full((nL, nL), "", dtype=object)
         for a in range(nL):
             for c in range(nL):
@@ -459,19 +462,21 @@ class Costs:
                 if L[c][0] == "R" and p1a % p1c == 0:
                     # the consumer gathers whole pieces of its group: an all-gather, each
                     # GPU contributing its B/p samples' share (SPEC §4.1 AG)
-                    m1 = delta * B / p * 1e6  # bytes of 10^6 elements per sample
-                    for k, name in enumerate(algos):
-                        t0 = float(allgather_algorithm(system, grp, 0.0, name)[0])
-                        t1 = float(allgather_algorithm(system, grp, m1, name)[0])
-                        lat[k, a, c], slope[k, a, c] = t0, (t1 - t0) / 1e6
+                    # (one affine piece per algorithm and protocol line: their minimum is
+                    # the all-gather of compute/network.py)
+                    pieces = [pc for name in algos for pc in allgather_pieces(system, grp, name)]
+                    for k, (t0, per_byte) in enumerate(pieces):
+                        lat[k, a, c], slope[k, a, c] = t0, per_byte * delta * B / p
                     self.shuffle_kind[a, c] = f"all-gather in groups of {q}"
                 else:
                     # all-to-all (Dryden et al. §III-C): (q-1)(α + m_i β), m_i = received
                     # bytes / (q-1)
                     lk = link(system, grp.span, "alltoall")
-                    lat[:, a, c] = (q - 1) * lk.alpha_s
-                    slope[:, a, c] = recv[a, c] * B * delta * lk.beta_s_per_byte
+                    for k, (alpha, beta) in enumerate(lk.lines()):
+                        lat[k, a, c] = (q - 1) * alpha
+                        slope[k, a, c] = recv[a, c] * B * delta * beta
                     self.shuffle_kind[a, c] = f"all-to-all in groups of {q}"
+        lat[:, recv == 0.0] = 0.0  # nothing to move (pieces left unused stay at +inf)
         self.shuffle_lat, self.shuffle_slope, self.shuffle_recv = lat, slope, recv
 
     def shuffle_time(self, la, lb, y) -> np.ndarray:

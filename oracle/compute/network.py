@@ -33,6 +33,12 @@ class Link:
     level: str
     span: int
     table: CollectiveTable | None = None
+    # more (α, β) lines of the level (protocol regimes, compute/protocols.py): ring
+    # collectives and transfers take the cheapest line for their message size
+    protocols: tuple[tuple[float, float], ...] = ()
+
+    def lines(self) -> tuple[tuple[float, float], ...]:
+        return ((self.alpha_s, self.beta_s_per_byte), *self.protocols)
 
 
 # -- placement ----------------------------------------------------------------------
@@ -85,8 +91,14 @@ def link(system: System, span: int, op: str, gpus: int | None = None) -> Link:
     system's measured table for (op, gpus, span) when it has one (collectives: table)."""
     level = level_for(system, span)
     alpha, beta = level.alpha_s, level.beta_s_per_byte
+    protocols = tuple((pr.alpha_s, pr.beta_s_per_byte) for pr in level.protocols)
     override = system.operation(op)
     if override is not None:
+        # an α or β of its own is another transport: the level's protocol lines go;
+        # scale factors apply to every line
+        if override.alpha_s is not None or override.beta_s_per_byte is not None:
+            protocols = ()
+        protocols = tuple((a * override.alpha_scale, b * override.beta_scale) for a, b in protocols)
         alpha = override.alpha_s if override.alpha_s is not None else alpha * override.alpha_scale
         beta = (
             override.beta_s_per_byte
@@ -94,7 +106,7 @@ def link(system: System, span: int, op: str, gpus: int | None = None) -> Link:
             else beta * override.beta_scale
         )
     table = system.table(op, gpus, span) if gpus is not None and system.collective_tables else None
-    return Link(alpha, beta, level.name, span, table)
+    return Link(alpha, beta, level.name, span, table, protocols)
 
 
 # -- contention ---------------------------------------------------------------------
@@ -142,7 +154,7 @@ def allreduce(p: int, m_bytes, lk: Link, phi: float = 1.0):
         return _out(np.zeros_like(m))
     if lk.table is not None and lk.table.gpus == p:
         return _out(table_time(lk.table, m * phi))
-    return _out(2.0 * (p - 1) * (lk.alpha_s + m / p * lk.beta_s_per_byte * phi))
+    return _out(_cheapest(lk, lambda a, b: 2.0 * (p - 1) * (a + m / p * b * phi)))
 
 
 def allgather(p: int, m_each_bytes, lk: Link, phi: float = 1.0):
@@ -153,7 +165,7 @@ def allgather(p: int, m_each_bytes, lk: Link, phi: float = 1.0):
         return _out(np.zeros_like(m))
     if lk.table is not None and lk.table.gpus == p:
         return _out(table_time(lk.table, p * m * phi))
-    return _out((p - 1) * (lk.alpha_s + m * lk.beta_s_per_byte * phi))
+    return _out(_cheapest(lk, lambda a, b: (p - 1) * (a + m * b * phi)))
 
 
 def table_time(table: CollectiveTable, m_bytes: np.ndarray) -> np.ndarray:
@@ -170,7 +182,16 @@ def table_time(table: CollectiveTable, m_bytes: np.ndarray) -> np.ndarray:
 
 def p2p(m_bytes, lk: Link):
     """Point-to-point transfer of m bytes: α + m·β."""
-    return _out(lk.alpha_s + np.asarray(m_bytes, dtype=float) * lk.beta_s_per_byte)
+    m = np.asarray(m_bytes, dtype=float)
+    return _out(_cheapest(lk, lambda a, b: a + m * b))
+
+
+def _cheapest(lk: Link, cost) -> np.ndarray:
+    """cost(α, β) of the link's own line, or the cheapest of its protocol lines."""
+    t = np.asarray(cost(lk.alpha_s, lk.beta_s_per_byte), dtype=float)
+    for a, b in lk.protocols:
+        t = np.minimum(t, cost(a, b))
+    return t
 
 
 # -- groups and collective algorithms (issue 8) -----------------------------------------
@@ -281,6 +302,26 @@ def _allreduce_one(system, group, m, name, lk, phi, contention):
     # hierarchical: the g local ranks all-reduce their m/g shares across nodes at once
     phi_g = max(phi, contention_factor(system, g, contention))
     return local + 2.0 * (n - 1) * (outer.alpha_s + m / (g * n) * outer.beta_s_per_byte * phi_g)
+
+
+def allgather_pieces(system: System, group: Group, algorithm: str = "ring") -> list[tuple[float, float]]:
+    """The all-gather of :func:`allgather_algorithm` as affine pieces (seconds at 0
+    bytes, seconds per byte each GPU contributes): its time is their minimum.  Ring: one
+    piece per protocol line, (p-1)(α_k + m_i β_k); rhd: ⌈log2 p⌉α + (p-1) m_i β; a
+    measured table: its secant from 0 to 1 MB."""
+    p = group.p
+    if p <= 1:
+        return [(0.0, 0.0)]
+    lk = link(system, group.span, "allgather", p)
+    if lk.table is not None and lk.table.gpus == p:
+        t0 = float(table_time(lk.table, np.asarray(0.0)))
+        return [(t0, (float(table_time(lk.table, np.asarray(p * 1e6))) - t0) / 1e6)]
+    if algorithm == "rhd":
+        return [(math.ceil(math.log2(p)) * lk.alpha_s, (p - 1) * lk.beta_s_per_byte)]
+    ring = [((p - 1) * a, (p - 1) * b) for a, b in lk.lines()]
+    if algorithm == "auto":
+        return ring + allgather_pieces(system, group, "rhd")
+    return ring
 
 
 def allgather_algorithm(

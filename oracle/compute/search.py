@@ -429,7 +429,6 @@ def search_layerwise(
     notes: list[str] = []
     constrained = False
     limit = ctx.system.gpu_memory_bytes
-    rows = np.arange(G)
 
     def memory(c: np.ndarray) -> float:
         return costs.memory(c)

@@ -18,6 +18,7 @@ from oracle.model import (
     InputPipeline,
     NetworkLevel,
     OperationOverride,
+    Protocol,
     System,
 )
 
@@ -81,6 +82,7 @@ def parse_system(doc: dict, file: str) -> System:
         alpha, beta = _alpha_beta(lf, required=True)
         lsource = lf.opt("source", string(nonempty=False), "")
         lf.opt("notes", string(nonempty=False), "")
+        protocols = _protocols(lf, file)
         lf.done()
         if levels and max_gpus <= levels[-1].max_gpus:
             raise lf.error(
@@ -89,7 +91,7 @@ def parse_system(doc: dict, file: str) -> System:
                 f" (previous level has {levels[-1].max_gpus})",
             )
         assert alpha is not None and beta is not None
-        levels.append(NetworkLevel(lname, max_gpus, alpha, beta, lsource))
+        levels.append(NetworkLevel(lname, max_gpus, alpha, beta, lsource, protocols))
     if not levels:
         raise top.error("network", "has no levels; expected at least one network level")
 
@@ -137,6 +139,21 @@ def parse_system(doc: dict, file: str) -> System:
         gpu_workspace_bytes=workspace_GB * 1e9,
         framework=framework,
     )
+
+
+def _protocols(lf: Fields, file: str) -> tuple[Protocol, ...]:
+    """A level's optional ``protocols:``: more α-β lines (small-message regimes, e.g.
+    NCCL's LL and LL128; compute/protocols.py), each ``{name, alpha_s, beta_s_per_byte |
+    bandwidth_GB_per_s}``."""
+    out = []
+    for j, raw, line in lf.items("protocols", required=False):
+        pf = Fields(raw, file, f"{lf.path}.protocols[{j}]", line)
+        name = pf.req("name", string())
+        alpha, beta = _alpha_beta(pf, required=True)
+        pf.done()
+        assert alpha is not None and beta is not None
+        out.append(Protocol(name, alpha, beta))
+    return tuple(out)
 
 
 def _input(top: Fields) -> InputPipeline | None:

@@ -128,6 +128,14 @@ def _largest_batch_line(m: Model, system) -> str:
     return escape(f"\nlargest batch per {fmt_bytes(system.gpu_memory_bytes)} GPU of {system.name}: " + "; ".join(bits))
 
 
+def _protocol_text(level) -> str:
+    """A level's protocol lines, for the source column."""
+    if not level.protocols:
+        return ""
+    lines = ", ".join(f"{p.name} {fmt_seconds(p.alpha_s)} / {fmt_rate(1.0 / p.beta_s_per_byte)}" for p in level.protocols)
+    return f" [protocol lines, cheapest used: {lines}]"
+
+
 # -- systems --------------------------------------------------------------------------
 
 
@@ -152,6 +160,10 @@ def system_dict(s: System) -> dict:
                 "alpha_s": lv.alpha_s,
                 "beta_s_per_byte": lv.beta_s_per_byte,
                 "bandwidth_bytes_per_s": 1.0 / lv.beta_s_per_byte,
+                "protocols": [
+                    {"name": pr.name, "alpha_s": pr.alpha_s, "beta_s_per_byte": pr.beta_s_per_byte}
+                    for pr in lv.protocols
+                ],
                 "source": lv.source,
             }
             for lv in s.network
@@ -227,7 +239,7 @@ def system_table(s: System):
             fmt_seconds(lv.alpha_s),
             fmt_rate(1.0 / lv.beta_s_per_byte),
             f"{lv.beta_s_per_byte:.3e}",
-            escape(lv.source),
+            escape(lv.source + _protocol_text(lv)),
         )
     parts = [head, t]
     if s.operations:

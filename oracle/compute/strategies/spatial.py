@@ -15,6 +15,7 @@ from oracle.compute.network import (
     allreduce_algorithm,
     group_contiguous,
     link,
+    p2p,
     span_neighbours,
 )
 from oracle.compute.overlap import exposed_halo
@@ -48,8 +49,8 @@ def halo_time(ctx: Context, q: int, b: float) -> tuple[float, float, tuple[int, 
     if not has.any():
         return 0.0, 0.0, grid
     lk = link(ctx.system, span_neighbours(q, ctx.system.gpus_per_node), "halo")
-    t_fw = 2 * (lk.alpha_s + b * ctx.delta * hx[has] * lk.beta_s_per_byte)
-    t_bw = 2 * (lk.alpha_s + b * ctx.delta * hdy[has] * lk.beta_s_per_byte)
+    t_fw = 2 * np.asarray(p2p(b * ctx.delta * hx[has], lk))
+    t_bw = 2 * np.asarray(p2p(b * ctx.delta * hdy[has], lk))
     total = float(np.sum(t_fw) + np.sum(t_bw))
     if ctx.options.overlap == "none":
         return total, total, grid
