@@ -117,7 +117,7 @@ class Inputs:
 
 def compare(
     runs, *, threshold: float | None = None, where: dict | None = None, exclude: dict | None = None,
-    system=None, **options,
+    system=None, calibrate_on: str | None = None, **options,
 ):  # fmt: skip
     """Compare projections with measured runs (a RUNS.csv path or MeasuredRun list).
 
@@ -133,6 +133,7 @@ def compare(
     file = str(runs) if isinstance(runs, (str, Path)) else None
     if file is not None:
         runs = load_runs(file, NAMES)
+    everything = runs  # --calibrate-on picks its runs from all of them; where/exclude: what is scored
     if where:
         runs = [r for r in runs if all(r.get(k) in v for k, v in where.items())]
         if not runs:
@@ -145,16 +146,102 @@ def compare(
         from dataclasses import replace
 
         runs = [replace(r, system=str(system)) for r in runs]
+        everything = [replace(r, system=str(system)) for r in everything]
     inputs = Inputs(**options)
     limit = cmp.DEFAULT_ANOMALY if threshold is None else threshold
+    held = None
+    if calibrate_on is not None:
+        held = HeldOut(everything, calibrate_on, inputs, file)
+        calibration = {r.line for r in held.calibration_runs}
+        runs = [r for r in runs if r.line not in calibration]
+        if not runs:
+            raise OracleError(f"'{calibrate_on}' selects every run left to score", path="--calibrate-on", file=file)
     rows = []
     for run in runs:
         try:
-            rows.append(cmp.compare_run(run, inputs.context(run.model, run.system, run.profile), limit))
+            ctx = held.context(run) if held else inputs.context(run.model, run.system, run.profile)
+            rows.append(cmp.compare_run(run, ctx, limit))
         except OracleError as exc:
             if exc.file is None:  # a problem of the row itself: point at it
                 exc.file, exc.line = file, run.line
             elif file and not exc.hint:  # a problem of a file the row names
                 exc.hint = f"named on line {run.line} of {file}"
             raise
+    if held is not None:
+        rows = held.with_naive(rows)
+        return rows, held.summary(rows)
     return rows, cmp.summarize(rows)
+
+
+class HeldOut:
+    """``--calibrate-on EXPR``: calibrate each base system on the runs EXPR selects
+    (compute/calibrate_all.py, ``--calibrate all``) and project only the others, next to
+    the naive projection from the nearest smaller calibrated run."""
+
+    def __init__(self, runs, expr: str, inputs: Inputs, file: str | None) -> None:
+        from oracle.compute.calibrate_all import apply, calibrate_all, run_filter
+        from oracle.errors import OracleError
+
+        try:
+            keep = run_filter(expr)
+        except ValueError as exc:
+            raise OracleError(str(exc), path="--calibrate-on") from None
+        self.calibration_runs = [r for r in runs if keep(r)]
+        self.evaluated = [r for r in runs if not keep(r)]
+        for what, chosen in (("selects no run", self.calibration_runs), ("selects every run", self.evaluated)):
+            if not chosen:
+                raise OracleError(f"'{expr}' {what}", path="--calibrate-on", file=file,
+                                  hint="calibrate on some runs, e.g. gpus<=8, and score the others")  # fmt: skip
+        self.inputs = inputs
+        self.systems: dict[str, object] = {}
+        self.notes: list[tuple[str, str]] = []
+        for name in sorted({r.system for r in runs}):
+            pairs = [(r, inputs.context(r.model, r.system, r.profile)) for r in self.calibration_runs if r.system == name]
+            if not pairs:
+                raise OracleError(f"no calibration run on system '{name}'", path="--calibrate-on", file=file)
+            cal = calibrate_all(pairs)
+            self.systems[name] = apply(pairs[0][1].system, cal)
+            self.notes.append((name, _calibration_note(cal)))
+        self._contexts: dict = {}
+
+    def context(self, run):
+        from oracle.compute.calibrate_all import with_system
+
+        key = (run.model, run.system, run.profile)
+        if key not in self._contexts:
+            base = self.inputs.context(*key)
+            self._contexts[key] = with_system(base, self.systems[run.system])
+        return self._contexts[key]
+
+    def with_naive(self, rows):
+        from dataclasses import replace
+
+        from oracle.compute.calibrate_all import naive_projection
+
+        out = []
+        for row in rows:
+            naive = naive_projection(row.run, self.calibration_runs, row.point.iterations_per_epoch)
+            out.append(replace(row, naive_s=naive[0] if naive else None))
+        return out
+
+    def summary(self, rows):
+        from dataclasses import replace
+
+        from oracle.compute import compare as cmp
+
+        summary = cmp.summarize(rows)
+        with_naive = [r for r in rows if r.naive_s is not None]
+        naive = model = None
+        if with_naive:
+            naive = cmp.stats([replace(r, predicted_s=r.naive_s, accuracy=cmp.accuracy(r.naive_s, r.measured_s))
+                               for r in with_naive])  # fmt: skip
+            model = cmp.stats(with_naive)
+        return replace(summary, calibration=tuple(self.notes), naive=naive, model_on_naive_runs=model)
+
+
+def _calibration_note(cal) -> str:
+    from oracle.compute.calibrate_all import identified
+
+    lines = sorted({e.line for e in cal.evidence})
+    found = ", ".join(identified(cal)) or "nothing"
+    return f"calibrated {found} on lines {', '.join(map(str, lines)) or '-'}"

@@ -340,9 +340,10 @@ def _check_loads(text: str, name: str) -> None:
 @fit.command("runs", context_settings={"max_content_width": 100})
 @click.argument("runs", metavar="RUNS.csv")
 @click.option("--system", "-s", required=True, metavar="NAME|FILE", help="Base system to calibrate.")
-@click.option("--calibrate", "kind", type=click.Choice(["network", "input"]), required=True,
+@click.option("--calibrate", "kind", type=click.Choice(["network", "input", "all"]), required=True,
               help="network: all-reduce bandwidth inside and across nodes (data-parallel runs that are not"
-              " input-bound); input: loader and node sample rates (runs that are input-bound).")
+              " input-bound); input: loader and node sample rates (runs that are input-bound); all: every"
+              " parameter the runs identify, input rates only from runs whose includes_io column is yes.")
 @click.option("--where", multiple=True, metavar="COL=VAL[,VAL]",
               help="The training runs to use (repeatable), e.g. model=vgg16 gpus=4,8. Keep the rest for validation.")
 @click.option("--overlay", metavar="FILE", help="A YAML mapping merged into the written system (documented implementation facts).")
@@ -388,7 +389,12 @@ def fit_runs_cmd(runs, system, kind, where, overlay, name, output, width) -> Non
     base_path = resolve("systems", system)
     inputs = Inputs()
     pairs = [(r, inputs.context(r.model, str(base_path), r.profile)) for r in chosen]
-    cal = calibrate(kind, pairs)
+    if kind == "all":
+        from oracle.compute.calibrate_all import calibrate_all
+
+        cal = calibrate_all(pairs)
+    else:
+        cal = calibrate(kind, pairs)
     _print_calibration(cal, runs, width)
     if not cal.evidence:
         raise OracleError(f"none of the {len(chosen)} selected runs calibrates the {kind}", file=runs)
@@ -399,7 +405,7 @@ def fit_runs_cmd(runs, system, kind, where, overlay, name, output, width) -> Non
     doc["name"] = name or f"{base_name} (calibrated)"
     base_source = str(doc.get("source", "")).rstrip(". ")
     lines = lambda p: ", ".join(str(x) for x in cal.lines_for(p))  # noqa: E731
-    if kind == "network":
+    if kind in ("network", "all"):
         gpn = doc["gpus_per_node"]
         for level in doc["network"]:
             inside = level["max_gpus"] <= gpn
@@ -419,7 +425,7 @@ def fit_runs_cmd(runs, system, kind, where, overlay, name, output, width) -> Non
                 f"α: {base_name}. β {which} ({1 / beta / 1e9:.3g} GB/s): calibrated by `oracle fit runs`"
                 f" on {runs} lines {lines('beta_intra' if inside else 'beta_inter')} (data-parallel runs)"
             )
-    else:
+    if kind in ("input", "all") and any(v is not None for v in (cal.loader_rate, cal.node_rate, cal.leader_rate)):
         section = dict(doc.get("input") or {})
         earlier = section.get("source")
         if cal.loader_rate is not None:
@@ -436,7 +442,7 @@ def fit_runs_cmd(runs, system, kind, where, overlay, name, output, width) -> Non
             if lines(key)
         ]  # fmt: skip
         section["source"] = (
-            f"calibrated by `oracle fit runs --calibrate input` on {runs}: {', '.join(found)}"
+            f"calibrated by `oracle fit runs --calibrate {kind}` on {runs}: {', '.join(found)}"
             " (input-bound runs, loaders prefetching)"
         )
         if earlier:  # chained calibrations keep every step's provenance
@@ -494,6 +500,12 @@ def _print_calibration(cal, runs: str, width: int | None) -> None:
         t.add_row(str(line), why, "", "", "unused", "", "", style="dim")
     console = make_console(width)
     console.print(t)
+    if cal.kind == "all":
+        from oracle.compute.calibrate_all import PARAMETERS
+
+        missing = [p for p in PARAMETERS if getattr(cal, p) is None]
+        if missing:
+            console.print(f"not identified by these runs (the base system's values stay): {', '.join(missing)}")
     for label, value in (("β inside a node", cal.beta_intra), ("β across nodes", cal.beta_inter),
                          ("loader rate", cal.loader_rate), ("node rate", cal.node_rate),
                          ("leader rate", cal.leader_rate)):  # fmt: skip

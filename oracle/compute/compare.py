@@ -37,6 +37,7 @@ class CompareRow:
     predicted_compute_s: float | None = None
     predicted_comm_s: float | None = None
     anomaly: str | None = None
+    naive_s: float | None = None  # --calibrate-on: the nearest smaller calibrated run's time
 
     @property
     def measured_s(self) -> float:
@@ -71,6 +72,11 @@ class Summary:
     ranking_pairs: int
     anomalies: int
     groups: dict[str, Stats] = field(default_factory=dict)
+    # --calibrate-on: what was calibrated on which runs, and the naive projection's
+    # accuracy over the evaluated runs that have one
+    calibration: tuple[tuple[str, str], ...] = ()
+    naive: Stats | None = None
+    model_on_naive_runs: Stats | None = None
 
 
 def accuracy(predicted: float, measured: float) -> float:

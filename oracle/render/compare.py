@@ -43,6 +43,7 @@ def row_dict(r: CompareRow) -> dict:
         "compute_accuracy": _num(r.compute_accuracy),
         "comm_accuracy": _num(r.comm_accuracy),
         "anomaly": r.anomaly,
+        "naive_s": _num(r.naive_s),  # --calibrate-on: nearest smaller calibrated run's time
         "feasible": pt.feasible,
         "limits": [lim.reason for lim in pt.limits],
         "profile_kind": pt.profile_kind,
@@ -75,7 +76,24 @@ def summary_dict(s: Summary) -> dict:
         "ranking_agreement": _num(s.ranking_agreement),
         "ranking_pairs": s.ranking_pairs,
         "anomalies": s.anomalies,
+        "calibration": [{"system": k, "calibrated": v} for k, v in s.calibration],
+        "naive": stats_dict(s.naive) if s.naive else None,
+        "model_on_naive_runs": stats_dict(s.model_on_naive_runs) if s.model_on_naive_runs else None,
     }
+
+
+def held_out_lines(summary: Summary) -> list[str]:
+    """--calibrate-on: what was calibrated, and the model against the naive projection."""
+    out = [f"{name}: {note} (those runs are not scored)" for name, note in summary.calibration]
+    if summary.naive is not None and summary.model_on_naive_runs is not None:
+        out.append(
+            f"naive projection (time per iteration of the nearest smaller calibrated run of the same model and"
+            f" strategy) on {summary.naive.n} runs: mean accuracy {_pct(summary.naive.mean_accuracy)}; the model on"
+            f" the same runs: {_pct(summary.model_on_naive_runs.mean_accuracy)}"
+        )
+    elif summary.calibration:
+        out.append("naive projection: no evaluated run has a smaller calibrated run of its model and strategy")
+    return out
 
 
 def to_json(rows: Sequence[CompareRow], summary: Summary) -> str:
@@ -212,6 +230,8 @@ def summary_table(summary: Summary):
         f"{agree} · {summary.anomalies} anomal{'y' if summary.anomalies == 1 else 'ies'} flagged"
         " · bias < 0: runs slower than projected"
     )
+    if summary.calibration:
+        t.caption += "\n" + "\n".join(held_out_lines(summary))
     t.caption_justify = "left"
     return t
 
@@ -242,6 +262,7 @@ def markdown(rows: Sequence[CompareRow], summary: Summary) -> str:
     out.append("")
     if summary.ranking_agreement is not None:
         out.append(f"Ranking agreement: {_pct(summary.ranking_agreement)} of {summary.ranking_pairs} strategy pairs.")
+    out += [f"{line}." for line in held_out_lines(summary)]
     out.append("")
     out.append(profiles_line(rows) + ".")
     return "\n".join(out) + "\n"
