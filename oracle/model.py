@@ -142,6 +142,8 @@ class OperationOverride:
     alpha_scale: float = 1.0
     beta_scale: float = 1.0
     source: str = ""
+    algorithm: str | None = None  # all-reduce / all-gather algorithm of this operation
+    factor: float = 1.0  # calibratable: the operation takes factor x its modelled time
 
 
 @dataclass(frozen=True)
@@ -192,6 +194,17 @@ class Implementation:
     split_serial_fraction: float = 0.0
     split_overhead_s: float = 0.0
     source: str = ""
+    # issue 14: the gradient exchange of data+filter's data groups, "flat" (SPEC §4) or
+    # "leader" (ParaDL §4.5.1's pattern, as for data+spatial)
+    data_filter_allreduce: str = "flat"
+    # the backward collective of filter/channel parallelism after each split layer:
+    # "allreduce" of the full input gradient (SPEC §4, ParaDL eq. 15), "reduce_scatter"
+    # (each GPU keeps its slice, Megatron-LM's sequence-parallel pattern, Korthikanti et
+    # al. 2022), "allreduce_slice" (an all-reduce of one slice) or "none"
+    layer_backward: str = "allreduce"
+    # the spatial decomposition: "grid" (SPEC §4, balanced over the dimensions) or
+    # "strips" (the first spatial dimension only, as strip-decomposing codes do)
+    spatial_decomposition: str = "grid"
 
 
 @dataclass(frozen=True)

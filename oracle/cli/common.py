@@ -129,7 +129,7 @@ def options_note(system, options) -> str:
 def project(model, system, profile, gpus=None, strategies="all", batch_per_gpu=None, batch=None, p2=None,
             segments=None, precision="fp32", gamma=1.0, phi=None, samples=None, collective=None,
             optimizer="sgd", mixed_precision=False, zero=0, checkpointing=False, overlap="none",
-            bucket_mb=25.0, layers=None, memory_model="framework"):  # fmt: skip
+            bucket_mb=25.0, layers=None, memory_model="framework", spatial_split_after=None):  # fmt: skip
     """Load the inputs and run the sweep, as ``oracle predict`` does (keywords as the
     options of :func:`sweep_options`).
 
@@ -150,7 +150,7 @@ def project(model, system, profile, gpus=None, strategies="all", batch_per_gpu=N
     options = Options(precision=precision, memory_reuse=gamma, contention=phi, segments=segments, samples=samples,
                       collective=collective, optimizer=optimizer, mixed_precision=mixed_precision, zero=zero,
                       checkpointing=checkpointing, overlap=overlap, bucket_bytes=bucket_mb * 2**20,
-                      memory_model=memory_model)
+                      memory_model=memory_model, spatial_split_after=spatial_split_after)
     points = sweep(m, s, times, counts, strategies, batch=batch, batch_per_gpu=batch_per_gpu, p2=p2, options=options,
                    profile_kind=pr.kind)
     if layers:
@@ -228,6 +228,9 @@ def sweep_options(f):
                      " behind interior compute (communication_s is then the exposed part)."),
         click.option("--bucket-MB", "bucket_mb", type=click.FloatRange(min=0), default=25.0, show_default=True,
                      help="Gradient bucket size in MiB (PyTorch DDP's default); 0: one bucket per layer."),
+        click.option("--spatial-split-after", metavar="LAYER",
+                     help="Spatial strategies: split the layers up to LAYER only, then gather (e.g. CosmoFlow"
+                     " codes gather after pool2). [default: the last layer with a spatial output]"),
         click.option("--layers", metavar="LAYERS.yaml",
                      help="Also rank a layer-wise configuration (written by oracle search -o) at its GPU count."),
     ]

@@ -46,6 +46,10 @@ class Options:
     # overlap of communication with computation (issue 8): "none" (ParaDL) or "buckets"
     overlap: str = "none"
     bucket_bytes: float = 25 * 2**20  # gradient bucket size (PyTorch DDP default); 0: one per layer
+    # issue 14: the last layer spatial parallelism splits (default: the last layer whose
+    # output still has a spatial extent > 1, SPEC §4); CosmoFlow codes gather earlier
+    # (after conv2/pool2, ParaDL §4.5.1)
+    spatial_split_after: str | None = None
 
     @property
     def memory_model_extended(self) -> bool:
@@ -112,6 +116,8 @@ class Context:
         self.sum_act = float((self.x + self.y).sum())
         self.algorithm = options.collective or system.collective_algorithm
         self.saved = _saved_activations(model, times)
+        if options.spatial_split_after is not None:
+            self._split_point(options.spatial_split_after, self.default_spatial_last())  # fail early
         self.transient = transient_elements(model)
 
     # -- memory (SPEC §4.6: framework model; ParaDL's bound in strategies/base.py) --------
@@ -203,14 +209,38 @@ class Context:
     def spatial_split(self) -> SplitSums:
         """spatial: every layer up to and including the last one whose output still has
         a spatial extent > 1 (the fc head and what follows run replicated)."""
+        last = self.default_spatial_last()
+        if self.options.spatial_split_after is not None:
+            last = self._split_point(self.options.spatial_split_after, last)
+        mask = np.zeros(self.G, dtype=bool)
+        mask[: last + 1] = True
+        return self._sums(mask)
+
+    def default_spatial_last(self) -> int:
+        """SPEC §4: the last layer whose output still has a spatial extent > 1."""
         last = -1
         for i, info in enumerate(self.model.info):
             shape = info.output_shape
             if len(shape) > 1 and math.prod(shape[1:]) > 1:
                 last = i
-        mask = np.zeros(self.G, dtype=bool)
-        mask[: last + 1] = True
-        return self._sums(mask)
+        return last
+
+    def _split_point(self, name: str, default_last: int) -> int:
+        from oracle.errors import OracleError
+
+        if name not in self.model.index:
+            from oracle.errors import did_you_mean
+
+            raise OracleError(f"model '{self.model.name}' has no layer '{name}'", path="--spatial-split-after",
+                              hint=did_you_mean(name, self.names))  # fmt: skip
+        i = self.model.index[name]
+        if i > default_last:
+            raise OracleError(
+                f"layer '{name}' comes after the last layer with a spatial output"
+                f" ({self.names[default_last]}); spatial parallelism cannot split it",
+                path="--spatial-split-after",
+            )
+        return i
 
     def split_compute(self, sums: SplitSums, samples: float, q: int, iterations: float) -> float:
         """Per-epoch forward+backward time of the split layers when each of ``samples``
@@ -256,6 +286,8 @@ class Context:
     def spatial_grid(self, p: int) -> tuple[int, ...]:
         """p split over the spatial dimensions as evenly as possible, larger factors on
         earlier dimensions (SPEC §4: p=8 on 2-D is 4 x 2)."""
+        if self.system.implementation.spatial_decomposition == "strips":
+            return (p,) + (1,) * (self.model.spatial_dims - 1)
         return balanced_grid(p, self.model.spatial_dims)
 
     def halo_elements(self, grid: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:

@@ -72,6 +72,7 @@ from oracle.compute.network import (
     p2p,
     span_neighbours,
 )
+from oracle.compute.strategies.filter import backward_collective
 from oracle.model import MODEL_INPUT
 from oracle.units import fmt_gb
 
@@ -279,7 +280,7 @@ class Costs:
             return group(
                 ("ar", grp, phi, algorithm),
                 label + (f", φ={phi:g}" if phi != 1 else ""),
-                lambda m: allreduce_algorithm(system, grp, m, algorithm, phi, contention)[0],
+                lambda m: allreduce_algorithm(system, grp, m, algorithm, phi, contention, "gradient_allreduce")[0],
             )
 
         all_p = group_contiguous(p, gpn)
@@ -287,8 +288,9 @@ class Costs:
 
         def strided_group(p1: int, p2: int) -> int:
             phi = contention_factor(system, data_group_flows_per_node(p1, p2, gpn), contention)
+            leader = system.implementation.data_filter_allreduce == "leader"  # as data_group_allreduce
             return ar_group(
-                group_strided(p1, p2, gpn), phi, algo, f"{p1} data groups (GPUs every {p2})"
+                group_strided(p1, p2, gpn), phi, "leader" if leader else algo, f"{p1} data groups (GPUs every {p2})"
             )
 
         for k, d in enumerate(self.dists):
@@ -369,8 +371,8 @@ class Costs:
             if coll.any():
                 grp = group_contiguous(p2, gpn)
                 m = delta * b * ctx.y[coll]
-                ag = allgather_algorithm(system, grp, m / p2, algo)[0]
-                ar = allreduce_algorithm(system, grp, m, algo, contention=contention)[0]
+                ag = allgather_algorithm(system, grp, m / p2, algo, purpose="layer_allgather")[0]
+                ar = backward_collective(ctx, grp, m)
                 lc[coll, k] = I * (np.asarray(ag) + np.asarray(ar))
             too_wide = s & (width < p2)
             noun = "filters" if d.kind == "filter" else "input channels"
@@ -448,7 +450,8 @@ class Costs:
         # all-gather algorithm the context may pick; one for an all-to-all)
         algo = getattr(ctx, "algorithm", "ring")
         algos = ("ring", "rhd") if algo == "auto" else (algo,)
-        lines = 1 + max((len(level.protocols) for level in system.network), default=0)
+        # pieces: per algorithm one per protocol line, one more for an operation's own "auto"
+        lines = 2 + max((len(level.protocols) for level in system.network), default=0)
         lat = np.full((len(algos) * lines, nL, nL), np.inf)
         slope = np.zeros((len(algos) * lines, nL, nL))
         self.shuffle_kind = np.full((nL, nL), "", dtype=object)
@@ -464,7 +467,7 @@ class Costs:
                     # GPU contributing its B/p samples' share (SPEC §4.1 AG)
                     # (one affine piece per algorithm and protocol line: their minimum is
                     # the all-gather of compute/network.py)
-                    pieces = [pc for name in algos for pc in allgather_pieces(system, grp, name)]
+                    pieces = [pc for name in algos for pc in allgather_pieces(system, grp, name, "tail_gather")]
                     for k, (t0, per_byte) in enumerate(pieces):
                         lat[k, a, c], slope[k, a, c] = t0, per_byte * delta * B / p
                     self.shuffle_kind[a, c] = f"all-gather in groups of {q}"

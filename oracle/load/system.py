@@ -23,6 +23,9 @@ from oracle.model import (
 )
 
 OPERATIONS = ("allreduce", "allgather", "halo", "p2p")
+# operations by purpose (issue 14): each may have its own transport, algorithm and factor;
+# an entry for a purpose wins over the entry for its primitive (compute/network.PURPOSES)
+PURPOSES = ("gradient_allreduce", "layer_allgather", "layer_allreduce", "tail_gather", "pipeline_p2p")
 
 
 def load_system(path: str | Path) -> System:
@@ -99,7 +102,7 @@ def parse_system(doc: dict, file: str) -> System:
     opf = top.sub("operations", required=False)
     if opf is not None:
         for op in list(opf.map):
-            if op not in OPERATIONS:
+            if op not in OPERATIONS + PURPOSES:
                 continue  # reported by done() with a hint
             of = opf.sub(op)
             assert of is not None
@@ -107,9 +110,11 @@ def parse_system(doc: dict, file: str) -> System:
             ascale = of.opt("alpha_scale", number(gt=0), 1.0)
             bscale = of.opt("beta_scale", number(gt=0), 1.0)
             osrc = of.opt("source", string(nonempty=False), "")
+            algo = of.opt("algorithm", choice(("ring", "rhd", "tree", "hierarchical", "leader", "auto")))
+            factor = of.opt("factor", number(gt=0, le=1e6, what="a time factor"), 1.0)
             of.done()
-            ops.append((op, OperationOverride(alpha, beta, ascale, bscale, osrc)))
-        opf.done(allowed_extra=OPERATIONS)
+            ops.append((op, OperationOverride(alpha, beta, ascale, bscale, osrc, algo, factor)))
+        opf.done(allowed_extra=OPERATIONS + PURPOSES)
     inp = _input(top)
     impl = _implementation(top)
     framework = _framework(top)
@@ -236,6 +241,11 @@ def _implementation(top: Fields) -> Implementation:
         split_serial_fraction=f.opt("split_serial_fraction", number(ge=0, le=1, what="a fraction"), 0.0),
         split_overhead_s=f.opt("split_overhead_s", number(ge=0, what="seconds per split layer and iteration"), 0.0),
         source=f.opt("source", string(nonempty=False), ""),
+        data_filter_allreduce=f.opt("data_filter_allreduce", choice(("flat", "leader")), "flat"),
+        layer_backward=f.opt(
+            "layer_backward", choice(("allreduce", "reduce_scatter", "allreduce_slice", "none")), "allreduce"
+        ),
+        spatial_decomposition=f.opt("spatial_decomposition", choice(("grid", "strips")), "grid"),
     )
     f.opt("notes", string(nonempty=False), "")
     f.done()

@@ -34,7 +34,8 @@ class Data(Strategy):
         group = group_contiguous(p, ctx.system.gpus_per_node)
 
         def cost(m):
-            return allreduce_algorithm(ctx.system, group, m, ctx.algorithm, contention=ctx.options.contention)
+            return allreduce_algorithm(ctx.system, group, m, ctx.algorithm, contention=ctx.options.contention,
+                                       purpose="gradient_allreduce")  # fmt: skip
 
         ar, algo = cost(ctx.delta * ctx.sum_w)
         hidden = 0.0

@@ -42,7 +42,11 @@ def data_group_allreduce(ctx: Context, p1: int, p2: int, m_bytes: float) -> tupl
     gpn = ctx.system.gpus_per_node
     group = group_strided(p1, p2, gpn)
     phi = contention_factor(ctx.system, data_group_flows_per_node(p1, p2, gpn), ctx.options.contention)
-    ar, _ = allreduce_algorithm(ctx.system, group, m_bytes, ctx.algorithm, phi, ctx.options.contention)
+    # implementation data_filter_allreduce: leader — reduce to a leader per node, all-reduce
+    # among leaders, broadcast back (ParaDL §4.5.1's data+spatial pattern; issue 14)
+    leader = ctx.system.implementation.data_filter_allreduce == "leader"
+    ar, _ = allreduce_algorithm(ctx.system, group, m_bytes, "leader" if leader else ctx.algorithm, phi,
+                                ctx.options.contention, "gradient_allreduce")  # fmt: skip
     return ar, phi, level_for(ctx.system, group.span).name
 
 

@@ -57,7 +57,8 @@ class DataSpatial(Strategy):
         phi_all = contention_factor(ctx.system, 1 if p > gpn else 0, ctx.options.contention)
         algorithm = "leader" if ctx.system.implementation.data_spatial_allreduce == "leader" else ctx.algorithm
         def cost_split(m):
-            return allreduce_algorithm(ctx.system, group, m, algorithm, phi_all, ctx.options.contention)[0]
+            return allreduce_algorithm(ctx.system, group, m, algorithm, phi_all, ctx.options.contention,
+                                       "gradient_allreduce")[0]  # fmt: skip
 
         def cost_rest(m):
             return data_group_allreduce(ctx, p1, p2, m)[0]

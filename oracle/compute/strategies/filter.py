@@ -29,9 +29,24 @@ def horizontal_collectives(ctx: Context, sums: SplitSums, q: int, b: float) -> f
         return 0.0
     group = group_contiguous(q, ctx.system.gpus_per_node)
     m = ctx.delta * b * sums.coll_y
-    ag, _ = allgather_algorithm(ctx.system, group, m / q, ctx.algorithm)
-    ar, _ = allreduce_algorithm(ctx.system, group, m, ctx.algorithm, contention=ctx.options.contention)
-    return float(np.sum(ag) + np.sum(ar))
+    ag, _ = allgather_algorithm(ctx.system, group, m / q, ctx.algorithm, purpose="layer_allgather")
+    return float(np.sum(ag) + np.sum(backward_collective(ctx, group, m)))
+
+
+def backward_collective(ctx: Context, group, m):
+    """The backward collective of the split layers' input gradients (m bytes each), by
+    the system's ``implementation: layer_backward``: an all-reduce of m (SPEC §4), a
+    ring reduce-scatter of m — (q-1)(α + m/q·β), the first half of the ring all-reduce
+    (Thakur et al. 2005), each GPU keeping its slice for the next split layer — an
+    all-reduce of one slice m/q, or none."""
+    pattern = ctx.system.implementation.layer_backward
+    if pattern == "none":
+        return np.zeros_like(m)
+    if pattern == "reduce_scatter":  # = all-gather's cost with the all-reduce's link
+        return allgather_algorithm(ctx.system, group, m / group.p, ctx.algorithm, purpose="layer_allreduce")[0]
+    size = m / group.p if pattern == "allreduce_slice" else m
+    return allreduce_algorithm(ctx.system, group, size, ctx.algorithm, contention=ctx.options.contention,
+                               purpose="layer_allreduce")[0]  # fmt: skip
 
 
 @register

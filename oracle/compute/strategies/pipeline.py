@@ -75,7 +75,7 @@ class Pipeline(Strategy):
             gpn = ctx.system.gpus_per_node
             worst = 0.0
             for i, (_, stop) in enumerate(groups[:-1]):
-                lk = link(ctx.system, span_pair(i, i + 1, gpn), "p2p")
+                lk = link(ctx.system, span_pair(i, i + 1, gpn), "pipeline_p2p")
                 t = p2p(B / S * ctx.delta * ctx.crossing[stop - 1], lk)
                 worst = max(worst, t)
             comm = I * 2 * (p + S - 2) * worst

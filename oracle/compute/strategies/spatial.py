@@ -70,7 +70,8 @@ def gather_tail(ctx: Context, q: int, b: float) -> float:
     if q <= 1 or s.last < 0 or s.last == ctx.G - 1:
         return 0.0
     group = group_contiguous(q, ctx.system.gpus_per_node)
-    return allgather_algorithm(ctx.system, group, ctx.delta * b * ctx.y[s.last] / q, ctx.algorithm)[0]
+    return allgather_algorithm(ctx.system, group, ctx.delta * b * ctx.y[s.last] / q, ctx.algorithm,
+                               purpose="tail_gather")[0]  # fmt: skip
 
 
 def spatial_memory(ctx: Context, grid: tuple[int, ...], paradl_act: float, group: int, n_split: float, n_rest: float) -> MemoryParts:
@@ -106,7 +107,8 @@ class Spatial(Strategy):
         group = group_contiguous(p, ctx.system.gpus_per_node)
 
         def cost(m):
-            return allreduce_algorithm(ctx.system, group, m, ctx.algorithm, contention=ctx.options.contention)[0]
+            return allreduce_algorithm(ctx.system, group, m, ctx.algorithm, contention=ctx.options.contention,
+                                       purpose="gradient_allreduce")[0]  # fmt: skip
 
         ar = cost(ctx.delta * s.w_s)
         hidden = 0.0
