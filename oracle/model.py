@@ -205,6 +205,11 @@ class Implementation:
     # the spatial decomposition: "grid" (SPEC §4, balanced over the dimensions) or
     # "strips" (the first spatial dimension only, as strip-decomposing codes do)
     spatial_decomposition: str = "grid"
+    # the halo exchange as a serialized neighbour chain (each GPU sends after it has
+    # received, behind a device synchronization): the exchange of a layer takes f-1
+    # hops of the concurrent exchange, f the largest split factor, plus halo_sync_s
+    halo_chain: bool = False
+    halo_sync_s: float = 0.0
 
 
 @dataclass(frozen=True)

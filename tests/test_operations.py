@@ -157,3 +157,34 @@ def test_spatial_split_after_errors(run):
     assert r.code == 2 and "did you mean 'pool2'" in r.err
     assert math.isfinite(point(system(), "spatial", 16, 64.0, model="cosmoflow", profile="cosmoflow_v100",
                                spatial_split_after="pool2").total_s)  # fmt: skip
+
+
+def test_halo_chain_by_hand():
+    """A serialized chain over the largest split factor f: f-1 hops of the concurrent
+    exchange plus the synchronization, for each layer's forward and backward halo."""
+    model = dict(model="cosmoflow256", profile="cosmoflow256_v100")
+    conc = point(system(), "spatial", 8, 64.0, **model)
+    chain = point(system(implementation={"halo_chain": True, "halo_sync_s": 1e-4}), "spatial", 8, 64.0, **model)
+    grid = conc.detail("grid")
+    m = load_model("cosmoflow256")
+    ctx = Context(m, system(), bind_profile(m, load_profile("cosmoflow256_v100")), Options())
+    hx, hdy = ctx.halo_elements(grid)
+    layers = int(((hx + hdy) > 0).sum())
+    I = ctx.D / 64.0
+    expected = (max(grid) - 1) * conc.breakdown.halo_s + I * 2 * layers * 1e-4
+    assert chain.breakdown.halo_s == pytest.approx(expected, rel=1e-9)
+
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+
+@settings(max_examples=25, deadline=None)
+@given(sync=st.one_of(st.just(0.0), st.floats(1e-9, 1e-2)), gpus=st.sampled_from([2, 4, 8, 16, 64]), strips=st.booleans())
+def test_a_serialized_halo_never_beats_a_concurrent_one(sync, gpus, strips):
+    impl = {"spatial_decomposition": "strips" if strips else "grid"}
+    model = dict(model="cosmoflow256", profile="cosmoflow256_v100")
+    conc = point(system(implementation=impl), "spatial", gpus, 64.0, **model)
+    chain = point(system(implementation={**impl, "halo_chain": True, "halo_sync_s": sync}), "spatial", gpus, 64.0,
+                  **model)  # fmt: skip
+    assert chain.breakdown.halo_s >= conc.breakdown.halo_s * (1 - 1e-12)

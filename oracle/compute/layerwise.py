@@ -73,6 +73,7 @@ from oracle.compute.network import (
     span_neighbours,
 )
 from oracle.compute.strategies.filter import backward_collective
+from oracle.compute.strategies.spatial import halo_exchange
 from oracle.model import MODEL_INPUT
 from oracle.units import fmt_gb
 
@@ -338,9 +339,9 @@ class Costs:
                     hx, hdy = ctx.halo_elements(grid)
                     h = hx + hdy
                     lk = link(system, span_neighbours(p2, gpn), "halo")
-                    per = np.where(
-                        h > 0, 2 * (np.asarray(p2p(b * delta * hx, lk)) + np.asarray(p2p(b * delta * hdy, lk))), 0.0
-                    )
+                    fw_x = halo_exchange(ctx, grid, 2 * np.asarray(p2p(b * delta * hx, lk)))
+                    bw_x = halo_exchange(ctx, grid, 2 * np.asarray(p2p(b * delta * hdy, lk)))
+                    per = np.where(h > 0, fw_x + bw_x, 0.0)
                     halo[idx, k] = I * per
                     f = np.array(grid, dtype=float)
                     bad = (halo_rows["Y"] < f).any(axis=1)

@@ -246,6 +246,8 @@ def _implementation(top: Fields) -> Implementation:
             "layer_backward", choice(("allreduce", "reduce_scatter", "allreduce_slice", "none")), "allreduce"
         ),
         spatial_decomposition=f.opt("spatial_decomposition", choice(("grid", "strips")), "grid"),
+        halo_chain=f.opt("halo_chain", boolean(), False),
+        halo_sync_s=f.opt("halo_sync_s", number(ge=0, le=1e3, what="seconds per halo exchange"), 0.0),
     )
     f.opt("notes", string(nonempty=False), "")
     f.done()

@@ -49,8 +49,8 @@ def halo_time(ctx: Context, q: int, b: float) -> tuple[float, float, tuple[int, 
     if not has.any():
         return 0.0, 0.0, grid
     lk = link(ctx.system, span_neighbours(q, ctx.system.gpus_per_node), "halo")
-    t_fw = 2 * np.asarray(p2p(b * ctx.delta * hx[has], lk))
-    t_bw = 2 * np.asarray(p2p(b * ctx.delta * hdy[has], lk))
+    t_fw = halo_exchange(ctx, grid, 2 * np.asarray(p2p(b * ctx.delta * hx[has], lk)))
+    t_bw = halo_exchange(ctx, grid, 2 * np.asarray(p2p(b * ctx.delta * hdy[has], lk)))
     total = float(np.sum(t_fw) + np.sum(t_bw))
     if ctx.options.overlap == "none":
         return total, total, grid
@@ -61,6 +61,16 @@ def halo_time(ctx: Context, q: int, b: float) -> tuple[float, float, tuple[int, 
 
 def spatial_limits(ctx: Context, grid: tuple[int, ...]) -> list[Limit]:
     return [Limit("spatial", r) for r in ctx.spatial_violations(grid)]
+
+
+def halo_exchange(ctx: Context, grid: tuple[int, ...], concurrent):
+    """A layer's halo exchange: concurrent (SPEC §4), or with ``implementation:
+    halo_chain`` a serialized neighbour chain — f-1 hops of it, f the largest split
+    factor, plus ``halo_sync_s`` of device synchronization each (never faster)."""
+    impl = ctx.system.implementation
+    if not impl.halo_chain:
+        return concurrent
+    return np.asarray(concurrent) * max(1, max(grid) - 1) + impl.halo_sync_s
 
 
 def gather_tail(ctx: Context, q: int, b: float) -> float:
