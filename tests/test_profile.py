@@ -10,6 +10,7 @@ even on a busy machine.
 
 from __future__ import annotations
 
+import time
 import sys
 from pathlib import Path
 
@@ -326,15 +327,15 @@ def test_layer_sum_matches_whole_step(tmp_path, text, batch):
     m = load_model(_write(tmp_path, "m.yaml", text))
     before = torch.get_num_threads()
     calls = []
-    r = measure(m, batch=batch, repeats=7, warmup=2, threads=1, progress=lambda *a: calls.append(a))
+    # CPU time of this thread, not wall-clock: what the layers cost, whatever else the
+    # machine runs (wall-clock under load gave ratios down to 0.5; issue 17)
+    r = measure(m, batch=batch, repeats=7, warmup=2, threads=1, progress=lambda *a: calls.append(a),
+                clock=time.thread_time)  # fmt: skip
     assert torch.get_num_threads() == before  # restored
     _check_measurement(m, r, batch)
     assert calls[-1][0] == calls[-1][1] == 2 * len(m.layers) + 4
-    # per-layer sum vs whole training step, within 40%.  A burst of load from other
-    # processes during one phase of the run can skew a single measurement, so one
-    # retry is allowed (on an idle machine both models give 0.75-0.95).
-    if not 0.6 <= r.ratio <= 1.4:
-        r = measure(m, batch=batch, repeats=7, warmup=2, threads=1)
+    # per-layer sum vs whole training step, within 40% (on CPU time both models give
+    # 0.8-1.0, idle or loaded)
     assert 0.6 <= r.ratio <= 1.4, (r.ratio, r.layer_sum_s, r.step_s, r.others_cpu_share)
 
 
