@@ -41,6 +41,7 @@ def predict(
     overlap: str = "none",
     bucket_mb: float = 25.0,
     as_frame: bool = False,
+    compute_scaling: str = "model",
 ) -> Any:
     """Project every strategy at every GPU count and rank them (SPEC §4-5).
 
@@ -53,13 +54,12 @@ def predict(
     from oracle.compute.context import Options
     from oracle.compute.sweep import sweep
     from oracle.load import load_model, load_profile, load_system
-    from oracle.load.profile import bind_profile
+    from oracle.compute.conversion import prepare
     from oracle.load.values import default_gpus, parse_gpus
 
     m = load_model(model)
     s = load_system(system)
     pr = load_profile(profile)
-    times = bind_profile(m, pr)
     counts = default_gpus(s.total_gpus) if gpus is None else parse_gpus(gpus)
     if batch is None and batch_per_gpu is None:
         batch_per_gpu = pr.measured_samples_per_gpu or 32
@@ -76,10 +76,12 @@ def predict(
         checkpointing=checkpointing,
         overlap=overlap,
         bucket_bytes=bucket_mb * 2**20,
+        compute_scaling=compute_scaling,
     )
+    times, conversion = prepare(m, s, pr, options, batch_per_gpu)
     points = sweep(
         m, s, times, counts, strategies, batch=batch, batch_per_gpu=batch_per_gpu, p2=p2, options=options,
-        profile_kind=pr.kind,
+        profile_kind=pr.kind, conversion=conversion,
     )
     if as_frame:
         from oracle.render.records import to_frame
@@ -105,8 +107,10 @@ class Inputs:
             from oracle.load import load_model, load_profile, load_system
             from oracle.load.profile import bind_profile
 
+            from oracle.compute.conversion import build_context
+
             m, s, pr = load_model(model), load_system(system), load_profile(profile)
-            self._contexts[key] = Context(m, s, bind_profile(m, pr), self.options, pr.kind)
+            self._contexts[key] = build_context(m, s, pr, self.options)
         return self._contexts[key]
 
 

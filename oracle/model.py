@@ -203,6 +203,15 @@ class System:
     collective_tables: tuple[CollectiveTable, ...] = ()
     collective_algorithm: str = "ring"  # ring | rhd | tree | hierarchical | leader | auto
     gpu_workspace_bytes: float = 0.0  # memory the framework takes besides the model (issue 8)
+    # compute model (issue 13): dense peak FLOP/s per precision, SM count
+    gpu_peaks: tuple[tuple[str, float], ...] = ()
+    gpu_sm_count: int | None = None
+
+    def gpu_peak(self, precision: str) -> float | None:
+        for prec, value in self.gpu_peaks:
+            if prec == precision:
+                return value
+        return self.gpu_peak_flops if precision == "fp32" else None
 
     def table(self, op: str, gpus: int, span: int) -> CollectiveTable | None:
         for t in self.collective_tables:
@@ -241,6 +250,7 @@ class Profile:
     total_fw_bw_per_sample_s: float | None = None
     total_wu_per_iteration_s: float | None = None
     meta: tuple[tuple[str, str], ...] = ()
+    precision: str = "fp32"  # arithmetic precision the times were measured at (issue 13)
 
     def times(self) -> dict[str, LayerTimes]:
         return dict(self.layers)

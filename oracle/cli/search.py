@@ -104,7 +104,8 @@ def search(
       oracle search -m vgg16 -s abci -p vgg16_v100 --evaluate vgg16-64.yaml
     """
     from oracle.cli.common import describe, load_inputs
-    from oracle.compute.context import Context, Options
+    from oracle.compute.context import Options
+    from oracle.compute.conversion import build_context
     from oracle.compute.layerwise import KINDS
     from oracle.compute.search import evaluate_given
     from oracle.compute.search import search as run_search
@@ -134,7 +135,7 @@ def search(
     m, s, pr, times = load_inputs(model, system, profile)
     options = Options(precision=precision, memory_reuse=gamma, contention=phi, samples=samples)
     check_options(options)
-    ctx = Context(m, s, times, options, pr.kind)
+    ctx = build_context(m, s, pr, options)  # issue 13: compute converted to the run
 
     config = None
     if evaluate_file:

@@ -54,6 +54,7 @@ def point_to_dict(pt: Point) -> dict:
         # extras
         "limit_codes": [lim.code for lim in pt.limits],
         "profile_kind": pt.profile_kind,  # "estimated": a roofline estimate, not measured
+        "compute_conversion": pt.compute_conversion,  # issue 13: from -> to, or "" (ParaDL linear)
         "memory_breakdown": {k: _num(v) for k, v in (pt.detail("memory") or {}).items()} or None,
         # with --overlap: communication_s is the exposed part; this is everything sent
         "communication_total_s": _num(pt.detail("communication_total_s", pt.communication_s)),
@@ -92,6 +93,7 @@ CSV_COLUMNS = [
     *PHASES,
     "limits",
     "profile_kind",
+    "compute_conversion",
 ]
 
 
@@ -103,6 +105,7 @@ def to_rows(points: Sequence[Point]) -> list[dict]:
         row.update(d["breakdown"])
         row["limits"] = "; ".join(d["limits"])
         row["profile_kind"] = d["profile_kind"]
+        row["compute_conversion"] = d["compute_conversion"]
         rows.append(row)
     return rows
 

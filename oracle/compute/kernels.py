@@ -1,0 +1,184 @@
+"""The per-layer compute model (issue 13, SPEC §4.6): how long a layer's kernels take
+on a GPU, at a precision, for a per-GPU batch (the work per kernel).
+
+For layer ``l`` run on ``b`` samples at once (``F_l`` forward FLOPs per sample,
+:mod:`oracle.compute.shapes`; ``δ`` bytes per element of the precision)::
+
+    kernel time = max( FLOPs · waves(b) / (e_c · peak_prec),  bytes / (e_m · bandwidth),  launch_s )
+
+- **Roofline** (Williams, Waterman and Patterson, CACM 2009): a kernel is bound by its
+  arithmetic at the peak of the units it runs on or by its memory traffic at the memory
+  bandwidth.  conv and fc run at the precision's peak (fp32: CUDA cores; tf32, fp16, bf16:
+  tensor cores, ``gpu.peak_TFLOPS``); every other layer does a few FLOPs per element at
+  the fp32 peak and is memory-bound.
+- **Bytes** per kernel: conv/fc read the input and the weights and write the output,
+  ``δ·(b·(|x|+|y|) + |w|)``; batchnorm in training reads its input twice (statistics,
+  then normalisation: cuDNN's and PyTorch's two-pass batch norm), ``δ·b·(2|x|+|y|)``;
+  the other layers read their input(s) and write their output, ``δ·b·(|x|+|y|)``;
+  ``flatten`` is a view (no kernel).
+- **Backward**: conv and fc run two kernels (input gradient, weight gradient), each
+  with the forward's FLOPs and about its bytes; the other layers one kernel with the
+  forward's FLOPs and twice its bytes (read the upstream gradient and the saved tensor,
+  write the input gradient).
+- **Waves** (the small-work efficiency; Yu et al., "Habitat", USENIX ATC 2021, §4.2
+  "wave scaling"): a conv/fc kernel runs ``n = b·|y| / T`` thread blocks of ``T`` output
+  elements (a 128x128 tile, CUTLASS's and cuDNN's implicit-GEMM default) in waves of one
+  block per SM.  With ``w = n / SMs`` waves the last wave is on average half empty, and a
+  kernel of less than one wave still takes one wave's time: ``waves(b) = max(w + 1/2, 1) / w``.
+  This is a smooth, expected-value form of Habitat's ``ceil(w)/w``: it keeps the time per
+  sample non-increasing in ``b`` (``ceil`` is not), which the property tests check.
+- **Fused activations** (default on; ``KernelConstants.fuse_activations``): an
+  element-wise activation right after a batchnorm or an add runs inside that kernel
+  (cuDNN's fused BN+activation and BN+add+activation ops; MXNet's and TF-XLA's ResNet
+  kernels in NVIDIA DeepLearningExamples), so it moves no bytes of its own.
+- **Launch floor**: no kernel takes less than ``launch_s`` (a CUDA kernel launch costs a
+  few microseconds; NVIDIA, "Getting Started with CUDA Graphs", 2019; nominal 5 us).
+- **Weight update** (per iteration): SGD with momentum, five passes over the weights at
+  memory bandwidth (as :mod:`oracle.profiling.estimate`), in fp32 (master weights) unless
+  the whole run is fp16/bf16.
+
+Efficiencies ``e_c`` (per kind of unit) and ``e_m`` are fitted to the V100 rows of the
+validation set (DGX-1, DGX-2; ``benchmarks/dle_accuracy.py --fit``) and checked on the
+A100 rows, which played no part in the fit (README, "Compute model").
+
+All functions are pure; times are seconds for the whole batch unless named per sample.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from oracle.gpus import GpuSpec
+from oracle.model import ACTIVATIONS, Layer, LayerInfo, Model
+
+ELEMENT_BYTES = {"fp32": 4, "tf32": 4, "fp16": 2, "bf16": 2}
+MATMUL_TYPES = ("conv", "fc")
+WU_PASSES = 5  # SGD momentum: read w, grad, m; write w, m (oracle.profiling.estimate)
+
+
+@dataclass(frozen=True)
+class KernelConstants:
+    """The compute model's efficiencies (fractions of the datasheet peaks)."""
+
+    simt_efficiency: float = 0.68  # conv/fc on CUDA cores (fp32): fitted, V100 rows
+    tensor_efficiency: float = 0.40  # conv/fc on tensor cores (tf32/fp16/bf16): fitted, V100 rows
+    memory_efficiency: float = 0.80  # streaming kernels: STREAM-type 80-90% of HBM peak
+    launch_s: float = 5e-6  # nominal kernel launch floor (NVIDIA CUDA Graphs blog, 2019)
+    tile_elements: int = 128 * 128  # output elements per conv/fc thread block (CUTLASS default tile)
+    fuse_activations: bool = True  # activation after batchnorm/add fused into that kernel
+
+    def matmul_efficiency(self, precision: str) -> float:
+        return self.simt_efficiency if precision == "fp32" else self.tensor_efficiency
+
+
+DEFAULT_CONSTANTS = KernelConstants()
+
+
+@dataclass(frozen=True)
+class LayerWork:
+    """One layer's forward kernels on a batch: FLOPs and bytes per kernel."""
+
+    flops: float
+    bytes: float
+    kernels: int  # forward kernels (0: a view)
+    matmul: bool
+
+
+def forward_work(layer: Layer, info: LayerInfo, batch: float, delta: float) -> LayerWork:
+    """FLOPs and bytes of one forward kernel of ``layer`` on ``batch`` samples."""
+    if layer.type == "flatten":
+        return LayerWork(0.0, 0.0, 0, False)
+    x, y = info.input_elements, info.output_elements
+    if layer.type in MATMUL_TYPES:
+        return LayerWork(info.flops * batch, delta * (batch * (x + y) + info.parameters), 1, True)
+    reads = 2 * x if layer.type == "batchnorm" else x
+    return LayerWork(info.flops * batch, delta * (batch * (reads + y) + info.parameters), 1, False)
+
+
+def waves_factor(out_elements: float, sm_count: int | None, tile: int) -> float:
+    """Time of the kernel's waves over the time of its work at full occupancy:
+    max(w + 1/2, 1)/w with w = blocks/SMs (see the module docstring); 1 without SMs."""
+    if not sm_count or out_elements <= 0:
+        return 1.0
+    w = out_elements / tile / sm_count
+    return max(w + 0.5, 1.0) / w
+
+
+def kernel_time(flops: float, nbytes: float, flop_rate: float, byte_rate: float, waves: float, launch_s: float) -> float:
+    """One kernel: max(compute, memory, launch floor)."""
+    return max(flops * waves / flop_rate, nbytes / byte_rate, launch_s)
+
+
+def layer_time(
+    layer: Layer,
+    info: LayerInfo,
+    gpu: GpuSpec,
+    precision: str,
+    batch: float,
+    k: KernelConstants = DEFAULT_CONSTANTS,
+) -> tuple[float, float]:
+    """(forward, backward) seconds of ``layer`` on ``batch`` samples (the whole batch).
+
+    ``precision`` is the arithmetic precision of conv/fc (fp32, tf32, fp16, bf16); it also
+    sets the bytes per element.  Raises KeyError if the GPU has no peak for it."""
+    delta = ELEMENT_BYTES[precision]
+    work = forward_work(layer, info, batch, delta)
+    if work.kernels == 0:
+        return 0.0, 0.0
+    byte_rate = k.memory_efficiency * gpu.memory_bandwidth_Bps
+    if work.matmul:
+        peak = gpu.peak(precision)
+        if peak is None:
+            raise KeyError(precision)
+        rate = k.matmul_efficiency(precision) * peak
+        waves = waves_factor(batch * info.output_elements, gpu.sm_count, k.tile_elements)
+        fw = kernel_time(work.flops, work.bytes, rate, byte_rate, waves, k.launch_s)
+        return fw, 2.0 * fw  # input gradient + weight gradient, each like the forward
+    rate = k.simt_efficiency * (gpu.peak("fp32") or gpu.peak_flops[0][1])
+    fw = kernel_time(work.flops, work.bytes, rate, byte_rate, 1.0, k.launch_s)
+    bw = kernel_time(work.flops, 2.0 * work.bytes, rate, byte_rate, 1.0, k.launch_s)
+    return fw, bw
+
+
+def update_time(info: LayerInfo, gpu: GpuSpec, precision: str, mixed: bool, k: KernelConstants = DEFAULT_CONSTANTS) -> float:
+    """Weight update per iteration: WU_PASSES passes over the weights at memory bandwidth,
+    4 bytes each (fp32 or fp32 master weights) unless the run is all fp16/bf16."""
+    delta = 4 if mixed else ELEMENT_BYTES[precision]
+    return WU_PASSES * delta * info.parameters / (k.memory_efficiency * gpu.memory_bandwidth_Bps)
+
+
+def fused_layers(model: Model) -> list[bool]:
+    """Activations whose every input is a batchnorm or an add (fused into it)."""
+    index = model.index
+    out = []
+    for layer in model.layers:
+        producers = [model.layers[index[n]].type for n in layer.inputs if n in index]
+        out.append(layer.type in ACTIVATIONS and bool(producers) and all(t in ("batchnorm", "add") for t in producers))
+    return out
+
+
+def per_sample_times(
+    model: Model, gpu: GpuSpec, precision: str, batch: float, k: KernelConstants = DEFAULT_CONSTANTS
+) -> list[tuple[float, float]]:
+    """(FW, BW) per sample of every layer of ``model`` at per-GPU batch ``batch``."""
+    fused = fused_layers(model) if k.fuse_activations else [False] * len(model.layers)
+    out = []
+    for layer, info, f in zip(model.layers, model.info, fused):
+        fw, bw = (0.0, 0.0) if f else layer_time(layer, info, gpu, precision, batch, k)
+        out.append((fw / batch, bw / batch))
+    return out
+
+
+__all__ = [
+    "DEFAULT_CONSTANTS",
+    "ELEMENT_BYTES",
+    "KernelConstants",
+    "LayerWork",
+    "forward_work",
+    "fused_layers",
+    "kernel_time",
+    "layer_time",
+    "per_sample_times",
+    "update_time",
+    "waves_factor",
+]
