@@ -100,8 +100,18 @@ class Inputs:
         self.options = Options(**options)
         self._contexts: dict = {}
 
-    def context(self, model: str, system: str, profile: str):
-        key = (model, system, profile)
+    def context(self, model: str, system: str, profile: str, run=None):
+        """The context of (model, system, profile); ``run``: a measured run whose
+        ``precision`` column (issue 13) sets precision and mixed precision."""
+        from dataclasses import replace
+
+        from oracle.compute.compare import run_precision_options
+
+        options = self.options
+        prec = run_precision_options(run) if run is not None else None
+        if prec is not None:
+            options = replace(options, precision=prec[0], mixed_precision=prec[1])
+        key = (model, system, profile, options.precision, options.mixed_precision)
         if key not in self._contexts:
             from oracle.compute.context import Context
             from oracle.load import load_model, load_profile, load_system
@@ -110,7 +120,7 @@ class Inputs:
             from oracle.compute.conversion import build_context
 
             m, s, pr = load_model(model), load_system(system), load_profile(profile)
-            self._contexts[key] = build_context(m, s, pr, self.options)
+            self._contexts[key] = build_context(m, s, pr, options)
         return self._contexts[key]
 
 
@@ -149,7 +159,7 @@ def compare(
     rows = []
     for run in runs:
         try:
-            rows.append(cmp.compare_run(run, inputs.context(run.model, run.system, run.profile), limit))
+            rows.append(cmp.compare_run(run, inputs.context(run.model, run.system, run.profile, run), limit))
         except OracleError as exc:
             if exc.file is None:  # a problem of the row itself: point at it
                 exc.file, exc.line = file, run.line

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -17,6 +18,7 @@ from oracle.gpus import lookup
 from oracle.load import load_model, load_profile, load_system
 from oracle.load.model import parse_model
 
+REPO = Path(__file__).resolve().parents[1]
 V100 = lookup("V100-SXM2-16GB")
 A100 = lookup("A100-SXM4-80GB")
 # explicit constants, so the hand computations do not follow the fitted defaults
@@ -261,3 +263,55 @@ def test_shipped_library_has_every_precision_it_should(name):
         assert s.gpu_peak("tf32") and s.gpu_peak("bf16")
     assert all(level.source for level in s.network)
     assert s.total_gpus >= 1024 or name.startswith("dgx1") or name.startswith("dgx2")
+
+
+# -- calibration from measured runs and the validation set -----------------------------------
+def test_fit_runs_calibrate_compute_reproduces_the_run(run, tmp_path):
+    """validation/dle-resnet50-runs.csv: PyTorch ResNet-50 AMP on DGX A100 80GB (NVIDIA
+    DeepLearningExamples). Calibrated on the 1-GPU run, the profile reproduces it exactly
+    and projects the 8-GPU run within 20% (measured 16,621 img/s; data loading and
+    synchronisation, not modelled, cost the measured run ~16% of linear scaling)."""
+    out = tmp_path / "cal.yaml"
+    r = run("fit", "runs", str(REPO / "validation" / "dle-resnet50-runs.csv"), "-s", "dgx-a100-80gb", "--calibrate", "compute",
+            "--where", "gpus=1", "-o", out)  # fmt: skip
+    assert r.code == 0, r.err
+    pr = load_profile(out)
+    assert (pr.device, pr.precision, pr.measured_samples_per_gpu) == ("A100-SXM4-80GB", "fp16", 256)
+    runs = tmp_path / "runs.csv"
+    text = open(REPO / "validation" / "dle-resnet50-runs.csv").read()
+    runs.write_text(text.replace("resnet50_a100_fp16_estimated", str(out)))
+    cmp = run("compare", str(runs), "-f", "json")
+    assert cmp.code == 0, cmp.err
+    rows = {row["gpus"]: row for row in json.loads(cmp.out)["rows"]}
+    assert rows[1]["accuracy"] == pytest.approx(1.0, abs=1e-5)  # times written to 4-5 digits
+    assert rows[8]["accuracy"] > 0.80
+
+
+def test_fit_runs_calibrate_compute_refuses_two_profiles(run, tmp_path):
+    runs = tmp_path / "runs.csv"
+    text = open(REPO / "validation" / "dle-resnet50-runs.csv").read().splitlines()
+    text[2] = text[2].replace("resnet50_a100_fp16_estimated", "resnet50_v100")
+    runs.write_text("\n".join(text) + "\n")
+    out = tmp_path / "o.yaml"
+    r = run("fit", "runs", str(runs), "-s", "dgx-a100-80gb", "--calibrate", "compute", "-o", out)
+    assert r.code == 2 and "one model and one profile" in r.err and not out.exists()
+
+
+def test_dle_validation_accuracy():
+    """benchmarks/dle_accuracy.py on validation/dle-throughput.csv (issue 13 targets):
+    8+ GPU rows out of the box >= 0.80, calibrated on the 1-GPU row >= 0.90; the V100
+    rows, on which the constants were fitted, >= 0.90 out of the box."""
+    import sys
+
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    import dle_accuracy as d
+
+    res = d.evaluate(d.rows())
+    big = [r for r in res if int(r["gpus"]) >= 8]
+    assert len(big) == 21
+    from statistics import mean
+
+    assert mean(d.accuracy(r["out_of_box"], r["measured"]) for r in big) >= 0.80
+    assert mean(d.accuracy(r["calibrated"], r["measured"]) for r in big if r["calibrated"]) >= 0.90
+    v100 = [r for r in res if r["machine"] == "V100"]
+    assert mean(d.accuracy(r["out_of_box"], r["measured"]) for r in v100) >= 0.90
