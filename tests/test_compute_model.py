@@ -190,6 +190,10 @@ def test_converted_profile_is_labelled_in_every_format(run, tmp_path):
     assert "compute_conversion" in csv.out.splitlines()[0] and label in csv.out
     md = run(*args, "-f", "markdown")
     assert label in md.out
+    report = tmp_path / "r.md"
+    rep = run("report", *args[1:], "-o", report)  # the same sweep as a report
+    assert rep.code == 0, rep.err
+    assert "Compute: " + label in report.read_text()
 
 
 def test_linear_mode_says_so_and_keeps_paradl(run):
