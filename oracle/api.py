@@ -78,7 +78,7 @@ def predict(
         bucket_bytes=bucket_mb * 2**20,
         compute_scaling=compute_scaling,
     )
-    times, conversion = prepare(m, s, pr, options, batch_per_gpu)
+    times, conversion = prepare(m, s, pr, options)
     points = sweep(
         m, s, times, counts, strategies, batch=batch, batch_per_gpu=batch_per_gpu, p2=p2, options=options,
         profile_kind=pr.kind, conversion=conversion,

@@ -95,7 +95,7 @@ def test_renderer_directly_matches_golden():
 
     m, s, pr = load_model("alexnet"), load_system("abci"), load_profile("alexnet_v100")
     options = Options()
-    times, conversion = prepare(m, s, pr, options, 512.0)
+    times, conversion = prepare(m, s, pr, options)
     points = sweep(m, s, times, [8, 64], "all", batch_per_gpu=512.0, options=options, conversion=conversion)
     meta = describe(m, s, pr, "weak scaling, 512 samples/GPU", options)
     meta["compute_conversion"] = conversion_caption(conversion, None, 512.0)

@@ -141,7 +141,7 @@ def project(model, system, profile, gpus=None, strategies="all", batch_per_gpu=N
                       collective=collective, optimizer=optimizer, mixed_precision=mixed_precision, zero=zero,
                       checkpointing=checkpointing, overlap=overlap, bucket_bytes=bucket_mb * 2**20,
                       compute_scaling=compute_scaling)
-    times, conversion = prepare(m, s, pr, options, batch_per_gpu)  # issue 13: the compute model
+    times, conversion = prepare(m, s, pr, options)  # issue 13: the compute model
     points = sweep(m, s, times, counts, strategies, batch=batch, batch_per_gpu=batch_per_gpu, p2=p2, options=options,
                    profile_kind=pr.kind, conversion=conversion)
     if layers:

@@ -383,11 +383,9 @@ def fit_runs_cmd(runs, system, kind, where, overlay, name, output, width) -> Non
     if not chosen:
         raise OracleError("no run matches the --where filter", file=runs)
     base_path = resolve("systems", system)
-    if kind == "compute":  # issue 13: writes a profile, not a system
+    if kind == "compute":  # issue 13: writes a profile, not a system (oracle/cli/fit_compute.py)
         from oracle.cli.fit_compute import write_profile
-
-        write_profile(runs, chosen, str(base_path), output)
-        return
+        return write_profile(runs, chosen, str(base_path), output)
     inputs = Inputs()
     pairs = [(r, inputs.context(r.model, str(base_path), r.profile, r)) for r in chosen]
     cal = calibrate(kind, pairs)

@@ -103,7 +103,7 @@ def search(
       oracle search -m vgg16 -s abci -p vgg16_v100 --gpus 64 -b 16 -o vgg16-64.yaml
       oracle search -m vgg16 -s abci -p vgg16_v100 --evaluate vgg16-64.yaml
     """
-    from oracle.cli.common import describe, load_inputs
+    from oracle.cli.common import conversion_caption, describe, load_inputs
     from oracle.compute.context import Options
     from oracle.compute.conversion import build_context
     from oracle.compute.layerwise import KINDS
@@ -182,6 +182,7 @@ def search(
         else f"weak scaling, {batch_per_gpu:g} samples/GPU"
     )
     meta = describe(m, s, pr, scaling, options)
+    meta["compute_conversion"] = conversion_caption(ctx.conversion, batch, batch_per_gpu)  # issue 13
 
     results = []
     for p in counts:

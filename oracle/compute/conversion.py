@@ -159,30 +159,28 @@ def spreads_by_model(profile: Profile) -> bool:
     return spec is not None and spec.peak(profile.precision) is not None
 
 
-def spread_times(model: Model, profile: Profile, constants: K.KernelConstants = K.DEFAULT_CONSTANTS,
-                 batch: float | None = None):  # fmt: skip
+def spread_times(model: Model, profile: Profile, constants: K.KernelConstants = K.DEFAULT_CONSTANTS):
     """Per-layer (FW, BW) weights for spreading a total-only profile: the compute model's
-    times at the profile's device, precision and batch (if it records none: ``batch``,
-    the run's per-GPU batch, else 32), or None when its device is not a known GPU (then
-    the total is spread by FLOPs)."""
+    times at the profile's device, precision and batch (32, predict's default, if it
+    records none), or None when its device is not a known GPU (then the total is spread
+    by FLOPs)."""
     origin = Origin.of(profile)
     if not spreads_by_model(profile):
         return None
-    batch = origin.batch or batch or DEFAULT_SPREAD_BATCH
+    batch = origin.batch or DEFAULT_SPREAD_BATCH
     return K.per_sample_times(model, origin.spec, origin.precision, batch, constants)
 
 
-def prepare(model: Model, system: System, profile: Profile, options,
-            batch: float | None = None) -> tuple[tuple, Conversion | None]:  # fmt: skip
+def prepare(model: Model, system: System, profile: Profile, options) -> tuple[tuple, Conversion | None]:
     """Per-layer times and the conversion for a run with ``options`` (context.Options):
     ParaDL's binding and no conversion with ``compute_scaling="linear"``; with "model"
-    a total-only profile spread by the compute model and a :class:`Conversion`
-    (``batch``: the run's per-GPU batch, for a profile that records none)."""
+    a total-only profile spread by the compute model (at the profile's batch, else 32,
+    whatever the run: a profile means the same in every command) and a :class:`Conversion`."""
     from oracle.load.profile import bind_profile
 
     if options.compute_scaling == "linear":
         return bind_profile(model, profile), None
-    spread = None if profile.layers else spread_times(model, profile, batch=batch)
+    spread = None if profile.layers else spread_times(model, profile)
     times = bind_profile(model, profile, spread)
     return times, Conversion(model, Origin.of(profile), system, options.precision, options.mixed_precision)
 
