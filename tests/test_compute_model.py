@@ -159,7 +159,7 @@ def test_own_device_precision_batch_is_exactly_the_profile(tmp_path):
     m, s, pr = load_model("resnet50"), load_system("dgx-a100-80gb"), load_profile(prof)
     model = build_context(m, s, pr, Options(mixed_precision=True))
     linear = build_context(m, s, pr, Options(mixed_precision=True, compute_scaling="linear"))
-    assert model.fb_sum(64.0, cached=model.sum_fb) == linear.sum_fb
+    assert model.fb_sum(64.0) == linear.sum_fb
     assert (model.times_at(64.0)[2] == linear.fb).all()
     assert model.conversion.label(64.0) == "A100-SXM4-80GB fp16 b=64 -> A100-SXM4-80GB fp16 b=64"
 
@@ -319,3 +319,12 @@ def test_dle_validation_accuracy():
     assert mean(d.accuracy(r["calibrated"], r["measured"]) for r in big if r["calibrated"]) >= 0.90
     v100 = [r for r in res if r["machine"] == "V100"]
     assert mean(d.accuracy(r["out_of_box"], r["measured"]) for r in v100) >= 0.90
+
+
+@pytest.mark.parametrize("prec", ["fp32", "fp16"])
+@pytest.mark.parametrize("batch", [0.5, 3, 64, 512])
+def test_vectorised_model_equals_the_per_layer_one(prec, batch):
+    m = load_model("resnet50")
+    fw, bw = K.per_sample_array(K.ModelArrays.of(m), A100, prec, batch)
+    for i, (f, b) in enumerate(K.per_sample_times(m, A100, prec, batch)):
+        assert fw[i] == pytest.approx(f, rel=1e-12, abs=0) and bw[i] == pytest.approx(b, rel=1e-12, abs=0)

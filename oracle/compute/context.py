@@ -90,6 +90,7 @@ class Context:
         # compute conversion (issue 13): None or a compute.conversion.Conversion
         self.conversion = conversion if options.compute_scaling == "model" else None
         self._at_cache: dict[float, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+        self._sum_cache: dict[tuple, float] = {}
         self.profile_kind = profile_kind
         self.system = system
         self.options = options
@@ -189,13 +190,22 @@ class Context:
             self._at_cache[batch] = hit
         return hit
 
-    def fb_sum(self, batch: float, mask: np.ndarray | None = None, cached: float | None = None) -> float:
-        """Σ (FW+BW) over ``mask`` (all layers if None) at per-GPU batch ``batch``;
-        ``cached`` is the profile's own sum, returned unchanged when nothing converts."""
+    def fb_sum(self, batch: float, sums: SplitSums | None = None, part: str = "s") -> float:
+        """Σ (FW+BW) at per-GPU batch ``batch`` over all layers (``sums`` None), or over
+        the split layers (``part`` "s") or the replicated rest ("r") of ``sums``; the
+        profile's own cached sums when nothing converts (exactly ParaDL's)."""
         fb = self.times_at(batch)[2]
-        if fb is self.fb and cached is not None:
-            return cached
-        return float(fb.sum() if mask is None else fb[mask].sum())
+        if fb is self.fb:
+            return self.sum_fb if sums is None else (sums.fb_s if part == "s" else sums.fb_r)
+        key = (batch, id(sums), part)
+        hit = self._sum_cache.get(key)
+        if hit is None:
+            if sums is None:
+                hit = float(fb.sum())
+            else:
+                hit = float(fb[sums.mask if part == "s" else ~sums.mask].sum())
+            self._sum_cache[key] = hit
+        return hit
 
     def conversion_label(self, batch: float) -> str:
         return self.conversion.label(batch) if self.conversion is not None else ""
@@ -209,7 +219,7 @@ class Context:
         ``batch``: the per-GPU work per kernel, in samples (compute model, issue 13)."""
         impl = self.system.implementation
         f = impl.split_serial_fraction if q > 1 else 0.0
-        fb_s = sums.fb_s if batch is None else self.fb_sum(batch, sums.mask, sums.fb_s)
+        fb_s = sums.fb_s if batch is None else self.fb_sum(batch, sums, "s")
         t = samples * fb_s * (f + (1.0 - f) / q)
         if q > 1 and impl.split_overhead_s:
             t += iterations * int(sums.mask.sum()) * impl.split_overhead_s

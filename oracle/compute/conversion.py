@@ -78,7 +78,7 @@ class Conversion:
     """Per-layer multipliers from a profile's origin to a system GPU and run precision."""
 
     def __init__(self, model: Model, origin: Origin, system: System, precision: str, mixed: bool,
-                 constants: K.KernelConstants = K.DEFAULT_CONSTANTS) -> None:  # fmt: skip
+                 constants: K.KernelConstants = K.DEFAULT_CONSTANTS, arrays: K.ModelArrays | None = None) -> None:  # fmt: skip
         self.model, self.origin, self.k = model, origin, constants
         self.precision = run_precision(precision, mixed)
         self.mixed = mixed
@@ -104,6 +104,7 @@ class Conversion:
             )
         self._cache: dict[float, tuple[np.ndarray, np.ndarray] | None] = {}
         self._origin_times: dict[float, np.ndarray] = {}
+        self._arrays = arrays
 
     @property
     def active(self) -> bool:
@@ -116,7 +117,10 @@ class Conversion:
         )
 
     def _times(self, spec: GpuSpec, precision: str, batch: float) -> np.ndarray:
-        return np.array(K.per_sample_times(self.model, spec, precision, batch, self.k), dtype=float).reshape(-1, 2)
+        if self._arrays is None:
+            self._arrays = K.ModelArrays.of(self.model, self.k)
+        fw, bw = K.per_sample_array(self._arrays, spec, precision, batch, self.k)
+        return np.stack([fw, bw], axis=1)
 
     def factors(self, batch: float) -> tuple[np.ndarray, np.ndarray] | None:
         """(fw, bw) multipliers per layer at per-GPU batch ``batch``; None: identity."""
@@ -159,7 +163,8 @@ def spreads_by_model(profile: Profile) -> bool:
     return spec is not None and spec.peak(profile.precision) is not None
 
 
-def spread_times(model: Model, profile: Profile, constants: K.KernelConstants = K.DEFAULT_CONSTANTS):
+def spread_times(model: Model, profile: Profile, constants: K.KernelConstants = K.DEFAULT_CONSTANTS,
+                 arrays: K.ModelArrays | None = None):  # fmt: skip
     """Per-layer (FW, BW) weights for spreading a total-only profile: the compute model's
     times at the profile's device, precision and batch (32, predict's default, if it
     records none), or None when its device is not a known GPU (then the total is spread
@@ -168,7 +173,8 @@ def spread_times(model: Model, profile: Profile, constants: K.KernelConstants = 
     if not spreads_by_model(profile):
         return None
     batch = origin.batch or DEFAULT_SPREAD_BATCH
-    return K.per_sample_times(model, origin.spec, origin.precision, batch, constants)
+    fw, bw = K.per_sample_array(arrays or K.ModelArrays.of(model, constants), origin.spec, origin.precision, batch, constants)  # type: ignore[arg-type]
+    return list(zip(fw.tolist(), bw.tolist()))
 
 
 def prepare(model: Model, system: System, profile: Profile, options) -> tuple[tuple, Conversion | None]:
@@ -180,9 +186,11 @@ def prepare(model: Model, system: System, profile: Profile, options) -> tuple[tu
 
     if options.compute_scaling == "linear":
         return bind_profile(model, profile), None
-    spread = None if profile.layers else spread_times(model, profile)
+    arrays = K.ModelArrays.of(model)  # once for spreading and conversion
+    spread = None if profile.layers else spread_times(model, profile, arrays=arrays)
     times = bind_profile(model, profile, spread)
-    return times, Conversion(model, Origin.of(profile), system, options.precision, options.mixed_precision)
+    origin = Origin.of(profile)
+    return times, Conversion(model, origin, system, options.precision, options.mixed_precision, arrays=arrays)
 
 
 def build_context(model: Model, system: System, profile: Profile, options):

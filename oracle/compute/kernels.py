@@ -193,3 +193,63 @@ __all__ = [
     "update_time",
     "waves_factor",
 ]
+
+
+@dataclass(frozen=True)
+class ModelArrays:
+    """Per-layer quantities of a model as numpy arrays, for :func:`per_sample_array`
+    (the same formulas as :func:`layer_time`, vectorised over layers)."""
+
+    flops: object  # forward FLOPs per sample
+    io: object  # elements read and written per sample (x + y; batchnorm 2x + y)
+    params: object
+    out: object  # output elements per sample
+    reduction: object  # K of the implicit GEMM (conv/fc), else 0
+    matmul: object  # bool
+    active: object  # bool: has a kernel (not a view, not fused)
+
+    @classmethod
+    def of(cls, model: Model, k: KernelConstants = DEFAULT_CONSTANTS) -> ModelArrays:
+        import numpy as np
+
+        fused = fused_layers(model) if k.fuse_activations else [False] * len(model.layers)
+        rows = []
+        for layer, info, f in zip(model.layers, model.info, fused):
+            x, y = info.input_elements, info.output_elements
+            mm = layer.type in MATMUL_TYPES
+            io = (2 * x if layer.type == "batchnorm" else x) + y
+            red = info.flops / (2.0 * y) if mm and y else 0.0
+            rows.append((info.flops, io, info.parameters, y, red, mm, layer.type != "flatten" and not f))
+        cols = list(zip(*rows)) if rows else [()] * 7
+        a = [np.array(c, dtype=float) for c in cols[:5]] + [np.array(c, dtype=bool) for c in cols[5:]]
+        return cls(*a)
+
+
+def per_sample_array(arrays: ModelArrays, gpu: GpuSpec, precision: str, batch: float,
+                     k: KernelConstants = DEFAULT_CONSTANTS):  # fmt: skip
+    """(FW, BW) per sample of every layer as two arrays: :func:`per_sample_times`
+    vectorised (equal to it to rounding; tests/test_compute_model.py checks)."""
+    import numpy as np
+
+    a = arrays
+    delta = ELEMENT_BYTES[precision]
+    byte_rate = k.memory_efficiency * gpu.memory_bandwidth_Bps
+    flops = a.flops * batch
+    nbytes = delta * (batch * a.io + a.params)
+    simt = k.simt_efficiency * (gpu.peak("fp32") or gpu.peak_flops[0][1])
+    peak = gpu.peak(precision)
+    if peak is None and bool(a.matmul.any()):
+        raise KeyError(precision)
+    rate = np.where(a.matmul, k.matmul_efficiency(precision) * (peak or 1.0), simt)
+    waves = np.ones_like(flops)
+    if gpu.sm_count:
+        n = np.where(a.out > 0, batch * a.out / k.tile_elements, 1.0)
+        split = np.minimum(np.maximum(1.0, gpu.sm_count / n), np.maximum(1.0, a.reduction / k.k_split))
+        w = n * split / gpu.sm_count
+        waves = np.where(a.matmul, np.maximum(w + 0.5, 1.0) / w, 1.0)
+    compute = flops * waves / rate
+    fw = np.maximum(np.maximum(compute, nbytes / byte_rate), k.launch_s)
+    bw = np.where(a.matmul, 2.0 * fw, np.maximum(np.maximum(compute, 2.0 * nbytes / byte_rate), k.launch_s))
+    fw = np.where(a.active, fw, 0.0)
+    bw = np.where(a.active, bw, 0.0)
+    return fw / batch, bw / batch

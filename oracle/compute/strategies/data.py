@@ -27,7 +27,7 @@ class Data(Strategy):
         p, B, D = cfg.gpus, cfg.batch, ctx.D
         I = D / B
         # compute = (D/p) Σ(FW+BW) + I ΣWU                               ParaDL eq. 5
-        bd_fb = D / p * ctx.fb_sum(B / p, cached=ctx.sum_fb)
+        bd_fb = D / p * ctx.fb_sum(B / p)
         bd_wu = I * ctx.sum_wu
         # communication = I · AR(p, δΣw) on GPUs 0..p-1                  ParaDL eq. 6
         # (ring by default; network.allreduce_algorithm for the others)

@@ -63,7 +63,7 @@ class DataFilter(Strategy):
         I = D / B
         s = ctx.filter_split
         # compute = (D/p) Σs FB + (D/p1) Σr FB + (I/p2) Σs WU + I Σr WU        SPEC §4
-        fb = ctx.split_compute(s, D / p1, p2, I, B / p) + D / p1 * ctx.fb_sum(B / p1, ~s.mask, s.fb_r)
+        fb = ctx.split_compute(s, D / p1, p2, I, B / p) + D / p1 * ctx.fb_sum(B / p1, s, "r")
         wu = I / p2 * s.wu_s + I * s.wu_r
         # layer collectives in the group: Σ [AG(p2, δ·B·y/p) + AR(p2, δ·B·y/p1)]
         lc = I * horizontal_collectives(ctx, s, p2, B / p1)

@@ -48,7 +48,7 @@ class DataSpatial(Strategy):
         s = ctx.spatial_split
         b = B / p1  # samples per spatial group
         # compute = (D/p) Σs FB + (D/p1) Σr FB + I ΣWU                           SPEC §4
-        fb = ctx.split_compute(s, D / p1, p2, I, B / p) + D / p1 * ctx.fb_sum(b, ~s.mask, s.fb_r)
+        fb = ctx.split_compute(s, D / p1, p2, I, B / p) + D / p1 * ctx.fb_sum(b, s, "r")
         wu = I * ctx.sum_wu
         # gradient exchange: AR_φ(p, δΣs w) over all GPUs + AR_φ(p1, δΣr w)      SPEC §4
         # (implementation: leader is ParaDL's §4.5.1 code: "a reduce inside each node to a

@@ -83,7 +83,7 @@ class Spatial(Strategy):
         I = D / B
         s = ctx.spatial_split
         # compute = (D/p) Σs(FW+BW) + D Σr(FW+BW) + I ΣWU                   SPEC §4
-        fb = ctx.split_compute(s, D, p, I, B / p) + D * ctx.fb_sum(B, ~s.mask, s.fb_r)
+        fb = ctx.split_compute(s, D, p, I, B / p) + D * ctx.fb_sum(B, s, "r")
         wu = I * ctx.sum_wu
         # communication = AR(p, δΣs w) + halo + AG(p, δ·B·y_last/p)          SPEC §4
         group = group_contiguous(p, ctx.system.gpus_per_node)
