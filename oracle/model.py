@@ -180,6 +180,9 @@ class Implementation:
     # split_overhead_s per split layer and iteration (split/concat, extra launches)
     split_serial_fraction: float = 0.0
     split_overhead_s: float = 0.0
+    # compute model (issue 13): element-wise activations after batchnorm/add run inside
+    # that kernel (cuDNN fused ops, XLA); false for frameworks that launch them apart
+    fused_activations: bool = True
     source: str = ""
 
 

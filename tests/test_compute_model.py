@@ -168,7 +168,8 @@ def test_conversion_follows_the_model_ratio(tmp_path):
     m = load_model("resnet50")
     pr = load_profile(_estimated(tmp_path / "p.yaml"))
     conv = Conversion(m, Origin.of(pr), load_system("dgx-h100"), "fp32", True)
-    fw, bw = conv.factors(32.0)
+    fw, bw, add_fw, add_bw = conv.factors(32.0)
+    assert not add_fw.any() and not add_bw.any()  # same fusion on both sides
     src = K.per_sample_times(m, A100, "fp16", 64)
     dst = K.per_sample_times(m, lookup("H100-SXM5-80GB"), "fp16", 32)
     i = m.index["res3a_branch2b"]
@@ -328,3 +329,16 @@ def test_vectorised_model_equals_the_per_layer_one(prec, batch):
     fw, bw = K.per_sample_array(K.ModelArrays.of(m), A100, prec, batch)
     for i, (f, b) in enumerate(K.per_sample_times(m, A100, prec, batch)):
         assert fw[i] == pytest.approx(f, rel=1e-12, abs=0) and bw[i] == pytest.approx(b, rel=1e-12, abs=0)
+
+
+def test_unfused_activations_are_a_system_option(tmp_path):
+    """implementation.fused_activations: false (a framework that launches BN and ReLU
+    apart) makes the converted ReLU layers cost their memory traffic."""
+    text = (REPO / "systems" / "dgx-a100-80gb.yaml").read_text()
+    path = tmp_path / "unfused.yaml"
+    path.write_text(text + "implementation: {fused_activations: false}\n")
+    m, pr = load_model("resnet50"), load_profile(_estimated(tmp_path / "p.yaml"))
+    fused = build_context(m, load_system("dgx-a100-80gb"), pr, Options(mixed_precision=True))
+    unfused = build_context(m, load_system(path), pr, Options(mixed_precision=True))
+    assert unfused.fb_sum(128.0) > fused.fb_sum(128.0)
+    assert "activations not fused" in unfused.conversion.label(128.0)

@@ -185,7 +185,7 @@ class Context:
             if f is None:
                 hit = (self.fw, self.bw, self.fb)
             else:
-                fw, bw = self.fw * f[0], self.bw * f[1]
+                fw, bw = self.fw * f[0] + f[2], self.bw * f[1] + f[3]
                 hit = (fw, bw, fw + bw)
             self._at_cache[batch] = hit
         return hit

@@ -20,7 +20,7 @@ converted in device and precision only.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -79,7 +79,10 @@ class Conversion:
 
     def __init__(self, model: Model, origin: Origin, system: System, precision: str, mixed: bool,
                  constants: K.KernelConstants = K.DEFAULT_CONSTANTS, arrays: K.ModelArrays | None = None) -> None:  # fmt: skip
-        self.model, self.origin, self.k = model, origin, constants
+        # the profile ran with the model's default (fused activations); the system says how
+        # its framework runs (implementation.fused_activations)
+        self.k_src, self.k = constants, replace(constants, fuse_activations=system.implementation.fused_activations)
+        self.model, self.origin = model, origin
         self.precision = run_precision(precision, mixed)
         self.mixed = mixed
         self.target = system_spec(system)
@@ -102,9 +105,9 @@ class Conversion:
                 file=origin.file or None,
                 path="precision",
             )
-        self._cache: dict[float, tuple[np.ndarray, np.ndarray] | None] = {}
+        self._cache: dict[float, tuple[np.ndarray, ...] | None] = {}
         self._origin_times: dict[float, np.ndarray] = {}
-        self._arrays = arrays
+        self._arrays = {self.k_src.fuse_activations: arrays} if arrays is not None else {}
 
     @property
     def active(self) -> bool:
@@ -114,28 +117,32 @@ class Conversion:
         o = self.origin
         return (not self.active) or (
             _same(o.spec, self.target) and o.precision == self.precision and o.batch in (None, batch)  # type: ignore[arg-type]
+            and self.k == self.k_src
         )
 
-    def _times(self, spec: GpuSpec, precision: str, batch: float) -> np.ndarray:
-        if self._arrays is None:
-            self._arrays = K.ModelArrays.of(self.model, self.k)
-        fw, bw = K.per_sample_array(self._arrays, spec, precision, batch, self.k)
+    def _times(self, spec: GpuSpec, precision: str, batch: float, k: K.KernelConstants) -> np.ndarray:
+        if k.fuse_activations not in self._arrays:
+            self._arrays[k.fuse_activations] = K.ModelArrays.of(self.model, k)
+        fw, bw = K.per_sample_array(self._arrays[k.fuse_activations], spec, precision, batch, k)
         return np.stack([fw, bw], axis=1)
 
-    def factors(self, batch: float) -> tuple[np.ndarray, np.ndarray] | None:
-        """(fw, bw) multipliers per layer at per-GPU batch ``batch``; None: identity."""
+    def factors(self, batch: float) -> tuple[np.ndarray, ...] | None:
+        """(fw, bw) multipliers and (fw, bw) additions per layer at per-GPU batch
+        ``batch``; None: identity.  A layer the origin model gives no time (an activation
+        fused there) but the target does (not fused here) takes the target model's time."""
         if batch in self._cache:
             return self._cache[batch]
         out = None
         if not self.identity(batch):
             ob = self.origin.batch if self.origin.batch is not None else batch
             if ob not in self._origin_times:
-                self._origin_times[ob] = self._times(self.origin.spec, self.origin.precision, ob)  # type: ignore[arg-type]
+                self._origin_times[ob] = self._times(self.origin.spec, self.origin.precision, ob, self.k_src)  # type: ignore[arg-type]
             src = self._origin_times[ob]
-            dst = self._times(self.target, self.precision, batch)  # type: ignore[arg-type]
+            dst = self._times(self.target, self.precision, batch, self.k)  # type: ignore[arg-type]
             with np.errstate(divide="ignore", invalid="ignore"):
                 ratio = np.where(src > 0, dst / np.where(src > 0, src, 1.0), 1.0)
-            out = (ratio[:, 0], ratio[:, 1])
+            add = np.where(src > 0, 0.0, dst)
+            out = (ratio[:, 0], ratio[:, 1], add[:, 0], add[:, 1])
         self._cache[batch] = out
         return out
 
@@ -154,6 +161,8 @@ class Conversion:
             return f"not converted ({self.reason}): profile times used as measured"
         b = "" if batch is None else f" b={batch:g}"
         note = "" if self.origin.batch is not None else " (profile records no batch: device and precision only)"
+        if not self.k.fuse_activations:
+            note += " (activations not fused)"
         return f"{self.origin.text(batch)} -> {self.target.name} {self.precision}{b}{note}"  # type: ignore[union-attr]
 
 

@@ -231,6 +231,7 @@ def _implementation(top: Fields) -> Implementation:
         data_spatial_allreduce=f.opt("data_spatial_allreduce", choice(("flat", "leader")), "flat"),
         split_serial_fraction=f.opt("split_serial_fraction", number(ge=0, le=1, what="a fraction"), 0.0),
         split_overhead_s=f.opt("split_overhead_s", number(ge=0, what="seconds per split layer and iteration"), 0.0),
+        fused_activations=f.opt("fused_activations", boolean(), True),
         source=f.opt("source", string(nonempty=False), ""),
     )
     f.opt("notes", string(nonempty=False), "")
