@@ -267,7 +267,7 @@ def test_shipped_library_has_every_precision_it_should(name):
     if "v100" not in name:
         assert s.gpu_peak("tf32") and s.gpu_peak("bf16")
     assert all(level.source for level in s.network)
-    assert s.total_gpus >= 1024 or name.startswith("dgx1") or name.startswith("dgx2")
+    assert s.total_gpus >= 1024 or name.startswith(("dgx1", "dgx2"))
 
 
 # -- calibration from measured runs and the validation set -----------------------------------
@@ -283,7 +283,7 @@ def test_fit_runs_calibrate_compute_reproduces_the_run(run, tmp_path):
     pr = load_profile(out)
     assert (pr.device, pr.precision, pr.measured_samples_per_gpu) == ("A100-SXM4-80GB", "fp16", 256)
     runs = tmp_path / "runs.csv"
-    text = open(REPO / "validation" / "dle-resnet50-runs.csv").read()
+    text = (REPO / "validation" / "dle-resnet50-runs.csv").read_text()
     runs.write_text(text.replace("resnet50_a100_fp16_estimated", str(out)))
     cmp = run("compare", str(runs), "-f", "json")
     assert cmp.code == 0, cmp.err
@@ -294,7 +294,7 @@ def test_fit_runs_calibrate_compute_reproduces_the_run(run, tmp_path):
 
 def test_fit_runs_calibrate_compute_refuses_two_profiles(run, tmp_path):
     runs = tmp_path / "runs.csv"
-    text = open(REPO / "validation" / "dle-resnet50-runs.csv").read().splitlines()
+    text = (REPO / "validation" / "dle-resnet50-runs.csv").read_text().splitlines()
     text[2] = text[2].replace("resnet50_a100_fp16_estimated", "resnet50_v100")
     runs.write_text("\n".join(text) + "\n")
     out = tmp_path / "o.yaml"

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from statistics import median
 
+
 def run_options(run, file: str):
     """The Options of one run (its precision column, if any; else fp32)."""
     from oracle.compute.compare import run_precision_options
@@ -88,8 +89,8 @@ def write_profile(runs_file: str, chosen, base_system: str, output: str | None) 
         return
     header = [
         f"Profile of {profile.model} calibrated by `oracle fit runs --calibrate compute` on {runs_file}:",
-        f"times x {factor:.6g} so the projection reproduces the runs; device {profile.device},"
-        f" precision {profile.precision}, batch {profile.measured_samples_per_gpu} kept for the compute model.",
+        (f"times x {factor:.6g} so the projection reproduces the runs; device {profile.device},"
+         f" precision {profile.precision}, batch {profile.measured_samples_per_gpu} kept for the compute model."),
     ] + [f"  {runs_file}:{line} {label}: factor {f:.6g}" for line, label, f in evidence]
     emit(profile_yaml(profile, header), output)
     click.echo(f"wrote {output}", err=True)

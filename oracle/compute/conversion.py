@@ -78,7 +78,8 @@ class Conversion:
     """Per-layer multipliers from a profile's origin to a system GPU and run precision."""
 
     def __init__(self, model: Model, origin: Origin, system: System, precision: str, mixed: bool,
-                 constants: K.KernelConstants = K.DEFAULT_CONSTANTS, arrays: K.ModelArrays | None = None) -> None:  # fmt: skip
+                 constants: K.KernelConstants = K.DEFAULT_CONSTANTS,
+                 arrays: K.ModelArrays | None = None) -> None:  # fmt: skip
         # the profile ran with the model's default (fused activations); the system says how
         # its framework runs (implementation.fused_activations)
         self.k_src, self.k = constants, replace(constants, fuse_activations=system.implementation.fused_activations)
@@ -136,7 +137,9 @@ class Conversion:
         if not self.identity(batch):
             ob = self.origin.batch if self.origin.batch is not None else batch
             if ob not in self._origin_times:
-                self._origin_times[ob] = self._times(self.origin.spec, self.origin.precision, ob, self.k_src)  # type: ignore[arg-type]
+                spec = self.origin.spec
+                assert spec is not None  # active
+                self._origin_times[ob] = self._times(spec, self.origin.precision, ob, self.k_src)
             src = self._origin_times[ob]
             dst = self._times(self.target, self.precision, batch, self.k)  # type: ignore[arg-type]
             with np.errstate(divide="ignore", invalid="ignore"):
@@ -182,7 +185,9 @@ def spread_times(model: Model, profile: Profile, constants: K.KernelConstants = 
     if not spreads_by_model(profile):
         return None
     batch = origin.batch or DEFAULT_SPREAD_BATCH
-    fw, bw = K.per_sample_array(arrays or K.ModelArrays.of(model, constants), origin.spec, origin.precision, batch, constants)  # type: ignore[arg-type]
+    arrays = arrays or K.ModelArrays.of(model, constants)
+    assert origin.spec is not None  # spreads_by_model
+    fw, bw = K.per_sample_array(arrays, origin.spec, origin.precision, batch, constants)
     return list(zip(fw.tolist(), bw.tolist()))
 
 

@@ -114,7 +114,8 @@ def waves_factor(out_elements: float, reduction: float, sm_count: int | None, ti
     return max(w + 0.5, 1.0) / w
 
 
-def kernel_time(flops: float, nbytes: float, flop_rate: float, byte_rate: float, waves: float, launch_s: float) -> float:
+def kernel_time(flops: float, nbytes: float, flop_rate: float, byte_rate: float, waves: float,
+                launch_s: float) -> float:  # fmt: skip
     """One kernel: max(compute, memory, launch floor)."""
     return max(flops * waves / flop_rate, nbytes / byte_rate, launch_s)
 
@@ -151,7 +152,8 @@ def layer_time(
     return fw, bw
 
 
-def update_time(info: LayerInfo, gpu: GpuSpec, precision: str, mixed: bool, k: KernelConstants = DEFAULT_CONSTANTS) -> float:
+def update_time(info: LayerInfo, gpu: GpuSpec, precision: str, mixed: bool,
+                k: KernelConstants = DEFAULT_CONSTANTS) -> float:  # fmt: skip
     """Weight update per iteration: WU_PASSES passes over the weights at memory bandwidth,
     4 bytes each (fp32 or fp32 master weights) unless the run is all fp16/bf16."""
     delta = 4 if mixed else ELEMENT_BYTES[precision]

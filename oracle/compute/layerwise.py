@@ -66,6 +66,7 @@ from oracle.compute.network import (
     link,
     span_neighbours,
 )
+from oracle.compute.strategies.base import epoch_limit
 from oracle.model import MODEL_INPUT
 from oracle.units import fmt_gb
 
@@ -525,6 +526,7 @@ class Costs:
             limits.append(
                 Limit("layer", f"{ctx.names[l]} under {self.dists[c[l]].label}: {why}{more}")
             )
+        limits += epoch_limit(ctx, self.B)  # issue 13: B > D
         memory = float(mem.sum())
         bd = self._with_input(bd, assignment)
         if self.p > ctx.system.total_gpus:
@@ -562,6 +564,7 @@ class Costs:
                 ("gradient_groups", tuple(sorted(grad))),
             ),
             profile_kind=ctx.profile_kind,
+            compute_conversion=ctx.conversion_label(self.B / self.p),
         )
         return Assessment(
             point=point,
