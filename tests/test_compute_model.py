@@ -289,6 +289,7 @@ def test_fit_runs_calibrate_compute_reproduces_the_run(run, tmp_path):
     assert cmp.code == 0, cmp.err
     rows = {row["gpus"]: row for row in json.loads(cmp.out)["rows"]}
     assert rows[1]["accuracy"] == pytest.approx(1.0, abs=1e-5)  # times written to 4-5 digits
+    assert rows[8]["compute_conversion"] == "A100-SXM4-80GB fp16 b=256 -> A100-SXM4-80GB fp16 b=256"
     assert rows[8]["accuracy"] > 0.80
 
 
@@ -342,3 +343,14 @@ def test_unfused_activations_are_a_system_option(tmp_path):
     unfused = build_context(m, load_system(path), pr, Options(mixed_precision=True))
     assert unfused.fb_sum(128.0) > fused.fb_sum(128.0)
     assert "activations not fused" in unfused.conversion.label(128.0)
+
+
+def test_layerwise_point_has_the_dataset_limit():
+    from oracle.compute import layerwise
+
+    m = load_model("resnet50")
+    ctx = build_context(m, load_system("abci"), load_profile("resnet50_v100"), Options(samples=1000))
+    d = layerwise.Dist("data", 8, 1)
+    pt = layerwise.evaluate(ctx, 8, 2048.0, layerwise.uniform(ctx, d)).point
+    assert "dataset" in [lim.code for lim in pt.limits]
+    assert pt.compute_conversion.startswith("V100-SXM2-16GB fp32")
