@@ -236,6 +236,8 @@ def test_estimate_needs_peak_and_bandwidth(run, tiny, tmp_path, system_text, key
         (["--estimate", "-s", "abci", "--device", "cpu"], "--device is for measuring"),
         (["--system", "abci"], "--system is only used with --estimate"),
         (["--efficiency", "0.4"], "--efficiency is only used with --estimate"),
+        (["--precision", "fp16"], "--precision is only used with --estimate"),
+        (["--estimate", "-s", "abci", "--precision", "tf32"], "gpu.peak_TFLOPS.tf32"),
         (["--estimate", "-s", "abci", "--efficiency", "1.5"], "1.5"),
         (["--estimate", "-s", "abci", "--batch", "0"], "0"),
         (["--estimate", "-s", "nosuchsystem"], "nosuchsystem"),

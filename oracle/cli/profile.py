@@ -84,7 +84,8 @@ def profile(model, batch, device, repeats, warmup, threads, estimate, system, ef
             )
     else:
         for opt, value in (("--system", system), ("--efficiency", efficiency),
-                           ("--memory-efficiency", memory_efficiency)):  # fmt: skip
+                           ("--memory-efficiency", memory_efficiency),
+                           ("--precision", None if precision == "fp32" else precision)):  # fmt: skip
             if value is not None:
                 raise OracleError(f"{opt} is only used with --estimate")
         from oracle.profiling import require_torch

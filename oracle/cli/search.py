@@ -41,7 +41,7 @@ MAX_SEARCH_GPUS = 65536
     help="Uniform strategies to compare with (as oracle predict --strategy).",
 )  # fmt: skip
 @click.option(
-    "--precision", type=click.Choice(["fp32", "fp16", "bf16"]), default="fp32", show_default=True,
+    "--precision", type=click.Choice(["fp32", "tf32", "fp16", "bf16"]), default="fp32", show_default=True,
     help="Bytes per item δ: fp32 4, fp16/bf16 2.",
 )  # fmt: skip
 @click.option(
