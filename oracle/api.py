@@ -42,6 +42,7 @@ def predict(
     bucket_mb: float = 25.0,
     memory_model: str = "framework",
     as_frame: bool = False,
+    compute_scaling: str = "model",
 ) -> Any:
     """Project every strategy at every GPU count and rank them (SPEC §4-5).
 
@@ -55,13 +56,12 @@ def predict(
     from oracle.compute.sweep import sweep
     from oracle.errors import OracleError
     from oracle.load import load_model, load_profile, load_system
-    from oracle.load.profile import bind_profile
+    from oracle.compute.conversion import prepare
     from oracle.load.values import default_gpus, parse_gpus
 
     m = load_model(model)
     s = load_system(system)
     pr = load_profile(profile)
-    times = bind_profile(m, pr)
     counts = default_gpus(s.total_gpus) if gpus is None else parse_gpus(gpus)
     if batch is None and batch_per_gpu is None:
         batch_per_gpu = pr.measured_samples_per_gpu or 32
@@ -81,10 +81,12 @@ def predict(
         checkpointing=checkpointing,
         overlap=overlap,
         bucket_bytes=bucket_mb * 2**20,
+        compute_scaling=compute_scaling,
     )
+    times, conversion = prepare(m, s, pr, options)
     points = sweep(
         m, s, times, counts, strategies, batch=batch, batch_per_gpu=batch_per_gpu, p2=p2, options=options,
-        profile_kind=pr.kind,
+        profile_kind=pr.kind, conversion=conversion,
     )
     if as_frame:
         from oracle.render.records import to_frame
@@ -103,15 +105,24 @@ class Inputs:
         self.options = Options(**options)
         self._contexts: dict = {}
 
-    def context(self, model: str, system: str, profile: str):
-        key = (model, system, profile)
+    def context(self, model: str, system: str, profile: str, run=None):
+        """The context of (model, system, profile); ``run``: a measured run whose
+        ``precision`` column (issue 13) sets precision and mixed precision."""
+        from dataclasses import replace
+
+        from oracle.compute.compare import run_precision_options
+
+        options = self.options
+        prec = run_precision_options(run) if run is not None else None
+        if prec is not None:
+            options = replace(options, precision=prec[0], mixed_precision=prec[1])
+        key = (model, system, profile, options.precision, options.mixed_precision)
         if key not in self._contexts:
-            from oracle.compute.context import Context
+            from oracle.compute.conversion import build_context
             from oracle.load import load_model, load_profile, load_system
-            from oracle.load.profile import bind_profile
 
             m, s, pr = load_model(model), load_system(system), load_profile(profile)
-            self._contexts[key] = Context(m, s, bind_profile(m, pr), self.options, pr.kind)
+            self._contexts[key] = build_context(m, s, pr, options)
         return self._contexts[key]
 
 
@@ -159,7 +170,7 @@ def compare(
     rows = []
     for run in runs:
         try:
-            ctx = held.context(run) if held else inputs.context(run.model, run.system, run.profile)
+            ctx = held.context(run) if held else inputs.context(run.model, run.system, run.profile, run)
             rows.append(cmp.compare_run(run, ctx, limit))
         except OracleError as exc:
             if exc.file is None:  # a problem of the row itself: point at it
@@ -196,7 +207,7 @@ class HeldOut:
         self.systems: dict[str, object] = {}
         self.notes: list[tuple[str, str]] = []
         for name in sorted({r.system for r in runs}):
-            pairs = [(r, inputs.context(r.model, r.system, r.profile)) for r in self.calibration_runs if r.system == name]
+            pairs = [(r, inputs.context(r.model, r.system, r.profile, r)) for r in self.calibration_runs if r.system == name]
             if not pairs:
                 raise OracleError(f"no calibration run on system '{name}'", path="--calibrate-on", file=file)
             cal = calibrate_all(pairs)
@@ -207,11 +218,10 @@ class HeldOut:
     def context(self, run):
         from oracle.compute.calibrate_all import with_system
 
-        key = (run.model, run.system, run.profile)
-        if key not in self._contexts:
-            base = self.inputs.context(*key)
-            self._contexts[key] = with_system(base, self.systems[run.system])
-        return self._contexts[key]
+        base = self.inputs.context(run.model, run.system, run.profile, run)
+        if id(base) not in self._contexts:
+            self._contexts[id(base)] = with_system(base, self.systems[run.system])
+        return self._contexts[id(base)]
 
     def with_naive(self, rows):
         from dataclasses import replace

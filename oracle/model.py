@@ -193,6 +193,9 @@ class Implementation:
     # split_overhead_s per split layer and iteration (split/concat, extra launches)
     split_serial_fraction: float = 0.0
     split_overhead_s: float = 0.0
+    # compute model (issue 13): element-wise activations after batchnorm/add run inside
+    # that kernel (cuDNN fused ops, XLA); false for frameworks that launch them apart
+    fused_activations: bool = True
     source: str = ""
     # issue 14: the gradient exchange of data+filter's data groups, "flat" (SPEC §4) or
     # "leader" (ParaDL §4.5.1's pattern, as for data+spatial)
@@ -262,6 +265,15 @@ class System:
     collective_algorithm: str = "ring"  # ring | rhd | tree | hierarchical | leader | auto
     gpu_workspace_bytes: float = 0.0  # memory the framework takes besides the model (issue 8)
     framework: FrameworkMemory = field(default_factory=FrameworkMemory)  # memory model (issue 12)
+    # compute model (issue 13): dense peak FLOP/s per precision, SM count
+    gpu_peaks: tuple[tuple[str, float], ...] = ()
+    gpu_sm_count: int | None = None
+
+    def gpu_peak(self, precision: str) -> float | None:
+        for prec, value in self.gpu_peaks:
+            if prec == precision:
+                return value
+        return self.gpu_peak_flops if precision == "fp32" else None
 
     def table(self, op: str, gpus: int, span: int) -> CollectiveTable | None:
         for t in self.collective_tables:
@@ -303,6 +315,7 @@ class Profile:
     total_fw_bw_per_sample_s: float | None = None
     total_wu_per_iteration_s: float | None = None
     meta: tuple[tuple[str, str], ...] = ()
+    precision: str = "fp32"  # arithmetic precision the times were measured at (issue 13)
 
     def times(self) -> dict[str, LayerTimes]:
         return dict(self.layers)

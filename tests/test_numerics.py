@@ -67,7 +67,8 @@ def inputs(tmp_path_factory) -> dict:
 
 def _sweep_json(m, s, p, *extra) -> tuple[list[dict], float]:
     t0 = time.perf_counter()
-    r = run_cli("predict", "-m", m, "-s", s, "-p", p, "--gpus", GPUS, "-f", "json", *extra)
+    # a dataset large enough for a million GPUs' batches (B > D is a limit, issue 13)
+    r = run_cli("predict", "-m", m, "-s", s, "-p", p, "--gpus", GPUS, "-f", "json", "--samples", "1000000000000", *extra)
     elapsed = time.perf_counter() - t0
     assert r.code == 0, r.err
 

@@ -157,7 +157,8 @@ def test_estimate_follows_the_formulas(run, tmp_path):
     model = _write(tmp_path, "est.yaml", EST_MODEL)
     system = _write(tmp_path, "slow.yaml", EST_SYSTEM)
     out = tmp_path / "est_profile.yaml"
-    r = run("profile", model, "--estimate", "--system", system, "--batch", 4, "-o", out)
+    r = run("profile", model, "--estimate", "--system", system, "--batch", 4, "--efficiency", 0.5,
+            "--memory-efficiency", 0.8, "-o", out)  # the roofline (without them: the compute model)
     assert r.code == 0, r.err
     assert "ESTIMATED" in r.out
     pr = load_profile(out)
@@ -236,6 +237,8 @@ def test_estimate_needs_peak_and_bandwidth(run, tiny, tmp_path, system_text, key
         (["--estimate", "-s", "abci", "--device", "cpu"], "--device is for measuring"),
         (["--system", "abci"], "--system is only used with --estimate"),
         (["--efficiency", "0.4"], "--efficiency is only used with --estimate"),
+        (["--precision", "fp16"], "--precision is only used with --estimate"),
+        (["--estimate", "-s", "abci", "--precision", "tf32"], "gpu.peak_TFLOPS.tf32"),
         (["--estimate", "-s", "abci", "--efficiency", "1.5"], "1.5"),
         (["--estimate", "-s", "abci", "--batch", "0"], "0"),
         (["--estimate", "-s", "nosuchsystem"], "nosuchsystem"),

@@ -57,11 +57,16 @@ def load_inputs(model: str, system: str, profile: str):
     return m, s, pr, bind_profile(m, pr)
 
 
-def profile_note(pr) -> str:
+def profile_note(pr, options=None) -> str:
     if pr.kind == "total":
+        how = "training FLOPs"
+        if options is not None and options.compute_scaling == "model":
+            from oracle.compute.conversion import spreads_by_model
+
+            how = "the compute model's layer times" if spreads_by_model(pr) else "training FLOPs"
         return (
             f"profile gives only a total ({pr.total_fw_bw_per_sample_s:.4g} s/sample fw+bw),"
-            " spread over layers by training FLOPs"
+            f" spread over layers by {how}"
         )
     if pr.kind == "estimated":
         return "ESTIMATED profile (roofline from FLOPs and memory traffic), not measured"
@@ -75,7 +80,7 @@ def describe(m, s, pr, scaling: str, options) -> dict:
         "model": m.name,
         "system": s.name,
         "profile": Path(pr.file).stem if pr.file else pr.model,
-        "profile_note": profile_note(pr),
+        "profile_note": profile_note(pr, options),
         "scaling": scaling,
         "samples": int(options.samples or m.dataset_samples),
         "precision": (
@@ -129,13 +134,15 @@ def options_note(system, options) -> str:
 def project(model, system, profile, gpus=None, strategies="all", batch_per_gpu=None, batch=None, p2=None,
             segments=None, precision="fp32", gamma=1.0, phi=None, samples=None, collective=None,
             optimizer="sgd", mixed_precision=False, zero=0, checkpointing=False, overlap="none",
-            bucket_mb=25.0, layers=None, memory_model="framework", spatial_split_after=None):  # fmt: skip
+            bucket_mb=25.0, layers=None, memory_model="framework", spatial_split_after=None,
+            compute_scaling="model"):  # fmt: skip
     """Load the inputs and run the sweep, as ``oracle predict`` does (keywords as the
     options of :func:`sweep_options`).
 
     Returns (points, meta, inputs): ``meta`` labels tables, plots and the report,
     ``inputs`` is a dict with the loaded model, system, profile and options."""
     from oracle.compute.context import Options
+    from oracle.compute.conversion import prepare
     from oracle.compute.sweep import sweep
     from oracle.errors import OracleError
     from oracle.load.values import default_gpus, parse_gpus
@@ -150,13 +157,16 @@ def project(model, system, profile, gpus=None, strategies="all", batch_per_gpu=N
     options = Options(precision=precision, memory_reuse=gamma, contention=phi, segments=segments, samples=samples,
                       collective=collective, optimizer=optimizer, mixed_precision=mixed_precision, zero=zero,
                       checkpointing=checkpointing, overlap=overlap, bucket_bytes=bucket_mb * 2**20,
-                      memory_model=memory_model, spatial_split_after=spatial_split_after)
+                      memory_model=memory_model, spatial_split_after=spatial_split_after,
+                      compute_scaling=compute_scaling)
+    times, conversion = prepare(m, s, pr, options)  # issue 13: the compute model
     points = sweep(m, s, times, counts, strategies, batch=batch, batch_per_gpu=batch_per_gpu, p2=p2, options=options,
-                   profile_kind=pr.kind)
+                   profile_kind=pr.kind, conversion=conversion)
     if layers:
-        points = _with_layerwise(points, layers, m, s, times, options, pr.kind, batch, batch_per_gpu)
+        points = _with_layerwise(points, layers, m, s, pr, options, batch, batch_per_gpu)
     scaling = f"strong scaling, B = {batch:g}" if batch is not None else f"weak scaling, {batch_per_gpu:g} samples/GPU"
     meta = describe(m, s, pr, scaling, options)
+    meta["compute_conversion"] = conversion_caption(conversion, batch, batch_per_gpu)
     meta.update(gpu_model=s.gpu_model, gpu_memory_bytes=s.gpu_memory_bytes)
     inputs = dict(model=m, system=s, profile=pr, options=options, gpus=counts, strategies=strategies,
                   batch=batch, batch_per_gpu=batch_per_gpu, p2=p2,
@@ -203,8 +213,9 @@ def sweep_options(f):
         click.option("--batch", "-B", type=positive_float, help="Strong scaling: global mini-batch B, fixed."),
         click.option("--p2", type=click.IntRange(min=1), help="Hybrids: fix the model-part size p2 (p = p1·p2)."),
         click.option("--segments", "-S", type=click.IntRange(min=1), help="Pipeline segments S. [default: min(B, 4p)]"),
-        click.option("--precision", type=click.Choice(["fp32", "fp16", "bf16"]), default="fp32", show_default=True,
-                     help="Bytes per item δ: fp32 4, fp16/bf16 2."),
+        click.option("--precision", type=click.Choice(["fp32", "tf32", "fp16", "bf16"]), default="fp32",
+                     show_default=True, help="Bytes per item δ (fp32/tf32 4, fp16/bf16 2) and, with"
+                     " --compute-scaling model, the peak conv/fc run at."),
         click.option("--memory-model", type=click.Choice(["framework", "paradl"]), default="framework",
                      show_default=True,
                      help="framework: what PyTorch keeps (saved tensors, weights, gradients, optimizer,"
@@ -231,6 +242,10 @@ def sweep_options(f):
         click.option("--spatial-split-after", metavar="LAYER",
                      help="Spatial strategies: split the layers up to LAYER only, then gather (e.g. CosmoFlow"
                      " codes gather after pool2). [default: the last layer with a spatial output]"),
+        # issue 13 (compute model)
+        click.option("--compute-scaling", type=click.Choice(["model", "linear"]), default="model",
+                     show_default=True, help="model: convert profile times to this GPU, precision and per-GPU"
+                     " batch (SPEC §4.6); linear: ParaDL's profile times x samples."),
         click.option("--layers", metavar="LAYERS.yaml",
                      help="Also rank a layer-wise configuration (written by oracle search -o) at its GPU count."),
     ]
@@ -239,11 +254,21 @@ def sweep_options(f):
     return model_system_profile_options(f)
 
 
-def _with_layerwise(points, path, m, s, times, options, profile_kind, batch, batch_per_gpu):
+def conversion_caption(conversion, batch, batch_per_gpu) -> str:
+    """The compute conversion for captions and reports (issue 13): from -> to, with
+    the per-GPU batch of weak scaling, or per point under strong scaling."""
+    if conversion is None:
+        return "linear (ParaDL: profile times x samples)"
+    per_gpu = batch_per_gpu if batch is None else None
+    text = conversion.label(per_gpu)
+    return text + ("" if per_gpu is not None or not conversion.active else " (b = B/p per point)")
+
+
+def _with_layerwise(points, path, m, s, pr, options, batch, batch_per_gpu):
     """A layer-wise configuration file (oracle search -o) ranked with the sweep at its
     GPU count, as strategy "layer-wise"."""
     from oracle.compute import layerwise
-    from oracle.compute.context import Context
+    from oracle.compute.conversion import build_context
     from oracle.compute.sweep import rank
     from oracle.errors import OracleError
     from oracle.load.layerwise import bind_layerwise, load_layerwise
@@ -260,7 +285,7 @@ def _with_layerwise(points, path, m, s, times, options, profile_kind, batch, bat
     B = config.global_batch()
     if B is None:
         B = float(batch) if batch is not None else float(batch_per_gpu) * p
-    ctx = Context(m, s, times, options, profile_kind)
+    ctx = build_context(m, s, pr, options)
     point = layerwise.evaluate(ctx, p, B, assignment).point
     others = [pt for pt in points if pt.gpus != p]
     group = rank([pt for pt in points if pt.gpus == p] + [point])

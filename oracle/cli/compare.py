@@ -37,7 +37,7 @@ def _where(values: tuple[str, ...], option: str = "--where") -> dict[str, set[st
 @click.option("--min-accuracy", type=click.FloatRange(0, 1), help="Exit 1 when the mean accuracy is below this (e.g. 0.85).")
 @click.option("--max-mape", type=click.FloatRange(min=0), help="Exit 1 when the mean absolute percentage error is above this (e.g. 0.15).")
 @click.option("--anomaly-threshold", type=click.FloatRange(min=0), default=0.5, show_default=True, help="Flag runs off the projection by more than this share of the measured time.")
-@click.option("--precision", type=click.Choice(["fp32", "fp16", "bf16"]), default="fp32", show_default=True)
+@click.option("--precision", type=click.Choice(["fp32", "tf32", "fp16", "bf16"]), default="fp32", show_default=True)
 @memory_model_options
 @click.option("--calibrate-on", metavar="EXPR",
               help="Calibrate each system on the runs EXPR selects (e.g. 'gpus<=8'; --calibrate all of oracle fit"

@@ -340,10 +340,11 @@ def _check_loads(text: str, name: str) -> None:
 @fit.command("runs", context_settings={"max_content_width": 100})
 @click.argument("runs", metavar="RUNS.csv")
 @click.option("--system", "-s", required=True, metavar="NAME|FILE", help="Base system to calibrate.")
-@click.option("--calibrate", "kind", type=click.Choice(["network", "input", "all"]), required=True,
+@click.option("--calibrate", "kind", type=click.Choice(["network", "input", "compute", "all"]), required=True,
               help="network: all-reduce bandwidth inside and across nodes (data-parallel runs that are not"
-              " input-bound); input: loader and node sample rates (runs that are input-bound); all: every"
-              " parameter the runs identify, input rates only from runs whose includes_io column is yes.")
+              " input-bound); input: loader and node sample rates (runs that are input-bound); compute: the runs'"
+              " profile scaled to reproduce them, written to -o as a profile (issue 13); all: every parameter"
+              " the runs identify, input rates only from runs whose includes_io column is yes.")
 @click.option("--where", multiple=True, metavar="COL=VAL[,VAL]",
               help="The training runs to use (repeatable), e.g. model=vgg16 gpus=4,8. Keep the rest for validation.")
 @click.option("--overlay", metavar="FILE", help="A YAML mapping merged into the written system (documented implementation facts).")
@@ -387,8 +388,11 @@ def fit_runs_cmd(runs, system, kind, where, overlay, name, output, width) -> Non
     if not chosen:
         raise OracleError("no run matches the --where filter", file=runs)
     base_path = resolve("systems", system)
+    if kind == "compute":  # issue 13: writes a profile, not a system (oracle/cli/fit_compute.py)
+        from oracle.cli.fit_compute import write_profile
+        return write_profile(runs, chosen, str(base_path), output)
     inputs = Inputs()
-    pairs = [(r, inputs.context(r.model, str(base_path), r.profile)) for r in chosen]
+    pairs = [(r, inputs.context(r.model, str(base_path), r.profile, r)) for r in chosen]
     if kind == "all":
         from oracle.compute.calibrate_all import calibrate_all
 

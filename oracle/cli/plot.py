@@ -81,7 +81,7 @@ for _kind, _help in _HELP.items():
 @plot.command("compare", short_help="Projected versus measured runs, with the accuracy of each.")
 @click.argument("runs", metavar="RUNS.csv")
 @click.option("--where", multiple=True, metavar="COL=VAL[,VAL]", help="Keep runs whose column has one of the values.")
-@click.option("--precision", type=click.Choice(["fp32", "fp16", "bf16"]), default="fp32", show_default=True)
+@click.option("--precision", type=click.Choice(["fp32", "tf32", "fp16", "bf16"]), default="fp32", show_default=True)
 @memory_model_options
 @click.option("--contention", "phi", type=click.FloatRange(min=1, max=1000), help="Contention factor φ (overrides the systems).")
 @output_required

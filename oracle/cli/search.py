@@ -41,7 +41,7 @@ MAX_SEARCH_GPUS = 65536
     help="Uniform strategies to compare with (as oracle predict --strategy).",
 )  # fmt: skip
 @click.option(
-    "--precision", type=click.Choice(["fp32", "fp16", "bf16"]), default="fp32", show_default=True,
+    "--precision", type=click.Choice(["fp32", "tf32", "fp16", "bf16"]), default="fp32", show_default=True,
     help="Bytes per item δ: fp32 4, fp16/bf16 2.",
 )  # fmt: skip
 @memory_model_options
@@ -100,8 +100,9 @@ def search(
       oracle search -m vgg16 -s abci -p vgg16_v100 --gpus 64 -b 16 -o vgg16-64.yaml
       oracle search -m vgg16 -s abci -p vgg16_v100 --evaluate vgg16-64.yaml
     """
-    from oracle.cli.common import describe, load_inputs
-    from oracle.compute.context import Context, Options
+    from oracle.cli.common import conversion_caption, describe, load_inputs
+    from oracle.compute.context import Options
+    from oracle.compute.conversion import build_context
     from oracle.compute.layerwise import KINDS
     from oracle.compute.search import evaluate_given
     from oracle.compute.search import search as run_search
@@ -132,7 +133,7 @@ def search(
     options = Options(precision=precision, memory_reuse=memory_reuse(gamma, memory_model), contention=phi,
                       samples=samples, memory_model=memory_model)
     check_options(options)
-    ctx = Context(m, s, times, options, pr.kind)
+    ctx = build_context(m, s, pr, options)  # issue 13: compute converted to the run
 
     config = None
     if evaluate_file:
@@ -179,6 +180,7 @@ def search(
         else f"weak scaling, {batch_per_gpu:g} samples/GPU"
     )
     meta = describe(m, s, pr, scaling, options)
+    meta["compute_conversion"] = conversion_caption(ctx.conversion, batch, batch_per_gpu)  # issue 13
 
     results = []
     for p in counts:

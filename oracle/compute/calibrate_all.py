@@ -32,7 +32,7 @@ from oracle.compute.compare import config_for
 from oracle.compute.context import Context
 from oracle.compute.io import EVERY_GPU, loaders
 from oracle.compute.strategies import REGISTRY
-from oracle.model import InputPipeline, LayerTimes, NetworkLevel, Protocol, System
+from oracle.model import InputPipeline, NetworkLevel, Protocol, System
 
 SLOWER = 1.5  # a run implying a β this much above the tightest one is not network-bound
 PARAMETERS = ("loader_rate", "beta_intra", "beta_inter", "node_rate", "leader_rate")
@@ -44,9 +44,15 @@ def includes_io(run) -> bool:
 
 
 def with_system(ctx: Context, system: System) -> Context:
-    """The same model, times and options on another system."""
-    times = tuple(LayerTimes(float(f), float(b), float(w)) for f, b, w in zip(ctx.fw, ctx.bw, ctx.wu))
-    return Context(ctx.model, system, times, ctx.options, ctx.profile_kind)
+    """The same model, times, compute conversion and options on another system of the
+    same GPUs (a calibrated network or input pipeline): a copy of the context, whose
+    cached sums depend on the model and the times only."""
+    import copy
+
+    out = copy.copy(ctx)
+    out.system = system
+    out.algorithm = ctx.options.collective or system.collective_algorithm
+    return out
 
 
 def calibrated_system(system: System, beta_intra=None, beta_inter=None, loader=None, node=None, leader=None) -> System:

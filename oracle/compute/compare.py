@@ -113,6 +113,26 @@ def config_for(run: MeasuredRun, ctx: Context) -> Config:
     return Config(name, p, p1, p2, float(run.global_batch), segments)
 
 
+# a measured run's optional ``precision`` column (issue 13): fp32, tf32, fp16, bf16, or
+# DeepLearningExamples' FP32/TF32/AMP (AMP = mixed precision): (precision, mixed)
+PRECISION_COLUMN = {"fp32": ("fp32", False), "tf32": ("tf32", False), "fp16": ("fp16", False),
+                    "bf16": ("bf16", False), "amp": ("fp32", True)}  # fmt: skip
+
+
+def run_precision_options(run: MeasuredRun) -> tuple[str, bool] | None:
+    """(precision, mixed) from the run's ``precision`` column, None without one."""
+    from oracle.errors import OracleError
+
+    raw = run.get("precision")
+    if not raw:
+        return None
+    key = raw.strip().lower()
+    if key not in PRECISION_COLUMN:
+        raise OracleError(f"precision '{raw}' is not one of {', '.join(PRECISION_COLUMN)}", line=run.line,
+                          path="precision")  # fmt: skip
+    return PRECISION_COLUMN[key]
+
+
 def compare_run(run: MeasuredRun, ctx: Context, threshold: float = DEFAULT_ANOMALY) -> CompareRow:
     cfg = config_for(run, ctx)
     pt = REGISTRY[run.strategy].evaluate(ctx, cfg)

@@ -21,7 +21,7 @@ import numpy as np
 from oracle.compute.memory import SavedActivations, saved_activations, transient_elements
 from oracle.model import MODEL_INPUT, SPATIAL_TYPES, LayerTimes, Model, System
 
-PRECISION_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2}
+PRECISION_BYTES = {"fp32": 4, "tf32": 4, "fp16": 2, "bf16": 2}
 MEMORY_MODELS = ("framework", "paradl")  # SPEC §4.6
 
 
@@ -50,6 +50,10 @@ class Options:
     # output still has a spatial extent > 1, SPEC §4); CosmoFlow codes gather earlier
     # (after conv2/pool2, ParaDL §4.5.1)
     spatial_split_after: str | None = None
+    # compute model (issue 13, SPEC §4.6): "model" converts a profile to the system's GPU,
+    # the run's precision and each point's per-GPU batch (when the caller passes the
+    # profile's origin to Context); "linear" is ParaDL's per-sample arithmetic
+    compute_scaling: str = "model"
 
     @property
     def memory_model_extended(self) -> bool:
@@ -89,8 +93,13 @@ class Context:
         times: tuple[LayerTimes, ...],
         options: Options,
         profile_kind: str = "",
+        conversion=None,
     ) -> None:
         self.model = model
+        # compute conversion (issue 13): None or a compute.conversion.Conversion
+        self.conversion = conversion if options.compute_scaling == "model" else None
+        self._at_cache: dict[float, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+        self._sum_cache: dict[tuple, float] = {}
         self.profile_kind = profile_kind
         self.system = system
         self.options = options
@@ -105,6 +114,8 @@ class Context:
         self.fw = np.array([t.fw_s for t in times], dtype=float)
         self.bw = np.array([t.bw_s for t in times], dtype=float)
         self.wu = np.array([t.wu_s for t in times], dtype=float)
+        if self.conversion is not None and self.conversion.active:
+            self.wu = self.wu * self.conversion.update_factor()
         self.fb = self.fw + self.bw
         self.C = np.array([i.input_shapes[0][0] for i in info], dtype=int)
         self.F = np.array([i.output_shape[0] for i in info], dtype=int)
@@ -242,14 +253,56 @@ class Context:
             )
         return i
 
-    def split_compute(self, sums: SplitSums, samples: float, q: int, iterations: float) -> float:
+    # -- compute at a per-GPU batch (issue 13; identity in linear mode) -------------------
+    def times_at(self, batch: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(FW, BW, FW+BW) per sample of every layer when a GPU's kernels work on
+        ``batch`` samples: the profile's, converted by the compute model (the profile's
+        own arrays when there is nothing to convert)."""
+        conv = self.conversion
+        if conv is None:
+            return self.fw, self.bw, self.fb
+        hit = self._at_cache.get(batch)
+        if hit is None:
+            f = conv.factors(batch)
+            if f is None:
+                hit = (self.fw, self.bw, self.fb)
+            else:
+                fw, bw = self.fw * f[0] + f[2], self.bw * f[1] + f[3]
+                hit = (fw, bw, fw + bw)
+            self._at_cache[batch] = hit
+        return hit
+
+    def fb_sum(self, batch: float, sums: SplitSums | None = None, part: str = "s") -> float:
+        """Σ (FW+BW) at per-GPU batch ``batch`` over all layers (``sums`` None), or over
+        the split layers (``part`` "s") or the replicated rest ("r") of ``sums``; the
+        profile's own cached sums when nothing converts (exactly ParaDL's)."""
+        fb = self.times_at(batch)[2]
+        if fb is self.fb:
+            return self.sum_fb if sums is None else (sums.fb_s if part == "s" else sums.fb_r)
+        key = (batch, id(sums), part)
+        hit = self._sum_cache.get(key)
+        if hit is None:
+            if sums is None:
+                hit = float(fb.sum())
+            else:
+                hit = float(fb[sums.mask if part == "s" else ~sums.mask].sum())
+            self._sum_cache[key] = hit
+        return hit
+
+    def conversion_label(self, batch: float) -> str:
+        return self.conversion.label(batch) if self.conversion is not None else ""
+
+    def split_compute(self, sums: SplitSums, samples: float, q: int, iterations: float,
+                      batch: float | None = None) -> float:  # fmt: skip
         """Per-epoch forward+backward time of the split layers when each of ``samples``
         samples is split q ways: samples·Σs(FW+BW)/q by default (SPEC §4), with the
         system's split efficiency (Implementation: Amdahl fraction f, a fixed overhead
-        per split layer and iteration) samples·Σs(FW+BW)·(f + (1-f)/q) + I·n_s·o."""
+        per split layer and iteration) samples·Σs(FW+BW)·(f + (1-f)/q) + I·n_s·o.
+        ``batch``: the per-GPU work per kernel, in samples (compute model, issue 13)."""
         impl = self.system.implementation
         f = impl.split_serial_fraction if q > 1 else 0.0
-        t = samples * sums.fb_s * (f + (1.0 - f) / q)
+        fb_s = sums.fb_s if batch is None else self.fb_sum(batch, sums, "s")
+        t = samples * fb_s * (f + (1.0 - f) / q)
         if q > 1 and impl.split_overhead_s:
             t += iterations * int(sums.mask.sum()) * impl.split_overhead_s
         return t

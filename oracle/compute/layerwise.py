@@ -74,6 +74,7 @@ from oracle.compute.network import (
 )
 from oracle.compute.strategies.filter import backward_collective
 from oracle.compute.strategies.spatial import halo_exchange
+from oracle.compute.strategies.base import epoch_limit
 from oracle.model import MODEL_INPUT
 from oracle.units import fmt_gb
 
@@ -303,7 +304,7 @@ class Costs:
                 for l in range(G):
                     self.reasons[(l, k)] = f"fewer than one sample per {what}: B={B:g} over {p1}"
             if d.kind == "data":
-                fb[:, k] = D / p * ctx.fb
+                fb[:, k] = D / p * ctx.times_at(B / p)[2]
                 wu[:, k] = I * ctx.wu
                 mem[:, k] = 2 * B / p * act + 2 * w
                 held[:, k] = B / p
@@ -314,7 +315,7 @@ class Costs:
                 continue
             if d.kind == "spatial":
                 s = sp_mask
-                fb[:, k] = _split_fb(ctx, s, D, p1, p2, I)
+                fb[:, k] = _split_fb(ctx, s, D, p1, p2, I, B)
                 wu[:, k] = I * ctx.wu
                 mem[:, k] = np.where(s, 2 * B / p, 2 * b) * act + 2 * w
                 held[:, k] = np.where(s, B / p, b)
@@ -357,7 +358,7 @@ class Costs:
             sums = ctx.filter_split if d.kind == "filter" else ctx.channel_split
             s = sums.mask
             width = ctx.F if d.kind == "filter" else ctx.C
-            fb[:, k] = _split_fb(ctx, s, D, p1, p2, I)
+            fb[:, k] = _split_fb(ctx, s, D, p1, p2, I, B)
             wu[:, k] = np.where(s, I / p2, I) * ctx.wu
             mem[:, k] = 2 * b * act + np.where(s, 2 * w / p2, 2 * w)
             held[:, k] = b
@@ -559,6 +560,7 @@ class Costs:
             limits.append(
                 Limit("layer", f"{ctx.names[l]} under {self.dists[c[l]].label}: {why}{more}")
             )
+        limits += epoch_limit(ctx, self.B)  # issue 13: B > D
         memory = self.memory(c)
         bd = self._with_input(bd, assignment)
         if self.p > ctx.system.total_gpus:
@@ -597,6 +599,7 @@ class Costs:
             ),
             profile_kind=ctx.profile_kind,
             memory_model=ctx.memory_model,
+            compute_conversion=ctx.conversion_label(self.B / self.p),
         )
         return Assessment(
             point=point,
@@ -644,15 +647,17 @@ class Costs:
         return [self.index[d] for d in assignment]
 
 
-def _split_fb(ctx: Context, split: np.ndarray, D: float, p1: int, p2: int, I: float) -> np.ndarray:
+def _split_fb(ctx: Context, split: np.ndarray, D: float, p1: int, p2: int, I: float, B: float) -> np.ndarray:
     """Per layer FW+BW per epoch: a split layer's D/p1 samples split p2 ways, with the
-    system's split efficiency (as Context.split_compute); a replicated one's D/p1."""
+    system's split efficiency (as Context.split_compute); a replicated one's D/p1.
+    Compute model (issue 13): split layers work on B/(p1·p2) samples per kernel,
+    replicated ones on B/p1."""
     impl = ctx.system.implementation
     f = impl.split_serial_fraction if p2 > 1 else 0.0
-    split_t = D / p1 * ctx.fb * (f + (1.0 - f) / p2)
+    split_t = D / p1 * ctx.times_at(B / (p1 * p2))[2] * (f + (1.0 - f) / p2)
     if p2 > 1 and impl.split_overhead_s:
         split_t = split_t + I * impl.split_overhead_s
-    return np.where(split, split_t, D / p1 * ctx.fb)
+    return np.where(split, split_t, D / p1 * ctx.times_at(B / p1)[2])
 
 
 def _flows(p1: int, p2: int, gpn: int) -> int:

@@ -103,6 +103,7 @@ def sweep(
     p2: int | None = None,
     options: Options | None = None,
     profile_kind: str = "",
+    conversion=None,
 ) -> list[Point]:
     """Evaluate and rank.  Exactly one of ``batch`` (strong scaling, B fixed) and
     ``batch_per_gpu`` (weak scaling, B = b·p) must be given."""
@@ -125,7 +126,7 @@ def sweep(
     if counts[0] < 1:
         raise OracleError(f"got {counts[0]}; GPU counts must be >= 1", path="--gpus")
 
-    ctx = Context(model, system, times, options, profile_kind)
+    ctx = Context(model, system, times, options, profile_kind, conversion=conversion)
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
         # overflowing inputs become the "overflow" limit of a point, not warnings
         return _sweep(ctx, counts, names, explicit, batch, batch_per_gpu, p2)

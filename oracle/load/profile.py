@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from oracle.errors import OracleError
+from oracle.gpus import PRECISIONS
 from oracle.load.fields import Fields, choice, integer, number, string
 from oracle.load.yamlfile import load_yaml
 from oracle.model import LayerTimes, Model, Profile
@@ -30,6 +31,7 @@ def parse_profile(doc: dict, file: str) -> Profile:
     device = top.opt("device", string(), "unknown device")
     framework = top.opt("framework", string(), "unknown framework")
     samples = top.opt("measured_samples_per_gpu", integer(ge=1))
+    precision = top.opt("precision", choice(PRECISIONS), "fp32")
     source = top.opt("source", string(nonempty=False), "")
     kind = top.opt("kind", choice(KINDS), None)
     meta = []
@@ -91,6 +93,7 @@ def parse_profile(doc: dict, file: str) -> Profile:
         total_fw_bw_per_sample_s=total_fwbw,
         total_wu_per_iteration_s=total_wu,
         meta=tuple(meta),
+        precision=precision,
     )
 
 
@@ -107,12 +110,14 @@ def _all_or_no_memory(top: Fields, layers: list[tuple[str, LayerTimes]]) -> None
         )
 
 
-def bind_profile(model: Model, profile: Profile) -> tuple[LayerTimes, ...]:
+def bind_profile(model: Model, profile: Profile, spread=None) -> tuple[LayerTimes, ...]:
     """Per-layer times of ``profile`` for the layers of ``model``, in model order.
 
     A total-only profile is spread over layers in proportion to their training FLOPs
     (forward : backward = 1 : 2, the usual 3x forward cost of training), and its weight
-    update time in proportion to parameters (SPEC §3.3).
+    update time in proportion to parameters (SPEC §3.3).  With ``spread`` (per-layer
+    (FW, BW) weights, e.g. the compute model's times, issue 13) the forward+backward
+    total is spread in proportion to those instead.
     """
     if profile.model != model.name:
         raise OracleError(
@@ -149,6 +154,11 @@ def bind_profile(model: Model, profile: Profile) -> tuple[LayerTimes, ...]:
     total = profile.total_fw_bw_per_sample_s
     wu_total = profile.total_wu_per_iteration_s or 0.0
     out = []
+    if spread is not None:
+        ssum = sum(f + b for f, b in spread) or 1.0
+        for (f, b), w in zip(spread, params):
+            out.append(LayerTimes(total * f / ssum, total * b / ssum, wu_total * w / psum if psum else 0.0))
+        return tuple(out)
     for f, w in zip(flops, params):
         share = total * f / fsum
         wu = wu_total * w / psum if psum else 0.0

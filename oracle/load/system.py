@@ -66,8 +66,9 @@ def parse_system(doc: dict, file: str) -> System:
     assert gpu is not None
     gpu_model = gpu.req("model", string())
     memory_GB = gpu.req("memory_GB", number(gt=0, what="GPU memory in GB (10^9 bytes)"))
-    peak_TFLOPS = gpu.opt("peak_TFLOPS", number(gt=0))
+    peaks = _peaks(gpu)
     mem_bw = gpu.opt("memory_bandwidth_GB_per_s", number(gt=0))
+    sm_count = gpu.opt("sm_count", integer(ge=1, le=100000, what="streaming multiprocessors (SMs)"))
     workspace_GB = gpu.opt("workspace_GB", number(ge=0, what="GB the framework reserves"), 0.0)
     gpu.done(allowed_extra=("source",))
 
@@ -127,7 +128,9 @@ def parse_system(doc: dict, file: str) -> System:
         name=name,
         gpu_model=gpu_model,
         gpu_memory_bytes=memory_GB * 1e9,
-        gpu_peak_flops=peak_TFLOPS * 1e12 if peak_TFLOPS else None,
+        gpu_peak_flops=dict(peaks).get("fp32"),
+        gpu_peaks=peaks,
+        gpu_sm_count=sm_count,
         gpu_memory_bandwidth_Bps=mem_bw * 1e9 if mem_bw else None,
         gpus_per_node=gpus_per_node,
         nodes=nodes,
@@ -159,6 +162,24 @@ def _protocols(lf: Fields, file: str) -> tuple[Protocol, ...]:
         assert alpha is not None and beta is not None
         out.append(Protocol(name, alpha, beta))
     return tuple(out)
+def _peaks(gpu: Fields) -> tuple[tuple[str, float], ...]:
+    """``gpu.peak_TFLOPS``: one number (the fp32 peak, as before issue 13) or a mapping
+    from precision (fp32, tf32, fp16, bf16) to the dense peak of the units a conv/fc
+    layer runs on in that precision (tensor cores for tf32/fp16/bf16), in FLOP/s."""
+    from oracle.gpus import PRECISIONS
+
+    check = number(gt=0, what="a peak in TFLOP/s")
+    if not gpu.has("peak_TFLOPS") or not isinstance(gpu.map["peak_TFLOPS"], dict):
+        peak = gpu.opt("peak_TFLOPS", check)
+        return (("fp32", peak * 1e12),) if peak else ()
+    pf = gpu.sub("peak_TFLOPS")
+    assert pf is not None
+    peaks = [(prec, pf.opt(prec, check) * 1e12) for prec in PRECISIONS if pf.has(prec)]
+    pf.opt("source", string(nonempty=False), "")
+    pf.done()
+    if not peaks:
+        raise gpu.error("peak_TFLOPS", f"is empty; expected a peak for at least one of {', '.join(PRECISIONS)}")
+    return tuple(peaks)
 
 
 def _input(top: Fields) -> InputPipeline | None:
@@ -240,6 +261,7 @@ def _implementation(top: Fields) -> Implementation:
         data_spatial_allreduce=f.opt("data_spatial_allreduce", choice(("flat", "leader")), "flat"),
         split_serial_fraction=f.opt("split_serial_fraction", number(ge=0, le=1, what="a fraction"), 0.0),
         split_overhead_s=f.opt("split_overhead_s", number(ge=0, what="seconds per split layer and iteration"), 0.0),
+        fused_activations=f.opt("fused_activations", boolean(), True),
         source=f.opt("source", string(nonempty=False), ""),
         data_filter_allreduce=f.opt("data_filter_allreduce", choice(("flat", "leader")), "flat"),
         layer_backward=f.opt(

@@ -47,6 +47,7 @@ def row_dict(r: CompareRow) -> dict:
         "feasible": pt.feasible,
         "limits": [lim.reason for lim in pt.limits],
         "profile_kind": pt.profile_kind,
+        "compute_conversion": pt.compute_conversion,  # issue 13
         "source": run.source,
     }
     for k, v in run.extra:

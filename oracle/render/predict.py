@@ -51,6 +51,8 @@ def header_lines(meta: dict) -> list[str]:
         lines.append(meta["memory_note"])
     if meta.get("profile_note"):
         lines.append(meta["profile_note"])
+    if meta.get("compute_conversion"):
+        lines.append(f"compute: {meta['compute_conversion']}")
     return lines
 
 

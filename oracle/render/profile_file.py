@@ -55,6 +55,8 @@ def profile_yaml(profile: Profile, header: Sequence[str] = ()) -> str:
     out += _string("framework", profile.framework)
     if profile.measured_samples_per_gpu is not None:
         out.append(f"measured_samples_per_gpu: {int(profile.measured_samples_per_gpu)}")
+    if profile.precision != "fp32":
+        out.append(f"precision: {profile.precision}")
     meta = dict(profile.meta)
     for key in ("batch", "threads", "date", "framework_version", "efficiency", "peak_allocated_bytes"):
         if key in meta:

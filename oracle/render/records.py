@@ -55,6 +55,7 @@ def point_to_dict(pt: Point) -> dict:
         "limit_codes": [lim.code for lim in pt.limits],
         "profile_kind": pt.profile_kind,  # "estimated": a roofline estimate, not measured
         "memory_model": pt.memory_model,  # framework | paradl (SPEC §4.6)
+        "compute_conversion": pt.compute_conversion,  # issue 13: from -> to, or "" (ParaDL linear)
         "memory_breakdown": {k: _num(v) for k, v in (pt.detail("memory") or {}).items()} or None,
         "max_batch_per_gpu": _num(pt.detail("max_batch_per_gpu")),  # the largest that fits
         # with --overlap: communication_s is the exposed part; this is everything sent
@@ -112,6 +113,7 @@ CSV_COLUMNS = [
     "memory_model",
     "max_batch_per_gpu",
     *MEMORY_PARTS,
+    "compute_conversion",
 ]
 
 
@@ -126,6 +128,7 @@ def to_rows(points: Sequence[Point]) -> list[dict]:
         row["memory_model"] = d["memory_model"]
         row["max_batch_per_gpu"] = d["max_batch_per_gpu"]
         row.update({k: (d["memory_breakdown"] or {}).get(k) for k in MEMORY_PARTS})
+        row["compute_conversion"] = d["compute_conversion"]
         rows.append(row)
     return rows
 

@@ -163,6 +163,8 @@ def findings(data: ReportData) -> list[str]:
     note = data.meta.get("profile_note")
     if note:
         out.append(f"Note: the {note}.".replace("the profile gives", "profile gives"))
+    if data.meta.get("compute_conversion"):
+        out.append(f"Compute: {data.meta['compute_conversion']}.")
     if data.measured is not None:
         s = data.measured.summary.overall
         out.append(

@@ -214,6 +214,10 @@ def system_table(s: System):
     from rich.text import Text
 
     peak = f", {s.gpu_peak_flops / 1e12:g} TFLOPS" if s.gpu_peak_flops else ""
+    if len(s.gpu_peaks) > 1:  # issue 13: one peak per precision
+        peak = ", " + " / ".join(f"{prec} {v / 1e12:g}" for prec, v in s.gpu_peaks) + " TFLOPS"
+    if s.gpu_sm_count:
+        peak += f", {s.gpu_sm_count} SMs"
     bw = f", {fmt_rate(s.gpu_memory_bandwidth_Bps)} memory" if s.gpu_memory_bandwidth_Bps else ""
     if s.contention_factor is not None:
         phi = f"contention φ = {s.contention_factor:g} (from the system file)"

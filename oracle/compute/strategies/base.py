@@ -96,7 +96,7 @@ def make_point(
         breakdown = _replace(breakdown, gradient_exchange_s=1.5 * breakdown.gradient_exchange_s)
     if system.input is not None and cfg.batch > 0:
         breakdown = _with_input(ctx, cfg, breakdown)
-    limits = list(limits)
+    limits = list(limits) + epoch_limit(ctx, cfg.batch)
     if cfg.gpus > system.total_gpus:
         limits.insert(
             0,
@@ -136,7 +136,17 @@ def make_point(
         details=tuple(details.items()),
         profile_kind=ctx.profile_kind,
         memory_model=ctx.memory_model,
+        compute_conversion=ctx.conversion_label(cfg.batch / cfg.gpus) if cfg.gpus > 0 else "",
     )
+
+
+def epoch_limit(ctx: Context, batch: float) -> list[Limit]:
+    """A global batch larger than the dataset (fewer than one iteration per epoch;
+    issue 13, SPEC §4.6): I = D/B < 1 would charge a fraction of an iteration."""
+    if batch > ctx.D:
+        return [Limit("dataset", f"global batch B={batch:g} exceeds the {ctx.D:g} samples of the dataset"
+                      " (fewer than one iteration per epoch)")]  # fmt: skip
+    return []
 
 
 def overlapped_gradients(

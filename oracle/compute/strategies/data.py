@@ -27,7 +27,7 @@ class Data(Strategy):
         p, B, D = cfg.gpus, cfg.batch, ctx.D
         I = D / B
         # compute = (D/p) Σ(FW+BW) + I ΣWU                               ParaDL eq. 5
-        bd_fb = D / p * ctx.sum_fb
+        bd_fb = D / p * ctx.fb_sum(B / p)
         bd_wu = I * ctx.sum_wu
         # communication = I · AR(p, δΣw) on GPUs 0..p-1                  ParaDL eq. 6
         # (ring by default; network.allreduce_algorithm for the others)
@@ -40,7 +40,7 @@ class Data(Strategy):
         ar, algo = cost(ctx.delta * ctx.sum_w)
         hidden = 0.0
         if ctx.options.overlap == "buckets":  # bucketed all-reduces during the backward
-            exposed, total = overlapped_gradients(ctx, B / p * ctx.bw, ctx.delta * ctx.w, [lambda m: cost(m)[0]])
+            exposed, total = overlapped_gradients(ctx, B / p * ctx.times_at(B / p)[1], ctx.delta * ctx.w, [lambda m: cost(m)[0]])
             ar, hidden = exposed, total - exposed
         ge = I * ar
         # memory / (γδ) = Σ (2B/p)(x+y) + 2w                             ParaDL eq. 7

@@ -67,7 +67,7 @@ class DataFilter(Strategy):
         I = D / B
         s = ctx.filter_split
         # compute = (D/p) Σs FB + (D/p1) Σr FB + (I/p2) Σs WU + I Σr WU        SPEC §4
-        fb = ctx.split_compute(s, D / p1, p2, I) + D / p1 * s.fb_r
+        fb = ctx.split_compute(s, D / p1, p2, I, B / p) + D / p1 * ctx.fb_sum(B / p1, s, "r")
         wu = I / p2 * s.wu_s + I * s.wu_r
         # layer collectives in the group: Σ [AG(p2, δ·B·y/p) + AR(p2, δ·B·y/p1)]
         lc = I * horizontal_collectives(ctx, s, p2, B / p1)
@@ -75,7 +75,7 @@ class DataFilter(Strategy):
         ar, phi, level = data_group_allreduce(ctx, p1, p2, ctx.delta * (s.w_s / p2 + s.w_r))
         hidden = 0.0
         if ctx.options.overlap == "buckets":  # the data group's buckets during the backward
-            backward = np.where(s.mask, B / p, B / p1) * ctx.bw
+            backward = np.where(s.mask, B / p * ctx.times_at(B / p)[1], B / p1 * ctx.times_at(B / p1)[1])
             grads = ctx.delta * np.where(s.mask, ctx.w / p2, ctx.w)
             exposed, total = overlapped_gradients(
                 ctx, backward, grads, [lambda m: data_group_allreduce(ctx, p1, p2, m)[0]]

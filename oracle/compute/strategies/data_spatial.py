@@ -47,7 +47,7 @@ class DataSpatial(Strategy):
         s = ctx.spatial_split
         b = B / p1  # samples per spatial group
         # compute = (D/p) Σs FB + (D/p1) Σr FB + I ΣWU                           SPEC §4
-        fb = ctx.split_compute(s, D / p1, p2, I) + D / p1 * s.fb_r
+        fb = ctx.split_compute(s, D / p1, p2, I, B / p) + D / p1 * ctx.fb_sum(b, s, "r")
         wu = I * ctx.sum_wu
         # gradient exchange: AR_φ(p, δΣs w) over all GPUs + AR_φ(p1, δΣr w)      SPEC §4
         # (implementation: leader is ParaDL's §4.5.1 code: "a reduce inside each node to a
@@ -69,7 +69,7 @@ class DataSpatial(Strategy):
         ge += ar_r
         hidden = 0.0
         if ctx.options.overlap == "buckets":  # both all-reduces in buckets during the backward
-            backward = np.where(s.mask, B / p, b) * ctx.bw
+            backward = np.where(s.mask, B / p * ctx.times_at(B / p)[1], b * ctx.times_at(b)[1])
             kinds = np.where(s.mask, 0, 1)
             exposed, total = overlapped_gradients(ctx, backward, ctx.delta * ctx.w, [cost_split, cost_rest], kinds)
             ge, hidden = exposed, total - exposed

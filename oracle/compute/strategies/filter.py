@@ -73,7 +73,7 @@ class Filter(Strategy):
         I = D / B
         s = self.split(ctx)
         # compute = (D/p) Σs(FW+BW) + D Σr(FW+BW) + (I/p) Σs WU + I Σr WU    SPEC §4
-        fb = ctx.split_compute(s, D, p, I) + D * s.fb_r
+        fb = ctx.split_compute(s, D, p, I, B / p) + D * ctx.fb_sum(B, s, "r")
         wu = I / p * s.wu_s + I * s.wu_r
         lc = I * horizontal_collectives(ctx, s, p, B)
         # memory / (γδ) = Σ 2B(x+y) + Σs 2w/p + Σr 2w                          SPEC §4

@@ -60,8 +60,9 @@ class Pipeline(Strategy):
             )
             return not_computable(ctx, cfg, limits)
         groups = ctx.partition(p)
-        fw_g = np.array([ctx.fw[a:b].sum() for a, b in groups])
-        bw_g = np.array([ctx.bw[a:b].sum() for a, b in groups])
+        fw_at, bw_at, _ = ctx.times_at(B / S)  # a stage's kernels work on one micro-batch
+        fw_g = np.array([fw_at[a:b].sum() for a, b in groups])
+        bw_g = np.array([bw_at[a:b].sum() for a, b in groups])
         wu_g = np.array([ctx.wu[a:b].sum() for a, b in groups])
         # compute = D(p+S-1)/S · (max FW_Gi + max BW_Gi) + I max WU_Gi      ParaDL eq. 12
         # (checkpointing recomputes each stage's forward during its backward)

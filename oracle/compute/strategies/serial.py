@@ -19,7 +19,7 @@ class Serial(Strategy):
         D, B = ctx.D, cfg.batch
         I = D / B
         # compute = D Σ(FW+BW) + I ΣWU                                  ParaDL eq. 3
-        bd = Breakdown(forward_backward_s=D * ctx.sum_fb, weight_update_s=I * ctx.sum_wu)
+        bd = Breakdown(forward_backward_s=D * ctx.fb_sum(B), weight_update_s=I * ctx.sum_wu)
         # memory / (γδ) = Σ 2B(x+y) + 2w                                ParaDL eq. 4
         # (framework model: the saved tensors of B samples, compute/memory.py)
         mem = MemoryParts(2 * B * ctx.sum_act, ctx.sum_w, split_samples=B)

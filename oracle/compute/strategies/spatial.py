@@ -111,7 +111,7 @@ class Spatial(Strategy):
         I = D / B
         s = ctx.spatial_split
         # compute = (D/p) Σs(FW+BW) + D Σr(FW+BW) + I ΣWU                   SPEC §4
-        fb = ctx.split_compute(s, D, p, I) + D * s.fb_r
+        fb = ctx.split_compute(s, D, p, I, B / p) + D * ctx.fb_sum(B, s, "r")
         wu = I * ctx.sum_wu
         # communication = AR(p, δΣs w) + halo + AG(p, δ·B·y_last/p)          SPEC §4
         group = group_contiguous(p, ctx.system.gpus_per_node)
@@ -123,7 +123,7 @@ class Spatial(Strategy):
         ar = cost(ctx.delta * s.w_s)
         hidden = 0.0
         if ctx.options.overlap == "buckets":  # split layers' gradients during the backward
-            backward = np.where(s.mask, B / p, B) * ctx.bw
+            backward = np.where(s.mask, B / p * ctx.times_at(B / p)[1], B * ctx.times_at(B)[1])
             exposed, total = overlapped_gradients(ctx, backward, np.where(s.mask, ctx.delta * ctx.w, 0.0), [cost])
             ar, hidden = exposed, total - exposed
         ge = I * ar
