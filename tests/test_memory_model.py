@@ -422,3 +422,29 @@ def test_layerwise_memory_equals_the_strategy(strategy, p2):
     dist = Dist.data(p) if p2 is None else Dist("filter", p // p2, p2)
     (pt,) = sweep(m, s, times, [p], strategy, batch=B, p2=p2)
     assert evaluate(ctx, p, B, [dist] * ctx.G).point.memory_bytes == pytest.approx(pt.memory_bytes, rel=1e-9)
+
+
+def test_every_published_resnet50_run_fits():
+    """Every ResNet-50 training run of validation/dle-throughput.csv (NVIDIA
+    DeepLearningExamples: PyTorch, TensorFlow, MXNet, PaddlePaddle; 1-80 GPUs) fits its
+    GPU's memory under the framework model at its per-GPU batch and precision."""
+    import tempfile
+
+    memory = {"V100 16GB": 16, "V100 32GB": 32, "A100 40GB": 40, "A100 80GB": 80}
+    with open(ROOT / "validation" / "dle-throughput.csv") as f:
+        rows = [r for r in csv.DictReader(f) if r["model"] in ("resnet50", "resnet50v1.5")
+                and r["per_gpu_batch"] and r["gpu"] in memory and r["precision"] != "AMP+ASP"]  # fmt: skip
+    assert len(rows) >= 40
+    checked = set()
+    with tempfile.TemporaryDirectory() as tmp:
+        for r in rows:
+            gb, b, mixed = memory[r["gpu"]], int(r["per_gpu_batch"]), r["precision"] == "AMP"
+            if (gb, b, mixed) in checked:
+                continue
+            checked.add((gb, b, mixed))
+            sys_file = Path(tmp) / f"s{gb}.yaml"
+            sys_file.write_text(_system(gb))
+            (p,) = oracle.predict("resnet50", str(sys_file), "resnet50_v100", gpus=[8], strategies="data",
+                                  batch_per_gpu=b, mixed_precision=mixed)  # fmt: skip
+            assert p.feasible, (r["framework"], r["system"], r["precision"], b, p.limits)
+    assert len(checked) >= 8
