@@ -12,6 +12,17 @@ _FORMAT = click.option(
 _WIDTH = click.option("--width", type=click.IntRange(min=60), help="Table width. [default: terminal]")
 
 
+def _list(kind: str, width: int | None) -> None:
+    """Without a name: the shipped files of the kind (as oracle list KIND)."""
+    from oracle.catalog import entries
+    from oracle.cli.common import make_console
+    from oracle.render import catalog as rc
+
+    console = make_console(width)
+    for table in rc.tables({kind: entries(kind)}):
+        console.print(table)
+
+
 def _print(renderable_or_text, fmt: str, width: int | None, output: str | None) -> None:
     from oracle.render.output import emit
 
@@ -34,7 +45,7 @@ def show() -> None:
 
 
 @show.command("model")
-@click.argument("name", metavar="MODEL")
+@click.argument("name", metavar="[MODEL]", required=False)
 @_FORMAT
 @_WIDTH
 @output_option
@@ -45,13 +56,15 @@ def show_model(name: str, fmt: str, width: int | None, output: str | None, syste
     from oracle.load import load_model, load_system
     from oracle.render import show as rs
 
+    if name is None:
+        return _list("models", width)
     m = load_model(name)
     s = load_system(system) if system else None
     _print(rs.model_json(m, s) if fmt == "json" else rs.model_table(m, s), fmt, width, output)
 
 
 @show.command("system")
-@click.argument("name", metavar="SYSTEM")
+@click.argument("name", metavar="[SYSTEM]", required=False)
 @_FORMAT
 @_WIDTH
 @output_option
@@ -60,12 +73,14 @@ def show_system(name: str, fmt: str, width: int | None, output: str | None) -> N
     from oracle.load import load_system
     from oracle.render import show as rs
 
+    if name is None:
+        return _list("systems", width)
     s = load_system(name)
     _print(rs.system_json(s) if fmt == "json" else rs.system_table(s), fmt, width, output)
 
 
 @show.command("profile")
-@click.argument("name", metavar="PROFILE")
+@click.argument("name", metavar="[PROFILE]", required=False)
 @click.option("--model", "-m", metavar="MODEL", help="Bind to a model: per-layer times (a total is spread by FLOPs).")
 @_FORMAT
 @_WIDTH
@@ -76,6 +91,8 @@ def show_profile(name: str, model: str | None, fmt: str, width: int | None, outp
     from oracle.load.profile import bind_profile
     from oracle.render import show as rs
 
+    if name is None:
+        return _list("profiles", width)
     pr = load_profile(name)
     m = times = None
     if model:
