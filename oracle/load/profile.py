@@ -97,6 +97,16 @@ def parse_profile(doc: dict, file: str) -> Profile:
     )
 
 
+def _model_arg(model: Model) -> str:
+    """How to name ``model`` on the command line: a shipped model by its name."""
+    from oracle.resources import shipped_dir
+
+    path = Path(model.file) if model.file else None
+    if path is not None and path.parent.resolve() == shipped_dir("models").resolve():
+        return path.stem
+    return model.file or model.name
+
+
 def _all_or_no_memory(top: Fields, layers: list[tuple[str, LayerTimes]]) -> None:
     """Measured memory (``saved_bytes``) replaces the model's estimate only when every
     layer has it: a partial set is a mistake, not something to fill in silently."""
@@ -124,7 +134,8 @@ def bind_profile(model: Model, profile: Profile, spread=None) -> tuple[LayerTime
             f"profile is for model '{profile.model}', not '{model.name}'",
             file=profile.file,
             path="model",
-            hint="pass the profile made for this model",
+            hint=f"pass the profile made for this model, or make one: oracle profile {_model_arg(model)}"
+            " --estimate --system S (oracle list profiles shows the shipped ones)",
         )
     if profile.layers:
         times = dict(profile.layers)
