@@ -178,7 +178,7 @@ def test_same_colour_in_every_plot(run, mpl, tmp_path):
 def test_unknown_suffix(run, tmp_path):
     r = run("plot", "scaling", *RESNET, "-o", tmp_path / "plot.jpg")
     assert r.code == 2
-    assert len(r.err_lines) == 1 and "png or *.svg" in r.err
+    assert len(r.err_lines) == 1 and "*.png, *.svg or *.pdf" in r.err
     assert not (tmp_path / "plot.jpg").exists()
 
 
@@ -253,3 +253,13 @@ def test_predict_chart_cli(run, tmp_path):
     text = out.read_text(encoding="utf-8")
     assert "time per epoch (█ compute" in text
     assert all(len(line.rstrip()) <= 100 for line in text.splitlines())
+
+
+def test_plots_as_pdf_for_papers(run, tmp_path):
+    """-o FILE.pdf writes a PDF (issue 17), byte-identical when drawn again."""
+    pytest.importorskip("matplotlib")
+    a, b = tmp_path / "a.pdf", tmp_path / "b.pdf"
+    for out in (a, b):
+        r = run("plot", "scaling", "-m", "resnet50", "-s", "abci", "-p", "resnet50_v100", "--gpus", "8-64", "-o", out)
+        assert r.code == 0, r.err
+    assert a.read_bytes().startswith(b"%PDF") and a.read_bytes() == b.read_bytes()

@@ -28,7 +28,7 @@ def _write(data: bytes, output: str) -> None:
     write_file(output, data)
 
 
-output_required = click.option("--output", "-o", required=True, metavar="FILE.png|FILE.svg",
+output_required = click.option("--output", "-o", required=True, metavar="FILE.png|FILE.svg|FILE.pdf",
                                help="Image to write (format from the suffix).")
 dpi_option = click.option("--dpi", type=click.IntRange(min=30, max=600), default=110, show_default=True,
                           help=DPI_HELP)

@@ -87,7 +87,7 @@ RC = {
     "savefig.facecolor": "white",
 }
 
-FORMATS = ("png", "svg")
+FORMATS = ("png", "svg", "pdf")  # PDF for papers (issue 17)
 KINDS = ("breakdown", "scaling", "memory", "compare")
 
 
@@ -119,13 +119,13 @@ def strategy_colour(name: str) -> str:
 
 
 def format_for(path: str) -> str:
-    """'png' or 'svg' from a file name; anything else is a user mistake."""
+    """'png', 'svg' or 'pdf' from a file name; anything else is a user mistake."""
     suffix = str(path).rsplit(".", 1)[-1].lower() if "." in str(path) else ""
     if suffix not in FORMATS:
         raise OracleError(
             f"cannot tell the image format from '{path}'",
             path="-o",
-            hint="name the file *.png or *.svg",
+            hint="name the file *.png, *.svg or *.pdf",
         )
     return suffix
 
@@ -137,7 +137,8 @@ def to_bytes(fig, fmt: str = "png", dpi: int = 110, compact: bool = True) -> byt
     import matplotlib
 
     buf = io.BytesIO()
-    metadata = {"Date": None} if fmt == "svg" else {"Software": None}
+    # no dates or producer versions: outputs are reproducible
+    metadata = {"png": {"Software": None}, "svg": {"Date": None}, "pdf": {"CreationDate": None, "Producer": None}}[fmt]
     with matplotlib.rc_context(RC):
         fig.savefig(buf, format=fmt, dpi=dpi, bbox_inches="tight", pad_inches=0.15, metadata=metadata)
     data = buf.getvalue()
