@@ -155,3 +155,12 @@ def test_fit_runs_calibrate_all_writes_a_system(run, tmp_path):
     assert "leader_samples_per_s" in text and "--calibrate all" in text
     r = run("compare", RUNS, "-s", out, "--where", "quality=A", "--exclude", "gpus=1,2,4,8", "-f", "json")
     assert json.loads(r.out)["summary"]["mean_accuracy"] == pytest.approx(0.884, abs=0.001)
+
+
+def test_fit_runs_warns_about_runs_of_another_system(run):
+    r = run("fit", "runs", RUNS, "-s", "abci-chainermnx", "--calibrate", "network", "--where", "model=vgg16",
+            "--where", "gpus=4,8")  # fmt: skip
+    assert r.code == 0, r.err
+    assert "warning" in r.err and "were measured on 'abci'" in r.err and "31, 32" in r.err
+    r = run("fit", "runs", RUNS, "-s", "abci", "--calibrate", "network", "--where", "model=vgg16", "--where", "gpus=4,8")
+    assert "warning" not in r.err

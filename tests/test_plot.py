@@ -263,3 +263,12 @@ def test_plots_as_pdf_for_papers(run, tmp_path):
         r = run("plot", "scaling", "-m", "resnet50", "-s", "abci", "-p", "resnet50_v100", "--gpus", "8-64", "-o", out)
         assert r.code == 0, r.err
     assert a.read_bytes().startswith(b"%PDF") and a.read_bytes() == b.read_bytes()
+
+
+def test_chart_follows_top(run):
+    """--chart shows what --top keeps (issue 17)."""
+    args = ("predict", "-m", "resnet50", "-s", "abci", "-p", "resnet50_v100", "--gpus", "8", "--chart", "--width", "120")
+    full = run(*args)
+    top = run(*args, "--top", "1")
+    chart = lambda out: out[out.index("time per epoch ("):]  # noqa: E731
+    assert "data+filter" in chart(full.out) and "data+filter" not in chart(top.out)

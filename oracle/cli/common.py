@@ -317,13 +317,13 @@ def render_points(points, meta, fmt, top, chart, width, output) -> None:
     if output:
         text = rp.render_text(table, width=width or 140)
         if chart:
-            text += rp.render_text(rp.bar_chart(points, meta, width or 140), width=width or 140)
+            text += rp.render_text(rp.bar_chart(shown, meta, width or 140), width=width or 140)
         emit(text, output)
         return
     console = make_console(width)
     console.print(table)
     if chart:
-        console.print(rp.bar_chart(points, meta, console.width))
+        console.print(rp.bar_chart(shown, meta, console.width))
 
 
 def make_console(width: int | None = None):

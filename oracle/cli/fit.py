@@ -11,6 +11,8 @@ system file); its outermost level then covers only the largest measured span.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
 
 _UNITS = {
@@ -388,6 +390,7 @@ def fit_runs_cmd(runs, system, kind, where, overlay, name, output, width) -> Non
     if not chosen:
         raise OracleError("no run matches the --where filter", file=runs)
     base_path = resolve("systems", system)
+    _warn_other_systems(chosen, base_path, runs)
     if kind == "compute":  # issue 13: writes a profile, not a system (oracle/cli/fit_compute.py)
         from oracle.cli.fit_compute import write_profile
         return write_profile(runs, chosen, str(base_path), output)
@@ -480,6 +483,28 @@ def fit_runs_cmd(runs, system, kind, where, overlay, name, output, width) -> Non
     _check_loads(text, str(output))
     emit(text, output)
     click.echo(f"wrote {output}", err=True)
+
+
+def _warn_other_systems(chosen, base_path, runs: str) -> None:
+    """Runs measured on another system than the base calibrate it all the same: say so
+    (issue 17), naming the systems and the lines."""
+    from oracle.errors import OracleError
+    from oracle.resources import resolve
+
+    other: dict[str, list[int]] = {}
+    for r in chosen:
+        try:
+            same = resolve("systems", r.system).resolve() == Path(base_path).resolve()
+        except OracleError:
+            same = False
+        if not same:
+            other.setdefault(r.system, []).append(r.line)
+    for name, lines in other.items():
+        click.echo(
+            f"oracle: warning: {runs} lines {', '.join(map(str, lines))} were measured on '{name}', not on the base"
+            f" system {base_path}: their numbers calibrate it all the same",
+            err=True,
+        )
 
 
 def _fmt_param(parameter: str, value: float) -> str:

@@ -588,7 +588,7 @@ def compare_figure(rows, summary=None, title_text: str = ""):
             ax.set_xlabel("GPUs" + (" (B: global batch)" if show_batch else ""))
             ax.grid(axis="x", visible=False)
             mean = sum(r.accuracy for r in grp) / len(grp)
-            ax.set_title(f"{model} on {system} · {strategy} · mean accuracy {100 * mean:.1f}% ({len(grp)} runs)",
+            ax.set_title(f"{model} on {system} · {strategy} · mean accuracy {100 * mean:.1f}% ({len(grp)} run{'s' if len(grp) != 1 else ''})",
                          loc="left", fontweight="bold")
             ax.legend(handles=[
                 Patch(facecolor="white", edgecolor=colour, hatch="////", label="measured"),
