@@ -262,7 +262,8 @@ class System:
     input: InputPipeline | None = None
     implementation: Implementation = field(default_factory=Implementation)
     collective_tables: tuple[CollectiveTable, ...] = ()
-    collective_algorithm: str = "ring"  # ring | rhd | tree | hierarchical | leader | auto
+    collective_algorithm: str = "ring"  # ring | rhd | tree | hierarchical | leader | ps | auto
+    ps_servers: int = 1  # parameter servers for the "ps" algorithm (collectives: ps_servers)
     gpu_workspace_bytes: float = 0.0  # memory the framework takes besides the model (issue 8)
     framework: FrameworkMemory = field(default_factory=FrameworkMemory)  # memory model (issue 12)
     # compute model (issue 13): dense peak FLOP/s per precision, SM count

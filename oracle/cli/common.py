@@ -117,6 +117,10 @@ def options_note(system, options) -> str:
         bits.append("measured collective tables")
     if options.overlap != "none":
         size = f"{options.bucket_bytes / 2**20:g} MiB buckets" if options.bucket_bytes else "one bucket per layer"
+        if options.bucket_layers:
+            size = f"chunks of {options.bucket_layers} layers"
+        if options.delayed_update:
+            size += f", delayed update of {','.join(options.delayed_update)}"
         bits.append(f"overlap: {size}, halos behind interior compute")
     if options.optimizer != "sgd":
         bits.append(f"{options.optimizer} state")
@@ -135,7 +139,7 @@ def project(model, system, profile, gpus=None, strategies="all", batch_per_gpu=N
             segments=None, precision="fp32", gamma=1.0, phi=None, samples=None, collective=None,
             optimizer="sgd", mixed_precision=False, zero=0, checkpointing=False, overlap="none",
             bucket_mb=25.0, layers=None, memory_model="framework", spatial_split_after=None,
-            compute_scaling="model"):  # fmt: skip
+            compute_scaling="model", bucket_layers=0, delayed_update=None):  # fmt: skip
     """Load the inputs and run the sweep, as ``oracle predict`` does (keywords as the
     options of :func:`sweep_options`).
 
@@ -158,7 +162,8 @@ def project(model, system, profile, gpus=None, strategies="all", batch_per_gpu=N
                       collective=collective, optimizer=optimizer, mixed_precision=mixed_precision, zero=zero,
                       checkpointing=checkpointing, overlap=overlap, bucket_bytes=bucket_mb * 2**20,
                       memory_model=memory_model, spatial_split_after=spatial_split_after,
-                      compute_scaling=compute_scaling)
+                      compute_scaling=compute_scaling, bucket_layers=bucket_layers,
+                      delayed_update=tuple(x.strip() for x in (delayed_update or "").split(",") if x.strip()))
     times, conversion = prepare(m, s, pr, options)  # issue 13: the compute model
     points = sweep(m, s, times, counts, strategies, batch=batch, batch_per_gpu=batch_per_gpu, p2=p2, options=options,
                    profile_kind=pr.kind, conversion=conversion)
@@ -224,8 +229,8 @@ def sweep_options(f):
                      help="ParaDL memory model: reuse factor γ (0 < γ <= 1). [default: 1]"),
         click.option("--contention", "phi", type=click.FloatRange(min=1, max=1000), help="Contention factor φ >= 1."),
         click.option("--samples", type=click.IntRange(min=1, max=10**15), help="Dataset size D (overrides the model's)."),
-        click.option("--collective", type=click.Choice(["ring", "rhd", "tree", "hierarchical", "leader", "auto"]),
-                     help="All-reduce algorithm (auto: the cheapest per call). [default: the system's, else ring]"),
+        click.option("--collective", type=click.Choice(["ring", "rhd", "tree", "hierarchical", "leader", "ps", "auto"]),
+                     help="All-reduce algorithm (auto: the cheapest per call; ps: parameter servers, collectives: ps_servers in the system). [default: the system's, else ring]"),
         click.option("--optimizer", type=click.Choice(["sgd", "momentum", "adam"]), default="sgd", show_default=True,
                      help="Optimizer state in memory: none, 4 or 8 bytes per parameter."),
         click.option("--mixed-precision", is_flag=True,
@@ -239,6 +244,12 @@ def sweep_options(f):
                      " behind interior compute (communication_s is then the exposed part)."),
         click.option("--bucket-MB", "bucket_mb", type=click.FloatRange(min=0), default=25.0, show_default=True,
                      help="Gradient bucket size in MiB (PyTorch DDP's default); 0: one bucket per layer."),
+        click.option("--bucket-layers", type=click.IntRange(min=0), default=0,
+                     help="With --overlap buckets: all-reduce gradients in chunks of K layers (Lee et al. 2017)"
+                     " instead of by size. [default: by --bucket-MB]"),
+        click.option("--delayed-update", metavar="LAYERS",
+                     help="With --overlap buckets: layers (names or types, e.g. fc) whose gradient exchange"
+                     " overlaps the next iteration's forward (Lee et al.'s delayed update)."),
         click.option("--spatial-split-after", metavar="LAYER",
                      help="Spatial strategies: split the layers up to LAYER only, then gather (e.g. CosmoFlow"
                      " codes gather after pool2). [default: the last layer with a spatial output]"),

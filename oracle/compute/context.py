@@ -50,6 +50,11 @@ class Options:
     # output still has a spatial extent > 1, SPEC §4); CosmoFlow codes gather earlier
     # (after conv2/pool2, ParaDL §4.5.1)
     spatial_split_after: str | None = None
+    # overlap as Lee et al. (HiPC 2017) do it (issue 18): gradients in chunks of k layers
+    # (0: by bucket_bytes), and the delayed update of chosen layers (names or layer types,
+    # e.g. "fc"), whose gradient exchange overlaps the next iteration's forward
+    bucket_layers: int = 0
+    delayed_update: tuple[str, ...] = ()
     # compute model (issue 13, SPEC §4.6): "model" converts a profile to the system's GPU,
     # the run's precision and each point's per-GPU batch (when the caller passes the
     # profile's origin to Context); "linear" is ParaDL's per-sample arithmetic
@@ -129,6 +134,8 @@ class Context:
         self.saved = _saved_activations(model, times)
         if options.spatial_split_after is not None:
             self._split_point(options.spatial_split_after, self.default_spatial_last())  # fail early
+        if options.delayed_update:
+            self._check_delayed()
         self.transient = transient_elements(model)
 
     # -- memory (SPEC §4.6: framework model; ParaDL's bound in strategies/base.py) --------
@@ -226,6 +233,20 @@ class Context:
         mask = np.zeros(self.G, dtype=bool)
         mask[: last + 1] = True
         return self._sums(mask)
+
+    def delayed_mask(self) -> np.ndarray:
+        """The layers --delayed-update names (by name or by layer type)."""
+        want = set(self.options.delayed_update)
+        return np.array([n in want or t in want for n, t in zip(self.names, self.types)], dtype=bool)
+
+    def _check_delayed(self) -> None:
+        from oracle.errors import OracleError, did_you_mean
+
+        known = set(self.names) | set(self.types)
+        for name in self.options.delayed_update:
+            if name not in known:
+                raise OracleError(f"model '{self.model.name}' has no layer or layer type '{name}'",
+                                  path="--delayed-update", hint=did_you_mean(name, sorted(known)))  # fmt: skip
 
     def default_spatial_last(self) -> int:
         """SPEC §4: the last layer whose output still has a spatial extent > 1."""

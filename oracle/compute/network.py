@@ -237,7 +237,13 @@ def _cheapest(lk: Link, cost) -> np.ndarray:
 #   auto          the cheapest of these for every call (per message size and span)
 
 ALLREDUCE_ALGORITHMS = ("ring", "rhd", "tree", "hierarchical", "leader")
-ALGORITHMS = (*ALLREDUCE_ALGORITHMS, "auto")
+# ps: a parameter server (issue 18; Li et al., "Scaling Distributed Machine Learning with
+# the Parameter Server", OSDI 2014; the synchronisation of Jia et al.'s ICML 2018
+# baselines): every worker pushes its m bytes of gradients and pulls m bytes of weights,
+# and the s servers (collectives: ps_servers) each move p·m/s both ways over a link of
+# the same level, so  t = 2α + 2·m·β·max(1, p/s)  — cost growing with the replicas.
+# Never chosen by "auto" (a deployment choice, not an algorithm a library picks).
+ALGORITHMS = (*ALLREDUCE_ALGORITHMS, "ps", "auto")
 
 
 @dataclass(frozen=True)
@@ -317,6 +323,8 @@ def _allreduce_one(system, group, m, name, lk, phi, contention, purpose="allredu
         return 2.0 * math.ceil(math.log2(p)) * lk.alpha_s + 2.0 * (p - 1) / p * m * lk.beta_s_per_byte * phi
     if name == "tree":
         return _tree(p, m, lk, phi)
+    if name == "ps":
+        return 2.0 * lk.alpha_s + 2.0 * m * lk.beta_s_per_byte * phi * max(1.0, p / system.ps_servers)
     g, n = group.per_node, group.nodes
     if n <= 1 or g <= 1:  # nothing to split in two levels: the flat ring
         return np.asarray(allreduce(p, m, lk, phi))

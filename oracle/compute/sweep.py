@@ -72,6 +72,11 @@ def check_options(options: Options) -> None:
             f"unknown memory model '{options.memory_model}'", path="--memory-model",
             hint=did_you_mean(options.memory_model, MEMORY_MODELS) or "framework or paradl",
         )  # fmt: skip
+    if (options.bucket_layers or options.delayed_update) and options.overlap != "buckets":
+        raise OracleError("--bucket-layers and --delayed-update shape the overlap", path="--overlap",
+                          hint="add --overlap buckets")  # fmt: skip
+    if options.bucket_layers < 0:
+        raise OracleError(f"got {options.bucket_layers}; expected a number of layers >= 0", path="--bucket-layers")
     if options.overlap not in ("none", "buckets"):
         raise OracleError(f"unknown overlap '{options.overlap}'", path="--overlap", hint="none or buckets")
     if not (options.bucket_bytes >= 0):

@@ -111,7 +111,7 @@ def parse_system(doc: dict, file: str) -> System:
             ascale = of.opt("alpha_scale", number(gt=0), 1.0)
             bscale = of.opt("beta_scale", number(gt=0), 1.0)
             osrc = of.opt("source", string(nonempty=False), "")
-            algo = of.opt("algorithm", choice(("ring", "rhd", "tree", "hierarchical", "leader", "auto")))
+            algo = of.opt("algorithm", choice(("ring", "rhd", "tree", "hierarchical", "leader", "ps", "auto")))
             factor = of.opt("factor", number(gt=0, le=1e6, what="a time factor"), 1.0)
             of.done()
             ops.append((op, OperationOverride(alpha, beta, ascale, bscale, osrc, algo, factor)))
@@ -119,7 +119,7 @@ def parse_system(doc: dict, file: str) -> System:
     inp = _input(top)
     impl = _implementation(top)
     framework = _framework(top)
-    tables, algorithm = _collectives(top, gpus_per_node)
+    tables, algorithm, ps_servers = _collectives(top, gpus_per_node)
     top.done()
 
     if memory_GB > 1e6:
@@ -144,6 +144,7 @@ def parse_system(doc: dict, file: str) -> System:
         implementation=impl,
         collective_tables=tables,
         collective_algorithm=algorithm,
+        ps_servers=ps_servers,
         gpu_workspace_bytes=workspace_GB * 1e9,
         framework=framework,
     )
@@ -203,7 +204,7 @@ def _input(top: Fields) -> InputPipeline | None:
     return out
 
 
-def _collectives(top: Fields, gpus_per_node: int) -> tuple[tuple[CollectiveTable, ...], str]:
+def _collectives(top: Fields, gpus_per_node: int) -> tuple[tuple[CollectiveTable, ...], str, int]:
     """The optional ``collectives:`` section: ``algorithm`` (ring, rhd, tree,
     hierarchical, leader or auto; default ring, SPEC §4.1); ``mode: table`` uses
     measured times (interpolated in message size) where a table covers the exact GPU
@@ -212,8 +213,9 @@ def _collectives(top: Fields, gpus_per_node: int) -> tuple[tuple[CollectiveTable
 
     f = top.sub("collectives", required=False)
     if f is None:
-        return (), "ring"
+        return (), "ring", 1
     algorithm = f.opt("algorithm", choice(ALGORITHMS), "ring")
+    ps_servers = f.opt("ps_servers", integer(ge=1, le=10**7), 1)  # parameter servers (algorithm ps)
     mode = f.opt("mode", choice(("table", "alpha-beta")), "alpha-beta")
     out = []
     for i, raw, line in f.items("tables", required=mode == "table"):
@@ -234,7 +236,7 @@ def _collectives(top: Fields, gpus_per_node: int) -> tuple[tuple[CollectiveTable
         span = gpus if nodes == 1 else nodes * gpus_per_node
         out.append(CollectiveTable(op, gpus, span, tuple(sizes), tuple(times), src))
     f.done()
-    return (tuple(out) if mode == "table" else ()), algorithm
+    return (tuple(out) if mode == "table" else ()), algorithm, ps_servers
 
 
 def _numbers(f: Fields, key: str, gt: float) -> list[float]:

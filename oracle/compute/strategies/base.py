@@ -160,7 +160,14 @@ def overlapped_gradients(
     (compute/overlap.py: bucketed all-reduces on one channel during the backward)."""
     from oracle.compute.overlap import gradient_timeline
 
-    tl = gradient_timeline(backward_s, grad_bytes, costs, ctx.options.bucket_bytes or None, kinds)
+    o = ctx.options
+    delayed = ctx.delayed_mask() if o.delayed_update else None
+    forward = None
+    if delayed is not None:  # per-layer forward on this GPU, in proportion to its backward
+        with np.errstate(divide="ignore", invalid="ignore"):
+            forward = np.where(ctx.bw > 0, np.asarray(backward_s) * ctx.fw / ctx.bw, 0.0)
+    tl = gradient_timeline(backward_s, grad_bytes, costs, o.bucket_bytes or None, kinds, o.bucket_layers, delayed,
+                           forward)  # fmt: skip
     return tl.exposed_s, tl.total_s
 
 
