@@ -130,7 +130,7 @@ def _acc_style(a: float | None) -> str | None:
     return "green" if a >= 0.9 else ("yellow" if a >= 0.75 else "red")
 
 
-_KIND = {"total": "total only, spread by FLOPs", "measured": "measured per layer", "estimated": "ESTIMATED, not measured"}
+_KIND = {"total": "total only, spread over the layers", "measured": "measured per layer", "estimated": "ESTIMATED, not measured"}
 
 
 def profiles_line(rows: Sequence[CompareRow]) -> str:
