@@ -74,7 +74,8 @@ from datetime import datetime
 from pathlib import Path
 
 from oracle.errors import OracleError
-from oracle.load.yamlfile import read_text
+from oracle.load.source import read_bytes
+from oracle.load.yamlfile import decode_text
 
 FORMATS = ("chainer", "plain", "step-csv")
 FORMAT_NAMES = {
@@ -133,21 +134,15 @@ def read_log(path: str | Path, fmt: str | None = None) -> LogTiming:
 
 def _read(path: str | Path) -> str:
     """The text of a log; binary and non-UTF-8 files are an unknown format."""
-    p = Path(path)
     name = str(path)
-    if p.is_file():
-        try:
-            data = p.read_bytes()
-        except OSError:
-            data = None  # read_text below reports it
-        if data is not None:
-            if b"\x00" in data:
-                raise UnknownLogFormat(UNKNOWN_MESSAGE, file=name, hint="this is a binary file")
-            try:
-                data.decode("utf-8-sig")
-            except UnicodeDecodeError:
-                raise UnknownLogFormat(UNKNOWN_MESSAGE, file=name, hint="this is not UTF-8 text") from None
-    return read_text(path, "training log")
+    data = read_bytes(path, "training log")
+    if b"\x00" in data:
+        raise UnknownLogFormat(UNKNOWN_MESSAGE, file=name, hint="this is a binary file")
+    try:
+        data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise UnknownLogFormat(UNKNOWN_MESSAGE, file=name, hint="this is not UTF-8 text") from None
+    return decode_text(data, name, "training log")
 
 
 def _data_lines(text: str) -> list[tuple[int, str]]:
