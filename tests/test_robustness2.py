@@ -4,14 +4,18 @@ case runs the CLI in-process and checks exit status and the one-line message."""
 
 from __future__ import annotations
 
+import errno
+import io
 import os
 import stat
+import subprocess
+import sys
 import threading
 from pathlib import Path
 
 import pytest
 
-from conftest import TINY_MODEL, TINY_PROFILE, TINY_SYSTEM, run_cli
+from conftest import ROOT, TINY_MODEL, TINY_PROFILE, run_cli
 from test_robustness import files, one_error, predict, sub
 
 # ======================================================================================
@@ -203,3 +207,208 @@ def test_quoted_sexagesimal_is_text(tmp_path):
     m, s, p = files(tmp_path, model=sub(TINY_MODEL, "name: Tiny", 'name: "1:30"'))
     p.write_text(sub(TINY_PROFILE, "model: Tiny", 'model: "1:30"'))
     assert predict(m, s, p).code == 0
+
+
+# ======================================================================================
+# 4. -o: regular files only, never an input of the same command; 8. all or nothing
+# ======================================================================================
+
+
+@pytest.mark.parametrize("target,frag", [
+    ("/dev/null", "is a system path"),
+    ("/dev/stdout", "is a system path"),
+])  # fmt: skip
+def test_output_onto_system_paths_is_refused(tmp_path, target, frag):
+    m, s, p = files(tmp_path)
+    before = os.lstat(target)
+    one_error(predict(m, s, p, "-o", target), f"{target}: -o: {frag}", "'-o -'")
+    after = os.lstat(target)
+    assert (before.st_mode, before.st_ino) == (after.st_mode, after.st_ino)
+
+
+def test_output_through_a_symlink_to_a_device_is_refused(tmp_path):
+    m, s, p = files(tmp_path)
+    link = tmp_path / "out.json"
+    link.symlink_to("/dev/null")
+    one_error(predict(m, s, p, "-o", link), "leads to /dev/null")
+    assert link.is_symlink()
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
+def test_output_onto_a_fifo_is_refused(tmp_path):
+    m, s, p = files(tmp_path)
+    fifo = tmp_path / "out.fifo"
+    os.mkfifo(fifo)
+    one_error(predict(m, s, p, "-o", fifo), "is not a regular file")
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+
+
+def test_output_through_a_symlink_to_a_file_keeps_the_link(tmp_path):
+    m, s, p = files(tmp_path)
+    real = tmp_path / "real.json"
+    real.write_text("old")
+    link = tmp_path / "link.json"
+    link.symlink_to(real)
+    r = predict(m, s, p, "-o", link)
+    assert r.code == 0, r.err
+    assert link.is_symlink() and real.read_text().startswith("[")
+
+
+@pytest.mark.parametrize("which", ["model", "system", "profile"])
+def test_output_equal_to_an_input_is_refused(tmp_path, which):
+    m, s, p = files(tmp_path)
+    target = {"model": m, "system": s, "profile": p}[which]
+    before = target.read_text()
+    one_error(predict(m, s, p, "-o", target), f"{target}: -o: is also an input of this command")
+    assert target.read_text() == before
+
+
+def test_output_equal_to_an_input_by_another_name_is_refused(tmp_path):
+    m, s, p = files(tmp_path)
+    (tmp_path / "sub").mkdir()
+    one_error(predict(m, s, p, "-o", tmp_path / "sub" / ".." / m.name), "is also an input")
+    hard = tmp_path / "hard.yaml"
+    os.link(m, hard)
+    one_error(predict(m, s, p, "-o", hard), "is also an input")
+
+
+def test_output_equal_to_the_runs_csv_of_compare_is_refused(tmp_path):
+    m, s, p = files(tmp_path)
+    runs = tmp_path / "runs.csv"
+    text = f"model,system,profile,strategy,gpus,global_batch,epoch_s\n{m},{s},{p},data,4,64,10\n"
+    runs.write_text(text)
+    one_error(run_cli("compare", runs, "-f", "csv", "-o", runs), "is also an input")
+    assert runs.read_text() == text
+
+
+def test_import_append_may_rewrite_its_own_csv(tmp_path):
+    log = tmp_path / "8gpus-32pergpu.log"
+    log.write_text("0.5\n0.5\n0.5\n")
+    out = tmp_path / "runs.csv"
+    args = ("import", log, "-m", "vgg16", "-s", "abci", "-p", "vgg16_v100", "--strategy", "data", "-o", out)
+    assert run_cli(*args).code == 0
+    r = run_cli(*args, "--append")
+    assert r.code == 0, r.err
+    assert len(out.read_text().splitlines()) == 3
+
+
+@pytest.mark.parametrize("exists", [False, True])
+def test_output_with_a_trailing_slash_names_a_folder(tmp_path, exists):
+    m, s, p = files(tmp_path)
+    folder = tmp_path / "newdir"
+    if exists:
+        folder.mkdir()
+    one_error(predict(m, s, p, "-o", f"{folder}/"), "ends in '/', so it names a folder")
+    assert folder.is_dir() == exists
+    assert not (folder.exists() and any(folder.iterdir()))
+
+
+def _report_args(m, s, p, out):
+    return ("report", "-m", m, "-s", s, "-p", p, "--gpus", "1,4", "-o", out)
+
+
+def test_report_into_a_folder_named_like_a_file_writes_nothing(tmp_path):
+    pytest.importorskip("matplotlib")
+    m, s, p = files(tmp_path)
+    (tmp_path / "q.md").mkdir()
+    before = sorted(x.name for x in tmp_path.iterdir())
+    one_error(run_cli(*_report_args(m, s, p, tmp_path / "q.md")), "is a directory")
+    assert sorted(x.name for x in tmp_path.iterdir()) == before
+
+
+def test_report_images_and_markdown_are_all_or_nothing(tmp_path, monkeypatch):
+    """A failure while renaming leaves no temporary file; the old report stays whole."""
+    pytest.importorskip("matplotlib")
+    import oracle.render.output as output
+
+    m, s, p = files(tmp_path)
+    out = tmp_path / "r.md"
+    out.write_text("old report")
+    real_write = output._write_temp
+    calls = []
+
+    def failing(target, data):
+        calls.append(target.name)
+        if target.name == "r.md":
+            raise OSError(28, "No space left on device")
+        return real_write(target, data)
+
+    monkeypatch.setattr(output, "_write_temp", failing)
+    r = run_cli(*_report_args(m, s, p, out))
+    assert r.code == 2 and "No space left on device" in r.err, r.err
+    assert calls[-1] == "r.md" and len(calls) > 1  # the images were prepared first
+    assert sorted(x.name for x in tmp_path.iterdir()) == sorted(["r.md", m.name, s.name, p.name])
+    assert out.read_text() == "old report"
+
+
+# ======================================================================================
+# 6. standard output closed, full or a broken pipe: one line, exit 2, never 3
+# ======================================================================================
+
+
+ORACLE = [sys.executable, "-c", "from oracle.cli.main import main; main()"]
+
+
+class _FailingStdout(io.TextIOBase):
+    def __init__(self, exc):
+        self.exc = exc
+
+    def isatty(self):
+        return False
+
+    def write(self, text):
+        raise self.exc
+
+
+@pytest.mark.parametrize("exc,reason", [
+    (BrokenPipeError(errno.EPIPE, "Broken pipe"), "Broken pipe"),
+    (OSError(errno.ENOSPC, "No space left on device"), "No space left on device"),
+    (ValueError("I/O operation on closed file."), "it is closed"),
+])  # fmt: skip
+@pytest.mark.parametrize("command", ["show", "check"])
+def test_stdout_failures_are_one_line(tmp_path, monkeypatch, capsys, exc, reason, command):
+    from oracle.cli.main import main
+
+    m, s, p = files(tmp_path)
+    args = ["show", "model", str(m)] if command == "show" else ["check", str(ROOT / "baselines" / "shipped.json")]
+    monkeypatch.chdir(ROOT)
+    monkeypatch.setattr(sys, "stdout", _FailingStdout(exc))
+    with pytest.raises(SystemExit) as info:
+        main(args)
+    assert info.value.code == 2
+    err = capsys.readouterr().err
+    assert err == f"oracle: error: cannot write to standard output: {reason}\n"
+
+
+def test_stdout_missing_at_start(tmp_path, monkeypatch, capsys):
+    from oracle.cli.main import main
+
+    m, s, p = files(tmp_path)
+    monkeypatch.setattr(sys, "stdout", None)
+    with pytest.raises(SystemExit) as info:
+        main(["show", "model", str(m)])
+    assert info.value.code == 2
+    assert capsys.readouterr().err == "oracle: error: cannot write to standard output: it is closed\n"
+    monkeypatch.setattr(sys, "stdout", None)
+    with pytest.raises(SystemExit) as info:
+        main(["show", "model", str(m), "-o", str(tmp_path / "out.txt")])
+    assert info.value.code == 0 and (tmp_path / "out.txt").exists()
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
+def test_dev_full_as_stdout_in_a_real_process(tmp_path):
+    m, s, p = files(tmp_path)
+    with open("/dev/full", "w") as full:
+        r = subprocess.run([*ORACLE, "show", "model", str(m)], stdout=full,
+                           stderr=subprocess.PIPE, text=True, cwd=ROOT, timeout=120)  # fmt: skip
+    assert r.returncode == 2
+    assert r.stderr == "oracle: error: cannot write to standard output: No space left on device\n"
+
+
+def test_closed_stdout_in_a_real_process(tmp_path):
+    m, s, p = files(tmp_path)
+    r = subprocess.run([*ORACLE, "show", "model", str(m)], stdout=subprocess.DEVNULL,
+                       stderr=subprocess.PIPE, text=True, cwd=ROOT, timeout=120,
+                       preexec_fn=lambda: os.close(1))  # fmt: skip
+    assert r.returncode == 2, r.stderr
+    assert r.stderr == "oracle: error: cannot write to standard output: it is closed\n"

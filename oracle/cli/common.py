@@ -260,6 +260,12 @@ def make_console(width: int | None = None):
 
     from rich.console import Console
 
+    class _Console(Console):
+        def on_broken_pipe(self) -> None:  # rich would exit 1 silently; say it in one line
+            import errno
+
+            raise BrokenPipeError(errno.EPIPE, "Broken pipe")
+
     if width is None and not sys.stdout.isatty() and "COLUMNS" not in os.environ:
         width = 140
-    return Console(width=width) if width else Console()
+    return _Console(width=width) if width else _Console()

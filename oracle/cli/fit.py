@@ -184,11 +184,11 @@ def fit_network_cmd(
     """
     import datetime
     import hashlib
-    from pathlib import Path
 
     from oracle.compute.fit import FitOptions, fit_network
     from oracle.errors import CheckFailed
     from oracle.load.benchlogs import load_benchlog
+    from oracle.load.source import read_bytes
     from oracle.render import fit as rf
     from oracle.render.output import emit
 
@@ -257,7 +257,7 @@ def fit_network_cmd(
     command = _command_line(ctx.params, logs)
     info = []
     for log in parsed:
-        digest = hashlib.sha256(Path(log.file).read_bytes()).hexdigest()[:16]
+        digest = hashlib.sha256(read_bytes(log.file, "benchmark log")).hexdigest()[:16]
         info.append(
             f"{log.file}: {log.tool} {log.operation}, {log.gpus} GPUs on {log.nodes} node(s)"
             f" ({log.layout_from}), sha256 {digest}…"

@@ -225,6 +225,7 @@ def _append_to(output: str, rows: list[dict]) -> str:
     from pathlib import Path
 
     from oracle.errors import OracleError
+    from oracle.load.source import release
     from oracle.load.yamlfile import read_text
 
     if not Path(output).exists():
@@ -232,6 +233,7 @@ def _append_to(output: str, rows: list[dict]) -> str:
     if Path(output).is_file() and not Path(output).read_bytes().strip():
         return _csv([list(COLUMNS)] + [[r[c] for c in COLUMNS] for r in rows])
     text = read_text(output, "measured-runs CSV")
+    release(output)  # the one input -o may replace: the rows are added to it
     try:
         table = list(csv.reader(io.StringIO(text), strict=True))
     except csv.Error as exc:

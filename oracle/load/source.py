@@ -39,6 +39,15 @@ def is_input(st: os.stat_result) -> bool:
     return (st.st_dev, st.st_ino) in _inputs
 
 
+def release(path: str | Path) -> None:
+    """Let ``-o`` replace this input (``oracle import --append`` rewrites the CSV it read)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return
+    _inputs.discard((st.st_dev, st.st_ino))
+
+
 def _kind(mode: int) -> str:
     if stat.S_ISFIFO(mode):
         return "a FIFO (named pipe)"
