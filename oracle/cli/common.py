@@ -6,6 +6,8 @@ import math
 
 import click
 
+from oracle.cli.types import FiniteRange, PlainIntRange
+
 FORMATS = ("table", "json", "csv", "markdown")
 
 
@@ -159,28 +161,28 @@ def sweep_options(f):
         click.option("--batch-per-gpu", "-b", type=positive_float,
                      help="Weak scaling: B = b·p samples per iteration."),
         click.option("--batch", "-B", type=positive_float, help="Strong scaling: global mini-batch B, fixed."),
-        click.option("--p2", type=click.IntRange(min=1), help="Hybrids: fix the model-part size p2 (p = p1·p2)."),
-        click.option("--segments", "-S", type=click.IntRange(min=1), help="Pipeline segments S. [default: min(B, 4p)]"),
+        click.option("--p2", type=PlainIntRange(min=1), help="Hybrids: fix the model-part size p2 (p = p1·p2)."),
+        click.option("--segments", "-S", type=PlainIntRange(min=1), help="Pipeline segments S. [default: min(B, 4p)]"),
         click.option("--precision", type=click.Choice(["fp32", "fp16", "bf16"]), default="fp32", show_default=True,
                      help="Bytes per item δ: fp32 4, fp16/bf16 2."),
-        click.option("--memory-reuse", "gamma", type=click.FloatRange(min=0, max=1, min_open=True), default=1.0,
+        click.option("--memory-reuse", "gamma", type=FiniteRange(min=0, max=1, min_open=True), default=1.0,
                      show_default=True, help="Memory reuse factor γ (0 < γ <= 1)."),
-        click.option("--contention", "phi", type=click.FloatRange(min=1, max=1000), help="Contention factor φ >= 1."),
-        click.option("--samples", type=click.IntRange(min=1, max=10**15), help="Dataset size D (overrides the model's)."),
+        click.option("--contention", "phi", type=FiniteRange(min=1, max=1000), help="Contention factor φ >= 1."),
+        click.option("--samples", type=PlainIntRange(min=1, max=10**15), help="Dataset size D (overrides the model's)."),
         click.option("--collective", type=click.Choice(["ring", "rhd", "tree", "hierarchical", "leader", "auto"]),
                      help="All-reduce algorithm (auto: the cheapest per call). [default: the system's, else ring]"),
         click.option("--optimizer", type=click.Choice(["sgd", "momentum", "adam"]), default="sgd", show_default=True,
                      help="Optimizer state in memory: none, 4 or 8 bytes per parameter."),
         click.option("--mixed-precision", is_flag=True,
                      help="2-byte activations, weights, gradients and messages, plus fp32 master weights."),
-        click.option("--zero", type=click.IntRange(0, 3), default=0, show_default=True,
+        click.option("--zero", type=PlainIntRange(0, 3), default=0, show_default=True,
                      help="ZeRO stage: shard optimizer state (1), + gradients (2), + weights (3) across data-parallel GPUs."),
         click.option("--checkpointing", is_flag=True,
                      help="Pipeline: activation checkpointing (keep stage inputs, recompute the forward)."),
         click.option("--overlap", type=click.Choice(["none", "buckets"]), default="none", show_default=True,
                      help="buckets: all-reduce gradients in buckets during the backward and hide halos"
                      " behind interior compute (communication_s is then the exposed part)."),
-        click.option("--bucket-MB", "bucket_mb", type=click.FloatRange(min=0), default=25.0, show_default=True,
+        click.option("--bucket-MB", "bucket_mb", type=FiniteRange(min=0), default=25.0, show_default=True,
                      help="Gradient bucket size in MiB (PyTorch DDP's default); 0: one bucket per layer."),
         click.option("--layers", metavar="LAYERS.yaml",
                      help="Also rank a layer-wise configuration (written by oracle search -o) at its GPU count."),

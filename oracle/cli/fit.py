@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import click
 
+from oracle.cli.types import FiniteRange, PlainIntRange
+
 _UNITS = {
     "": 1,
     "b": 1,
@@ -143,7 +145,7 @@ def fit() -> None:
               help="Format of the report on standard output.")
 @click.option("--min-bytes", type=_ByteSize(), help="Fit only message sizes >= this (e.g. 1MiB). [default: n½ rule]")
 @click.option("--max-bytes", type=_ByteSize(), help="Fit only message sizes <= this.")
-@click.option("--bw-fraction", type=click.FloatRange(0, 1, min_open=True), default=0.5, show_default=True,
+@click.option("--bw-fraction", type=FiniteRange(0, 1, min_open=True), default=0.5, show_default=True,
               help="n½ rule: fit from the smallest size whose bus bandwidth reaches this fraction of the log's peak.")
 @click.option("--in-place", is_flag=True, help="nccl-tests: fit the in-place times. [default: out-of-place]")
 @click.option("--operation", type=click.Choice(["allreduce", "allgather", "reducescatter", "broadcast", "reduce"]),
@@ -152,17 +154,17 @@ def fit() -> None:
               help="GPUs of logs without a rank table (OSU): N for all, FILE=N for one; repeatable.")
 @click.option("--nodes", "nodes", type=_Count(), multiple=True,
               help="Nodes of logs without a rank table: N or FILE=N. [default: file-name rule]")
-@click.option("--gpus-per-node", type=click.IntRange(min=1),
+@click.option("--gpus-per-node", type=PlainIntRange(min=1),
               help="GPUs per node for logs without a rank table. [default: the base system's]")
 @click.option("--name", metavar="TEXT", help="Name of the written system. [default: BASE's name + ' (fitted network)']")
 @click.option("--source", metavar="TEXT", help="Where the logs come from (written into the file's provenance).")
-@click.option("--max-median-error", type=click.FloatRange(min=0), metavar="FRACTION",
+@click.option("--max-median-error", type=FiniteRange(min=0), metavar="FRACTION",
               help="Check: exit 1 (and write nothing) if the median |rel. error| over messages >= 1 MiB,"
               " of any log or overall, exceeds FRACTION (e.g. 0.12).")
 @click.option("--collectives", type=click.Choice(["alpha-beta", "table"]), default="alpha-beta", show_default=True,
               help="table: also write the measured times (collectives: table), used instead of α-β for"
               " collectives on exactly a benchmarked GPU count and span.")
-@click.option("--width", type=click.IntRange(min=60), help="Table width. [default: terminal]")
+@click.option("--width", type=PlainIntRange(min=60), help="Table width. [default: terminal]")
 @click.pass_context
 def fit_network_cmd(
     ctx, logs, system, output, fmt, min_bytes, max_bytes, bw_fraction, in_place, operation, gpus, nodes,
@@ -240,10 +242,10 @@ def fit_network_cmd(
         bad = [
             f"{lf.file}: {100 * lf.large.median:.1f}%"
             for lf in result.logs
-            if lf.large.median is not None and lf.large.median > max_median_error
+            if lf.large.median is not None and not lf.large.median <= max_median_error  # NaN fails
         ]
         overall = result.overall_large.median
-        if overall is not None and overall > max_median_error:
+        if overall is not None and not overall <= max_median_error:
             bad.append(f"overall: {100 * overall:.1f}%")
         if bad:
             raise CheckFailed(
@@ -344,7 +346,7 @@ def _check_loads(text: str, name: str) -> None:
 @click.option("--overlay", metavar="FILE", help="A YAML mapping merged into the written system (documented implementation facts).")
 @click.option("--name", metavar="TEXT", help="Name of the written system. [default: BASE's name + ' (calibrated)']")
 @click.option("--output", "-o", metavar="FILE", help="Write the calibrated system YAML (atomically).")
-@click.option("--width", type=click.IntRange(min=60), help="Table width. [default: terminal]")
+@click.option("--width", type=PlainIntRange(min=60), help="Table width. [default: terminal]")
 def fit_runs_cmd(runs, system, kind, where, overlay, name, output, width) -> None:
     """Calibrate a system from measured training runs (held-out runs then validate it).
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import click
 
 from oracle.cli.common import project, sweep_options
+from oracle.cli.types import FiniteRange, PlainIntRange
 
 DPI_HELP = "Resolution of PNG output (dots per inch)."
 
@@ -30,7 +31,7 @@ def _write(data: bytes, output: str) -> None:
 
 output_required = click.option("--output", "-o", required=True, metavar="FILE.png|FILE.svg",
                                help="Image to write (format from the suffix).")
-dpi_option = click.option("--dpi", type=click.IntRange(min=30, max=600), default=110, show_default=True,
+dpi_option = click.option("--dpi", type=PlainIntRange(min=30, max=600), default=110, show_default=True,
                           help=DPI_HELP)
 
 
@@ -82,9 +83,9 @@ for _kind, _help in _HELP.items():
 @click.argument("runs", metavar="RUNS.csv")
 @click.option("--where", multiple=True, metavar="COL=VAL[,VAL]", help="Keep runs whose column has one of the values.")
 @click.option("--precision", type=click.Choice(["fp32", "fp16", "bf16"]), default="fp32", show_default=True)
-@click.option("--memory-reuse", "gamma", type=click.FloatRange(min=0, max=1, min_open=True), default=1.0,
+@click.option("--memory-reuse", "gamma", type=FiniteRange(min=0, max=1, min_open=True), default=1.0,
               show_default=True)
-@click.option("--contention", "phi", type=click.FloatRange(min=1, max=1000), help="Contention factor φ (overrides the systems).")
+@click.option("--contention", "phi", type=FiniteRange(min=1, max=1000), help="Contention factor φ (overrides the systems).")
 @output_required
 @dpi_option
 def compare(runs, where, precision, gamma, phi, output, dpi) -> None:
