@@ -18,8 +18,8 @@ from __future__ import annotations
 import click
 
 from oracle.cli.common import output_option
-
-FORMAT_TAG = "oracle-baseline/1"
+from oracle.cli.types import FiniteRange, PlainIntRange
+from oracle.load.baseline import FORMAT_TAG
 
 
 def _load_cases(path: str) -> list[dict]:
@@ -67,9 +67,8 @@ def _rebase(case: dict, src_dir, dst_dir) -> dict:
 
 def _run_case(case: dict, base_dir) -> list[dict]:
     from oracle import api
-    from oracle.render.records import point_to_dict
-
     from oracle.compute.baseline import KEPT
+    from oracle.render.records import point_to_dict
 
     resolved = _rebase(case, base_dir, ".")
     kwargs = {k: resolved[k] for k in resolved if k not in ("model", "system", "profile", "strategy")}
@@ -118,36 +117,26 @@ def snapshot(cases_file: str, output: str | None) -> None:
 
 @click.command()
 @click.argument("baseline", metavar="BASELINE.json")
-@click.option("--rtol", type=click.FloatRange(min=0), default=1e-6, show_default=True, help="Relative tolerance.")
-@click.option("--max-lines", type=click.IntRange(min=1), default=50, show_default=True, help="Moved points listed at most.")
+@click.option("--rtol", type=FiniteRange(min=0), default=1e-6, show_default=True, help="Relative tolerance.")
+@click.option("--max-lines", type=PlainIntRange(min=1), default=50, show_default=True, help="Moved points listed at most.")
 def check(baseline: str, rtol: float, max_lines: int) -> None:
     """Recompute a baseline; exit 1 listing every point that moved by more than --rtol."""
-    import json
     from pathlib import Path
 
     from oracle.compute.baseline import diff_points
-    from oracle.errors import CheckFailed, OracleError
-    from oracle.load.yamlfile import read_text
+    from oracle.errors import CheckFailed
+    from oracle.load.baseline import load_baseline
 
-    text = read_text(baseline, "baseline JSON file")
-    try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise OracleError(f"is not valid JSON: {exc.msg}", file=baseline, line=exc.lineno) from None
-    if not isinstance(doc, dict) or doc.get("format") != FORMAT_TAG or not isinstance(doc.get("cases"), list):
-        raise OracleError(f"is not an oracle baseline (expected \"format\": \"{FORMAT_TAG}\")", file=baseline)
+    cases = load_baseline(baseline)
     base_dir = Path(baseline).parent
     moves = []
     n_points = 0
-    for i, entry in enumerate(doc["cases"]):
-        if not isinstance(entry, dict) or "case" not in entry or "points" not in entry:
-            raise OracleError("malformed case entry", file=baseline, path=f"cases[{i}]")
-        case = entry["case"]
-        n_points += len(entry["points"])
+    for case, points in cases:
+        n_points += len(points)
         new = _run_case(case, base_dir)
-        moves += diff_points(_case_label(case), entry["points"], new, rtol)
+        moves += diff_points(_case_label(case), points, new, rtol)
     if not moves:
-        click.echo(f"baseline {baseline}: {n_points} points of {len(doc['cases'])} cases unchanged (rtol {rtol:g})")
+        click.echo(f"baseline {baseline}: {n_points} points of {len(cases)} cases unchanged (rtol {rtol:g})")
         return
     by_point: dict[tuple[str, str], list] = {}
     for m in moves:

@@ -74,7 +74,7 @@ from datetime import datetime
 from pathlib import Path
 
 from oracle.errors import OracleError
-from oracle.load.source import read_bytes
+from oracle.load.source import parse_json, read_bytes
 from oracle.load.yamlfile import decode_text
 
 FORMATS = ("chainer", "plain", "step-csv")
@@ -224,14 +224,7 @@ def _fmt(v: float) -> str:
 
 
 def _load_json(text: str, name: str):
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise OracleError(f"invalid JSON: {exc.msg}", file=name, line=exc.lineno) from None
-    except RecursionError:
-        raise OracleError("JSON is nested too deeply", file=name) from None
-    except ValueError as exc:  # e.g. an integer with too many digits
-        raise OracleError(f"JSON value cannot be read: {exc}", file=name) from None
+    return parse_json(text, name)
 
 
 def _json_kind(doc: object) -> str:

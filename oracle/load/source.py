@@ -125,3 +125,21 @@ def _read_capped(fh) -> bytes:
         chunks.append(chunk)
         left -= len(chunk)
     return b"".join(chunks)
+
+
+def parse_json(text: str, name: str, *, allow_nan: bool = True):
+    """JSON text to Python values; syntax errors, nesting too deep and (unless allowed)
+    NaN/Infinity are OracleErrors naming the file and line."""
+    import json
+
+    def refuse(constant: str):
+        raise OracleError(f"{constant} is not a number oracle accepts here", file=name)
+
+    try:
+        return json.loads(text, **({} if allow_nan else {"parse_constant": refuse}))
+    except json.JSONDecodeError as exc:
+        raise OracleError(f"invalid JSON: {exc.msg}", file=name, line=exc.lineno) from None
+    except RecursionError:
+        raise OracleError("JSON is nested too deeply", file=name) from None
+    except ValueError as exc:  # e.g. an integer with too many digits
+        raise OracleError(f"JSON value cannot be read: {exc}", file=name) from None

@@ -204,12 +204,13 @@ def load_yaml(path: str | Path, what: str = "YAML file") -> YMap:
         raise OracleError(f"is empty; expected a {what}", file=name)
     if not isinstance(doc, dict):
         raise OracleError(
-            f"top level is a {_kind(doc)}; expected a mapping of keys to values", file=name
+            f"top level is a {kind_of(doc)}; expected a mapping of keys to values", file=name
         )
     return doc
 
 
-def _kind(value: object) -> str:
+def kind_of(value: object) -> str:
+    """'list', 'boolean', 'number', 'string' or the type's name (for messages)."""
     if isinstance(value, list):
         return "list"
     if isinstance(value, bool):
