@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from itertools import groupby
 
 from oracle.compute.compare import CompareRow, Stats, Summary
+from oracle.textsafe import csv_row, md
 from oracle.units import fmt_seconds
 
 
@@ -90,10 +91,11 @@ def to_csv(rows: Sequence[CompareRow]) -> str:
             if k not in cols:
                 cols.append(k)
     buf = io.StringIO()
-    w = csv.DictWriter(buf, fieldnames=cols, lineterminator="\n")
-    w.writeheader()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(csv_row(cols))  # extra columns carry the runs file's own header
     for d in dicts:
-        w.writerow({k: ("; ".join(v) if isinstance(v, list) else "" if v is None else v) for k, v in d.items()})
+        w.writerow(csv_row("; ".join(v) if isinstance(v, list) else "" if v is None else v
+                           for v in (d.get(k) for k in cols)))
     return buf.getvalue()
 
 
@@ -127,10 +129,9 @@ def profiles_line(rows: Sequence[CompareRow]) -> str:
 def table(rows: Sequence[CompareRow], summary: Summary, title: str = ""):
     from rich import box
     from rich.console import Group
+    from rich.markup import escape
     from rich.table import Table
     from rich.text import Text
-
-    from rich.markup import escape
 
     t = Table(box=box.SIMPLE_HEAD, pad_edge=False, title=escape(title) if title else None, title_justify="left")
     for name, kw in (
@@ -223,15 +224,15 @@ def markdown(rows: Sequence[CompareRow], summary: Summary) -> str:
     ]
     for r in rows:
         out.append(
-            f"| {r.run.line} | {r.point.model} | {r.point.system} | {r.run.strategy} | {r.run.gpus} | "
+            f"| {r.run.line} | {md(r.point.model)} | {md(r.point.system)} | {r.run.strategy} | {r.run.gpus} | "
             f"{r.point.p1}×{r.point.p2} | {r.run.global_batch:g} | {r.run.basis} | {fmt_seconds(r.measured_s)} | "
-            f"{fmt_seconds(r.predicted_s)} | {_pct(r.accuracy)} | {(r.anomaly or '').replace('|', '/')} |"
+            f"{fmt_seconds(r.predicted_s)} | {_pct(r.accuracy)} | {md(r.anomaly or '')} |"
         )
     out += ["", "| | runs | mean accuracy | min accuracy | MAPE | bias |", "|---|---:|---:|---:|---:|---:|"]
 
     def add(label: str, s: Stats) -> None:
         out.append(
-            f"| {label} | {s.n} | {_pct(s.mean_accuracy)} | {_pct(s.min_accuracy)} | {_pct(s.mape)} | {_signed_pct(s.bias)} |"
+            f"| {md(label)} | {s.n} | {_pct(s.mean_accuracy)} | {_pct(s.min_accuracy)} | {_pct(s.mape)} | {_signed_pct(s.bias)} |"
         )
 
     add("**all runs**", summary.overall)
@@ -243,5 +244,5 @@ def markdown(rows: Sequence[CompareRow], summary: Summary) -> str:
     if summary.ranking_agreement is not None:
         out.append(f"Ranking agreement: {_pct(summary.ranking_agreement)} of {summary.ranking_pairs} strategy pairs.")
     out.append("")
-    out.append(profiles_line(rows) + ".")
+    out.append(md(profiles_line(rows)) + ".")
     return "\n".join(out) + "\n"
