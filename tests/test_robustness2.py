@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, TINY_MODEL, TINY_PROFILE, run_cli
+from conftest import ROOT, TINY_MODEL, TINY_PROFILE, TINY_SYSTEM, run_cli
 from test_robustness import files, one_error, predict, sub
 
 # ======================================================================================
@@ -412,3 +412,231 @@ def test_closed_stdout_in_a_real_process(tmp_path):
                        preexec_fn=lambda: os.close(1))  # fmt: skip
     assert r.returncode == 2, r.stderr
     assert r.stderr == "oracle: error: cannot write to standard output: it is closed\n"
+
+
+# ======================================================================================
+# 5. NaN and infinities never switch a gate off
+# ======================================================================================
+
+GATES = {
+    "compare --min-accuracy": ("compare", "{runs}", "--min-accuracy"),
+    "compare --max-mape": ("compare", "{runs}", "--max-mape"),
+    "compare --anomaly-threshold": ("compare", "{runs}", "--anomaly-threshold"),
+    "fit network --max-median-error": ("fit", "network", "{log}", "--max-median-error"),
+    "check --rtol": ("check", "{base}", "--rtol"),
+    "predict --memory-reuse": ("predict", "-m", "{m}", "-s", "{s}", "-p", "{p}", "--memory-reuse"),
+    "predict --contention": ("predict", "-m", "{m}", "-s", "{s}", "-p", "{p}", "--contention"),
+    "predict --bucket-MB": ("predict", "-m", "{m}", "-s", "{s}", "-p", "{p}", "--bucket-MB"),
+}
+
+
+@pytest.mark.parametrize("value", ["nan", "NaN", "inf", "-inf", "Infinity"])
+@pytest.mark.parametrize("gate", sorted(GATES))
+def test_thresholds_refuse_non_finite_values(tmp_path, gate, value):
+    m, s, p = files(tmp_path)
+    names = {"runs": tmp_path / "runs.csv", "log": tmp_path / "x.txt", "base": tmp_path / "b.json", "m": m, "s": s, "p": p}
+    args = [a.format(**names) for a in GATES[gate]]
+    r = run_cli(*args, value)
+    one_error(r, f"'{value}' is not a finite number", args[-1])
+
+
+def _baseline(tmp_path) -> Path:
+    m, s, p = files(tmp_path)
+    cases = tmp_path / "cases.yaml"
+    cases.write_text(f"cases:\n  - {{model: {m.name}, system: {s.name}, profile: {p.name}, gpus: '1,4', batch_per_gpu: 8}}\n")
+    base = tmp_path / "base.json"
+    assert run_cli("snapshot", cases, "-o", base).code == 0
+    return base
+
+
+def test_check_still_passes_on_a_fresh_baseline(tmp_path):
+    base = _baseline(tmp_path)
+    r = run_cli("check", base)
+    assert r.code == 0, r.err
+
+
+# ======================================================================================
+# 6. malformed baselines: clean errors, never an internal error
+# ======================================================================================
+
+
+def _mutations():
+    def point(doc):
+        return doc["cases"][0]["points"][0]
+
+    def case(doc):
+        return doc["cases"][0]["case"]
+
+    return {
+        "nan-total": (lambda d: point(d).__setitem__("total_s", "NaN!"), "NaN is not a number"),
+        "infinity": (lambda d: point(d).__setitem__("compute_s", "INF!"), "Infinity is not a number"),
+        "missing-strategy": (lambda d: point(d).pop("strategy"), "'strategy' is null; expected a name"),
+        "points-string": (lambda d: d["cases"][0].__setitem__("points", "abc"), "cases[0].points: is a string; expected a list"),
+        "unknown-point-key": (lambda d: point(d).__setitem__("totl_s", 1.0), "unknown key 'totl_s'"),
+        "unknown-case-key": (lambda d: case(d).__setitem__("gpu", 4), "unknown key 'gpu'"),
+        "unknown-top-key": (lambda d: d.__setitem__("extra", 1), "unknown key 'extra'"),
+        "list-for-number": (lambda d: point(d).__setitem__("total_s", [1.0]), "total_s: is a list; expected a number"),
+        "huge-integer": (lambda d: point(d).__setitem__("total_s", 10**400), "total_s: is not a plausible number"),
+        "huge-gpus": (lambda d: point(d).__setitem__("gpus", 10**400), "gpus: is not a plausible number"),
+        "string-for-number": (lambda d: point(d).__setitem__("memory_bytes", "1 GB"), "memory_bytes: is a string"),
+        "case-list": (lambda d: d["cases"][0].__setitem__("case", []), "cases[0].case: is a list; expected an object"),
+        "missing-points": (lambda d: d["cases"][0].pop("points"), "needs 'case' and 'points'"),
+        "model-number": (lambda d: case(d).__setitem__("model", 3), "'model' is a number"),
+        "breakdown-list": (lambda d: point(d).__setitem__("breakdown", [1]), "breakdown: is a list"),
+        "feasible-string": (lambda d: point(d).__setitem__("feasible", "yes"), "feasible: is a string; expected true or false"),
+        "limit-codes-numbers": (lambda d: point(d).__setitem__("limit_codes", [1]), "expected a list of names"),
+        "cases-object": (lambda d: d.__setitem__("cases", {}), "cases: is an object; expected a list"),
+        "entry-string": (lambda d: d["cases"].__setitem__(0, "x"), "cases[0]: is a string"),
+        "bool-gpus": (lambda d: point(d).__setitem__("gpus", True), "gpus: is a boolean; expected an integer"),
+    }
+
+
+MUTATIONS = _mutations()
+
+
+@pytest.mark.parametrize("name", sorted(MUTATIONS))
+def test_malformed_baseline_is_one_error(tmp_path, name):
+    import json
+
+    base = _baseline(tmp_path)
+    doc = json.loads(base.read_text())
+    change, frag = MUTATIONS[name]
+    change(doc)
+    text = json.dumps(doc).replace('"NaN!"', "NaN").replace('"INF!"', "Infinity")
+    base.write_text(text)
+    one_error(run_cli("check", base), str(base), frag)
+
+
+def test_deeply_nested_baseline_is_one_error(tmp_path):
+    base = tmp_path / "deep.json"
+    base.write_text('{"format": "oracle-baseline/1", "cases": ' + "[" * 100_000 + "]" * 100_000 + "}")
+    one_error(run_cli("check", base), str(base), "nested too deeply")
+
+
+# ======================================================================================
+# 9. injection: Markdown escapes HTML, CSV neutralizes formulas
+# ======================================================================================
+
+EVIL = "<script>alert(1)</script><img src=x onerror=alert(2)>"
+
+
+def _evil_files(tmp_path):
+    model = sub(TINY_MODEL, "name: Tiny", f"name: '{EVIL}'").replace("conv2", "c2<b>|x")
+    profile = sub(TINY_PROFILE, "model: Tiny", f"model: '{EVIL}'").replace("conv2", "c2<b>|x")
+    system = TINY_SYSTEM.replace("name: TinyCluster", "name: '=HYPERLINK(\"http://x\")'")
+    return files(tmp_path, model=model, profile=profile, system=system)
+
+
+def _no_raw_html(text: str) -> None:
+    for bad in ("<script", "<img", "<b>", "onerror=alert(2)>"):
+        assert bad not in text, bad
+
+
+def test_markdown_predict_escapes_names(tmp_path):
+    m, s, p = _evil_files(tmp_path)
+    r = run_cli("predict", "-m", m, "-s", s, "-p", p, "--gpus", "1,64", "-f", "markdown")
+    assert r.code == 0, r.err
+    _no_raw_html(r.out)
+    assert "&lt;script&gt;" in r.out
+
+
+def test_markdown_report_escapes_names(tmp_path):
+    m, s, p = _evil_files(tmp_path)
+    out = tmp_path / "r.md"
+    r = run_cli("report", "-m", m, "-s", s, "-p", p, "--gpus", "1,64", "-o", out)
+    assert r.code == 0, r.err
+    text = out.read_text()
+    _no_raw_html(text)
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in text
+
+
+def test_markdown_compare_escapes_names_and_source(tmp_path):
+    m, s, p = _evil_files(tmp_path)
+    runs = tmp_path / "runs.csv"
+    runs.write_text("model,system,profile,strategy,gpus,global_batch,epoch_s,source\n"
+                    f"{m},{s},{p},data,4,64,10,\"{EVIL}\"\n")  # fmt: skip
+    r = run_cli("compare", runs, "-f", "markdown")
+    assert r.code == 0, r.err
+    _no_raw_html(r.out)
+
+
+def test_escape_helpers():
+    from oracle.textsafe import csv_cell, csv_unescape, md
+
+    assert md("a<b>&c|d`e[f](g)\nh") == "a&lt;b&gt;&amp;c\\|d\\`e\\[f\\](g) h"
+    assert md("res4a_branch2b") == "res4a_branch2b"
+    for cell in ("=1+1", "+cmd", "-cmd|x", "@SUM(A1)", "\tx", "\rx"):
+        assert csv_cell(cell) == "'" + cell
+        assert csv_unescape(csv_cell(cell)) == cell
+    for number in ("-1.5", "+3", "-1e-06", 2.5, -3, None):
+        assert csv_cell(number) == number
+    assert csv_unescape("'quoted") == "'quoted"
+
+
+def test_csv_outputs_neutralize_formulas(tmp_path):
+    import csv
+    import io
+
+    m, s, p = _evil_files(tmp_path)
+    r = run_cli("predict", "-m", m, "-s", s, "-p", p, "--gpus", "1,4", "-f", "csv")
+    assert r.code == 0, r.err
+    rows = list(csv.DictReader(io.StringIO(r.out)))
+    assert {row["system"] for row in rows} == {"'=HYPERLINK(\"http://x\")"}
+    runs = tmp_path / "runs.csv"
+    runs.write_text("model,system,profile,strategy,gpus,global_batch,epoch_s,source,=cmd\n"
+                    f"{m},{s},{p},data,4,64,10,@SUM(1),-x\n")  # fmt: skip
+    r = run_cli("compare", runs, "-f", "csv")
+    assert r.code == 0, r.err
+    table = list(csv.reader(io.StringIO(r.out)))
+    flat = [c for row in table for c in row]
+    assert "'=cmd" in table[0] and "'@SUM(1)" in flat and "'-x" in flat
+    assert not any(c.startswith(("=", "+", "@")) for c in flat)
+    negative = [c for c in flat if c.startswith("-")]
+    assert all(float(c) < 0 for c in negative)  # numbers stay numbers
+
+
+def test_import_escapes_source_cells_and_compare_reads_them_back(tmp_path):
+    from oracle.compute.strategies import NAMES
+    from oracle.load.runs import load_runs
+
+    (tmp_path / "=x 8gpus-32pergpu.log").write_text("0.5\n0.5\n0.5\n")
+    out = tmp_path / "runs.csv"
+    r = run_cli("import", "=x 8gpus-32pergpu.log", "-m", "vgg16", "-s", "abci", "-p", "vgg16_v100",
+                "--strategy", "data", "-o", out, cwd=tmp_path)  # fmt: skip
+    assert r.code == 0, r.err
+    assert ",'=x 8gpus-32pergpu.log (per-iteration time log)\n" in out.read_text()
+    assert load_runs(out, NAMES)[0].source == "=x 8gpus-32pergpu.log (per-iteration time log)"
+
+
+# ======================================================================================
+# 10. the smaller findings
+# ======================================================================================
+
+
+def test_import_refuses_what_compare_would_refuse(tmp_path):
+    log = tmp_path / "8gpus-32pergpu.log"
+    log.write_text("1e308\n1e308\n")
+    out = tmp_path / "runs.csv"
+    r = run_cli("import", log, "-m", "vgg16", "-s", "abci", "-p", "vgg16_v100", "--strategy", "data", "-o", out)
+    one_error(r, str(log), "column 'iteration_s'", "not plausible", "oracle compare would refuse this row")
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("spec", ["1_6", "\uff11\uff16", "\u0661\u0666", "4,1_6", "4-1_024", "0x10", "1e3"])
+def test_gpus_plain_ascii_digits_only(tmp_path, spec):
+    m, s, p = files(tmp_path)
+    one_error(run_cli("predict", "-m", m, "-s", s, "-p", p, "--gpus", spec), "--gpus", "is not a GPU count")
+
+
+@pytest.mark.parametrize("option", [("compare", "x.csv", "--gpus"), ("import", "x.log", "--gpus"),
+                                    ("predict", "--top")])  # fmt: skip
+def test_integer_options_plain_ascii_digits_only(option):
+    one_error(run_cli(*option, "1_6"), "'1_6' is not a whole number")
+
+
+def test_too_many_gpu_counts(tmp_path):
+    from oracle.load.values import MAX_COUNTS
+
+    m, s, p = files(tmp_path)
+    spec = ",".join(str(i) for i in range(1, MAX_COUNTS + 2))
+    one_error(run_cli("predict", "-m", m, "-s", s, "-p", p, "--gpus", spec), "--gpus", f"at most {MAX_COUNTS:,}")
