@@ -143,9 +143,10 @@ def compare(
     inputs = Inputs(**options)
     limit = cmp.DEFAULT_ANOMALY if threshold is None else threshold
     rows = []
+    points: dict = {}  # projections shared by runs of the same configuration
     for run in runs:
         try:
-            rows.append(cmp.compare_run(run, inputs.context(run.model, run.system, run.profile), limit))
+            rows.append(cmp.compare_run(run, inputs.context(run.model, run.system, run.profile), limit, points))
         except OracleError as exc:
             if exc.file is None:  # a problem of the row itself: point at it
                 exc.file, exc.line = file, run.line

@@ -108,7 +108,8 @@ def load_runs(path: str | Path, strategies: tuple[str, ...] | None = None) -> li
     if not runs:
         raise OracleError("has a header but no runs", file=name)
     base = Path(name).parent
-    return [_resolve(r, base) for r in runs]
+    found: dict[str, str | None] = {}  # a name is looked up once, not once per row
+    return [_resolve(r, base, found) for r in runs]
 
 
 def parse_row(cells: dict[str, str], file: str, line: int | None, strategies) -> MeasuredRun:
@@ -196,7 +197,7 @@ def _nonneg(v: str, err) -> float | None:
     return x
 
 
-def _resolve(run: MeasuredRun, base: Path) -> MeasuredRun:
+def _resolve(run: MeasuredRun, base: Path, found: dict[str, str | None]) -> MeasuredRun:
     """Relative paths are looked up next to the CSV first."""
     from dataclasses import replace
 
@@ -205,7 +206,10 @@ def _resolve(run: MeasuredRun, base: Path) -> MeasuredRun:
     changes = {}
     for col in ("model", "system", "profile"):
         value = getattr(run, col)
-        cand = base / value
-        if not Path(value).is_absolute() and ("/" in value or value.endswith((".yaml", ".yml"))) and exists(cand):
-            changes[col] = str(cand)
+        if value not in found:
+            cand = base / value
+            looks_like_path = "/" in value or value.endswith((".yaml", ".yml"))
+            found[value] = str(cand) if not Path(value).is_absolute() and looks_like_path and exists(cand) else None
+        if found[value] is not None:
+            changes[col] = found[value]
     return replace(run, **changes) if changes else run

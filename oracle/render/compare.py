@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from itertools import groupby
 
 from oracle.compute.compare import CompareRow, Stats, Summary
-from oracle.textsafe import csv_row, md
+from oracle.textsafe import csv_cell, csv_row, md
 from oracle.units import fmt_seconds
 
 
@@ -86,17 +86,24 @@ def to_json(rows: Sequence[CompareRow], summary: Summary) -> str:
 def to_csv(rows: Sequence[CompareRow]) -> str:
     dicts = [row_dict(r) for r in rows]
     cols: list[str] = []
-    for d in dicts:
-        for k in d:
-            if k not in cols:
-                cols.append(k)
+    shapes: set[tuple] = set()
+    for d in dicts:  # the union of the keys in order of appearance; rows mostly share one shape
+        shape = tuple(d)
+        if shape not in shapes:
+            shapes.add(shape)
+            cols += [k for k in shape if k not in cols]
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(csv_row(cols))  # extra columns carry the runs file's own header
-    for d in dicts:
-        w.writerow(csv_row("; ".join(v) if isinstance(v, list) else "" if v is None else v
-                           for v in (d.get(k) for k in cols)))
+    plain = (int, float)  # most cells: written as they are (a fast path for 1e6 runs)
+    w.writerows([v if type(v) in plain else _csv_value(v) for v in map(d.get, cols)] for d in dicts)
     return buf.getvalue()
+
+
+def _csv_value(v):
+    if v is None:
+        return ""
+    return csv_cell("; ".join(v) if isinstance(v, list) else v)
 
 
 def _pct(v: float | None) -> str:
@@ -126,7 +133,11 @@ def profiles_line(rows: Sequence[CompareRow]) -> str:
     return "compute times from profiles: " + ", ".join(f"{k} ({v})" for k, v in seen.items())
 
 
+TABLE_MAX_RUNS = 1000  # a terminal table of more runs is unreadable and slow to lay out
+
+
 def table(rows: Sequence[CompareRow], summary: Summary, title: str = ""):
+    """Runs (the first TABLE_MAX_RUNS of them), the summary of all, the profiles used."""
     from rich import box
     from rich.console import Group
     from rich.markup import escape
@@ -150,7 +161,7 @@ def table(rows: Sequence[CompareRow], summary: Summary, title: str = ""):
     t.add_column("anomaly", overflow="fold", ratio=1)
     key = lambda r: (r.point.model, r.point.system)  # noqa: E731
     first = True
-    for (model, system), group in groupby(rows, key=key):
+    for (model, system), group in groupby(rows[:TABLE_MAX_RUNS], key=key):
         if not first:
             t.add_section()
         first = False
@@ -172,7 +183,11 @@ def table(rows: Sequence[CompareRow], summary: Summary, title: str = ""):
                 parts,
                 Text(r.anomaly or "", style="yellow" if r.anomaly else None),
             )
-    return Group(t, summary_table(summary), Text(profiles_line(rows), style="dim"))
+    parts = [t]
+    if len(rows) > TABLE_MAX_RUNS:
+        parts.append(Text(f"... and {len(rows) - TABLE_MAX_RUNS:,} more runs, in the summary below;"
+                          " -f csv or -f json lists every run", style="dim"))
+    return Group(*parts, summary_table(summary), Text(profiles_line(rows), style="dim"))
 
 
 def summary_table(summary: Summary):
