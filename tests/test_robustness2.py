@@ -14,7 +14,6 @@ import threading
 from pathlib import Path
 
 import pytest
-
 from conftest import ROOT, TINY_MODEL, TINY_PROFILE, TINY_SYSTEM, run_cli
 from test_robustness import files, one_error, predict, sub
 
@@ -640,3 +639,133 @@ def test_too_many_gpu_counts(tmp_path):
     m, s, p = files(tmp_path)
     spec = ",".join(str(i) for i in range(1, MAX_COUNTS + 2))
     one_error(run_cli("predict", "-m", m, "-s", s, "-p", p, "--gpus", spec), "--gpus", f"at most {MAX_COUNTS:,}")
+
+
+# ======================================================================================
+# 7. compare stays near-linear: ranking agreement by merge counting
+# ======================================================================================
+
+
+def _pairwise_reference(rows):
+    """The old O(n^2) definition, kept as the reference."""
+    import math
+    from itertools import combinations
+
+    from oracle.compute.compare import _epoch
+
+    groups: dict = {}
+    for r in rows:
+        groups.setdefault((r.point.model, r.point.system, r.run.gpus), []).append(r)
+    agree = total = 0
+    for members in groups.values():
+        for a, b in combinations(members, 2):
+            if a.run.strategy == b.run.strategy:
+                continue
+            ma, mb = _epoch(a, a.measured_s), _epoch(b, b.measured_s)
+            pa, pb = a.point.total_s, b.point.total_s
+            if ma == mb or not (math.isfinite(pa) and math.isfinite(pb)):
+                continue
+            total += 1
+            agree += (ma < mb) == (pa < pb)
+    return (agree / total if total else None), total
+
+
+def _fake_row(model, gpus, strategy, measured, projected, basis="epoch", ipe=1.0):
+    from types import SimpleNamespace as NS
+
+    return NS(point=NS(model=model, system="s", total_s=projected, iterations_per_epoch=ipe),
+              run=NS(gpus=gpus, strategy=strategy, basis=basis), measured_s=measured)  # fmt: skip
+
+
+def test_ranking_agreement_matches_the_pairwise_definition():
+    """Random small groups with many ties (measured, projected), infinities and NaN."""
+    import random
+
+    from oracle.compute.compare import ranking_agreement
+
+    rnd = random.Random(16)
+    for _ in range(1500):
+        rows = [
+            _fake_row(rnd.choice("ab"), rnd.choice([1, 2]), rnd.choice(["data", "spatial", "filter"]),
+                      rnd.choice([1.0, 2.0, 3.0, rnd.random()]),
+                      rnd.choice([1.0, 2.0, float("inf"), float("nan"), rnd.random()]),
+                      rnd.choice(["epoch", "iteration"]), rnd.choice([1.0, 2.0]))
+            for _ in range(rnd.randint(0, 24))
+        ]  # fmt: skip
+        assert ranking_agreement(rows) == _pairwise_reference(rows)
+
+
+def test_increasing_pairs_counts_strictly_increasing_pairs():
+    import random
+
+    from oracle.compute.compare import _increasing_pairs
+
+    rnd = random.Random(7)
+    for n in (0, 1, 2, 3, 5, 8, 17, 64, 100):
+        keys = [rnd.randint(0, 5) for _ in range(n)]
+        expected = sum(1 for i in range(n) for j in range(i + 1, n) if keys[i] < keys[j])
+        assert _increasing_pairs(keys) == expected
+
+
+def test_compare_table_lists_at_most_1000_runs(tmp_path):
+    from oracle.render.compare import TABLE_MAX_RUNS
+
+    m, s, p = files(tmp_path)
+    runs = tmp_path / "runs.csv"
+    body = "".join(f"{m},{s},{p},{('data', 'spatial')[i % 2]},4,64,{10 + i % 7}\n" for i in range(TABLE_MAX_RUNS + 5))
+    runs.write_text("model,system,profile,strategy,gpus,global_batch,epoch_s\n" + body)
+    r = run_cli("compare", runs, "--width", "200")
+    assert r.code == 0, r.err
+    assert "... and 5 more runs" in r.out and "-f csv or -f json lists every run" in r.out
+    assert f" {TABLE_MAX_RUNS + 1} " in r.out and f" {TABLE_MAX_RUNS + 2} " not in r.out  # CSV lines 2..1001
+    r = run_cli("compare", runs, "-f", "csv")
+    assert len(r.out.splitlines()) == TABLE_MAX_RUNS + 6
+
+
+@pytest.mark.parametrize("bucket_mb", ["1000", "0", "25"])
+def test_overlap_ratio_in_range_and_exposed_within_total(bucket_mb):
+    r = run_cli("predict", "-m", "resnet50", "-s", "abci", "-p", "resnet50_v100", "--gpus", "4-64",
+                "--overlap", "buckets", "--bucket-MB", bucket_mb, "-f", "json", cwd=ROOT)  # fmt: skip
+    assert r.code == 0, r.err
+    import json
+
+    points = [d for d in json.loads(r.out) if d.get("overlap_ratio") is not None]
+    assert points
+    for d in points:
+        assert 0.0 <= d["overlap_ratio"] <= 1.0, d
+        assert d["communication_s"] <= d["communication_total_s"], d
+
+
+def test_gradient_timeline_exposed_never_exceeds_total():
+    import numpy as np
+
+    from oracle.compute.overlap import gradient_timeline
+
+    backward = np.array([0.1, 0.2, 0.3000000000000001])
+    grads = np.array([1.0, 2.0, 3.0])
+    tl = gradient_timeline(backward, grads, [lambda size: 0.7 + 1e-16], bucket_bytes=1e12)
+    assert tl.buckets == 1 and tl.exposed_s <= tl.total_s and 0.0 <= tl.overlap_ratio <= 1.0
+
+
+def test_huge_plot_is_an_error_and_large_plot_prints_no_pil_warning(tmp_path):
+    pytest.importorskip("matplotlib")
+    import warnings
+
+    counts = ",".join(str(i) for i in range(1, 200))
+    r = run_cli("plot", "breakdown", "-m", "alexnet", "-s", "abci", "-p", "alexnet_v100", "--gpus", counts,
+                "--dpi", "600", "-o", tmp_path / "b.png", cwd=ROOT)  # fmt: skip
+    one_error(r, "--dpi: the image would be", "at most 200 million")
+    assert not (tmp_path / "b.png").exists()
+    from oracle.render import plots
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # PIL's DecompressionBombWarning would raise here
+        big = plots._figure(80, 40)  # 48,000 x 24,000 px at 600 dpi: over the palette limit
+        big.add_subplot().plot([1, 2], [1, 2])
+        data = plots.to_bytes(big, "png", dpi=150)  # 12,000 x 6,000: kept as matplotlib wrote it
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_profile_estimate_batch_out_of_range_blames_the_option():
+    one_error(run_cli("profile", "alexnet", "--estimate", "-s", "abci", "--batch", "999999999999999999", cwd=ROOT),
+              "--batch", "1<=x<=1000000000000")  # fmt: skip

@@ -13,7 +13,7 @@ _POSITIVE_FRACTION = FiniteRange(min=0, max=1, min_open=True)
 @click.command(context_settings={"max_content_width": 100})
 @click.argument("model", metavar="MODEL")
 @click.option(
-    "--batch", "-b", type=PlainIntRange(min=1), default=32, show_default=True,
+    "--batch", "-b", type=PlainIntRange(min=1, max=10**12), default=32, show_default=True,
     help="Samples per iteration (per GPU) to measure or estimate at.",
 )  # fmt: skip
 @click.option(
@@ -103,7 +103,7 @@ def _write(text: str, output: str | None, m) -> None:
     from oracle.load.yamlfile import _Loader
     from oracle.render.output import emit
 
-    pr = parse_profile(yaml.load(text, Loader=_Loader), output or "<stdout>")  # noqa: S506
+    pr = parse_profile(yaml.load(text, Loader=_Loader), output or "the profile written")  # noqa: S506
     bind_profile(m, pr)
     emit(text, output)
 
