@@ -16,6 +16,7 @@ import re
 _MD = re.compile(r"[&<>\\`\[\]|\r\n\u2028\u2029]")
 _MD_REPLACE = {"&": "&amp;", "<": "&lt;", ">": "&gt;", "\r": " ", "\n": " ", "\u2028": " ", "\u2029": " "}
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+_FIRST = frozenset(FORMULA_START)
 
 
 def md(text: object) -> str:
@@ -25,7 +26,7 @@ def md(text: object) -> str:
 
 def csv_cell(value: object) -> object:
     """A CSV cell a spreadsheet shows as text, never evaluates."""
-    if not isinstance(value, str) or not value.startswith(FORMULA_START):
+    if type(value) is not str or value[:1] not in _FIRST:  # the common case, kept fast
         return value
     try:
         float(value)

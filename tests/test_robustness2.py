@@ -132,8 +132,12 @@ def test_fifo_is_read_when_allowed(tmp_path):
 def test_file_above_the_size_cap_is_refused(tmp_path):
     m, s, p = files(tmp_path)
     with open(m, "r+b") as fh:  # sparse: costs no disk space
-        fh.truncate(64 * 2**20 + 1)
-    one_error(predict(m, s, p), str(m), "larger than 64 MiB")
+        fh.truncate(16 * 2**20 + 1)
+    one_error(predict(m, s, p), str(m), "larger than 16 MiB", "model file of at most 16 MiB")
+    runs = tmp_path / "runs.csv"
+    with open(runs, "wb") as fh:
+        fh.truncate(256 * 2**20 + 1)
+    one_error(run_cli("compare", runs), str(runs), "larger than 256 MiB")
 
 
 def test_size_cap_counts_bytes_read_not_the_reported_size(tmp_path, monkeypatch):

@@ -4,7 +4,8 @@ overlays, layer-wise files) gets its bytes from.
 * Only regular files are read.  A device (``/dev/zero``), a FIFO or a socket is refused
   before it is opened, so nothing blocks and nothing reads forever; ``ORACLE_READ_PIPES=1``
   lets pipes and character devices through (``-m <(generate-model)``), still capped.
-* At most :data:`MAX_INPUT_BYTES` are read; a larger file is refused.
+* At most :data:`MAX_INPUT_BYTES` (256 MiB: a CSV of millions of runs) are read, of a
+  YAML file at most :data:`MAX_YAML_BYTES` (16 MiB); a larger file is refused.
 * Every file read is remembered (device and inode) so that ``-o`` can refuse to
   overwrite an input of the same command (:func:`is_input`).
 """
@@ -17,7 +18,8 @@ from pathlib import Path
 
 from oracle.errors import OracleError
 
-MAX_INPUT_BYTES = 64 * 1024 * 1024  # 64 MiB: far above any real model, profile, log or CSV
+MAX_INPUT_BYTES = 256 * 2**20  # CSVs and logs: room for millions of runs or steps
+MAX_YAML_BYTES = 16 * 2**20  # models, systems, profiles: real ones are below 1 MiB
 PIPES_ENV = "ORACLE_READ_PIPES"
 
 _inputs: set[tuple[int, int]] = set()
@@ -70,15 +72,15 @@ def _stat(path: Path, name: str, what: str) -> os.stat_result:
         raise OracleError(f"{what} does not exist", file=name) from None
 
 
-def _too_large(name: str, what: str) -> OracleError:
-    return OracleError(
-        f"is larger than {MAX_INPUT_BYTES // 2**20} MiB; expected a {what}",
-        file=name, hint="oracle reads input files of at most 64 MiB",
-    )  # fmt: skip
+def _too_large(name: str, what: str, limit: int) -> OracleError:
+    return OracleError(f"is larger than {limit // 2**20} MiB; expected a {what}", file=name,
+                       hint=f"oracle reads a {what} of at most {limit // 2**20} MiB")
 
 
-def read_bytes(path: str | Path, what: str = "file") -> bytes:
-    """The bytes of a regular input file, every OS problem turned into an OracleError."""
+def read_bytes(path: str | Path, what: str = "file", limit: int | None = None) -> bytes:
+    """The bytes of a regular input file, every OS problem turned into an OracleError;
+    more than ``limit`` bytes (default MAX_INPUT_BYTES) is an error."""
+    limit = MAX_INPUT_BYTES if limit is None else limit
     p = Path(path)
     name = shown(path)
     st = _stat(p, name, what)
@@ -91,8 +93,8 @@ def read_bytes(path: str | Path, what: str = "file") -> bytes:
             f"is {_kind(st.st_mode)}; expected a {what} (a regular file)",
             file=name, hint=f"{PIPES_ENV}=1 lets pipes and devices be read",
         )  # fmt: skip
-    if regular and st.st_size > MAX_INPUT_BYTES:
-        raise _too_large(name, what)
+    if regular and st.st_size > limit:
+        raise _too_large(name, what, limit)
     try:
         # O_NONBLOCK: should the file have been swapped for a FIFO since the stat above,
         # opening it must not wait for a writer (the fstat below then refuses it)
@@ -106,18 +108,18 @@ def read_bytes(path: str | Path, what: str = "file") -> bytes:
         if regular and not stat.S_ISREG(st2.st_mode):
             raise OracleError(f"is {_kind(st2.st_mode)}; expected a {what} (a regular file)", file=name)
         try:
-            data = _read_capped(fh)
+            data = _read_capped(fh, limit)
         except OSError as exc:
             raise OracleError(f"cannot read {what}: {exc.strerror or exc}", file=name) from None
-    if len(data) > MAX_INPUT_BYTES:
-        raise _too_large(name, what)
+    if len(data) > limit:
+        raise _too_large(name, what, limit)
     _inputs.add((st2.st_dev, st2.st_ino))
     return data
 
 
-def _read_capped(fh) -> bytes:
+def _read_capped(fh, limit: int) -> bytes:
     chunks = []
-    left = MAX_INPUT_BYTES + 1
+    left = limit + 1
     while left > 0:
         chunk = fh.read(min(left, 1 << 20))
         if not chunk:

@@ -14,7 +14,7 @@ from pathlib import Path
 import yaml
 
 from oracle.errors import OracleError
-from oracle.load.source import read_bytes, shown
+from oracle.load.source import MAX_YAML_BYTES, read_bytes, shown
 
 _Base = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
@@ -153,9 +153,9 @@ def _check_tag(ev: yaml.Event) -> None:
     )  # fmt: skip
 
 
-def read_text(path: str | Path, what: str = "file") -> str:
+def read_text(path: str | Path, what: str = "file", limit: int | None = None) -> str:
     """Read a UTF-8 text file, turning every OS/encoding problem into an OracleError."""
-    return decode_text(read_bytes(path, what), shown(path), what)
+    return decode_text(read_bytes(path, what, limit), shown(path), what)
 
 
 def decode_text(data: bytes, name: str, what: str = "file") -> str:
@@ -179,7 +179,7 @@ def decode_text(data: bytes, name: str, what: str = "file") -> str:
 def load_yaml(path: str | Path, what: str = "YAML file") -> YMap:
     """Parse a YAML file whose top level must be a mapping."""
     name = str(path)
-    text = read_text(path, what)
+    text = read_text(path, what, MAX_YAML_BYTES)
     try:
         check_structure(text)
         doc = yaml.load(text, Loader=_Loader)  # noqa: S506 - safe loader subclass
