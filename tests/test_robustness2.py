@@ -773,3 +773,22 @@ def test_huge_plot_is_an_error_and_large_plot_prints_no_pil_warning(tmp_path):
 def test_profile_estimate_batch_out_of_range_blames_the_option():
     one_error(run_cli("profile", "alexnet", "--estimate", "-s", "abci", "--batch", "999999999999999999", cwd=ROOT),
               "--batch", "1<=x<=1000000000000")  # fmt: skip
+
+
+def test_fit_runs_overlay_that_breaks_the_system_names_the_overlay(tmp_path):
+    overlay = tmp_path / "overlay.yaml"
+    overlay.write_text("gpus_per_node: many\n")
+    out = tmp_path / "fitted.yaml"
+    r = run_cli("fit", "runs", "validation/abci-paradl.csv", "-s", "abci", "--calibrate", "network",
+                "--where", "model=vgg16", "--overlay", overlay, "-o", out, cwd=ROOT)  # fmt: skip
+    line = one_error_line(r)
+    assert line == f"oracle: error: {overlay}: gpus_per_node: merged into the system, got 'many';" \
+        " expected a whole number >= 1", line
+    assert not out.exists()
+
+
+def one_error_line(r) -> str:
+    """Exit 2 with one error line (stdout may hold the calibration table)."""
+    assert r.code == 2 and r.exception is None, (r.code, r.err)
+    assert len(r.err_lines) == 1 and "Traceback" not in r.err, r.err
+    return r.err_lines[0]

@@ -459,7 +459,14 @@ def fit_runs_cmd(runs, system, kind, where, overlay, name, output, width) -> Non
     for e in cal.evidence:
         head.append(f"#   {runs}:{e.line} {e.run}: {e.parameter} = {_fmt_param(e.parameter, e.value)} ({e.note})")
     text = "\n".join(head) + "\n" + yaml.safe_dump(doc, sort_keys=False, allow_unicode=True, width=100)
-    _check_loads(text, str(output))
+    try:
+        _check_loads(text, str(output))
+    except OracleError as exc:
+        if not overlay:
+            raise
+        # the base system loaded and the calibration is computed: the overlay broke it
+        raise OracleError(f"merged into the system, {exc.message}", file=overlay, path=exc.path,
+                          hint=exc.hint) from None
     emit(text, output)
     click.echo(f"wrote {output}", err=True)
 
