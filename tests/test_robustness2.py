@@ -295,6 +295,17 @@ def test_import_append_may_rewrite_its_own_csv(tmp_path):
     assert len(out.read_text().splitlines()) == 3
 
 
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
+def test_import_append_onto_a_fifo_is_refused_without_blocking(tmp_path):
+    log = tmp_path / "8gpus-32pergpu.log"
+    log.write_text("0.5\n0.5\n0.5\n")
+    fifo = tmp_path / "runs.csv"
+    os.mkfifo(fifo)
+    r = run_cli("import", log, "-m", "vgg16", "-s", "abci", "-p", "vgg16_v100", "--strategy", "data",
+                "-o", fifo, "--append")  # fmt: skip
+    one_error(r, str(fifo), "is a FIFO")
+
+
 @pytest.mark.parametrize("exists", [False, True])
 def test_output_with_a_trailing_slash_names_a_folder(tmp_path, exists):
     m, s, p = files(tmp_path)

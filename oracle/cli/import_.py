@@ -242,15 +242,17 @@ def _append_to(output: str, rows: list[dict]) -> str:
     from pathlib import Path
 
     from oracle.errors import OracleError
-    from oracle.load.source import release
-    from oracle.load.yamlfile import read_text
+    from oracle.load.source import read_bytes, release
+    from oracle.load.yamlfile import decode_text
 
+    fresh = _csv([list(COLUMNS)] + [[r[c] for c in COLUMNS] for r in rows])
     if not Path(output).exists():
-        return _csv([list(COLUMNS)] + [[r[c] for c in COLUMNS] for r in rows])
-    if Path(output).is_file() and not Path(output).read_bytes().strip():
-        return _csv([list(COLUMNS)] + [[r[c] for c in COLUMNS] for r in rows])
-    text = read_text(output, "measured-runs CSV")
+        return fresh
+    data = read_bytes(output, "measured-runs CSV")  # a regular file, capped like every input
     release(output)  # the one input -o may replace: the rows are added to it
+    if not data.strip():
+        return fresh
+    text = decode_text(data, output, "measured-runs CSV")
     try:
         table = list(csv.reader(io.StringIO(text), strict=True))
     except csv.Error as exc:
