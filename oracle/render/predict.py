@@ -159,7 +159,7 @@ def markdown(points: Sequence[Point], meta: dict, top: int | None = None) -> str
     out.append("| GPUs | rank | strategy | p1×p2 | batch | compute | comm | epoch | iteration | mem/GPU | limits |")
     out.append("|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---|")
     for pt in shown:
-        name = _strategy(pt)
+        name = md(_strategy(pt))
         if pt.rank == 1:
             name = f"**{name}**"
         limits = md("; ".join(lim.reason for lim in pt.limits))
