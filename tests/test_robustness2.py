@@ -803,3 +803,8 @@ def one_error_line(r) -> str:
     assert r.code == 2 and r.exception is None, (r.code, r.err)
     assert len(r.err_lines) == 1 and "Traceback" not in r.err, r.err
     return r.err_lines[0]
+
+
+def test_output_name_with_a_nul_byte_is_one_error(tmp_path):
+    m, s, p = files(tmp_path)
+    one_error(predict(m, s, p, "-o", str(tmp_path / "a\x00b")), "-o: is not a usable file name")

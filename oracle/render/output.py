@@ -47,6 +47,8 @@ def check_target(path: str | Path) -> Path:
         st = None
     except OSError as exc:
         raise _refuse(text, f"cannot write: {exc.strerror or exc}") from None
+    except ValueError:  # a NUL byte
+        raise _refuse(text, "is not a usable file name") from None
     real = Path(os.path.realpath(target)) if target.is_symlink() else target
     if _is_special(real):
         raise _refuse(text, f"leads to {real}; -o writes regular files only", "use '-o -' for standard output")
