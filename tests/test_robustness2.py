@@ -502,6 +502,9 @@ def _mutations():
         "cases-object": (lambda d: d.__setitem__("cases", {}), "cases: is an object; expected a list"),
         "entry-string": (lambda d: d["cases"].__setitem__(0, "x"), "cases[0]: is a string"),
         "bool-gpus": (lambda d: point(d).__setitem__("gpus", True), "gpus: is a boolean; expected an integer"),
+        # found by scripts/fuzz.sh (tests/test_fuzz.py::test_fuzz_check_malformed_baselines)
+        "no-batch": (lambda d: case(d).pop("batch_per_gpu"), "give exactly one of batch and batch_per_gpu"),
+        "both-batches": (lambda d: case(d).__setitem__("batch", 64), "give exactly one of batch and batch_per_gpu"),
     }
 
 

@@ -76,6 +76,8 @@ def _case(case, name: str, where: str) -> dict:
     for key in ("model", "system", "profile"):
         if not isinstance(case.get(key), str):
             raise OracleError(f"'{key}' is {_what(case.get(key))}; expected a name or path", file=name, path=where)
+    if ("batch" in case) == ("batch_per_gpu" in case):
+        raise OracleError("give exactly one of batch and batch_per_gpu", file=name, path=where)
     for key, value in case.items():
         if isinstance(value, list):
             for k, v in enumerate(value):
