@@ -65,17 +65,25 @@ def _rebase(case: dict, src_dir, dst_dir) -> dict:
     return out
 
 
-def _run_case(case: dict, base_dir) -> list[dict]:
+def _run_case(case: dict, base_dir, file: str | None = None, where: str = "") -> list[dict]:
+    """The projections of one case; a bad value is blamed on ``file`` at ``where``."""
     from oracle import api
     from oracle.compute.baseline import KEPT
+    from oracle.errors import OracleError
     from oracle.render.records import point_to_dict
 
     resolved = _rebase(case, base_dir, ".")
     kwargs = {k: resolved[k] for k in resolved if k not in ("model", "system", "profile", "strategy")}
-    points = api.predict(
-        resolved["model"], resolved["system"], resolved["profile"],
-        strategies=str(resolved.get("strategy", "all")), **kwargs,
-    )  # fmt: skip
+    try:
+        points = api.predict(
+            resolved["model"], resolved["system"], resolved["profile"],
+            strategies=str(resolved.get("strategy", "all")), **kwargs,
+        )  # fmt: skip
+    except OracleError as exc:
+        if exc.file is None and file is not None:  # a value of the case, named as an option
+            key = (exc.path or "").lstrip("-").replace("-", "_")
+            exc.file, exc.path = file, where + (f".{key}" if key else "")
+        raise
     return [{k: v for k, v in point_to_dict(p).items() if k in KEPT} for p in points]
 
 
@@ -99,8 +107,8 @@ def snapshot(cases_file: str, output: str | None) -> None:
     src = Path(cases_file).parent
     dst = Path(output).parent if output else Path(".")
     entries = []
-    for case in cases:
-        points = _run_case(case, src)
+    for i, case in enumerate(cases):
+        points = _run_case(case, src, cases_file, f"cases[{i}]")
         entries.append({"case": _rebase(case, src, dst), "points": points})
     doc = {
         "format": FORMAT_TAG,
@@ -131,9 +139,9 @@ def check(baseline: str, rtol: float, max_lines: int) -> None:
     base_dir = Path(baseline).parent
     moves = []
     n_points = 0
-    for case, points in cases:
+    for i, (case, points) in enumerate(cases):
         n_points += len(points)
-        new = _run_case(case, base_dir)
+        new = _run_case(case, base_dir, baseline, f"cases[{i}].case")
         moves += diff_points(_case_label(case), points, new, rtol)
     if not moves:
         click.echo(f"baseline {baseline}: {n_points} points of {len(cases)} cases unchanged (rtol {rtol:g})")
