@@ -13,7 +13,7 @@ import threading
 from pathlib import Path
 
 import pytest
-from conftest import TINY_MODEL, TINY_PROFILE, run_cli
+from conftest import ROOT, TINY_MODEL, TINY_PROFILE, run_cli
 from test_robustness import files, one_error, predict, sub
 
 # ======================================================================================
@@ -288,6 +288,8 @@ def _mutations():
         # found by scripts/fuzz.sh (tests/test_fuzz.py::test_fuzz_check_malformed_baselines)
         "no-batch": (lambda d: case(d).pop("batch_per_gpu"), "give exactly one of batch and batch_per_gpu"),
         "p2-zero": (lambda d: case(d).__setitem__("p2", 0), "cases[0].case.p2: got 0; expected p2 >= 1"),
+        "text-batch": (lambda d: case(d).__setitem__("batch_per_gpu", "x"), "cases[0].case.batch_per_gpu: is a string"),
+        "number-strategy": (lambda d: case(d).__setitem__("strategy", 3), "cases[0].case.strategy: is a number"),
         "bad-precision": (lambda d: case(d).__setitem__("precision", "fp8"), "cases[0].case.precision: unknown precision"),
         "both-batches": (lambda d: case(d).__setitem__("batch", 64), "give exactly one of batch and batch_per_gpu"),
     }
@@ -347,3 +349,10 @@ def test_too_many_gpu_counts(tmp_path):
     m, s, p = files(tmp_path)
     spec = ",".join(str(i) for i in range(1, MAX_COUNTS + 2))
     one_error(run_cli("predict", "-m", m, "-s", s, "-p", p, "--gpus", spec), "--gpus", f"at most {MAX_COUNTS:,}")
+
+
+def test_cases_file_with_text_for_a_number_is_one_error(tmp_path):
+    """Found by scripts/fuzz.sh on baselines; the cases file had the same hole."""
+    cases = tmp_path / "cases.yaml"
+    cases.write_text("cases:\n  - {model: alexnet, system: abci, profile: alexnet_v100, gpus: 8, batch_per_gpu: x}\n")
+    one_error(run_cli("snapshot", cases, cwd=ROOT), f"{cases}: cases[0].batch_per_gpu: is a string; expected a number")

@@ -25,6 +25,7 @@ from oracle.load.baseline import FORMAT_TAG
 def _load_cases(path: str) -> list[dict]:
     from oracle.compute.baseline import CASE_KEYS
     from oracle.errors import OracleError
+    from oracle.load.baseline import check_case
     from oracle.load.fields import Fields
     from oracle.load.yamlfile import load_yaml
 
@@ -44,6 +45,7 @@ def _load_cases(path: str) -> list[dict]:
                 raise f.error(None, f"missing required key '{key}'")
         if ("batch" in case) == ("batch_per_gpu" in case):
             raise f.error(None, "give exactly one of batch and batch_per_gpu")
+        check_case(case, path, f"cases[{i}]")
         cases.append(case)
     top.done()
     if not cases:

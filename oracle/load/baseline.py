@@ -73,18 +73,31 @@ def _number(value, name: str, where: str, *, integer: bool = False, nullable: bo
 def _case(case, name: str, where: str) -> dict:
     case = _typed(case, dict, name, where, "an object")
     _known(case, CASE_KEYS, name, where)
+    check_case(case, name, where)
+    return case
+
+
+TEXT_KEYS = ("model", "system", "profile", "strategy", "precision")
+
+
+def check_case(case: dict, name: str, where: str) -> None:
+    """Types of a case's values (also of a cases file's): names are text, gpus text,
+    a number or a list of numbers, every other value a number."""
     for key in ("model", "system", "profile"):
         if not isinstance(case.get(key), str):
             raise OracleError(f"'{key}' is {_what(case.get(key))}; expected a name or path", file=name, path=where)
     if ("batch" in case) == ("batch_per_gpu" in case):
         raise OracleError("give exactly one of batch and batch_per_gpu", file=name, path=where)
     for key, value in case.items():
-        if isinstance(value, list):
+        here = f"{where}.{key}"
+        if key in TEXT_KEYS:
+            if not isinstance(value, str):
+                raise OracleError(f"is {_what(value)}; expected a name", file=name, path=here)
+        elif key == "gpus" and isinstance(value, list):
             for k, v in enumerate(value):
-                _number(v, name, f"{where}.{key}[{k}]", integer=True, nullable=False)
-        elif not isinstance(value, str):
-            _number(value, name, f"{where}.{key}", nullable=False)
-    return case
+                _number(v, name, f"{here}[{k}]", integer=True, nullable=False)
+        elif not (key == "gpus" and isinstance(value, str)):
+            _number(value, name, here, nullable=False)
 
 
 def _point(point, name: str, where: str) -> dict:
