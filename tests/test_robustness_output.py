@@ -213,6 +213,23 @@ def test_stdout_missing_at_start(tmp_path, monkeypatch, capsys):
     assert info.value.code == 0 and (tmp_path / "out.txt").exists()
 
 
+@pytest.mark.parametrize("exc", [ValueError("bad value"), OSError(errno.ENOSPC, "No space", "some.file"),
+                                 OSError(errno.EACCES, "Permission denied")])  # fmt: skip
+def test_other_os_and_value_errors_stay_internal_errors(tmp_path, monkeypatch, exc):
+    """Only standard output's own failures are exit 2; a bug raising ValueError or an
+    OSError about a file is still an internal error (exit 3), not a traceback."""
+    import oracle.cli.common as common
+
+    def boom(*a, **k):
+        raise exc
+
+    m, s, p = files(tmp_path)
+    monkeypatch.setattr(common, "project", boom)
+    r = predict(m, s, p)
+    assert r.code == 3 and r.exception is None, (r.code, r.err)
+    assert r.err_lines[0].startswith("oracle: internal error: ") and "Traceback" not in r.err
+
+
 @pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
 def test_dev_full_as_stdout_in_a_real_process(tmp_path):
     m, s, p = files(tmp_path)

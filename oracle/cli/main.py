@@ -91,14 +91,12 @@ class LazyGroup(click.Group):
         except KeyboardInterrupt:
             click.echo("oracle: interrupted", err=True)
             ctx.exit(130)
-        except (OSError, ValueError) as exc:
-            if not _stdout_failure(exc) or ctx.params.get("debug") or _debug_wanted([]):
-                raise
-            _stdout_lost(exc)
-            ctx.exit(2)
         except Exception as exc:  # noqa: BLE001 - last line of defence: never a traceback
             if ctx.params.get("debug") or _debug_wanted([]):
                 raise
+            if _stdout_failure(exc):  # closed, full or broken standard output: not a bug
+                _stdout_lost(exc)
+                ctx.exit(2)
             click.echo(
                 f"oracle: internal error: {type(exc).__name__}: {one_line(str(exc))}\n"
                 "This is a bug in oracle. Please report it with the command you ran;"
@@ -168,7 +166,7 @@ def _stdout_failure(exc: BaseException) -> bool:
     if isinstance(exc, OSError):
         return exc.filename is None and exc.errno in (errno.EPIPE, errno.ENOSPC, errno.EBADF, errno.EIO,
                                                       getattr(errno, "EDQUOT", -1))
-    return "closed file" in str(exc)
+    return isinstance(exc, ValueError) and "closed file" in str(exc)
 
 
 def _stdout_lost(exc: BaseException) -> None:
