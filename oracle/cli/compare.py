@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from contextlib import contextmanager
+
 import click
 
 from oracle.cli.common import FORMATS, output_option, positive_float
@@ -71,18 +73,36 @@ def compare(
         measured = [_run_from_log(log, model, system, profile, strategy, gpus, batch, batch_per_gpu, p1, p2, segments)]
         rows, summary = api.compare(measured, threshold=anomaly_threshold, where=_where(where), **options)
         title = f"{log}"
+        _render(rows, summary, fmt, width, output, title)
     else:
-        rows, summary = api.compare(
-            runs, threshold=anomaly_threshold, where=_where(where), exclude=_where(exclude, "--exclude"),
-            system=system, **options,
-        )
-        title = f"{runs}: {summary.overall.n} measured runs against their projections"
-    _render(rows, summary, fmt, width, output, title)
+        with _without_gc():
+            rows, summary = api.compare(
+                runs, threshold=anomaly_threshold, where=_where(where), exclude=_where(exclude, "--exclude"),
+                system=system, **options,
+            )
+            title = f"{runs}: {summary.overall.n} measured runs against their projections"
+            _render(rows, summary, fmt, width, output, title)
     s = summary.overall
     if min_accuracy is not None and not s.mean_accuracy >= min_accuracy:  # a NaN mean fails
         raise CheckFailed(f"mean accuracy {100 * s.mean_accuracy:.1f}% is below --min-accuracy {100 * min_accuracy:.1f}%")
     if max_mape is not None and not s.mape <= max_mape:
         raise CheckFailed(f"MAPE {100 * s.mape:.1f}% is above --max-mape {100 * max_mape:.1f}%")
+
+
+@contextmanager
+def _without_gc():
+    """Millions of runs are millions of acyclic records: the cycle collector would only
+    rescan them (about 15% of the time of `compare` on 1e6 runs); reference counting
+    still frees them."""
+    import gc
+
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def _render(rows, summary, fmt, width, output, title) -> None:
