@@ -8,8 +8,9 @@ ranking agreement was quadratic -- and times, each in a fresh process:
   table   oracle compare RUNS.csv -o OUT.txt   (lists the first 1,000 runs)
   ranking oracle.compute.compare.ranking_agreement alone, rows already compared
 
-Target: 1e6 runs in under a minute (csv).  The times depend on the machine; nothing
-in the test suite depends on them.
+Target: 1e6 runs in under a minute (csv), judged on CPU time (wall time grows when
+other processes share the cores).  The times depend on the machine; nothing in the
+test suite depends on them.
 
     python benchmarks/compare_scale.py [--runs 100000 1000000] [--skip-table]
 """
@@ -17,7 +18,9 @@ in the test suite depends on them.
 from __future__ import annotations
 
 import argparse
+import os
 import random
+import resource
 import subprocess
 import sys
 import tempfile
@@ -36,14 +39,18 @@ def write_runs(path: Path, n: int) -> None:
             fh.write(f"alexnet,abci,alexnet_v100,{STRATEGIES[i % 4]},8,256,{100 + 50 * rnd.random():.4f}\n")
 
 
-def timed(args: list[str]) -> float:
+def timed(args: list[str]) -> tuple[float, float]:
+    """(wall, CPU) seconds of one run in a fresh process; CPU time (user + system)
+    does not grow when other processes share the cores."""
     cmd = [sys.executable, "-c", "from oracle.cli.main import main; main()", *args]
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     r = subprocess.run(cmd, capture_output=True, text=True, check=False)
     took = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if r.returncode != 0:
         sys.exit(f"failed ({r.returncode}): {' '.join(args)}\n{r.stderr}")
-    return took
+    return took, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
 def ranking_only(path: Path) -> float:
@@ -61,8 +68,8 @@ def main() -> None:
     ap.add_argument("--runs", type=int, nargs="+", default=[100_000, 1_000_000])
     ap.add_argument("--skip-table", action="store_true")
     args = ap.parse_args()
-    print(f"{'runs':>10}  {'csv':>8}  {'table':>8}  {'ranking':>8}")
-    worst = 0.0
+    print(f"{'runs':>10}  {'csv wall/CPU':>16}  {'table wall/CPU':>16}  {'ranking':>8}")
+    worst = None
     with tempfile.TemporaryDirectory() as tmp:
         for n in args.runs:
             runs = Path(tmp) / f"runs{n}.csv"
@@ -70,11 +77,14 @@ def main() -> None:
             csv_s = timed(["compare", str(runs), "-f", "csv", "-o", str(Path(tmp) / "out.csv")])
             table_s = None if args.skip_table else timed(["compare", str(runs), "-o", str(Path(tmp) / "out.txt")])
             rank_s = ranking_only(runs)
-            worst = max(worst, csv_s) if n >= 1_000_000 else worst
-            table = "-" if table_s is None else f"{table_s:.1f} s"
-            print(f"{n:>10,}  {csv_s:>6.1f} s  {table:>8}  {rank_s:>6.2f} s", flush=True)
+            if n >= 1_000_000:
+                worst = csv_s
+            table = "-" if table_s is None else f"{table_s[0]:.1f} / {table_s[1]:.1f} s"
+            print(f"{n:>10,}  {csv_s[0]:>7.1f} / {csv_s[1]:.1f} s  {table:>16}  {rank_s:>6.2f} s", flush=True)
     if worst:
-        print(f"1e6 runs: {worst:.1f} s ({'within' if worst < TARGET_S else 'ABOVE'} the {TARGET_S:.0f} s target)")
+        verdict = "within" if worst[1] < TARGET_S else "ABOVE"
+        print(f"1e6 runs as CSV: {worst[0]:.1f} s wall, {worst[1]:.1f} s CPU ({verdict} the {TARGET_S:.0f} s target;"
+              f" load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores)")
 
 
 if __name__ == "__main__":

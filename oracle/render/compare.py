@@ -20,36 +20,30 @@ def _num(v):
     return v
 
 
-def row_dict(r: CompareRow) -> dict:
+ROW_FIELDS = (
+    "line", "model", "system", "strategy", "gpus", "p1", "p2", "global_batch", "segments", "basis",
+    "measured_s", "predicted_s", "accuracy", "ratio", "predicted_compute_s", "predicted_comm_s",
+    "measured_compute_s", "measured_comm_s", "compute_accuracy", "comm_accuracy", "anomaly", "feasible",
+    "limits", "profile_kind", "source",
+)  # fmt: skip
+
+
+def _row_values(r: CompareRow) -> tuple:
+    """The values of ROW_FIELDS, in that order."""
     run, pt = r.run, r.point
-    d = {
-        "line": run.line,
-        "model": pt.model,
-        "system": pt.system,
-        "strategy": run.strategy,
-        "gpus": run.gpus,
-        "p1": pt.p1,
-        "p2": pt.p2,
-        "global_batch": int(run.global_batch) if float(run.global_batch).is_integer() else run.global_batch,
-        "segments": pt.segments,
-        "basis": run.basis,
-        "measured_s": run.measured_s,
-        "predicted_s": _num(r.predicted_s),
-        "accuracy": _num(r.accuracy),
-        "ratio": _num(r.ratio),
-        "predicted_compute_s": _num(r.predicted_compute_s),
-        "predicted_comm_s": _num(r.predicted_comm_s),
-        "measured_compute_s": run.compute_s,
-        "measured_comm_s": run.comm_s,
-        "compute_accuracy": _num(r.compute_accuracy),
-        "comm_accuracy": _num(r.comm_accuracy),
-        "anomaly": r.anomaly,
-        "feasible": pt.feasible,
-        "limits": [lim.reason for lim in pt.limits],
-        "profile_kind": pt.profile_kind,
-        "source": run.source,
-    }
-    for k, v in run.extra:
+    return (
+        run.line, pt.model, pt.system, run.strategy, run.gpus, pt.p1, pt.p2,
+        int(run.global_batch) if float(run.global_batch).is_integer() else run.global_batch,
+        pt.segments, run.basis, run.measured_s, _num(r.predicted_s), _num(r.accuracy), _num(r.ratio),
+        _num(r.predicted_compute_s), _num(r.predicted_comm_s), run.compute_s, run.comm_s,
+        _num(r.compute_accuracy), _num(r.comm_accuracy), r.anomaly, pt.feasible,
+        [lim.reason for lim in pt.limits], pt.profile_kind, run.source,
+    )  # fmt: skip
+
+
+def row_dict(r: CompareRow) -> dict:
+    d = dict(zip(ROW_FIELDS, _row_values(r)))
+    for k, v in r.run.extra:
         d.setdefault(k, v)
     return d
 
@@ -84,19 +78,25 @@ def to_json(rows: Sequence[CompareRow], summary: Summary) -> str:
 
 
 def to_csv(rows: Sequence[CompareRow]) -> str:
-    dicts = [row_dict(r) for r in rows]
-    cols: list[str] = []
-    shapes: set[tuple] = set()
-    for d in dicts:  # the union of the keys in order of appearance; rows mostly share one shape
-        shape = tuple(d)
-        if shape not in shapes:
-            shapes.add(shape)
-            cols += [k for k in shape if k not in cols]
+    """The columns of row_dict, then the runs file's extra columns in order of appearance;
+    written straight from the records (1e6 runs make dictionaries per row costly)."""
+    extra_cols: list[str] = []
+    seen = set(ROW_FIELDS)
+    for r in rows:
+        for k, _ in r.run.extra:
+            if k not in seen:
+                seen.add(k)
+                extra_cols.append(k)
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
-    w.writerow(csv_row(cols))  # extra columns carry the runs file's own header
-    plain = (int, float)  # most cells: written as they are (a fast path for 1e6 runs)
-    w.writerows([v if type(v) in plain else _csv_value(v) for v in map(d.get, cols)] for d in dicts)
+    w.writerow(csv_row([*ROW_FIELDS, *extra_cols]))  # extra columns carry the runs file's own header
+    plain = (int, float)  # most cells: written as they are
+    for r in rows:
+        cells = [v if type(v) in plain else _csv_value(v) for v in _row_values(r)]
+        if extra_cols:
+            extra = dict(r.run.extra)
+            cells += [_csv_value(extra.get(k)) for k in extra_cols]
+        w.writerow(cells)
     return buf.getvalue()
 
 
