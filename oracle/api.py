@@ -168,10 +168,11 @@ def compare(
         if not runs:
             raise OracleError(f"'{calibrate_on}' selects every run left to score", path="--calibrate-on", file=file)
     rows = []
+    points: dict = {}  # projections shared by runs of the same configuration
     for run in runs:
         try:
             ctx = held.context(run) if held else inputs.context(run.model, run.system, run.profile, run)
-            rows.append(cmp.compare_run(run, ctx, limit))
+            rows.append(cmp.compare_run(run, ctx, limit, points))
         except OracleError as exc:
             if exc.file is None:  # a problem of the row itself: point at it
                 exc.file, exc.line = file, run.line

@@ -33,6 +33,8 @@ def exists(path: Path) -> bool:
     """Path.exists() that treats impossible names (too long, NUL bytes) as absent."""
     try:
         return path.exists()
+    except PermissionError:  # a folder above cannot be searched: the reader says so
+        return True
     except (OSError, ValueError):
         return False
 

@@ -69,7 +69,7 @@ def test_baseline_moves_with_its_folder(tmp_path):
 def test_bad_baseline_and_cases_exit_2(tmp_path):
     (tmp_path / "x.json").write_text("{not json")
     res = invoke("check", tmp_path / "x.json")
-    assert res.exit_code == 2 and "not valid JSON" in res.stderr
+    assert res.exit_code == 2 and "invalid JSON" in res.stderr
     (tmp_path / "y.json").write_text(json.dumps({"cases": []}))
     assert invoke("check", tmp_path / "y.json").exit_code == 2
     (tmp_path / "c.yaml").write_text("cases:\n  - {model: resnet50, system: abci}\n")

@@ -10,7 +10,10 @@ Inputs are valid shipped files, mutated by hypothesis:
   duplicated, layers shuffled; and the raw text edited (YAML syntax, anchors, bytes);
 * a measured-runs CSV for ``oracle compare``;
 * nccl-tests / OSU benchmark logs for ``oracle fit network``;
-* training logs (Chainer JSON, plain, step CSV) and random bytes for ``oracle import``.
+* training logs (Chainer JSON, plain, step CSV) and random bytes for ``oracle import``;
+* the reader limits of issue 16: YAML nesting, alias bombs, tags and base-60 numbers,
+  damaged baselines for ``oracle check``, and odd ``-o`` targets (devices, FIFOs,
+  symlinks, folders, an input of the command).
 
 Every test is bounded (a few seconds each; the file runs in well under a minute).
 ``ORACLE_FUZZ_EXAMPLES=N`` sets the number of examples of every test to N, for long runs
@@ -548,3 +551,143 @@ def test_fuzz_import_random_bytes(data):
     assert_clean(r, "import bytes")
     if r.code == 0:
         _assert_import_csv(r)
+
+
+# --------------------------------------------------------------------------------------
+# reader limits (issue 16): nesting, aliases, tags, base-60 numbers; baselines; -o targets
+# --------------------------------------------------------------------------------------
+
+SCALARS = ["1", "1:30", "1:30:00", "-1:00", "190:20:30.15", "'1:30'", "!!binary aGk=", "!!set {a}", "!!str x",
+           "!!int 3", "!!timestamp 2001-01-01", "!!omap [a: 1]", "!foo x", "1e308", ".nan", "~", "yes", "0x1F", "1_000"]
+
+
+@st.composite
+def yaml_values(draw, depth: int = 0):
+    """A YAML flow value: nested lists/maps (sometimes very deep), anchors, aliases, tags."""
+    kind = draw(st.sampled_from(("scalar", "scalar", "list", "map", "deep", "laughs")))
+    if kind == "scalar" or depth > 3:
+        return draw(st.sampled_from(SCALARS))
+    if kind == "deep":  # around the nesting limit (100 levels, the top-level mapping included)
+        n = draw(st.integers(90, 400))
+        opener, closer = draw(st.sampled_from((("[", "]"), ("{a: ", "}"))))
+        return opener * n + "1" + closer * n
+    if kind == "laughs":  # a billion-laughs tree of random width and depth
+        width, levels = draw(st.integers(2, 12)), draw(st.integers(1, 9))
+        names = [f"l{i}" for i in range(levels)]
+        parts = [f"&{names[0]} [" + ", ".join(["x"] * width) + "]"]
+        parts += [f"&{names[i]} [" + ", ".join([f"*{names[i - 1]}"] * width) + "]" for i in range(1, levels)]
+        return "[" + ", ".join(parts) + "]"
+    items = draw(st.lists(yaml_values(depth + 1), max_size=4))
+    if kind == "list":
+        return "[" + ", ".join(items) + "]"
+    return "{" + ", ".join(f"k{i}: {v}" for i, v in enumerate(items)) + "}"
+
+
+PROFILE_FILE = ROOT / "profiles/alexnet_v100.yaml"
+
+
+@fuzz_settings(120)
+@given(yaml_values(), st.sampled_from(("notes", "source", "model")))
+def test_fuzz_yaml_reader_limits(value, key):
+    """Whatever the nesting, aliases, tags or base-60 numbers: loaded or one error line,
+    and never the expansion of an alias bomb (the run stays fast, memory small)."""
+    _count("yaml_limits")
+    d = _fresh_dir()
+    text = PROFILE_FILE.read_text(encoding="utf-8")
+    if key == "model":  # replace a value the loader reads
+        text = text.replace("model: AlexNet", f"model: {value}", 1)
+    else:
+        text = "\n".join(ln for ln in text.splitlines() if not ln.startswith(f"{key}:")) + f"\n{key}: {value}\n"
+    f = d / "p.yaml"
+    f.write_text(text, encoding="utf-8")
+    r = run_cli("show", "profile", f, "-f", "json", cwd=ROOT)
+    assert_clean(r, "yaml limits")
+    if r.code == 2 and ("nested" in r.err or "aliases" in r.err or "tag" in r.err):
+        assert f"{f}:" in r.err  # names the file (and line)
+
+
+BASELINE_VALUES = [None, True, 0, -1, 1.5, 10**400, "x", "NaN!", "Infinity!", [], [1], {}, {"a": 1}, "1-4", [[[[]]]]]
+
+
+@st.composite
+def mutated_baseline(draw, doc: dict) -> str:
+    doc = copy.deepcopy(doc)
+    for _ in range(draw(st.integers(1, 3))):
+        node, path = doc, []
+        while isinstance(node, (dict, list)) and node and draw(st.booleans()):
+            key = draw(st.sampled_from(sorted(node) if isinstance(node, dict) else range(len(node))))
+            if not isinstance(node[key], (dict, list)):
+                break
+            node, path = node[key], path + [key]
+        if isinstance(node, dict) and node:
+            op = draw(st.sampled_from(("set", "drop", "add")))
+            key = draw(st.sampled_from(sorted(node)))
+            if op == "set":
+                node[key] = copy.deepcopy(draw(st.sampled_from(BASELINE_VALUES)))
+            elif op == "drop":
+                del node[key]
+            else:
+                node[draw(st.sampled_from(("extra", "totl_s", "gpu")))] = copy.deepcopy(draw(st.sampled_from(BASELINE_VALUES)))
+        elif isinstance(node, list) and node:
+            node[draw(st.integers(0, len(node) - 1))] = copy.deepcopy(draw(st.sampled_from(BASELINE_VALUES)))
+    return json.dumps(doc).replace('"NaN!"', "NaN").replace('"Infinity!"', "Infinity")
+
+
+def _small_baseline() -> dict:
+    d = _WORK / "baseline"
+    if not (d / "base.json").exists():
+        d.mkdir(parents=True, exist_ok=True)
+        (d / "cases.yaml").write_text(
+            "cases:\n  - {model: alexnet, system: abci, profile: alexnet_v100, gpus: '1,8', batch_per_gpu: 32}\n")
+        assert run_cli("snapshot", d / "cases.yaml", "-o", d / "base.json", cwd=ROOT).code == 0
+    return json.loads((d / "base.json").read_text(encoding="utf-8"))
+
+
+@fuzz_settings(80)
+@given(st.data())
+def test_fuzz_check_malformed_baselines(data):
+    """A damaged baseline: passes, fails the check (exit 1) or is one error line."""
+    _count("check_baselines")
+    text = data.draw(mutated_baseline(_small_baseline()))
+    d = _fresh_dir()
+    f = d / "base.json"
+    f.write_text(text, encoding="utf-8")
+    r = run_cli("check", f, cwd=ROOT)
+    assert "Traceback" not in r.err and r.exception is None, r.err[-2000:]
+    assert r.code in (0, 1, 2), (r.code, r.err[-2000:])
+    if r.code == 2:
+        assert len(r.err_lines) == 1 and r.err_lines[0].startswith("oracle: error: "), r.err
+    if "NaN" in text.replace('"NaN', "") or "Infinity" in text:
+        assert r.code == 2, (r.code, text[:300])
+
+
+@fuzz_settings(60)
+@given(st.sampled_from(("", "/", "sub/", "sub/x", "missing/x", "in.yaml", "link-dev", "link-file", "fifo", ".")),
+       st.sampled_from(("predict", "report")))  # fmt: skip
+def test_fuzz_output_targets(name, command):
+    """-o onto odd targets: written as a regular file, or one error and nothing touched."""
+    _count("output_targets")
+    if command == "report":
+        pytest.importorskip("matplotlib")
+    d = _fresh_dir()
+    (d / "sub").mkdir()
+    model = d / "in.yaml"
+    shutil.copy(ROOT / "models/alexnet.yaml", model)
+    (d / "link-dev").symlink_to(os.devnull)
+    (d / "real").write_text("old")
+    (d / "link-file").symlink_to(d / "real")
+    if hasattr(os, "mkfifo"):
+        os.mkfifo(d / "fifo")
+    before = sorted(p.name for p in d.rglob("*"))
+    target = str(d / name) if name else ""
+    if command == "report" and target and not target.endswith("/"):
+        target += ".md" if name not in ("link-file",) else ""
+    args = ["-m", model, "-s", "abci", "-p", "alexnet_v100", "--gpus", "8", "-o", target]
+    r = run_cli(command, *args, *(["-f", "json"] if command == "predict" else []), cwd=ROOT)
+    assert_clean(r, "output targets")
+    if r.code == 2:
+        assert sorted(p.name for p in d.rglob("*")) == before, r.err
+        assert (d / "real").read_text() == "old" and model.read_text() == (ROOT / "models/alexnet.yaml").read_text()
+    else:
+        written = Path(target).resolve()
+        assert written.is_file() and not written.is_symlink()

@@ -230,7 +230,7 @@ FILE_RULES = {
     "yaml-tab-indent": ("system", "nodes: 4", "\tnodes: 4", ["{f}:", "YAML syntax error"]),
     "yaml-empty-float-tag": ("model", "input: [3, 8, 8]", "input: !!float", ["{f}", "YAML value cannot be read"]),
     "yaml-bad-timestamp-tag": ("model", "input: [3, 8, 8]", "input: !!timestamp 2001-13-45",
-                               ["{f}", "YAML value cannot be read"]),
+                               ["{f}:2", "YAML tag '!!timestamp' is not accepted"]),
     "empty-file": ("system", None, "", ["{f}", "is empty", "system file"]),
     "comments-only": ("profile", None, "# nothing\n", ["{f}", "is empty"]),
     "non-utf8": ("profile", None, b"model: Tiny\nsource: caf\xe9\n", ["{f}:2", "not valid UTF-8"]),

@@ -6,6 +6,8 @@ import math
 
 import click
 
+from oracle.cli.types import FiniteRange, PlainIntRange
+
 FORMATS = ("table", "json", "csv", "markdown")
 
 
@@ -198,7 +200,7 @@ def memory_reuse(gamma: float | None, memory_model: str) -> float:
 def memory_model_options(f):
     """--memory-model and --memory-reuse (γ, ParaDL's bound only), for the commands
     that project without a full sweep (compare, plot compare, search)."""
-    f = click.option("--memory-reuse", "gamma", type=click.FloatRange(min=0, max=1, min_open=True),
+    f = click.option("--memory-reuse", "gamma", type=FiniteRange(min=0, max=1, min_open=True),
                      help="ParaDL memory model: reuse factor γ (0 < γ <= 1). [default: 1]")(f)
     return click.option("--memory-model", type=click.Choice(["framework", "paradl"]), default="framework",
                         show_default=True, help="framework: what PyTorch keeps; paradl: ParaDL's upper bound.")(f)
@@ -216,8 +218,8 @@ def sweep_options(f):
         click.option("--batch-per-gpu", "-b", type=positive_float,
                      help="Weak scaling: B = b·p samples per iteration."),
         click.option("--batch", "-B", type=positive_float, help="Strong scaling: global mini-batch B, fixed."),
-        click.option("--p2", type=click.IntRange(min=1), help="Hybrids: fix the model-part size p2 (p = p1·p2)."),
-        click.option("--segments", "-S", type=click.IntRange(min=1), help="Pipeline segments S. [default: min(B, 4p)]"),
+        click.option("--p2", type=PlainIntRange(min=1), help="Hybrids: fix the model-part size p2 (p = p1·p2)."),
+        click.option("--segments", "-S", type=PlainIntRange(min=1), help="Pipeline segments S. [default: min(B, 4p)]"),
         click.option("--precision", type=click.Choice(["fp32", "tf32", "fp16", "bf16"]), default="fp32",
                      show_default=True, help="Bytes per item δ (fp32/tf32 4, fp16/bf16 2) and, with"
                      " --compute-scaling model, the peak conv/fc run at."),
@@ -225,24 +227,25 @@ def sweep_options(f):
                      show_default=True,
                      help="framework: what PyTorch keeps (saved tensors, weights, gradients, optimizer,"
                      " buffers, workspace); paradl: ParaDL's upper bound Σ 2B(|x|+|y|) + 2|w|."),
-        click.option("--memory-reuse", "gamma", type=click.FloatRange(min=0, max=1, min_open=True),
+        click.option("--memory-reuse", "gamma", type=FiniteRange(min=0, max=1, min_open=True),
                      help="ParaDL memory model: reuse factor γ (0 < γ <= 1). [default: 1]"),
-        click.option("--contention", "phi", type=click.FloatRange(min=1, max=1000), help="Contention factor φ >= 1."),
-        click.option("--samples", type=click.IntRange(min=1, max=10**15), help="Dataset size D (overrides the model's)."),
+        click.option("--contention", "phi", type=FiniteRange(min=1, max=1000), help="Contention factor φ >= 1."),
+        click.option("--samples", type=PlainIntRange(min=1, max=10**15), help="Dataset size D (overrides the model's)."),
         click.option("--collective", type=click.Choice(["ring", "rhd", "tree", "hierarchical", "leader", "ps", "auto"]),
-                     help="All-reduce algorithm (auto: the cheapest per call; ps: parameter servers, collectives: ps_servers in the system). [default: the system's, else ring]"),
+                     help="All-reduce algorithm (auto: the cheapest per call; ps: parameter servers, collectives:"
+                     " ps_servers in the system). [default: the system's, else ring]"),
         click.option("--optimizer", type=click.Choice(["sgd", "momentum", "adam"]), default="sgd", show_default=True,
                      help="Optimizer state in memory: none, 4 or 8 bytes per parameter."),
         click.option("--mixed-precision", is_flag=True,
                      help="2-byte activations, weights, gradients and messages, plus fp32 master weights."),
-        click.option("--zero", type=click.IntRange(0, 3), default=0, show_default=True,
+        click.option("--zero", type=PlainIntRange(0, 3), default=0, show_default=True,
                      help="ZeRO stage: shard optimizer state (1), + gradients (2), + weights (3) across data-parallel GPUs."),
         click.option("--checkpointing", is_flag=True,
                      help="Pipeline: activation checkpointing (keep stage inputs, recompute the forward)."),
         click.option("--overlap", type=click.Choice(["none", "buckets"]), default="none", show_default=True,
                      help="buckets: all-reduce gradients in buckets during the backward and hide halos"
                      " behind interior compute (communication_s is then the exposed part)."),
-        click.option("--bucket-MB", "bucket_mb", type=click.FloatRange(min=0), default=25.0, show_default=True,
+        click.option("--bucket-MB", "bucket_mb", type=FiniteRange(min=0), default=25.0, show_default=True,
                      help="Gradient bucket size in MiB (PyTorch DDP's default); 0: one bucket per layer."),
         click.option("--bucket-layers", type=click.IntRange(min=0), default=0,
                      help="With --overlap buckets: all-reduce gradients in chunks of K layers (Lee et al. 2017)"
@@ -345,6 +348,12 @@ def make_console(width: int | None = None):
 
     from rich.console import Console
 
+    class _Console(Console):
+        def on_broken_pipe(self) -> None:  # rich would exit 1 silently; say it in one line
+            import errno
+
+            raise BrokenPipeError(errno.EPIPE, "Broken pipe")
+
     if width is None and not sys.stdout.isatty() and "COLUMNS" not in os.environ:
         width = 140
-    return Console(width=width) if width else Console()
+    return _Console(width=width) if width else _Console()

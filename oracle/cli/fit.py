@@ -15,6 +15,8 @@ from pathlib import Path
 
 import click
 
+from oracle.cli.types import FiniteRange, PlainIntRange
+
 _UNITS = {
     "": 1,
     "b": 1,
@@ -145,7 +147,7 @@ def fit() -> None:
               help="Format of the report on standard output.")
 @click.option("--min-bytes", type=_ByteSize(), help="Fit only message sizes >= this (e.g. 1MiB). [default: n½ rule]")
 @click.option("--max-bytes", type=_ByteSize(), help="Fit only message sizes <= this.")
-@click.option("--bw-fraction", type=click.FloatRange(0, 1, min_open=True), default=0.5, show_default=True,
+@click.option("--bw-fraction", type=FiniteRange(0, 1, min_open=True), default=0.5, show_default=True,
               help="n½ rule: fit from the smallest size whose bus bandwidth reaches this fraction of the log's peak.")
 @click.option("--in-place", is_flag=True, help="nccl-tests: fit the in-place times. [default: out-of-place]")
 @click.option("--operation", type=click.Choice(["allreduce", "allgather", "reducescatter", "broadcast", "reduce"]),
@@ -154,20 +156,20 @@ def fit() -> None:
               help="GPUs of logs without a rank table (OSU): N for all, FILE=N for one; repeatable.")
 @click.option("--nodes", "nodes", type=_Count(), multiple=True,
               help="Nodes of logs without a rank table: N or FILE=N. [default: file-name rule]")
-@click.option("--gpus-per-node", type=click.IntRange(min=1),
+@click.option("--gpus-per-node", type=PlainIntRange(min=1),
               help="GPUs per node for logs without a rank table. [default: the base system's]")
 @click.option("--name", metavar="TEXT", help="Name of the written system. [default: BASE's name + ' (fitted network)']")
 @click.option("--source", metavar="TEXT", help="Where the logs come from (written into the file's provenance).")
-@click.option("--max-median-error", type=click.FloatRange(min=0), metavar="FRACTION",
+@click.option("--max-median-error", type=FiniteRange(min=0), metavar="FRACTION",
               help="Check: exit 1 (and write nothing) if the median |rel. error| over messages >= 1 MiB,"
               " of any log or overall, exceeds FRACTION (e.g. 0.12).")
 @click.option("--collectives", type=click.Choice(["alpha-beta", "table"]), default="alpha-beta", show_default=True,
               help="table: also write the measured times (collectives: table), used instead of α-β for"
               " collectives on exactly a benchmarked GPU count and span.")
-@click.option("--protocols", type=click.IntRange(1, 4), default=1, show_default=True,
+@click.option("--protocols", type=PlainIntRange(1, 4), default=1, show_default=True,
               help="α-β lines per level: 1 = the ring model above n½; 3 = NCCL's LL, LL128 and Simple"
               " regimes fitted to every message size (collectives take the cheapest line).")
-@click.option("--width", type=click.IntRange(min=60), help="Table width. [default: terminal]")
+@click.option("--width", type=PlainIntRange(min=60), help="Table width. [default: terminal]")
 @click.pass_context
 def fit_network_cmd(
     ctx, logs, system, output, fmt, min_bytes, max_bytes, bw_fraction, in_place, operation, gpus, nodes,
@@ -189,11 +191,11 @@ def fit_network_cmd(
     """
     import datetime
     import hashlib
-    from pathlib import Path
 
     from oracle.compute.fit import FitOptions, fit_network
     from oracle.errors import CheckFailed
     from oracle.load.benchlogs import load_benchlog
+    from oracle.load.source import read_bytes
     from oracle.render import fit as rf
     from oracle.render.output import emit
 
@@ -246,10 +248,10 @@ def fit_network_cmd(
         bad = [
             f"{lf.file}: {100 * lf.large.median:.1f}%"
             for lf in result.logs
-            if lf.large.median is not None and lf.large.median > max_median_error
+            if lf.large.median is not None and not lf.large.median <= max_median_error  # NaN fails
         ]
         overall = result.overall_large.median
-        if overall is not None and overall > max_median_error:
+        if overall is not None and not overall <= max_median_error:
             bad.append(f"overall: {100 * overall:.1f}%")
         if bad:
             raise CheckFailed(
@@ -263,7 +265,7 @@ def fit_network_cmd(
     command = _command_line(ctx.params, logs)
     info = []
     for log in parsed:
-        digest = hashlib.sha256(Path(log.file).read_bytes()).hexdigest()[:16]
+        digest = hashlib.sha256(read_bytes(log.file, "benchmark log")).hexdigest()[:16]
         info.append(
             f"{log.file}: {log.tool} {log.operation}, {log.gpus} GPUs on {log.nodes} node(s)"
             f" ({log.layout_from}), sha256 {digest}…"
@@ -352,7 +354,7 @@ def _check_loads(text: str, name: str) -> None:
 @click.option("--overlay", metavar="FILE", help="A YAML mapping merged into the written system (documented implementation facts).")
 @click.option("--name", metavar="TEXT", help="Name of the written system. [default: BASE's name + ' (calibrated)']")
 @click.option("--output", "-o", metavar="FILE", help="Write the calibrated system YAML (atomically).")
-@click.option("--width", type=click.IntRange(min=60), help="Table width. [default: terminal]")
+@click.option("--width", type=PlainIntRange(min=60), help="Table width. [default: terminal]")
 def fit_runs_cmd(runs, system, kind, where, overlay, name, output, width) -> None:
     """Calibrate a system from measured training runs (held-out runs then validate it).
 
@@ -483,7 +485,14 @@ def fit_runs_cmd(runs, system, kind, where, overlay, name, output, width) -> Non
     for e in cal.evidence:
         head.append(f"#   {runs}:{e.line} {e.run}: {e.parameter} = {_fmt_param(e.parameter, e.value)} ({e.note})")
     text = "\n".join(head) + "\n" + yaml.safe_dump(doc, sort_keys=False, allow_unicode=True, width=100)
-    _check_loads(text, str(output))
+    try:
+        _check_loads(text, str(output))
+    except OracleError as exc:
+        if not overlay:
+            raise
+        # the base system loaded and the calibration is computed: the overlay broke it
+        raise OracleError(f"merged into the system, {exc.message}", file=overlay, path=exc.path,
+                          hint=exc.hint) from None
     emit(text, output)
     click.echo(f"wrote {output}", err=True)
 

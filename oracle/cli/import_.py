@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from oracle.cli.common import output_option
+from oracle.cli.types import PlainIntRange
 
 COLUMNS = (
     "model",
@@ -29,17 +30,17 @@ HYBRIDS = ("data+filter", "data+spatial")
 @click.option("--system", "-s", metavar="NAME|FILE", help="System the runs ran on.")
 @click.option("--profile", "-p", metavar="NAME|FILE", help="Timing profile to project them with.")
 @click.option("--strategy", metavar="NAME", help="Strategy of the runs (data, spatial, filter, ..., data+spatial).")
-@click.option("--gpus", "-g", type=click.IntRange(min=1), help="GPUs of every run.  [default: from the file name]")
-@click.option("--batch", "-B", type=click.IntRange(min=1), help="Global mini-batch B of every run.")
+@click.option("--gpus", "-g", type=PlainIntRange(min=1), help="GPUs of every run.  [default: from the file name]")
+@click.option("--batch", "-B", type=PlainIntRange(min=1), help="Global mini-batch B of every run.")
 @click.option(
     "--batch-per-gpu",
     "-b",
-    type=click.IntRange(min=1),
+    type=PlainIntRange(min=1),
     help="Samples per GPU b; B = b x gpus.  [default: from the file name]",
 )
-@click.option("--p1", type=click.IntRange(min=1), help="Hybrids: data-parallel groups p1 (p = p1·p2).")
-@click.option("--p2", type=click.IntRange(min=1), help="Hybrids: model-part size p2 (p = p1·p2).")
-@click.option("--segments", "-S", type=click.IntRange(min=1), help="Pipeline segments S.")
+@click.option("--p1", type=PlainIntRange(min=1), help="Hybrids: data-parallel groups p1 (p = p1·p2).")
+@click.option("--p2", type=PlainIntRange(min=1), help="Hybrids: model-part size p2 (p = p1·p2).")
+@click.option("--segments", "-S", type=PlainIntRange(min=1), help="Pipeline segments S.")
 @click.option(
     "--log-format",
     type=click.Choice(["chainer", "plain", "step-csv"]),
@@ -197,7 +198,21 @@ def _row(path: str, fixed: dict, log_format: str | None, skip_unknown: bool) -> 
         iteration_s=_cell(timing.iteration_s),
         source=f"{path} ({FORMAT_NAMES[timing.format]})",
     )
+    _as_compare_reads_it(row, path)
     return row
+
+
+def _as_compare_reads_it(row: dict, path: str) -> None:
+    """Refuse a row that ``oracle compare`` would refuse (e.g. 1e+308 seconds)."""
+    from oracle.compute.strategies import NAMES
+    from oracle.errors import OracleError
+    from oracle.load.runs import parse_row
+
+    try:
+        parse_row({c: str(row[c]) for c in COLUMNS}, path, None, NAMES)
+    except OracleError as exc:
+        raise OracleError(f"{exc.path}: {exc.message}; oracle compare would refuse this row",
+                          file=path, hint=exc.hint) from None
 
 
 def _cell(value) -> str:
@@ -212,9 +227,11 @@ def _csv(rows: list[list]) -> str:
     import csv
     import io
 
+    from oracle.textsafe import csv_row
+
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
-    writer.writerows(rows)
+    writer.writerows(csv_row(r) for r in rows)
     return buf.getvalue()
 
 
@@ -225,13 +242,17 @@ def _append_to(output: str, rows: list[dict]) -> str:
     from pathlib import Path
 
     from oracle.errors import OracleError
-    from oracle.load.yamlfile import read_text
+    from oracle.load.source import read_bytes, release
+    from oracle.load.yamlfile import decode_text
 
+    fresh = _csv([list(COLUMNS)] + [[r[c] for c in COLUMNS] for r in rows])
     if not Path(output).exists():
-        return _csv([list(COLUMNS)] + [[r[c] for c in COLUMNS] for r in rows])
-    if Path(output).is_file() and not Path(output).read_bytes().strip():
-        return _csv([list(COLUMNS)] + [[r[c] for c in COLUMNS] for r in rows])
-    text = read_text(output, "measured-runs CSV")
+        return fresh
+    data = read_bytes(output, "measured-runs CSV")  # a regular file, capped like every input
+    release(output)  # the one input -o may replace: the rows are added to it
+    if not data.strip():
+        return fresh
+    text = decode_text(data, output, "measured-runs CSV")
     try:
         table = list(csv.reader(io.StringIO(text), strict=True))
     except csv.Error as exc:

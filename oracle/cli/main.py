@@ -12,6 +12,7 @@ request for a bug report (the traceback with ``--debug`` or ``ORACLE_DEBUG=1``).
 from __future__ import annotations
 
 import importlib
+import io
 import os
 import sys
 
@@ -69,7 +70,9 @@ class LazyGroup(click.Group):
         import warnings
 
         from oracle.errors import CheckFailed, OracleError, one_line
+        from oracle.load.source import forget_inputs
 
+        forget_inputs()  # -o refuses to overwrite the inputs of this command only
         try:
             with warnings.catch_warnings():
                 if not (ctx.params.get("debug") or _debug_wanted([])):
@@ -89,11 +92,12 @@ class LazyGroup(click.Group):
         except KeyboardInterrupt:
             click.echo("oracle: interrupted", err=True)
             ctx.exit(130)
-        except BrokenPipeError:
-            raise
         except Exception as exc:  # noqa: BLE001 - last line of defence: never a traceback
             if ctx.params.get("debug") or _debug_wanted([]):
                 raise
+            if _stdout_failure(exc):  # closed, full or broken standard output: not a bug
+                _stdout_lost(exc)
+                ctx.exit(2)
             click.echo(
                 f"oracle: internal error: {type(exc).__name__}: {one_line(str(exc))}\n"
                 "This is a bug in oracle. Please report it with the command you ran;"
@@ -156,18 +160,68 @@ def _debug_wanted(argv: list[str]) -> bool:
     return "--debug" in argv or os.environ.get("ORACLE_DEBUG", "") not in ("", "0")
 
 
+def _stdout_failure(exc: BaseException) -> bool:
+    """An error writing standard output (closed, full, broken pipe), not a file's."""
+    import errno
+
+    if isinstance(exc, OSError):
+        return exc.filename is None and exc.errno in (errno.EPIPE, errno.ENOSPC, errno.EBADF, errno.EIO,
+                                                      getattr(errno, "EDQUOT", -1))
+    return isinstance(exc, ValueError) and "closed file" in str(exc)
+
+
+def _stdout_lost(exc: BaseException) -> None:
+    """Say once that the output is lost, and stop writing to that standard output."""
+    from oracle.errors import one_line
+
+    reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else "it is closed"
+    try:
+        sys.stderr.write(f"oracle: error: cannot write to standard output: {one_line(reason)}\n")
+        sys.stderr.flush()
+    except (OSError, ValueError, AttributeError):
+        pass
+    try:
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - nothing more reaches the lost stdout
+    except OSError:
+        pass
+
+
+class _ClosedStdout(io.TextIOBase):
+    """Standard output when the process started without one (``>&-``): writing fails
+    like a closed descriptor would, so the command reports it; -o still works."""
+
+    def isatty(self) -> bool:
+        return False
+
+    def write(self, text: str) -> int:
+        import errno
+
+        raise OSError(errno.EBADF, "it is closed")
+
+
 def main(argv: list[str] | None = None) -> None:
-    """Console-script entry point."""
+    """Console-script entry point.  Output that cannot reach standard output (a closed
+    pipe, /dev/full, a closed descriptor) is one error line and exit status 2."""
     args = list(sys.argv[1:] if argv is None else argv)
+    if sys.stdout is None:
+        sys.stdout = _ClosedStdout()
     try:
         cli.main(args=args, prog_name="oracle")
-    except BrokenPipeError:
-        # output piped into `head` and closed early: not an error
+        code = 0
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    except (OSError, ValueError) as exc:
+        if not _stdout_failure(exc):
+            raise
+        _stdout_lost(exc)
+        code = 2
+    if sys.stdout is not None:
         try:
-            sys.stdout = open(os.devnull, "w")  # noqa: SIM115
-        except OSError:
-            pass
-        sys.exit(0)
+            sys.stdout.flush()  # buffered output fails here, not silently at exit (status 120)
+        except (OSError, ValueError) as exc:
+            _stdout_lost(exc)
+            code = code or 2
+    sys.exit(code)
 
 
 if __name__ == "__main__":  # pragma: no cover

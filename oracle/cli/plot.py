@@ -10,6 +10,7 @@ from __future__ import annotations
 import click
 
 from oracle.cli.common import memory_model_options, memory_reuse, project, sweep_options
+from oracle.cli.types import FiniteRange, PlainIntRange
 
 DPI_HELP = "Resolution of PNG output (dots per inch)."
 
@@ -30,7 +31,7 @@ def _write(data: bytes, output: str) -> None:
 
 output_required = click.option("--output", "-o", required=True, metavar="FILE.png|FILE.svg|FILE.pdf",
                                help="Image to write (format from the suffix).")
-dpi_option = click.option("--dpi", type=click.IntRange(min=30, max=600), default=110, show_default=True,
+dpi_option = click.option("--dpi", type=PlainIntRange(min=30, max=600), default=110, show_default=True,
                           help=DPI_HELP)
 
 
@@ -83,7 +84,7 @@ for _kind, _help in _HELP.items():
 @click.option("--where", multiple=True, metavar="COL=VAL[,VAL]", help="Keep runs whose column has one of the values.")
 @click.option("--precision", type=click.Choice(["fp32", "tf32", "fp16", "bf16"]), default="fp32", show_default=True)
 @memory_model_options
-@click.option("--contention", "phi", type=click.FloatRange(min=1, max=1000), help="Contention factor φ (overrides the systems).")
+@click.option("--contention", "phi", type=FiniteRange(min=1, max=1000), help="Contention factor φ (overrides the systems).")
 @output_required
 @dpi_option
 def compare(runs, where, precision, memory_model, gamma, phi, output, dpi) -> None:

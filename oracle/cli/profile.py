@@ -5,29 +5,30 @@ from __future__ import annotations
 import click
 
 from oracle.cli.common import output_option
+from oracle.cli.types import FiniteRange, PlainIntRange
 
-_POSITIVE_FRACTION = click.FloatRange(min=0, max=1, min_open=True)
+_POSITIVE_FRACTION = FiniteRange(min=0, max=1, min_open=True)
 
 
 @click.command(context_settings={"max_content_width": 100})
 @click.argument("model", metavar="MODEL")
 @click.option(
-    "--batch", "-b", type=click.IntRange(min=1), default=32, show_default=True,
+    "--batch", "-b", type=PlainIntRange(min=1, max=10**12), default=32, show_default=True,
     help="Samples per iteration (per GPU) to measure or estimate at.",
 )  # fmt: skip
 @click.option(
     "--device", type=click.Choice(["cpu", "cuda"]), help="Where to measure. [default: cpu]"
 )
 @click.option(
-    "--repeats", "-r", type=click.IntRange(min=1),
+    "--repeats", "-r", type=PlainIntRange(min=1),
     help="Timed repeats; the median is kept. [default: 10]",
 )  # fmt: skip
 @click.option(
-    "--warmup", "-w", type=click.IntRange(min=0),
+    "--warmup", "-w", type=PlainIntRange(min=0),
     help="Untimed warm-up runs before the repeats. [default: 3]",
 )  # fmt: skip
 @click.option(
-    "--threads", "-t", type=click.IntRange(min=1),
+    "--threads", "-t", type=PlainIntRange(min=1),
     help="CPU threads for PyTorch. [default: PyTorch's choice]",
 )  # fmt: skip
 @click.option(
@@ -108,7 +109,7 @@ def _write(text: str, output: str | None, m) -> None:
     from oracle.load.yamlfile import _Loader
     from oracle.render.output import emit
 
-    pr = parse_profile(yaml.load(text, Loader=_Loader), output or "<stdout>")  # noqa: S506
+    pr = parse_profile(yaml.load(text, Loader=_Loader), output or "the profile written")  # noqa: S506
     bind_profile(m, pr)
     emit(text, output)
 

@@ -36,6 +36,7 @@ def report(measured, where, exclude, output, **sweep) -> None:
     from oracle.cli.common import project
     from oracle.errors import OracleError
     from oracle.render import report as rr
+    from oracle.render.output import atomic_write_all, check_target
     from oracle.render.progress import progress
 
     suffix = Path(output).suffix.lower()
@@ -43,6 +44,7 @@ def report(measured, where, exclude, output, **sweep) -> None:
         raise OracleError(f"cannot tell the report format from '{output}'", path="-o",
                           hint="name the file *.html or *.md")
     markdown = suffix in (".md", ".markdown")
+    check_target(output)  # before the work: a folder or a device named by -o fails at once
     args = dict(sweep, measured=measured, where=where, exclude=exclude)
     with progress("projecting", total=3) as bar:
         points, meta, inputs = project(**sweep)
@@ -65,23 +67,17 @@ def report(measured, where, exclude, output, **sweep) -> None:
         bar.set_total(2 + rr.steps(data) + 1)
         bar.advance("drawing plots")
         images = rr.figures(data, "png", dpi=110 if markdown else 90, step=lambda what: bar.advance(what))
+        files: dict = {}
         if markdown:
             names = rr.image_names(output, images) if images is not None else None
-            if names:
-                folder = Path(output).parent
-                for kind, name in names.items():
-                    _write(folder / name, images[kind])
+            folder = Path(output).parent
+            files = {folder / name: images[kind] for kind, name in (names or {}).items()}
             text = rr.markdown_report(data, names)
         else:
             text = rr.html_report(data, images)
         bar.advance("writing")
-        _write(output, text)
-
-
-def _write(path, data) -> None:
-    from oracle.render.output import write_file
-
-    write_file(path, data)
+        files[output] = text  # last: the report appears only once its images are in place
+        atomic_write_all(files)
 
 
 def _command(args: dict, output: str) -> str:

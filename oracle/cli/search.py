@@ -7,6 +7,7 @@ from __future__ import annotations
 import click
 
 from oracle.cli.common import memory_model_options, memory_reuse, model_system_profile_options, positive_float
+from oracle.cli.types import FiniteRange, PlainIntRange
 
 # the per-layer search keeps arrays of one entry per GPU for the redistribution costs;
 # far beyond any machine oracle describes (systems list at most a few thousand GPUs)
@@ -16,11 +17,11 @@ MAX_SEARCH_GPUS = 65536
 @click.command(context_settings={"max_content_width": 100})
 @model_system_profile_options
 @click.option(
-    "--gpus", "-g", type=click.IntRange(min=1, max=MAX_SEARCH_GPUS),
+    "--gpus", "-g", type=PlainIntRange(min=1, max=MAX_SEARCH_GPUS),
     help="GPUs to use (p). [default: 1 with --max-gpus]",
 )  # fmt: skip
 @click.option(
-    "--max-gpus", type=click.IntRange(min=1, max=MAX_SEARCH_GPUS),
+    "--max-gpus", type=PlainIntRange(min=1, max=MAX_SEARCH_GPUS),
     help="Also try every power of two from --gpus up to N (and N); report the fastest.",
 )  # fmt: skip
 @click.option(
@@ -48,11 +49,11 @@ MAX_SEARCH_GPUS = 65536
 @click.option(
     "--contention",
     "phi",
-    type=click.FloatRange(min=1, max=1000),
+    type=FiniteRange(min=1, max=1000),
     help="Contention factor φ >= 1 (overrides the system).",
 )
 @click.option(
-    "--samples", type=click.IntRange(min=1, max=10**15), help="Dataset size D (overrides the model's)."
+    "--samples", type=PlainIntRange(min=1, max=10**15), help="Dataset size D (overrides the model's)."
 )
 @click.option(
     "--evaluate", "evaluate_file", metavar="FILE",
@@ -68,14 +69,14 @@ MAX_SEARCH_GPUS = 65536
 )
 @click.option(
     "--top",
-    type=click.IntRange(min=1),
+    type=PlainIntRange(min=1),
     default=5,
     show_default=True,
     help="Uniform strategies shown.",
 )
 @click.option(
     "--width",
-    type=click.IntRange(min=60),
+    type=PlainIntRange(min=60),
     help="Table width in characters. [default: terminal, 140 in pipes]",
 )
 @click.option(

@@ -18,13 +18,14 @@ from __future__ import annotations
 import click
 
 from oracle.cli.common import output_option
-
-FORMAT_TAG = "oracle-baseline/1"
+from oracle.cli.types import FiniteRange, PlainIntRange
+from oracle.load.baseline import FORMAT_TAG
 
 
 def _load_cases(path: str) -> list[dict]:
     from oracle.compute.baseline import CASE_KEYS
     from oracle.errors import OracleError
+    from oracle.load.baseline import check_case
     from oracle.load.fields import Fields
     from oracle.load.yamlfile import load_yaml
 
@@ -44,6 +45,7 @@ def _load_cases(path: str) -> list[dict]:
                 raise f.error(None, f"missing required key '{key}'")
         if ("batch" in case) == ("batch_per_gpu" in case):
             raise f.error(None, "give exactly one of batch and batch_per_gpu")
+        check_case(case, path, f"cases[{i}]")
         cases.append(case)
     top.done()
     if not cases:
@@ -65,18 +67,25 @@ def _rebase(case: dict, src_dir, dst_dir) -> dict:
     return out
 
 
-def _run_case(case: dict, base_dir) -> list[dict]:
+def _run_case(case: dict, base_dir, file: str | None = None, where: str = "") -> list[dict]:
+    """The projections of one case; a bad value is blamed on ``file`` at ``where``."""
     from oracle import api
-    from oracle.render.records import point_to_dict
-
     from oracle.compute.baseline import KEPT
+    from oracle.errors import OracleError
+    from oracle.render.records import point_to_dict
 
     resolved = _rebase(case, base_dir, ".")
     kwargs = {k: resolved[k] for k in resolved if k not in ("model", "system", "profile", "strategy")}
-    points = api.predict(
-        resolved["model"], resolved["system"], resolved["profile"],
-        strategies=str(resolved.get("strategy", "all")), **kwargs,
-    )  # fmt: skip
+    try:
+        points = api.predict(
+            resolved["model"], resolved["system"], resolved["profile"],
+            strategies=str(resolved.get("strategy", "all")), **kwargs,
+        )  # fmt: skip
+    except OracleError as exc:
+        if exc.file is None and file is not None:  # a value of the case, named as an option
+            key = (exc.path or "").lstrip("-").replace("-", "_")
+            exc.file, exc.path = file, where + (f".{key}" if key else "")
+        raise
     return [{k: v for k, v in point_to_dict(p).items() if k in KEPT} for p in points]
 
 
@@ -100,8 +109,8 @@ def snapshot(cases_file: str, output: str | None) -> None:
     src = Path(cases_file).parent
     dst = Path(output).parent if output else Path(".")
     entries = []
-    for case in cases:
-        points = _run_case(case, src)
+    for i, case in enumerate(cases):
+        points = _run_case(case, src, cases_file, f"cases[{i}]")
         entries.append({"case": _rebase(case, src, dst), "points": points})
     doc = {
         "format": FORMAT_TAG,
@@ -118,36 +127,26 @@ def snapshot(cases_file: str, output: str | None) -> None:
 
 @click.command()
 @click.argument("baseline", metavar="BASELINE.json")
-@click.option("--rtol", type=click.FloatRange(min=0), default=1e-6, show_default=True, help="Relative tolerance.")
-@click.option("--max-lines", type=click.IntRange(min=1), default=50, show_default=True, help="Moved points listed at most.")
+@click.option("--rtol", type=FiniteRange(min=0), default=1e-6, show_default=True, help="Relative tolerance.")
+@click.option("--max-lines", type=PlainIntRange(min=1), default=50, show_default=True, help="Moved points listed at most.")
 def check(baseline: str, rtol: float, max_lines: int) -> None:
     """Recompute a baseline; exit 1 listing every point that moved by more than --rtol."""
-    import json
     from pathlib import Path
 
     from oracle.compute.baseline import diff_points
-    from oracle.errors import CheckFailed, OracleError
-    from oracle.load.yamlfile import read_text
+    from oracle.errors import CheckFailed
+    from oracle.load.baseline import load_baseline
 
-    text = read_text(baseline, "baseline JSON file")
-    try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise OracleError(f"is not valid JSON: {exc.msg}", file=baseline, line=exc.lineno) from None
-    if not isinstance(doc, dict) or doc.get("format") != FORMAT_TAG or not isinstance(doc.get("cases"), list):
-        raise OracleError(f"is not an oracle baseline (expected \"format\": \"{FORMAT_TAG}\")", file=baseline)
+    cases = load_baseline(baseline)
     base_dir = Path(baseline).parent
     moves = []
     n_points = 0
-    for i, entry in enumerate(doc["cases"]):
-        if not isinstance(entry, dict) or "case" not in entry or "points" not in entry:
-            raise OracleError("malformed case entry", file=baseline, path=f"cases[{i}]")
-        case = entry["case"]
-        n_points += len(entry["points"])
-        new = _run_case(case, base_dir)
-        moves += diff_points(_case_label(case), entry["points"], new, rtol)
+    for i, (case, points) in enumerate(cases):
+        n_points += len(points)
+        new = _run_case(case, base_dir, baseline, f"cases[{i}].case")
+        moves += diff_points(_case_label(case), points, new, rtol)
     if not moves:
-        click.echo(f"baseline {baseline}: {n_points} points of {len(doc['cases'])} cases unchanged (rtol {rtol:g})")
+        click.echo(f"baseline {baseline}: {n_points} points of {len(cases)} cases unchanged (rtol {rtol:g})")
         return
     by_point: dict[tuple[str, str], list] = {}
     for m in moves:

@@ -166,7 +166,7 @@ class Conversion:
         note = "" if self.origin.batch is not None else " (profile records no batch: device and precision only)"
         if not self.k.fuse_activations:
             note += " (activations not fused)"
-        return f"{self.origin.text(batch)} -> {self.target.name} {self.precision}{b}{note}"  # type: ignore[union-attr]
+        return f"{self.origin.text(batch)} → {self.target.name} {self.precision}{b}{note}"  # type: ignore[union-attr]
 
 
 def spreads_by_model(profile: Profile) -> bool:

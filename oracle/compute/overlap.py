@@ -127,7 +127,10 @@ def gradient_timeline(
         duration = float(allreduce_s[kind](size))
         channel = max(ready, channel) + duration
         total += duration
-    return Timeline(total, max(0.0, channel - end_backward) if buckets else 0.0, len(buckets))
+    # exposed is part of the exchange: clamp the rounding of (ready + duration) - end
+    # (one bucket ready at the very end gave exposed > total, overlap ratio -3e-15)
+    exposed = min(total, max(0.0, channel - end_backward)) if buckets else 0.0
+    return Timeline(total, exposed, len(buckets))
 
 
 def _delayed_timeline(backward_s, grad_bytes, allreduce_s, bucket_bytes, kinds, bucket_layers, delayed,

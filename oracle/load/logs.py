@@ -74,7 +74,8 @@ from datetime import datetime
 from pathlib import Path
 
 from oracle.errors import OracleError
-from oracle.load.yamlfile import read_text
+from oracle.load.source import parse_json, read_bytes
+from oracle.load.yamlfile import decode_text
 
 FORMATS = ("chainer", "plain", "step-csv")
 FORMAT_NAMES = {
@@ -133,21 +134,15 @@ def read_log(path: str | Path, fmt: str | None = None) -> LogTiming:
 
 def _read(path: str | Path) -> str:
     """The text of a log; binary and non-UTF-8 files are an unknown format."""
-    p = Path(path)
     name = str(path)
-    if p.is_file():
-        try:
-            data = p.read_bytes()
-        except OSError:
-            data = None  # read_text below reports it
-        if data is not None:
-            if b"\x00" in data:
-                raise UnknownLogFormat(UNKNOWN_MESSAGE, file=name, hint="this is a binary file")
-            try:
-                data.decode("utf-8-sig")
-            except UnicodeDecodeError:
-                raise UnknownLogFormat(UNKNOWN_MESSAGE, file=name, hint="this is not UTF-8 text") from None
-    return read_text(path, "training log")
+    data = read_bytes(path, "training log")
+    if b"\x00" in data:
+        raise UnknownLogFormat(UNKNOWN_MESSAGE, file=name, hint="this is a binary file")
+    try:
+        data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise UnknownLogFormat(UNKNOWN_MESSAGE, file=name, hint="this is not UTF-8 text") from None
+    return decode_text(data, name, "training log")
 
 
 def _data_lines(text: str) -> list[tuple[int, str]]:
@@ -229,14 +224,7 @@ def _fmt(v: float) -> str:
 
 
 def _load_json(text: str, name: str):
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise OracleError(f"invalid JSON: {exc.msg}", file=name, line=exc.lineno) from None
-    except RecursionError:
-        raise OracleError("JSON is nested too deeply", file=name) from None
-    except ValueError as exc:  # e.g. an integer with too many digits
-        raise OracleError(f"JSON value cannot be read: {exc}", file=name) from None
+    return parse_json(text, name)
 
 
 def _json_kind(doc: object) -> str:

@@ -22,6 +22,7 @@ from oracle.errors import OracleError, did_you_mean
 from oracle.load.fields import MAX_MAGNITUDE, MIN_MAGNITUDE
 from oracle.load.values import MAX_GPUS
 from oracle.load.yamlfile import read_text
+from oracle.textsafe import csv_unescape
 
 REQUIRED = ("model", "system", "profile", "strategy", "gpus", "global_batch")
 OPTIONAL = ("p1", "p2", "segments", "epoch_s", "iteration_s", "compute_s", "comm_s", "source")
@@ -102,15 +103,21 @@ def load_runs(path: str | Path, strategies: tuple[str, ...] | None = None) -> li
             raise OracleError(
                 f"has {len(raw)} cells; the header has {len(header)}", file=name, line=line
             )
-        cells = {h: c.strip() for h, c in zip(header, raw)}
+        cells = {h: csv_unescape(c.strip()) for h, c in zip(header, raw)}
         runs.append(_row(cells, name, line, strategies))
     if not runs:
         raise OracleError("has a header but no runs", file=name)
     base = Path(name).parent
-    return [_resolve(r, base) for r in runs]
+    found: dict[str, str | None] = {}  # a name is looked up once, not once per row
+    return [_resolve(r, base, found) for r in runs]
 
 
-def _row(cells: dict[str, str], file: str, line: int, strategies) -> MeasuredRun:
+def parse_row(cells: dict[str, str], file: str, line: int | None, strategies) -> MeasuredRun:
+    """One row as ``oracle compare`` reads it (``oracle import`` checks its rows with it)."""
+    return _row(cells, file, line, strategies)
+
+
+def _row(cells: dict[str, str], file: str, line: int | None, strategies) -> MeasuredRun:
     def err(col: str, msg: str, hint: str | None = None) -> OracleError:
         return OracleError(msg, file=file, line=line, path=f"column '{col}'", hint=hint)
 
@@ -190,7 +197,7 @@ def _nonneg(v: str, err) -> float | None:
     return x
 
 
-def _resolve(run: MeasuredRun, base: Path) -> MeasuredRun:
+def _resolve(run: MeasuredRun, base: Path, found: dict[str, str | None]) -> MeasuredRun:
     """Relative paths are looked up next to the CSV first."""
     from dataclasses import replace
 
@@ -199,7 +206,10 @@ def _resolve(run: MeasuredRun, base: Path) -> MeasuredRun:
     changes = {}
     for col in ("model", "system", "profile"):
         value = getattr(run, col)
-        cand = base / value
-        if not Path(value).is_absolute() and ("/" in value or value.endswith((".yaml", ".yml"))) and exists(cand):
-            changes[col] = str(cand)
+        if value not in found:
+            cand = base / value
+            looks_like_path = "/" in value or value.endswith((".yaml", ".yml"))
+            found[value] = str(cand) if not Path(value).is_absolute() and looks_like_path and exists(cand) else None
+        if found[value] is not None:
+            changes[col] = found[value]
     return replace(run, **changes) if changes else run

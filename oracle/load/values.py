@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import re
+
 from oracle.errors import OracleError
 
 MAX_GPUS = 10**7  # beyond any machine; keeps arithmetic and output bounded
+MAX_COUNTS = 1000  # GPU counts in one --gpus list: a sweep, not a flood (each costs a projection)
 
 
 def parse_gpus(spec: str | int | list | tuple) -> list[int]:
@@ -48,18 +51,22 @@ def parse_gpus(spec: str | int | list | tuple) -> list[int]:
             out.extend(powers)
         else:
             out.append(_count(_int(text, text), text))
-    return sorted(set(out))
+    counts = sorted(set(out))
+    if len(counts) > MAX_COUNTS:
+        raise OracleError(f"{len(counts):,} GPU counts; at most {MAX_COUNTS:,} in one run", path="--gpus")
+    return counts
 
 
 def _int(text: str, whole: str) -> int:
-    try:
-        return int(text.strip())
-    except ValueError:
-        raise OracleError(
-            f"'{whole}' is not a GPU count",
-            path="--gpus",
-            hint="expected a number, a list (4,8,16) or a range of powers of two (4-1024)",
-        ) from None
+    """Plain ASCII digits only: int() would read '1_6' as 16 and full-width digits too."""
+    digits = text.strip()
+    if re.fullmatch(r"[+-]?[0-9]+", digits, re.ASCII):
+        return int(digits)
+    raise OracleError(
+        f"'{whole}' is not a GPU count",
+        path="--gpus",
+        hint="expected a number, a list (4,8,16) or a range of powers of two (4-1024)",
+    )
 
 
 def _count(n: int, text: str) -> int:

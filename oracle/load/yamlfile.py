@@ -14,6 +14,7 @@ from pathlib import Path
 import yaml
 
 from oracle.errors import OracleError
+from oracle.load.source import MAX_YAML_BYTES, read_bytes, shown
 
 _Base = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
@@ -86,22 +87,79 @@ _Loader.add_constructor("tag:yaml.org,2002:map", _construct_map)
 _Loader.add_constructor("tag:yaml.org,2002:seq", _construct_seq)
 
 
-def read_text(path: str | Path, what: str = "file") -> str:
+MAX_DEPTH = 100  # nesting levels of lists and mappings; real files use fewer than 10
+MAX_ALIAS_VALUES = 100_000  # values that aliases (*name) may add once expanded
+_CORE_TAGS = {None, "!"} | {f"tag:yaml.org,2002:{t}" for t in ("str", "int", "float", "bool", "null", "map", "seq")}
+# YAML 1.1 reads 1:30:00 as 5400 (base 60); nobody writing a file means that
+_SEXAGESIMAL = re.compile(r"[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+(?:\.[0-9_]*)?")
+
+
+def check_structure(text: str) -> None:
+    """Walk the YAML events (libyaml's parser keeps its own stack, it does not recurse)
+    and refuse, before anything is built: nesting deeper than MAX_DEPTH, aliases that
+    expand to more than MAX_ALIAS_VALUES values (a "billion laughs"), tags other than the
+    core ones (!!binary, !!set, !!timestamp, ...) and base-60 numbers."""
+    depth = 0
+    count = 0  # values so far, aliases expanded
+    added = 0  # values added by aliases
+    sizes: dict[str, int] = {}
+    open_: list[tuple[str | None, int]] = []
+    for ev in yaml.parse(text, Loader=_Loader):  # noqa: S506 - events only, nothing constructed
+        if isinstance(ev, (yaml.ScalarEvent, yaml.CollectionStartEvent)):
+            _check_tag(ev)
+        if isinstance(ev, yaml.CollectionStartEvent):
+            depth += 1
+            if depth > MAX_DEPTH:
+                raise OracleError(f"YAML is nested more than {MAX_DEPTH} levels deep", line=_line(ev))
+            open_.append((ev.anchor, count))
+            count += 1
+        elif isinstance(ev, yaml.CollectionEndEvent):
+            depth -= 1
+            anchor, start = open_.pop()
+            if anchor is not None:
+                sizes[anchor] = count - start
+        elif isinstance(ev, yaml.ScalarEvent):
+            count += 1
+            if ev.anchor is not None:
+                sizes[ev.anchor] = 1
+            if not ev.style and ev.implicit[0] and _SEXAGESIMAL.fullmatch(ev.value):
+                raise OracleError(
+                    f"'{ev.value}' would be read as a base-60 number (YAML 1.1)", line=_line(ev),
+                    hint="quote it if it is text, or write the number itself",
+                )  # fmt: skip
+        elif isinstance(ev, yaml.AliasEvent):
+            n = sizes.get(ev.anchor, 1)
+            count += n
+            added += n
+            if added > MAX_ALIAS_VALUES:
+                raise OracleError(
+                    f"aliases expand to more than {MAX_ALIAS_VALUES:,} values", line=_line(ev),
+                    hint="a YAML alias bomb? write the values out or use fewer aliases",
+                )  # fmt: skip
+
+
+def _line(ev: yaml.Event) -> int | None:
+    return ev.start_mark.line + 1 if ev.start_mark is not None else None
+
+
+def _check_tag(ev: yaml.Event) -> None:
+    tag = ev.tag
+    if tag in _CORE_TAGS:
+        return
+    short = tag.replace("tag:yaml.org,2002:", "!!") if tag else tag
+    raise OracleError(
+        f"YAML tag '{short}' is not accepted", line=_line(ev),
+        hint="oracle reads plain strings, numbers, booleans, lists and mappings; remove the tag",
+    )  # fmt: skip
+
+
+def read_text(path: str | Path, what: str = "file", limit: int | None = None) -> str:
     """Read a UTF-8 text file, turning every OS/encoding problem into an OracleError."""
-    p = Path(path)
-    name = str(path) if len(str(path)) <= 200 else str(path)[:197] + "..."
-    try:
-        present = p.exists()
-    except (OSError, ValueError):  # a name no file system accepts (too long, NUL byte)
-        present = False
-    if not present:
-        raise OracleError(f"{what} does not exist", file=name)
-    if p.is_dir():
-        raise OracleError(f"is a directory; expected a {what}", file=name)
-    try:
-        data = p.read_bytes()
-    except OSError as exc:
-        raise OracleError(f"cannot read {what}: {exc.strerror or exc}", file=name) from None
+    return decode_text(read_bytes(path, what, limit), shown(path), what)
+
+
+def decode_text(data: bytes, name: str, what: str = "file") -> str:
+    """The UTF-8 text of a file's bytes: not binary, not empty."""
     if b"\x00" in data:
         raise OracleError(f"looks like a binary file; expected a text {what}", file=name)
     try:
@@ -121,8 +179,9 @@ def read_text(path: str | Path, what: str = "file") -> str:
 def load_yaml(path: str | Path, what: str = "YAML file") -> YMap:
     """Parse a YAML file whose top level must be a mapping."""
     name = str(path)
-    text = read_text(path, what)
+    text = read_text(path, what, MAX_YAML_BYTES)
     try:
+        check_structure(text)
         doc = yaml.load(text, Loader=_Loader)  # noqa: S506 - safe loader subclass
     except OracleError as exc:
         exc.file = name
@@ -145,12 +204,13 @@ def load_yaml(path: str | Path, what: str = "YAML file") -> YMap:
         raise OracleError(f"is empty; expected a {what}", file=name)
     if not isinstance(doc, dict):
         raise OracleError(
-            f"top level is a {_kind(doc)}; expected a mapping of keys to values", file=name
+            f"top level is a {kind_of(doc)}; expected a mapping of keys to values", file=name
         )
     return doc
 
 
-def _kind(value: object) -> str:
+def kind_of(value: object) -> str:
+    """'list', 'boolean', 'number', 'string' or the type's name (for messages)."""
     if isinstance(value, list):
         return "list"
     if isinstance(value, bool):

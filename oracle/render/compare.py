@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from itertools import groupby
 
 from oracle.compute.compare import CompareRow, Stats, Summary
+from oracle.textsafe import csv_cell, csv_row, md
 from oracle.units import fmt_seconds
 
 
@@ -19,38 +20,30 @@ def _num(v):
     return v
 
 
-def row_dict(r: CompareRow) -> dict:
+ROW_FIELDS = (
+    "line", "model", "system", "strategy", "gpus", "p1", "p2", "global_batch", "segments", "basis",
+    "measured_s", "predicted_s", "accuracy", "ratio", "predicted_compute_s", "predicted_comm_s",
+    "measured_compute_s", "measured_comm_s", "compute_accuracy", "comm_accuracy", "anomaly", "naive_s", "feasible",
+    "limits", "profile_kind", "compute_conversion", "source",
+)  # fmt: skip
+
+
+def _row_values(r: CompareRow) -> tuple:
+    """The values of ROW_FIELDS, in that order."""
     run, pt = r.run, r.point
-    d = {
-        "line": run.line,
-        "model": pt.model,
-        "system": pt.system,
-        "strategy": run.strategy,
-        "gpus": run.gpus,
-        "p1": pt.p1,
-        "p2": pt.p2,
-        "global_batch": int(run.global_batch) if float(run.global_batch).is_integer() else run.global_batch,
-        "segments": pt.segments,
-        "basis": run.basis,
-        "measured_s": run.measured_s,
-        "predicted_s": _num(r.predicted_s),
-        "accuracy": _num(r.accuracy),
-        "ratio": _num(r.ratio),
-        "predicted_compute_s": _num(r.predicted_compute_s),
-        "predicted_comm_s": _num(r.predicted_comm_s),
-        "measured_compute_s": run.compute_s,
-        "measured_comm_s": run.comm_s,
-        "compute_accuracy": _num(r.compute_accuracy),
-        "comm_accuracy": _num(r.comm_accuracy),
-        "anomaly": r.anomaly,
-        "naive_s": _num(r.naive_s),  # --calibrate-on: nearest smaller calibrated run's time
-        "feasible": pt.feasible,
-        "limits": [lim.reason for lim in pt.limits],
-        "profile_kind": pt.profile_kind,
-        "compute_conversion": pt.compute_conversion,  # issue 13
-        "source": run.source,
-    }
-    for k, v in run.extra:
+    return (
+        run.line, pt.model, pt.system, run.strategy, run.gpus, pt.p1, pt.p2,
+        int(run.global_batch) if float(run.global_batch).is_integer() else run.global_batch,
+        pt.segments, run.basis, run.measured_s, _num(r.predicted_s), _num(r.accuracy), _num(r.ratio),
+        _num(r.predicted_compute_s), _num(r.predicted_comm_s), run.compute_s, run.comm_s,
+        _num(r.compute_accuracy), _num(r.comm_accuracy), r.anomaly, _num(r.naive_s), pt.feasible,
+        [lim.reason for lim in pt.limits], pt.profile_kind, pt.compute_conversion, run.source,
+    )  # fmt: skip
+
+
+def row_dict(r: CompareRow) -> dict:
+    d = dict(zip(ROW_FIELDS, _row_values(r)))
+    for k, v in r.run.extra:
         d.setdefault(k, v)
     return d
 
@@ -102,18 +95,32 @@ def to_json(rows: Sequence[CompareRow], summary: Summary) -> str:
 
 
 def to_csv(rows: Sequence[CompareRow]) -> str:
-    dicts = [row_dict(r) for r in rows]
-    cols: list[str] = []
-    for d in dicts:
-        for k in d:
-            if k not in cols:
-                cols.append(k)
+    """The columns of row_dict, then the runs file's extra columns in order of appearance;
+    written straight from the records (1e6 runs make dictionaries per row costly)."""
+    extra_cols: list[str] = []
+    seen = set(ROW_FIELDS)
+    for r in rows:
+        for k, _ in r.run.extra:
+            if k not in seen:
+                seen.add(k)
+                extra_cols.append(k)
     buf = io.StringIO()
-    w = csv.DictWriter(buf, fieldnames=cols, lineterminator="\n")
-    w.writeheader()
-    for d in dicts:
-        w.writerow({k: ("; ".join(v) if isinstance(v, list) else "" if v is None else v) for k, v in d.items()})
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(csv_row([*ROW_FIELDS, *extra_cols]))  # extra columns carry the runs file's own header
+    plain = (int, float)  # most cells: written as they are
+    for r in rows:
+        cells = [v if type(v) in plain else _csv_value(v) for v in _row_values(r)]
+        if extra_cols:
+            extra = dict(r.run.extra)
+            cells += [_csv_value(extra.get(k)) for k in extra_cols]
+        w.writerow(cells)
     return buf.getvalue()
+
+
+def _csv_value(v):
+    if v is None:
+        return ""
+    return csv_cell("; ".join(v) if isinstance(v, list) else v)
 
 
 def _pct(v: float | None) -> str:
@@ -143,13 +150,16 @@ def profiles_line(rows: Sequence[CompareRow]) -> str:
     return "compute times from profiles: " + ", ".join(f"{k} ({v})" for k, v in seen.items())
 
 
+TABLE_MAX_RUNS = 1000  # a terminal table of more runs is unreadable and slow to lay out
+
+
 def table(rows: Sequence[CompareRow], summary: Summary, title: str = ""):
+    """Runs (the first TABLE_MAX_RUNS of them), the summary of all, the profiles used."""
     from rich import box
     from rich.console import Group
+    from rich.markup import escape
     from rich.table import Table
     from rich.text import Text
-
-    from rich.markup import escape
 
     t = Table(box=box.SIMPLE_HEAD, pad_edge=False, title=escape(title) if title else None, title_justify="left")
     for name, kw in (
@@ -168,7 +178,7 @@ def table(rows: Sequence[CompareRow], summary: Summary, title: str = ""):
     t.add_column("anomaly", overflow="fold", ratio=1)
     key = lambda r: (r.point.model, r.point.system)  # noqa: E731
     first = True
-    for (model, system), group in groupby(rows, key=key):
+    for (model, system), group in groupby(rows[:TABLE_MAX_RUNS], key=key):
         if not first:
             t.add_section()
         first = False
@@ -190,7 +200,11 @@ def table(rows: Sequence[CompareRow], summary: Summary, title: str = ""):
                 parts,
                 Text(r.anomaly or "", style="yellow" if r.anomaly else None),
             )
-    return Group(t, summary_table(summary), Text(profiles_line(rows), style="dim"))
+    parts = [t]
+    if len(rows) > TABLE_MAX_RUNS:
+        parts.append(Text(f"... and {len(rows) - TABLE_MAX_RUNS:,} more runs, in the summary below;"
+                          " -f csv or -f json lists every run", style="dim"))
+    return Group(*parts, summary_table(summary), Text(profiles_line(rows), style="dim"))
 
 
 def summary_table(summary: Summary):
@@ -244,15 +258,15 @@ def markdown(rows: Sequence[CompareRow], summary: Summary) -> str:
     ]
     for r in rows:
         out.append(
-            f"| {r.run.line} | {r.point.model} | {r.point.system} | {r.run.strategy} | {r.run.gpus} | "
+            f"| {r.run.line} | {md(r.point.model)} | {md(r.point.system)} | {r.run.strategy} | {r.run.gpus} | "
             f"{r.point.p1}×{r.point.p2} | {r.run.global_batch:g} | {r.run.basis} | {fmt_seconds(r.measured_s)} | "
-            f"{fmt_seconds(r.predicted_s)} | {_pct(r.accuracy)} | {(r.anomaly or '').replace('|', '/')} |"
+            f"{fmt_seconds(r.predicted_s)} | {_pct(r.accuracy)} | {md(r.anomaly or '')} |"
         )
     out += ["", "| | runs | mean accuracy | min accuracy | MAPE | bias |", "|---|---:|---:|---:|---:|---:|"]
 
     def add(label: str, s: Stats) -> None:
         out.append(
-            f"| {label} | {s.n} | {_pct(s.mean_accuracy)} | {_pct(s.min_accuracy)} | {_pct(s.mape)} | {_signed_pct(s.bias)} |"
+            f"| {md(label)} | {s.n} | {_pct(s.mean_accuracy)} | {_pct(s.min_accuracy)} | {_pct(s.mape)} | {_signed_pct(s.bias)} |"
         )
 
     add("**all runs**", summary.overall)
@@ -265,5 +279,5 @@ def markdown(rows: Sequence[CompareRow], summary: Summary) -> str:
         out.append(f"Ranking agreement: {_pct(summary.ranking_agreement)} of {summary.ranking_pairs} strategy pairs.")
     out += [f"{line}." for line in held_out_lines(summary)]
     out.append("")
-    out.append(profiles_line(rows) + ".")
+    out.append(md(profiles_line(rows)) + ".")
     return "\n".join(out) + "\n"

@@ -18,7 +18,6 @@ scaling, precision, gamma, gpu_model, gpu_memory_bytes.
 
 from __future__ import annotations
 
-import io
 import math
 from collections.abc import Sequence
 from itertools import groupby
@@ -131,31 +130,10 @@ def format_for(path: str) -> str:
 
 
 def to_bytes(fig, fmt: str = "png", dpi: int = 110, compact: bool = True) -> bytes:
-    """The figure as PNG or SVG bytes (no timestamps, so outputs are reproducible).
-    ``compact`` PNGs are palette images (256 colours), about 4x smaller and visually
-    the same for these flat-colour plots."""
-    import matplotlib
+    """The figure as PNG or SVG bytes (oracle/render/image.py)."""
+    from oracle.render.image import encode
 
-    buf = io.BytesIO()
-    # no dates or producer versions: outputs are reproducible
-    metadata = {"png": {"Software": None}, "svg": {"Date": None}, "pdf": {"CreationDate": None, "Producer": None}}[fmt]
-    with matplotlib.rc_context(RC):
-        fig.savefig(buf, format=fmt, dpi=dpi, bbox_inches="tight", pad_inches=0.15, metadata=metadata)
-    data = buf.getvalue()
-    if fmt == "png" and compact:
-        data = _palette_png(data)
-    return data
-
-
-def _palette_png(data: bytes) -> bytes:
-    try:
-        from PIL import Image  # a dependency of matplotlib
-    except ImportError:  # pragma: no cover
-        return data
-    image = Image.open(io.BytesIO(data)).convert("RGB")
-    out = io.BytesIO()
-    image.quantize(colors=256, method=Image.Quantize.FASTOCTREE).save(out, format="PNG", optimize=True)
-    return out.getvalue() if out.tell() < len(data) else data
+    return encode(fig, fmt, dpi, RC, compact)
 
 
 def _figure(width: float, height: float):

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from itertools import groupby
 
 from oracle.compute.cost import Point
+from oracle.textsafe import md
 from oracle.units import fmt_bytes, fmt_seconds
 
 BEST_STYLE = "bold green"
@@ -72,10 +73,9 @@ def _max_batch(pt: Point) -> str:
 
 def table(points: Sequence[Point], meta: dict, top: int | None = None, chart: bool = False):
     from rich import box
+    from rich.markup import escape
     from rich.table import Table
     from rich.text import Text
-
-    from rich.markup import escape
 
     shown = select_top(points, top)
     t = Table(
@@ -180,15 +180,15 @@ def render_text(renderable, width: int = 140, color: bool = False) -> str:
 
 def markdown(points: Sequence[Point], meta: dict, top: int | None = None) -> str:
     shown = select_top(points, top)
-    out = [f"**{line}**  " if i == 0 else f"{line}  " for i, line in enumerate(header_lines(meta))]
+    out = [f"**{md(line)}**  " if i == 0 else f"{md(line)}  " for i, line in enumerate(header_lines(meta))]
     out.append("")
     out.append("| GPUs | rank | strategy | p1×p2 | batch | compute | comm | epoch | iteration | mem/GPU | limits |")
     out.append("|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---|")
     for pt in shown:
-        name = _strategy(pt)
+        name = md(_strategy(pt))
         if pt.rank == 1:
             name = f"**{name}**"
-        limits = "; ".join(lim.reason for lim in pt.limits).replace("|", "\\|")
+        limits = md("; ".join(lim.reason for lim in pt.limits))
         out.append(
             f"| {pt.gpus} | {pt.rank or '–'} | {name} | {_parts(pt)} | {_batch(pt)} | "
             f"{fmt_seconds(pt.compute_s)} | {fmt_seconds(pt.communication_s)} | "

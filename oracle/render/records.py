@@ -9,6 +9,7 @@ import math
 from collections.abc import Sequence
 
 from oracle.compute.cost import PHASES, Point
+from oracle.textsafe import csv_cell
 
 
 def _num(v: float) -> float | None:
@@ -138,7 +139,7 @@ def to_csv(points: Sequence[Point]) -> str:
     writer = csv.DictWriter(buf, fieldnames=CSV_COLUMNS, lineterminator="\n")
     writer.writeheader()
     for row in to_rows(points):
-        writer.writerow({k: ("" if v is None else repr(v) if isinstance(v, float) else v) for k, v in row.items()})
+        writer.writerow({k: csv_cell("" if v is None else repr(v) if isinstance(v, float) else v) for k, v in row.items()})
     return buf.getvalue()
 
 
