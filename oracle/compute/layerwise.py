@@ -70,6 +70,7 @@ from oracle.compute.network import (
     link,
     span_neighbours,
 )
+from oracle.compute.strategies.filter import layer_collectives
 from oracle.model import MODEL_INPUT
 from oracle.units import fmt_gb
 
@@ -365,11 +366,7 @@ class Costs:
             if sums.last >= 0:
                 coll[sums.last] = False
             if coll.any():
-                grp = group_contiguous(p2, gpn)
-                m = delta * b * ctx.y[coll]
-                ag = allgather_algorithm(system, grp, m / p2, algo)[0]
-                ar = allreduce_algorithm(system, grp, m, algo, contention=contention)[0]
-                lc[coll, k] = I * (np.asarray(ag) + np.asarray(ar))
+                lc[coll, k] = I * layer_collectives(ctx, sums, p2, b)
             too_wide = s & (width < p2)
             noun = "filters" if d.kind == "filter" else "input channels"
             for l in np.flatnonzero(too_wide):
