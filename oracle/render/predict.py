@@ -51,6 +51,8 @@ def header_lines(meta: dict) -> list[str]:
         lines.append(meta["memory_note"])
     if meta.get("profile_note"):
         lines.append(meta["profile_note"])
+    if meta.get("model_note"):
+        lines.append(meta["model_note"])
     return lines
 
 
