@@ -317,3 +317,26 @@ def test_every_type_has_a_cost_under_every_strategy():
     assert {pt.strategy for pt in points} == set(NAMES)
     for pt in points:
         assert math.isfinite(pt.total_s) and pt.total_s > 0 or pt.limits, pt
+
+
+# -- the format's documentation -----------------------------------------------------------
+
+
+def test_docs_example_loads_and_every_type_is_documented():
+    import re
+    from pathlib import Path
+
+    import yaml
+
+    text = (Path(__file__).resolve().parent.parent / "docs" / "model-format.md").read_text()
+    example = re.search(r"```yaml\n(.*?)```", text, flags=re.S).group(1)
+    doc = yaml.safe_load(example)
+    m = parse_model(doc, "docs/model-format.md")
+    assert m.info[-1].output_shape == (10,)
+    assert m.layers[3].groups == 16 and m.info[7].output_shape == (16, 32, 32)
+    for t in LAYER_TYPES:
+        assert f"`{t}`" in text, t
+    keys = ("filters kernel stride padding dilation groups bias output_padding outputs ceil_mode"
+            " size scale mode affine dims eps axis shape perm op rate slope inputs comment")
+    for key in keys.split():
+        assert f"`{key}`" in text, key

@@ -11,13 +11,12 @@ a module gets that module's path and the function's name (``layer1.0.add``)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 import torch
 from torch import fx
 from torch.fx.passes.shape_prop import ShapeProp, TensorMetadata
 
 from oracle.errors import OracleError
+from oracle.importer.graph import Layers, unsupported
 from oracle.importer.rules import ALIAS, NotMapped, Op, function_rule, module_rule, op_name
 from oracle.model import MODEL_INPUT
 
@@ -46,16 +45,6 @@ class _ScopeTracer(fx.Tracer):
         node = super().create_node(*args, **kwargs)
         node.meta["scope"] = self._paths[-1] if self._paths else ""
         return node
-
-
-@dataclass
-class Layers:
-    """The oracle layers of a traced module, in order, and the operations imported as
-    zero-cost ``unsupported`` layers (name, operation)."""
-
-    layers: list[dict] = field(default_factory=list)
-    unsupported: list[tuple[str, str]] = field(default_factory=list)
-    shapes: dict[str, tuple[int, ...]] = field(default_factory=dict)  # as PyTorch computed them
 
 
 def trace(module: torch.nn.Module, input_shape: tuple[int, ...], source: str) -> fx.GraphModule:
@@ -122,26 +111,18 @@ class _Walk:
         self.modules = dict(gm.named_modules())
         self.name: dict[fx.Node, str] = {}  # data node -> the oracle tensor that holds it
         self.out = Layers()
-        self.used: set[str] = {MODEL_INPUT}
 
     def data_inputs(self, node: fx.Node) -> list[fx.Node]:
         found: list[fx.Node] = []
         fx.node.map_arg((node.args, node.kwargs), lambda n: found.append(n) if n in self.name else None)
         return found
 
-    def unique(self, base: str) -> str:
-        name, k = base or "layer", 1
-        while name in self.used:
-            name, k = f"{base}_{k}", k + 1
-        self.used.add(name)
-        return name
-
-    def layer_name(self, node: fx.Node) -> str:
+    def base_name(self, node: fx.Node) -> str:
         if node.op == "call_module":
-            return self.unique(str(node.target))
+            return str(node.target)
         scope = node.meta.get("scope", "")
         fn = node.target if isinstance(node.target, str) else getattr(node.target, "__name__", node.name)
-        return self.unique(f"{scope}.{fn.strip('_')}" if scope else node.name)
+        return f"{scope}.{fn.strip('_')}" if scope else node.name
 
     def run(self) -> Layers:
         for node in self.gm.graph.nodes:
@@ -180,41 +161,24 @@ class _Walk:
         if spec == ALIAS:
             self.name[node] = self.name[inputs[0]]
             return
-        if isinstance(spec, list):  # one operation, several oracle layers
-            first, *rest = spec
-            self.emit(node, inputs, first)
-            del self.out.shapes[self.name[node]]  # PyTorch's shape is the last layer's
-            for extra in rest:
-                name = self.unique(f"{self.name[node]}.{extra['type']}")
-                self.out.layers.append({"name": name, **extra})
-                self.name[node] = name
-            self.out.shapes[self.name[node]] = self.shape(node)
+        if isinstance(spec, list):  # one operation, several oracle layers (PyTorch's
+            srcs, name = [self.name[n] for n in inputs], ""  # shape is the last one's)
+            for i, part in enumerate(spec):
+                base = f"{name}.{part['type']}" if i else self.base_name(node)
+                name = self.out.add(base, part, srcs, self.shape(node) if i == len(spec) - 1 else None)
+                srcs = [name]
+            self.name[node] = name
             return
-        name = self.layer_name(node)
-        layer = {"name": name, **spec}
-        srcs = [self.name[n] for n in inputs]
-        previous = self.out.layers[-1]["name"] if self.out.layers else MODEL_INPUT
-        if srcs != [previous] or spec["type"] in ("add", "mul", "concat", "matmul"):
-            layer["inputs"] = srcs
-        self.out.layers.append(layer)
-        self.out.shapes[name] = self.shape(node)
-        self.name[node] = name
+        self.name[node] = self.out.add(self.base_name(node), spec, [self.name[n] for n in inputs], self.shape(node))
 
     def unsupported(self, node: fx.Node, inputs: list[fx.Node], op: str, reason: str) -> None:
-        path = node.meta.get("scope") or node.name
-        if node.op == "call_module":
-            path = str(node.target)
+        path = str(node.target) if node.op == "call_module" else (node.meta.get("scope") or node.name)
         if not self.allow:
-            raise OracleError(
-                f"operation {op} at '{path}' is not supported ({reason})",
-                file=self.source,
-                hint="--allow-unsupported imports it as a zero-cost layer, listed in the file",
-            )
+            raise unsupported(self.source, op, path, reason)
         if not _is_tensor(node):
             raise OracleError(f"operation {op} at '{path}' returns several tensors; cannot import it", file=self.source)
-        spec = {"type": "unsupported", "op": op, "shape": list(self.shape(node))}
-        self.emit(node, inputs[:1], spec)
-        self.out.unsupported.append((self.out.layers[-1]["name"], op))
+        srcs = [self.name[n] for n in inputs]
+        self.name[node] = self.out.add_unsupported(self.base_name(node), op, srcs, self.shape(node))
 
     def finish(self, node: fx.Node) -> None:
         result = node.args[0]
@@ -224,29 +188,7 @@ class _Walk:
             result = result[0] if result else None
         if result not in self.name or self.name[result] == MODEL_INPUT:
             raise OracleError("has no output computed from its input", file=self.source)
-        self.out.layers = _live(self.out.layers, self.name[result])
-
-
-def _live(layers: list[dict], output: str) -> list[dict]:
-    """The layers the output depends on (dead branches, as an unused auxiliary head,
-    dropped), in order; the output's layer is last."""
-    need = {output}
-    keep = []
-    previous = [MODEL_INPUT] + [layer["name"] for layer in layers[:-1]]
-    for layer, prev in zip(reversed(layers), reversed(previous)):
-        if layer["name"] in need:
-            keep.append(layer)
-            need.update(layer.get("inputs", [prev]))
-    kept = {layer["name"] for layer in keep}
-    # a kept layer whose implicit input (the previous layer) was dropped needs it named
-    out, last = [], MODEL_INPUT
-    for layer, prev in zip(layers, previous):
-        if layer["name"] in kept:
-            if "inputs" not in layer and prev != last:
-                layer = {**layer, "inputs": [prev]}
-            out.append(layer)
-            last = layer["name"]
-    return out
+        self.out.keep_live(self.name[result])
 
 
 def convert(gm: fx.GraphModule, source: str, allow_unsupported: bool = False) -> Layers:

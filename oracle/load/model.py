@@ -126,7 +126,7 @@ def _parse_layer(
         raise f.error("name", f"duplicate layer name '{name}'", hint=f"first used by layers[{seen[name]}]")
     kind = f.req("type", string())
     if kind not in LAYER_TYPES:
-        hint = did_you_mean(kind, LAYER_TYPES) or "types: " + ", ".join(LAYER_TYPES)
+        hint = did_you_mean(kind, LAYER_TYPES) or "types: " + ", ".join(LAYER_TYPES) + " (docs/model-format.md)"
         raise f.error("type", f"unknown layer type '{kind}'", hint=hint)
 
     inputs = _inputs(f, previous, seen, all_names, kind)

@@ -1,0 +1,70 @@
+"""The oracle layers an importer collects while walking a graph (torch.fx or ONNX):
+unique names, ``inputs`` written only where a layer does not read the previous one,
+operations without a layer type, and the branches the output needs."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from oracle.errors import OracleError
+from oracle.model import MODEL_INPUT, MULTI_INPUT_TYPES
+
+UNSUPPORTED_HINT = "--allow-unsupported imports it as a zero-cost layer, listed in the file"
+
+
+@dataclass
+class Layers:
+    """The oracle layers of a graph, in order, the operations imported as zero-cost
+    ``unsupported`` layers (name, operation) and each layer's shape in the source."""
+
+    layers: list[dict] = field(default_factory=list)
+    unsupported: list[tuple[str, str]] = field(default_factory=list)
+    shapes: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    used: set[str] = field(default_factory=lambda: {MODEL_INPUT})
+    reference: int = 0  # the source's own parameter count, where the walk computes it
+
+    def unique(self, base: str) -> str:
+        base = base or "layer"
+        name, k = base, 1
+        while name in self.used:
+            name, k = f"{base}_{k}", k + 1
+        self.used.add(name)
+        return name
+
+    def add(self, base: str, spec: dict, srcs: list[str], shape: tuple[int, ...] | None) -> str:
+        """Append one layer named after ``base``; returns its name."""
+        name = self.unique(base)
+        layer = {"name": name, **spec}
+        previous = self.layers[-1]["name"] if self.layers else MODEL_INPUT
+        if srcs != [previous] or spec["type"] in MULTI_INPUT_TYPES:
+            layer["inputs"] = list(srcs)
+        self.layers.append(layer)
+        if shape is not None:
+            self.shapes[name] = tuple(shape)
+        return name
+
+    def add_unsupported(self, base: str, op: str, srcs: list[str], shape: tuple[int, ...]) -> str:
+        name = self.add(base, {"type": "unsupported", "op": op, "shape": list(shape)}, srcs[:1] or [MODEL_INPUT], shape)
+        self.unsupported.append((name, op))
+        return name
+
+    def keep_live(self, output: str) -> None:
+        """Keep the layers the output depends on (dead branches, as an unused auxiliary
+        head, dropped), in order; the output's layer is then last."""
+        previous = [MODEL_INPUT] + [layer["name"] for layer in self.layers[:-1]]
+        need = {output}
+        for layer, prev in zip(reversed(self.layers), reversed(previous)):
+            if layer["name"] in need:
+                need.update(layer.get("inputs", [prev]))
+        out, last = [], MODEL_INPUT
+        for layer, prev in zip(self.layers, previous):
+            if layer["name"] in need:
+                if "inputs" not in layer and prev != last:  # its implicit input was dropped
+                    layer = {**layer, "inputs": [prev]}
+                out.append(layer)
+                last = layer["name"]
+        self.layers = out
+
+
+def unsupported(source: str, op: str, path: str, reason: str) -> OracleError:
+    return OracleError(f"operation {op} at '{path}' is not supported ({reason})", file=source, hint=UNSUPPORTED_HINT)
