@@ -9,6 +9,33 @@ from dataclasses import dataclass, field
 from oracle.errors import OracleError
 from oracle.model import MODEL_INPUT, MULTI_INPUT_TYPES
 
+ALIAS = "alias"  # a rule's answer for an operation that neither costs nor changes a shape
+
+
+class NotMapped(Exception):
+    """This call of a known operation has no oracle equivalent (the reason)."""
+
+
+def per_dim(values) -> int | list[int]:
+    """A per-dimension tuple as the model format writes it: one number when all agree."""
+    vals = [int(v) for v in (values if isinstance(values, (tuple, list)) else (values,))]
+    return vals[0] if len(set(vals)) == 1 else vals
+
+
+def two_tensors(kind: str):
+    """The rule of add, mul and matmul: two data inputs (a constant operand, as a bias
+    or a scale, has no layer type); add without broadcasting."""
+
+    def rule(op) -> dict:
+        if len(op.in_shapes) != 2:
+            raise NotMapped(f"{kind} with a constant operand")
+        if kind == "add" and op.in_shapes[0] != op.in_shapes[1]:
+            raise NotMapped("add with broadcasting")
+        return {"type": kind}
+
+    return rule
+
+
 UNSUPPORTED_HINT = "--allow-unsupported imports it as a zero-cost layer, listed in the file"
 
 

@@ -19,12 +19,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-ALIAS = "alias"
-
-
-class NotMapped(Exception):
-    """This call of a known operation has no oracle equivalent (the reason)."""
-
+from oracle.importer.graph import ALIAS, NotMapped, per_dim, two_tensors
 
 @dataclass
 class Op:
@@ -40,26 +35,20 @@ class Op:
         return self.kwargs.get(name, default)
 
 
-def _v(values) -> int | list[int]:
-    """A per-dimension tuple as the model format writes it: one number when all agree."""
-    vals = [int(v) for v in (values if isinstance(values, (tuple, list)) else (values,))]
-    return vals[0] if len(set(vals)) == 1 else vals
-
-
 def _conv(op: Op) -> dict:
     m = op.target
     d: dict = {"type": "convtranspose" if isinstance(m, nn.modules.conv._ConvTransposeNd) else "conv"}
     d["filters"] = m.out_channels
-    d["kernel"] = _v(m.kernel_size)
-    d["stride"] = _v(m.stride)
+    d["kernel"] = per_dim(m.kernel_size)
+    d["stride"] = per_dim(m.stride)
     padding = m.padding
     if isinstance(padding, str):  # 'valid' or 'same' (stride 1): PyTorch pads d(k-1)/2
         padding = [0 if padding == "valid" else dl * (k - 1) // 2 for k, dl in zip(m.kernel_size, m.dilation)]
-    d["padding"] = _v(padding)
+    d["padding"] = per_dim(padding)
     if any(x != 1 for x in m.dilation):
-        d["dilation"] = _v(m.dilation)
+        d["dilation"] = per_dim(m.dilation)
     if d["type"] == "convtranspose" and any(m.output_padding):
-        d["output_padding"] = _v(m.output_padding)
+        d["output_padding"] = per_dim(m.output_padding)
     if m.groups != 1:
         d["groups"] = m.groups
     d["bias"] = m.bias is not None
@@ -79,11 +68,11 @@ def _batchnorm(op: Op) -> dict:
 
 
 def _pool(kind: str, kernel, stride, padding, dilation, ceil_mode) -> dict:
-    if dilation not in (None, 1) and _v(dilation) != 1:
+    if dilation not in (None, 1) and per_dim(dilation) != 1:
         raise NotMapped("a dilated pooling window")
-    d = {"type": kind, "kernel": _v(kernel), "stride": _v(stride if stride else kernel)}
-    if _v(padding) != 0:
-        d["padding"] = _v(padding)
+    d = {"type": kind, "kernel": per_dim(kernel), "stride": per_dim(stride if stride else kernel)}
+    if per_dim(padding) != 0:
+        d["padding"] = per_dim(padding)
     if ceil_mode:
         d["ceil_mode"] = True
     return d
@@ -100,10 +89,10 @@ def _adaptive(op: Op) -> dict:
     is_max = isinstance(op.target, nn.modules.pooling._AdaptiveMaxPoolNd) or op.target in (
         F.adaptive_max_pool1d, F.adaptive_max_pool2d, F.adaptive_max_pool3d)  # fmt: skip
     if is_max:
-        return {"type": "adaptivemaxpool", "size": _v(size)}
+        return {"type": "adaptivemaxpool", "size": per_dim(size)}
     if all(s == 1 for s in size):
         return {"type": "globalavgpool"}
-    return {"type": "adaptiveavgpool", "size": _v(size)}
+    return {"type": "adaptiveavgpool", "size": per_dim(size)}
 
 
 def _upsample(mode: str) -> dict:
@@ -113,7 +102,7 @@ def _upsample(mode: str) -> dict:
 
 
 def _with_size(d: dict, op: Op) -> dict:
-    return {**d, "size": _v(op.out_shape[1:])}
+    return {**d, "size": per_dim(op.out_shape[1:])}
 
 
 def _reshape(op: Op) -> dict:
@@ -142,17 +131,6 @@ def _permute(op: Op) -> dict:
     if dims[0] != 0:
         raise NotMapped("a permutation that moves the batch dimension")
     return {"type": "permute", "perm": [d - 1 for d in dims[1:]]}
-
-
-def _two_tensors(kind: str) -> Callable[[Op], dict]:
-    def rule(op: Op) -> dict:
-        if len(op.in_shapes) != 2:
-            raise NotMapped(f"{kind} with a constant operand")
-        if kind == "add" and op.in_shapes[0] != op.in_shapes[1]:
-            raise NotMapped("add with broadcasting")
-        return {"type": kind}
-
-    return rule
 
 
 def _cat(op: Op):
@@ -244,9 +222,9 @@ MODULE_RULES: dict[type, Callable[[Op], Any]] = {
 
 # call_function (callables) and call_method (Tensor method names)
 FUNCTION_RULES: dict[Any, Callable[[Op], Any]] = {
-    **{f: _two_tensors("add") for f in (operator.add, operator.iadd, torch.add, "add", "add_")},
-    **{f: _two_tensors("mul") for f in (operator.mul, operator.imul, torch.mul, "mul", "mul_")},
-    **{f: _two_tensors("matmul") for f in (operator.matmul, torch.matmul, torch.bmm, "matmul", "bmm")},
+    **{f: two_tensors("add") for f in (operator.add, operator.iadd, torch.add, "add", "add_")},
+    **{f: two_tensors("mul") for f in (operator.mul, operator.imul, torch.mul, "mul", "mul_")},
+    **{f: two_tensors("matmul") for f in (operator.matmul, torch.matmul, torch.bmm, "matmul", "bmm")},
     torch.cat: _cat,
     torch.concat: _cat,
     **{f: _reshape for f in (torch.flatten, "flatten", "view", "reshape", torch.reshape)},
