@@ -216,4 +216,11 @@ def test_allow_unsupported_imports_a_zero_cost_layer_listed_everywhere(run, tmp_
     assert run("profile", str(out), "--estimate", "-s", "abci", "-o", str(prof)).code == 0
     r = run("predict", "-m", str(out), "-s", "abci", "-p", str(prof), "--gpus", "4", "-b", "8")
     assert r.code == 0, r.err
-    assert "zero-cost layers for unsupported operations: roll (torch.roll)" in r.out
+    note = "zero-cost layers for unsupported operations: roll (torch.roll)"
+    assert note in r.out
+    common = ("-m", str(out), "-s", "abci", "-p", str(prof), "--gpus", "4", "-b", "8")
+    r = run("search", *common, "-f", "json")
+    assert r.code == 0 and json.loads(r.out)["model_note"] == note
+    report = tmp_path / "r.md"
+    assert run("report", *common, "-o", str(report)).code == 0
+    assert f"| model | {note} |" in report.read_text()
