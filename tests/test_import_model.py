@@ -224,3 +224,20 @@ def test_allow_unsupported_imports_a_zero_cost_layer_listed_everywhere(run, tmp_
     report = tmp_path / "r.md"
     assert run("report", *common, "-o", str(report)).code == 0
     assert f"| model | {note} |" in report.read_text()
+
+
+def test_package_module_callable_and_name(tmp_path):
+    got = import_model("torchvision.models:resnet18", (3, 64, 64), name="R18")
+    assert got.model.name == "R18"
+    assert got.model.parameters == 11_689_512  # torchvision's docs
+    assert "From: torchvision.models.resnet18()." in got.text
+
+
+@pytest.mark.parametrize("name, params", [("resnet50", 25_557_032), ("efficientnet_b0", 5_288_548),
+                                          ("seresnext50_32x4d", 27_559_896)])  # fmt: skip
+def test_timm_models(name, params):
+    pytest.importorskip("timm")
+    got = import_model(f"timm:{name}", (3, 224, 224))
+    assert got.model.parameters == params == got.reference_parameters
+    assert f"timm.create_model('{name}', pretrained=False)" in got.text
+    assert got.model.info[-1].output_shape == (1000,)
