@@ -241,3 +241,20 @@ def test_timm_models(name, params):
     assert got.model.parameters == params == got.reference_parameters
     assert f"timm.create_model('{name}', pretrained=False)" in got.text
     assert got.model.info[-1].output_shape == (1000,)
+
+
+def test_every_torchvision_classification_model_imports():
+    """All of torchvision's classification builders (about 80): the CNNs with PyTorch's
+    exact parameter count; the transformers' attention, chunking and layer-scale
+    operations as listed zero-cost layers (--allow-unsupported)."""
+    with_unsupported = set()
+    for name in torchvision.models.list_models(module=torchvision.models):
+        shape = (3, 299, 299) if name.startswith("inception") else (3, 224, 224)
+        got = import_model(f"torchvision:{name}", shape, allow_unsupported=True)
+        assert got.model.info[-1].output_shape == (1000,), name
+        if got.unsupported:
+            with_unsupported.add(name.split("_")[0])
+            assert all(layer.type != "unsupported" or layer.op for layer in got.model.layers)
+        else:
+            assert got.model.parameters == got.reference_parameters, name
+    assert with_unsupported == {"convnext", "maxvit", "shufflenet", "swin", "vit"}

@@ -11,6 +11,7 @@ a module gets that module's path and the function's name (``layer1.0.add``)."""
 
 from __future__ import annotations
 
+import operator
 import torch
 from torch import fx
 from torch.fx.passes.shape_prop import ShapeProp, TensorMetadata
@@ -110,6 +111,7 @@ class _Walk:
         self.gm, self.source, self.allow = gm, source, allow_unsupported
         self.modules = dict(gm.named_modules())
         self.name: dict[fx.Node, str] = {}  # data node -> the oracle tensor that holds it
+        self.several: dict[fx.Node, tuple[str, str]] = {}  # unsupported multi-output ops
         self.out = Layers()
 
     def data_inputs(self, node: fx.Node) -> list[fx.Node]:
@@ -161,13 +163,8 @@ class _Walk:
         if spec == ALIAS:
             self.name[node] = self.name[inputs[0]]
             return
-        if isinstance(spec, list):  # one operation, several oracle layers (PyTorch's
-            srcs, name = [self.name[n] for n in inputs], ""  # shape is the last one's)
-            for i, part in enumerate(spec):
-                base = f"{name}.{part['type']}" if i else self.base_name(node)
-                name = self.out.add(base, part, srcs, self.shape(node) if i == len(spec) - 1 else None)
-                srcs = [name]
-            self.name[node] = name
+        if isinstance(spec, list):  # one operation, several oracle layers
+            self.name[node] = self.out.add_parts(self.base_name(node), spec, [self.name[n] for n in inputs], self.shape(node))
             return
         self.name[node] = self.out.add(self.base_name(node), spec, [self.name[n] for n in inputs], self.shape(node))
 
@@ -175,10 +172,16 @@ class _Walk:
         path = str(node.target) if node.op == "call_module" else (node.meta.get("scope") or node.name)
         if not self.allow:
             raise unsupported(self.source, op, path, reason)
-        if not _is_tensor(node):
-            raise OracleError(f"operation {op} at '{path}' returns several tensors; cannot import it", file=self.source)
         srcs = [self.name[n] for n in inputs]
-        self.name[node] = self.out.add_unsupported(self.base_name(node), op, srcs, self.shape(node))
+        if not _is_tensor(node):  # several outputs: each one taken out becomes the layer
+            self.several[node] = (op, self.base_name(node))
+            self.name[node] = srcs[0]
+            return
+        base = self.base_name(node)
+        parent = node.args[0] if node.target is operator.getitem and node.args else None
+        if parent in self.several:  # element i of a multi-output operation
+            op, base = self.several[parent]
+        self.name[node] = self.out.add_unsupported(base, op, srcs, self.shape(node))
 
     def finish(self, node: fx.Node) -> None:
         result = node.args[0]

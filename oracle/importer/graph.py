@@ -70,6 +70,19 @@ class Layers:
             self.shapes[name] = tuple(shape)
         return name
 
+    def add_parts(self, base: str, parts: list[dict], srcs: list[str], shape: tuple[int, ...]) -> str:
+        """One operation written as several layers in a chain (a rule returned a list):
+        the part marked ``main`` takes the operation's name, the others that name plus
+        their type; the source's shape is the last part's.  Returns the last name."""
+        main = next((i for i, p in enumerate(parts) if p.get("main")), 0)
+        name = srcs[0] if srcs else MODEL_INPUT
+        for i, part in enumerate(parts):
+            spec = {k: v for k, v in part.items() if k != "main"}
+            label = base if i == main else f"{base}.{spec['type']}"
+            name = self.add(label, spec, srcs, shape if i == len(parts) - 1 else None)
+            srcs = [name]
+        return name
+
     def add_unsupported(self, base: str, op: str, srcs: list[str], shape: tuple[int, ...]) -> str:
         name = self.add(base, {"type": "unsupported", "op": op, "shape": list(shape)}, srcs[:1] or [MODEL_INPUT], shape)
         self.unsupported.append((name, op))

@@ -295,11 +295,7 @@ def _one(n: Node, data: list[str], name: dict, out: Layers, source: str, allow: 
                 name[node.output[0]] = srcs[0]
                 return
             parts = spec if isinstance(spec, list) else [spec]
-            layer = ""
-            for i, part in enumerate(parts):
-                last = i == len(parts) - 1
-                layer = out.add(f"{layer}.{part['type']}" if i else path, part, srcs, n.out_shape if last else None)
-                srcs = [layer]
+            layer = out.add_parts(path, parts, srcs, n.out_shape)
             name[node.output[0]] = layer
             return
     if not allow:

@@ -55,10 +55,22 @@ def _conv(op: Op) -> dict:
     return d
 
 
-def _linear(op: Op) -> dict:
-    if len(op.in_shapes[0]) != 1:
-        raise NotMapped(f"a Linear on a {len(op.in_shapes[0])}-D input per sample (oracle's fc reads a flat input)")
-    return {"type": "fc", "outputs": op.target.out_features, "bias": op.target.bias is not None}
+def _linear(op: Op):
+    """``Linear`` on a flat input is an ``fc``.  On (..., C) per sample (channels last:
+    ViT tokens, ConvNeXt/Swin blocks) it is a 1x1 convolution over the other dimensions:
+    permute the features first, convolve, permute back (same parameters and FLOPs;
+    the permutes are views)."""
+    x, m = op.in_shapes[0], op.target
+    if len(x) == 1:
+        return {"type": "fc", "outputs": m.out_features, "bias": m.bias is not None}
+    if len(x) > 4:
+        raise NotMapped(f"a Linear on a {len(x)}-D input per sample")
+    k = len(x) - 1
+    return [
+        {"type": "permute", "perm": [k, *range(k)]},
+        {"type": "conv", "filters": m.out_features, "kernel": 1, "bias": m.bias is not None, "main": True},
+        {"type": "permute", "perm": [*range(1, k + 1), 0]},
+    ]
 
 
 def _batchnorm(op: Op) -> dict:
