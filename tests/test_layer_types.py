@@ -113,6 +113,15 @@ def test_adaptive_pools_count_every_window():
     assert m.info[1].output_shape == (2, 1, 1) and m.info[1].flops == 2 * 3 * 2
 
 
+def test_adaptive_pool_windows_in_closed_form():
+    # Σ_i ceil((i+1)e/o) - floor(ie/o) = e + o - gcd(e, o): 5 -> 3 windows [0,2), [1,4), [3,5)
+    m = model([1, 5], [{"name": "a", "type": "adaptiveavgpool", "size": 3}])
+    assert m.info[0].flops == 2 + 3 + 2 == 5 + 3 - 1
+    # a billion output windows is an implausible size, not a billion-step loop
+    with pytest.raises(OracleError, match="not plausible"):
+        model([1000, 5, 5], [{"name": "a", "type": "adaptiveavgpool", "size": 1000000000}])
+
+
 def test_shape_only_layers():
     m = model([8, 4, 4], [
         {"name": "s", "type": "channelshuffle", "groups": 2},

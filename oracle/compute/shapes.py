@@ -199,8 +199,10 @@ def _adaptive_pool(index: int, layer: Layer, in_shapes) -> LayerInfo:
     x = in_shapes[0]
     size = _per_dim(layer.size, len(x) - 1, "size", index)
     flops = float(x[0])
-    for e, o in zip(x[1:], size):  # window lengths along this dimension, summed
-        flops *= sum(-(-(i + 1) * e // o) - (i * e) // o for i in range(o))
+    for e, o in zip(x[1:], size):
+        # window lengths along this dimension, summed: Σ_i ceil((i+1)e/o) - floor(ie/o)
+        # telescopes to e plus the o - gcd(e, o) windows whose end is not a whole number
+        flops *= e + o - math.gcd(e, o)
     return LayerInfo(in_shapes, (x[0], *size), 0, 0, flops)
 
 
