@@ -349,3 +349,24 @@ def test_docs_example_loads_and_every_type_is_documented():
             " size scale mode affine dims eps axis shape perm op rate slope inputs comment")
     for key in keys.split():
         assert f"`{key}`" in text, key
+
+
+@pytest.mark.parametrize("name", ["mobilenet_v2", "unet3d"])
+def test_per_layer_costs_agree_with_strategies_on_grouped_and_transposed_layers(name):
+    """The per-layer search's uniform filter/channel assignment costs what the strategy
+    does, depthwise gathers and transposed convolutions included (one formula)."""
+    from oracle.compute.layerwise import Dist, evaluate
+    from oracle.compute.sweep import sweep
+    from oracle.load import load_model, load_system
+    from oracle.load.profile import bind_profile
+    from oracle.profiling.estimate import estimate
+
+    m, s = load_model(name), load_system("abci")
+    times = bind_profile(m, estimate(m, s, batch=2, date="2026-01-01"))
+    ctx = Context(m, s, times, Options(memory_model="paradl"))
+    p, B = 4, 8
+    for pt in sweep(m, s, times, [p], ["filter", "channel", "data+filter"], batch=B, options=ctx.options):
+        kind = "filter" if pt.strategy != "channel" else "channel"
+        got = evaluate(ctx, p, B, [Dist(kind, pt.p1, pt.p2)] * ctx.G).point
+        assert got.breakdown.layer_collectives_s == pytest.approx(pt.breakdown.layer_collectives_s, rel=1e-9)
+        assert got.total_s == pytest.approx(pt.total_s, rel=1e-9), pt.strategy
