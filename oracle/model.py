@@ -14,7 +14,7 @@ ACTIVATIONS = (
     "relu", "relu6", "leakyrelu", "elu", "gelu", "silu", "sigmoid", "tanh",
     "hardswish", "hardsigmoid",
 )  # fmt: skip
-SPATIAL_TYPES = ("conv", "maxpool", "avgpool", "convtranspose")  # sliding windows: halos
+SPATIAL_TYPES = ("conv", "maxpool", "avgpool", "convtranspose", "upsample")  # halos
 WEIGHT_TYPES = ("conv", "fc", "convtranspose")  # split by filter/channel parallelism
 LAYER_TYPES = (
     "conv",

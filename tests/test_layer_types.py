@@ -156,6 +156,32 @@ def test_unsupported_layer_is_zero_cost_with_its_shape():
     assert m.layers[0].op == "aten::roll"
 
 
+def test_random_layer_files_load_or_fail_cleanly():
+    """Random keys and values on every layer type: a model or an OracleError, quickly
+    (a billion-wide adaptive pool once looped for minutes)."""
+    import random
+
+    values = [0, 1, 2, 3, -1, 5, [1, 2], [2, 2, 2], [0], [], "x", None, True, 1.5, [3, -1], [0, 1, 2], 10**9]
+    keys = ["filters", "kernel", "stride", "padding", "dilation", "groups", "bias", "output_padding",
+            "outputs", "ceil_mode", "size", "scale", "mode", "affine", "dims", "axis", "shape", "perm", "op"]  # fmt: skip
+    rng = random.Random(15)
+    loaded = 0
+    for _ in range(1500):
+        layers = []
+        for i in range(rng.randint(1, 3)):
+            d = {"name": f"l{i}", "type": rng.choice(LAYER_TYPES)}
+            d.update({k: rng.choice(values) for k in rng.sample(keys, rng.randint(0, 4))})
+            if d["type"] in ("add", "mul", "concat", "matmul"):
+                d["inputs"] = ["input", f"l{i - 1}" if i else "input"]
+            layers.append(d)
+        try:
+            model(rng.choice([[3, 8], [4, 6, 6], [2, 4, 4, 4]]), layers)
+            loaded += 1
+        except OracleError:
+            pass
+    assert loaded > 40  # enough valid files that the loading paths run too
+
+
 # -- memory ------------------------------------------------------------------------------
 
 
@@ -184,6 +210,9 @@ def test_halo_half_widths_of_transposed_convolutions():
     ])  # fmt: skip
     # ceil((K-S)/(2S)): (2-2)/4 -> 0; (3-1)/2 -> 1 (= floor(3/2), a conv's); (4-2)/4 -> 1
     assert [halo_half_widths(layer, 2) for layer in m.layers] == [[0, 0], [1, 1], [1, 1]]
+    up = model([4, 8, 8], [{"name": "n", "type": "upsample", "scale": 2},
+                           {"name": "l", "type": "upsample", "scale": 2, "mode": "linear"}])  # fmt: skip
+    assert [halo_half_widths(layer, 2) for layer in up.layers] == [[0, 0], [1, 1]]
 
 
 # -- grouped and depthwise convolutions under filter/channel parallelism ------------------

@@ -407,7 +407,10 @@ def halo_half_widths(layer: Layer, dims: int) -> list[int]:
     """Elements a tile needs from each neighbour per dimension: floor(K/2) for a
     convolution or pooling window (SPEC §4).  A transposed convolution scatters each
     input over K outputs spaced by the stride S, so an output tile reads
-    ceil((K - S) / (2S)) extra inputs per side (0 when K <= S, as U-Net's 2x2/2)."""
+    ceil((K - S) / (2S)) extra inputs per side (0 when K <= S, as U-Net's 2x2/2); a
+    linear upsample one (nearest: none)."""
+    if layer.type == "upsample":  # linear interpolation reads one neighbour per side
+        return [0 if layer.mode == "nearest" else 1] * dims
     kernel = layer.kernel * dims if len(layer.kernel) == 1 else layer.kernel
     if layer.type != "convtranspose":
         return [k // 2 for k in kernel]
