@@ -10,22 +10,39 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 # Layer types (SPEC §3.1).  Element-wise activations share one behaviour.
-ACTIVATIONS = ("relu", "relu6", "leakyrelu", "elu", "gelu", "silu", "sigmoid", "tanh")
-SPATIAL_TYPES = ("conv", "maxpool", "avgpool")
+ACTIVATIONS = (
+    "relu", "relu6", "leakyrelu", "elu", "gelu", "silu", "sigmoid", "tanh",
+    "hardswish", "hardsigmoid",
+)  # fmt: skip
+SPATIAL_TYPES = ("conv", "maxpool", "avgpool", "convtranspose", "upsample")  # halos
+WEIGHT_TYPES = ("conv", "fc", "convtranspose")  # split by filter/channel parallelism
 LAYER_TYPES = (
     "conv",
+    "convtranspose",
     "fc",
+    "matmul",
     "maxpool",
     "avgpool",
     "globalavgpool",
+    "adaptiveavgpool",
+    "adaptivemaxpool",
+    "upsample",
     "batchnorm",
+    "groupnorm",
+    "layernorm",
     *ACTIVATIONS,
     "dropout",
     "add",
+    "mul",
     "concat",
     "flatten",
+    "reshape",
+    "permute",
+    "channelshuffle",
     "softmax",
+    "unsupported",
 )
+MULTI_INPUT_TYPES = ("add", "mul", "concat", "matmul")  # layers that take 2+ inputs
 MODEL_INPUT = "input"  # the name by which `inputs:` refers to the model's input
 
 
@@ -46,6 +63,17 @@ class Layer:
     bias: bool = False
     ceil_mode: bool = False
     line: int | None = None
+    # newer layer types (docs/model-format.md)
+    output_padding: tuple[int, ...] = ()  # convtranspose
+    axis: int = 0  # concat: per-sample dimension (0 = channels); softmax likewise
+    size: tuple[int, ...] = ()  # upsample, adaptive pools: output spatial extents
+    scale: tuple[float, ...] = ()  # upsample: factor per spatial dimension
+    mode: str = ""  # upsample: nearest | linear
+    affine: bool = True  # groupnorm, layernorm: learnable scale and shift
+    dims: int = 1  # layernorm: trailing per-sample dimensions normalised
+    shape: tuple[int, ...] = ()  # reshape: per-sample target (-1 once); unsupported: output
+    perm: tuple[int, ...] = ()  # permute: per-sample dimension order
+    op: str = ""  # unsupported: the operation the importer did not know
 
 
 @dataclass(frozen=True)

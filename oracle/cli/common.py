@@ -93,7 +93,14 @@ def describe(m, s, pr, scaling: str, options) -> dict:
         "memory_model": options.memory_model,
         "memory_note": memory_note(s, options, pr),
         "options_note": options_note(s, options),
+        "model_note": model_note(m),
     }
+
+
+def model_note(model) -> str:
+    """Operations an import could not map, costed at zero (``type: unsupported``)."""
+    odd = [f"{layer.name} ({layer.op})" for layer in model.layers if layer.type == "unsupported"]
+    return "zero-cost layers for unsupported operations: " + ", ".join(odd) if odd else ""
 
 
 def memory_note(system, options, profile=None) -> str:

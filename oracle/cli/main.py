@@ -24,6 +24,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "show": ("oracle.cli.show", "show", "Show a model, system or profile as a table."),
     "compare": ("oracle.cli.compare", "compare", "Compare projections with measured runs."),
     "import": ("oracle.cli.import_", "import_", "Turn training logs into measured-runs CSV rows."),
+    "import-model": ("oracle.cli.import_model", "import_model", "Import a PyTorch or ONNX model as a model file."),
     "snapshot": ("oracle.cli.snapshot", "snapshot", "Write projections to a JSON baseline."),
     "check": ("oracle.cli.snapshot", "check", "Recompute a baseline; fail if projections moved."),
     "fit": ("oracle.cli.fit", "fit", "Fit network parameters to benchmark logs or training runs."),

@@ -13,13 +13,13 @@ sums cached, so that a point costs O(1) arithmetic plus a few vector operations.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 
 import numpy as np
 
 from oracle.compute.memory import SavedActivations, saved_activations, transient_elements
-from oracle.model import MODEL_INPUT, SPATIAL_TYPES, LayerTimes, Model, System
+from oracle.model import MODEL_INPUT, SPATIAL_TYPES, WEIGHT_TYPES, Layer, LayerTimes, Model, System
 
 PRECISION_BYTES = {"fp32": 4, "tf32": 4, "fp16": 2, "bf16": 2}
 MEMORY_MODELS = ("framework", "paradl")  # SPEC §4.6
@@ -95,6 +95,9 @@ class SplitSums:
     act_r: float
     coll_y: np.ndarray  # y_l of split layers except the last split layer (filter/channel)
     last: int  # index of the last split layer (-1 if none)
+    # per entry of coll_y: the groups of the convolution that decides whether its
+    # gradient (filter) or output (channel) is a reduction; 1: dense (see filter.py)
+    coll_groups: np.ndarray = field(default_factory=lambda: np.zeros(0))
 
 
 class Context:
@@ -134,6 +137,8 @@ class Context:
         self.C = np.array([i.input_shapes[0][0] for i in info], dtype=int)
         self.F = np.array([i.output_shape[0] for i in info], dtype=int)
         self.types = [layer.type for layer in model.layers]
+        self.groups = np.array([layer.groups if t in WEIGHT_TYPES else 1 for t, layer in zip(
+            self.types, model.layers)], dtype=int)  # fmt: skip
         self.names = [layer.name for layer in model.layers]
         self.sum_fb = float(self.fb.sum())
         self.sum_wu = float(self.wu.sum())
@@ -244,10 +249,12 @@ class Context:
         return float(self.delta * max(split_n * t_in, rest_n * t_out))
 
     # -- split sets (SPEC §4 "Split layers") ------------------------------------------
-    def _sums(self, mask: np.ndarray) -> SplitSums:
+    def _sums(self, mask: np.ndarray, coll_groups: np.ndarray | None = None) -> SplitSums:
         idx = np.flatnonzero(mask)
         last = int(idx[-1]) if idx.size else -1
         coll = idx[:-1] if idx.size else idx
+        if coll_groups is None:
+            coll_groups = np.ones(coll.size, dtype=int)
         r = ~mask
         return SplitSums(
             mask=mask,
@@ -261,6 +268,7 @@ class Context:
             act_r=float((self.x + self.y)[r].sum()),
             coll_y=self.y[coll],
             last=last,
+            coll_groups=coll_groups,
         )
 
     @cached_property
@@ -270,18 +278,25 @@ class Context:
 
     @cached_property
     def filter_split(self) -> SplitSums:
-        """filter: every conv and fc layer."""
-        return self._sums(np.array([t in ("conv", "fc") for t in self.types]))
+        """filter: every conv, convtranspose and fc layer.  The gradient of a split
+        layer's output is a sum over the next split layer's filters unless that layer
+        is grouped: its groups decide (filter.py)."""
+        mask = np.array([t in WEIGHT_TYPES for t in self.types])
+        idx = np.flatnonzero(mask)
+        return self._sums(mask, self.groups[idx[1:]])
 
     @cached_property
     def channel_split(self) -> SplitSums:
-        """channel: every conv and fc layer except those reading the model's input
-        (their input channels are the data's; SPEC says "except the first layer")."""
-        mask = [
-            t in ("conv", "fc") and MODEL_INPUT not in layer.inputs
+        """channel: every conv, convtranspose and fc layer except those reading the
+        model's input (their input channels are the data's; SPEC says "except the
+        first layer").  A split layer's output is a sum over its input channels unless
+        the layer itself is grouped (filter.py)."""
+        mask = np.array([
+            t in WEIGHT_TYPES and MODEL_INPUT not in layer.inputs
             for t, layer in zip(self.types, self.model.layers)
-        ]
-        return self._sums(np.array(mask))
+        ])  # fmt: skip
+        idx = np.flatnonzero(mask)
+        return self._sums(mask, self.groups[idx[:-1]])
 
     @cached_property
     def spatial_split(self) -> SplitSums:
@@ -398,9 +413,7 @@ class Context:
             if not mask[i] or layer.type not in SPATIAL_TYPES:
                 continue
             xin = info.input_shapes[0]
-            dims = len(xin) - 1
-            kernel = layer.kernel * dims if len(layer.kernel) == 1 else layer.kernel
-            rows.append((i, [k // 2 for k in kernel], xin[1:], info.output_shape[1:], xin[0], info.output_shape[0]))
+            rows.append((i, halo_half_widths(layer, len(xin) - 1), xin[1:], info.output_shape[1:], xin[0], info.output_shape[0]))
         if not rows:
             return {"index": np.zeros(0, dtype=int)}
         return {
@@ -568,6 +581,21 @@ def _split_to(groups: list[tuple[int, int]], p: int) -> list[tuple[int, int]]:
         done.append((b - 1, b))
         count += 1
     return sorted(done + [(a, b) for _, a, b in heap])
+
+
+def halo_half_widths(layer: Layer, dims: int) -> list[int]:
+    """Elements a tile needs from each neighbour per dimension: floor(K/2) for a
+    convolution or pooling window (SPEC §4).  A transposed convolution scatters each
+    input over K outputs spaced by the stride S, so an output tile reads
+    ceil((K - S) / (2S)) extra inputs per side (0 when K <= S, as U-Net's 2x2/2); a
+    linear upsample one (nearest: none)."""
+    if layer.type == "upsample":  # linear interpolation reads one neighbour per side
+        return [0 if layer.mode == "nearest" else 1] * dims
+    kernel = layer.kernel * dims if len(layer.kernel) == 1 else layer.kernel
+    if layer.type != "convtranspose":
+        return [k // 2 for k in kernel]
+    stride = layer.stride * dims if len(layer.stride) == 1 else layer.stride
+    return [max(0, -(-(k - s) // (2 * s))) for k, s in zip(kernel, stride)]
 
 
 def balanced_grid(p: int, dims: int) -> tuple[int, ...]:

@@ -61,7 +61,6 @@ import numpy as np
 from oracle.compute.context import Context
 from oracle.compute.cost import Breakdown, Limit, Point
 from oracle.compute.network import (
-    allgather_algorithm,
     allgather_pieces,
     allreduce_algorithm,
     contention_factor,
@@ -72,9 +71,9 @@ from oracle.compute.network import (
     p2p,
     span_neighbours,
 )
-from oracle.compute.strategies.filter import backward_collective
-from oracle.compute.strategies.spatial import halo_exchange
 from oracle.compute.strategies.base import epoch_limit
+from oracle.compute.strategies.filter import layer_collectives
+from oracle.compute.strategies.spatial import halo_exchange
 from oracle.model import MODEL_INPUT
 from oracle.units import fmt_gb
 
@@ -371,11 +370,7 @@ class Costs:
             if sums.last >= 0:
                 coll[sums.last] = False
             if coll.any():
-                grp = group_contiguous(p2, gpn)
-                m = delta * b * ctx.y[coll]
-                ag = allgather_algorithm(system, grp, m / p2, algo, purpose="layer_allgather")[0]
-                ar = backward_collective(ctx, grp, m)
-                lc[coll, k] = I * (np.asarray(ag) + np.asarray(ar))
+                lc[coll, k] = I * layer_collectives(ctx, sums, p2, b)
             too_wide = s & (width < p2)
             noun = "filters" if d.kind == "filter" else "input channels"
             for l in np.flatnonzero(too_wide):

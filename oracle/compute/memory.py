@@ -26,6 +26,22 @@ globalavgpool      nothing: ``adaptive_avg_pool2d`` to 1x1 is a ``mean`` (aten/s
 dropout            a bool mask, 1 byte per element (``native_dropout_backward``)
 add, concat        nothing (sums and slices of the gradient)
 flatten            nothing, and its output is a view of its input (same storage)
+convtranspose      the input (``convolution_backward``, transposed=true)
+matmul, mul        both inputs (``mm_mat1_backward``/``mm_mat2_backward`` take the other
+                   matrix, ``mul_tensor_backward(grad, other)`` and ``(grad, self)``)
+groupnorm,         the input (``native_group_norm_backward``, ``native_layer_norm_backward``
+layernorm          take input, mean and rstd; the statistics are per group or row and,
+                   like batchnorm's, ignored)
+hardswish,         the input (``hardswish_backward(grad, self)``,
+hardsigmoid        ``hardsigmoid_backward(grad, self)``)
+adaptiveavgpool    the input (``_adaptive_avg_pool2d_backward(grad, self)``)
+adaptivemaxpool    the input and int64 indices per output element
+                   (``adaptive_max_pool2d_backward(grad, self, result1)``)
+upsample           nothing (``upsample_nearest2d_backward`` and ``upsample_bilinear2d_
+                   backward`` take only the sizes)
+reshape, permute   nothing; the output is a view of the input (``view``, ``permute``)
+channelshuffle     nothing (a copy: reshape, transpose, contiguous)
+unsupported        nothing (the importer did not know the operation; zero cost)
 =================  =========================================================================
 
 The model's input counts where a layer saves it (the first convolution does).  Checked
@@ -69,6 +85,18 @@ SAVE_RULES: dict[str, SaveRule] = {
     "concat": SaveRule(),
     "flatten": SaveRule(view=True),
     "softmax": SaveRule(output=True),
+    "convtranspose": SaveRule(inputs=True),
+    "matmul": SaveRule(inputs=True),
+    "mul": SaveRule(inputs=True),
+    "groupnorm": SaveRule(inputs=True),
+    "layernorm": SaveRule(inputs=True),
+    "adaptiveavgpool": SaveRule(inputs=True),
+    "adaptivemaxpool": SaveRule(inputs=True, extra_bytes_per_output=INT64_BYTES),
+    "upsample": SaveRule(),
+    "reshape": SaveRule(view=True),
+    "permute": SaveRule(view=True),
+    "channelshuffle": SaveRule(),
+    "unsupported": SaveRule(),
     **{a: SaveRule(output=True) if a in _OUTPUT_ACTIVATIONS else SaveRule(inputs=True) for a in ACTIVATIONS},
 }
 

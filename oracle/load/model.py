@@ -6,9 +6,9 @@ from pathlib import Path
 
 from oracle.compute.shapes import ShapeError, infer
 from oracle.errors import OracleError, did_you_mean
-from oracle.load.fields import MAX_MAGNITUDE, Fields, boolean, integer, number, per_dim, string
+from oracle.load.fields import MAX_MAGNITUDE, Fields, boolean, choice, integer, number, per_dim, string
 from oracle.load.yamlfile import load_yaml
-from oracle.model import LAYER_TYPES, MODEL_INPUT, Layer, Model
+from oracle.model import LAYER_TYPES, MODEL_INPUT, MULTI_INPUT_TYPES, Layer, Model
 
 _pos = integer(ge=1)
 _nonneg = integer(ge=0)
@@ -126,35 +126,116 @@ def _parse_layer(
         raise f.error("name", f"duplicate layer name '{name}'", hint=f"first used by layers[{seen[name]}]")
     kind = f.req("type", string())
     if kind not in LAYER_TYPES:
-        hint = did_you_mean(kind, LAYER_TYPES) or "types: " + ", ".join(LAYER_TYPES)
+        hint = did_you_mean(kind, LAYER_TYPES) or "types: " + ", ".join(LAYER_TYPES) + " (docs/model-format.md)"
         raise f.error("type", f"unknown layer type '{kind}'", hint=hint)
 
     inputs = _inputs(f, previous, seen, all_names, kind)
     kw: dict = {}
-    if kind == "conv":
-        kw["filters"] = f.req("filters", _pos, "the number of output channels")
-        kw["kernel"] = f.req("kernel", per_dim(_pos, "a kernel size"))
-        kw["stride"] = f.opt("stride", per_dim(_pos, "a stride"), (1,))
-        kw["padding"] = f.opt("padding", per_dim(_nonneg, "a padding"), (0,))
-        kw["dilation"] = f.opt("dilation", per_dim(_pos, "a dilation"), (1,))
-        kw["groups"] = f.opt("groups", _pos, 1)
-        kw["bias"] = f.opt("bias", boolean(), True)
-    elif kind == "fc":
-        kw["outputs"] = f.req("outputs", _pos, "the number of output features")
-        kw["bias"] = f.opt("bias", boolean(), True)
-    elif kind in ("maxpool", "avgpool"):
-        kernel = f.req("kernel", per_dim(_pos, "a kernel size"))
-        kw["kernel"] = kernel
-        kw["stride"] = f.opt("stride", per_dim(_pos, "a stride"), kernel)
-        kw["padding"] = f.opt("padding", per_dim(_nonneg, "a padding"), (0,))
-        kw["dilation"] = (1,)
-        kw["ceil_mode"] = f.opt("ceil_mode", boolean(), False)
-    elif kind == "dropout":
-        f.opt("rate", number(ge=0, lt=1), 0.5)
-    elif kind in ("leakyrelu", "elu"):
-        f.opt("slope", number(), None)
+    reader = _KEYS.get(kind)
+    if reader is not None:
+        reader(f, kw)
     f.done(allowed_extra=("comment",))
     return Layer(name=name, type=kind, inputs=inputs, line=f.line, **kw)
+
+
+def _conv_keys(f: Fields, kw: dict) -> None:
+    kw["filters"] = f.req("filters", _pos, "the number of output channels")
+    kw["kernel"] = f.req("kernel", per_dim(_pos, "a kernel size"))
+    kw["stride"] = f.opt("stride", per_dim(_pos, "a stride"), (1,))
+    kw["padding"] = f.opt("padding", per_dim(_nonneg, "a padding"), (0,))
+    kw["dilation"] = f.opt("dilation", per_dim(_pos, "a dilation"), (1,))
+    kw["groups"] = f.opt("groups", _pos, 1)
+    kw["bias"] = f.opt("bias", boolean(), True)
+    if f.map.get("type") == "convtranspose":
+        kw["output_padding"] = f.opt("output_padding", per_dim(_nonneg, "an output padding"), (0,))
+
+
+def _fc_keys(f: Fields, kw: dict) -> None:
+    kw["outputs"] = f.req("outputs", _pos, "the number of output features")
+    kw["bias"] = f.opt("bias", boolean(), True)
+
+
+def _pool_keys(f: Fields, kw: dict) -> None:
+    kernel = f.req("kernel", per_dim(_pos, "a kernel size"))
+    kw["kernel"] = kernel
+    kw["stride"] = f.opt("stride", per_dim(_pos, "a stride"), kernel)
+    kw["padding"] = f.opt("padding", per_dim(_nonneg, "a padding"), (0,))
+    kw["dilation"] = (1,)
+    kw["ceil_mode"] = f.opt("ceil_mode", boolean(), False)
+
+
+def _size_keys(f: Fields, kw: dict) -> None:
+    kw["size"] = f.req("size", per_dim(_pos, "an output extent"))
+
+
+def _upsample_keys(f: Fields, kw: dict) -> None:
+    if f.has("size") == f.has("scale"):
+        raise f.error(None, "an upsample layer needs exactly one of 'size:' and 'scale:'")
+    kw["size"] = f.opt("size", per_dim(_pos, "an output extent"), ())
+    kw["scale"] = f.opt("scale", per_dim(number(gt=0), "a scale factor"), ())
+    kw["mode"] = f.opt("mode", choice(("nearest", "linear")), "nearest")
+
+
+def _norm_keys(f: Fields, kw: dict) -> None:
+    if f.map.get("type") == "groupnorm":
+        kw["groups"] = f.req("groups", _pos, "the number of channel groups")
+    else:
+        kw["dims"] = f.opt("dims", integer(ge=1, le=4), 1)
+    kw["affine"] = f.opt("affine", boolean(), True)
+    f.opt("eps", number(gt=0), None)
+
+
+def _groups_keys(f: Fields, kw: dict) -> None:
+    kw["groups"] = f.req("groups", _pos, "the number of channel groups")
+
+
+def _axis_keys(f: Fields, kw: dict) -> None:
+    kw["axis"] = f.opt("axis", integer(ge=0, le=3), 0)
+
+
+def _reshape_keys(f: Fields, kw: dict) -> None:
+    kw["shape"] = f.req("shape", per_dim(integer(ge=-1), "an extent (-1: the rest)"))
+
+
+def _permute_keys(f: Fields, kw: dict) -> None:
+    kw["perm"] = f.req("perm", per_dim(_nonneg, "a dimension index"))
+
+
+def _unsupported_keys(f: Fields, kw: dict) -> None:
+    kw["op"] = f.req("op", string(), "the operation oracle does not know")
+    kw["shape"] = f.req("shape", per_dim(_pos, "an output extent"))
+
+
+def _dropout_keys(f: Fields, kw: dict) -> None:
+    f.opt("rate", number(ge=0, lt=1), 0.5)
+
+
+def _slope_keys(f: Fields, kw: dict) -> None:
+    f.opt("slope", number(), None)
+
+
+# The keys each layer type reads (docs/model-format.md); types without a row have none.
+_KEYS = {
+    "conv": _conv_keys,
+    "convtranspose": _conv_keys,
+    "fc": _fc_keys,
+    "maxpool": _pool_keys,
+    "avgpool": _pool_keys,
+    "adaptiveavgpool": _size_keys,
+    "adaptivemaxpool": _size_keys,
+    "upsample": _upsample_keys,
+    "groupnorm": _norm_keys,
+    "layernorm": _norm_keys,
+    "channelshuffle": _groups_keys,
+    "concat": _axis_keys,
+    "softmax": _axis_keys,
+    "reshape": _reshape_keys,
+    "permute": _permute_keys,
+    "unsupported": _unsupported_keys,
+    "dropout": _dropout_keys,
+    "leakyrelu": _slope_keys,
+    "elu": _slope_keys,
+}
 
 
 def _inputs(
@@ -162,7 +243,7 @@ def _inputs(
 ) -> tuple[str, ...]:
     if not f.has("inputs"):
         f.used.add("inputs")
-        if kind in ("add", "concat"):
+        if kind in MULTI_INPUT_TYPES:
             raise f.error(None, f"{_article(kind)} {kind} layer needs 'inputs:' naming the layers it joins")
         return (previous[-1].name if previous else MODEL_INPUT,)
     raw = f.map["inputs"]
@@ -187,7 +268,7 @@ def _inputs(
             hint = did_you_mean(item, list(seen) + [MODEL_INPUT])
             raise f.error("inputs", f"unknown layer '{item}'", hint=hint)
         names.append(item)
-    if kind not in ("add", "concat") and len(names) != 1:
+    if kind not in MULTI_INPUT_TYPES and len(names) != 1:
         raise f.error("inputs", f"{_article(kind)} {kind} layer takes exactly one input, got {len(names)}")
     return tuple(names)
 

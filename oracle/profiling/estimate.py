@@ -10,9 +10,11 @@ item)::
 
 - Memory traffic: each sample's input is read and its output written once; the
   weights are read once per mini-batch, so a sample's share is ``|w_l| / b``
-  (at ``b = 1`` this is ``δ·(|x|+|y|+|w|)``).  ``flatten`` is a view in every
-  framework: no traffic, time 0.  ``add`` and ``concat`` read all their inputs.
-- Backward, conv and fc: ``BW_l = 2·FW_l``.  Both the input gradient and the weight
+  (at ``b = 1`` this is ``δ·(|x|+|y|+|w|)``).  ``flatten``, ``reshape`` and
+  ``permute`` are views in every framework: no traffic, time 0 (an ``unsupported``
+  layer is zero-cost by definition).  ``add``, ``mul``, ``matmul`` and ``concat`` read
+  all their inputs.
+- Backward, conv, convtranspose, fc and matmul: ``BW_l = 2·FW_l``.  Both the input gradient and the weight
   gradient cost one forward's FLOPs (and move about as many bytes), so both roofline
   terms double.
 - Backward, every other layer: ``BW_l = max(F_l / (e_c · P), 2·bytes_l / (e_m · M))``:
@@ -49,17 +51,26 @@ from __future__ import annotations
 from datetime import datetime, timezone
 
 from oracle.errors import OracleError
-from oracle.model import Layer, LayerInfo, LayerTimes, Model, Profile, System
+from oracle.model import LAYER_TYPES, Layer, LayerInfo, LayerTimes, Model, Profile, System
 
 DEFAULT_COMPUTE_EFFICIENCY = 0.5
 DEFAULT_MEMORY_EFFICIENCY = 0.8
 WU_PASSES = 5  # SGD momentum: read w, grad, m; write w, m
 DELTA_FP32 = 4  # bytes per item
 
+# How the roofline treats each layer type (module docstring): "product" layers have
+# two gradient products in the backward (BW = 2 FW), "stream" layers the same FLOPs
+# and twice the traffic, "free" layers move nothing (views) and take no time.
+ROOFLINE_KIND = {
+    **{t: "stream" for t in LAYER_TYPES},
+    **{t: "product" for t in ("conv", "convtranspose", "fc", "matmul")},
+    **{t: "free" for t in ("flatten", "reshape", "permute", "unsupported")},
+}
+
 
 def bytes_per_sample(layer: Layer, info: LayerInfo, batch: int, delta: float = DELTA_FP32) -> float:
     """Forward memory traffic of one sample (see the module docstring)."""
-    if layer.type == "flatten":
+    if ROOFLINE_KIND[layer.type] == "free":
         return 0.0
     return delta * (info.input_elements + info.output_elements + info.parameters / batch)
 
@@ -81,7 +92,7 @@ def layer_times(
     compute_s = info.flops / flops_rate
     memory_s = nbytes / bytes_rate
     fw = max(compute_s, memory_s) if nbytes > 0 else 0.0
-    if layer.type in ("conv", "fc"):
+    if ROOFLINE_KIND[layer.type] == "product":
         bw = 2.0 * fw
     else:
         bw = max(compute_s, 2.0 * memory_s) if nbytes > 0 else 0.0

@@ -18,8 +18,17 @@ batchnorm          ``BatchNorm1d`` for flat or 1-D inputs, ``BatchNorm2d``/``3d`
 relu ... tanh      ``ReLU``, ``ReLU6``, ``LeakyReLU`` (slope 0.01), ``ELU`` (alpha 1),
                    ``GELU``, ``SiLU``, ``Sigmoid``, ``Tanh`` (never in place)
 dropout            ``Dropout(0.5)``
-add, concat        sum of the inputs; ``torch.cat`` on the channel dimension
-flatten, softmax   ``Flatten``; ``Softmax`` over the channel/feature dimension
+add, concat        sum of the inputs; ``torch.cat`` on ``axis`` (0: channels)
+flatten, softmax   ``Flatten``; ``Softmax`` over ``axis`` (0: the channel/feature dimension)
+convtranspose      ``ConvTranspose1d/2d/3d`` (output_padding too)
+adaptive pools     ``AdaptiveAvgPool``/``AdaptiveMaxPool 1d/2d/3d`` to ``size``
+upsample           ``Upsample`` (nearest, or (bi/tri)linear by spatial rank)
+groupnorm          ``GroupNorm(groups, C, affine)``; layernorm: ``LayerNorm`` over the last
+                   ``dims`` per-sample dimensions
+hardswish ...      ``Hardswish``, ``Hardsigmoid``; channelshuffle: ``ChannelShuffle``
+mul, matmul        product of the inputs (broadcasting); ``torch.matmul``
+reshape, permute   per sample (the batch dimension stays first)
+unsupported        zeros of the stated shape (zero cost, no parameters)
 =================  =====================================================================
 
 Model files may give a dropout ``rate`` or an activation ``slope``; the loader does not
@@ -49,6 +58,8 @@ _ACTIVATIONS = {
     "silu": nn.SiLU,
     "sigmoid": nn.Sigmoid,
     "tanh": nn.Tanh,
+    "hardswish": nn.Hardswish,
+    "hardsigmoid": nn.Hardsigmoid,
 }
 
 
@@ -60,13 +71,6 @@ class Add(nn.Module):
         for x in xs[2:]:
             out = out + x
         return out
-
-
-class Concat(nn.Module):
-    """Concatenation on the channel (first per-sample) dimension."""
-
-    def forward(self, *xs: torch.Tensor) -> torch.Tensor:
-        return torch.cat(xs, dim=1)
 
 
 class FlatLinear(nn.Module):
@@ -86,64 +90,134 @@ def _dims(values: tuple[int, ...], n: int) -> tuple[int, ...]:
     return values * n if len(values) == 1 else values
 
 
+def _conv(layer: Layer, info: LayerInfo, ctx) -> nn.Module:
+    x = info.input_shapes[0]
+    dims = len(x) - 1
+    kw = dict(
+        kernel_size=_dims(layer.kernel, dims),
+        stride=_dims(layer.stride or (1,), dims),
+        padding=_dims(layer.padding or (0,), dims),
+        dilation=_dims(layer.dilation or (1,), dims),
+        groups=layer.groups,
+        bias=layer.bias,
+    )
+    if layer.type == "convtranspose":
+        cls = (nn.ConvTranspose1d, nn.ConvTranspose2d, nn.ConvTranspose3d)[dims - 1]
+        return cls(x[0], layer.filters, output_padding=_dims(layer.output_padding or (0,), dims), **kw)
+    return (nn.Conv1d, nn.Conv2d, nn.Conv3d)[dims - 1](x[0], layer.filters, **kw)
+
+
+def _pool(layer: Layer, info: LayerInfo, ctx) -> nn.Module:
+    index, file = ctx
+    dims = len(info.input_shapes[0]) - 1
+    kernel = _dims(layer.kernel, dims)
+    padding = _dims(layer.padding or (0,), dims)
+    for k, p in zip(kernel, padding):
+        if p > k // 2:
+            raise OracleError(
+                f"padding {p} is more than half the kernel {k}; PyTorch's pooling"
+                " layers do not allow that",
+                file=file or None,
+                line=layer.line,
+                path=f"layers[{index}] ({layer.name})",
+            )
+    stride = _dims(layer.stride or layer.kernel, dims)
+    if layer.type == "maxpool":
+        cls = (nn.MaxPool1d, nn.MaxPool2d, nn.MaxPool3d)[dims - 1]
+    else:
+        cls = (nn.AvgPool1d, nn.AvgPool2d, nn.AvgPool3d)[dims - 1]
+    return cls(kernel, stride=stride, padding=padding, ceil_mode=layer.ceil_mode)
+
+
+def _adaptive(layer: Layer, info: LayerInfo, ctx) -> nn.Module:
+    dims = len(info.input_shapes[0]) - 1
+    size = (1,) * dims if layer.type == "globalavgpool" else _dims(layer.size, dims)
+    if layer.type == "adaptivemaxpool":
+        return (nn.AdaptiveMaxPool1d, nn.AdaptiveMaxPool2d, nn.AdaptiveMaxPool3d)[dims - 1](size)
+    return (nn.AdaptiveAvgPool1d, nn.AdaptiveAvgPool2d, nn.AdaptiveAvgPool3d)[dims - 1](size)
+
+
+def _upsample(layer: Layer, info: LayerInfo, ctx) -> nn.Module:
+    dims = len(info.input_shapes[0]) - 1
+    mode = "nearest" if layer.mode == "nearest" else ("linear", "bilinear", "trilinear")[dims - 1]
+    if layer.size:
+        return nn.Upsample(size=_dims(layer.size, dims), mode=mode)
+    return nn.Upsample(scale_factor=_dims(layer.scale, dims), mode=mode)
+
+
+def _batchnorm(layer: Layer, info: LayerInfo, ctx) -> nn.Module:
+    # flat (C,) and 1-D (C, L) inputs: BatchNorm1d; (C, H, W): 2d; (C, D, H, W): 3d
+    x = info.input_shapes[0]
+    return (nn.BatchNorm1d, nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d)[len(x) - 1](x[0])
+
+
+def _layernorm(layer: Layer, info: LayerInfo, ctx) -> nn.Module:
+    shape = info.input_shapes[0][-layer.dims :]
+    return nn.LayerNorm(shape, elementwise_affine=layer.affine)
+
+
+class Lambda(nn.Module):
+    """A parameter-free operation on the per-sample dimensions (batch first at run time)."""
+
+    def __init__(self, kind: str, layer: Layer) -> None:
+        super().__init__()
+        self.kind, self.layer = kind, layer
+
+    def forward(self, *xs: torch.Tensor) -> torch.Tensor:
+        layer, x = self.layer, xs[0]
+        if self.kind == "mul":
+            out = xs[0] * xs[1]
+            for y in xs[2:]:
+                out = out * y
+            return out
+        if self.kind == "matmul":
+            return torch.matmul(xs[0], xs[1])
+        if self.kind == "concat":
+            return torch.cat(xs, dim=1 + layer.axis)
+        if self.kind == "reshape":
+            return x.reshape(x.shape[0], *layer.shape)
+        if self.kind == "permute":
+            return x.permute(0, *(1 + d for d in layer.perm))
+        # unsupported: zero cost by definition; a zero tensor of the stated shape
+        return x.new_zeros((x.shape[0], *layer.shape))
+
+
+def _simple(factory):
+    return lambda layer, info, ctx: factory(layer)
+
+
+# One row per layer type (STYLE §2): (layer, info, (index, file)) -> module.
+MODULES = {
+    "conv": _conv,
+    "convtranspose": _conv,
+    "fc": lambda layer, info, ctx: FlatLinear(info.input_elements, layer.outputs, layer.bias),
+    "matmul": _simple(lambda layer: Lambda("matmul", layer)),
+    "maxpool": _pool,
+    "avgpool": _pool,
+    "globalavgpool": _adaptive,
+    "adaptiveavgpool": _adaptive,
+    "adaptivemaxpool": _adaptive,
+    "upsample": _upsample,
+    "batchnorm": _batchnorm,
+    "groupnorm": lambda layer, info, ctx: nn.GroupNorm(layer.groups, info.input_shapes[0][0], affine=layer.affine),
+    "layernorm": _layernorm,
+    **{t: _simple(lambda layer, cls=cls: cls()) for t, cls in _ACTIVATIONS.items()},
+    "dropout": _simple(lambda layer: nn.Dropout(0.5)),
+    "add": _simple(lambda layer: Add()),
+    "mul": _simple(lambda layer: Lambda("mul", layer)),
+    "concat": _simple(lambda layer: Lambda("concat", layer)),
+    "flatten": _simple(lambda layer: nn.Flatten(1)),
+    "reshape": _simple(lambda layer: Lambda("reshape", layer)),
+    "permute": _simple(lambda layer: Lambda("permute", layer)),
+    "channelshuffle": _simple(lambda layer: nn.ChannelShuffle(layer.groups)),
+    "softmax": _simple(lambda layer: nn.Softmax(dim=1 + layer.axis)),
+    "unsupported": _simple(lambda layer: Lambda("unsupported", layer)),
+}
+
+
 def make_module(layer: Layer, info: LayerInfo, index: int = 0, file: str = "") -> nn.Module:
     """The ``torch.nn`` module of one layer (parameters on the current default device)."""
-    t = layer.type
-    x = info.input_shapes[0]
-    dims = len(x) - 1  # spatial dimensions of the (first) input
-    if t == "conv":
-        cls = (nn.Conv1d, nn.Conv2d, nn.Conv3d)[dims - 1]
-        return cls(
-            x[0],
-            layer.filters,
-            kernel_size=_dims(layer.kernel, dims),
-            stride=_dims(layer.stride or (1,), dims),
-            padding=_dims(layer.padding or (0,), dims),
-            dilation=_dims(layer.dilation or (1,), dims),
-            groups=layer.groups,
-            bias=layer.bias,
-        )
-    if t in ("maxpool", "avgpool"):
-        kernel = _dims(layer.kernel, dims)
-        padding = _dims(layer.padding or (0,), dims)
-        for k, p in zip(kernel, padding):
-            if p > k // 2:
-                raise OracleError(
-                    f"padding {p} is more than half the kernel {k}; PyTorch's pooling"
-                    " layers do not allow that",
-                    file=file or None,
-                    line=layer.line,
-                    path=f"layers[{index}] ({layer.name})",
-                )
-        stride = _dims(layer.stride or layer.kernel, dims)
-        if t == "maxpool":
-            cls = (nn.MaxPool1d, nn.MaxPool2d, nn.MaxPool3d)[dims - 1]
-        else:
-            cls = (nn.AvgPool1d, nn.AvgPool2d, nn.AvgPool3d)[dims - 1]
-        return cls(kernel, stride=stride, padding=padding, ceil_mode=layer.ceil_mode)
-    if t == "globalavgpool":
-        return (nn.AdaptiveAvgPool1d, nn.AdaptiveAvgPool2d, nn.AdaptiveAvgPool3d)[dims - 1](1)
-    if t == "fc":
-        return FlatLinear(info.input_elements, layer.outputs, layer.bias)
-    if t == "batchnorm":
-        # flat (C,) and 1-D (C, L) inputs: BatchNorm1d; (C, H, W): 2d; (C, D, H, W): 3d
-        cls = (nn.BatchNorm1d, nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d)[dims]
-        return cls(x[0])
-    if t in _ACTIVATIONS:
-        return _ACTIVATIONS[t]()
-    if t == "dropout":
-        return nn.Dropout(0.5)
-    if t == "add":
-        return Add()
-    if t == "concat":
-        return Concat()
-    if t == "flatten":
-        return nn.Flatten(1)
-    if t == "softmax":
-        return nn.Softmax(dim=1)
-    raise OracleError(  # pragma: no cover - the loader rejects unknown types
-        f"layer type '{t}' has no PyTorch equivalent", path=layer.name
-    )
+    return MODULES[layer.type](layer, info, (index, file))
 
 
 class OracleNet(nn.Module):

@@ -54,6 +54,8 @@ def header_lines(meta: dict) -> list[str]:
         lines.append(meta["profile_note"])
     if meta.get("compute_conversion"):
         lines.append(f"compute: {meta['compute_conversion']}")
+    if meta.get("model_note"):
+        lines.append(meta["model_note"])
     return lines
 
 

@@ -294,6 +294,7 @@ def inputs_rows(data: ReportData) -> list[tuple[str, list[tuple[str, str]]]]:
         ("precision", str(data.meta.get("precision", ""))),
         ("memory model", memory_label(data.meta)),
         *([("memory", data.meta["memory_note"])] if data.meta.get("memory_note") else []),
+        *([("model", data.meta["model_note"])] if data.meta.get("model_note") else []),
         ("configurations projected", f"{len(data.points):,} ({sum(p.feasible for p in data.points):,} feasible)"),
     ]
     if o.segments:

@@ -128,6 +128,7 @@ def to_json(results: Sequence[SearchResult], meta: dict, top: int = 5) -> str:
         "profile": meta["profile"],
         "profile_note": meta.get("profile_note", ""),
         "compute_conversion": meta.get("compute_conversion", ""),
+        "model_note": meta.get("model_note", ""),
         "scaling": meta["scaling"],
         "samples": meta["samples"],
         "winner": None if best is None else {"gpus": best.gpus, "strategy": _winner_name(best)},
@@ -217,8 +218,9 @@ def _print_one(console, r: SearchResult, meta: dict, top: int) -> None:
         + f" · {r.gpus} GPUs · B = {B:,.0f} ({B / r.gpus:g} per GPU)"
         + escape(f" · profile {meta['profile']} · D = {meta['samples']:,} · times per epoch")
     )
-    if meta.get("profile_note"):
-        console.print(escape(meta["profile_note"]))
+    for note in ("profile_note", "model_note"):
+        if meta.get(note):
+            console.print(escape(meta[note]))
     if meta.get("compute_conversion"):
         console.print(escape(f"compute: {meta['compute_conversion']}"))
     w = r.winner

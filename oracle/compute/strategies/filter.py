@@ -24,13 +24,28 @@ def horizontal_collectives(ctx: Context, sums: SplitSums, q: int, b: float) -> f
     all-gather of the output slices and an all-reduce of the input gradients
     (SPEC §4: Σ_{s, l≠last s} [AG(q, δ·b·y_l/q) + AR(q, δ·b·y_l)]; with rings this is
     ParaDL's 3(p-1) Σ (α + B y_l δ β / p), eq. 15).  Channel parallelism swaps the
-    two (AR forward, AG backward) at the same cost."""
+    two (AR forward, AG backward) at the same cost.  See :func:`layer_collectives`."""
+    return float(np.sum(layer_collectives(ctx, sums, q, b)))
+
+
+def layer_collectives(ctx: Context, sums: SplitSums, q: int, b: float) -> np.ndarray:
+    """Seconds per iteration of each entry of ``sums.coll_y`` (one per split layer but
+    the last).  The all-reduce sums partial results over the split channels: of the
+    next layer's input gradient (filter) or of the layer's own output (channel).  A
+    grouped convolution whose groups the q GPUs share evenly (groups divisible by q;
+    depthwise layers always when q divides the channels) has no such sum: each GPU's
+    filters read only its own channel slice, so its slices are gathered instead,
+    AG(q, δ·b·y_l/q) in place of AR(q, δ·b·y_l)."""
     if q <= 1 or sums.coll_y.size == 0:
-        return 0.0
+        return np.zeros(sums.coll_y.size)
     group = group_contiguous(q, ctx.system.gpus_per_node)
     m = ctx.delta * b * sums.coll_y
-    ag, _ = allgather_algorithm(ctx.system, group, m / q, ctx.algorithm, purpose="layer_allgather")
-    return float(np.sum(ag) + np.sum(backward_collective(ctx, group, m)))
+    ag = np.asarray(allgather_algorithm(ctx.system, group, m / q, ctx.algorithm, purpose="layer_allgather")[0],
+                    dtype=float)  # fmt: skip
+    back = np.asarray(backward_collective(ctx, group, m), dtype=float)
+    g = sums.coll_groups
+    aligned = (g > 1) & (g % q == 0)
+    return ag * np.ones(m.size) + np.where(aligned, ag, back)
 
 
 def backward_collective(ctx: Context, group, m):

@@ -1,0 +1,45 @@
+"""Writing a model file: fixed layout (one flow mapping per layer), a header of comments.
+
+The same writer produces the shipped ``models/*.yaml`` (scripts/generate_models.py) and
+the files of ``oracle import-model``, so both round-trip through the loader alike."""
+
+from __future__ import annotations
+
+import json
+import re
+
+_PLAIN = re.compile(r"^[A-Za-z_][A-Za-z0-9_.\-]*$")
+_RESERVED = {"true", "false", "yes", "no", "on", "off", "null", "y", "n", "~"}
+TOP_KEYS = ("name", "input", "dataset", "source", "description", "notes")
+
+
+def scalar(value) -> str:
+    """One value as YAML flow text (strings quoted only when they need it)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return repr(value)
+    if isinstance(value, str):
+        if _PLAIN.match(value) and value.lower() not in _RESERVED:
+            return value
+        return json.dumps(value, ensure_ascii=True)  # a valid YAML double-quoted scalar
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(scalar(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k}: {scalar(v)}" for k, v in value.items()) + "}"
+    raise TypeError(f"cannot write {value!r}")
+
+
+def render(doc: dict, header: list[str]) -> str:
+    """The model file: ``header`` as comment lines, the top keys, one line per layer."""
+    out = [f"# {line}".rstrip() for line in header]
+    out.append("")
+    for key in TOP_KEYS:
+        if key in doc:
+            out.append(f"{key}: {scalar(doc[key])}")
+    out.append("layers:")
+    for layer in doc["layers"]:
+        out.append(f"  - {scalar(layer)}")
+    return "\n".join(out) + "\n"
