@@ -1,8 +1,9 @@
 """Benchmark: projected vs published training throughput (issue 13).
 
 Predicts every row of ``validation/dle-throughput.csv`` (NVIDIA DeepLearningExamples,
-see validation/README.md) that a shipped model covers -- ResNet-50 v1.5 with
-``models/resnet50.yaml`` -- on the shipped system of the row's machine, data parallel
+see validation/README.md) that a shipped model covers -- ResNet-50 v1.5, and the
+ResNeXt-101 32x4d, SE-ResNeXt-101 32x4d and EfficientNet-B0 shipped through the importer
+(issue 15) -- on the shipped system of the row's machine, data parallel
 on the row's GPU count at the row's per-GPU batch and precision (FP32 -> fp32, TF32 ->
 tf32, AMP -> --mixed-precision; AMP+ASP rows are skipped: sparsity is not modelled):
 
@@ -15,8 +16,9 @@ tf32, AMP -> --mixed-precision; AMP+ASP rows are skipped: sparsity is not modell
   1-GPU row are reported out of the box only.
 
 Accuracy is 1 - |predicted - measured| / measured on the iteration time, as ``oracle compare``.  The compute
-model's default efficiencies were fitted on the V100 machines (DGX-1, DGX-2) only
-(``--fit`` repeats that fit); the A100 machines are held out.
+model's default efficiencies were fitted on the ResNet-50 rows of the V100 machines
+(DGX-1, DGX-2) only; the A100 machines and the other models are held out (``--fit``
+refits on every V100 row of the set).
 
     python benchmarks/dle_accuracy.py [--fit] [--markdown]
 """
@@ -50,7 +52,16 @@ SYSTEMS = {
     "DGX A100 40GB": "dgx-a100-40gb",
     "DGX A100 80GB": "dgx-a100-80gb",
 }
-MODELS = {"resnet50": "resnet50", "resnet50v1.5": "resnet50"}
+MODELS = {
+    "resnet50": "resnet50",
+    "resnet50v1.5": "resnet50",
+    # shipped through the importer (issue 15): the rows of their families join the set
+    "resnext101-32x4d": "resnext101_32x4d",
+    "se-resnext101-32x4d": "se_resnext101_32x4d",
+    "efficientnet-b0": "efficientnet_b0",
+}
+FAMILY = {"resnet50": "ResNet-50", "resnext101_32x4d": "ResNeXt-101", "se_resnext101_32x4d": "SE-ResNeXt-101",
+          "efficientnet_b0": "EfficientNet-B0"}  # fmt: skip
 PRECISIONS = {"FP32": ("fp32", False), "TF32": ("tf32", False), "AMP": ("fp32", True)}
 
 
@@ -91,10 +102,11 @@ def estimated(model, system, batch: float, precision: str, mixed: bool, k=K.DEFA
 
 
 def evaluate(data: list[dict], k=K.DEFAULT_CONSTANTS, calibrated: bool = True) -> list[dict]:
-    model = load_model("resnet50")
+    models = {name: load_model(name) for name in set(MODELS.values())}
     systems = {name: load_system(name) for name in set(SYSTEMS.values())}
     results = []
     for r in data:
+        model = models[MODELS[r["model"]]]
         system = systems[SYSTEMS[r["system"]]]
         precision, mixed = PRECISIONS[r["precision"]]
         gpus, batch, measured = int(r["gpus"]), float(r["per_gpu_batch"]), float(r["throughput_img_per_s"])
@@ -124,12 +136,15 @@ def accuracy(pred: float, measured: float) -> float:
 def table(results: list[dict], markdown: bool) -> str:
     groups: dict[str, list[dict]] = {}
     for r in results:
-        held = "A100 (held out)" if r["machine"] == "A100" else "V100 (fitted)"
+        fitted = r["machine"] != "A100" and MODELS[r["model"]] == "resnet50"  # what the defaults were fitted on
+        held = "V100 (fitted)" if fitted else f"{'A100' if r['machine'] == 'A100' else 'V100'} (held out)"
         scale = "1 GPU" if r["gpus"] == "1" else "8+ GPUs" if int(r["gpus"]) >= 8 else "2-4 GPUs"
-        for key in (f"{r['framework']} {held} {scale}", f"ResNet-50, {held}, {scale}", f"ResNet-50, all machines, {scale}"):
+        family = FAMILY[MODELS[r["model"]]]
+        for key in (f"{family}, {held}, {scale}", f"{family}, all machines, {scale}",
+                    f"all models, all machines, {scale}", f"{family} · {r['framework']}, {held}, {scale}"):  # fmt: skip
             groups.setdefault(key, []).append(r)
     lines = ["| rows | n | out of the box | calibrated (n) |", "|---|---:|---:|---:|"]
-    for key in sorted(groups, key=lambda s: (not s.startswith("ResNet"), s)):
+    for key in sorted(groups, key=lambda s: (s.startswith("all models"), s)):
         rs = groups[key]
         oob = mean(accuracy(r["out_of_box"], r["measured"]) for r in rs)
         cal = [accuracy(r["calibrated"], r["measured"]) for r in rs if r["calibrated"] is not None]
@@ -141,7 +156,7 @@ def table(results: list[dict], markdown: bool) -> str:
 
 def fit(data: list[dict]) -> K.KernelConstants:
     """Grid search of the efficiencies on the V100 rows only, out of the box."""
-    v100 = [r for r in data if SYSTEMS[r["system"]] in ("dgx1-v100", "dgx2-v100")]
+    v100 = [r for r in data if SYSTEMS[r["system"]] in ("dgx1-v100", "dgx2-v100")]  # every model's
     best = None
     for simt in (0.8, 0.85, 0.9, 0.95, 1.0):
         for tensor in (0.4, 0.45, 0.5, 0.55, 0.6, 0.65):
