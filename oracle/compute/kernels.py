@@ -73,6 +73,12 @@ class KernelConstants:
     tile_elements: int = 128 * 128  # output elements per conv/fc thread block (CUTLASS default tile)
     k_split: int = 256  # smallest reduction slice per block under split-K (nominal)
     fuse_activations: bool = True  # activation after batchnorm/add fused into that kernel
+    # grouped and depthwise convolutions (groups > 1) reach a smaller share of both peaks:
+    # their implicit GEMMs are small per group (K = C/groups·k²) and cuDNN's depthwise
+    # kernels do not stream (MobileNet/EfficientNet train far below their FLOP count);
+    # fitted on the V100 rows of ResNeXt-101, SE-ResNeXt-101 and EfficientNet-B0 only
+    # (benchmarks/dle_accuracy.py --fit-grouped), A100 rows held out
+    grouped_efficiency: float = 0.10
 
     def matmul_efficiency(self, precision: str) -> float:
         return self.simt_efficiency if precision == "fp32" else self.tensor_efficiency
@@ -142,6 +148,8 @@ def layer_time(
         if peak is None:
             raise KeyError(precision)
         rate = k.matmul_efficiency(precision) * peak
+        if layer.type == "conv" and layer.groups > 1:
+            rate, byte_rate = rate * k.grouped_efficiency, byte_rate * k.grouped_efficiency
         reduction = info.flops / (2.0 * info.output_elements)  # K of the implicit GEMM
         waves = waves_factor(batch * info.output_elements, reduction, gpu.sm_count, k.tile_elements, k.k_split)
         fw = kernel_time(work.flops, work.bytes, rate, byte_rate, waves, k.launch_s)
@@ -209,6 +217,7 @@ class ModelArrays:
     reduction: object  # K of the implicit GEMM (conv/fc), else 0
     matmul: object  # bool
     active: object  # bool: has a kernel (not a view, not fused)
+    grouped: object = None  # bool: a convolution with groups > 1
 
     @classmethod
     def of(cls, model: Model, k: KernelConstants = DEFAULT_CONSTANTS) -> ModelArrays:
@@ -221,8 +230,9 @@ class ModelArrays:
             mm = layer.type in MATMUL_TYPES
             io = (2 * x if layer.type == "batchnorm" else x) + y
             red = info.flops / (2.0 * y) if mm and y else 0.0
-            rows.append((info.flops, io, info.parameters, y, red, mm, layer.type != "flatten" and not f))
-        cols = list(zip(*rows)) if rows else [()] * 7
+            grouped = layer.type == "conv" and layer.groups > 1
+            rows.append((info.flops, io, info.parameters, y, red, mm, layer.type != "flatten" and not f, grouped))
+        cols = list(zip(*rows)) if rows else [()] * 8
         a = [np.array(c, dtype=float) for c in cols[:5]] + [np.array(c, dtype=bool) for c in cols[5:]]
         return cls(*a)
 
@@ -243,6 +253,9 @@ def per_sample_array(arrays: ModelArrays, gpu: GpuSpec, precision: str, batch: f
     if peak is None and bool(a.matmul.any()):
         raise KeyError(precision)
     rate = np.where(a.matmul, k.matmul_efficiency(precision) * (peak or 1.0), simt)
+    if a.grouped is not None and k.grouped_efficiency != 1.0:
+        rate = np.where(a.grouped, rate * k.grouped_efficiency, rate)
+        byte_rate = np.where(a.grouped, byte_rate * k.grouped_efficiency, byte_rate)
     waves = np.ones_like(flops)
     if gpu.sm_count:
         n = np.where(a.out > 0, batch * a.out / k.tile_elements, 1.0)
