@@ -40,7 +40,9 @@ def predict(
     checkpointing: bool = False,
     overlap: str = "none",
     bucket_mb: float = 25.0,
+    memory_model: str = "framework",
     as_frame: bool = False,
+    compute_scaling: str = "model",
 ) -> Any:
     """Project every strategy at every GPU count and rank them (SPEC §4-5).
 
@@ -51,19 +53,22 @@ def predict(
     (at most 1024).
     """
     from oracle.compute.context import Options
+    from oracle.compute.conversion import prepare
     from oracle.compute.sweep import sweep
+    from oracle.errors import OracleError
     from oracle.load import load_model, load_profile, load_system
-    from oracle.load.profile import bind_profile
     from oracle.load.values import default_gpus, parse_gpus
 
     m = load_model(model)
     s = load_system(system)
     pr = load_profile(profile)
-    times = bind_profile(m, pr)
     counts = default_gpus(s.total_gpus) if gpus is None else parse_gpus(gpus)
     if batch is None and batch_per_gpu is None:
         batch_per_gpu = pr.measured_samples_per_gpu or 32
+    if memory_reuse != 1.0 and memory_model != "paradl":
+        raise OracleError("memory_reuse (γ) scales ParaDL's bound", path="memory_reuse", hint="memory_model='paradl'")
     options = Options(
+        memory_model=memory_model,
         precision=precision,
         memory_reuse=memory_reuse,
         contention=contention,
@@ -76,10 +81,12 @@ def predict(
         checkpointing=checkpointing,
         overlap=overlap,
         bucket_bytes=bucket_mb * 2**20,
+        compute_scaling=compute_scaling,
     )
+    times, conversion = prepare(m, s, pr, options)
     points = sweep(
         m, s, times, counts, strategies, batch=batch, batch_per_gpu=batch_per_gpu, p2=p2, options=options,
-        profile_kind=pr.kind,
+        profile_kind=pr.kind, conversion=conversion,
     )
     if as_frame:
         from oracle.render.records import to_frame
@@ -98,21 +105,30 @@ class Inputs:
         self.options = Options(**options)
         self._contexts: dict = {}
 
-    def context(self, model: str, system: str, profile: str):
-        key = (model, system, profile)
+    def context(self, model: str, system: str, profile: str, run=None):
+        """The context of (model, system, profile); ``run``: a measured run whose
+        ``precision`` column (issue 13) sets precision and mixed precision."""
+        from dataclasses import replace
+
+        from oracle.compute.compare import run_precision_options
+
+        options = self.options
+        prec = run_precision_options(run) if run is not None else None
+        if prec is not None:
+            options = replace(options, precision=prec[0], mixed_precision=prec[1])
+        key = (model, system, profile, options.precision, options.mixed_precision)
         if key not in self._contexts:
-            from oracle.compute.context import Context
+            from oracle.compute.conversion import build_context
             from oracle.load import load_model, load_profile, load_system
-            from oracle.load.profile import bind_profile
 
             m, s, pr = load_model(model), load_system(system), load_profile(profile)
-            self._contexts[key] = Context(m, s, bind_profile(m, pr), self.options, pr.kind)
+            self._contexts[key] = build_context(m, s, pr, options)
         return self._contexts[key]
 
 
 def compare(
     runs, *, threshold: float | None = None, where: dict | None = None, exclude: dict | None = None,
-    system=None, **options,
+    system=None, calibrate_on: str | None = None, **options,
 ):  # fmt: skip
     """Compare projections with measured runs (a RUNS.csv path or MeasuredRun list).
 
@@ -128,6 +144,7 @@ def compare(
     file = str(runs) if isinstance(runs, (str, Path)) else None
     if file is not None:
         runs = load_runs(file, NAMES)
+    everything = runs  # --calibrate-on picks its runs from all of them; where/exclude: what is scored
     if where:
         runs = [r for r in runs if all(r.get(k) in v for k, v in where.items())]
         if not runs:
@@ -140,17 +157,102 @@ def compare(
         from dataclasses import replace
 
         runs = [replace(r, system=str(system)) for r in runs]
+        everything = [replace(r, system=str(system)) for r in everything]
     inputs = Inputs(**options)
     limit = cmp.DEFAULT_ANOMALY if threshold is None else threshold
+    held = None
+    if calibrate_on is not None:
+        held = HeldOut(everything, calibrate_on, inputs, file)
+        calibration = {r.line for r in held.calibration_runs}
+        runs = [r for r in runs if r.line not in calibration]
+        if not runs:
+            raise OracleError(f"'{calibrate_on}' selects every run left to score", path="--calibrate-on", file=file)
     rows = []
     points: dict = {}  # projections shared by runs of the same configuration
     for run in runs:
         try:
-            rows.append(cmp.compare_run(run, inputs.context(run.model, run.system, run.profile), limit, points))
+            ctx = held.context(run) if held else inputs.context(run.model, run.system, run.profile, run)
+            rows.append(cmp.compare_run(run, ctx, limit, points))
         except OracleError as exc:
             if exc.file is None:  # a problem of the row itself: point at it
                 exc.file, exc.line = file, run.line
             elif file and not exc.hint:  # a problem of a file the row names
                 exc.hint = f"named on line {run.line} of {file}"
             raise
+    if held is not None:
+        rows = held.with_naive(rows)
+        return rows, held.summary(rows)
     return rows, cmp.summarize(rows)
+
+
+class HeldOut:
+    """``--calibrate-on EXPR``: calibrate each base system on the runs EXPR selects
+    (compute/calibrate_all.py, ``--calibrate all``) and project only the others, next to
+    the naive projection from the nearest smaller calibrated run."""
+
+    def __init__(self, runs, expr: str, inputs: Inputs, file: str | None) -> None:
+        from oracle.compute.calibrate_all import apply, calibrate_all, run_filter
+        from oracle.errors import OracleError
+
+        try:
+            keep = run_filter(expr)
+        except ValueError as exc:
+            raise OracleError(str(exc), path="--calibrate-on") from None
+        self.calibration_runs = [r for r in runs if keep(r)]
+        self.evaluated = [r for r in runs if not keep(r)]
+        for what, chosen in (("selects no run", self.calibration_runs), ("selects every run", self.evaluated)):
+            if not chosen:
+                raise OracleError(f"'{expr}' {what}", path="--calibrate-on", file=file,
+                                  hint="calibrate on some runs, e.g. gpus<=8, and score the others")  # fmt: skip
+        self.inputs = inputs
+        self.systems: dict[str, object] = {}
+        self.notes: list[tuple[str, str]] = []
+        for name in sorted({r.system for r in runs}):
+            pairs = [(r, inputs.context(r.model, r.system, r.profile, r)) for r in self.calibration_runs if r.system == name]
+            if not pairs:
+                raise OracleError(f"no calibration run on system '{name}'", path="--calibrate-on", file=file)
+            cal = calibrate_all(pairs)
+            self.systems[name] = apply(pairs[0][1].system, cal)
+            self.notes.append((name, _calibration_note(cal)))
+        self._contexts: dict = {}
+
+    def context(self, run):
+        from oracle.compute.calibrate_all import with_system
+
+        base = self.inputs.context(run.model, run.system, run.profile, run)
+        if id(base) not in self._contexts:
+            self._contexts[id(base)] = with_system(base, self.systems[run.system])
+        return self._contexts[id(base)]
+
+    def with_naive(self, rows):
+        from dataclasses import replace
+
+        from oracle.compute.calibrate_all import naive_projection
+
+        out = []
+        for row in rows:
+            naive = naive_projection(row.run, self.calibration_runs, row.point.iterations_per_epoch)
+            out.append(replace(row, naive_s=naive[0] if naive else None))
+        return out
+
+    def summary(self, rows):
+        from dataclasses import replace
+
+        from oracle.compute import compare as cmp
+
+        summary = cmp.summarize(rows)
+        with_naive = [r for r in rows if r.naive_s is not None]
+        naive = model = None
+        if with_naive:
+            naive = cmp.stats([replace(r, predicted_s=r.naive_s, accuracy=cmp.accuracy(r.naive_s, r.measured_s))
+                               for r in with_naive])  # fmt: skip
+            model = cmp.stats(with_naive)
+        return replace(summary, calibration=tuple(self.notes), naive=naive, model_on_naive_runs=model)
+
+
+def _calibration_note(cal) -> str:
+    from oracle.compute.calibrate_all import identified
+
+    lines = sorted({e.line for e in cal.evidence})
+    found = ", ".join(identified(cal)) or "nothing"
+    return f"calibrated {found} on lines {', '.join(map(str, lines)) or '-'}"

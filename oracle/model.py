@@ -112,6 +112,16 @@ class Model:
 
 
 @dataclass(frozen=True)
+class Protocol:
+    """Another α-β line of a network level (a protocol regime such as NCCL's LL or
+    LL128, compute/protocols.py): collectives take the cheapest line for their size."""
+
+    name: str
+    alpha_s: float
+    beta_s_per_byte: float
+
+
+@dataclass(frozen=True)
 class NetworkLevel:
     """One level of the interconnect (SPEC §3.2): used by collectives whose span fits."""
 
@@ -120,6 +130,7 @@ class NetworkLevel:
     alpha_s: float
     beta_s_per_byte: float
     source: str = ""
+    protocols: tuple[Protocol, ...] = ()  # small-message regimes; () = one line (SPEC §4.1)
 
 
 @dataclass(frozen=True)
@@ -131,6 +142,8 @@ class OperationOverride:
     alpha_scale: float = 1.0
     beta_scale: float = 1.0
     source: str = ""
+    algorithm: str | None = None  # all-reduce / all-gather algorithm of this operation
+    factor: float = 1.0  # calibratable: the operation takes factor x its modelled time
 
 
 @dataclass(frozen=True)
@@ -180,6 +193,54 @@ class Implementation:
     # split_overhead_s per split layer and iteration (split/concat, extra launches)
     split_serial_fraction: float = 0.0
     split_overhead_s: float = 0.0
+    # compute model (issue 13): element-wise activations after batchnorm/add run inside
+    # that kernel (cuDNN fused ops, XLA); false for frameworks that launch them apart
+    fused_activations: bool = True
+    source: str = ""
+    # issue 14: the gradient exchange of data+filter's data groups, "flat" (SPEC §4) or
+    # "leader" (ParaDL §4.5.1's pattern, as for data+spatial)
+    data_filter_allreduce: str = "flat"
+    # the backward collective of filter/channel parallelism after each split layer:
+    # "allreduce" of the full input gradient (SPEC §4, ParaDL eq. 15), "reduce_scatter"
+    # (each GPU keeps its slice, Megatron-LM's sequence-parallel pattern, Korthikanti et
+    # al. 2022), "allreduce_slice" (an all-reduce of one slice) or "none"
+    layer_backward: str = "allreduce"
+    # the spatial decomposition: "grid" (SPEC §4, balanced over the dimensions) or
+    # "strips" (the first spatial dimension only, as strip-decomposing codes do)
+    spatial_decomposition: str = "grid"
+    # the halo exchange as a serialized neighbour chain (each GPU sends after it has
+    # received, behind a device synchronization): the exchange of a layer takes f-1
+    # hops of the concurrent exchange, f the largest split factor, plus halo_sync_s
+    halo_chain: bool = False
+    halo_sync_s: float = 0.0
+
+
+@dataclass(frozen=True)
+class FrameworkMemory:
+    """What a training framework keeps on a GPU besides the model's tensors
+    (``framework:`` in a system file; the ``--memory-model framework`` of SPEC §4.6).
+
+    Defaults describe PyTorch >= 1.13 with CUDA >= 11.7 and DistributedDataParallel:
+    - ``cuda_context_bytes``: the CUDA context (driver state, loaded kernels) that
+      ``nvidia-smi`` counts and ``torch.cuda.memory_allocated`` does not: ~300 MB with
+      CUDA 11.7's lazy module loading, over 1 GB before it (pytorch/pytorch#107667,
+      #20532).
+    - ``workspace_bytes``: cuDNN/cuBLAS workspaces the convolution algorithms ask for
+      (PyTorch allocates them per call from its caching allocator, aten/src/ATen/native/
+      cudnn/Conv_v7.cpp); 0.5 GB is the budget assumed here, an assumption a system file
+      may override.
+    - ``allocator_overhead``: the fraction of tensor memory the caching allocator holds
+      beyond what tensors use (c10/cuda/CUDACachingAllocator.cpp rounds large blocks to
+      2 MiB and keeps freed blocks cached; fragmentation); 0.1 is an assumption.
+    - ``gradient_bucket_copy``: DDP all-reduces gradients through flat bucket buffers as
+      large as the gradients unless ``gradient_as_bucket_view=True``
+      (torch/nn/parallel/distributed.py, the parameter's documentation)."""
+
+    cuda_context_bytes: float = 0.3e9
+    workspace_bytes: float = 0.5e9
+    allocator_overhead: float = 0.1
+    gradient_bucket_copy: bool = True
+    name: str = "PyTorch (DDP)"
     source: str = ""
 
 
@@ -201,8 +262,19 @@ class System:
     input: InputPipeline | None = None
     implementation: Implementation = field(default_factory=Implementation)
     collective_tables: tuple[CollectiveTable, ...] = ()
-    collective_algorithm: str = "ring"  # ring | rhd | tree | hierarchical | leader | auto
+    collective_algorithm: str = "ring"  # ring | rhd | tree | hierarchical | leader | ps | auto
+    ps_servers: int = 1  # parameter servers for the "ps" algorithm (collectives: ps_servers)
     gpu_workspace_bytes: float = 0.0  # memory the framework takes besides the model (issue 8)
+    framework: FrameworkMemory = field(default_factory=FrameworkMemory)  # memory model (issue 12)
+    # compute model (issue 13): dense peak FLOP/s per precision, SM count
+    gpu_peaks: tuple[tuple[str, float], ...] = ()
+    gpu_sm_count: int | None = None
+
+    def gpu_peak(self, precision: str) -> float | None:
+        for prec, value in self.gpu_peaks:
+            if prec == precision:
+                return value
+        return self.gpu_peak_flops if precision == "fp32" else None
 
     def table(self, op: str, gpus: int, span: int) -> CollectiveTable | None:
         for t in self.collective_tables:
@@ -226,6 +298,9 @@ class LayerTimes:
     fw_s: float  # forward, per sample
     bw_s: float  # backward, per sample
     wu_s: float  # weight update, per iteration
+    # bytes per sample the layer saves for the backward, measured at fp32 (oracle
+    # profile's saved-tensor hooks); None: the memory model's estimate is used
+    saved_bytes: float | None = None
 
 
 @dataclass(frozen=True)
@@ -241,6 +316,7 @@ class Profile:
     total_fw_bw_per_sample_s: float | None = None
     total_wu_per_iteration_s: float | None = None
     meta: tuple[tuple[str, str], ...] = ()
+    precision: str = "fp32"  # arithmetic precision the times were measured at (issue 13)
 
     def times(self) -> dict[str, LayerTimes]:
         return dict(self.layers)

@@ -6,8 +6,8 @@
 # Writes
 #   docs/scaling-resnet50-abci.png   the scaling plot of the README
 #   docs/example-report.html         a complete `oracle report`, measured runs included
-# The plot: ResNet-50 on ABCI, 4 to 1,024 GPUs, 32 samples per GPU, memory reuse γ = 0.5
-# (at the default γ = 1 nothing fits in a 16 GB V100: see the README). The report:
+# The plot: ResNet-50 on ABCI, 4 to 1,024 GPUs, 32 samples per GPU (memory: the framework
+# model, the default). The report:
 # VGG16 on the calibrated ABCI (systems/abci-2020.yaml) with the measured runs.  Outputs carry
 # no timestamps, so running it again changes nothing unless the projections (or the
 # matplotlib version) changed.  ORACLE=/path/to/oracle picks another executable.
@@ -17,7 +17,7 @@ cd "$(dirname "$0")/.."
 oracle=${ORACLE:-oracle}
 mkdir -p docs
 
-sweep=(-m resnet50 -s abci -p resnet50_v100 --gpus 4-1024 --batch-per-gpu 32 --memory-reuse 0.5)
+sweep=(-m resnet50 -s abci -p resnet50_v100 --gpus 4-1024 --batch-per-gpu 32)
 
 "$oracle" plot scaling "${sweep[@]}" --dpi 100 -o docs/scaling-resnet50-abci.png
 # the example report: VGG16 on the calibrated ABCI, whose measured runs it checks

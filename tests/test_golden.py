@@ -86,17 +86,19 @@ def test_renderer_directly_matches_golden():
     """oracle.render.predict.render_text(table, width=140) gives the golden table."""
     if UPDATE:
         pytest.skip("updating golden files")
-    from oracle.cli.common import describe
+    from oracle.cli.common import conversion_caption, describe
     from oracle.compute.context import Options
+    from oracle.compute.conversion import prepare
     from oracle.compute.sweep import sweep
     from oracle.load import load_model, load_profile, load_system
-    from oracle.load.profile import bind_profile
     from oracle.render import predict as rp
 
     m, s, pr = load_model("alexnet"), load_system("abci"), load_profile("alexnet_v100")
     options = Options()
-    points = sweep(m, s, bind_profile(m, pr), [8, 64], "all", batch_per_gpu=512.0, options=options)
+    times, conversion = prepare(m, s, pr, options)
+    points = sweep(m, s, times, [8, 64], "all", batch_per_gpu=512.0, options=options, conversion=conversion)
     meta = describe(m, s, pr, "weak scaling, 512 samples/GPU", options)
+    meta["compute_conversion"] = conversion_caption(conversion, None, 512.0)
     compare("predict_alexnet_abci.txt", rp.render_text(rp.table(points, meta), width=140))
     compare("predict_alexnet_abci_markdown.txt", rp.markdown(points, meta))
 

@@ -18,7 +18,13 @@ import math
 import numpy as np
 import pytest
 
-from oracle.compute.context import Context, Options
+from oracle.compute.context import Context
+from oracle.compute.context import Options as _Options
+
+
+def Options(**kw):  # noqa: N802 - these tests pin ParaDL's Table 3 memory (SPEC §4.6 ParaDL mode)
+    kw.setdefault("memory_model", "paradl")
+    return _Options(**kw)
 from oracle.compute.layerwise import Costs, Dist, distributions, evaluate, factorizations
 from oracle.compute.sweep import sweep
 from oracle.errors import OracleError
@@ -63,7 +69,7 @@ def rel(a: float, b: float) -> float:
 def test_uniform_assignment_reproduces_strategies(model, profile, system, p, b):
     ctx = context(model, system, profile)
     B = b * p
-    points = sweep(ctx.model, ctx.system, tuple(_times(ctx)), [p], "all", batch=B)
+    points = sweep(ctx.model, ctx.system, tuple(_times(ctx)), [p], "all", batch=B, options=ctx.options)
     checked = set()
     for pt in points:
         kind = KIND_OF.get(pt.strategy)
@@ -96,7 +102,7 @@ def test_all_data_equals_data_strategy_exactly():
     ctx = context("resnet50", "abci", "resnet50_v100")
     for p in (2, 8, 256, 1024):
         B = 32.0 * p
-        (pt,) = sweep(ctx.model, ctx.system, tuple(_times(ctx)), [p], "data", batch=B)
+        (pt,) = sweep(ctx.model, ctx.system, tuple(_times(ctx)), [p], "data", batch=B, options=ctx.options)
         got = evaluate(ctx, p, B, [Dist.data(p)] * ctx.G).point
         assert got.total_s == pytest.approx(pt.total_s, rel=1e-12)
         assert got.compute_s == pytest.approx(pt.compute_s, rel=1e-12)

@@ -18,6 +18,7 @@ ACT = sum(i.input_elements + i.output_elements for i in M.info)  # Σ(|x|+|y|) p
 
 def pt(strategy="data", gpus=8, b=16, system="abci", **kw):
     """The one point of a plain (non-hybrid) strategy."""
+    kw.setdefault("memory_model", "paradl")  # these pin ParaDL's formula with the issue-8 options
     (p,) = api.predict("resnet50", system, "resnet50_v100", gpus=[gpus], strategies=strategy, batch_per_gpu=b, **kw)
     return p
 
@@ -26,7 +27,7 @@ def test_default_is_paradl():
     p = pt()
     # γδ(Σ (2B/p)(x+y) + 2w), B/p = 16
     assert p.memory_bytes == pytest.approx(4 * (2 * 16 * ACT + 2 * W))
-    assert p.detail("memory") is None  # no breakdown unless an option is used
+    assert p.detail("memory")["activations_bytes"] == pytest.approx(4 * 2 * 16 * ACT)  # always a breakdown
 
 
 @pytest.mark.parametrize("optimizer,per_param", [("momentum", 4), ("adam", 8)])

@@ -20,7 +20,7 @@ from oracle.load.profile import bind_profile
 
 def _points(model, profile, gpus, strategy, samples=None, **kw):
     m, s, pr = load_model(model), load_system("abci"), load_profile(profile)
-    return sweep(m, s, bind_profile(m, pr), gpus, strategy, options=Options(samples=samples), **kw)
+    return sweep(m, s, bind_profile(m, pr), gpus, strategy, options=Options(samples=samples, memory_model="paradl"), **kw)
 
 
 def test_resnet50_data_parallel_compute_on_one_v100_matches_paradl():

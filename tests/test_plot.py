@@ -19,8 +19,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 RUNS = ROOT / "validation" / "abci-paradl.csv"
 
-RESNET = ("-m", "resnet50", "-s", "abci", "-p", "resnet50_v100", "--gpus", "8,64,512", "--batch-per-gpu", "32",
-          "--memory-reuse", "0.5")  # fmt: skip
+RESNET = ("-m", "resnet50", "-s", "abci", "-p", "resnet50_v100", "--gpus", "8,64,512", "--batch-per-gpu", "32")
 COSMOFLOW = ("-m", "cosmoflow", "-s", "abci", "-p", "cosmoflow_v100", "--strategy", "data,spatial,data+spatial",
              "--batch", "64", "--gpus", "128,256,512,1024")  # fmt: skip
 RESNET_STRATEGIES = ("data", "spatial", "filter", "channel", "pipeline", "data+filter", "data+spatial")
@@ -179,7 +178,7 @@ def test_same_colour_in_every_plot(run, mpl, tmp_path):
 def test_unknown_suffix(run, tmp_path):
     r = run("plot", "scaling", *RESNET, "-o", tmp_path / "plot.jpg")
     assert r.code == 2
-    assert len(r.err_lines) == 1 and "png or *.svg" in r.err
+    assert len(r.err_lines) == 1 and "*.png, *.svg or *.pdf" in r.err
     assert not (tmp_path / "plot.jpg").exists()
 
 
@@ -221,7 +220,7 @@ def chart_text(width: int = 100, **kw) -> str:
 
 
 def test_chart_fits_and_reads_at_100_columns():
-    text = chart_text(100, gpus=[8, 512], batch_per_gpu=32, memory_reuse=0.5)
+    text = chart_text(100, gpus=[8, 512], batch_per_gpu=32)
     lines = text.rstrip("\n").splitlines()
     assert all(len(line.rstrip()) <= 100 for line in lines)
     assert "█ compute" in lines[0] and "▒ communication" in lines[0]
@@ -244,7 +243,7 @@ def test_chart_when_nothing_fits():
 
 
 def test_chart_narrow():
-    text = chart_text(60, gpus=[64], batch_per_gpu=32, memory_reuse=0.5)
+    text = chart_text(60, gpus=[64], batch_per_gpu=32)
     assert all(len(line.rstrip()) <= 60 for line in text.splitlines()[2:])
 
 
@@ -254,3 +253,22 @@ def test_predict_chart_cli(run, tmp_path):
     text = out.read_text(encoding="utf-8")
     assert "time per epoch (█ compute" in text
     assert all(len(line.rstrip()) <= 100 for line in text.splitlines())
+
+
+def test_plots_as_pdf_for_papers(run, tmp_path):
+    """-o FILE.pdf writes a PDF (issue 17), byte-identical when drawn again."""
+    pytest.importorskip("matplotlib")
+    a, b = tmp_path / "a.pdf", tmp_path / "b.pdf"
+    for out in (a, b):
+        r = run("plot", "scaling", "-m", "resnet50", "-s", "abci", "-p", "resnet50_v100", "--gpus", "8-64", "-o", out)
+        assert r.code == 0, r.err
+    assert a.read_bytes().startswith(b"%PDF") and a.read_bytes() == b.read_bytes()
+
+
+def test_chart_follows_top(run):
+    """--chart shows what --top keeps (issue 17)."""
+    args = ("predict", "-m", "resnet50", "-s", "abci", "-p", "resnet50_v100", "--gpus", "8", "--chart", "--width", "120")
+    full = run(*args)
+    top = run(*args, "--top", "1")
+    chart = lambda out: out[out.index("time per epoch ("):]  # noqa: E731
+    assert "data+filter" in chart(full.out) and "data+filter" not in chart(top.out)

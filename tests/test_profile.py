@@ -10,6 +10,7 @@ even on a busy machine.
 
 from __future__ import annotations
 
+import time
 import sys
 from pathlib import Path
 
@@ -156,7 +157,8 @@ def test_estimate_follows_the_formulas(run, tmp_path):
     model = _write(tmp_path, "est.yaml", EST_MODEL)
     system = _write(tmp_path, "slow.yaml", EST_SYSTEM)
     out = tmp_path / "est_profile.yaml"
-    r = run("profile", model, "--estimate", "--system", system, "--batch", 4, "-o", out)
+    r = run("profile", model, "--estimate", "--system", system, "--batch", 4, "--efficiency", 0.5,
+            "--memory-efficiency", 0.8, "-o", out)  # the roofline (without them: the compute model)
     assert r.code == 0, r.err
     assert "ESTIMATED" in r.out
     pr = load_profile(out)
@@ -235,6 +237,8 @@ def test_estimate_needs_peak_and_bandwidth(run, tiny, tmp_path, system_text, key
         (["--estimate", "-s", "abci", "--device", "cpu"], "--device is for measuring"),
         (["--system", "abci"], "--system is only used with --estimate"),
         (["--efficiency", "0.4"], "--efficiency is only used with --estimate"),
+        (["--precision", "fp16"], "--precision is only used with --estimate"),
+        (["--estimate", "-s", "abci", "--precision", "tf32"], "gpu.peak_TFLOPS.tf32"),
         (["--estimate", "-s", "abci", "--efficiency", "1.5"], "1.5"),
         (["--estimate", "-s", "abci", "--batch", "0"], "0"),
         (["--estimate", "-s", "nosuchsystem"], "nosuchsystem"),
@@ -326,15 +330,15 @@ def test_layer_sum_matches_whole_step(tmp_path, text, batch):
     m = load_model(_write(tmp_path, "m.yaml", text))
     before = torch.get_num_threads()
     calls = []
-    r = measure(m, batch=batch, repeats=7, warmup=2, threads=1, progress=lambda *a: calls.append(a))
+    # CPU time of this thread, not wall-clock: what the layers cost, whatever else the
+    # machine runs (wall-clock under load gave ratios down to 0.5; issue 17)
+    r = measure(m, batch=batch, repeats=7, warmup=2, threads=1, progress=lambda *a: calls.append(a),
+                clock=time.thread_time)  # fmt: skip
     assert torch.get_num_threads() == before  # restored
     _check_measurement(m, r, batch)
-    assert calls[-1][0] == calls[-1][1] == 2 * len(m.layers) + 3
-    # per-layer sum vs whole training step, within 40%.  A burst of load from other
-    # processes during one phase of the run can skew a single measurement, so one
-    # retry is allowed (on an idle machine both models give 0.75-0.95).
-    if not 0.6 <= r.ratio <= 1.4:
-        r = measure(m, batch=batch, repeats=7, warmup=2, threads=1)
+    assert calls[-1][0] == calls[-1][1] == 2 * len(m.layers) + 4
+    # per-layer sum vs whole training step, within 40% (on CPU time both models give
+    # 0.8-1.0, idle or loaded)
     assert 0.6 <= r.ratio <= 1.4, (r.ratio, r.layer_sum_s, r.step_s, r.others_cpu_share)
 
 

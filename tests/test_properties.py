@@ -16,7 +16,13 @@ import math
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from oracle.compute.context import Context, Options
+from oracle.compute.context import Context
+from oracle.compute.context import Options as _Options
+
+
+def Options(**kw):  # noqa: N802 - these tests pin ParaDL's Table 3 memory (SPEC §4.6 ParaDL mode)
+    kw.setdefault("memory_model", "paradl")
+    return _Options(**kw)
 from oracle.compute.cost import PHASES
 from oracle.compute.sweep import sweep
 from oracle.load.model import parse_model

@@ -24,7 +24,7 @@ def _system(tmp_path, f=0.0, o=0.0) -> Path:
 
 
 def _filter(system, p=8, strategy="filter", **kw):
-    return api.predict("resnet50", system, "resnet50_v100", gpus=[p], strategies=strategy, batch=64, **kw)
+    return api.predict("resnet50", system, "resnet50_v100", gpus=[p], strategies=strategy, batch=64, compute_scaling="linear", **kw)
 
 
 def test_defaults_keep_spec(tmp_path):
@@ -71,5 +71,5 @@ def test_uniform_layerwise_equals_the_strategy_with_split_efficiency(tmp_path):
         d = layerwise.Dist(kind, p1, p2)
         a = layerwise.evaluate(ctx, 8, 64.0, layerwise.uniform(ctx, d)).point
         (b,) = [q for q in api.predict("resnet50", path, "resnet50_v100", gpus=[8], strategies=strategy,
-                                       batch=64, p2=p2)]  # fmt: skip
+                                       batch=64, p2=p2, compute_scaling="linear")]  # fmt: skip
         assert a.breakdown.forward_backward_s == pytest.approx(b.breakdown.forward_backward_s, rel=1e-12)

@@ -26,7 +26,13 @@ from pathlib import Path
 
 import pytest
 
-from oracle.compute.context import Context, Options
+from oracle.compute.context import Context
+from oracle.compute.context import Options as _Options
+
+
+def Options(**kw):  # noqa: N802 - these tests pin ParaDL's Table 3 memory (SPEC §4.6 ParaDL mode)
+    kw.setdefault("memory_model", "paradl")
+    return _Options(**kw)
 from oracle.compute.sweep import sweep
 from oracle.load.model import load_model
 from oracle.load.profile import bind_profile, load_profile
@@ -231,6 +237,7 @@ def run(files):
 
     def _run(model: str, gpus, strategies, system: str = "two", **kw):
         m, times = files[model]
+        kw.setdefault("options", Options())
         return sweep(m, files["system_" + system], times, gpus, strategies, **kw)
 
     return _run
@@ -974,7 +981,10 @@ def test_data_spatial_limits(one):
 
 def test_more_gpus_than_the_system(one):
     pt = one("net2d", 128, "data", batch=1024)
-    assert reasons(pt) == ["needs 128 GPUs; Two has 64"]
+    assert reasons(pt) == [
+        "needs 128 GPUs; Two has 64",
+        "global batch B=1024 exceeds the 1000 samples of the dataset (fewer than one iteration per epoch)",
+    ]
     assert pt.limits[0].code == "gpus"
     assert pt.rank is None
     # span 32 nodes * 4 = 128 > every max_gpus -> the outermost level (B)
@@ -986,7 +996,7 @@ def test_more_gpus_than_the_system(one):
 
 def test_out_of_gpu_memory(one):
     # serial, B = 1e6: 4*(2e6*8325 + 1838) = 66,600,007,352 B > 16e9
-    pt = one("net2d", 1, "serial", batch=1_000_000)
+    pt = one("net2d", 1, "serial", batch=1_000_000, options=Options(samples=10**7))
     assert pt.memory_bytes == pytest.approx(4 * (2e6 * 8325 + 1838), rel=REL)
     assert reasons(pt) == ["needs 66.6 GB of 16.0 GB GPU memory"]
     assert pt.limits[0].code == "memory"
@@ -995,7 +1005,16 @@ def test_out_of_gpu_memory(one):
 
 def test_memory_limit_is_strictly_greater(one):
     # fp32 serial memory 4*(2B*8325 + 1838) <= 16e9 for B = 240000: 15,984,007,352 B
-    assert one("net2d", 1, "serial", batch=240_000).feasible
+    assert one("net2d", 1, "serial", batch=240_000, options=Options(samples=10**7)).feasible
+
+
+def test_global_batch_larger_than_the_dataset_is_a_limit(one):
+    # issue 13: D = 1000 samples, B = 1001 -> fewer than one iteration per epoch
+    assert one("net2d", 1, "serial", batch=1000).feasible
+    pt = one("net2d", 1, "serial", batch=1001)
+    assert [lim.code for lim in pt.limits] == ["dataset"]
+    assert "exceeds the 1000 samples of the dataset" in pt.limits[0].reason
+    assert pt.rank is None
 
 
 # --------------------------------------------------------------------------------------

@@ -59,11 +59,16 @@ def load_inputs(model: str, system: str, profile: str):
     return m, s, pr, bind_profile(m, pr)
 
 
-def profile_note(pr) -> str:
+def profile_note(pr, options=None) -> str:
     if pr.kind == "total":
+        how = "training FLOPs"
+        if options is not None and options.compute_scaling == "model":
+            from oracle.compute.conversion import spreads_by_model
+
+            how = "the compute model's layer times" if spreads_by_model(pr) else "training FLOPs"
         return (
             f"profile gives only a total ({pr.total_fw_bw_per_sample_s:.4g} s/sample fw+bw),"
-            " spread over layers by training FLOPs"
+            f" spread over layers by {how}"
         )
     if pr.kind == "estimated":
         return "ESTIMATED profile (roofline from FLOPs and memory traffic), not measured"
@@ -77,7 +82,7 @@ def describe(m, s, pr, scaling: str, options) -> dict:
         "model": m.name,
         "system": s.name,
         "profile": Path(pr.file).stem if pr.file else pr.model,
-        "profile_note": profile_note(pr),
+        "profile_note": profile_note(pr, options),
         "scaling": scaling,
         "samples": int(options.samples or m.dataset_samples),
         "precision": (
@@ -85,8 +90,23 @@ def describe(m, s, pr, scaling: str, options) -> dict:
             else f"{options.precision} (δ={options.delta})"
         ),
         "gamma": options.memory_reuse,
+        "memory_model": options.memory_model,
+        "memory_note": memory_note(s, options, pr),
         "options_note": options_note(s, options),
     }
+
+
+def memory_note(system, options, profile=None) -> str:
+    """Which memory model the GPU memory column uses (SPEC §4.6), and whether the saved
+    activations were measured (a profile's saved_bytes) or follow the layer-type rules."""
+    if options.memory_model == "paradl":
+        return f"memory: ParaDL's upper bound Σ 2B(|x|+|y|) + 2|w|, scaled by γ = {options.memory_reuse:g}"
+    measured = profile is not None and profile.layers and all(t.saved_bytes is not None for _, t in profile.layers)
+    saved = "measured by the profile" if measured else "by layer type"
+    return (
+        f"memory: what {system.framework.name} keeps: tensors saved for the backward ({saved}), weights,"
+        " gradients, optimizer state, buffers, workspace, CUDA context; --memory-model paradl for ParaDL's bound"
+    )
 
 
 def options_note(system, options) -> str:
@@ -99,6 +119,10 @@ def options_note(system, options) -> str:
         bits.append("measured collective tables")
     if options.overlap != "none":
         size = f"{options.bucket_bytes / 2**20:g} MiB buckets" if options.bucket_bytes else "one bucket per layer"
+        if options.bucket_layers:
+            size = f"chunks of {options.bucket_layers} layers"
+        if options.delayed_update:
+            size += f", delayed update of {','.join(options.delayed_update)}"
         bits.append(f"overlap: {size}, halos behind interior compute")
     if options.optimizer != "sgd":
         bits.append(f"{options.optimizer} state")
@@ -116,13 +140,15 @@ def options_note(system, options) -> str:
 def project(model, system, profile, gpus=None, strategies="all", batch_per_gpu=None, batch=None, p2=None,
             segments=None, precision="fp32", gamma=1.0, phi=None, samples=None, collective=None,
             optimizer="sgd", mixed_precision=False, zero=0, checkpointing=False, overlap="none",
-            bucket_mb=25.0, layers=None):  # fmt: skip
+            bucket_mb=25.0, layers=None, memory_model="framework", spatial_split_after=None,
+            compute_scaling="model", bucket_layers=0, delayed_update=None):  # fmt: skip
     """Load the inputs and run the sweep, as ``oracle predict`` does (keywords as the
     options of :func:`sweep_options`).
 
     Returns (points, meta, inputs): ``meta`` labels tables, plots and the report,
     ``inputs`` is a dict with the loaded model, system, profile and options."""
     from oracle.compute.context import Options
+    from oracle.compute.conversion import prepare
     from oracle.compute.sweep import sweep
     from oracle.errors import OracleError
     from oracle.load.values import default_gpus, parse_gpus
@@ -133,20 +159,51 @@ def project(model, system, profile, gpus=None, strategies="all", batch_per_gpu=N
     counts = parse_gpus(gpus) if gpus is not None else default_gpus(s.total_gpus)  # '' is an error
     if batch is None and batch_per_gpu is None:
         batch_per_gpu = float(pr.measured_samples_per_gpu or 32)
+    gamma = memory_reuse(gamma, memory_model)
     options = Options(precision=precision, memory_reuse=gamma, contention=phi, segments=segments, samples=samples,
                       collective=collective, optimizer=optimizer, mixed_precision=mixed_precision, zero=zero,
-                      checkpointing=checkpointing, overlap=overlap, bucket_bytes=bucket_mb * 2**20)
+                      checkpointing=checkpointing, overlap=overlap, bucket_bytes=bucket_mb * 2**20,
+                      memory_model=memory_model, spatial_split_after=spatial_split_after,
+                      compute_scaling=compute_scaling, bucket_layers=bucket_layers,
+                      delayed_update=tuple(x.strip() for x in (delayed_update or "").split(",") if x.strip()))
+    times, conversion = prepare(m, s, pr, options)  # issue 13: the compute model
     points = sweep(m, s, times, counts, strategies, batch=batch, batch_per_gpu=batch_per_gpu, p2=p2, options=options,
-                   profile_kind=pr.kind)
+                   profile_kind=pr.kind, conversion=conversion)
     if layers:
-        points = _with_layerwise(points, layers, m, s, times, options, pr.kind, batch, batch_per_gpu)
+        points = _with_layerwise(points, layers, m, s, pr, options, batch, batch_per_gpu)
     scaling = f"strong scaling, B = {batch:g}" if batch is not None else f"weak scaling, {batch_per_gpu:g} samples/GPU"
     meta = describe(m, s, pr, scaling, options)
+    meta["compute_conversion"] = conversion_caption(conversion, batch, batch_per_gpu)
     meta.update(gpu_model=s.gpu_model, gpu_memory_bytes=s.gpu_memory_bytes)
     inputs = dict(model=m, system=s, profile=pr, options=options, gpus=counts, strategies=strategies,
                   batch=batch, batch_per_gpu=batch_per_gpu, p2=p2,
                   args=dict(model=model, system=system, profile=profile))
     return points, meta, inputs
+
+
+def memory_reuse(gamma: float | None, memory_model: str) -> float:
+    """γ applies to ParaDL's bound only: with the framework model it is a usage error."""
+    from oracle.errors import OracleError
+
+    if gamma is None:
+        return 1.0
+    if memory_model != "paradl":
+        raise OracleError(
+            "γ scales ParaDL's memory bound; the framework memory model counts"
+            " what is kept instead",
+            path="--memory-reuse",
+            hint="add --memory-model paradl, or drop --memory-reuse",
+        )
+    return gamma
+
+
+def memory_model_options(f):
+    """--memory-model and --memory-reuse (γ, ParaDL's bound only), for the commands
+    that project without a full sweep (compare, plot compare, search)."""
+    f = click.option("--memory-reuse", "gamma", type=FiniteRange(min=0, max=1, min_open=True),
+                     help="ParaDL memory model: reuse factor γ (0 < γ <= 1). [default: 1]")(f)
+    return click.option("--memory-model", type=click.Choice(["framework", "paradl"]), default="framework",
+                        show_default=True, help="framework: what PyTorch keeps; paradl: ParaDL's upper bound.")(f)
 
 
 def sweep_options(f):
@@ -163,14 +220,19 @@ def sweep_options(f):
         click.option("--batch", "-B", type=positive_float, help="Strong scaling: global mini-batch B, fixed."),
         click.option("--p2", type=PlainIntRange(min=1), help="Hybrids: fix the model-part size p2 (p = p1·p2)."),
         click.option("--segments", "-S", type=PlainIntRange(min=1), help="Pipeline segments S. [default: min(B, 4p)]"),
-        click.option("--precision", type=click.Choice(["fp32", "fp16", "bf16"]), default="fp32", show_default=True,
-                     help="Bytes per item δ: fp32 4, fp16/bf16 2."),
-        click.option("--memory-reuse", "gamma", type=FiniteRange(min=0, max=1, min_open=True), default=1.0,
-                     show_default=True, help="Memory reuse factor γ (0 < γ <= 1)."),
+        click.option("--precision", type=click.Choice(["fp32", "tf32", "fp16", "bf16"]), default="fp32",
+                     show_default=True, help="Bytes per item δ (fp32/tf32 4, fp16/bf16 2) and, with"
+                     " --compute-scaling model, the peak conv/fc run at."),
+        click.option("--memory-model", type=click.Choice(["framework", "paradl"]), default="framework",
+                     show_default=True,
+                     help="framework: what PyTorch keeps (saved tensors, weights, gradients, optimizer,"
+                     " buffers, workspace); paradl: ParaDL's upper bound Σ 2B(|x|+|y|) + 2|w|."),
+        click.option("--memory-reuse", "gamma", type=FiniteRange(min=0, max=1, min_open=True),
+                     help="ParaDL memory model: reuse factor γ (0 < γ <= 1). [default: 1]"),
         click.option("--contention", "phi", type=FiniteRange(min=1, max=1000), help="Contention factor φ >= 1."),
         click.option("--samples", type=PlainIntRange(min=1, max=10**15), help="Dataset size D (overrides the model's)."),
-        click.option("--collective", type=click.Choice(["ring", "rhd", "tree", "hierarchical", "leader", "auto"]),
-                     help="All-reduce algorithm (auto: the cheapest per call). [default: the system's, else ring]"),
+        click.option("--collective", type=click.Choice(["ring", "rhd", "tree", "hierarchical", "leader", "ps", "auto"]),
+                     help="All-reduce algorithm (auto: the cheapest per call; ps: parameter servers, collectives: ps_servers in the system). [default: the system's, else ring]"),
         click.option("--optimizer", type=click.Choice(["sgd", "momentum", "adam"]), default="sgd", show_default=True,
                      help="Optimizer state in memory: none, 4 or 8 bytes per parameter."),
         click.option("--mixed-precision", is_flag=True,
@@ -184,6 +246,19 @@ def sweep_options(f):
                      " behind interior compute (communication_s is then the exposed part)."),
         click.option("--bucket-MB", "bucket_mb", type=FiniteRange(min=0), default=25.0, show_default=True,
                      help="Gradient bucket size in MiB (PyTorch DDP's default); 0: one bucket per layer."),
+        click.option("--bucket-layers", type=PlainIntRange(min=0), default=0,
+                     help="With --overlap buckets: all-reduce gradients in chunks of K layers (Lee et al. 2017)"
+                     " instead of by size. [default: by --bucket-MB]"),
+        click.option("--delayed-update", metavar="LAYERS",
+                     help="With --overlap buckets: layers (names or types, e.g. fc) whose gradient exchange"
+                     " overlaps the next iteration's forward (Lee et al.'s delayed update)."),
+        click.option("--spatial-split-after", metavar="LAYER",
+                     help="Spatial strategies: split the layers up to LAYER only, then gather (e.g. CosmoFlow"
+                     " codes gather after pool2). [default: the last layer with a spatial output]"),
+        # issue 13 (compute model)
+        click.option("--compute-scaling", type=click.Choice(["model", "linear"]), default="model",
+                     show_default=True, help="model: convert profile times to this GPU, precision and per-GPU"
+                     " batch (SPEC §4.6); linear: ParaDL's profile times x samples."),
         click.option("--layers", metavar="LAYERS.yaml",
                      help="Also rank a layer-wise configuration (written by oracle search -o) at its GPU count."),
     ]
@@ -192,11 +267,21 @@ def sweep_options(f):
     return model_system_profile_options(f)
 
 
-def _with_layerwise(points, path, m, s, times, options, profile_kind, batch, batch_per_gpu):
+def conversion_caption(conversion, batch, batch_per_gpu) -> str:
+    """The compute conversion for captions and reports (issue 13): from -> to, with
+    the per-GPU batch of weak scaling, or per point under strong scaling."""
+    if conversion is None:
+        return "linear (ParaDL: profile times x samples)"
+    per_gpu = batch_per_gpu if batch is None else None
+    text = conversion.label(per_gpu)
+    return text + ("" if per_gpu is not None or not conversion.active else " (b = B/p per point)")
+
+
+def _with_layerwise(points, path, m, s, pr, options, batch, batch_per_gpu):
     """A layer-wise configuration file (oracle search -o) ranked with the sweep at its
     GPU count, as strategy "layer-wise"."""
     from oracle.compute import layerwise
-    from oracle.compute.context import Context
+    from oracle.compute.conversion import build_context
     from oracle.compute.sweep import rank
     from oracle.errors import OracleError
     from oracle.load.layerwise import bind_layerwise, load_layerwise
@@ -213,7 +298,7 @@ def _with_layerwise(points, path, m, s, times, options, profile_kind, batch, bat
     B = config.global_batch()
     if B is None:
         B = float(batch) if batch is not None else float(batch_per_gpu) * p
-    ctx = Context(m, s, times, options, profile_kind)
+    ctx = build_context(m, s, pr, options)
     point = layerwise.evaluate(ctx, p, B, assignment).point
     others = [pt for pt in points if pt.gpus != p]
     group = rank([pt for pt in points if pt.gpus == p] + [point])
@@ -245,13 +330,13 @@ def render_points(points, meta, fmt, top, chart, width, output) -> None:
     if output:
         text = rp.render_text(table, width=width or 140)
         if chart:
-            text += rp.render_text(rp.bar_chart(points, meta, width or 140), width=width or 140)
+            text += rp.render_text(rp.bar_chart(shown, meta, width or 140), width=width or 140)
         emit(text, output)
         return
     console = make_console(width)
     console.print(table)
     if chart:
-        console.print(rp.bar_chart(points, meta, console.width))
+        console.print(rp.bar_chart(shown, meta, console.width))
 
 
 def make_console(width: int | None = None):

@@ -6,7 +6,13 @@ from contextlib import contextmanager
 
 import click
 
-from oracle.cli.common import FORMATS, output_option, positive_float
+from oracle.cli.common import (
+    FORMATS,
+    memory_model_options,
+    memory_reuse,
+    output_option,
+    positive_float,
+)
 from oracle.cli.types import FiniteRange, PlainIntRange
 
 
@@ -40,15 +46,20 @@ def _where(values: tuple[str, ...], option: str = "--where") -> dict[str, set[st
 @click.option("--min-accuracy", type=FiniteRange(0, 1), help="Exit 1 when the mean accuracy is below this (e.g. 0.85).")
 @click.option("--max-mape", type=FiniteRange(min=0), help="Exit 1 when the mean absolute percentage error is above this (e.g. 0.15).")
 @click.option("--anomaly-threshold", type=FiniteRange(min=0), default=0.5, show_default=True, help="Flag runs off the projection by more than this share of the measured time.")
-@click.option("--precision", type=click.Choice(["fp32", "fp16", "bf16"]), default="fp32", show_default=True)
-@click.option("--memory-reuse", "gamma", type=FiniteRange(min=0, max=1, min_open=True), default=1.0, show_default=True)
+@click.option("--precision", type=click.Choice(["fp32", "tf32", "fp16", "bf16"]), default="fp32", show_default=True)
+@memory_model_options
+@click.option("--calibrate-on", metavar="EXPR",
+              help="Calibrate each system on the runs EXPR selects (e.g. 'gpus<=8'; --calibrate all of oracle fit"
+              " runs) and score only the others, next to the naive projection from the nearest smaller"
+              " calibrated run. --where/--exclude choose the runs scored.")
 @click.option("--contention", "phi", type=FiniteRange(min=1, max=1000), help="Contention factor φ (overrides the systems).")
 @click.option("--format", "-f", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
 @click.option("--width", type=PlainIntRange(min=60), help="Table width. [default: terminal]")
 @output_option
 def compare(
     runs, log, model, system, profile, strategy, gpus, batch, batch_per_gpu, p1, p2, segments, where,
-    exclude, min_accuracy, max_mape, anomaly_threshold, precision, gamma, phi, fmt, width, output,
+    exclude, min_accuracy, max_mape, anomaly_threshold, precision, memory_model, gamma, phi, fmt, width, output,
+    calibrate_on,
 ):  # fmt: skip
     """Compare projections with measured runs: accuracy per run, summary, anomalies.
 
@@ -68,8 +79,11 @@ def compare(
 
     if (runs is None) == (log is None):
         raise OracleError("give a RUNS.csv file or --log FILE (with --model, --system, ...), not both")
-    options = dict(precision=precision, memory_reuse=gamma, contention=phi)
+    options = dict(precision=precision, memory_reuse=memory_reuse(gamma, memory_model), contention=phi,
+                   memory_model=memory_model)  # fmt: skip
     if log is not None:
+        if calibrate_on:
+            raise OracleError("--calibrate-on needs a RUNS.csv file of several runs, not --log", path="--calibrate-on")
         measured = [_run_from_log(log, model, system, profile, strategy, gpus, batch, batch_per_gpu, p1, p2, segments)]
         rows, summary = api.compare(measured, threshold=anomaly_threshold, where=_where(where), **options)
         title = f"{log}"
@@ -78,7 +92,7 @@ def compare(
         with _without_gc():
             rows, summary = api.compare(
                 runs, threshold=anomaly_threshold, where=_where(where), exclude=_where(exclude, "--exclude"),
-                system=system, **options,
+                system=system, calibrate_on=calibrate_on, **options,
             )
             title = f"{runs}: {summary.overall.n} measured runs against their projections"
             _render(rows, summary, fmt, width, output, title)

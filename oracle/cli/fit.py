@@ -11,6 +11,8 @@ system file); its outermost level then covers only the largest measured span.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
 
 from oracle.cli.types import FiniteRange, PlainIntRange
@@ -164,11 +166,14 @@ def fit() -> None:
 @click.option("--collectives", type=click.Choice(["alpha-beta", "table"]), default="alpha-beta", show_default=True,
               help="table: also write the measured times (collectives: table), used instead of α-β for"
               " collectives on exactly a benchmarked GPU count and span.")
+@click.option("--protocols", type=PlainIntRange(1, 4), default=1, show_default=True,
+              help="α-β lines per level: 1 = the ring model above n½; 3 = NCCL's LL, LL128 and Simple"
+              " regimes fitted to every message size (collectives take the cheapest line).")
 @click.option("--width", type=PlainIntRange(min=60), help="Table width. [default: terminal]")
 @click.pass_context
 def fit_network_cmd(
     ctx, logs, system, output, fmt, min_bytes, max_bytes, bw_fraction, in_place, operation, gpus, nodes,
-    gpus_per_node, name, source, max_median_error, collectives, width,
+    gpus_per_node, name, source, max_median_error, collectives, protocols, width,
 ):  # fmt: skip
     """Fit α and β per network level to nccl-tests or OSU collective logs.
 
@@ -219,7 +224,8 @@ def fit_network_cmd(
         )
         for f in logs
     ]
-    options = FitOptions(min_bytes=min_bytes, max_bytes=max_bytes, bw_fraction=bw_fraction, in_place=in_place)
+    options = FitOptions(min_bytes=min_bytes, max_bytes=max_bytes, bw_fraction=bw_fraction, in_place=in_place,
+                         protocols=protocols)  # fmt: skip
     result = fit_network(
         parsed,
         options,
@@ -338,9 +344,11 @@ def _check_loads(text: str, name: str) -> None:
 @fit.command("runs", context_settings={"max_content_width": 100})
 @click.argument("runs", metavar="RUNS.csv")
 @click.option("--system", "-s", required=True, metavar="NAME|FILE", help="Base system to calibrate.")
-@click.option("--calibrate", "kind", type=click.Choice(["network", "input"]), required=True,
+@click.option("--calibrate", "kind", type=click.Choice(["network", "input", "compute", "all"]), required=True,
               help="network: all-reduce bandwidth inside and across nodes (data-parallel runs that are not"
-              " input-bound); input: loader and node sample rates (runs that are input-bound).")
+              " input-bound); input: loader and node sample rates (runs that are input-bound); compute: the runs'"
+              " profile scaled to reproduce them, written to -o as a profile (issue 13); all: every parameter"
+              " the runs identify, input rates only from runs whose includes_io column is yes.")
 @click.option("--where", multiple=True, metavar="COL=VAL[,VAL]",
               help="The training runs to use (repeatable), e.g. model=vgg16 gpus=4,8. Keep the rest for validation.")
 @click.option("--overlay", metavar="FILE", help="A YAML mapping merged into the written system (documented implementation facts).")
@@ -384,9 +392,18 @@ def fit_runs_cmd(runs, system, kind, where, overlay, name, output, width) -> Non
     if not chosen:
         raise OracleError("no run matches the --where filter", file=runs)
     base_path = resolve("systems", system)
+    _warn_other_systems(chosen, base_path, runs)
+    if kind == "compute":  # issue 13: writes a profile, not a system (oracle/cli/fit_compute.py)
+        from oracle.cli.fit_compute import write_profile
+        return write_profile(runs, chosen, str(base_path), output)
     inputs = Inputs()
-    pairs = [(r, inputs.context(r.model, str(base_path), r.profile)) for r in chosen]
-    cal = calibrate(kind, pairs)
+    pairs = [(r, inputs.context(r.model, str(base_path), r.profile, r)) for r in chosen]
+    if kind == "all":
+        from oracle.compute.calibrate_all import calibrate_all
+
+        cal = calibrate_all(pairs)
+    else:
+        cal = calibrate(kind, pairs)
     _print_calibration(cal, runs, width)
     if not cal.evidence:
         raise OracleError(f"none of the {len(chosen)} selected runs calibrates the {kind}", file=runs)
@@ -397,21 +414,27 @@ def fit_runs_cmd(runs, system, kind, where, overlay, name, output, width) -> Non
     doc["name"] = name or f"{base_name} (calibrated)"
     base_source = str(doc.get("source", "")).rstrip(". ")
     lines = lambda p: ", ".join(str(x) for x in cal.lines_for(p))  # noqa: E731
-    if kind == "network":
+    if kind in ("network", "all"):
         gpn = doc["gpus_per_node"]
         for level in doc["network"]:
             inside = level["max_gpus"] <= gpn
             beta = cal.beta_intra if inside else cal.beta_inter
             if beta is None:
                 continue
-            level.pop("bandwidth_GB_per_s", None)
+            old = level.pop("bandwidth_GB_per_s", None)
+            old = 1.0 / (old * 1e9) if old else level.get("beta_s_per_byte")
             level["beta_s_per_byte"] = float(f"{beta:.6g}")
+            # the transport is slower or faster as a whole: its protocol lines by as much
+            for pr in level.get("protocols") or []:
+                pr_beta = pr.pop("bandwidth_GB_per_s", None)
+                pr_beta = 1.0 / (pr_beta * 1e9) if pr_beta else pr["beta_s_per_byte"]
+                pr["beta_s_per_byte"] = float(f"{pr_beta * beta / old:.6g}")
             which = "inside a node" if inside else "across nodes"
             level["source"] = (
                 f"α: {base_name}. β {which} ({1 / beta / 1e9:.3g} GB/s): calibrated by `oracle fit runs`"
                 f" on {runs} lines {lines('beta_intra' if inside else 'beta_inter')} (data-parallel runs)"
             )
-    else:
+    if kind in ("input", "all") and any(v is not None for v in (cal.loader_rate, cal.node_rate, cal.leader_rate)):
         section = dict(doc.get("input") or {})
         earlier = section.get("source")
         if cal.loader_rate is not None:
@@ -428,7 +451,7 @@ def fit_runs_cmd(runs, system, kind, where, overlay, name, output, width) -> Non
             if lines(key)
         ]  # fmt: skip
         section["source"] = (
-            f"calibrated by `oracle fit runs --calibrate input` on {runs}: {', '.join(found)}"
+            f"calibrated by `oracle fit runs --calibrate {kind}` on {runs}: {', '.join(found)}"
             " (input-bound runs, loaders prefetching)"
         )
         if earlier:  # chained calibrations keep every step's provenance
@@ -471,6 +494,28 @@ def fit_runs_cmd(runs, system, kind, where, overlay, name, output, width) -> Non
     click.echo(f"wrote {output}", err=True)
 
 
+def _warn_other_systems(chosen, base_path, runs: str) -> None:
+    """Runs measured on another system than the base calibrate it all the same: say so
+    (issue 17), naming the systems and the lines."""
+    from oracle.errors import OracleError
+    from oracle.resources import resolve
+
+    other: dict[str, list[int]] = {}
+    for r in chosen:
+        try:
+            same = resolve("systems", r.system).resolve() == Path(base_path).resolve()
+        except OracleError:
+            same = False
+        if not same:
+            other.setdefault(r.system, []).append(r.line)
+    for name, lines in other.items():
+        click.echo(
+            f"oracle: warning: {runs} lines {', '.join(map(str, lines))} were measured on '{name}', not on the base"
+            f" system {base_path}: their numbers calibrate it all the same",
+            err=True,
+        )
+
+
 def _fmt_param(parameter: str, value: float) -> str:
     if parameter.startswith("beta"):
         return f"{value:.4g} s/B ({1 / value / 1e9:.3g} GB/s)"
@@ -493,6 +538,12 @@ def _print_calibration(cal, runs: str, width: int | None) -> None:
         t.add_row(str(line), why, "", "", "unused", "", "", style="dim")
     console = make_console(width)
     console.print(t)
+    if cal.kind == "all":
+        from oracle.compute.calibrate_all import PARAMETERS
+
+        missing = [p for p in PARAMETERS if getattr(cal, p) is None]
+        if missing:
+            console.print(f"not identified by these runs (the base system's values stay): {', '.join(missing)}")
     for label, value in (("β inside a node", cal.beta_intra), ("β across nodes", cal.beta_inter),
                          ("loader rate", cal.loader_rate), ("node rate", cal.node_rate),
                          ("leader rate", cal.leader_rate)):  # fmt: skip

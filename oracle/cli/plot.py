@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import click
 
-from oracle.cli.common import project, sweep_options
+from oracle.cli.common import memory_model_options, memory_reuse, project, sweep_options
 from oracle.cli.types import FiniteRange, PlainIntRange
 
 DPI_HELP = "Resolution of PNG output (dots per inch)."
@@ -29,7 +29,7 @@ def _write(data: bytes, output: str) -> None:
     write_file(output, data)
 
 
-output_required = click.option("--output", "-o", required=True, metavar="FILE.png|FILE.svg",
+output_required = click.option("--output", "-o", required=True, metavar="FILE.png|FILE.svg|FILE.pdf",
                                help="Image to write (format from the suffix).")
 dpi_option = click.option("--dpi", type=PlainIntRange(min=30, max=600), default=110, show_default=True,
                           help=DPI_HELP)
@@ -82,13 +82,12 @@ for _kind, _help in _HELP.items():
 @plot.command("compare", short_help="Projected versus measured runs, with the accuracy of each.")
 @click.argument("runs", metavar="RUNS.csv")
 @click.option("--where", multiple=True, metavar="COL=VAL[,VAL]", help="Keep runs whose column has one of the values.")
-@click.option("--precision", type=click.Choice(["fp32", "fp16", "bf16"]), default="fp32", show_default=True)
-@click.option("--memory-reuse", "gamma", type=FiniteRange(min=0, max=1, min_open=True), default=1.0,
-              show_default=True)
+@click.option("--precision", type=click.Choice(["fp32", "tf32", "fp16", "bf16"]), default="fp32", show_default=True)
+@memory_model_options
 @click.option("--contention", "phi", type=FiniteRange(min=1, max=1000), help="Contention factor φ (overrides the systems).")
 @output_required
 @dpi_option
-def compare(runs, where, precision, gamma, phi, output, dpi) -> None:
+def compare(runs, where, precision, memory_model, gamma, phi, output, dpi) -> None:
     """Projected versus measured (the input of 'oracle compare'), like ParaDL's Figure 3.
 
     One panel per model, system and strategy; per run the measured time beside the
@@ -101,7 +100,8 @@ def compare(runs, where, precision, gamma, phi, output, dpi) -> None:
 
     fmt = _check_output(output)
     with progress("drawing the compare plot"):
-        rows, summary = api.compare(runs, where=_where(where), precision=precision, memory_reuse=gamma, contention=phi)
+        rows, summary = api.compare(runs, where=_where(where), precision=precision, contention=phi,
+                                    memory_reuse=memory_reuse(gamma, memory_model), memory_model=memory_model)
         data = plots.render("compare", fmt, dpi, rows=rows, summary=summary,
                             title_text=f"{runs}: projected versus measured")
     _write(data, output)

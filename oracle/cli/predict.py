@@ -14,8 +14,10 @@ from oracle.cli.types import PlainIntRange
 @click.option("--top", type=PlainIntRange(min=1), help="Show the N best points per GPU count.")
 @click.option("--chart", is_flag=True, help="Also draw a bar chart of total time per strategy (table format).")
 @click.option("--width", type=PlainIntRange(min=60), help="Table width in characters. [default: terminal]")
+@click.option("--max-batch", is_flag=True,
+              help="Add a column: the largest per-GPU batch that fits in GPU memory (always in JSON/CSV).")
 @output_option
-def predict(fmt, top, chart, width, output, **sweep):
+def predict(fmt, top, chart, width, max_batch, output, **sweep):
     """Project compute, communication and memory of every strategy, ranked.
 
     Per-epoch times and per-GPU memory of each parallelization strategy at each GPU
@@ -30,4 +32,5 @@ def predict(fmt, top, chart, width, output, **sweep):
     from oracle.cli.common import project, render_points
 
     points, meta, _ = project(**sweep)
+    meta["show_max_batch"] = max_batch
     render_points(points, meta, fmt, top, chart, width, output)

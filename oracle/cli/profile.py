@@ -41,15 +41,20 @@ _POSITIVE_FRACTION = FiniteRange(min=0, max=1, min_open=True)
 )  # fmt: skip
 @click.option(
     "--efficiency", type=_POSITIVE_FRACTION,
-    help="With --estimate: fraction of peak FLOP/s reached. [default: 0.5]",
+    help="With --estimate: fraction of peak FLOP/s reached (the roofline of estimate.py)."
+    " [default: neither efficiency given: the compute model of oracle/compute/kernels.py]",
 )  # fmt: skip
 @click.option(
     "--memory-efficiency", type=_POSITIVE_FRACTION,
-    help="With --estimate: fraction of peak memory bandwidth reached. [default: 0.8]",
+    help="With --estimate: fraction of peak memory bandwidth reached (roofline). [default: 0.8 with --efficiency]",
+)  # fmt: skip
+@click.option(
+    "--precision", type=click.Choice(["fp32", "tf32", "fp16", "bf16"]), default="fp32", show_default=True,
+    help="With --estimate: the precision conv/fc run at and the bytes per element (issue 13).",
 )  # fmt: skip
 @output_option
 def profile(model, batch, device, repeats, warmup, threads, estimate, system, efficiency,
-            memory_efficiency, output):  # fmt: skip
+            memory_efficiency, precision, output):  # fmt: skip
     """Measure (PyTorch) or estimate per-layer forward, backward and weight-update times.
 
     Writes a profile (SPEC §3.3) for MODEL to -o FILE, or to standard output (the
@@ -80,7 +85,8 @@ def profile(model, batch, device, repeats, warmup, threads, estimate, system, ef
             )
     else:
         for opt, value in (("--system", system), ("--efficiency", efficiency),
-                           ("--memory-efficiency", memory_efficiency)):  # fmt: skip
+                           ("--memory-efficiency", memory_efficiency),
+                           ("--precision", None if precision == "fp32" else precision)):  # fmt: skip
             if value is not None:
                 raise OracleError(f"{opt} is only used with --estimate")
         from oracle.profiling import require_torch
@@ -89,7 +95,7 @@ def profile(model, batch, device, repeats, warmup, threads, estimate, system, ef
 
     m = load_model(model)
     if estimate:
-        _estimate(m, system, batch, efficiency, memory_efficiency, output)
+        _estimate(m, system, batch, efficiency, memory_efficiency, output, precision)
     else:
         _measure(m, batch, device or "cpu", 10 if repeats is None else repeats,
                  3 if warmup is None else warmup, threads, output)  # fmt: skip
@@ -113,7 +119,7 @@ def _say(text: str, output: str | None) -> None:
     click.echo(text, nl=False, err=output is None or output == "-")
 
 
-def _estimate(m, system, batch, efficiency, memory_efficiency, output) -> None:
+def _estimate(m, system, batch, efficiency, memory_efficiency, output, precision="fp32") -> None:
     from oracle.load import load_system
     from oracle.profiling.estimate import (
         DEFAULT_COMPUTE_EFFICIENCY,
@@ -123,12 +129,14 @@ def _estimate(m, system, batch, efficiency, memory_efficiency, output) -> None:
     from oracle.render.profile_file import estimate_summary, profile_yaml
 
     s = load_system(system)
+    given = efficiency is not None or memory_efficiency is not None  # roofline with the given efficiencies
     pr = estimate(
         m,
         s,
-        compute_efficiency=efficiency or DEFAULT_COMPUTE_EFFICIENCY,
-        memory_efficiency=memory_efficiency or DEFAULT_MEMORY_EFFICIENCY,
+        compute_efficiency=(efficiency or DEFAULT_COMPUTE_EFFICIENCY) if given else None,
+        memory_efficiency=(memory_efficiency or DEFAULT_MEMORY_EFFICIENCY) if given else None,
         batch=batch,
+        precision=precision,
     )
     header = [
         f"ESTIMATED per-layer profile of {m.name} on {s.gpu_model}, written by `oracle profile"

@@ -55,7 +55,8 @@ def report(measured, where, exclude, output, **sweep) -> None:
 
             rows, summary = api.compare(
                 measured, where=_where(where), exclude=_where(exclude, "--exclude"), system=sweep["system"],
-                precision=sweep["precision"], memory_reuse=sweep["gamma"], contention=sweep["phi"],
+                precision=sweep["precision"], memory_reuse=inputs["options"].memory_reuse, contention=sweep["phi"],
+                memory_model=inputs["options"].memory_model,
             )  # fmt: skip
             meas = rr.Measured(measured, rows, summary)
         data = rr.ReportData(

@@ -6,7 +6,12 @@ from __future__ import annotations
 
 import click
 
-from oracle.cli.common import model_system_profile_options, positive_float
+from oracle.cli.common import (
+    memory_model_options,
+    memory_reuse,
+    model_system_profile_options,
+    positive_float,
+)
 from oracle.cli.types import FiniteRange, PlainIntRange
 
 # the per-layer search keeps arrays of one entry per GPU for the redistribution costs;
@@ -42,13 +47,10 @@ MAX_SEARCH_GPUS = 65536
     help="Uniform strategies to compare with (as oracle predict --strategy).",
 )  # fmt: skip
 @click.option(
-    "--precision", type=click.Choice(["fp32", "fp16", "bf16"]), default="fp32", show_default=True,
+    "--precision", type=click.Choice(["fp32", "tf32", "fp16", "bf16"]), default="fp32", show_default=True,
     help="Bytes per item δ: fp32 4, fp16/bf16 2.",
 )  # fmt: skip
-@click.option(
-    "--memory-reuse", "gamma", type=FiniteRange(min=0, max=1, min_open=True), default=1.0,
-    show_default=True, help="Memory reuse factor γ (0 < γ <= 1).",
-)  # fmt: skip
+@memory_model_options
 @click.option(
     "--contention",
     "phi",
@@ -87,7 +89,7 @@ MAX_SEARCH_GPUS = 65536
     help="Write the winning per-layer configuration (YAML, loadable with --evaluate) to FILE.",
 )  # fmt: skip
 def search(
-    model, system, profile, gpus, max_gpus, batch_per_gpu, batch, kinds, strategies, precision, gamma, phi, samples,
+    model, system, profile, gpus, max_gpus, batch_per_gpu, batch, kinds, strategies, precision, memory_model, gamma, phi, samples,
     evaluate_file, fmt, top, width, output,
 ):  # fmt: skip
     """Find the fastest configuration for a GPU budget, per layer if that pays.
@@ -104,8 +106,9 @@ def search(
       oracle search -m vgg16 -s abci -p vgg16_v100 --gpus 64 -b 16 -o vgg16-64.yaml
       oracle search -m vgg16 -s abci -p vgg16_v100 --evaluate vgg16-64.yaml
     """
-    from oracle.cli.common import describe, load_inputs
-    from oracle.compute.context import Context, Options
+    from oracle.cli.common import conversion_caption, describe, load_inputs
+    from oracle.compute.context import Options
+    from oracle.compute.conversion import build_context
     from oracle.compute.layerwise import KINDS
     from oracle.compute.search import evaluate_given
     from oracle.compute.search import search as run_search
@@ -133,9 +136,10 @@ def search(
         raise OracleError("no distribution given", path="--distributions", hint="e.g. data,spatial")
     parse_strategies(strategies)  # validate early
     m, s, pr, times = load_inputs(model, system, profile)
-    options = Options(precision=precision, memory_reuse=gamma, contention=phi, samples=samples)
+    options = Options(precision=precision, memory_reuse=memory_reuse(gamma, memory_model), contention=phi,
+                      samples=samples, memory_model=memory_model)
     check_options(options)
-    ctx = Context(m, s, times, options, pr.kind)
+    ctx = build_context(m, s, pr, options)  # issue 13: compute converted to the run
 
     config = None
     if evaluate_file:
@@ -182,6 +186,7 @@ def search(
         else f"weak scaling, {batch_per_gpu:g} samples/GPU"
     )
     meta = describe(m, s, pr, scaling, options)
+    meta["compute_conversion"] = conversion_caption(ctx.conversion, batch, batch_per_gpu)  # issue 13
 
     results = []
     for p in counts:

@@ -13,6 +13,17 @@ _FORMAT = click.option(
 _WIDTH = click.option("--width", type=PlainIntRange(min=60), help="Table width. [default: terminal]")
 
 
+def _list(kind: str, width: int | None) -> None:
+    """Without a name: the shipped files of the kind (as oracle list KIND)."""
+    from oracle.catalog import entries
+    from oracle.cli.common import make_console
+    from oracle.render import catalog as rc
+
+    console = make_console(width)
+    for table in rc.tables({kind: entries(kind)}):
+        console.print(table)
+
+
 def _print(renderable_or_text, fmt: str, width: int | None, output: str | None) -> None:
     from oracle.render.output import emit
 
@@ -35,21 +46,26 @@ def show() -> None:
 
 
 @show.command("model")
-@click.argument("name", metavar="MODEL")
+@click.argument("name", metavar="[MODEL]", required=False)
 @_FORMAT
 @_WIDTH
 @output_option
-def show_model(name: str, fmt: str, width: int | None, output: str | None) -> None:
-    """Layers with shapes, parameters, FLOPs and activations, with totals."""
-    from oracle.load import load_model
+@click.option("--system", "-s", metavar="SYSTEM", help="Also the largest batch per GPU that fits its GPU memory.")
+def show_model(name: str, fmt: str, width: int | None, output: str | None, system: str | None) -> None:
+    """Layers with shapes, parameters, FLOPs, activations and the bytes each saves for
+    the backward, with totals; with --system, the largest batch per GPU that fits."""
+    from oracle.load import load_model, load_system
     from oracle.render import show as rs
 
+    if name is None:
+        return _list("models", width)
     m = load_model(name)
-    _print(rs.model_json(m) if fmt == "json" else rs.model_table(m), fmt, width, output)
+    s = load_system(system) if system else None
+    _print(rs.model_json(m, s) if fmt == "json" else rs.model_table(m, s), fmt, width, output)
 
 
 @show.command("system")
-@click.argument("name", metavar="SYSTEM")
+@click.argument("name", metavar="[SYSTEM]", required=False)
 @_FORMAT
 @_WIDTH
 @output_option
@@ -58,12 +74,14 @@ def show_system(name: str, fmt: str, width: int | None, output: str | None) -> N
     from oracle.load import load_system
     from oracle.render import show as rs
 
+    if name is None:
+        return _list("systems", width)
     s = load_system(name)
     _print(rs.system_json(s) if fmt == "json" else rs.system_table(s), fmt, width, output)
 
 
 @show.command("profile")
-@click.argument("name", metavar="PROFILE")
+@click.argument("name", metavar="[PROFILE]", required=False)
 @click.option("--model", "-m", metavar="MODEL", help="Bind to a model: per-layer times (a total is spread by FLOPs).")
 @_FORMAT
 @_WIDTH
@@ -74,6 +92,8 @@ def show_profile(name: str, model: str | None, fmt: str, width: int | None, outp
     from oracle.load.profile import bind_profile
     from oracle.render import show as rs
 
+    if name is None:
+        return _list("profiles", width)
     pr = load_profile(name)
     m = times = None
     if model:

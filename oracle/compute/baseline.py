@@ -47,8 +47,12 @@ CASE_KEYS = (
     "segments",
     "precision",
     "memory_reuse",
+    "memory_model",
+    "mixed_precision",
+    "optimizer",
     "contention",
     "samples",
+    "compute_scaling",  # issue 13: the shipped cases pin ParaDL's "linear"
 )
 
 

@@ -146,3 +146,34 @@ def _input(run: MeasuredRun, ctx: Context, cfg, label: str, t: float, busy: floa
 
 
 __all__ = ["Calibration", "Evidence", "KINDS", "calibrate", "EVERY_GPU"]
+
+
+def compute_scale(point, measured_iteration_s: float) -> float:
+    """The factor on a profile's times that makes ``point`` (its projection with that
+    profile) take ``measured_iteration_s`` per iteration: (measured - communication) /
+    compute, with compute and communication per iteration (issue 13, --calibrate compute).
+    Raises ValueError when the run leaves no time for compute."""
+    I = point.iterations_per_epoch
+    compute = point.compute_s / I
+    rest = point.iteration_s - compute  # communication, input waits
+    if not compute > 0 or measured_iteration_s <= rest:
+        raise ValueError(
+            f"the run's {measured_iteration_s:.4g} s per iteration leaves no time for compute"
+            f" (the projection's communication alone takes {rest:.4g} s)"
+        )
+    return (measured_iteration_s - rest) / compute
+
+
+def scaled_profile(profile, factor: float, source: str):
+    """``profile`` with every time multiplied by ``factor``; device, precision and batch
+    kept, so the compute model still converts it to other GPUs, precisions and batches."""
+    from dataclasses import replace
+
+    from oracle.model import LayerTimes
+
+    layers = tuple((n, LayerTimes(t.fw_s * factor, t.bw_s * factor, t.wu_s * factor)) for n, t in profile.layers)
+    total = profile.total_fw_bw_per_sample_s
+    wu = profile.total_wu_per_iteration_s
+    return replace(profile, layers=layers, kind="measured" if layers else profile.kind,
+                   total_fw_bw_per_sample_s=None if total is None else total * factor,
+                   total_wu_per_iteration_s=None if wu is None else wu * factor, source=source)  # fmt: skip

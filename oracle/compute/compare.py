@@ -40,6 +40,7 @@ class CompareRow:
     predicted_compute_s: float | None = None
     predicted_comm_s: float | None = None
     anomaly: str | None = None
+    naive_s: float | None = None  # --calibrate-on: the nearest smaller calibrated run's time
 
     @property
     def measured_s(self) -> float:
@@ -74,6 +75,11 @@ class Summary:
     ranking_pairs: int
     anomalies: int
     groups: dict[str, Stats] = field(default_factory=dict)
+    # --calibrate-on: what was calibrated on which runs, and the naive projection's
+    # accuracy over the evaluated runs that have one
+    calibration: tuple[tuple[str, str], ...] = ()
+    naive: Stats | None = None
+    model_on_naive_runs: Stats | None = None
 
 
 def accuracy(predicted: float, measured: float) -> float:
@@ -110,6 +116,26 @@ def config_for(run: MeasuredRun, ctx: Context) -> Config:
     return Config(name, p, p1, p2, float(run.global_batch), segments)
 
 
+# a measured run's optional ``precision`` column (issue 13): fp32, tf32, fp16, bf16, or
+# DeepLearningExamples' FP32/TF32/AMP (AMP = mixed precision): (precision, mixed)
+PRECISION_COLUMN = {"fp32": ("fp32", False), "tf32": ("tf32", False), "fp16": ("fp16", False),
+                    "bf16": ("bf16", False), "amp": ("fp32", True)}  # fmt: skip
+
+
+def run_precision_options(run: MeasuredRun) -> tuple[str, bool] | None:
+    """(precision, mixed) from the run's ``precision`` column, None without one."""
+    from oracle.errors import OracleError
+
+    raw = run.get("precision")
+    if not raw:
+        return None
+    key = raw.strip().lower()
+    if key not in PRECISION_COLUMN:
+        raise OracleError(f"precision '{raw}' is not one of {', '.join(PRECISION_COLUMN)}", line=run.line,
+                          path="precision")  # fmt: skip
+    return PRECISION_COLUMN[key]
+
+
 def compare_run(
     run: MeasuredRun, ctx: Context, threshold: float = DEFAULT_ANOMALY, points: dict | None = None,
 ) -> CompareRow:  # fmt: skip
@@ -117,11 +143,13 @@ def compare_run(
     runs that share context and configuration (repeated measurements)."""
     cfg = config_for(run, ctx)
     key = (id(ctx), cfg)
-    pt = points.get(key) if points is not None else None
-    if pt is None:
+    hit = points.get(key) if points is not None else None
+    if hit is not None and hit[0] is ctx:  # the context is kept alive with its points
+        pt = hit[1]
+    else:
         pt = REGISTRY[run.strategy].evaluate(ctx, cfg)
         if points is not None:
-            points[key] = pt
+            points[key] = (ctx, pt)
     per_iteration = run.basis == "iteration"
     scale = 1.0 / pt.iterations_per_epoch if per_iteration else 1.0
     predicted = pt.total_s * scale
@@ -132,7 +160,7 @@ def compare_run(
     row = CompareRow(run, pt, predicted, acc, cacc, macc, pc, pm)
     text = _anomaly(row, threshold)
     # a new record rather than dataclasses.replace: the difference shows on 1e6 runs
-    return row if text is None else CompareRow(run, pt, predicted, acc, cacc, macc, pc, pm, text)
+    return row if text is None else CompareRow(run, pt, predicted, acc, cacc, macc, pc, pm, anomaly=text)
 
 
 def _anomaly(row: CompareRow, threshold: float) -> str | None:

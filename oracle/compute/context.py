@@ -18,9 +18,11 @@ from functools import cached_property
 
 import numpy as np
 
+from oracle.compute.memory import SavedActivations, saved_activations, transient_elements
 from oracle.model import MODEL_INPUT, SPATIAL_TYPES, LayerTimes, Model, System
 
-PRECISION_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2}
+PRECISION_BYTES = {"fp32": 4, "tf32": 4, "fp16": 2, "bf16": 2}
+MEMORY_MODELS = ("framework", "paradl")  # SPEC §4.6
 
 
 @dataclass(frozen=True)
@@ -28,7 +30,10 @@ class Options:
     """Implementation parameters that are not part of the input files."""
 
     precision: str = "fp32"  # δ: bytes per item (SPEC §2)
-    memory_reuse: float = 1.0  # γ, 0 < γ <= 1 (ParaDL §4.2)
+    # what GPU memory counts (SPEC §4.6): "framework" (saved tensors, compute/memory.py)
+    # or "paradl" (Table 3's upper bound, scaled by γ)
+    memory_model: str = "framework"
+    memory_reuse: float = 1.0  # γ, 0 < γ <= 1 (ParaDL §4.2); paradl memory model only
     contention: float | None = None  # φ override (SPEC §4.3)
     segments: int | None = None  # pipeline S; default min(B, 4p)
     samples: int | None = None  # D override (e.g. ParaDL's rounded 1.28M)
@@ -41,6 +46,19 @@ class Options:
     # overlap of communication with computation (issue 8): "none" (ParaDL) or "buckets"
     overlap: str = "none"
     bucket_bytes: float = 25 * 2**20  # gradient bucket size (PyTorch DDP default); 0: one per layer
+    # issue 14: the last layer spatial parallelism splits (default: the last layer whose
+    # output still has a spatial extent > 1, SPEC §4); CosmoFlow codes gather earlier
+    # (after conv2/pool2, ParaDL §4.5.1)
+    spatial_split_after: str | None = None
+    # overlap as Lee et al. (HiPC 2017) do it (issue 18): gradients in chunks of k layers
+    # (0: by bucket_bytes), and the delayed update of chosen layers (names or layer types,
+    # e.g. "fc"), whose gradient exchange overlaps the next iteration's forward
+    bucket_layers: int = 0
+    delayed_update: tuple[str, ...] = ()
+    # compute model (issue 13, SPEC §4.6): "model" converts a profile to the system's GPU,
+    # the run's precision and each point's per-GPU batch (when the caller passes the
+    # profile's origin to Context); "linear" is ParaDL's per-sample arithmetic
+    compute_scaling: str = "model"
 
     @property
     def memory_model_extended(self) -> bool:
@@ -80,8 +98,13 @@ class Context:
         times: tuple[LayerTimes, ...],
         options: Options,
         profile_kind: str = "",
+        conversion=None,
     ) -> None:
         self.model = model
+        # compute conversion (issue 13): None or a compute.conversion.Conversion
+        self.conversion = conversion if options.compute_scaling == "model" else None
+        self._at_cache: dict[float, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+        self._sum_cache: dict[tuple, float] = {}
         self.profile_kind = profile_kind
         self.system = system
         self.options = options
@@ -96,6 +119,8 @@ class Context:
         self.fw = np.array([t.fw_s for t in times], dtype=float)
         self.bw = np.array([t.bw_s for t in times], dtype=float)
         self.wu = np.array([t.wu_s for t in times], dtype=float)
+        if self.conversion is not None and self.conversion.active:
+            self.wu = self.wu * self.conversion.update_factor()
         self.fb = self.fw + self.bw
         self.C = np.array([i.input_shapes[0][0] for i in info], dtype=int)
         self.F = np.array([i.output_shape[0] for i in info], dtype=int)
@@ -106,6 +131,57 @@ class Context:
         self.sum_w = float(self.w.sum())
         self.sum_act = float((self.x + self.y).sum())
         self.algorithm = options.collective or system.collective_algorithm
+        self.saved = _saved_activations(model, times)
+        if options.spatial_split_after is not None:
+            self._split_point(options.spatial_split_after, self.default_spatial_last())  # fail early
+        if options.delayed_update:
+            self._check_delayed()
+        self.transient = transient_elements(model)
+
+    # -- memory (SPEC §4.6: framework model; ParaDL's bound in strategies/base.py) --------
+    @property
+    def memory_model(self) -> str:
+        return self.options.memory_model
+
+    @property
+    def memory_source(self) -> str:
+        """Where the saved-activation bytes come from: the model's rules or a profile."""
+        return self.saved.source
+
+    def layer_memory_elements(self) -> np.ndarray:
+        """Per layer and sample, the activation elements that the per-layer search's
+        memory formula 2·n·(this) + 2|w| uses: x + y (ParaDL), or half the saved
+        elements (the framework model, indices and masks in element equivalents)."""
+        if self.memory_model == "paradl":
+            return self.x + self.y
+        return 0.5 * (self.saved.elements + self.saved.fixed_bytes / self.delta)
+
+    def memory_scale(self) -> float:
+        """Bytes per element of the per-layer memory: γδ (ParaDL) or δ (framework)."""
+        return self.gamma * self.delta if self.memory_model == "paradl" else float(self.delta)
+
+    def memory_total(self, tensors_bytes: float) -> float:
+        """Per-GPU memory of a per-layer assignment from its tensors' bytes: as is
+        (ParaDL), or with the framework's allocator overhead, workspace and context."""
+        if self.memory_model == "paradl":
+            return tensors_bytes
+        fw = self.system.framework
+        fixed = self.system.gpu_workspace_bytes or (fw.workspace_bytes + fw.cuda_context_bytes)
+        return tensors_bytes * (1.0 + fw.allocator_overhead) + fixed
+
+    def held_activation_bytes(self, mask: np.ndarray | None, split_n: float, rest_n: float) -> float:
+        """Bytes of saved activations one GPU holds when it keeps ``split_n`` samples of
+        the layers in ``mask`` and ``rest_n`` samples of the others (None: all split)."""
+        el, fx = self.saved.elements, self.saved.fixed_bytes
+        per = self.delta * el + fx
+        if mask is None:
+            return split_n * float(per.sum())
+        return split_n * float(per[mask].sum()) + rest_n * float(per[~mask].sum())
+
+    def transient_bytes(self, mask: np.ndarray | None, split_n: float, rest_n: float) -> float:
+        """The largest activation-gradient working set of the backward (memory.py)."""
+        n = split_n if mask is None else np.where(mask, split_n, rest_n)
+        return float(self.delta * np.max(self.transient * n)) if self.G else 0.0
 
     # -- split sets (SPEC §4 "Split layers") ------------------------------------------
     def _sums(self, mask: np.ndarray) -> SplitSums:
@@ -151,23 +227,103 @@ class Context:
     def spatial_split(self) -> SplitSums:
         """spatial: every layer up to and including the last one whose output still has
         a spatial extent > 1 (the fc head and what follows run replicated)."""
+        last = self.default_spatial_last()
+        if self.options.spatial_split_after is not None:
+            last = self._split_point(self.options.spatial_split_after, last)
+        mask = np.zeros(self.G, dtype=bool)
+        mask[: last + 1] = True
+        return self._sums(mask)
+
+    def delayed_mask(self) -> np.ndarray:
+        """The layers --delayed-update names (by name or by layer type)."""
+        want = set(self.options.delayed_update)
+        return np.array([n in want or t in want for n, t in zip(self.names, self.types)], dtype=bool)
+
+    def _check_delayed(self) -> None:
+        from oracle.errors import OracleError, did_you_mean
+
+        known = set(self.names) | set(self.types)
+        for name in self.options.delayed_update:
+            if name not in known:
+                raise OracleError(f"model '{self.model.name}' has no layer or layer type '{name}'",
+                                  path="--delayed-update", hint=did_you_mean(name, sorted(known)))  # fmt: skip
+
+    def default_spatial_last(self) -> int:
+        """SPEC §4: the last layer whose output still has a spatial extent > 1."""
         last = -1
         for i, info in enumerate(self.model.info):
             shape = info.output_shape
             if len(shape) > 1 and math.prod(shape[1:]) > 1:
                 last = i
-        mask = np.zeros(self.G, dtype=bool)
-        mask[: last + 1] = True
-        return self._sums(mask)
+        return last
 
-    def split_compute(self, sums: SplitSums, samples: float, q: int, iterations: float) -> float:
+    def _split_point(self, name: str, default_last: int) -> int:
+        from oracle.errors import OracleError
+
+        if name not in self.model.index:
+            from oracle.errors import did_you_mean
+
+            raise OracleError(f"model '{self.model.name}' has no layer '{name}'", path="--spatial-split-after",
+                              hint=did_you_mean(name, self.names))  # fmt: skip
+        i = self.model.index[name]
+        if i > default_last:
+            raise OracleError(
+                f"layer '{name}' comes after the last layer with a spatial output"
+                f" ({self.names[default_last]}); spatial parallelism cannot split it",
+                path="--spatial-split-after",
+            )
+        return i
+
+    # -- compute at a per-GPU batch (issue 13; identity in linear mode) -------------------
+    def times_at(self, batch: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(FW, BW, FW+BW) per sample of every layer when a GPU's kernels work on
+        ``batch`` samples: the profile's, converted by the compute model (the profile's
+        own arrays when there is nothing to convert)."""
+        conv = self.conversion
+        if conv is None:
+            return self.fw, self.bw, self.fb
+        hit = self._at_cache.get(batch)
+        if hit is None:
+            f = conv.factors(batch)
+            if f is None:
+                hit = (self.fw, self.bw, self.fb)
+            else:
+                fw, bw = self.fw * f[0] + f[2], self.bw * f[1] + f[3]
+                hit = (fw, bw, fw + bw)
+            self._at_cache[batch] = hit
+        return hit
+
+    def fb_sum(self, batch: float, sums: SplitSums | None = None, part: str = "s") -> float:
+        """Σ (FW+BW) at per-GPU batch ``batch`` over all layers (``sums`` None), or over
+        the split layers (``part`` "s") or the replicated rest ("r") of ``sums``; the
+        profile's own cached sums when nothing converts (exactly ParaDL's)."""
+        fb = self.times_at(batch)[2]
+        if fb is self.fb:
+            return self.sum_fb if sums is None else (sums.fb_s if part == "s" else sums.fb_r)
+        key = (batch, id(sums), part)
+        hit = self._sum_cache.get(key)
+        if hit is None:
+            if sums is None:
+                hit = float(fb.sum())
+            else:
+                hit = float(fb[sums.mask if part == "s" else ~sums.mask].sum())
+            self._sum_cache[key] = hit
+        return hit
+
+    def conversion_label(self, batch: float) -> str:
+        return self.conversion.label(batch) if self.conversion is not None else ""
+
+    def split_compute(self, sums: SplitSums, samples: float, q: int, iterations: float,
+                      batch: float | None = None) -> float:  # fmt: skip
         """Per-epoch forward+backward time of the split layers when each of ``samples``
         samples is split q ways: samples·Σs(FW+BW)/q by default (SPEC §4), with the
         system's split efficiency (Implementation: Amdahl fraction f, a fixed overhead
-        per split layer and iteration) samples·Σs(FW+BW)·(f + (1-f)/q) + I·n_s·o."""
+        per split layer and iteration) samples·Σs(FW+BW)·(f + (1-f)/q) + I·n_s·o.
+        ``batch``: the per-GPU work per kernel, in samples (compute model, issue 13)."""
         impl = self.system.implementation
         f = impl.split_serial_fraction if q > 1 else 0.0
-        t = samples * sums.fb_s * (f + (1.0 - f) / q)
+        fb_s = sums.fb_s if batch is None else self.fb_sum(batch, sums, "s")
+        t = samples * fb_s * (f + (1.0 - f) / q)
         if q > 1 and impl.split_overhead_s:
             t += iterations * int(sums.mask.sum()) * impl.split_overhead_s
         return t
@@ -204,6 +360,8 @@ class Context:
     def spatial_grid(self, p: int) -> tuple[int, ...]:
         """p split over the spatial dimensions as evenly as possible, larger factors on
         earlier dimensions (SPEC §4: p=8 on 2-D is 4 x 2)."""
+        if self.system.implementation.spatial_decomposition == "strips":
+            return (p,) + (1,) * (self.model.spatial_dims - 1)
         return balanced_grid(p, self.model.spatial_dims)
 
     def halo_elements(self, grid: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
@@ -281,6 +439,15 @@ class Context:
         minimises the largest group FW+BW time (the linear partition problem).
         Returns [(start, stop), ...] with stop exclusive.  Requires 1 <= p <= G."""
         return _partition_cached(self, p)
+
+
+def _saved_activations(model: Model, times: tuple[LayerTimes, ...]) -> SavedActivations:
+    """Measured saved bytes (a profile's, at fp32) when every layer has them, else the
+    rules of compute/memory.py."""
+    if times and all(t.saved_bytes is not None for t in times):
+        measured = np.array([t.saved_bytes for t in times], dtype=float)
+        return SavedActivations(measured / 4.0, np.zeros(len(times)), "profile")
+    return saved_activations(model)
 
 
 def _greedy(pre: np.ndarray, limit: float, G: int) -> list[int] | None:

@@ -84,6 +84,8 @@ class Point:
     rank: int | None = None
     details: tuple[tuple[str, object], ...] = field(default=(), compare=False)
     profile_kind: str = ""  # measured | total | estimated: how the compute times were obtained
+    memory_model: str = ""  # framework | paradl (SPEC §4.6): what memory_bytes counts
+    compute_conversion: str = ""  # issue 13: the profile's (device, precision, batch) -> this run's
 
     @property
     def compute_s(self) -> float:

@@ -68,9 +68,34 @@ def coefficients(operation: str, p: int) -> tuple[float, float]:
     raise ValueError(f"unknown operation {operation!r}")
 
 
-def predict_time(operation: str, p: int, m_bytes, alpha_s: float, beta_s_per_byte: float):
+def predict_time(operation: str, p: int, m_bytes, alpha_s: float, beta_s_per_byte: float, protocols=()):
+    """t = A·α + B·m·β, or with protocol lines the cheapest of them (compute/protocols.py)."""
     a, b = coefficients(operation, p)
-    return a * alpha_s + b * np.asarray(m_bytes, dtype=float) * beta_s_per_byte
+    m = np.asarray(m_bytes, dtype=float)
+    t = a * alpha_s + b * m * beta_s_per_byte
+    for line in protocols:
+        t = np.minimum(t, a * line.alpha_s + b * m * line.beta_s_per_byte)
+    return t
+
+
+def _fit_protocols(group, opt: FitOptions) -> tuple[float, float, tuple, str]:
+    """α, β of the level's own (largest-message) line and the protocol lines below it,
+    fitted to every measured size of the span's logs (compute/protocols.py)."""
+    from oracle.compute.protocols import fit_regimes
+
+    a_all, b_all, m_all, t_all = [], [], [], []
+    one_line = FitOptions(min_bytes=opt.min_bytes, max_bytes=opt.max_bytes, bw_fraction=opt.bw_fraction)
+    starts = [rows[_fit_range(log, rows, one_line)[0], 0] for log, _, rows, _m, _p in group]
+    last_from = min((float(s.min()) for s in starts if s.size), default=None)
+    for log, _, rows, _mask, _peak in group:
+        a, b = coefficients(log.operation, log.gpus)
+        a_all.append(np.full(len(rows), a))
+        b_all.append(np.full(len(rows), b))
+        m_all.append(rows[:, 0])
+        t_all.append(rows[:, 1])
+    lines = fit_regimes(*(np.concatenate(x) for x in (a_all, b_all, m_all, t_all)), opt.protocols,
+                        opt.alpha_floor_s, last_from=last_from)  # fmt: skip
+    return lines[-1].alpha_s, lines[-1].beta_s_per_byte, tuple(lines[:-1]), ""
 
 
 def span_of(log: BenchLog, gpus_per_node: int | None = None) -> int:
@@ -88,9 +113,14 @@ class FitOptions:
     in_place: bool = False  # nccl-tests: fit the in-place times instead of out-of-place
     alpha_floor_s: float = 1e-9
     check_bytes: int = MIB  # residuals are also reported over sizes >= this
+    # lines per level (compute/protocols.py): 1 = the ring model over the fit range;
+    # K > 1 = K protocol regimes fitted to every measured size
+    protocols: int = 1
 
     def rule(self, short: bool = False) -> str:
         """The fit-range rule in words (``short`` for per-level provenance)."""
+        if self.protocols > 1:
+            return f"every size, {self.protocols} protocol regimes (lower envelope)"
         parts = []
         if self.min_bytes is not None:
             parts.append(f"m >= {self.min_bytes} B (--min-bytes)")
@@ -155,6 +185,7 @@ class LevelFit:
     in_range: Residuals
     large: Residuals
     constrained: str = ""  # "" or why α was fixed at the floor
+    protocols: tuple = ()  # compute/protocols.Line below the level's own line
 
     @property
     def bandwidth_Bps(self) -> float:
@@ -169,6 +200,12 @@ class NetworkFit:
     options: FitOptions
     timing: str  # "out-of-place" | "in-place" | "average latency"
     warnings: tuple[str, ...] = field(default=())
+
+    @property
+    def overall_all(self) -> Residuals:
+        """Every log's points, all message sizes (fitted or not)."""
+        rel = [(np.array(lf.predicted_s) - np.array(lf.measured_s)) / np.array(lf.measured_s) for lf in self.logs]
+        return Residuals.of(np.concatenate(rel) if rel else np.zeros(0))
 
 
 # -- fitting ----------------------------------------------------------------------------
@@ -255,6 +292,8 @@ def fit_network(
         rows = np.array(log.times(opt.in_place), dtype=float)
         span = span_of(log, gpus_per_node)
         mask, peak = _fit_range(log, rows, opt)
+        if opt.protocols > 1:  # every size is fitted (and reported as "in range")
+            mask = np.ones(len(rows), dtype=bool)
         prepared.append((log, span, rows, mask, peak))
 
     by_span: dict[int, list] = {}
@@ -299,7 +338,11 @@ def fit_network(
                 f" {span}-GPU log(s) {files}; need at least 2",
                 hint="widen it with --min-bytes/--max-bytes or a smaller --bw-fraction",
             )
-        alpha, beta, note = _solve(a_v, bm_v, t_v, opt.alpha_floor_s)
+        protocols: tuple = ()
+        if opt.protocols > 1:
+            alpha, beta, protocols, note = _fit_protocols(group, opt)
+        else:
+            alpha, beta, note = _solve(a_v, bm_v, t_v, opt.alpha_floor_s)
         if not (beta > 0 and math.isfinite(beta) and math.isfinite(alpha)):
             files = ", ".join(g[0].file for g in group)
             raise OracleError(
@@ -313,7 +356,7 @@ def fit_network(
             max_gpus = max(span, total_gpus)
         rel_range, rel_large = [], []
         for log, _, rows, mask, peak in group:
-            pred = predict_time(log.operation, log.gpus, rows[:, 0], alpha, beta)
+            pred = predict_time(log.operation, log.gpus, rows[:, 0], alpha, beta, protocols)
             rel = (pred - rows[:, 1]) / rows[:, 1]
             large = rows[:, 0] >= opt.check_bytes
             rel_range.append(rel[mask])
@@ -352,6 +395,7 @@ def fit_network(
                 in_range=Residuals.of(np.concatenate(rel_range)),
                 large=Residuals.of(np.concatenate(rel_large)),
                 constrained=note,
+                protocols=protocols,
             )
         )
 

@@ -27,7 +27,11 @@ group; SPEC §4 Table, restricted to one layer):
                 SPEC §4.2-4.3).  One fused all-reduce per group (SPEC §4: AR(p, δΣw)):
                 its latency is paid once per group, not once per layer.
     memory      (2B/p)(x+y) split by samples and space, (2B/p1)(x+y) otherwise;
-                + 2|w_l| (2|w_l|/p2 when filter/channel split the weights) (SPEC §4)
+                + 2|w_l| (2|w_l|/p2 when filter/channel split the weights) (SPEC §4);
+                with the framework memory model the saved tensors of those samples
+                instead of 2(x+y), plus the backward's largest gradient working set and
+                DDP's buckets (Costs.memory; halo rows and a gathered head input, which
+                the spatial strategies count, are left out here)
 
 Redistribution (Dryden et al. §III-C): when a tensor's producer and consumer lay it out
 differently, it is shuffled with an all-to-all "where a processor sends indices it no
@@ -58,14 +62,19 @@ from oracle.compute.context import Context
 from oracle.compute.cost import Breakdown, Limit, Point
 from oracle.compute.network import (
     allgather_algorithm,
+    allgather_pieces,
     allreduce_algorithm,
     contention_factor,
     data_group_flows_per_node,
     group_contiguous,
     group_strided,
     link,
+    p2p,
     span_neighbours,
 )
+from oracle.compute.strategies.filter import backward_collective
+from oracle.compute.strategies.spatial import halo_exchange
+from oracle.compute.strategies.base import epoch_limit
 from oracle.model import MODEL_INPUT
 from oracle.units import fmt_gb
 
@@ -207,6 +216,21 @@ class Costs:
         self.edges = _edges(ctx)
         self._build()
 
+    def memory(self, choice) -> float:
+        """Per-GPU bytes of an assignment: its layers' tensors, and with the framework
+        model the backward's largest gradient working set and DDP's gradient buckets
+        (a copy of the gradients that are all-reduced), with the allocator overhead,
+        workspace and context (Context.memory_total)."""
+        c = np.asarray(choice, dtype=int)
+        rows = np.arange(self.G)
+        tensors = float(self.mem_bytes[rows, c].sum())
+        if self.ctx.memory_model == "paradl":
+            return self.ctx.memory_total(tensors)
+        trans = float(self.transient_bytes[rows, c].max()) if self.G else 0.0
+        reduced = (self.grad_class[rows, c] >= 0) & self.ctx.system.framework.gradient_bucket_copy
+        buckets = float(self.grad_bytes[rows, c][reduced].sum())
+        return self.ctx.memory_total(tensors + trans + buckets)
+
     # -- construction ------------------------------------------------------------------
     def _build(self) -> None:
         ctx, G, nd, p, B, I, D = self.ctx, self.G, self.nd, self.p, self.B, self.I, self.ctx.D
@@ -217,6 +241,7 @@ class Costs:
         halo = np.zeros((G, nd))
         lc = np.zeros((G, nd))
         mem = np.empty((G, nd))
+        held = np.empty((G, nd))  # samples of the layer's activations a GPU holds
         gbytes = np.zeros((G, nd))
         gclass = np.full((G, nd), -1, dtype=int)
         split = np.zeros((G, nd), dtype=bool)  # d splits l (by samples x space/filters/channels)
@@ -228,7 +253,7 @@ class Costs:
         layouts: list[tuple[str, int, int]] = [("S", p, 1)]
         layout_index = {("S", p, 1): 0}
         lay = np.zeros((G, nd), dtype=int)
-        act = ctx.x + ctx.y
+        act = ctx.layer_memory_elements()  # x + y (ParaDL), or half the saved elements
         w = ctx.w
         sp_mask = ctx.spatial_split.mask
         halo_rows = ctx._halo_layers  # split conv/pool layers (kernel half-widths, extents)
@@ -257,7 +282,7 @@ class Costs:
             return group(
                 ("ar", grp, phi, algorithm),
                 label + (f", φ={phi:g}" if phi != 1 else ""),
-                lambda m: allreduce_algorithm(system, grp, m, algorithm, phi, contention)[0],
+                lambda m: allreduce_algorithm(system, grp, m, algorithm, phi, contention, "gradient_allreduce")[0],
             )
 
         all_p = group_contiguous(p, gpn)
@@ -265,8 +290,9 @@ class Costs:
 
         def strided_group(p1: int, p2: int) -> int:
             phi = contention_factor(system, data_group_flows_per_node(p1, p2, gpn), contention)
+            leader = system.implementation.data_filter_allreduce == "leader"  # as data_group_allreduce
             return ar_group(
-                group_strided(p1, p2, gpn), phi, algo, f"{p1} data groups (GPUs every {p2})"
+                group_strided(p1, p2, gpn), phi, "leader" if leader else algo, f"{p1} data groups (GPUs every {p2})"
             )
 
         for k, d in enumerate(self.dists):
@@ -278,9 +304,10 @@ class Costs:
                 for l in range(G):
                     self.reasons[(l, k)] = f"fewer than one sample per {what}: B={B:g} over {p1}"
             if d.kind == "data":
-                fb[:, k] = D / p * ctx.fb
+                fb[:, k] = D / p * ctx.times_at(B / p)[2]
                 wu[:, k] = I * ctx.wu
                 mem[:, k] = 2 * B / p * act + 2 * w
+                held[:, k] = B / p
                 gbytes[:, k] = delta * w
                 gclass[:, k] = g_all
                 split[:, k] = True
@@ -288,9 +315,10 @@ class Costs:
                 continue
             if d.kind == "spatial":
                 s = sp_mask
-                fb[:, k] = _split_fb(ctx, s, D, p1, p2, I)
+                fb[:, k] = _split_fb(ctx, s, D, p1, p2, I, B)
                 wu[:, k] = I * ctx.wu
                 mem[:, k] = np.where(s, 2 * B / p, 2 * b) * act + 2 * w
+                held[:, k] = np.where(s, B / p, b)
                 gbytes[:, k] = delta * w
                 split[:, k] = s
                 # split layers: all-reduce over all p GPUs (spatial: AR(p); data+spatial:
@@ -312,9 +340,9 @@ class Costs:
                     hx, hdy = ctx.halo_elements(grid)
                     h = hx + hdy
                     lk = link(system, span_neighbours(p2, gpn), "halo")
-                    per = np.where(
-                        h > 0, 2 * (2 * lk.alpha_s + b * delta * h * lk.beta_s_per_byte), 0.0
-                    )
+                    fw_x = halo_exchange(ctx, grid, 2 * np.asarray(p2p(b * delta * hx, lk)))
+                    bw_x = halo_exchange(ctx, grid, 2 * np.asarray(p2p(b * delta * hdy, lk)))
+                    per = np.where(h > 0, fw_x + bw_x, 0.0)
                     halo[idx, k] = I * per
                     f = np.array(grid, dtype=float)
                     bad = (halo_rows["Y"] < f).any(axis=1)
@@ -330,9 +358,10 @@ class Costs:
             sums = ctx.filter_split if d.kind == "filter" else ctx.channel_split
             s = sums.mask
             width = ctx.F if d.kind == "filter" else ctx.C
-            fb[:, k] = _split_fb(ctx, s, D, p1, p2, I)
+            fb[:, k] = _split_fb(ctx, s, D, p1, p2, I, B)
             wu[:, k] = np.where(s, I / p2, I) * ctx.wu
             mem[:, k] = 2 * b * act + np.where(s, 2 * w / p2, 2 * w)
+            held[:, k] = b
             gbytes[:, k] = np.where(s, delta * w / p2, delta * w)
             gclass[:, k] = strided_group(p1, p2) if p1 > 1 else -1
             split[:, k] = s
@@ -344,8 +373,8 @@ class Costs:
             if coll.any():
                 grp = group_contiguous(p2, gpn)
                 m = delta * b * ctx.y[coll]
-                ag = allgather_algorithm(system, grp, m / p2, algo)[0]
-                ar = allreduce_algorithm(system, grp, m, algo, contention=contention)[0]
+                ag = allgather_algorithm(system, grp, m / p2, algo, purpose="layer_allgather")[0]
+                ar = backward_collective(ctx, grp, m)
                 lc[coll, k] = I * (np.asarray(ag) + np.asarray(ar))
             too_wide = s & (width < p2)
             noun = "filters" if d.kind == "filter" else "input channels"
@@ -355,7 +384,9 @@ class Costs:
 
         self.fb, self.wu, self.halo, self.lc = fb, wu, halo, lc
         self.mem_elements = mem
-        self.mem_bytes = ctx.gamma * delta * mem
+        self.mem_bytes = ctx.memory_scale() * mem
+        # framework model: the backward's gradient working set (max over layers, not a sum)
+        self.transient_bytes = ctx.delta * ctx.transient[:, None] * held if ctx.memory_model != "paradl" else 0 * held
         self.grad_bytes = gbytes
         self.grad_class = gclass
         self.split, self.partial = split, partial
@@ -421,8 +452,10 @@ class Costs:
         # all-gather algorithm the context may pick; one for an all-to-all)
         algo = getattr(ctx, "algorithm", "ring")
         algos = ("ring", "rhd") if algo == "auto" else (algo,)
-        lat = np.zeros((len(algos), nL, nL))
-        slope = np.zeros((len(algos), nL, nL))
+        # pieces: per algorithm one per protocol line, one more for an operation's own "auto"
+        lines = 2 + max((len(level.protocols) for level in system.network), default=0)
+        lat = np.full((len(algos) * lines, nL, nL), np.inf)
+        slope = np.zeros((len(algos) * lines, nL, nL))
         self.shuffle_kind = np.full((nL, nL), "", dtype=object)
         for a in range(nL):
             for c in range(nL):
@@ -434,19 +467,21 @@ class Costs:
                 if L[c][0] == "R" and p1a % p1c == 0:
                     # the consumer gathers whole pieces of its group: an all-gather, each
                     # GPU contributing its B/p samples' share (SPEC §4.1 AG)
-                    m1 = delta * B / p * 1e6  # bytes of 10^6 elements per sample
-                    for k, name in enumerate(algos):
-                        t0 = float(allgather_algorithm(system, grp, 0.0, name)[0])
-                        t1 = float(allgather_algorithm(system, grp, m1, name)[0])
-                        lat[k, a, c], slope[k, a, c] = t0, (t1 - t0) / 1e6
+                    # (one affine piece per algorithm and protocol line: their minimum is
+                    # the all-gather of compute/network.py)
+                    pieces = [pc for name in algos for pc in allgather_pieces(system, grp, name, "tail_gather")]
+                    for k, (t0, per_byte) in enumerate(pieces):
+                        lat[k, a, c], slope[k, a, c] = t0, per_byte * delta * B / p
                     self.shuffle_kind[a, c] = f"all-gather in groups of {q}"
                 else:
                     # all-to-all (Dryden et al. §III-C): (q-1)(α + m_i β), m_i = received
                     # bytes / (q-1)
                     lk = link(system, grp.span, "alltoall")
-                    lat[:, a, c] = (q - 1) * lk.alpha_s
-                    slope[:, a, c] = recv[a, c] * B * delta * lk.beta_s_per_byte
+                    for k, (alpha, beta) in enumerate(lk.lines()):
+                        lat[k, a, c] = (q - 1) * alpha
+                        slope[k, a, c] = recv[a, c] * B * delta * beta
                     self.shuffle_kind[a, c] = f"all-to-all in groups of {q}"
+        lat[:, recv == 0.0] = 0.0  # nothing to move (pieces left unused stay at +inf)
         self.shuffle_lat, self.shuffle_slope, self.shuffle_recv = lat, slope, recv
 
     def shuffle_time(self, la, lb, y) -> np.ndarray:
@@ -525,7 +560,8 @@ class Costs:
             limits.append(
                 Limit("layer", f"{ctx.names[l]} under {self.dists[c[l]].label}: {why}{more}")
             )
-        memory = float(mem.sum())
+        limits += epoch_limit(ctx, self.B)  # issue 13: B > D
+        memory = self.memory(c)
         bd = self._with_input(bd, assignment)
         if self.p > ctx.system.total_gpus:
             limits.insert(
@@ -562,6 +598,8 @@ class Costs:
                 ("gradient_groups", tuple(sorted(grad))),
             ),
             profile_kind=ctx.profile_kind,
+            memory_model=ctx.memory_model,
+            compute_conversion=ctx.conversion_label(self.B / self.p),
         )
         return Assessment(
             point=point,
@@ -609,15 +647,17 @@ class Costs:
         return [self.index[d] for d in assignment]
 
 
-def _split_fb(ctx: Context, split: np.ndarray, D: float, p1: int, p2: int, I: float) -> np.ndarray:
+def _split_fb(ctx: Context, split: np.ndarray, D: float, p1: int, p2: int, I: float, B: float) -> np.ndarray:
     """Per layer FW+BW per epoch: a split layer's D/p1 samples split p2 ways, with the
-    system's split efficiency (as Context.split_compute); a replicated one's D/p1."""
+    system's split efficiency (as Context.split_compute); a replicated one's D/p1.
+    Compute model (issue 13): split layers work on B/(p1·p2) samples per kernel,
+    replicated ones on B/p1."""
     impl = ctx.system.implementation
     f = impl.split_serial_fraction if p2 > 1 else 0.0
-    split_t = D / p1 * ctx.fb * (f + (1.0 - f) / p2)
+    split_t = D / p1 * ctx.times_at(B / (p1 * p2))[2] * (f + (1.0 - f) / p2)
     if p2 > 1 and impl.split_overhead_s:
         split_t = split_t + I * impl.split_overhead_s
-    return np.where(split, split_t, D / p1 * ctx.fb)
+    return np.where(split, split_t, D / p1 * ctx.times_at(B / p1)[2])
 
 
 def _flows(p1: int, p2: int, gpn: int) -> int:

@@ -33,6 +33,14 @@ class Link:
     level: str
     span: int
     table: CollectiveTable | None = None
+    # more (α, β) lines of the level (protocol regimes, compute/protocols.py): ring
+    # collectives and transfers take the cheapest line for their message size
+    protocols: tuple[tuple[float, float], ...] = ()
+    factor: float = 1.0  # a measured table's time is scaled by it (α-β lines already are)
+    algorithm: str | None = None  # the operation's own algorithm (system operations:)
+
+    def lines(self) -> tuple[tuple[float, float], ...]:
+        return ((self.alpha_s, self.beta_s_per_byte), *self.protocols)
 
 
 # -- placement ----------------------------------------------------------------------
@@ -79,22 +87,49 @@ def level_for(system: System, span: int) -> NetworkLevel:
     return system.network[-1]
 
 
+# operations by purpose (issue 14) and the primitive each one is: a system file's
+# `operations:` entry for a purpose wins over the entry for its primitive
+PURPOSES = {
+    "gradient_allreduce": "allreduce",  # data-parallel gradients (and hybrids' data groups)
+    "layer_allgather": "allgather",  # filter/channel: the split layers' outputs
+    "layer_allreduce": "allreduce",  # filter/channel: the input gradients
+    "tail_gather": "allgather",  # spatial: before the replicated head
+    "pipeline_p2p": "p2p",  # pipeline stages' activations and gradients
+    "halo": "halo",
+}
+
+
+def primitive(op: str) -> str:
+    return PURPOSES.get(op, op)
+
+
 def link(system: System, span: int, op: str, gpus: int | None = None) -> Link:
     """α/β for an operation over a span: the level's, unless the system overrides ``op``
-    (SPEC §4.4, e.g. halo exchange over MPI through host memory); with ``gpus``, the
-    system's measured table for (op, gpus, span) when it has one (collectives: table)."""
+    (a purpose, or its primitive; SPEC §4.4, e.g. halo exchange over MPI through host
+    memory) — own α/β, scale factors, an algorithm, a time factor; with ``gpus``, the
+    system's measured table for (primitive, gpus, span) when it has one."""
     level = level_for(system, span)
     alpha, beta = level.alpha_s, level.beta_s_per_byte
-    override = system.operation(op)
+    protocols = tuple((pr.alpha_s, pr.beta_s_per_byte) for pr in level.protocols)
+    override = system.operation(op) or system.operation(primitive(op))
     if override is not None:
+        # an α or β of its own is another transport: the level's protocol lines go;
+        # scale factors apply to every line
+        if override.alpha_s is not None or override.beta_s_per_byte is not None:
+            protocols = ()
+        protocols = tuple((a * override.alpha_scale, b * override.beta_scale) for a, b in protocols)
         alpha = override.alpha_s if override.alpha_s is not None else alpha * override.alpha_scale
         beta = (
             override.beta_s_per_byte
             if override.beta_s_per_byte is not None
             else beta * override.beta_scale
         )
-    table = system.table(op, gpus, span) if gpus is not None and system.collective_tables else None
-    return Link(alpha, beta, level.name, span, table)
+    factor = override.factor if override is not None else 1.0
+    if factor != 1.0:
+        alpha, beta = alpha * factor, beta * factor
+        protocols = tuple((a * factor, b * factor) for a, b in protocols)
+    table = system.table(primitive(op), gpus, span) if gpus is not None and system.collective_tables else None
+    return Link(alpha, beta, level.name, span, table, protocols, factor, override.algorithm if override else None)
 
 
 # -- contention ---------------------------------------------------------------------
@@ -141,8 +176,8 @@ def allreduce(p: int, m_bytes, lk: Link, phi: float = 1.0):
     if p <= 1:
         return _out(np.zeros_like(m))
     if lk.table is not None and lk.table.gpus == p:
-        return _out(table_time(lk.table, m * phi))
-    return _out(2.0 * (p - 1) * (lk.alpha_s + m / p * lk.beta_s_per_byte * phi))
+        return _out(lk.factor * table_time(lk.table, m * phi))
+    return _out(_cheapest(lk, lambda a, b: 2.0 * (p - 1) * (a + m / p * b * phi)))
 
 
 def allgather(p: int, m_each_bytes, lk: Link, phi: float = 1.0):
@@ -152,8 +187,8 @@ def allgather(p: int, m_each_bytes, lk: Link, phi: float = 1.0):
     if p <= 1:
         return _out(np.zeros_like(m))
     if lk.table is not None and lk.table.gpus == p:
-        return _out(table_time(lk.table, p * m * phi))
-    return _out((p - 1) * (lk.alpha_s + m * lk.beta_s_per_byte * phi))
+        return _out(lk.factor * table_time(lk.table, p * m * phi))
+    return _out(_cheapest(lk, lambda a, b: (p - 1) * (a + m * b * phi)))
 
 
 def table_time(table: CollectiveTable, m_bytes: np.ndarray) -> np.ndarray:
@@ -170,7 +205,16 @@ def table_time(table: CollectiveTable, m_bytes: np.ndarray) -> np.ndarray:
 
 def p2p(m_bytes, lk: Link):
     """Point-to-point transfer of m bytes: α + m·β."""
-    return _out(lk.alpha_s + np.asarray(m_bytes, dtype=float) * lk.beta_s_per_byte)
+    m = np.asarray(m_bytes, dtype=float)
+    return _out(_cheapest(lk, lambda a, b: a + m * b))
+
+
+def _cheapest(lk: Link, cost) -> np.ndarray:
+    """cost(α, β) of the link's own line, or the cheapest of its protocol lines."""
+    t = np.asarray(cost(lk.alpha_s, lk.beta_s_per_byte), dtype=float)
+    for a, b in lk.protocols:
+        t = np.minimum(t, cost(a, b))
+    return t
 
 
 # -- groups and collective algorithms (issue 8) -----------------------------------------
@@ -193,7 +237,13 @@ def p2p(m_bytes, lk: Link):
 #   auto          the cheapest of these for every call (per message size and span)
 
 ALLREDUCE_ALGORITHMS = ("ring", "rhd", "tree", "hierarchical", "leader")
-ALGORITHMS = (*ALLREDUCE_ALGORITHMS, "auto")
+# ps: a parameter server (issue 18; Li et al., "Scaling Distributed Machine Learning with
+# the Parameter Server", OSDI 2014; the synchronisation of Jia et al.'s ICML 2018
+# baselines): every worker pushes its m bytes of gradients and pulls m bytes of weights,
+# and the s servers (collectives: ps_servers) each move p·m/s both ways over a link of
+# the same level, so  t = 2α + 2·m·β·max(1, p/s)  — cost growing with the replicas.
+# Never chosen by "auto" (a deployment choice, not an algorithm a library picks).
+ALGORITHMS = (*ALLREDUCE_ALGORITHMS, "ps", "auto")
 
 
 @dataclass(frozen=True)
@@ -239,20 +289,24 @@ def allreduce_algorithm(
     algorithm: str = "ring",
     phi: float = 1.0,
     contention: float | None = None,
+    purpose: str = "allreduce",
 ) -> tuple:
     """All-reduce of m bytes over ``group`` with an algorithm (or ``auto``); returns
     (seconds, the algorithm used).  A measured table for exactly this GPU count and span
     wins over every model.  ``contention`` is a user φ override (it also caps the
-    hierarchical algorithm's concurrent flows)."""
+    hierarchical algorithm's concurrent flows).  ``purpose`` (PURPOSES) picks the
+    system's operation entry: its transport, algorithm and factor."""
     m = np.asarray(m_bytes, dtype=float)
     p = group.p
     if p <= 1:
         return _out(np.zeros_like(m)), "none"
-    lk = link(system, group.span, "allreduce", p)
+    lk = link(system, group.span, purpose, p)
     if lk.table is not None and lk.table.gpus == p:
-        return _out(table_time(lk.table, m * phi)), "measured"
+        return _out(lk.factor * table_time(lk.table, m * phi)), "measured"
+    algorithm = lk.algorithm or algorithm
     names = ALLREDUCE_ALGORITHMS if algorithm == "auto" else (algorithm,)
-    times = [np.broadcast_to(_allreduce_one(system, group, m, n, lk, phi, contention), m.shape) for n in names]
+    times = [np.broadcast_to(_allreduce_one(system, group, m, n, lk, phi, contention, purpose), m.shape)
+             for n in names]  # fmt: skip
     if len(names) == 1:
         return _out(np.asarray(times[0], dtype=float)), names[0]
     stacked = np.stack(times)
@@ -261,7 +315,7 @@ def allreduce_algorithm(
     return _out(np.asarray(best, dtype=float)), used
 
 
-def _allreduce_one(system, group, m, name, lk, phi, contention):
+def _allreduce_one(system, group, m, name, lk, phi, contention, purpose="allreduce"):
     p = group.p
     if name == "ring":
         return np.asarray(allreduce(p, m, lk, phi))
@@ -269,12 +323,14 @@ def _allreduce_one(system, group, m, name, lk, phi, contention):
         return 2.0 * math.ceil(math.log2(p)) * lk.alpha_s + 2.0 * (p - 1) / p * m * lk.beta_s_per_byte * phi
     if name == "tree":
         return _tree(p, m, lk, phi)
+    if name == "ps":
+        return 2.0 * lk.alpha_s + 2.0 * m * lk.beta_s_per_byte * phi * max(1.0, p / system.ps_servers)
     g, n = group.per_node, group.nodes
     if n <= 1 or g <= 1:  # nothing to split in two levels: the flat ring
         return np.asarray(allreduce(p, m, lk, phi))
     gpn = system.gpus_per_node
-    inner = link(system, g, "allreduce")
-    outer = link(system, n * gpn, "allreduce")
+    inner = link(system, g, purpose)
+    outer = link(system, n * gpn, purpose)
     local = 2.0 * (g - 1) * (inner.alpha_s + m / g * inner.beta_s_per_byte)
     if name == "leader":
         return 2.0 * local + 2.0 * (n - 1) * (outer.alpha_s + m / n * outer.beta_s_per_byte * phi)
@@ -283,18 +339,42 @@ def _allreduce_one(system, group, m, name, lk, phi, contention):
     return local + 2.0 * (n - 1) * (outer.alpha_s + m / (g * n) * outer.beta_s_per_byte * phi_g)
 
 
+def allgather_pieces(system: System, group: Group, algorithm: str = "ring", purpose: str = "allgather") -> list[tuple[float, float]]:
+    """The all-gather of :func:`allgather_algorithm` as affine pieces (seconds at 0
+    bytes, seconds per byte each GPU contributes): its time is their minimum.  Ring: one
+    piece per protocol line, (p-1)(α_k + m_i β_k); rhd: ⌈log2 p⌉α + (p-1) m_i β; a
+    measured table: its secant from 0 to 1 MB."""
+    p = group.p
+    if p <= 1:
+        return [(0.0, 0.0)]
+    lk = link(system, group.span, purpose, p)
+    if lk.table is not None and lk.table.gpus == p:
+        t0 = lk.factor * float(table_time(lk.table, np.asarray(0.0)))
+        return [(t0, (lk.factor * float(table_time(lk.table, np.asarray(p * 1e6))) - t0) / 1e6)]
+    algorithm = lk.algorithm or algorithm
+    if algorithm == "rhd":
+        return [(math.ceil(math.log2(p)) * lk.alpha_s, (p - 1) * lk.beta_s_per_byte)]
+    ring = [((p - 1) * a, (p - 1) * b) for a, b in lk.lines()]
+    if algorithm == "auto":
+        return ring + [(math.ceil(math.log2(p)) * lk.alpha_s, (p - 1) * lk.beta_s_per_byte)]
+    return ring
+
+
 def allgather_algorithm(
-    system: System, group: Group, m_each_bytes, algorithm: str = "ring", phi: float = 1.0
-) -> tuple:
+    system: System, group: Group, m_each_bytes, algorithm: str = "ring", phi: float = 1.0,
+    purpose: str = "allgather",
+) -> tuple:  # fmt: skip
     """All-gather, each PE contributing m_i bytes: ring, or recursive doubling (rhd);
-    ``auto`` the cheaper; the all-reduce-only algorithms fall back to the ring."""
+    ``auto`` the cheaper; the all-reduce-only algorithms fall back to the ring.
+    ``purpose`` as for :func:`allreduce_algorithm`."""
     m = np.asarray(m_each_bytes, dtype=float)
     p = group.p
     if p <= 1:
         return _out(np.zeros_like(m)), "none"
-    lk = link(system, group.span, "allgather", p)
+    lk = link(system, group.span, purpose, p)
     if lk.table is not None and lk.table.gpus == p:
-        return _out(table_time(lk.table, p * m * phi)), "measured"
+        return _out(lk.factor * table_time(lk.table, p * m * phi)), "measured"
+    algorithm = lk.algorithm or algorithm
     ring = np.asarray(allgather(p, m, lk, phi))
     rhd = math.ceil(math.log2(p)) * lk.alpha_s + (p - 1) * m * lk.beta_s_per_byte * phi
     if algorithm == "rhd":

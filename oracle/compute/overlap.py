@@ -39,12 +39,16 @@ class Timeline:
 
 
 def buckets_of(
-    grad_bytes: np.ndarray, kinds: np.ndarray, bucket_bytes: float | None
+    grad_bytes: np.ndarray, kinds: np.ndarray, bucket_bytes: float | None, bucket_layers: int = 0
 ) -> list[tuple[list[int], float, int]]:
     """Layers in backward order packed into buckets: [(layer indices, bytes, kind)].
 
-    A bucket closes when it reaches ``bucket_bytes`` (None or 0: one per layer), and
-    never mixes gradients that go to different groups (``kinds``)."""
+    A bucket closes when it reaches ``bucket_bytes`` (None or 0: one per layer) or,
+    with ``bucket_layers`` k > 0, when it holds k layers with gradients (Lee et al.'s
+    communication in chunks of k layers, HiPC 2017 §IV), and never mixes gradients that
+    go to different groups (``kinds``)."""
+    if bucket_layers > 0:
+        return _chunks_of_layers(grad_bytes, kinds, bucket_layers)
     out: list[tuple[list[int], float, int]] = []
     cur: list[int] = []
     size = 0.0
@@ -66,19 +70,46 @@ def buckets_of(
     return out
 
 
+def _chunks_of_layers(grad_bytes: np.ndarray, kinds: np.ndarray, k: int) -> list[tuple[list[int], float, int]]:
+    out: list[tuple[list[int], float, int]] = []
+    cur: list[int] = []
+    for layer in range(len(grad_bytes) - 1, -1, -1):
+        if grad_bytes[layer] <= 0:
+            continue
+        if cur and (int(kinds[layer]) != int(kinds[cur[0]]) or len(cur) >= k):
+            out.append((cur, float(sum(grad_bytes[i] for i in cur)), int(kinds[cur[0]])))
+            cur = []
+        cur.append(layer)
+    if cur:
+        out.append((cur, float(sum(grad_bytes[i] for i in cur)), int(kinds[cur[0]])))
+    return out
+
+
 def gradient_timeline(
     backward_s: np.ndarray,
     grad_bytes: np.ndarray,
     allreduce_s: Sequence[Callable[[float], float]],
     bucket_bytes: float | None = DDP_BUCKET_BYTES,
     kinds: np.ndarray | None = None,
+    bucket_layers: int = 0,
+    delayed: np.ndarray | None = None,
+    forward_s: np.ndarray | None = None,
 ) -> Timeline:
     """One iteration's bucketed gradient exchange against its backward pass.
 
     ``backward_s[l]``: layer l's backward time on one GPU this iteration (forward
     order); ``grad_bytes[l]``: bytes of its gradients to all-reduce; ``allreduce_s[k]``:
     the all-reduce time of a bucket of gradients of kind k (e.g. the split layers' go
-    to all GPUs, the replicated head's to the data-parallel group)."""
+    to all GPUs, the replicated head's to the data-parallel group).
+
+    ``delayed`` (a mask of layers; Lee et al. §IV's delayed update of the fully
+    connected layers): those layers' buckets go on the channel after the others and
+    need only be done when the next iteration's forward reaches them — after
+    ``forward_s`` of the layers before the first delayed one; what they take beyond
+    that is exposed too."""
+    if delayed is not None and delayed.any():
+        return _delayed_timeline(backward_s, grad_bytes, allreduce_s, bucket_bytes, kinds, bucket_layers,
+                                 delayed, forward_s)  # fmt: skip
     n = len(backward_s)
     kinds = np.zeros(n, dtype=int) if kinds is None else kinds
     # completion time of each layer's backward, layers run from the last to the first
@@ -90,7 +121,7 @@ def gradient_timeline(
     end_backward = t
     channel = 0.0
     total = 0.0
-    buckets = [b for b in buckets_of(grad_bytes, kinds, bucket_bytes) if b[1] > 0]
+    buckets = [b for b in buckets_of(grad_bytes, kinds, bucket_bytes, bucket_layers) if b[1] > 0]
     for layers, size, kind in buckets:
         ready = max(done[i] for i in layers if grad_bytes[i] > 0)
         duration = float(allreduce_s[kind](size))
@@ -100,6 +131,33 @@ def gradient_timeline(
     # (one bucket ready at the very end gave exposed > total, overlap ratio -3e-15)
     exposed = min(total, max(0.0, channel - end_backward)) if buckets else 0.0
     return Timeline(total, exposed, len(buckets))
+
+
+def _delayed_timeline(backward_s, grad_bytes, allreduce_s, bucket_bytes, kinds, bucket_layers, delayed,
+                      forward_s) -> Timeline:  # fmt: skip
+    """gradient_timeline with delayed layers (its docstring)."""
+    n = len(backward_s)
+    kinds = np.zeros(n, dtype=int) if kinds is None else kinds
+    done = np.cumsum(np.asarray(backward_s, dtype=float)[::-1])[::-1]  # layer l done at done[l]
+    end_backward = float(done[0]) if n else 0.0
+    now_bytes = np.where(delayed, 0.0, grad_bytes)
+    later_bytes = np.where(delayed, grad_bytes, 0.0)
+    channel = total = 0.0
+    count = 0
+    for part in (now_bytes, later_bytes):
+        for layers, size, kind in buckets_of(part, kinds, bucket_bytes, bucket_layers):
+            if size <= 0:
+                continue
+            duration = float(allreduce_s[kind](size))
+            channel = max(float(max(done[i] for i in layers)), channel) + duration
+            total += duration
+            count += 1
+        if part is now_bytes:
+            stall = max(0.0, channel - end_backward)  # the update of the other layers waits
+    first = int(np.flatnonzero(delayed)[0])
+    window = float(np.sum(forward_s[:first])) if forward_s is not None else 0.0
+    late = max(0.0, channel - (end_backward + stall + window))
+    return Timeline(total, stall + late, count)
 
 
 def exposed_halo(halo_s: np.ndarray, compute_s: np.ndarray) -> np.ndarray:

@@ -429,10 +429,9 @@ def search_layerwise(
     notes: list[str] = []
     constrained = False
     limit = ctx.system.gpu_memory_bytes
-    rows = np.arange(G)
 
     def memory(c: np.ndarray) -> float:
-        return float(costs.mem_bytes[rows, c].sum())
+        return costs.memory(c)
 
     if memory(choice) > limit and memory(_least_memory(costs, feasible)) > limit:
         notes.append("no assignment fits in GPU memory (not even the one that needs the least)")

@@ -11,7 +11,7 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
-from oracle.compute.context import PRECISION_BYTES, Context, Options
+from oracle.compute.context import MEMORY_MODELS, PRECISION_BYTES, Context, Options
 from oracle.compute.cost import Point
 from oracle.compute.strategies import NAMES, REGISTRY
 from oracle.errors import OracleError, did_you_mean
@@ -61,12 +61,22 @@ def check_options(options: Options) -> None:
                 path="--collective",
                 hint=did_you_mean(options.collective, ALGORITHMS) or "one of " + ", ".join(ALGORITHMS),
             )
-    from oracle.compute.strategies.base import OPTIMIZER_BYTES
+    from oracle.compute.memory import OPTIMIZER_BYTES
 
     if options.optimizer not in OPTIMIZER_BYTES:
         raise OracleError(
             f"unknown optimizer '{options.optimizer}'", path="--optimizer", hint="one of " + ", ".join(OPTIMIZER_BYTES)
         )
+    if options.memory_model not in MEMORY_MODELS:
+        raise OracleError(
+            f"unknown memory model '{options.memory_model}'", path="--memory-model",
+            hint=did_you_mean(options.memory_model, MEMORY_MODELS) or "framework or paradl",
+        )  # fmt: skip
+    if (options.bucket_layers or options.delayed_update) and options.overlap != "buckets":
+        raise OracleError("--bucket-layers and --delayed-update shape the overlap", path="--overlap",
+                          hint="add --overlap buckets")  # fmt: skip
+    if options.bucket_layers < 0:
+        raise OracleError(f"got {options.bucket_layers}; expected a number of layers >= 0", path="--bucket-layers")
     if options.overlap not in ("none", "buckets"):
         raise OracleError(f"unknown overlap '{options.overlap}'", path="--overlap", hint="none or buckets")
     if not (options.bucket_bytes >= 0):
@@ -98,6 +108,7 @@ def sweep(
     p2: int | None = None,
     options: Options | None = None,
     profile_kind: str = "",
+    conversion=None,
 ) -> list[Point]:
     """Evaluate and rank.  Exactly one of ``batch`` (strong scaling, B fixed) and
     ``batch_per_gpu`` (weak scaling, B = b·p) must be given."""
@@ -120,7 +131,7 @@ def sweep(
     if counts[0] < 1:
         raise OracleError(f"got {counts[0]}; GPU counts must be >= 1", path="--gpus")
 
-    ctx = Context(model, system, times, options, profile_kind)
+    ctx = Context(model, system, times, options, profile_kind, conversion=conversion)
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
         # overflowing inputs become the "overflow" limit of a point, not warnings
         return _sweep(ctx, counts, names, explicit, batch, batch_per_gpu, p2)

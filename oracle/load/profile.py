@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from oracle.errors import OracleError
+from oracle.gpus import PRECISIONS
 from oracle.load.fields import Fields, choice, integer, number, string
 from oracle.load.yamlfile import load_yaml
 from oracle.model import LayerTimes, Model, Profile
@@ -30,10 +31,11 @@ def parse_profile(doc: dict, file: str) -> Profile:
     device = top.opt("device", string(), "unknown device")
     framework = top.opt("framework", string(), "unknown framework")
     samples = top.opt("measured_samples_per_gpu", integer(ge=1))
+    precision = top.opt("precision", choice(PRECISIONS), "fp32")
     source = top.opt("source", string(nonempty=False), "")
     kind = top.opt("kind", choice(KINDS), None)
     meta = []
-    for key in ("batch", "threads", "date", "framework_version", "efficiency", "notes"):
+    for key in ("batch", "threads", "date", "framework_version", "efficiency", "notes", "peak_allocated_bytes"):
         if key in top.map and top.map[key] is not None:
             meta.append((key, str(top.map[key])))
             top.used.add(key)
@@ -58,8 +60,10 @@ def parse_profile(doc: dict, file: str) -> Profile:
             fw = tf.req("fw_s", _time, "forward seconds per sample")
             bw = tf.req("bw_s", _time, "backward seconds per sample")
             wu = tf.opt("wu_s", _time, 0.0)
+            saved = tf.opt("saved_bytes", number(ge=0, le=1e15, what="bytes per sample saved for the backward"))
             tf.done()
-            layers.append((str(lname), LayerTimes(fw, bw, wu)))
+            layers.append((str(lname), LayerTimes(fw, bw, wu, saved)))
+        _all_or_no_memory(top, layers)
         if sum(t.fw_s + t.bw_s for _, t in layers) <= 0:
             raise top.error("layers", "all forward and backward times are zero")
         kind = kind or "measured"
@@ -89,22 +93,49 @@ def parse_profile(doc: dict, file: str) -> Profile:
         total_fw_bw_per_sample_s=total_fwbw,
         total_wu_per_iteration_s=total_wu,
         meta=tuple(meta),
+        precision=precision,
     )
 
 
-def bind_profile(model: Model, profile: Profile) -> tuple[LayerTimes, ...]:
+def _model_arg(model: Model) -> str:
+    """How to name ``model`` on the command line: a shipped model by its name."""
+    from oracle.resources import shipped_dir
+
+    path = Path(model.file) if model.file else None
+    if path is not None and path.parent.resolve() == shipped_dir("models").resolve():
+        return path.stem
+    return model.file or model.name
+
+
+def _all_or_no_memory(top: Fields, layers: list[tuple[str, LayerTimes]]) -> None:
+    """Measured memory (``saved_bytes``) replaces the model's estimate only when every
+    layer has it: a partial set is a mistake, not something to fill in silently."""
+    have = [name for name, t in layers if t.saved_bytes is not None]
+    if have and len(have) < len(layers):
+        missing = next(name for name, t in layers if t.saved_bytes is None)
+        raise top.error(
+            f"layers.{missing}",
+            f"has no saved_bytes while {len(have)} other layer(s) have; give the measured bytes"
+            " of every layer or of none (oracle profile writes them all)",
+        )
+
+
+def bind_profile(model: Model, profile: Profile, spread=None) -> tuple[LayerTimes, ...]:
     """Per-layer times of ``profile`` for the layers of ``model``, in model order.
 
     A total-only profile is spread over layers in proportion to their training FLOPs
     (forward : backward = 1 : 2, the usual 3x forward cost of training), and its weight
-    update time in proportion to parameters (SPEC §3.3).
+    update time in proportion to parameters (SPEC §3.3).  With ``spread`` (per-layer
+    (FW, BW) weights, e.g. the compute model's times, issue 13) the forward+backward
+    total is spread in proportion to those instead.
     """
     if profile.model != model.name:
         raise OracleError(
             f"profile is for model '{profile.model}', not '{model.name}'",
             file=profile.file,
             path="model",
-            hint="pass the profile made for this model",
+            hint=f"pass the profile made for this model, or make one: oracle profile {_model_arg(model)}"
+            " --estimate --system S (oracle list profiles shows the shipped ones)",
         )
     if profile.layers:
         times = dict(profile.layers)
@@ -134,6 +165,11 @@ def bind_profile(model: Model, profile: Profile) -> tuple[LayerTimes, ...]:
     total = profile.total_fw_bw_per_sample_s
     wu_total = profile.total_wu_per_iteration_s or 0.0
     out = []
+    if spread is not None:
+        ssum = sum(f + b for f, b in spread) or 1.0
+        for (f, b), w in zip(spread, params):
+            out.append(LayerTimes(total * f / ssum, total * b / ssum, wu_total * w / psum if psum else 0.0))
+        return tuple(out)
     for f, w in zip(flops, params):
         share = total * f / fsum
         wu = wu_total * w / psum if psum else 0.0

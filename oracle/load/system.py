@@ -11,9 +11,21 @@ from pathlib import Path
 from oracle.errors import OracleError
 from oracle.load.fields import Fields, boolean, choice, integer, number, string
 from oracle.load.yamlfile import load_yaml
-from oracle.model import CollectiveTable, Implementation, InputPipeline, NetworkLevel, OperationOverride, System
+from oracle.model import (
+    CollectiveTable,
+    FrameworkMemory,
+    Implementation,
+    InputPipeline,
+    NetworkLevel,
+    OperationOverride,
+    Protocol,
+    System,
+)
 
 OPERATIONS = ("allreduce", "allgather", "halo", "p2p")
+# operations by purpose (issue 14): each may have its own transport, algorithm and factor;
+# an entry for a purpose wins over the entry for its primitive (compute/network.PURPOSES)
+PURPOSES = ("gradient_allreduce", "layer_allgather", "layer_allreduce", "tail_gather", "pipeline_p2p")
 
 
 def load_system(path: str | Path) -> System:
@@ -54,8 +66,9 @@ def parse_system(doc: dict, file: str) -> System:
     assert gpu is not None
     gpu_model = gpu.req("model", string())
     memory_GB = gpu.req("memory_GB", number(gt=0, what="GPU memory in GB (10^9 bytes)"))
-    peak_TFLOPS = gpu.opt("peak_TFLOPS", number(gt=0))
+    peaks = _peaks(gpu)
     mem_bw = gpu.opt("memory_bandwidth_GB_per_s", number(gt=0))
+    sm_count = gpu.opt("sm_count", integer(ge=1, le=100000, what="streaming multiprocessors (SMs)"))
     workspace_GB = gpu.opt("workspace_GB", number(ge=0, what="GB the framework reserves"), 0.0)
     gpu.done(allowed_extra=("source",))
 
@@ -73,6 +86,7 @@ def parse_system(doc: dict, file: str) -> System:
         alpha, beta = _alpha_beta(lf, required=True)
         lsource = lf.opt("source", string(nonempty=False), "")
         lf.opt("notes", string(nonempty=False), "")
+        protocols = _protocols(lf, file)
         lf.done()
         if levels and max_gpus <= levels[-1].max_gpus:
             raise lf.error(
@@ -81,7 +95,7 @@ def parse_system(doc: dict, file: str) -> System:
                 f" (previous level has {levels[-1].max_gpus})",
             )
         assert alpha is not None and beta is not None
-        levels.append(NetworkLevel(lname, max_gpus, alpha, beta, lsource))
+        levels.append(NetworkLevel(lname, max_gpus, alpha, beta, lsource, protocols))
     if not levels:
         raise top.error("network", "has no levels; expected at least one network level")
 
@@ -89,7 +103,7 @@ def parse_system(doc: dict, file: str) -> System:
     opf = top.sub("operations", required=False)
     if opf is not None:
         for op in list(opf.map):
-            if op not in OPERATIONS:
+            if op not in OPERATIONS + PURPOSES:
                 continue  # reported by done() with a hint
             of = opf.sub(op)
             assert of is not None
@@ -97,12 +111,15 @@ def parse_system(doc: dict, file: str) -> System:
             ascale = of.opt("alpha_scale", number(gt=0), 1.0)
             bscale = of.opt("beta_scale", number(gt=0), 1.0)
             osrc = of.opt("source", string(nonempty=False), "")
+            algo = of.opt("algorithm", choice(("ring", "rhd", "tree", "hierarchical", "leader", "ps", "auto")))
+            factor = of.opt("factor", number(gt=0, le=1e6, what="a time factor"), 1.0)
             of.done()
-            ops.append((op, OperationOverride(alpha, beta, ascale, bscale, osrc)))
-        opf.done(allowed_extra=OPERATIONS)
+            ops.append((op, OperationOverride(alpha, beta, ascale, bscale, osrc, algo, factor)))
+        opf.done(allowed_extra=OPERATIONS + PURPOSES)
     inp = _input(top)
     impl = _implementation(top)
-    tables, algorithm = _collectives(top, gpus_per_node)
+    framework = _framework(top)
+    tables, algorithm, ps_servers = _collectives(top, gpus_per_node)
     top.done()
 
     if memory_GB > 1e6:
@@ -111,7 +128,9 @@ def parse_system(doc: dict, file: str) -> System:
         name=name,
         gpu_model=gpu_model,
         gpu_memory_bytes=memory_GB * 1e9,
-        gpu_peak_flops=peak_TFLOPS * 1e12 if peak_TFLOPS else None,
+        gpu_peak_flops=dict(peaks).get("fp32"),
+        gpu_peaks=peaks,
+        gpu_sm_count=sm_count,
         gpu_memory_bandwidth_Bps=mem_bw * 1e9 if mem_bw else None,
         gpus_per_node=gpus_per_node,
         nodes=nodes,
@@ -125,8 +144,43 @@ def parse_system(doc: dict, file: str) -> System:
         implementation=impl,
         collective_tables=tables,
         collective_algorithm=algorithm,
+        ps_servers=ps_servers,
         gpu_workspace_bytes=workspace_GB * 1e9,
+        framework=framework,
     )
+
+
+def _protocols(lf: Fields, file: str) -> tuple[Protocol, ...]:
+    """A level's optional ``protocols:``: more α-β lines (small-message regimes, e.g.
+    NCCL's LL and LL128; compute/protocols.py), each ``{name, alpha_s, beta_s_per_byte |
+    bandwidth_GB_per_s}``."""
+    out = []
+    for j, raw, line in lf.items("protocols", required=False):
+        pf = Fields(raw, file, f"{lf.path}.protocols[{j}]", line)
+        name = pf.req("name", string())
+        alpha, beta = _alpha_beta(pf, required=True)
+        pf.done()
+        assert alpha is not None and beta is not None
+        out.append(Protocol(name, alpha, beta))
+    return tuple(out)
+def _peaks(gpu: Fields) -> tuple[tuple[str, float], ...]:
+    """``gpu.peak_TFLOPS``: one number (the fp32 peak, as before issue 13) or a mapping
+    from precision (fp32, tf32, fp16, bf16) to the dense peak of the units a conv/fc
+    layer runs on in that precision (tensor cores for tf32/fp16/bf16), in FLOP/s."""
+    from oracle.gpus import PRECISIONS
+
+    check = number(gt=0, what="a peak in TFLOP/s")
+    if not gpu.has("peak_TFLOPS") or not isinstance(gpu.map["peak_TFLOPS"], dict):
+        peak = gpu.opt("peak_TFLOPS", check)
+        return (("fp32", peak * 1e12),) if peak else ()
+    pf = gpu.sub("peak_TFLOPS")
+    assert pf is not None
+    peaks = [(prec, pf.opt(prec, check) * 1e12) for prec in PRECISIONS if pf.has(prec)]
+    pf.opt("source", string(nonempty=False), "")
+    pf.done()
+    if not peaks:
+        raise gpu.error("peak_TFLOPS", f"is empty; expected a peak for at least one of {', '.join(PRECISIONS)}")
+    return tuple(peaks)
 
 
 def _input(top: Fields) -> InputPipeline | None:
@@ -150,7 +204,7 @@ def _input(top: Fields) -> InputPipeline | None:
     return out
 
 
-def _collectives(top: Fields, gpus_per_node: int) -> tuple[tuple[CollectiveTable, ...], str]:
+def _collectives(top: Fields, gpus_per_node: int) -> tuple[tuple[CollectiveTable, ...], str, int]:
     """The optional ``collectives:`` section: ``algorithm`` (ring, rhd, tree,
     hierarchical, leader or auto; default ring, SPEC §4.1); ``mode: table`` uses
     measured times (interpolated in message size) where a table covers the exact GPU
@@ -159,8 +213,9 @@ def _collectives(top: Fields, gpus_per_node: int) -> tuple[tuple[CollectiveTable
 
     f = top.sub("collectives", required=False)
     if f is None:
-        return (), "ring"
+        return (), "ring", 1
     algorithm = f.opt("algorithm", choice(ALGORITHMS), "ring")
+    ps_servers = f.opt("ps_servers", integer(ge=1, le=10**7), 1)  # parameter servers (algorithm ps)
     mode = f.opt("mode", choice(("table", "alpha-beta")), "alpha-beta")
     out = []
     for i, raw, line in f.items("tables", required=mode == "table"):
@@ -181,7 +236,7 @@ def _collectives(top: Fields, gpus_per_node: int) -> tuple[tuple[CollectiveTable
         span = gpus if nodes == 1 else nodes * gpus_per_node
         out.append(CollectiveTable(op, gpus, span, tuple(sizes), tuple(times), src))
     f.done()
-    return (tuple(out) if mode == "table" else ()), algorithm
+    return (tuple(out) if mode == "table" else ()), algorithm, ps_servers
 
 
 def _numbers(f: Fields, key: str, gt: float) -> list[float]:
@@ -208,6 +263,38 @@ def _implementation(top: Fields) -> Implementation:
         data_spatial_allreduce=f.opt("data_spatial_allreduce", choice(("flat", "leader")), "flat"),
         split_serial_fraction=f.opt("split_serial_fraction", number(ge=0, le=1, what="a fraction"), 0.0),
         split_overhead_s=f.opt("split_overhead_s", number(ge=0, what="seconds per split layer and iteration"), 0.0),
+        fused_activations=f.opt("fused_activations", boolean(), True),
+        source=f.opt("source", string(nonempty=False), ""),
+        data_filter_allreduce=f.opt("data_filter_allreduce", choice(("flat", "leader")), "flat"),
+        layer_backward=f.opt(
+            "layer_backward", choice(("allreduce", "reduce_scatter", "allreduce_slice", "none")), "allreduce"
+        ),
+        spatial_decomposition=f.opt("spatial_decomposition", choice(("grid", "strips")), "grid"),
+        halo_chain=f.opt("halo_chain", boolean(), False),
+        halo_sync_s=f.opt("halo_sync_s", number(ge=0, le=1e3, what="seconds per halo exchange"), 0.0),
+    )
+    f.opt("notes", string(nonempty=False), "")
+    f.done()
+    return out
+
+
+def _framework(top: Fields) -> FrameworkMemory:
+    """The optional ``framework:`` section: what the training framework keeps per GPU
+    besides the model's tensors (``--memory-model framework``; defaults and sources in
+    :class:`oracle.model.FrameworkMemory`)."""
+    f = top.sub("framework", required=False)
+    d = FrameworkMemory()
+    if f is None:
+        return d
+    gb = number(ge=0, le=1e4, what="GB (10^9 bytes)")
+    out = FrameworkMemory(
+        cuda_context_bytes=f.opt("cuda_context_GB", gb, d.cuda_context_bytes / 1e9) * 1e9,
+        workspace_bytes=f.opt("workspace_GB", gb, d.workspace_bytes / 1e9) * 1e9,
+        allocator_overhead=f.opt(
+            "allocator_overhead", number(ge=0, le=10, what="a fraction of tensor memory"), d.allocator_overhead
+        ),
+        gradient_bucket_copy=f.opt("gradient_bucket_copy", boolean(), d.gradient_bucket_copy),
+        name=f.opt("name", string(), d.name),
         source=f.opt("source", string(nonempty=False), ""),
     )
     f.opt("notes", string(nonempty=False), "")

@@ -36,6 +36,11 @@ Default efficiencies (they are parameters; pass measured ones when you have them
   sustain roughly 80-90% of the datasheet memory bandwidth on HBM GPUs; 0.8 is an
   assumption, not a measurement made here.
 
+With neither efficiency given, ``oracle profile --estimate`` uses the compute model of
+:mod:`oracle.compute.kernels` instead (issue 13: tensor-core peaks per precision, waves,
+launch floor, fused activations, fitted efficiencies), at ``--precision`` and
+``--batch``; the profile records device, precision and batch.
+
 No PyTorch is needed.
 """
 
@@ -93,13 +98,20 @@ def estimate(
     model: Model,
     system: System,
     *,
-    compute_efficiency: float = DEFAULT_COMPUTE_EFFICIENCY,
-    memory_efficiency: float = DEFAULT_MEMORY_EFFICIENCY,
+    compute_efficiency: float | None = DEFAULT_COMPUTE_EFFICIENCY,
+    memory_efficiency: float | None = DEFAULT_MEMORY_EFFICIENCY,
     batch: int = 32,
-    delta: float = DELTA_FP32,
+    delta: float | None = None,
     date: str | None = None,
+    precision: str = "fp32",
 ) -> Profile:
-    """The roofline profile of ``model`` on the GPU of ``system`` at ``batch`` per GPU."""
+    """The roofline profile of ``model`` on the GPU of ``system`` at ``batch`` per GPU
+    and ``precision``; with both efficiencies None, the compute model's (issue 13)."""
+    if compute_efficiency is None and memory_efficiency is None:
+        return _by_compute_model(model, system, batch, precision, date)
+    compute_efficiency = compute_efficiency or DEFAULT_COMPUTE_EFFICIENCY
+    memory_efficiency = memory_efficiency or DEFAULT_MEMORY_EFFICIENCY
+    delta = delta or _ELEMENT_BYTES[precision]
     _check_efficiency(compute_efficiency, "--efficiency")
     _check_efficiency(memory_efficiency, "--memory-efficiency")
     if batch < 1:
@@ -117,7 +129,10 @@ def estimate(
             file=system.file or None,
             path="gpu.memory_bandwidth_GB_per_s",
         )
-    peak = system.gpu_peak_flops
+    peak = system.gpu_peak(precision)
+    if not peak:
+        raise OracleError(f"has no gpu.peak_TFLOPS for precision {precision}", file=system.file or None,
+                          path=f"gpu.peak_TFLOPS.{precision}", hint="give that precision's peak in TFLOP/s")
     bw = system.gpu_memory_bandwidth_Bps
     layers = tuple(
         (
@@ -165,7 +180,47 @@ def estimate(
             ("efficiency", eff),
             ("notes", notes),
         ),
+        precision=precision,
     )
+
+
+_ELEMENT_BYTES = {"fp32": 4, "tf32": 4, "fp16": 2, "bf16": 2}
+
+
+def _by_compute_model(model: Model, system: System, batch: int, precision: str, date: str | None) -> Profile:
+    """The compute model's per-layer times (oracle.compute.kernels) at ``batch`` and
+    ``precision`` on the system's GPU; weight update as in that module."""
+    from oracle.compute import kernels as K
+    from oracle.compute.conversion import system_spec
+
+    if batch < 1:
+        raise OracleError(f"batch {batch} must be at least 1", path="--batch")
+    spec = system_spec(system)
+    if spec is None:
+        raise OracleError("needs gpu.peak_TFLOPS and gpu.memory_bandwidth_GB_per_s for an estimate",
+                          file=system.file or None, path="gpu")  # fmt: skip
+    if spec.peak(precision) is None:
+        raise OracleError(f"GPU {system.gpu_model} has no peak for precision {precision}",
+                          file=system.file or None, path=f"gpu.peak_TFLOPS.{precision}",
+                          hint="give that precision's peak in TFLOP/s")  # fmt: skip
+    k = K.DEFAULT_CONSTANTS
+    mixed = precision in ("fp16", "bf16")  # estimates of fp16/bf16 runs assume mixed precision (fp32 master weights)
+    fwbw = K.per_sample_times(model, spec, precision, batch, k)
+    layers = tuple(
+        (layer.name, LayerTimes(fw, bw, K.update_time(info, spec, precision, mixed, k)))
+        for layer, info, (fw, bw) in zip(model.layers, model.info, fwbw)
+    )
+    date = date or datetime.now(timezone.utc).isoformat(timespec="seconds")
+    eff = (f"compute model: conv/fc {k.simt_efficiency:g} (fp32) / {k.tensor_efficiency:g} (tensor cores) of"
+           f" peak, memory {k.memory_efficiency:g} of bandwidth, waves over {spec.sm_count} SMs,"
+           f" {k.launch_s * 1e6:g} us launch floor")  # fmt: skip
+    source = (f"ESTIMATED by `oracle profile --estimate` (compute model, not measured) for the {system.gpu_model}"
+              f" of {system.name}: {precision}, batch {batch}; {eff}")  # fmt: skip
+    return Profile(model=model.name, device=system.gpu_model, framework="none (oracle compute-model estimate)",
+                   layers=layers, kind="estimated", measured_samples_per_gpu=batch, source=source,
+                   meta=(("batch", str(batch)), ("date", date), ("efficiency", eff),
+                         ("notes", "see oracle/compute/kernels.py")),
+                   precision=precision)  # fmt: skip
 
 
 __all__ = [

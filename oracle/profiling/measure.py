@@ -79,6 +79,7 @@ class Measurement:
     elapsed_s: float  # wall time of the whole measurement
     others_cpu_share: float | None = None  # CPU time other processes used / (wall * CPUs)
     cpus: int | None = None  # logical CPUs of the machine
+    peak_allocated_bytes: float | None = None  # CUDA: torch.cuda.max_memory_allocated of a step
 
     @property
     def framework(self) -> str:
@@ -154,6 +155,7 @@ class Measurement:
                 ("date", self.date),
                 ("framework_version", self.torch_version),
                 ("notes", self.notes()),
+                *((("peak_allocated_bytes", f"{self.peak_allocated_bytes:.0f}"),) if self.peak_allocated_bytes else ()),
             ),
         )
 
@@ -206,8 +208,14 @@ def measure(
     threads: int | None = None,
     seed: int = 0,
     progress: Progress | None = None,
+    clock: Callable[[], float] | None = None,
 ) -> Measurement:
-    """Time every layer of ``model`` (see the module docstring for the method)."""
+    """Time every layer of ``model`` (see the module docstring for the method).
+
+    ``clock``: seconds as the timer reads them, wall-clock (``time.perf_counter``) by
+    default; ``time.thread_time`` counts only the CPU time of this thread, which other
+    processes' load does not inflate (with ``threads=1`` on the CPU PyTorch computes
+    the forward and the backward on the calling thread)."""
     torch = require_torch()
     if batch < 1 or repeats < 1 or warmup < 0:
         raise OracleError("batch and repeats must be at least 1 and warm-up at least 0")
@@ -240,7 +248,7 @@ def measure(
     try:
         gc.collect()
         gc.disable()
-        return _measure(torch, model, dev, batch, repeats, warmup, seed, progress)
+        return _measure(torch, model, dev, batch, repeats, warmup, seed, progress, clock or time.perf_counter)
     finally:
         if gc_was_enabled:
             gc.enable()
@@ -248,7 +256,7 @@ def measure(
             torch.set_num_threads(old_threads)
 
 
-def _measure(torch, model, dev, batch, repeats, warmup, seed, progress) -> Measurement:
+def _measure(torch, model, dev, batch, repeats, warmup, seed, progress, clock) -> Measurement:
     from oracle.profiling.torchnet import build_network
 
     start = time.perf_counter()
@@ -262,13 +270,13 @@ def _measure(torch, model, dev, batch, repeats, warmup, seed, progress) -> Measu
 
     def timed(fn) -> float:
         sync()
-        t0 = time.perf_counter()
+        t0 = clock()
         fn()
         sync()
-        return time.perf_counter() - t0
+        return clock() - t0
 
     n = len(model.layers)
-    total_steps = 2 * n + 3
+    total_steps = 2 * n + 4
     done = 0
 
     def tick(what: str) -> None:
@@ -364,8 +372,10 @@ def _measure(torch, model, dev, batch, repeats, warmup, seed, progress) -> Measu
     step = statistics.median(step_times)
     tick("training step")
 
+    saved, peak = _memory(torch, net, x, dev, train_step)
+    tick("memory")
     layers = tuple(
-        (name, LayerTimes(f, b, w)) for name, f, b, w in zip(net.names, fw, bw, wu)
+        (name, LayerTimes(f, b, w, s)) for name, f, b, w, s in zip(net.names, fw, bw, wu, saved)
     )
     return Measurement(
         model=model.name,
@@ -384,7 +394,24 @@ def _measure(torch, model, dev, batch, repeats, warmup, seed, progress) -> Measu
         elapsed_s=time.perf_counter() - start,
         others_cpu_share=_others_share(cpu_before, _cpu_times(), time.perf_counter() - start),
         cpus=os.cpu_count(),
+        peak_allocated_bytes=peak,
     )
+
+
+def _memory(torch, net, x, dev, train_step) -> tuple[list[float], float | None]:
+    """Bytes per sample each layer saves for the backward (profiling/saved.py) and, on
+    CUDA, the peak memory PyTorch allocated in one training step."""
+    from oracle.profiling.saved import saved_bytes_per_layer
+
+    saved = saved_bytes_per_layer(torch, net, x)
+    peak = None
+    if dev.type == "cuda":
+        torch.cuda.synchronize(dev)
+        torch.cuda.reset_peak_memory_stats(dev)
+        train_step()
+        torch.cuda.synchronize(dev)
+        peak = float(torch.cuda.max_memory_allocated(dev))
+    return saved, peak
 
 
 def _cpu_times() -> tuple[float, float] | None:

@@ -23,8 +23,11 @@ def _num(v):
 ROW_FIELDS = (
     "line", "model", "system", "strategy", "gpus", "p1", "p2", "global_batch", "segments", "basis",
     "measured_s", "predicted_s", "accuracy", "ratio", "predicted_compute_s", "predicted_comm_s",
-    "measured_compute_s", "measured_comm_s", "compute_accuracy", "comm_accuracy", "anomaly", "feasible",
-    "limits", "profile_kind", "source",
+    "measured_compute_s", "measured_comm_s", "compute_accuracy", "comm_accuracy", "anomaly",
+    "naive_s",  # --calibrate-on: the nearest smaller calibrated run's time
+    "feasible", "limits", "profile_kind",
+    "compute_conversion",  # issue 13
+    "source",
 )  # fmt: skip
 
 
@@ -36,8 +39,8 @@ def _row_values(r: CompareRow) -> tuple:
         int(run.global_batch) if float(run.global_batch).is_integer() else run.global_batch,
         pt.segments, run.basis, run.measured_s, _num(r.predicted_s), _num(r.accuracy), _num(r.ratio),
         _num(r.predicted_compute_s), _num(r.predicted_comm_s), run.compute_s, run.comm_s,
-        _num(r.compute_accuracy), _num(r.comm_accuracy), r.anomaly, pt.feasible,
-        [lim.reason for lim in pt.limits], pt.profile_kind, run.source,
+        _num(r.compute_accuracy), _num(r.comm_accuracy), r.anomaly, _num(r.naive_s), pt.feasible,
+        [lim.reason for lim in pt.limits], pt.profile_kind, pt.compute_conversion, run.source,
     )  # fmt: skip
 
 
@@ -70,7 +73,24 @@ def summary_dict(s: Summary) -> dict:
         "ranking_agreement": _num(s.ranking_agreement),
         "ranking_pairs": s.ranking_pairs,
         "anomalies": s.anomalies,
+        "calibration": [{"system": k, "calibrated": v} for k, v in s.calibration],
+        "naive": stats_dict(s.naive) if s.naive else None,
+        "model_on_naive_runs": stats_dict(s.model_on_naive_runs) if s.model_on_naive_runs else None,
     }
+
+
+def held_out_lines(summary: Summary) -> list[str]:
+    """--calibrate-on: what was calibrated, and the model against the naive projection."""
+    out = [f"{name}: {note} (those runs are not scored)" for name, note in summary.calibration]
+    if summary.naive is not None and summary.model_on_naive_runs is not None:
+        out.append(
+            f"naive projection (time per iteration of the nearest smaller calibrated run of the same model and"
+            f" strategy) on {summary.naive.n} runs: mean accuracy {_pct(summary.naive.mean_accuracy)}; the model on"
+            f" the same runs: {_pct(summary.model_on_naive_runs.mean_accuracy)}"
+        )
+    elif summary.calibration:
+        out.append("naive projection: no evaluated run has a smaller calibrated run of its model and strategy")
+    return out
 
 
 def to_json(rows: Sequence[CompareRow], summary: Summary) -> str:
@@ -120,7 +140,7 @@ def _acc_style(a: float | None) -> str | None:
     return "green" if a >= 0.9 else ("yellow" if a >= 0.75 else "red")
 
 
-_KIND = {"total": "total only, spread by FLOPs", "measured": "measured per layer", "estimated": "ESTIMATED, not measured"}
+_KIND = {"total": "total only, spread over the layers", "measured": "measured per layer", "estimated": "ESTIMATED, not measured"}
 
 
 def profiles_line(rows: Sequence[CompareRow]) -> str:
@@ -228,6 +248,8 @@ def summary_table(summary: Summary):
         f"{agree} · {summary.anomalies} anomal{'y' if summary.anomalies == 1 else 'ies'} flagged"
         " · bias < 0: runs slower than projected"
     )
+    if summary.calibration:
+        t.caption += "\n" + "\n".join(held_out_lines(summary))
     t.caption_justify = "left"
     return t
 
@@ -258,6 +280,7 @@ def markdown(rows: Sequence[CompareRow], summary: Summary) -> str:
     out.append("")
     if summary.ranking_agreement is not None:
         out.append(f"Ranking agreement: {_pct(summary.ranking_agreement)} of {summary.ranking_pairs} strategy pairs.")
+    out += [f"{md(line)}." for line in held_out_lines(summary)]
     out.append("")
     out.append(md(profiles_line(rows)) + ".")
     return "\n".join(out) + "\n"

@@ -36,12 +36,19 @@ def _range(lo_hi: tuple[int, int]) -> str:
 def describe(fit: NetworkFit) -> list[str]:
     """Lines saying how the fit was made (for the table title and file headers)."""
     check = fmt_size(fit.options.check_bytes)
+    k = fit.options.protocols
+    model = (
+        "ring model (SPEC §4.1) t = A_op(p)·α + B_op(p)·m·β" if k == 1
+        else f"{k} protocol lines t = min_k A_op(p)·α_k + B_op(p)·m·β_k (compute/protocols.py)"
+    )
+    every = fit.overall_all
     return [
-        "ring model (SPEC §4.1) t = A_op(p)·α + B_op(p)·m·β, one level per measured span (SPEC §4.2)",
+        f"{model}, one level per measured span (SPEC §4.2)",
         f"weighted least squares, weights 1/t² (relative error), {fit.timing} times",
         f"fit range: {fit.options.rule()}",
         f"over messages >= {check}: median |rel. error| {_pct(fit.overall_large.median)},"
         f" max {_pct(fit.overall_large.max)} ({fit.overall_large.points} points, all logs)",
+        f"over all sizes: median |rel. error| {_pct(every.median)}, max {_pct(every.max)} ({every.points} points)",
     ]
 
 
@@ -72,6 +79,8 @@ def tables(fit: NetworkFit):
     t.add_column("pts", justify="right", no_wrap=True)
     t.add_column("range med/max", justify="right", no_wrap=True)
     t.add_column(f">={check} med/max", justify="right", no_wrap=True)
+    if any(lv.protocols for lv in fit.levels):
+        t.add_column("protocol lines (from size: α, 1/β)")
     for lv in fit.levels:
         t.add_row(
             lv.name + ("*" if lv.constrained else ""),
@@ -83,6 +92,7 @@ def tables(fit: NetworkFit):
             str(lv.in_range.points),
             _res(lv.in_range),
             _res(lv.large),
+            *([_lines(lv)] if any(v.protocols for v in fit.levels) else []),
         )
     from pathlib import Path
 
@@ -122,6 +132,17 @@ def tables(fit: NetworkFit):
     return Group(*parts)
 
 
+def _lines(lv: LevelFit) -> str:
+    from oracle.compute.protocols import PROTOCOL_NAMES
+
+    names = PROTOCOL_NAMES.get(len(lv.protocols) + 1, ())
+    return "; ".join(
+        f"{names[i] if i < len(names) else f'p{i}'} {fmt_size(ln.from_bytes)}: {fmt_seconds(ln.alpha_s)},"
+        f" {fmt_rate(1 / ln.beta_s_per_byte)}"
+        for i, ln in enumerate(lv.protocols)
+    )
+
+
 # -- JSON -------------------------------------------------------------------------------
 
 
@@ -137,6 +158,10 @@ def _level_dict(lv: LevelFit) -> dict:
         "alpha_s": lv.alpha_s,
         "beta_s_per_byte": lv.beta_s_per_byte,
         "bandwidth_GB_per_s": lv.bandwidth_Bps / 1e9,
+        "protocols": [
+            {"from_bytes": ln.from_bytes, "alpha_s": ln.alpha_s, "beta_s_per_byte": ln.beta_s_per_byte}
+            for ln in lv.protocols
+        ],
         "tool": lv.tool,
         "operations": list(lv.operations),
         "files": list(lv.files),
@@ -177,6 +202,7 @@ def to_json(fit: NetworkFit) -> str:
         "levels": [_level_dict(lv) for lv in fit.levels],
         "logs": [_log_dict(lf) for lf in fit.logs],
         "overall_large": _res_dict(fit.overall_large),
+        "overall_all_sizes": _res_dict(fit.overall_all),
         "warnings": list(fit.warnings),
     }
     return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
@@ -203,7 +229,8 @@ def level_source(lv: LevelFit, fit: NetworkFit, logs: dict[str, LogFit]) -> str:
     text = (
         f"oracle fit network: {'; '.join(parts)}; {fit.timing} times, fit range"
         f" {_range(lv.range_bytes)} ({lv.in_range.points} points; {fit.options.rule(short=True)});"
-        f" ring model SPEC §4.1, weights 1/t². Median |rel. error| {_pct(lv.in_range.median)}"
+        f" {'ring lines, the cheapest per size' if lv.protocols else 'ring model SPEC §4.1'}, weights 1/t²."
+        f" Median |rel. error| {_pct(lv.in_range.median)}"
         f" in range, {_pct(lv.large.median)} over messages >= {check}."
     )
     if lv.max_gpus > lv.span:
@@ -211,6 +238,21 @@ def level_source(lv: LevelFit, fit: NetworkFit, logs: dict[str, LogFit]) -> str:
     if lv.constrained:
         text += f" {lv.constrained}."
     return text
+
+
+def _protocols_yaml(lv: LevelFit) -> list[str]:
+    """The level's protocol lines (smallest messages first), as ``protocols:``."""
+    from oracle.compute.protocols import PROTOCOL_NAMES
+
+    if not lv.protocols:
+        return []
+    names = PROTOCOL_NAMES.get(len(lv.protocols) + 1, ())
+    out = ["    protocols:                     # small-message regimes; the cheapest line is used"]
+    for i, ln in enumerate(lv.protocols):
+        name = names[i] if i < len(names) else f"p{i}"
+        out.append(f"      - {{name: {name}, alpha_s: {_num(ln.alpha_s)}, beta_s_per_byte: {_num(ln.beta_s_per_byte)}}}"
+                   f"   # fitted from {fmt_size(ln.from_bytes)}")
+    return out
 
 
 def network_yaml(fit: NetworkFit) -> str:
@@ -222,6 +264,7 @@ def network_yaml(fit: NetworkFit) -> str:
         out.append(f"    max_gpus: {lv.max_gpus}")
         out.append(f"    alpha_s: {_num(lv.alpha_s)}")
         out.append(f"    beta_s_per_byte: {_num(lv.beta_s_per_byte)}   # 1/β = {fmt_rate(lv.bandwidth_Bps)}")
+        out += _protocols_yaml(lv)
         out.append("    source: >-")
         src = level_source(lv, fit, logs)
         out.extend(textwrap.wrap(src, width=88, initial_indent="      ", subsequent_indent="      ",

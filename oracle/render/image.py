@@ -1,4 +1,4 @@
-"""A matplotlib figure as PNG or SVG bytes: reproducible (no timestamps), bounded in
+"""A matplotlib figure as PNG, SVG or PDF bytes: reproducible (no timestamps), bounded in
 size (a PNG of more than MAX_PIXELS is refused before it is drawn) and, below
 PALETTE_MAX_PIXELS, compacted to a 256-colour palette."""
 
@@ -26,7 +26,8 @@ def encode(fig, fmt: str, dpi: int, rc: dict, compact: bool = True) -> bytes:
             path="--dpi", hint="lower --dpi, plot fewer GPU counts, or write SVG",
         )  # fmt: skip
     buf = io.BytesIO()
-    metadata = {"Date": None} if fmt == "svg" else {"Software": None}
+    # no dates or producer versions: outputs are reproducible
+    metadata = {"png": {"Software": None}, "svg": {"Date": None}, "pdf": {"CreationDate": None, "Producer": None}}[fmt]
     with matplotlib.rc_context(rc):
         fig.savefig(buf, format=fmt, dpi=dpi, bbox_inches="tight", pad_inches=0.15, metadata=metadata)
     data = buf.getvalue()

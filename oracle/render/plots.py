@@ -86,7 +86,7 @@ RC = {
     "savefig.facecolor": "white",
 }
 
-FORMATS = ("png", "svg")
+FORMATS = ("png", "svg", "pdf")  # PDF for papers (issue 17)
 KINDS = ("breakdown", "scaling", "memory", "compare")
 
 
@@ -118,13 +118,13 @@ def strategy_colour(name: str) -> str:
 
 
 def format_for(path: str) -> str:
-    """'png' or 'svg' from a file name; anything else is a user mistake."""
+    """'png', 'svg' or 'pdf' from a file name; anything else is a user mistake."""
     suffix = str(path).rsplit(".", 1)[-1].lower() if "." in str(path) else ""
     if suffix not in FORMATS:
         raise OracleError(
             f"cannot tell the image format from '{path}'",
             path="-o",
-            hint="name the file *.png or *.svg",
+            hint="name the file *.png, *.svg or *.pdf",
         )
     return suffix
 
@@ -235,8 +235,10 @@ def title(meta: dict, what: str) -> str:
     if profile and str(meta.get("profile_note", "")).startswith("ESTIMATED"):
         profile += " (ESTIMATED, not measured)"
     bits = [meta.get("scaling"), profile, meta.get("precision")]
-    if meta.get("gamma") not in (None, ""):
-        bits.append(f"γ = {meta['gamma']:g}")
+    if meta.get("memory_model"):
+        from oracle.render.predict import memory_label
+
+        bits.append(memory_label(meta))
     second = " · ".join(str(b) for b in bits if b)
     return first + ("\n" + second if second else "")
 
@@ -564,7 +566,7 @@ def compare_figure(rows, summary=None, title_text: str = ""):
             ax.set_xlabel("GPUs" + (" (B: global batch)" if show_batch else ""))
             ax.grid(axis="x", visible=False)
             mean = sum(r.accuracy for r in grp) / len(grp)
-            ax.set_title(f"{model} on {system} · {strategy} · mean accuracy {100 * mean:.1f}% ({len(grp)} runs)",
+            ax.set_title(f"{model} on {system} · {strategy} · mean accuracy {100 * mean:.1f}% ({len(grp)} run{'s' if len(grp) != 1 else ''})",
                          loc="left", fontweight="bold")
             ax.legend(handles=[
                 Patch(facecolor="white", edgecolor=colour, hatch="////", label="measured"),

@@ -44,13 +44,31 @@ def header_lines(meta: dict) -> list[str]:
     lines = [f"{meta['model']} on {meta['system']} · profile {meta['profile']}"]
     lines.append(
         f"{meta['scaling']} · D = {meta['samples']:,} samples · {meta['precision']}"
-        f" · γ = {meta['gamma']:g} · times per epoch"
+        f" · {memory_label(meta)} · times per epoch"
     )
     if meta.get("options_note"):
         lines.append(meta["options_note"])
+    if meta.get("memory_note"):
+        lines.append(meta["memory_note"])
     if meta.get("profile_note"):
         lines.append(meta["profile_note"])
+    if meta.get("compute_conversion"):
+        lines.append(f"compute: {meta['compute_conversion']}")
     return lines
+
+
+def memory_label(meta: dict) -> str:
+    """The memory model in a few words (SPEC §4.6)."""
+    if meta.get("memory_model", "paradl") == "paradl":
+        return f"memory: ParaDL bound, γ = {meta.get('gamma', 1):g}"
+    return "memory: framework model"
+
+
+def _max_batch(pt: Point) -> str:
+    b = pt.detail("max_batch_per_gpu")
+    if b is None:
+        return "–"
+    return f"{int(b):,}" if b < 1e7 else f"{b:.3g}"
 
 
 def table(points: Sequence[Point], meta: dict, top: int | None = None, chart: bool = False):
@@ -78,6 +96,8 @@ def table(points: Sequence[Point], meta: dict, top: int | None = None, chart: bo
     t.add_column("epoch", justify="right", no_wrap=True)
     t.add_column("iteration", justify="right", no_wrap=True)
     t.add_column("mem/GPU", justify="right", no_wrap=True)
+    if meta.get("show_max_batch"):
+        t.add_column("max b/GPU", justify="right", no_wrap=True)
     t.add_column("limits / notes", overflow="fold", ratio=1, min_width=12)
     first_group = True
     for gpus, group in groupby(shown, key=lambda p: p.gpus):
@@ -105,6 +125,7 @@ def table(points: Sequence[Point], meta: dict, top: int | None = None, chart: bo
                 fmt_seconds(pt.total_s),
                 fmt_seconds(pt.iteration_s),
                 fmt_bytes(pt.memory_bytes),
+                *([_max_batch(pt)] if meta.get("show_max_batch") else []),
                 Text(notes),
                 style=style,
             )
@@ -126,10 +147,15 @@ def nothing_fits_hint(points: Sequence[Point], meta: dict) -> str:
     if not counts:
         return ""
     where = ", ".join(counts) if len(counts) <= 6 else f"{counts[0]} to {counts[-1]}"
-    gamma = meta.get("gamma", 1)
+    if meta.get("memory_model", "paradl") == "paradl":
+        gamma = meta.get("gamma", 1)
+        return (
+            f"nothing fits in GPU memory at {where} GPUs: memory is ParaDL's upper bound scaled by γ = {gamma:g};"
+            " --memory-model framework counts what a framework keeps, or try --mixed-precision or a smaller batch"
+        )
     return (
-        f"nothing fits in GPU memory at {where} GPUs: memory is ParaDL's upper bound scaled by γ = {gamma:g};"
-        " frameworks reuse buffers (try --memory-reuse 0.5), or try --mixed-precision or a smaller batch"
+        f"nothing fits in GPU memory at {where} GPUs: try a smaller batch (--max-batch shows the largest"
+        " per-GPU batch that fits), --mixed-precision, --zero, or --checkpointing for the pipeline"
     )
 
 

@@ -18,7 +18,7 @@ from oracle.model import Profile
 
 _PLAIN = re.compile(r"^[A-Za-z_][A-Za-z0-9_.\-]*$")
 _RESERVED = {"true", "false", "yes", "no", "on", "off", "null", "y", "n", "~"}
-_INT_META = ("batch", "threads")
+_INT_META = ("batch", "threads", "peak_allocated_bytes")
 _WIDTH = 88
 
 
@@ -55,8 +55,10 @@ def profile_yaml(profile: Profile, header: Sequence[str] = ()) -> str:
     out += _string("framework", profile.framework)
     if profile.measured_samples_per_gpu is not None:
         out.append(f"measured_samples_per_gpu: {int(profile.measured_samples_per_gpu)}")
+    if profile.precision != "fp32":
+        out.append(f"precision: {profile.precision}")
     meta = dict(profile.meta)
-    for key in ("batch", "threads", "date", "framework_version", "efficiency"):
+    for key in ("batch", "threads", "date", "framework_version", "efficiency", "peak_allocated_bytes"):
         if key in meta:
             value = meta[key]
             out += [f"{key}: {int(value)}"] if key in _INT_META else _string(key, value)
@@ -64,11 +66,20 @@ def profile_yaml(profile: Profile, header: Sequence[str] = ()) -> str:
         out += _string("source", profile.source)
     if "notes" in meta:
         out += _string("notes", meta["notes"])
-    out.append("layers:  # fw_s, bw_s: seconds per sample; wu_s: seconds per iteration")
+    out.append(
+        "layers:  # fw_s, bw_s: seconds per sample; wu_s: seconds per iteration"
+        + ("; saved_bytes: bytes per sample saved for the backward (fp32)" if _has_saved(profile) else "")
+    )
     for name, t in profile.layers:
         times = f"fw_s: {_time(t.fw_s)}, bw_s: {_time(t.bw_s)}, wu_s: {_time(t.wu_s)}"
+        if t.saved_bytes is not None:
+            times += f", saved_bytes: {t.saved_bytes:.0f}"
         out.append(f"  {_key(name)}: {{{times}}}")
     return "\n".join(out) + "\n"
+
+
+def _has_saved(profile: Profile) -> bool:
+    return any(t.saved_bytes is not None for _, t in profile.layers)
 
 
 def _fmt_s(value: float) -> str:

@@ -55,12 +55,30 @@ def point_to_dict(pt: Point) -> dict:
         # extras
         "limit_codes": [lim.code for lim in pt.limits],
         "profile_kind": pt.profile_kind,  # "estimated": a roofline estimate, not measured
+        "memory_model": pt.memory_model,  # framework | paradl (SPEC §4.6)
+        "compute_conversion": pt.compute_conversion,  # issue 13: from -> to, or "" (ParaDL linear)
         "memory_breakdown": {k: _num(v) for k, v in (pt.detail("memory") or {}).items()} or None,
+        "max_batch_per_gpu": _num(pt.detail("max_batch_per_gpu")),  # the largest that fits
         # with --overlap: communication_s is the exposed part; this is everything sent
         "communication_total_s": _num(pt.detail("communication_total_s", pt.communication_s)),
         "overlap_ratio": _num(pt.detail("overlap_ratio", 0.0)),
-        "details": {k: _plain(v) for k, v in pt.details if k not in ("memory", "communication_total_s", "overlap_ratio")},
+        "details": {k: _plain(v) for k, v in pt.details if k not in _TOP_DETAILS},
     }
+
+
+_TOP_DETAILS = ("memory", "communication_total_s", "overlap_ratio", "max_batch_per_gpu")
+# memory_breakdown parts as CSV columns (framework model: all; ParaDL: the first five)
+MEMORY_PARTS = (
+    "activations_bytes",
+    "transient_bytes",
+    "weights_bytes",
+    "gradients_bytes",
+    "optimizer_bytes",
+    "buffers_bytes",
+    "allocator_bytes",
+    "workspace_bytes",
+    "cuda_context_bytes",
+)
 
 
 def _int_if_whole(v: float) -> float | int | None:
@@ -93,6 +111,10 @@ CSV_COLUMNS = [
     *PHASES,
     "limits",
     "profile_kind",
+    "memory_model",
+    "max_batch_per_gpu",
+    *MEMORY_PARTS,
+    "compute_conversion",
 ]
 
 
@@ -104,6 +126,10 @@ def to_rows(points: Sequence[Point]) -> list[dict]:
         row.update(d["breakdown"])
         row["limits"] = "; ".join(d["limits"])
         row["profile_kind"] = d["profile_kind"]
+        row["memory_model"] = d["memory_model"]
+        row["max_batch_per_gpu"] = d["max_batch_per_gpu"]
+        row.update({k: (d["memory_breakdown"] or {}).get(k) for k in MEMORY_PARTS})
+        row["compute_conversion"] = d["compute_conversion"]
         rows.append(row)
     return rows
 

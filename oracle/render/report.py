@@ -31,6 +31,7 @@ from itertools import groupby
 from pathlib import Path
 
 from oracle.compute.cost import Point
+from oracle.render.predict import memory_label
 from oracle.textsafe import md
 from oracle.units import fmt_bytes, fmt_count, fmt_rate, fmt_seconds, fmt_si
 
@@ -163,6 +164,8 @@ def findings(data: ReportData) -> list[str]:
     note = data.meta.get("profile_note")
     if note:
         out.append(f"Note: the {note}.".replace("the profile gives", "profile gives"))
+    if data.meta.get("compute_conversion"):
+        out.append(f"Compute: {data.meta['compute_conversion']}.")
     if data.measured is not None:
         s = data.measured.summary.overall
         out.append(
@@ -289,7 +292,8 @@ def inputs_rows(data: ReportData) -> list[tuple[str, list[tuple[str, str]]]]:
         ("scaling", data.meta.get("scaling", "")),
         ("dataset size D", f"{data.meta.get('samples', 0):,} samples"),
         ("precision", str(data.meta.get("precision", ""))),
-        ("memory reuse γ", f"{o.memory_reuse:g}"),
+        ("memory model", memory_label(data.meta)),
+        *([("memory", data.meta["memory_note"])] if data.meta.get("memory_note") else []),
         ("configurations projected", f"{len(data.points):,} ({sum(p.feasible for p in data.points):,} feasible)"),
     ]
     if o.segments:
@@ -404,7 +408,7 @@ def html_report(data: ReportData, images: dict[str, bytes] | None, image_type: s
         "<main>",
         f"<h1>{_e(title)}</h1>",
         f'<p class="sub">{_e(m.get("scaling", ""))} · profile {_e(m.get("profile", ""))} · '
-        f'{_e(m.get("precision", ""))} · γ = {_e(format(m.get("gamma", 1), "g"))} · '
+        f'{_e(m.get("precision", ""))} · {_e(memory_label(m))} · '
         "times per epoch, memory per GPU</p>",
     ]
     keys = [k for k in SECTIONS if k != "accuracy" or data.measured is not None]
@@ -591,7 +595,7 @@ def markdown_report(data: ReportData, image_files: dict[str, str] | None) -> str
     m = data.meta
     out = [f"# oracle report: {md(m['model'])} on {md(m['system'])}", "",
            f"{md(m.get('scaling', ''))} · profile {md(m.get('profile', ''))} · {md(m.get('precision', ''))} · "
-           f"γ = {m.get('gamma', 1):g} · times per epoch, memory per GPU", ""]
+           f"{memory_label(m)} · times per epoch, memory per GPU", ""]
     out += [f"## {SECTIONS['summary']}", ""] + [f"- {md(t)}" for t in findings(data)] + [""]
     out += [f"## {SECTIONS['inputs']}", ""]
     for group, rows in inputs_rows(data):

@@ -127,6 +127,7 @@ def to_json(results: Sequence[SearchResult], meta: dict, top: int = 5) -> str:
         "system": meta["system"],
         "profile": meta["profile"],
         "profile_note": meta.get("profile_note", ""),
+        "compute_conversion": meta.get("compute_conversion", ""),
         "scaling": meta["scaling"],
         "samples": meta["samples"],
         "winner": None if best is None else {"gpus": best.gpus, "strategy": _winner_name(best)},
@@ -218,6 +219,8 @@ def _print_one(console, r: SearchResult, meta: dict, top: int) -> None:
     )
     if meta.get("profile_note"):
         console.print(escape(meta["profile_note"]))
+    if meta.get("compute_conversion"):
+        console.print(escape(f"compute: {meta['compute_conversion']}"))
     w = r.winner
     if lw.given:
         console.print(

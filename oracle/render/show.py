@@ -12,10 +12,15 @@ from oracle.units import fmt_bytes, fmt_count, fmt_rate, fmt_seconds, fmt_si
 # -- models ---------------------------------------------------------------------------
 
 
-def model_dict(m: Model) -> dict:
-    """JSON of a model (issue 2 schema, shapes without the batch dimension)."""
+def model_dict(m: Model, system=None) -> dict:
+    """JSON of a model (issue 2 schema, shapes without the batch dimension), with the
+    bytes each layer saves for the backward (framework memory model, fp32) and, given a
+    system, the largest batch per GPU that fits."""
+    from oracle.compute.memory import largest_batches, saved_activations
+
+    saved = _saved_bytes(m, saved_activations(m))
     layers = []
-    for layer, info in zip(m.layers, m.info):
+    for layer, info, sb in zip(m.layers, m.info, saved):
         layers.append(
             {
                 "name": layer.name,
@@ -27,24 +32,38 @@ def model_dict(m: Model) -> dict:
                 "flops": info.flops,
                 "inputs": list(layer.inputs),
                 "activation_elements": info.output_elements,
+                "saved_bytes_per_sample": sb,
             }
         )
-    return {
+    out = {
         "name": m.name,
         "parameters": m.parameters,
         "flops": m.flops,
         "input_shape": list(m.input_shape),
         "dataset": {"name": m.dataset_name, "samples": m.dataset_samples},
         "activation_elements": sum(i.output_elements for i in m.info),
+        "saved_bytes_per_sample": sum(saved),
         "layers": layers,
     }
+    if system is not None:
+        out["max_batch_per_gpu"] = {
+            "system": system.name,
+            "gpu_memory_bytes": system.gpu_memory_bytes,
+            **{b.precision: {"one_gpu": b.one_gpu, "data_parallel": b.data_parallel} for b in largest_batches(m, system)},
+        }
+    return out
 
 
-def model_json(m: Model) -> str:
-    return json.dumps(model_dict(m), indent=2) + "\n"
+def _saved_bytes(m: Model, saved) -> list[float]:
+    """Bytes per sample each layer saves for the backward at fp32 (compute/memory.py)."""
+    return [float(4 * e + f) for e, f in zip(saved.elements, saved.fixed_bytes)]
 
 
-def model_table(m: Model):
+def model_json(m: Model, system=None) -> str:
+    return json.dumps(model_dict(m, system), indent=2) + "\n"
+
+
+def model_table(m: Model, system=None):
     from rich import box
     from rich.markup import escape
     from rich.table import Table
@@ -68,6 +87,10 @@ def model_table(m: Model):
                  min_width=len(fmt_count(m.parameters)))
     t.add_column("FLOPs", justify="right", no_wrap=True, footer=fmt_si(m.flops), min_width=7)
     t.add_column("activations", justify="right", no_wrap=True, footer=fmt_si(total_act))
+    from oracle.compute.memory import saved_activations
+
+    saved = _saved_bytes(m, saved_activations(m))
+    t.add_column("saved", justify="right", no_wrap=True, footer=fmt_bytes(sum(saved)))
     for i, (layer, info) in enumerate(zip(m.layers, m.info)):
         inputs = " + ".join(fmt_shape(s) for s in info.input_shapes)
         t.add_row(
@@ -79,15 +102,38 @@ def model_table(m: Model):
             fmt_count(info.parameters) if info.parameters else "–",
             fmt_si(info.flops) if info.flops else "–",
             fmt_si(info.output_elements),
+            fmt_bytes(saved[i]) if saved[i] else "–",
         )
     t.caption = (
         f"parameters {fmt_count(m.parameters)} ({fmt_bytes(4 * m.parameters)} in fp32) · "
         f"forward {fmt_si(m.flops, 'FLOPs')}/sample (2 per multiply-add) · "
-        f"activations {fmt_si(total_act)} elements/sample"
+        f"activations {fmt_si(total_act)} elements/sample\n"
+        f"saved for the backward: {fmt_bytes(sum(saved))} per sample in fp32 (what PyTorch keeps;"
+        " ParaDL's bound counts 2·Σ(|x|+|y|))"
+        + _largest_batch_line(m, system)
         + escape(f"\nsource: {m.source}" if m.source else "")
     )
     t.caption_justify = "left"
     return t
+
+
+def _largest_batch_line(m: Model, system) -> str:
+    from rich.markup import escape
+
+    if system is None:
+        return "\nlargest batch per GPU: give --system S"
+    from oracle.compute.memory import largest_batches
+
+    bits = [f"{b.precision} {b.one_gpu:,.0f} (one GPU), {b.data_parallel:,.0f} (data parallel)" for b in largest_batches(m, system)]
+    return escape(f"\nlargest batch per {fmt_bytes(system.gpu_memory_bytes)} GPU of {system.name}: " + "; ".join(bits))
+
+
+def _protocol_text(level) -> str:
+    """A level's protocol lines, for the source column."""
+    if not level.protocols:
+        return ""
+    lines = ", ".join(f"{p.name} {fmt_seconds(p.alpha_s)} / {fmt_rate(1.0 / p.beta_s_per_byte)}" for p in level.protocols)
+    return f" [protocol lines, cheapest used: {lines}]"
 
 
 # -- systems --------------------------------------------------------------------------
@@ -114,6 +160,10 @@ def system_dict(s: System) -> dict:
                 "alpha_s": lv.alpha_s,
                 "beta_s_per_byte": lv.beta_s_per_byte,
                 "bandwidth_bytes_per_s": 1.0 / lv.beta_s_per_byte,
+                "protocols": [
+                    {"name": pr.name, "alpha_s": pr.alpha_s, "beta_s_per_byte": pr.beta_s_per_byte}
+                    for pr in lv.protocols
+                ],
                 "source": lv.source,
             }
             for lv in s.network
@@ -164,6 +214,10 @@ def system_table(s: System):
     from rich.text import Text
 
     peak = f", {s.gpu_peak_flops / 1e12:g} TFLOPS" if s.gpu_peak_flops else ""
+    if len(s.gpu_peaks) > 1:  # issue 13: one peak per precision
+        peak = ", " + " / ".join(f"{prec} {v / 1e12:g}" for prec, v in s.gpu_peaks) + " TFLOPS"
+    if s.gpu_sm_count:
+        peak += f", {s.gpu_sm_count} SMs"
     bw = f", {fmt_rate(s.gpu_memory_bandwidth_Bps)} memory" if s.gpu_memory_bandwidth_Bps else ""
     if s.contention_factor is not None:
         phi = f"contention φ = {s.contention_factor:g} (from the system file)"
@@ -189,7 +243,7 @@ def system_table(s: System):
             fmt_seconds(lv.alpha_s),
             fmt_rate(1.0 / lv.beta_s_per_byte),
             f"{lv.beta_s_per_byte:.3e}",
-            escape(lv.source),
+            escape(lv.source + _protocol_text(lv)),
         )
     parts = [head, t]
     if s.operations:

@@ -11,6 +11,7 @@ import numpy as np
 
 from oracle.compute.context import Context
 from oracle.compute.cost import NAN_BREAKDOWN, Breakdown, Limit, Point
+from oracle.compute.memory import MemoryParts, max_batch_scale, memory_bytes
 from oracle.units import fmt_gb
 
 
@@ -24,51 +25,6 @@ class Config:
     p2: int  # model-parallel part (hybrids); p for model-parallel; 1 for data
     batch: float  # global mini-batch B
     segments: int | None = None  # pipeline S
-
-
-@dataclass(frozen=True)
-class MemoryParts:
-    """What one GPU holds, in elements (ParaDL Table 3 splits into these two terms):
-    ``activations`` = the Σ 2B(|x|+|y|) terms (activations and their gradients),
-    ``weights`` = the parameters held (their gradients count once more), and
-    ``data_group`` = how many GPUs hold the same weights and all-reduce their gradients
-    (what ZeRO shards across)."""
-
-    activations: float
-    weights: float
-    data_group: int = 1
-
-
-OPTIMIZER_BYTES = {"sgd": 0, "momentum": 4, "adam": 8}  # fp32 state per parameter
-
-
-def memory_bytes(ctx: Context, parts: MemoryParts) -> dict[str, float]:
-    """Bytes per GPU by component; their sum is the memory checked against the GPU.
-
-    Default (ParaDL Table 3): γ·δ·(activations + 2·weights).  Beyond ParaDL (issue 8):
-    optimizer state (momentum 4, Adam 8 bytes per parameter, fp32: Kingma & Ba 2015);
-    mixed precision (Micikevicius et al., ICLR 2018): activations, weights and gradients
-    in 2 bytes plus an fp32 master copy of the weights (4 bytes); ZeRO stage 1/2/3
-    (Rajbhandari et al., SC 2020) shards optimizer state (with the master copy) /
-    + gradients / + weights across the data-parallel group; a framework workspace
-    from the system file (``gpu.workspace_GB``)."""
-    o = ctx.options
-    g = ctx.gamma
-    d_act = d_w = ctx.delta  # 2 with mixed precision
-    master = 4 if o.mixed_precision else 0
-    n = max(parts.data_group, 1)
-    zo = n if o.zero >= 1 else 1
-    zg = n if o.zero >= 2 else 1
-    zw = n if o.zero >= 3 else 1
-    w = parts.weights
-    out = {
-        "activations_bytes": g * d_act * parts.activations,
-        "weights_bytes": g * d_w * w / zw,
-        "gradients_bytes": g * d_w * w / zg,
-        "optimizer_bytes": g * (OPTIMIZER_BYTES[o.optimizer] + master) * w / zo,
-        "workspace_bytes": ctx.system.gpu_workspace_bytes,
-    }
-    return out
 
 
 class Strategy:
@@ -131,11 +87,7 @@ def make_point(
     system = ctx.system
     details = dict(details or {})
     if isinstance(memory, (MemoryParts, list)):
-        options = [memory_bytes(ctx, m) for m in (memory if isinstance(memory, list) else [memory])]
-        parts = max(options, key=lambda d: sum(d.values()))
-        memory = sum(parts.values())
-        if ctx.options.memory_model_extended:
-            details["memory"] = parts
+        memory, details["memory"], details["max_batch_per_gpu"] = _memory(ctx, cfg, memory)
     if ctx.options.zero >= 3 and breakdown.gradient_exchange_s:
         # ZeRO-3 all-gathers the weights in forward and backward besides the gradient
         # reduce-scatter: 1.5x the all-reduce volume (Rajbhandari et al., SC 2020, §7.2)
@@ -144,7 +96,7 @@ def make_point(
         breakdown = _replace(breakdown, gradient_exchange_s=1.5 * breakdown.gradient_exchange_s)
     if system.input is not None and cfg.batch > 0:
         breakdown = _with_input(ctx, cfg, breakdown)
-    limits = list(limits)
+    limits = list(limits) + epoch_limit(ctx, cfg.batch)
     if cfg.gpus > system.total_gpus:
         limits.insert(
             0,
@@ -183,7 +135,18 @@ def make_point(
         limits=tuple(limits),
         details=tuple(details.items()),
         profile_kind=ctx.profile_kind,
+        memory_model=ctx.memory_model,
+        compute_conversion=ctx.conversion_label(cfg.batch / cfg.gpus) if cfg.gpus > 0 else "",
     )
+
+
+def epoch_limit(ctx: Context, batch: float) -> list[Limit]:
+    """A global batch larger than the dataset (fewer than one iteration per epoch;
+    issue 13, SPEC §4.6): I = D/B < 1 would charge a fraction of an iteration."""
+    if batch > ctx.D:
+        return [Limit("dataset", f"global batch B={batch:g} exceeds the {ctx.D:g} samples of the dataset"
+                      " (fewer than one iteration per epoch)")]  # fmt: skip
+    return []
 
 
 def overlapped_gradients(
@@ -197,7 +160,14 @@ def overlapped_gradients(
     (compute/overlap.py: bucketed all-reduces on one channel during the backward)."""
     from oracle.compute.overlap import gradient_timeline
 
-    tl = gradient_timeline(backward_s, grad_bytes, costs, ctx.options.bucket_bytes or None, kinds)
+    o = ctx.options
+    delayed = ctx.delayed_mask() if o.delayed_update else None
+    forward = None
+    if delayed is not None:  # per-layer forward on this GPU, in proportion to its backward
+        with np.errstate(divide="ignore", invalid="ignore"):
+            forward = np.where(ctx.bw > 0, np.asarray(backward_s) * ctx.fw / ctx.bw, 0.0)
+    tl = gradient_timeline(backward_s, grad_bytes, costs, o.bucket_bytes or None, kinds, o.bucket_layers, delayed,
+                           forward)  # fmt: skip
     return tl.exposed_s, tl.total_s
 
 
@@ -209,6 +179,19 @@ def overlap_details(details: dict, breakdown: Breakdown, hidden_s: float) -> dic
     details["communication_total_s"] = total
     details["overlap_ratio"] = (hidden_s / total) if total > 0 else 0.0
     return details
+
+
+def _memory(ctx: Context, cfg: Config, memory: MemoryParts | list[MemoryParts]) -> tuple[float, dict, float | None]:
+    """Bytes per GPU (the largest of several parts, e.g. pipeline stages), their
+    breakdown, and the largest per-GPU batch B/p with which every part fits."""
+    parts = [memory_bytes(ctx, m) for m in (memory if isinstance(memory, list) else [memory])]
+    worst = max(parts, key=lambda d: sum(d[0].values()))[0]
+    cap = ctx.system.gpu_memory_bytes
+    scale = min(max_batch_scale(cap, sum(d.values()), grow) for d, grow in parts)
+    max_b = None
+    if math.isfinite(scale) and cfg.batch > 0 and cfg.gpus > 0:
+        max_b = max(0.0, math.floor(scale * cfg.batch / cfg.gpus * (1 + 1e-12)))
+    return sum(worst.values()), worst, max_b
 
 
 def _with_input(ctx: Context, cfg: Config, bd: Breakdown) -> Breakdown:

@@ -27,23 +27,25 @@ class Data(Strategy):
         p, B, D = cfg.gpus, cfg.batch, ctx.D
         I = D / B
         # compute = (D/p) Σ(FW+BW) + I ΣWU                               ParaDL eq. 5
-        bd_fb = D / p * ctx.sum_fb
+        bd_fb = D / p * ctx.fb_sum(B / p)
         bd_wu = I * ctx.sum_wu
         # communication = I · AR(p, δΣw) on GPUs 0..p-1                  ParaDL eq. 6
         # (ring by default; network.allreduce_algorithm for the others)
         group = group_contiguous(p, ctx.system.gpus_per_node)
 
         def cost(m):
-            return allreduce_algorithm(ctx.system, group, m, ctx.algorithm, contention=ctx.options.contention)
+            return allreduce_algorithm(ctx.system, group, m, ctx.algorithm, contention=ctx.options.contention,
+                                       purpose="gradient_allreduce")  # fmt: skip
 
         ar, algo = cost(ctx.delta * ctx.sum_w)
         hidden = 0.0
         if ctx.options.overlap == "buckets":  # bucketed all-reduces during the backward
-            exposed, total = overlapped_gradients(ctx, B / p * ctx.bw, ctx.delta * ctx.w, [lambda m: cost(m)[0]])
+            exposed, total = overlapped_gradients(ctx, B / p * ctx.times_at(B / p)[1], ctx.delta * ctx.w, [lambda m: cost(m)[0]])
             ar, hidden = exposed, total - exposed
         ge = I * ar
         # memory / (γδ) = Σ (2B/p)(x+y) + 2w                             ParaDL eq. 7
-        mem = MemoryParts(2 * B / p * ctx.sum_act, ctx.sum_w, data_group=p)
+        # (framework model: the saved tensors of B/p samples)
+        mem = MemoryParts(2 * B / p * ctx.sum_act, ctx.sum_w, data_group=p, split_samples=B / p)
         bd = Breakdown(forward_backward_s=bd_fb, weight_update_s=bd_wu, gradient_exchange_s=ge)
         level = level_for(ctx.system, group.span).name
         details = {"allreduce_level": level, "allreduce": algo}

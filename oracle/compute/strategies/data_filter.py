@@ -42,7 +42,11 @@ def data_group_allreduce(ctx: Context, p1: int, p2: int, m_bytes: float) -> tupl
     gpn = ctx.system.gpus_per_node
     group = group_strided(p1, p2, gpn)
     phi = contention_factor(ctx.system, data_group_flows_per_node(p1, p2, gpn), ctx.options.contention)
-    ar, _ = allreduce_algorithm(ctx.system, group, m_bytes, ctx.algorithm, phi, ctx.options.contention)
+    # implementation data_filter_allreduce: leader — reduce to a leader per node, all-reduce
+    # among leaders, broadcast back (ParaDL §4.5.1's data+spatial pattern; issue 14)
+    leader = ctx.system.implementation.data_filter_allreduce == "leader"
+    ar, _ = allreduce_algorithm(ctx.system, group, m_bytes, "leader" if leader else ctx.algorithm, phi,
+                                ctx.options.contention, "gradient_allreduce")  # fmt: skip
     return ar, phi, level_for(ctx.system, group.span).name
 
 
@@ -63,7 +67,7 @@ class DataFilter(Strategy):
         I = D / B
         s = ctx.filter_split
         # compute = (D/p) Σs FB + (D/p1) Σr FB + (I/p2) Σs WU + I Σr WU        SPEC §4
-        fb = ctx.split_compute(s, D / p1, p2, I) + D / p1 * s.fb_r
+        fb = ctx.split_compute(s, D / p1, p2, I, B / p) + D / p1 * ctx.fb_sum(B / p1, s, "r")
         wu = I / p2 * s.wu_s + I * s.wu_r
         # layer collectives in the group: Σ [AG(p2, δ·B·y/p) + AR(p2, δ·B·y/p1)]
         lc = I * horizontal_collectives(ctx, s, p2, B / p1)
@@ -71,14 +75,15 @@ class DataFilter(Strategy):
         ar, phi, level = data_group_allreduce(ctx, p1, p2, ctx.delta * (s.w_s / p2 + s.w_r))
         hidden = 0.0
         if ctx.options.overlap == "buckets":  # the data group's buckets during the backward
-            backward = np.where(s.mask, B / p, B / p1) * ctx.bw
+            backward = np.where(s.mask, B / p * ctx.times_at(B / p)[1], B / p1 * ctx.times_at(B / p1)[1])
             grads = ctx.delta * np.where(s.mask, ctx.w / p2, ctx.w)
             exposed, total = overlapped_gradients(
                 ctx, backward, grads, [lambda m: data_group_allreduce(ctx, p1, p2, m)[0]]
             )
             ar, hidden = exposed, total - exposed
         # memory / (γδ) = Σ (2B/p1)(x+y) + Σs 2w/p2 + Σr 2w                     ParaDL eq. 20
-        mem = MemoryParts(2 * B / p1 * ctx.sum_act, s.w_s / p2 + s.w_r, data_group=p1)
+        # (framework model: B/p1 samples' saved tensors, as filter parallelism)
+        mem = MemoryParts(2 * B / p1 * ctx.sum_act, s.w_s / p2 + s.w_r, data_group=p1, split_samples=B / p1)
         bd = Breakdown(
             forward_backward_s=fb,
             weight_update_s=wu,

@@ -16,7 +16,6 @@ from oracle.compute.network import (
 )
 from oracle.compute.strategies.base import (
     Config,
-    MemoryParts,
     Strategy,
     batch_limit,
     hybrid_configurations,
@@ -27,7 +26,7 @@ from oracle.compute.strategies.base import (
     register,
 )
 from oracle.compute.strategies.data_filter import data_group_allreduce, factor_limit
-from oracle.compute.strategies.spatial import gather_tail, halo_time, spatial_limits
+from oracle.compute.strategies.spatial import gather_tail, halo_time, spatial_limits, spatial_memory
 
 
 @register
@@ -48,7 +47,7 @@ class DataSpatial(Strategy):
         s = ctx.spatial_split
         b = B / p1  # samples per spatial group
         # compute = (D/p) Σs FB + (D/p1) Σr FB + I ΣWU                           SPEC §4
-        fb = ctx.split_compute(s, D / p1, p2, I) + D / p1 * s.fb_r
+        fb = ctx.split_compute(s, D / p1, p2, I, B / p) + D / p1 * ctx.fb_sum(b, s, "r")
         wu = I * ctx.sum_wu
         # gradient exchange: AR_φ(p, δΣs w) over all GPUs + AR_φ(p1, δΣr w)      SPEC §4
         # (implementation: leader is ParaDL's §4.5.1 code: "a reduce inside each node to a
@@ -58,7 +57,8 @@ class DataSpatial(Strategy):
         phi_all = contention_factor(ctx.system, 1 if p > gpn else 0, ctx.options.contention)
         algorithm = "leader" if ctx.system.implementation.data_spatial_allreduce == "leader" else ctx.algorithm
         def cost_split(m):
-            return allreduce_algorithm(ctx.system, group, m, algorithm, phi_all, ctx.options.contention)[0]
+            return allreduce_algorithm(ctx.system, group, m, algorithm, phi_all, ctx.options.contention,
+                                       "gradient_allreduce")[0]  # fmt: skip
 
         def cost_rest(m):
             return data_group_allreduce(ctx, p1, p2, m)[0]
@@ -69,7 +69,7 @@ class DataSpatial(Strategy):
         ge += ar_r
         hidden = 0.0
         if ctx.options.overlap == "buckets":  # both all-reduces in buckets during the backward
-            backward = np.where(s.mask, B / p, b) * ctx.bw
+            backward = np.where(s.mask, B / p * ctx.times_at(B / p)[1], b * ctx.times_at(b)[1])
             kinds = np.where(s.mask, 0, 1)
             exposed, total = overlapped_gradients(ctx, backward, ctx.delta * ctx.w, [cost_split, cost_rest], kinds)
             ge, hidden = exposed, total - exposed
@@ -78,7 +78,7 @@ class DataSpatial(Strategy):
         hidden += halo_total - halo
         lc = gather_tail(ctx, p2, b)
         # memory / (γδ) = Σs (2B/p)(x+y) + Σr (2B/p1)(x+y) + Σ 2w                 SPEC §4
-        mem = MemoryParts(2 * B / p * s.act_s + 2 * b * s.act_r, ctx.sum_w, data_group=p)
+        mem = spatial_memory(ctx, grid, 2 * B / p * s.act_s + 2 * b * s.act_r, p, B / p, b)
         bd = Breakdown(
             forward_backward_s=fb,
             weight_update_s=wu,

@@ -29,9 +29,24 @@ def horizontal_collectives(ctx: Context, sums: SplitSums, q: int, b: float) -> f
         return 0.0
     group = group_contiguous(q, ctx.system.gpus_per_node)
     m = ctx.delta * b * sums.coll_y
-    ag, _ = allgather_algorithm(ctx.system, group, m / q, ctx.algorithm)
-    ar, _ = allreduce_algorithm(ctx.system, group, m, ctx.algorithm, contention=ctx.options.contention)
-    return float(np.sum(ag) + np.sum(ar))
+    ag, _ = allgather_algorithm(ctx.system, group, m / q, ctx.algorithm, purpose="layer_allgather")
+    return float(np.sum(ag) + np.sum(backward_collective(ctx, group, m)))
+
+
+def backward_collective(ctx: Context, group, m):
+    """The backward collective of the split layers' input gradients (m bytes each), by
+    the system's ``implementation: layer_backward``: an all-reduce of m (SPEC §4), a
+    ring reduce-scatter of m — (q-1)(α + m/q·β), the first half of the ring all-reduce
+    (Thakur et al. 2005), each GPU keeping its slice for the next split layer — an
+    all-reduce of one slice m/q, or none."""
+    pattern = ctx.system.implementation.layer_backward
+    if pattern == "none":
+        return np.zeros_like(m)
+    if pattern == "reduce_scatter":  # = all-gather's cost with the all-reduce's link
+        return allgather_algorithm(ctx.system, group, m / group.p, ctx.algorithm, purpose="layer_allreduce")[0]
+    size = m / group.p if pattern == "allreduce_slice" else m
+    return allreduce_algorithm(ctx.system, group, size, ctx.algorithm, contention=ctx.options.contention,
+                               purpose="layer_allreduce")[0]  # fmt: skip
 
 
 @register
@@ -58,10 +73,12 @@ class Filter(Strategy):
         I = D / B
         s = self.split(ctx)
         # compute = (D/p) Σs(FW+BW) + D Σr(FW+BW) + (I/p) Σs WU + I Σr WU    SPEC §4
-        fb = ctx.split_compute(s, D, p, I) + D * s.fb_r
+        fb = ctx.split_compute(s, D, p, I, B / p) + D * ctx.fb_sum(B, s, "r")
         wu = I / p * s.wu_s + I * s.wu_r
         lc = I * horizontal_collectives(ctx, s, p, B)
         # memory / (γδ) = Σ 2B(x+y) + Σs 2w/p + Σr 2w                          SPEC §4
-        mem = MemoryParts(2 * B * ctx.sum_act, s.w_s / p + s.w_r)
+        # (framework model: all B samples' saved tensors — split outputs are gathered
+        # whole before the next layer, ParaDL §3.2, so every GPU keeps them)
+        mem = MemoryParts(2 * B * ctx.sum_act, s.w_s / p + s.w_r, split_samples=B)
         bd = Breakdown(forward_backward_s=fb, weight_update_s=wu, layer_collectives_s=lc)
         return make_point(ctx, cfg, bd, mem, self.width_limit(ctx, s, p, "p"))

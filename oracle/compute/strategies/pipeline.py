@@ -24,6 +24,17 @@ def default_segments(B: float, p: int) -> int:
     return max(1, int(min(B, 4 * p)))
 
 
+def stage_memory(ctx: Context, a: int, b: int, B: float, S: int) -> MemoryParts:
+    """Memory parts of the stage of layers a..b-1 (ParaDL eq. 14 and the framework model)."""
+    act = 2 * float((ctx.x[a:b] + ctx.y[a:b]).sum())
+    w = float(ctx.w[a:b].sum())
+    mask = np.zeros(ctx.G, dtype=bool)
+    mask[a:b] = True
+    if ctx.options.checkpointing:
+        return MemoryParts(B * ctx.x[a] + B / S * act, w, split=mask, split_samples=B / S, extra_elements=B * ctx.x[a])
+    return MemoryParts(B * act, w, split=mask, split_samples=B)
+
+
 @register
 class Pipeline(Strategy):
     name = "pipeline"
@@ -49,8 +60,9 @@ class Pipeline(Strategy):
             )
             return not_computable(ctx, cfg, limits)
         groups = ctx.partition(p)
-        fw_g = np.array([ctx.fw[a:b].sum() for a, b in groups])
-        bw_g = np.array([ctx.bw[a:b].sum() for a, b in groups])
+        fw_at, bw_at, _ = ctx.times_at(B / S)  # a stage's kernels work on one micro-batch
+        fw_g = np.array([fw_at[a:b].sum() for a, b in groups])
+        bw_g = np.array([bw_at[a:b].sum() for a, b in groups])
         wu_g = np.array([ctx.wu[a:b].sum() for a, b in groups])
         # compute = D(p+S-1)/S · (max FW_Gi + max BW_Gi) + I max WU_Gi      ParaDL eq. 12
         # (checkpointing recomputes each stage's forward during its backward)
@@ -64,7 +76,7 @@ class Pipeline(Strategy):
             gpn = ctx.system.gpus_per_node
             worst = 0.0
             for i, (_, stop) in enumerate(groups[:-1]):
-                lk = link(ctx.system, span_pair(i, i + 1, gpn), "p2p")
+                lk = link(ctx.system, span_pair(i, i + 1, gpn), "pipeline_p2p")
                 t = p2p(B / S * ctx.delta * ctx.crossing[stop - 1], lk)
                 worst = max(worst, t)
             comm = I * 2 * (p + S - 2) * worst
@@ -72,11 +84,10 @@ class Pipeline(Strategy):
         # with activation checkpointing (GPipe, Huang et al. 2019 §2.3): a stage keeps
         # its input for all B samples and one micro-batch's activations while it
         # recomputes them: B·|x_first| + (B/S)·Σ 2(x+y)
-        act = 2 * (ctx.x + ctx.y)
-        if ctx.options.checkpointing:
-            mem = [MemoryParts(B * ctx.x[a] + B / S * float(act[a:b].sum()), float(ctx.w[a:b].sum())) for a, b in groups]
-        else:
-            mem = [MemoryParts(B * float(act[a:b].sum()), float(ctx.w[a:b].sum())) for a, b in groups]
+        # Framework model: a GPipe stage keeps the saved tensors of all S micro-batches
+        # (B samples) of its layers until their backward; with checkpointing its input
+        # for B samples and one micro-batch's saved tensors.
+        mem = [stage_memory(ctx, a, b, B, S) for a, b in groups]
         bd = Breakdown(forward_backward_s=fb, weight_update_s=wu, pipeline_p2p_s=comm)
         stages = tuple((ctx.names[a], ctx.names[b - 1]) for a, b in groups)
         return make_point(ctx, cfg, bd, mem, limits, {"stages": stages})

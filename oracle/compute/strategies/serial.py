@@ -19,8 +19,9 @@ class Serial(Strategy):
         D, B = ctx.D, cfg.batch
         I = D / B
         # compute = D Σ(FW+BW) + I ΣWU                                  ParaDL eq. 3
-        bd = Breakdown(forward_backward_s=D * ctx.sum_fb, weight_update_s=I * ctx.sum_wu)
+        bd = Breakdown(forward_backward_s=D * ctx.fb_sum(B), weight_update_s=I * ctx.sum_wu)
         # memory / (γδ) = Σ 2B(x+y) + 2w                                ParaDL eq. 4
-        mem = MemoryParts(2 * B * ctx.sum_act, ctx.sum_w)
+        # (framework model: the saved tensors of B samples, compute/memory.py)
+        mem = MemoryParts(2 * B * ctx.sum_act, ctx.sum_w, split_samples=B)
         limits = [] if cfg.gpus == 1 else [Limit("serial", f"serial runs on one GPU, not {cfg.gpus}")]
         return make_point(ctx, cfg, bd, mem, limits)

@@ -4,6 +4,8 @@ spatial output are split; the fc head runs replicated after an all-gather."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from oracle.compute.context import Context
@@ -13,6 +15,7 @@ from oracle.compute.network import (
     allreduce_algorithm,
     group_contiguous,
     link,
+    p2p,
     span_neighbours,
 )
 from oracle.compute.overlap import exposed_halo
@@ -46,8 +49,8 @@ def halo_time(ctx: Context, q: int, b: float) -> tuple[float, float, tuple[int, 
     if not has.any():
         return 0.0, 0.0, grid
     lk = link(ctx.system, span_neighbours(q, ctx.system.gpus_per_node), "halo")
-    t_fw = 2 * (lk.alpha_s + b * ctx.delta * hx[has] * lk.beta_s_per_byte)
-    t_bw = 2 * (lk.alpha_s + b * ctx.delta * hdy[has] * lk.beta_s_per_byte)
+    t_fw = halo_exchange(ctx, grid, 2 * np.asarray(p2p(b * ctx.delta * hx[has], lk)))
+    t_bw = halo_exchange(ctx, grid, 2 * np.asarray(p2p(b * ctx.delta * hdy[has], lk)))
     total = float(np.sum(t_fw) + np.sum(t_bw))
     if ctx.options.overlap == "none":
         return total, total, grid
@@ -60,6 +63,16 @@ def spatial_limits(ctx: Context, grid: tuple[int, ...]) -> list[Limit]:
     return [Limit("spatial", r) for r in ctx.spatial_violations(grid)]
 
 
+def halo_exchange(ctx: Context, grid: tuple[int, ...], concurrent):
+    """A layer's halo exchange: concurrent (SPEC §4), or with ``implementation:
+    halo_chain`` a serialized neighbour chain — f-1 hops of it, f the largest split
+    factor, plus ``halo_sync_s`` of device synchronization each (never faster)."""
+    impl = ctx.system.implementation
+    if not impl.halo_chain:
+        return concurrent
+    return np.asarray(concurrent) * max(1, max(grid) - 1) + impl.halo_sync_s
+
+
 def gather_tail(ctx: Context, q: int, b: float) -> float:
     """All-gather of the last split layer's output before the replicated head:
     AG(q, δ·b·y_last/q) (SPEC §4)."""
@@ -67,7 +80,22 @@ def gather_tail(ctx: Context, q: int, b: float) -> float:
     if q <= 1 or s.last < 0 or s.last == ctx.G - 1:
         return 0.0
     group = group_contiguous(q, ctx.system.gpus_per_node)
-    return allgather_algorithm(ctx.system, group, ctx.delta * b * ctx.y[s.last] / q, ctx.algorithm)[0]
+    return allgather_algorithm(ctx.system, group, ctx.delta * b * ctx.y[s.last] / q, ctx.algorithm,
+                               purpose="tail_gather")[0]  # fmt: skip
+
+
+def spatial_memory(ctx: Context, grid: tuple[int, ...], paradl_act: float, group: int, n_split: float, n_rest: float) -> MemoryParts:
+    """Memory parts of a spatial split: ParaDL's activation term, and for the framework
+    model n_split samples' tiles of the split layers, n_rest whole samples of the
+    replicated head, the halo rows each split conv/pool layer appends to its saved
+    input (Dryden et al. §V-B), and the gathered input of the head (all-gather tail)."""
+    s = ctx.spatial_split
+    # halo(x_l) is per sample of the tiles a GPU holds: n_rest samples (B, or B/p1)
+    extra = n_rest * float(ctx.halo_elements(grid)[0].sum())
+    if 0 <= s.last < ctx.G - 1 and math.prod(grid) > 1:
+        extra += n_rest * float(ctx.y[s.last])
+    return MemoryParts(paradl_act, ctx.sum_w, data_group=group, split=s.mask,
+                       split_samples=n_split, rest_samples=n_rest, extra_elements=extra)  # fmt: skip
 
 
 @register
@@ -83,18 +111,19 @@ class Spatial(Strategy):
         I = D / B
         s = ctx.spatial_split
         # compute = (D/p) Σs(FW+BW) + D Σr(FW+BW) + I ΣWU                   SPEC §4
-        fb = ctx.split_compute(s, D, p, I) + D * s.fb_r
+        fb = ctx.split_compute(s, D, p, I, B / p) + D * ctx.fb_sum(B, s, "r")
         wu = I * ctx.sum_wu
         # communication = AR(p, δΣs w) + halo + AG(p, δ·B·y_last/p)          SPEC §4
         group = group_contiguous(p, ctx.system.gpus_per_node)
 
         def cost(m):
-            return allreduce_algorithm(ctx.system, group, m, ctx.algorithm, contention=ctx.options.contention)[0]
+            return allreduce_algorithm(ctx.system, group, m, ctx.algorithm, contention=ctx.options.contention,
+                                       purpose="gradient_allreduce")[0]  # fmt: skip
 
         ar = cost(ctx.delta * s.w_s)
         hidden = 0.0
         if ctx.options.overlap == "buckets":  # split layers' gradients during the backward
-            backward = np.where(s.mask, B / p, B) * ctx.bw
+            backward = np.where(s.mask, B / p * ctx.times_at(B / p)[1], B * ctx.times_at(B)[1])
             exposed, total = overlapped_gradients(ctx, backward, np.where(s.mask, ctx.delta * ctx.w, 0.0), [cost])
             ar, hidden = exposed, total - exposed
         ge = I * ar
@@ -102,7 +131,7 @@ class Spatial(Strategy):
         hidden += halo_total - halo
         lc = I * gather_tail(ctx, p, B)
         # memory / (γδ) = Σs (2B/p)(x+y) + Σr 2B(x+y) + Σ 2w                 SPEC §4
-        mem = MemoryParts(2 * B / p * s.act_s + 2 * B * s.act_r, ctx.sum_w, data_group=p)
+        mem = spatial_memory(ctx, grid, 2 * B / p * s.act_s + 2 * B * s.act_r, p, B / p, B)
         bd = Breakdown(
             forward_backward_s=fb,
             weight_update_s=wu,

@@ -1,0 +1,171 @@
+"""Benchmark: projected vs published training throughput (issue 13).
+
+Predicts every row of ``validation/dle-throughput.csv`` (NVIDIA DeepLearningExamples,
+see validation/README.md) that a shipped model covers -- ResNet-50 v1.5 with
+``models/resnet50.yaml`` -- on the shipped system of the row's machine, data parallel
+on the row's GPU count at the row's per-GPU batch and precision (FP32 -> fp32, TF32 ->
+tf32, AMP -> --mixed-precision; AMP+ASP rows are skipped: sparsity is not modelled):
+
+- **out of the box**: the profile is ``oracle profile --estimate`` at the row's
+  precision and batch on that system's GPU (the compute model of
+  oracle/compute/kernels.py with its default constants);
+- **calibrated**: that estimate scaled so the same framework's 1-GPU row on the same
+  machine and precision is reproduced exactly (``oracle fit runs --calibrate compute``);
+  the compute model then carries it to the other GPU counts.  Rows without such a
+  1-GPU row are reported out of the box only.
+
+Accuracy is 1 - |predicted - measured| / measured on the iteration time, as ``oracle compare``.  The compute
+model's default efficiencies were fitted on the V100 machines (DGX-1, DGX-2) only
+(``--fit`` repeats that fit); the A100 machines are held out.
+
+    python benchmarks/dle_accuracy.py [--fit] [--markdown]
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import sys
+from dataclasses import replace
+from pathlib import Path
+from statistics import mean
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from oracle.compute import kernels as K
+from oracle.compute.calibrate import compute_scale, scaled_profile
+from oracle.compute.context import Options
+from oracle.compute.conversion import Conversion, Origin
+from oracle.compute.sweep import sweep
+from oracle.load import load_model, load_system
+from oracle.load.profile import bind_profile
+from oracle.profiling.estimate import estimate
+
+ROWS = ROOT / "validation" / "dle-throughput.csv"
+SYSTEMS = {
+    "DGX-1 16GB": "dgx1-v100",
+    "DGX-1 32GB": "dgx1-v100",
+    "DGX-2": "dgx2-v100",
+    "DGX A100 40GB": "dgx-a100-40gb",
+    "DGX A100 80GB": "dgx-a100-80gb",
+}
+MODELS = {"resnet50": "resnet50", "resnet50v1.5": "resnet50"}
+PRECISIONS = {"FP32": ("fp32", False), "TF32": ("tf32", False), "AMP": ("fp32", True)}
+
+
+def rows() -> list[dict]:
+    with ROWS.open(newline="") as f:
+        out = []
+        for i, r in enumerate(csv.DictReader(f), start=2):
+            if r["model"] in MODELS and r["system"] in SYSTEMS and r["precision"] in PRECISIONS and r["per_gpu_batch"]:
+                r["line"] = i
+                out.append(r)
+        return out
+
+
+def predict(model, system, profile, gpus: int, batch: float, precision: str, mixed: bool, k=K.DEFAULT_CONSTANTS):
+    """(images/s, point) of data parallelism (serial at 1 GPU) with ``profile``."""
+    options = Options(precision=precision, mixed_precision=mixed)
+    conversion = Conversion(model, Origin.of(profile), system, precision, mixed, k)
+    times = bind_profile(model, profile)
+    strategy = "serial" if gpus == 1 else "data"
+    (pt,) = sweep(model, system, times, [gpus], strategy, batch_per_gpu=batch, options=options,
+                  profile_kind=profile.kind, conversion=conversion)  # fmt: skip
+    return pt.global_batch / pt.iteration_s, pt
+
+
+def estimated(model, system, batch: float, precision: str, mixed: bool, k=K.DEFAULT_CONSTANTS):
+    from oracle.compute.conversion import run_precision
+
+    if k is K.DEFAULT_CONSTANTS:
+        return estimate(model, system, compute_efficiency=None, memory_efficiency=None, batch=int(batch),
+                        precision=run_precision(precision, mixed), date="benchmark")  # fmt: skip
+    saved = K.DEFAULT_CONSTANTS
+    try:  # --fit: the same estimate with candidate constants
+        K.DEFAULT_CONSTANTS = k
+        return estimate(model, system, compute_efficiency=None, memory_efficiency=None, batch=int(batch),
+                        precision=run_precision(precision, mixed), date="benchmark")  # fmt: skip
+    finally:
+        K.DEFAULT_CONSTANTS = saved
+
+
+def evaluate(data: list[dict], k=K.DEFAULT_CONSTANTS, calibrated: bool = True) -> list[dict]:
+    model = load_model("resnet50")
+    systems = {name: load_system(name) for name in set(SYSTEMS.values())}
+    results = []
+    for r in data:
+        system = systems[SYSTEMS[r["system"]]]
+        precision, mixed = PRECISIONS[r["precision"]]
+        gpus, batch, measured = int(r["gpus"]), float(r["per_gpu_batch"]), float(r["throughput_img_per_s"])
+        prof = estimated(model, system, batch, precision, mixed, k)
+        out_of_box, _ = predict(model, system, prof, gpus, batch, precision, mixed, k)
+        row = dict(r, measured=measured, out_of_box=out_of_box, calibrated=None, machine=system.gpu_model[:4])
+        one = [q for q in data if q["framework"] == r["framework"] and q["system"] == r["system"]
+               and q["precision"] == r["precision"] and q["model"] == r["model"] and q["gpus"] == "1"]  # fmt: skip
+        if calibrated and one:
+            q = one[0]
+            qb = float(q["per_gpu_batch"])
+            qprof = estimated(model, system, qb, precision, mixed, k)
+            _, qpt = predict(model, system, qprof, 1, qb, precision, mixed, k)
+            factor = compute_scale(qpt, qb / float(q["throughput_img_per_s"]))
+            cal = scaled_profile(qprof, factor, f"calibrated on validation/dle-throughput.csv:{q['line']}")
+            row["calibrated"], _ = predict(model, system, cal, gpus, batch, precision, mixed, k)
+        results.append(row)
+    return results
+
+
+def accuracy(pred: float, measured: float) -> float:
+    """On the time per iteration, as ``oracle compare``: 1 - |t_pred - t_meas| / t_meas
+    with t = batch / throughput."""
+    return 1.0 - abs(measured / pred - 1.0)
+
+
+def table(results: list[dict], markdown: bool) -> str:
+    groups: dict[str, list[dict]] = {}
+    for r in results:
+        held = "A100 (held out)" if r["machine"] == "A100" else "V100 (fitted)"
+        scale = "1 GPU" if r["gpus"] == "1" else "8+ GPUs" if int(r["gpus"]) >= 8 else "2-4 GPUs"
+        for key in (f"{r['framework']} {held} {scale}", f"ResNet-50, {held}, {scale}", f"ResNet-50, all machines, {scale}"):
+            groups.setdefault(key, []).append(r)
+    lines = ["| rows | n | out of the box | calibrated (n) |", "|---|---:|---:|---:|"]
+    for key in sorted(groups, key=lambda s: (not s.startswith("ResNet"), s)):
+        rs = groups[key]
+        oob = mean(accuracy(r["out_of_box"], r["measured"]) for r in rs)
+        cal = [accuracy(r["calibrated"], r["measured"]) for r in rs if r["calibrated"] is not None]
+        c = f"{100 * mean(cal):.1f}% ({len(cal)})" if cal else "-"
+        lines.append(f"| {key} | {len(rs)} | {100 * oob:.1f}% | {c} |")
+    text = "\n".join(lines)
+    return text if markdown else text.replace("|---|---:|---:|---:|\n", "")
+
+
+def fit(data: list[dict]) -> K.KernelConstants:
+    """Grid search of the efficiencies on the V100 rows only, out of the box."""
+    v100 = [r for r in data if SYSTEMS[r["system"]] in ("dgx1-v100", "dgx2-v100")]
+    best = None
+    for simt in (0.8, 0.85, 0.9, 0.95, 1.0):
+        for tensor in (0.4, 0.45, 0.5, 0.55, 0.6, 0.65):
+            for mem in (0.8, 0.85, 0.9):
+                k = replace(K.DEFAULT_CONSTANTS, simt_efficiency=simt, tensor_efficiency=tensor, memory_efficiency=mem)
+                res = evaluate(v100, k, calibrated=False)
+                score = mean(accuracy(r["out_of_box"], r["measured"]) for r in res)
+                if best is None or score > best[0]:
+                    best = (score, k)
+    assert best is not None
+    print(f"fitted on {len(v100)} V100 rows: mean accuracy {100 * best[0]:.1f}% with {best[1]}")
+    return best[1]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--fit", action="store_true", help="refit the efficiencies on the V100 rows first")
+    ap.add_argument("--markdown", action="store_true")
+    args = ap.parse_args()
+    data = rows()
+    k = fit(data) if args.fit else K.DEFAULT_CONSTANTS
+    results = evaluate(data, k)
+    print(table(results, args.markdown))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,57 @@
+"""What ships with oracle: one entry per model, system and profile file (``oracle list``).
+
+Each entry is read with the ordinary loaders, so a listed file is one that loads; its
+description is what the file says of itself (name, size, source).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+LISTABLE = ("models", "systems", "profiles")
+
+
+@dataclass(frozen=True)
+class Entry:
+    kind: str  # models | systems | profiles
+    name: str  # what to pass to -m/-s/-p
+    title: str  # the file's own name for it
+    what: str  # a few facts
+    source: str
+
+
+def _model(path) -> tuple[str, str, str]:
+    from oracle.load import load_model
+
+    m = load_model(str(path))
+    shape = "x".join(str(d) for d in m.input_shape)
+    return m.name, f"{m.parameters:,} parameters, {m.flops / 1e9:.3g} GFLOPs/sample, input {shape}", m.source
+
+
+def _system(path) -> tuple[str, str, str]:
+    from oracle.load import load_system
+
+    s = load_system(str(path))
+    what = f"{s.nodes:,} nodes x {s.gpus_per_node} {s.gpu_model} ({s.gpu_memory_bytes / 1e9:g} GB)"
+    return s.name, what, s.source
+
+
+def _profile(path) -> tuple[str, str, str]:
+    from oracle.load import load_profile
+
+    p = load_profile(str(path))
+    return p.model, f"{p.kind} on {p.device}", p.source
+
+
+def entries(kind: str) -> list[Entry]:
+    """The shipped files of one kind, each loaded (a file that does not load is an
+    error: shipped files are tested)."""
+    from oracle.resources import shipped_dir, shipped_names
+
+    read = {"models": _model, "systems": _system, "profiles": _profile}[kind]
+    out = []
+    for name in shipped_names(kind):
+        path = next(p for p in shipped_dir(kind).iterdir() if p.stem == name and p.suffix in (".yaml", ".yml"))
+        title, what, source = read(path)
+        out.append(Entry(kind, name, title, what, " ".join(source.split())))
+    return out

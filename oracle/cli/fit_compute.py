@@ -1,0 +1,96 @@
+"""``oracle fit runs RUNS.csv --system S --calibrate compute -o PROFILE.yaml`` (issue 13).
+
+Scales the runs' profile so that its projection reproduces the measured runs: per run,
+the factor (measured - communication) / compute per iteration
+(:func:`oracle.compute.calibrate.compute_scale`), the median over the selected runs.
+The written profile keeps the original's device, precision and batch, so the compute
+model still converts it when the GPU, precision or per-GPU batch change.
+
+A ``precision`` column in RUNS.csv (fp32, tf32, fp16, bf16, or DeepLearningExamples'
+FP32/TF32/AMP; AMP = mixed precision) sets each run's precision; without it fp32.
+"""
+
+from __future__ import annotations
+
+from statistics import median
+
+
+def run_options(run, file: str):
+    """The Options of one run (its precision column, if any; else fp32)."""
+    from oracle.compute.compare import run_precision_options
+    from oracle.compute.context import Options
+    from oracle.errors import OracleError
+
+    try:
+        precision, mixed = run_precision_options(run) or ("fp32", False)
+    except OracleError as exc:
+        exc.file = file
+        raise
+    return Options(precision=precision, mixed_precision=mixed)
+
+
+def calibrate_compute(runs_file: str, chosen, base_system: str):
+    """(profile, factor, evidence) from the chosen runs, which must share one model and
+    one profile.  Evidence: (line, label, factor) per run."""
+    from oracle.compute.calibrate import compute_scale, scaled_profile
+    from oracle.compute.compare import config_for
+    from oracle.compute.conversion import build_context
+    from oracle.compute.strategies import REGISTRY
+    from oracle.errors import OracleError
+    from oracle.load import load_model, load_profile, load_system
+
+    pairs = {(r.model, r.profile) for r in chosen}
+    if len(pairs) > 1:
+        raise OracleError("--calibrate compute needs runs of one model and one profile; use --where", file=runs_file)
+    model, system = load_model(chosen[0].model), load_system(base_system)
+    profile = _per_layer(model, system, load_profile(chosen[0].profile), run_options(chosen[0], runs_file))
+    evidence = []
+    for run in chosen:
+        ctx = build_context(model, system, profile, run_options(run, runs_file))
+        pt = REGISTRY[run.strategy].evaluate(ctx, config_for(run, ctx))
+        measured = run.measured_s / (pt.iterations_per_epoch if run.basis == "epoch" else 1.0)
+        try:
+            factor = compute_scale(pt, measured)
+        except ValueError as exc:
+            raise OracleError(str(exc), file=runs_file, line=run.line) from None
+        evidence.append((run.line, f"{model.name} {run.strategy} {run.gpus} GPUs B={run.global_batch:g}", factor))
+    factor = median(f for _, _, f in evidence)
+    lines = ", ".join(str(line) for line, _, _ in evidence)
+    source = (f"{profile.source} Then compute calibrated by `oracle fit runs --calibrate compute` on"
+              f" {runs_file} lines {lines} (times x {factor:.6g}, the median factor).").strip()  # fmt: skip
+    return scaled_profile(profile, factor, source), factor, evidence
+
+
+def _per_layer(model, system, profile, options):
+    """A total-only profile as per-layer times (spread as a projection spreads it)."""
+    from dataclasses import replace
+
+    from oracle.compute.conversion import prepare
+
+    if profile.layers:
+        return profile
+    times, _ = prepare(model, system, profile, options)
+    names = tuple(layer.name for layer in model.layers)
+    return replace(profile, layers=tuple(zip(names, times)), total_fw_bw_per_sample_s=None,
+                   total_wu_per_iteration_s=None)  # fmt: skip
+
+
+def write_profile(runs_file: str, chosen, base_system: str, output: str | None) -> None:
+    import click
+
+    from oracle.render.output import emit
+    from oracle.render.profile_file import profile_yaml
+
+    profile, factor, evidence = calibrate_compute(runs_file, chosen, base_system)
+    for line, label, f in evidence:
+        click.echo(f"{runs_file}:{line} {label}: compute x {f:.4g}", err=True)
+    click.echo(f"compute factor (median of {len(evidence)}): {factor:.4g}", err=True)
+    if not output:
+        return
+    header = [
+        f"Profile of {profile.model} calibrated by `oracle fit runs --calibrate compute` on {runs_file}:",
+        (f"times x {factor:.6g} so the projection reproduces the runs; device {profile.device},"
+         f" precision {profile.precision}, batch {profile.measured_samples_per_gpu} kept for the compute model."),
+    ] + [f"  {runs_file}:{line} {label}: factor {f:.6g}" for line, label, f in evidence]
+    emit(profile_yaml(profile, header), output)
+    click.echo(f"wrote {output}", err=True)

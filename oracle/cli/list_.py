@@ -1,0 +1,35 @@
+"""``oracle list [models|systems|profiles]``: the shipped files, one line each."""
+
+from __future__ import annotations
+
+import click
+
+from oracle.catalog import LISTABLE
+from oracle.cli.types import PlainIntRange
+
+
+@click.command("list")
+@click.argument("kinds", nargs=-1, type=click.Choice(LISTABLE))
+@click.option("--format", "-f", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+@click.option("--width", type=PlainIntRange(min=60), help="Table width. [default: terminal]")
+def list_(kinds, fmt, width) -> None:
+    """List the shipped models, systems and profiles: the name to pass to -m/-s/-p,
+    what each is, and where its numbers come from.
+
+    \b
+    Examples:
+      oracle list
+      oracle list systems
+    """
+    from oracle.catalog import entries
+    from oracle.render import catalog as rc
+
+    chosen = {k: entries(k) for k in (kinds or LISTABLE)}
+    if fmt == "json":
+        click.echo(rc.to_json(chosen), nl=False)
+        return
+    from oracle.cli.common import make_console
+
+    console = make_console(width)
+    for table in rc.tables(chosen):
+        console.print(table)

@@ -1,0 +1,257 @@
+"""The per-layer compute model (issue 13, SPEC §4.6): how long a layer's kernels take
+on a GPU, at a precision, for a per-GPU batch (the work per kernel).
+
+For layer ``l`` run on ``b`` samples at once (``F_l`` forward FLOPs per sample,
+:mod:`oracle.compute.shapes`; ``δ`` bytes per element of the precision)::
+
+    kernel time = max( FLOPs · waves(b) / (e_c · peak_prec),  bytes / (e_m · bandwidth),  launch_s )
+
+- **Roofline** (Williams, Waterman and Patterson, CACM 2009): a kernel is bound by its
+  arithmetic at the peak of the units it runs on or by its memory traffic at the memory
+  bandwidth.  conv and fc run at the precision's peak (fp32: CUDA cores; tf32, fp16, bf16:
+  tensor cores, ``gpu.peak_TFLOPS``); every other layer does a few FLOPs per element at
+  the fp32 peak and is memory-bound.
+- **Bytes** per kernel: conv/fc read the input and the weights and write the output,
+  ``δ·(b·(|x|+|y|) + |w|)``; batchnorm in training reads its input twice (statistics,
+  then normalisation: cuDNN's and PyTorch's two-pass batch norm), ``δ·b·(2|x|+|y|)``;
+  the other layers read their input(s) and write their output, ``δ·b·(|x|+|y|)``;
+  ``flatten`` is a view (no kernel).
+- **Backward**: conv and fc run two kernels (input gradient, weight gradient), each
+  with the forward's FLOPs and about its bytes; the other layers one kernel with the
+  forward's FLOPs and twice its bytes (read the upstream gradient and the saved tensor,
+  write the input gradient).
+- **Waves** (the small-work efficiency; Yu et al., "Habitat", USENIX ATC 2021, §4.2
+  "wave scaling"): a conv/fc kernel runs ``n = b·|y| / T`` thread blocks of ``T`` output
+  elements (a 128x128 tile, CUTLASS's and cuDNN's implicit-GEMM default) in waves of one
+  block per SM.  When the output tiles are fewer than the SMs, GEMM libraries split the
+  reduction (length ``K = F_l / (2|y|)``) over more blocks, down to ``k_split`` elements
+  each (split-K in CUTLASS and cuBLAS; Osama et al., "Stream-K", PPoPP 2023):
+  ``blocks = n · min(max(1, SMs/n), max(1, K/k_split))``.  With ``w = blocks / SMs`` waves
+  the last wave is on average half empty, and a kernel of less than one wave still takes
+  one wave's time: ``waves(b) = max(w + 1/2, 1) / w``.
+  This is a smooth, expected-value form of Habitat's ``ceil(w)/w``: it keeps the time per
+  sample non-increasing in ``b`` (``ceil`` is not), which the property tests check.
+- **Fused activations** (default on; ``KernelConstants.fuse_activations``): an
+  element-wise activation right after a batchnorm or an add runs inside that kernel
+  (cuDNN's fused BN+activation and BN+add+activation ops; MXNet's and TF-XLA's ResNet
+  kernels in NVIDIA DeepLearningExamples), so it moves no bytes of its own.
+- **Launch floor**: no kernel takes less than ``launch_s`` (a CUDA kernel launch costs a
+  few microseconds; NVIDIA, "Getting Started with CUDA Graphs", 2019; nominal 5 us).
+- **Weight update** (per iteration): SGD with momentum, five passes over the weights at
+  memory bandwidth (as :mod:`oracle.profiling.estimate`), in fp32 (master weights) unless
+  the whole run is fp16/bf16.
+
+Efficiencies ``e_c`` (per kind of unit) and ``e_m`` are fitted to the V100 rows of the
+validation set (DGX-1, DGX-2; ``benchmarks/dle_accuracy.py --fit``) and checked on the
+A100 rows, which played no part in the fit (README, "Compute model").
+
+All functions are pure; times are seconds for the whole batch unless named per sample.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from oracle.gpus import GpuSpec
+from oracle.model import ACTIVATIONS, Layer, LayerInfo, Model
+
+ELEMENT_BYTES = {"fp32": 4, "tf32": 4, "fp16": 2, "bf16": 2}
+MATMUL_TYPES = ("conv", "fc")
+WU_PASSES = 5  # SGD momentum: read w, grad, m; write w, m (oracle.profiling.estimate)
+
+
+@dataclass(frozen=True)
+class KernelConstants:
+    """The compute model's efficiencies (fractions of the datasheet peaks)."""
+
+    # fitted by `python benchmarks/dle_accuracy.py --fit` on the 30 V100 rows (DGX-1, DGX-2)
+    # of validation/dle-throughput.csv only; the A100 rows are held out (README)
+    simt_efficiency: float = 0.95  # conv/fc on CUDA cores (fp32; cuDNN's Winograd/FFT included)
+    tensor_efficiency: float = 0.60  # conv/fc on tensor cores (fp16 on V100; applied to tf32/bf16 too)
+    memory_efficiency: float = 0.90  # streaming kernels (STREAM-type kernels reach 80-90% of HBM peak)
+    launch_s: float = 5e-6  # nominal kernel launch floor (NVIDIA CUDA Graphs blog, 2019)
+    tile_elements: int = 128 * 128  # output elements per conv/fc thread block (CUTLASS default tile)
+    k_split: int = 256  # smallest reduction slice per block under split-K (nominal)
+    fuse_activations: bool = True  # activation after batchnorm/add fused into that kernel
+
+    def matmul_efficiency(self, precision: str) -> float:
+        return self.simt_efficiency if precision == "fp32" else self.tensor_efficiency
+
+
+DEFAULT_CONSTANTS = KernelConstants()
+
+
+@dataclass(frozen=True)
+class LayerWork:
+    """One layer's forward kernels on a batch: FLOPs and bytes per kernel."""
+
+    flops: float
+    bytes: float
+    kernels: int  # forward kernels (0: a view)
+    matmul: bool
+
+
+def forward_work(layer: Layer, info: LayerInfo, batch: float, delta: float) -> LayerWork:
+    """FLOPs and bytes of one forward kernel of ``layer`` on ``batch`` samples."""
+    if layer.type == "flatten":
+        return LayerWork(0.0, 0.0, 0, False)
+    x, y = info.input_elements, info.output_elements
+    if layer.type in MATMUL_TYPES:
+        return LayerWork(info.flops * batch, delta * (batch * (x + y) + info.parameters), 1, True)
+    reads = 2 * x if layer.type == "batchnorm" else x
+    return LayerWork(info.flops * batch, delta * (batch * (reads + y) + info.parameters), 1, False)
+
+
+def waves_factor(out_elements: float, reduction: float, sm_count: int | None, tile: int, k_split: int) -> float:
+    """Time of the kernel's waves over the time of its work at full occupancy:
+    max(w + 1/2, 1)/w with w = blocks/SMs, blocks with split-K (see the module
+    docstring); 1 without an SM count."""
+    if not sm_count or out_elements <= 0:
+        return 1.0
+    n = out_elements / tile
+    blocks = n * min(max(1.0, sm_count / n), max(1.0, reduction / k_split))
+    w = blocks / sm_count
+    return max(w + 0.5, 1.0) / w
+
+
+def kernel_time(flops: float, nbytes: float, flop_rate: float, byte_rate: float, waves: float,
+                launch_s: float) -> float:  # fmt: skip
+    """One kernel: max(compute, memory, launch floor)."""
+    return max(flops * waves / flop_rate, nbytes / byte_rate, launch_s)
+
+
+def layer_time(
+    layer: Layer,
+    info: LayerInfo,
+    gpu: GpuSpec,
+    precision: str,
+    batch: float,
+    k: KernelConstants = DEFAULT_CONSTANTS,
+) -> tuple[float, float]:
+    """(forward, backward) seconds of ``layer`` on ``batch`` samples (the whole batch).
+
+    ``precision`` is the arithmetic precision of conv/fc (fp32, tf32, fp16, bf16); it also
+    sets the bytes per element.  Raises KeyError if the GPU has no peak for it."""
+    delta = ELEMENT_BYTES[precision]
+    work = forward_work(layer, info, batch, delta)
+    if work.kernels == 0:
+        return 0.0, 0.0
+    byte_rate = k.memory_efficiency * gpu.memory_bandwidth_Bps
+    if work.matmul:
+        peak = gpu.peak(precision)
+        if peak is None:
+            raise KeyError(precision)
+        rate = k.matmul_efficiency(precision) * peak
+        reduction = info.flops / (2.0 * info.output_elements)  # K of the implicit GEMM
+        waves = waves_factor(batch * info.output_elements, reduction, gpu.sm_count, k.tile_elements, k.k_split)
+        fw = kernel_time(work.flops, work.bytes, rate, byte_rate, waves, k.launch_s)
+        return fw, 2.0 * fw  # input gradient + weight gradient, each like the forward
+    rate = k.simt_efficiency * (gpu.peak("fp32") or gpu.peak_flops[0][1])
+    fw = kernel_time(work.flops, work.bytes, rate, byte_rate, 1.0, k.launch_s)
+    bw = kernel_time(work.flops, 2.0 * work.bytes, rate, byte_rate, 1.0, k.launch_s)
+    return fw, bw
+
+
+def update_time(info: LayerInfo, gpu: GpuSpec, precision: str, mixed: bool,
+                k: KernelConstants = DEFAULT_CONSTANTS) -> float:  # fmt: skip
+    """Weight update per iteration: WU_PASSES passes over the weights at memory bandwidth,
+    4 bytes each (fp32 or fp32 master weights) unless the run is all fp16/bf16."""
+    delta = 4 if mixed else ELEMENT_BYTES[precision]
+    return WU_PASSES * delta * info.parameters / (k.memory_efficiency * gpu.memory_bandwidth_Bps)
+
+
+def fused_layers(model: Model) -> list[bool]:
+    """Activations whose every input is a batchnorm or an add (fused into it)."""
+    index = model.index
+    out = []
+    for layer in model.layers:
+        producers = [model.layers[index[n]].type for n in layer.inputs if n in index]
+        out.append(layer.type in ACTIVATIONS and bool(producers) and all(t in ("batchnorm", "add") for t in producers))
+    return out
+
+
+def per_sample_times(
+    model: Model, gpu: GpuSpec, precision: str, batch: float, k: KernelConstants = DEFAULT_CONSTANTS
+) -> list[tuple[float, float]]:
+    """(FW, BW) per sample of every layer of ``model`` at per-GPU batch ``batch``."""
+    fused = fused_layers(model) if k.fuse_activations else [False] * len(model.layers)
+    out = []
+    for layer, info, f in zip(model.layers, model.info, fused):
+        fw, bw = (0.0, 0.0) if f else layer_time(layer, info, gpu, precision, batch, k)
+        out.append((fw / batch, bw / batch))
+    return out
+
+
+__all__ = [
+    "DEFAULT_CONSTANTS",
+    "ELEMENT_BYTES",
+    "KernelConstants",
+    "LayerWork",
+    "forward_work",
+    "fused_layers",
+    "kernel_time",
+    "layer_time",
+    "per_sample_times",
+    "update_time",
+    "waves_factor",
+]
+
+
+@dataclass(frozen=True)
+class ModelArrays:
+    """Per-layer quantities of a model as numpy arrays, for :func:`per_sample_array`
+    (the same formulas as :func:`layer_time`, vectorised over layers)."""
+
+    flops: object  # forward FLOPs per sample
+    io: object  # elements read and written per sample (x + y; batchnorm 2x + y)
+    params: object
+    out: object  # output elements per sample
+    reduction: object  # K of the implicit GEMM (conv/fc), else 0
+    matmul: object  # bool
+    active: object  # bool: has a kernel (not a view, not fused)
+
+    @classmethod
+    def of(cls, model: Model, k: KernelConstants = DEFAULT_CONSTANTS) -> ModelArrays:
+        import numpy as np
+
+        fused = fused_layers(model) if k.fuse_activations else [False] * len(model.layers)
+        rows = []
+        for layer, info, f in zip(model.layers, model.info, fused):
+            x, y = info.input_elements, info.output_elements
+            mm = layer.type in MATMUL_TYPES
+            io = (2 * x if layer.type == "batchnorm" else x) + y
+            red = info.flops / (2.0 * y) if mm and y else 0.0
+            rows.append((info.flops, io, info.parameters, y, red, mm, layer.type != "flatten" and not f))
+        cols = list(zip(*rows)) if rows else [()] * 7
+        a = [np.array(c, dtype=float) for c in cols[:5]] + [np.array(c, dtype=bool) for c in cols[5:]]
+        return cls(*a)
+
+
+def per_sample_array(arrays: ModelArrays, gpu: GpuSpec, precision: str, batch: float,
+                     k: KernelConstants = DEFAULT_CONSTANTS):  # fmt: skip
+    """(FW, BW) per sample of every layer as two arrays: :func:`per_sample_times`
+    vectorised (equal to it to rounding; tests/test_compute_model.py checks)."""
+    import numpy as np
+
+    a = arrays
+    delta = ELEMENT_BYTES[precision]
+    byte_rate = k.memory_efficiency * gpu.memory_bandwidth_Bps
+    flops = a.flops * batch
+    nbytes = delta * (batch * a.io + a.params)
+    simt = k.simt_efficiency * (gpu.peak("fp32") or gpu.peak_flops[0][1])
+    peak = gpu.peak(precision)
+    if peak is None and bool(a.matmul.any()):
+        raise KeyError(precision)
+    rate = np.where(a.matmul, k.matmul_efficiency(precision) * (peak or 1.0), simt)
+    waves = np.ones_like(flops)
+    if gpu.sm_count:
+        n = np.where(a.out > 0, batch * a.out / k.tile_elements, 1.0)
+        split = np.minimum(np.maximum(1.0, gpu.sm_count / n), np.maximum(1.0, a.reduction / k.k_split))
+        w = n * split / gpu.sm_count
+        waves = np.where(a.matmul, np.maximum(w + 0.5, 1.0) / w, 1.0)
+    compute = flops * waves / rate
+    fw = np.maximum(np.maximum(compute, nbytes / byte_rate), k.launch_s)
+    bw = np.where(a.matmul, 2.0 * fw, np.maximum(np.maximum(compute, 2.0 * nbytes / byte_rate), k.launch_s))
+    fw = np.where(a.active, fw, 0.0)
+    bw = np.where(a.active, bw, 0.0)
+    return fw / batch, bw / batch

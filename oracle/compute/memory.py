@@ -1,0 +1,251 @@
+"""What a training framework keeps in GPU memory (``--memory-model framework``, SPEC §4.6).
+
+ParaDL's Table 3 bounds activation memory by Σ 2B(|x|+|y|): every layer's input and
+output and their gradients.  Frameworks keep much less.  PyTorch's autograd saves, in
+the forward pass, only the tensors each operation's backward formula needs
+(tools/autograd/derivatives.yaml), and a tensor saved by several operations is stored
+once; gradients of activations live only while the backward walks past them.  This
+module counts those saved tensors per layer type, per sample, by storage:
+
+=================  =========================================================================
+conv, fc           the input (weight gradients need it; ``convolution_backward`` and
+                   ``addmm``/``mm`` in derivatives.yaml)
+batchnorm          the input (``native_batch_norm_backward``: input, save_mean, save_invstd;
+                   the two per-channel statistics are not per sample and are ignored)
+relu, sigmoid,     the output (``threshold_backward(grad, result, 0)``, ``sigmoid_backward``
+tanh, softmax      and ``tanh_backward`` use the result, ``_softmax_backward_data`` too);
+                   torchvision's ReLUs run in place, so the output shares the storage of
+                   the input, which no one else keeps: counted once either way
+relu6, leakyrelu,  the input (``hardtanh_backward``, ``leaky_relu_backward``,
+elu, gelu, silu    ``elu_backward(is_result=false)``, ``gelu_backward``, ``silu_backward``)
+maxpool            the input and the argmax indices, int64 per output element
+                   (``max_pool2d_with_indices_backward``)
+avgpool            the input (``avg_pool2d_backward`` takes ``self``)
+globalavgpool      nothing: ``adaptive_avg_pool2d`` to 1x1 is a ``mean`` (aten/src/ATen/
+                   native/AdaptiveAveragePooling.cpp), whose backward needs only sizes
+dropout            a bool mask, 1 byte per element (``native_dropout_backward``)
+add, concat        nothing (sums and slices of the gradient)
+flatten            nothing, and its output is a view of its input (same storage)
+=================  =========================================================================
+
+The model's input counts where a layer saves it (the first convolution does).  Checked
+against PyTorch's ``torch.autograd.graph.saved_tensors_hooks`` on torchvision's models
+(``tests/test_memory_model.py``; ``scripts/measure_saved_tensors.py``).  Parameters
+(and their gradients) are counted separately, as weights.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from oracle.model import ACTIVATIONS, MODEL_INPUT, Model
+
+INT64_BYTES = 8  # max-pool argmax indices (PyTorch's kLong)
+MASK_BYTES = 1  # dropout masks (PyTorch's kBool)
+
+
+@dataclass(frozen=True)
+class SaveRule:
+    """What one layer type saves for its backward pass."""
+
+    inputs: bool = False  # the layer's input(s)
+    output: bool = False  # the layer's output
+    view: bool = False  # the output is a view of the input (no new storage)
+    extra_bytes_per_output: float = 0.0  # indices, masks: bytes per output element
+
+
+_OUTPUT_ACTIVATIONS = ("relu", "sigmoid", "tanh")
+SAVE_RULES: dict[str, SaveRule] = {
+    "conv": SaveRule(inputs=True),
+    "fc": SaveRule(inputs=True),
+    "batchnorm": SaveRule(inputs=True),
+    "maxpool": SaveRule(inputs=True, extra_bytes_per_output=INT64_BYTES),
+    "avgpool": SaveRule(inputs=True),
+    "globalavgpool": SaveRule(),
+    "dropout": SaveRule(extra_bytes_per_output=MASK_BYTES),
+    "add": SaveRule(),
+    "concat": SaveRule(),
+    "flatten": SaveRule(view=True),
+    "softmax": SaveRule(output=True),
+    **{a: SaveRule(output=True) if a in _OUTPUT_ACTIVATIONS else SaveRule(inputs=True) for a in ACTIVATIONS},
+}
+
+
+@dataclass(frozen=True)
+class SavedActivations:
+    """Per layer, per sample: the elements of the saved storages the layer produced
+    (the model's input is charged to its first reader) and the bytes of its saved
+    indices or masks, whose size does not follow the activation precision."""
+
+    elements: np.ndarray
+    fixed_bytes: np.ndarray
+    source: str = "model"  # "model" (the rules above) or "profile" (measured)
+
+    def bytes_per_sample(self, delta: float) -> float:
+        return float(delta * self.elements.sum() + self.fixed_bytes.sum())
+
+
+def saved_activations(model: Model) -> SavedActivations:
+    """Apply :data:`SAVE_RULES` to every layer, counting each storage once."""
+    G = len(model.layers)
+    storage: dict[str, str] = {MODEL_INPUT: MODEL_INPUT}  # tensor name -> storage name
+    owner: dict[str, int] = {}  # storage name -> layer index charged for it
+    size: dict[str, int] = {MODEL_INPUT: 1}
+    for d in model.input_shape:
+        size[MODEL_INPUT] *= d
+    saved: set[str] = set()
+    fixed = np.zeros(G)
+    for i, (layer, info) in enumerate(zip(model.layers, model.info)):
+        rule = SAVE_RULES[layer.type]
+        if MODEL_INPUT in layer.inputs:
+            owner.setdefault(MODEL_INPUT, i)
+        if rule.view:
+            storage[layer.name] = storage[layer.inputs[0]]
+        else:
+            storage[layer.name] = layer.name
+            size[layer.name] = info.output_elements
+            owner[layer.name] = i
+        if rule.inputs:
+            saved.update(storage[name] for name in layer.inputs)
+        if rule.output:
+            saved.add(storage[layer.name])
+        fixed[i] = rule.extra_bytes_per_output * info.output_elements
+    elements = np.zeros(G)
+    for name in saved:
+        elements[owner[name]] += size[name]
+    return SavedActivations(elements, fixed)
+
+
+def transient_elements(model: Model) -> np.ndarray:
+    """Per layer, per sample: the activation gradients alive while its backward runs,
+    the gradient of its output and of its input(s), |x_l| + |y_l|.  Autograd frees a
+    gradient once its consumer has used it, so the peak of the backward is the saved
+    tensors plus the largest of these (ParaDL's bound keeps all of them)."""
+    return np.array([i.input_elements + i.output_elements for i in model.info], dtype=float)
+
+
+OPTIMIZER_BYTES = {"sgd": 0, "momentum": 4, "adam": 8}  # fp32 state per parameter (Kingma & Ba 2015)
+
+
+@dataclass(frozen=True)
+class MemoryParts:
+    """What one GPU holds, as a strategy describes it.
+
+    ParaDL's Table 3 terms: ``activations`` = the Σ 2B(|x|+|y|) elements, ``weights`` =
+    the parameters held (their gradients count once more), ``data_group`` = how many
+    GPUs hold the same weights and all-reduce their gradients (what ZeRO shards across).
+    The framework model's terms: the GPU keeps the saved tensors of ``split_samples``
+    samples of the layers in ``split`` (None: every layer) and of ``rest_samples``
+    samples of the others, plus ``extra_elements`` more (halo-padded copies, gathered
+    tensors, pipeline stage inputs) at the activation precision."""
+
+    activations: float
+    weights: float
+    data_group: int = 1
+    split: np.ndarray | None = None
+    split_samples: float = 0.0
+    rest_samples: float = 0.0
+    extra_elements: float = 0.0
+
+
+def paradl_memory(ctx, parts: MemoryParts) -> tuple[dict[str, float], float]:
+    """ParaDL Table 3: γ·δ·(activations + 2·weights), with the options of issue 8:
+    optimizer state (momentum 4, Adam 8 bytes per parameter), mixed precision
+    (Micikevicius et al., ICLR 2018: 2-byte activations, weights and gradients plus an
+    fp32 master copy), ZeRO stage 1/2/3 (Rajbhandari et al., SC 2020) shards optimizer
+    state (with the master copy) / + gradients / + weights across the data-parallel
+    group, and ``gpu.workspace_GB``.  Returns the parts and the bytes that grow with
+    the batch."""
+    g = ctx.gamma
+    out = _weight_parts(ctx, parts, scale=g)
+    out = {"activations_bytes": g * ctx.delta * parts.activations, **out}
+    out["workspace_bytes"] = ctx.system.gpu_workspace_bytes
+    return out, out["activations_bytes"]
+
+
+def framework_memory(ctx, parts: MemoryParts) -> tuple[dict[str, float], float]:
+    """What a training framework holds (module docstring; SPEC §4.6): saved
+    activations, the backward's largest gradient working set, weights, gradients,
+    optimizer state, DDP's gradient buckets, the caching allocator's overhead on all of
+    these, cuDNN workspace and the CUDA context (:class:`oracle.model.FrameworkMemory`).
+    ``gpu.workspace_GB``, where a system file gives it, replaces workspace and context.
+    Returns the parts and the bytes that grow with the batch."""
+    fw = ctx.system.framework
+    act = ctx.held_activation_bytes(parts.split, parts.split_samples, parts.rest_samples)
+    act += ctx.delta * parts.extra_elements
+    trans = ctx.transient_bytes(parts.split, parts.split_samples, parts.rest_samples)
+    out = {"activations_bytes": act, "transient_bytes": trans, **_weight_parts(ctx, parts, 1.0)}
+    grads = out["gradients_bytes"]
+    bucket = fw.gradient_bucket_copy and parts.data_group > 1 and ctx.options.zero == 0
+    out["buffers_bytes"] = grads if bucket else 0.0
+    out["allocator_bytes"] = fw.allocator_overhead * sum(out.values())
+    if ctx.system.gpu_workspace_bytes:
+        out["workspace_bytes"] = ctx.system.gpu_workspace_bytes
+        out["cuda_context_bytes"] = 0.0
+    else:
+        out["workspace_bytes"] = fw.workspace_bytes
+        out["cuda_context_bytes"] = fw.cuda_context_bytes
+    return out, (act + trans) * (1.0 + fw.allocator_overhead)
+
+
+def _weight_parts(ctx, parts: MemoryParts, scale: float) -> dict[str, float]:
+    """Weights, gradients and optimizer state per GPU (ZeRO shards; mixed precision)."""
+    o = ctx.options
+    d_w = ctx.delta  # 2 with mixed precision
+    master = 4 if o.mixed_precision else 0
+    n = max(parts.data_group, 1)
+    zo = n if o.zero >= 1 else 1
+    zg = n if o.zero >= 2 else 1
+    zw = n if o.zero >= 3 else 1
+    w = parts.weights
+    return {
+        "weights_bytes": scale * d_w * w / zw,
+        "gradients_bytes": scale * d_w * w / zg,
+        "optimizer_bytes": scale * (OPTIMIZER_BYTES[o.optimizer] + master) * w / zo,
+    }
+
+
+def memory_bytes(ctx, parts: MemoryParts) -> tuple[dict[str, float], float]:
+    """The parts of one GPU's memory under the context's memory model, and the bytes
+    among them that grow in proportion to the batch (for the largest batch that fits)."""
+    if ctx.options.memory_model == "paradl":
+        return paradl_memory(ctx, parts)
+    return framework_memory(ctx, parts)
+
+
+def max_batch_scale(capacity: float, total: float, per_batch: float) -> float:
+    """By how much the batch may grow (or must shrink) to fill ``capacity``: memory is
+    affine in the batch, fixed + per_batch·(B'/B).  inf when nothing grows with B."""
+    if per_batch <= 0:
+        return float("inf")
+    return (capacity - (total - per_batch)) / per_batch
+
+
+@dataclass(frozen=True)
+class LargestBatch:
+    """The largest per-GPU batch that fits one GPU of a system (``oracle show model``)."""
+
+    precision: str  # "fp32" or "mixed precision"
+    one_gpu: float  # serial training
+    data_parallel: float  # data parallelism (adds DDP's gradient buckets)
+
+
+def largest_batches(model: Model, system) -> list[LargestBatch]:
+    """The largest batch per GPU that fits ``system``'s GPU memory under the framework
+    model, at fp32 and with mixed precision, on one GPU and in data parallelism."""
+    from oracle.compute.context import Options
+    from oracle.compute.sweep import sweep
+    from oracle.model import LayerTimes
+
+    times = tuple(LayerTimes(0.0, 0.0, 0.0) for _ in model.layers)  # memory needs no times
+    out = []
+    for label, mixed in (("fp32", False), ("mixed precision", True)):
+        options = Options(mixed_precision=mixed)
+        found = []
+        for gpus, strategy in ((1, "serial"), (2, "data")):
+            (pt,) = sweep(model, system, times, [gpus], strategy, batch_per_gpu=1.0, options=options)
+            found.append(pt.detail("max_batch_per_gpu") or 0.0)
+        out.append(LargestBatch(label, *found))
+    return out

@@ -1,0 +1,86 @@
+"""Datasheet figures of the GPUs the shipped systems and profiles name.
+
+The compute model (:mod:`oracle.compute.kernels`) needs, for the device a profile was
+measured on, the same figures a system file gives for its GPU: the peak FLOP/s of each
+arithmetic precision, the memory bandwidth and the number of SMs.  A system file's own
+``gpu:`` section always wins for the system's GPU; this table is only used to find the
+figures of a *profile's* device (``device:`` in the profile), matched by name.
+
+``peak_TFLOPS[precision]`` is the dense peak of the units a convolution or fc layer runs
+on in that precision: fp32 on the CUDA cores (no tensor cores), tf32/fp16/bf16 on the
+tensor cores (dense, without the 2:4 sparsity factor).  A precision a GPU lacks (tf32 and
+bf16 on Volta) is absent.
+
+Sources (NVIDIA datasheets and architecture whitepapers):
+- V100: "NVIDIA Tesla V100 GPU Accelerator" datasheet (SXM2: FP32 15.7, tensor 125
+  TFLOPS, HBM2 900 GB/s); "NVIDIA Tesla V100 GPU Architecture" whitepaper (80 SMs).
+- V100 SXM3 32GB in DGX-2H (450 W): DGX-2H datasheet, 2.1 PFLOPS tensor for 16 GPUs
+  (131 TFLOPS each); FP32 scaled from SXM2 by the same clock ratio (131/125·15.7 = 16.5).
+- A100: "NVIDIA A100 Tensor Core GPU" datasheet (SXM: FP32 19.5, TF32 156, FP16/BF16
+  312 TFLOPS dense; 40GB HBM2 1,555 GB/s, 80GB HBM2e 2,039 GB/s); "NVIDIA A100 Tensor
+  Core GPU Architecture" whitepaper (108 SMs).
+- H100 SXM5: "NVIDIA H100 Tensor Core GPU" datasheet (FP32 67, TF32 494.7 dense,
+  FP16/BF16 989.4 dense TFLOPS, HBM3 3.35 TB/s); Hopper whitepaper (132 SMs).
+- H200 SXM: "NVIDIA H200 Tensor Core GPU" datasheet (same compute as H100 SXM, 141 GB
+  HBM3e at 4.8 TB/s; 132 SMs).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+PRECISIONS = ("fp32", "tf32", "fp16", "bf16")
+
+
+@dataclass(frozen=True)
+class GpuSpec:
+    """What the compute model needs to know of a GPU (units converted: FLOP/s, B/s)."""
+
+    name: str
+    peak_flops: tuple[tuple[str, float], ...]  # (precision, FLOP/s)
+    memory_bandwidth_Bps: float
+    sm_count: int
+    source: str = ""
+
+    def peak(self, precision: str) -> float | None:
+        for prec, value in self.peak_flops:
+            if prec == precision:
+                return value
+        return None
+
+    @property
+    def precisions(self) -> tuple[str, ...]:
+        return tuple(p for p, _ in self.peak_flops)
+
+
+def _spec(name, fp32, tf32, fp16, bf16, bw_GBps, sms, source) -> GpuSpec:
+    peaks = [(p, v * 1e12) for p, v in zip(PRECISIONS, (fp32, tf32, fp16, bf16)) if v is not None]
+    return GpuSpec(name, tuple(peaks), bw_GBps * 1e9, sms, source)
+
+
+_V100 = "NVIDIA Tesla V100 datasheet (SXM2) and V100 architecture whitepaper"
+_A100 = "NVIDIA A100 datasheet (SXM4) and A100 architecture whitepaper"
+_H100 = "NVIDIA H100 datasheet (SXM5) and Hopper architecture whitepaper"
+LIBRARY: tuple[GpuSpec, ...] = (
+    _spec("V100-SXM2-16GB", 15.7, None, 125, None, 900, 80, _V100),
+    _spec("V100-SXM2-32GB", 15.7, None, 125, None, 900, 80, _V100),
+    _spec("V100-SXM3-32GB", 15.7, None, 125, None, 900, 80, _V100 + "; DGX-2 datasheet (2 PFLOPS for 16 GPUs)"),
+    _spec("V100-SXM3-32GB-H", 16.5, None, 131, None, 900, 80, "DGX-2H datasheet (2.1 PFLOPS for 16 GPUs)"),
+    _spec("A100-SXM4-40GB", 19.5, 156, 312, 312, 1555, 108, _A100),
+    _spec("A100-SXM4-80GB", 19.5, 156, 312, 312, 2039, 108, _A100),
+    _spec("H100-SXM5-80GB", 67, 494.7, 989.4, 989.4, 3350, 132, _H100),
+    _spec("H200-SXM-141GB", 67, 494.7, 989.4, 989.4, 4800, 132, "NVIDIA H200 datasheet (SXM)"),
+)
+
+
+def lookup(name: str) -> GpuSpec | None:
+    """The library entry whose name matches ``name`` (case and separators ignored)."""
+
+    def norm(s: str) -> str:
+        return "".join(ch for ch in s.lower() if ch.isalnum())
+
+    key = norm(name)
+    for spec in LIBRARY:
+        if norm(spec.name) == key:
+            return spec
+    return None

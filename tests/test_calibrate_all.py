@@ -1,0 +1,166 @@
+"""Calibrate on a few small runs, project the large ones (issue 14, items 3 and 5):
+`oracle fit runs --calibrate all` and `oracle compare --calibrate-on EXPR` with the naive
+projection beside it."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from oracle.api import Inputs
+from oracle.compute.calibrate_all import (
+    apply,
+    calibrate_all,
+    calibrated_system,
+    naive_projection,
+    run_filter,
+    with_system,
+)
+from oracle.compute.compare import config_for
+from oracle.compute.strategies import REGISTRY
+from oracle.load.runs import MeasuredRun
+
+ROOT = Path(__file__).resolve().parent.parent
+RUNS = ROOT / "validation" / "abci-paradl.csv"
+
+
+def run(line, model, strategy, gpus, batch, p1=None, p2=None, io="no", epoch_s=None, **extra):
+    profile = {"vgg16": "vgg16_v100", "alexnet": "alexnet_v100"}[model]
+    cols = (("includes_io", io), *((k, str(v)) for k, v in extra.items()))
+    return MeasuredRun(line, model, "abci", profile, strategy, gpus, float(batch), p1, p2, epoch_s=epoch_s, extra=cols)
+
+
+def synthetic(runs, truth):
+    """The runs' epoch times as the model projects them on the system ``truth``."""
+    inputs = Inputs()
+    out = []
+    for r in runs:
+        ctx = with_system(inputs.context(r.model, r.system, r.profile), truth)
+        pt = REGISTRY[r.strategy].evaluate(ctx, config_for(r, ctx))
+        out.append(replace(r, epoch_s=pt.total_s))
+    return out, inputs
+
+
+def test_recovers_known_parameters_from_runs_made_by_the_model():
+    inputs = Inputs()
+    base = inputs.context("vgg16", "abci", "vgg16_v100").system
+    beta_in, beta_out = 3 * base.network[0].beta_s_per_byte, 4 * base.network[1].beta_s_per_byte
+    truth = calibrated_system(base, beta_in, beta_out, loader=900.0, node=2500.0, leader=240.0)
+    runs = [
+        run(2, "alexnet", "data", 1, 512, io="yes"),  # loader rate
+        run(4, "alexnet", "data", 4, 2048, io="yes"),  # 4 loaders on a node: node rate
+        run(31, "vgg16", "data", 4, 128),  # network inside a node
+        run(32, "vgg16", "data", 8, 256),  # across nodes
+        run(14, "alexnet", "data+spatial", 8, 1024, p1=2, p2=4, io="yes"),  # group leaders
+    ]
+    runs, inputs = synthetic(runs, truth)
+    cal = calibrate_all([(r, inputs.context(r.model, r.system, r.profile)) for r in runs])
+    assert cal.loader_rate == pytest.approx(900.0, rel=1e-6)
+    assert cal.node_rate == pytest.approx(2500.0, rel=1e-6)
+    assert cal.beta_intra == pytest.approx(beta_in, rel=1e-6)
+    assert cal.beta_inter == pytest.approx(beta_out, rel=1e-6)
+    assert cal.leader_rate == pytest.approx(240.0, rel=1e-6)
+    assert {e.line: e.parameter for e in cal.evidence} == {
+        2: "loader_rate", 4: "node_rate", 31: "beta_intra", 32: "beta_inter", 14: "leader_rate"
+    }
+    # and the calibrated system projects the runs as measured
+    fitted = apply(base, cal)
+    for r in runs:
+        ctx = with_system(inputs.context(r.model, r.system, r.profile), fitted)
+        assert REGISTRY[r.strategy].evaluate(ctx, config_for(r, ctx)).total_s == pytest.approx(r.epoch_s, rel=1e-6)
+
+
+def test_input_rates_only_from_runs_marked_as_including_io():
+    inputs = Inputs()
+    base = inputs.context("alexnet", "abci", "alexnet_v100").system
+    truth = calibrated_system(base, loader=900.0)
+    runs, inputs = synthetic([run(2, "alexnet", "data", 1, 512, io="no")], truth)
+    cal = calibrate_all([(r, inputs.context(r.model, r.system, r.profile)) for r in runs])
+    assert cal.loader_rate is None and not cal.evidence
+    assert "includes_io" in dict(cal.unused)[2]
+
+
+def test_protocol_lines_scale_with_the_calibrated_beta():
+    base = Inputs().context("vgg16", "abci", "vgg16_v100").system
+    cal = calibrated_system(base, beta_intra=2 * base.network[0].beta_s_per_byte)
+    for old, new in zip(base.network[0].protocols, cal.network[0].protocols):
+        assert new.beta_s_per_byte == pytest.approx(2 * old.beta_s_per_byte)
+    assert cal.network[1] == base.network[1]
+
+
+@pytest.mark.parametrize(
+    "expr,gpus,model,keep",
+    [("gpus<=8", 8, "vgg16", True), ("gpus<=8", 16, "vgg16", False), ("gpus<8", 8, "vgg16", False),
+     ("model=vgg16 and gpus>=16", 16, "vgg16", True), ("model=vgg16; gpus>=16", 16, "alexnet", False),
+     ("model!=vgg16", 1, "alexnet", True), ("includes_io=no", 1, "alexnet", True)],
+)  # fmt: skip
+def test_run_filter(expr, gpus, model, keep):
+    assert run_filter(expr)(run(1, model, "data", gpus, 32)) is keep
+
+
+@pytest.mark.parametrize("expr", ["gpus", "<= 8", "gpus =< 8", ""])
+def test_run_filter_rejects_bad_syntax(expr):
+    with pytest.raises(ValueError):
+        run_filter(expr)
+
+
+def test_naive_projection_by_hand():
+    small = replace(run(1, "vgg16", "data", 8, 256), epoch_s=None, iteration_s=0.5)
+    bigger = replace(run(2, "vgg16", "data", 16, 512), epoch_s=None, iteration_s=0.4)
+    target = replace(run(3, "vgg16", "data", 32, 1024), epoch_s=100.0)
+    seconds, ref = naive_projection(target, [small, bigger], iterations=1250.0)
+    assert ref is bigger and seconds == pytest.approx(0.4 * 1250)
+    assert naive_projection(replace(target, gpus=4), [small, bigger], 1250.0) is None
+
+
+def test_abci_held_back_accuracy_beats_the_naive_projection(run):
+    """README table: calibrated on every run on at most 8 GPUs, scored on the clean runs
+    above 8 GPUs."""
+    r = run("compare", RUNS, "--system", "abci-chainermnx", "--calibrate-on", "gpus<=8", "--where", "quality=A",
+            "-f", "json")  # fmt: skip
+    assert r.code == 0, r.err
+    s = json.loads(r.out)["summary"]
+    assert s["runs"] == 16
+    assert s["mean_accuracy"] == pytest.approx(0.884, abs=0.001)
+    assert s["naive"]["mean_accuracy"] == pytest.approx(0.728, abs=0.001)
+    assert s["mean_accuracy"] > s["naive"]["mean_accuracy"] + 0.1
+    assert "loader_rate, beta_intra, beta_inter, node_rate, leader_rate" in s["calibration"][0]["calibrated"]
+    rows = json.loads(r.out)["rows"]
+    assert all(int(x["gpus"]) > 8 for x in rows)
+
+
+@pytest.mark.parametrize(
+    "args,words",
+    [
+        (("--calibrate-on", "gpus<=0"), ["selects no run"]),
+        (("--calibrate-on", "gpus>=1"), ["selects every run"]),
+        (("--calibrate-on", "gpus"), ["--calibrate-on", "COL OP VALUE"]),
+    ],
+)
+def test_bad_calibrate_on(run, args, words):
+    r = run("compare", RUNS, *args)
+    assert r.code == 2 and "Traceback" not in r.err
+    for w in words:
+        assert w in r.err, (w, r.err)
+
+
+def test_fit_runs_calibrate_all_writes_a_system(run, tmp_path):
+    out = tmp_path / "cal.yaml"
+    r = run("fit", "runs", RUNS, "-s", "abci-chainermnx", "--calibrate", "all", "--where", "gpus=1,2,4,8", "-o", out)
+    assert r.code == 0, r.err
+    text = out.read_text()
+    assert "leader_samples_per_s" in text and "--calibrate all" in text
+    r = run("compare", RUNS, "-s", out, "--where", "quality=A", "--exclude", "gpus=1,2,4,8", "-f", "json")
+    assert json.loads(r.out)["summary"]["mean_accuracy"] == pytest.approx(0.884, abs=0.001)
+
+
+def test_fit_runs_warns_about_runs_of_another_system(run):
+    r = run("fit", "runs", RUNS, "-s", "abci-chainermnx", "--calibrate", "network", "--where", "model=vgg16",
+            "--where", "gpus=4,8")  # fmt: skip
+    assert r.code == 0, r.err
+    assert "warning" in r.err and "were measured on 'abci'" in r.err and "31, 32" in r.err
+    r = run("fit", "runs", RUNS, "-s", "abci", "--calibrate", "network", "--where", "model=vgg16", "--where", "gpus=4,8")
+    assert "warning" not in r.err
