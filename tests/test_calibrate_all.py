@@ -161,6 +161,6 @@ def test_fit_runs_warns_about_runs_of_another_system(run):
     r = run("fit", "runs", RUNS, "-s", "abci-chainermnx", "--calibrate", "network", "--where", "model=vgg16",
             "--where", "gpus=4,8")  # fmt: skip
     assert r.code == 0, r.err
-    assert "warning" in r.err and "were measured on 'abci'" in r.err and "31, 32" in r.err
+    assert "warning" in r.err and "were measured on 'abci'" in r.err and "31-32" in r.err
     r = run("fit", "runs", RUNS, "-s", "abci", "--calibrate", "network", "--where", "model=vgg16", "--where", "gpus=4,8")
     assert "warning" not in r.err

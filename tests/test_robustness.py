@@ -116,8 +116,8 @@ def test_check_failed_is_exit_1_one_line(tmp_path):
 def test_usage_errors_are_one_line_exit_2():
     r = run_cli("predcit", "-m", "alexnet")
     one_error(r, "No such command 'predcit'", "Did you mean 'predict'?")
-    r = run_cli("show", "model")
-    one_error(r, "Missing argument 'MODEL'", "show model --help")
+    r = run_cli("profile")
+    one_error(r, "Missing argument", "profile --help")
     r = run_cli("predict", "--gpus\nx")
     one_error(r, "No such option")
 

@@ -392,6 +392,9 @@ def fit_runs_cmd(runs, system, kind, where, overlay, name, output, width) -> Non
     if not chosen:
         raise OracleError("no run matches the --where filter", file=runs)
     base_path = resolve("systems", system)
+    from oracle.load import load_system
+
+    load_system(str(base_path))  # a bad base system is the error, before any warning
     _warn_other_systems(chosen, base_path, runs)
     if kind == "compute":  # issue 13: writes a profile, not a system (oracle/cli/fit_compute.py)
         from oracle.cli.fit_compute import write_profile
@@ -510,10 +513,24 @@ def _warn_other_systems(chosen, base_path, runs: str) -> None:
             other.setdefault(r.system, []).append(r.line)
     for name, lines in other.items():
         click.echo(
-            f"oracle: warning: {runs} lines {', '.join(map(str, lines))} were measured on '{name}', not on the base"
+            f"oracle: warning: {runs} lines {_ranges(lines)} were measured on '{name}', not on the base"
             f" system {base_path}: their numbers calibrate it all the same",
             err=True,
         )
+
+
+def _ranges(lines: list[int]) -> str:
+    """2, 3, 4, 7 -> '2-4, 7'."""
+    out: list[str] = []
+    start = prev = lines[0]
+    for n in [*lines[1:], None]:
+        if n is not None and n == prev + 1:
+            prev = n
+            continue
+        out.append(f"{start}-{prev}" if prev > start else str(start))
+        if n is not None:
+            start = prev = n
+    return ", ".join(out)
 
 
 def _fmt_param(parameter: str, value: float) -> str:

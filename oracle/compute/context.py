@@ -72,6 +72,15 @@ class Options:
 
 
 @dataclass(frozen=True)
+class Stages:
+    """The contiguous layer ranges [starts[i], stops[i]) of pipeline stages, covering
+    every layer in order: memory of all stages at once (one array entry per stage)."""
+
+    starts: np.ndarray
+    stops: np.ndarray
+
+
+@dataclass(frozen=True)
 class SplitSums:
     """Sums over a strategy's split layers (s) and the replicated rest (r)."""
 
@@ -169,19 +178,70 @@ class Context:
         fixed = self.system.gpu_workspace_bytes or (fw.workspace_bytes + fw.cuda_context_bytes)
         return tensors_bytes * (1.0 + fw.allocator_overhead) + fixed
 
-    def held_activation_bytes(self, mask: np.ndarray | None, split_n: float, rest_n: float) -> float:
-        """Bytes of saved activations one GPU holds when it keeps ``split_n`` samples of
-        the layers in ``mask`` and ``rest_n`` samples of the others (None: all split)."""
-        el, fx = self.saved.elements, self.saved.fixed_bytes
-        per = self.delta * el + fx
-        if mask is None:
-            return split_n * float(per.sum())
-        return split_n * float(per[mask].sum()) + rest_n * float(per[~mask].sum())
+    def _mask_stats(self, mask) -> tuple[float, float, float, float]:
+        """Saved bytes per sample and the largest gradient working set (elements per
+        sample) inside and outside a split: ``mask`` None (every layer), a boolean
+        array, or a (start, stop) range of layers (a pipeline stage).  Cached per mask
+        object; the cache keeps the mask alive, so its id stays unique."""
+        if isinstance(mask, Stages):  # every pipeline stage at once (arrays, one per stage)
+            pre = self._saved_prefix
+            t_in = np.maximum.reduceat(self.transient, mask.starts) if self.G else np.zeros(0)
+            return pre[mask.stops] - pre[mask.starts], 0.0, t_in, 0.0
+        if isinstance(mask, tuple):  # a contiguous range: prefix sums, nothing to cache
+            a, b = mask
+            pre = self._saved_prefix
+            inside = pre[b] - pre[a]
+            t_in = float(self.transient[a:b].max()) if b > a else 0.0
+            return inside, pre[-1] - inside, t_in, self._transient_outside(a, b)
+        key = id(mask)
+        cache = self.__dict__.setdefault("_mask_cache", {})
+        if key not in cache:
+            per = self.delta * self.saved.elements + self.saved.fixed_bytes
+            inside = np.ones(self.G, dtype=bool) if mask is None else np.zeros(self.G, dtype=bool)
+            if isinstance(mask, tuple):
+                inside[mask[0] : mask[1]] = True
+            elif mask is not None:
+                inside = mask
+            t_in = float(self.transient[inside].max()) if inside.any() else 0.0
+            t_out = float(self.transient[~inside].max()) if (~inside).any() else 0.0
+            cache[key] = (float(per[inside].sum()), float(per[~inside].sum()), t_in, t_out, mask)
+        return cache[key][:4]
 
-    def transient_bytes(self, mask: np.ndarray | None, split_n: float, rest_n: float) -> float:
-        """The largest activation-gradient working set of the backward (memory.py)."""
-        n = split_n if mask is None else np.where(mask, split_n, rest_n)
-        return float(self.delta * np.max(self.transient * n)) if self.G else 0.0
+    @cached_property
+    def _saved_prefix(self) -> np.ndarray:
+        per = self.delta * self.saved.elements + self.saved.fixed_bytes
+        return np.concatenate([[0.0], np.cumsum(per)])
+
+    @cached_property
+    def _transient_prefix_max(self) -> tuple[np.ndarray, np.ndarray]:
+        t = self.transient
+        return np.maximum.accumulate(t), np.maximum.accumulate(t[::-1])[::-1]
+
+    def _transient_outside(self, a: int, b: int) -> float:
+        """max of the working set over the layers outside [a, b)."""
+        left, right = self._transient_prefix_max
+        out = 0.0
+        if a > 0:
+            out = float(left[a - 1])
+        if b < self.G:
+            out = max(out, float(right[b]))
+        return out
+
+    def held_activation_bytes(self, mask, split_n: float, rest_n: float) -> float:
+        """Bytes of saved activations one GPU holds when it keeps ``split_n`` samples of
+        the layers in ``mask`` and ``rest_n`` samples of the others (None: all split;
+        a (start, stop) range: those layers)."""
+        s_in, s_out, _, _ = self._mask_stats(mask)
+        return split_n * s_in + rest_n * s_out
+
+    def transient_bytes(self, mask, split_n: float, rest_n: float) -> float:
+        """The largest activation-gradient working set of the backward (memory.py): the
+        held samples are constant inside and outside the split, so it is the larger of
+        the two maxima."""
+        _, _, t_in, t_out = self._mask_stats(mask)
+        if isinstance(mask, Stages):
+            return self.delta * split_n * t_in
+        return float(self.delta * max(split_n * t_in, rest_n * t_out))
 
     # -- split sets (SPEC §4 "Split layers") ------------------------------------------
     def _sums(self, mask: np.ndarray) -> SplitSums:
@@ -488,12 +548,26 @@ def _partition_cached(ctx: Context, p: int) -> list[tuple[int, int]]:
             lo = mid
     assert best is not None
     groups = [(best[k], best[k + 1]) for k in range(len(best) - 1)]
-    while len(groups) < p:  # split multi-layer groups: never raises the maximum
-        k = max(range(len(groups)), key=lambda g: groups[g][1] - groups[g][0])
-        a, b = groups[k]
-        groups[k : k + 1] = [(a, b - 1), (b - 1, b)]
-    cache[p] = groups
-    return groups
+    cache[p] = _split_to(groups, p)
+    return cache[p]
+
+
+def _split_to(groups: list[tuple[int, int]], p: int) -> list[tuple[int, int]]:
+    """Split multi-layer groups until there are p (never raises the maximum): always the
+    group with the most layers (the first of equals) gives up its last layer.  A heap
+    keyed on (-layers, start) makes the choices of a linear scan in O(p log p)."""
+    import heapq
+
+    heap = [(a - b, a, b) for a, b in groups]
+    heapq.heapify(heap)
+    done: list[tuple[int, int]] = []
+    count = len(groups)
+    while count < p:
+        _, a, b = heapq.heappop(heap)
+        heapq.heappush(heap, (a - (b - 1), a, b - 1))
+        done.append((b - 1, b))
+        count += 1
+    return sorted(done + [(a, b) for _, a, b in heap])
 
 
 def balanced_grid(p: int, dims: int) -> tuple[int, ...]:

@@ -144,7 +144,7 @@ class MemoryParts:
     activations: float
     weights: float
     data_group: int = 1
-    split: np.ndarray | None = None
+    split: np.ndarray | tuple[int, int] | None = None  # a mask, a (start, stop) range, or all
     split_samples: float = 0.0
     rest_samples: float = 0.0
     extra_elements: float = 0.0

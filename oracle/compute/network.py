@@ -107,7 +107,16 @@ def link(system: System, span: int, op: str, gpus: int | None = None) -> Link:
     """α/β for an operation over a span: the level's, unless the system overrides ``op``
     (a purpose, or its primitive; SPEC §4.4, e.g. halo exchange over MPI through host
     memory) — own α/β, scale factors, an algorithm, a time factor; with ``gpus``, the
-    system's measured table for (primitive, gpus, span) when it has one."""
+    system's measured table for (primitive, gpus, span) when it has one.  Cached on the
+    (frozen) system object: a sweep asks for the same few links thousands of times."""
+    cache = system.__dict__.setdefault("_links", {})
+    key = (span, op, gpus if system.collective_tables else None)
+    if key not in cache:
+        cache[key] = _link(system, span, op, gpus)
+    return cache[key]
+
+
+def _link(system: System, span: int, op: str, gpus: int | None) -> Link:
     level = level_for(system, span)
     alpha, beta = level.alpha_s, level.beta_s_per_byte
     protocols = tuple((pr.alpha_s, pr.beta_s_per_byte) for pr in level.protocols)

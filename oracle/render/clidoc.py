@@ -17,29 +17,28 @@ line on standard error naming the file, key and what was expected), 3 an interna
 """
 
 
-def _help(cmd: click.Command, path: list[str]) -> str:
-    ctx = click.Context(cmd, info_name=" ".join(path), terminal_width=100, max_content_width=100)
-    return cmd.get_help(ctx)
+def _walk(cmd: click.Command, path: list[str], parent: click.Context | None = None):
+    """(path, help text) of a command and its subcommands, with the contexts the CLI
+    itself uses (so -h/--help and widths come out as `oracle ... --help` prints them)."""
+    from oracle.cli.main import CONTEXT_SETTINGS
 
-
-def _walk(cmd: click.Command, path: list[str]):
-    yield path, cmd
+    settings = {**CONTEXT_SETTINGS, "terminal_width": 100, "max_content_width": 100} if parent is None else {}
+    ctx = click.Context(cmd, info_name=path[-1], parent=parent, **settings)
+    yield path, cmd.get_help(ctx)
     if isinstance(cmd, click.Group):
-        ctx = click.Context(cmd, info_name=path[-1])
         for name in cmd.list_commands(ctx):
             sub = cmd.get_command(ctx, name)
             if sub is not None and not getattr(sub, "hidden", False):
-                yield from _walk(sub, [*path, name])
+                yield from _walk(sub, [*path, name], ctx)
 
 
 def reference() -> str:
     from oracle.cli.main import cli
 
     out = [HEADER]
-    for path, cmd in _walk(cli, ["oracle"]):
-        title = " ".join(path)
-        out.append(f"## `{title}`\n")
-        out.append("```\n" + _help(cmd, path).rstrip() + "\n```\n")
+    for path, text in _walk(cli, ["oracle"]):
+        out.append(f"## `{' '.join(path)}`\n")
+        out.append("```\n" + text.rstrip() + "\n```\n")
     return "\n".join(out)
 
 

@@ -185,13 +185,33 @@ def _memory(ctx: Context, cfg: Config, memory: MemoryParts | list[MemoryParts]) 
     """Bytes per GPU (the largest of several parts, e.g. pipeline stages), their
     breakdown, and the largest per-GPU batch B/p with which every part fits."""
     parts = [memory_bytes(ctx, m) for m in (memory if isinstance(memory, list) else [memory])]
-    worst = max(parts, key=lambda d: sum(d[0].values()))[0]
     cap = ctx.system.gpu_memory_bytes
+    if len(parts) == 1 and any(np.ndim(v) for v in parts[0][0].values()):
+        return _stages_memory(parts[0], cap, cfg)
+    worst = max(parts, key=lambda d: sum(d[0].values()))[0]
     scale = min(max_batch_scale(cap, sum(d.values()), grow) for d, grow in parts)
     max_b = None
     if math.isfinite(scale) and cfg.batch > 0 and cfg.gpus > 0:
         max_b = max(0.0, math.floor(scale * cfg.batch / cfg.gpus * (1 + 1e-12)))
     return sum(worst.values()), worst, max_b
+
+
+def _stages_memory(part: tuple[dict, object], cap: float, cfg: Config) -> tuple[float, dict, float | None]:
+    """_memory for parts holding one entry per pipeline stage (arrays): the stage that
+    needs the most, and the largest per-GPU batch with which every stage fits."""
+    d, grow = part
+    n = max(int(np.size(v)) for v in d.values())
+    total = sum(np.broadcast_to(np.asarray(v, dtype=float), (n,)) for v in d.values())
+    i = int(np.argmax(total))
+    worst = {k: float(np.broadcast_to(np.asarray(v, dtype=float), (n,))[i]) for k, v in d.items()}
+    grow = np.broadcast_to(np.asarray(grow, dtype=float), (n,))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        scales = np.where(grow > 0, (cap - (total - grow)) / grow, np.inf)
+    scale = float(scales.min())
+    max_b = None
+    if math.isfinite(scale) and cfg.batch > 0 and cfg.gpus > 0:
+        max_b = max(0.0, math.floor(scale * cfg.batch / cfg.gpus * (1 + 1e-12)))
+    return float(total[i]), worst, max_b
 
 
 def _with_input(ctx: Context, cfg: Config, bd: Breakdown) -> Breakdown:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from oracle.compute.context import Context
+from oracle.compute.context import Context, Stages
 from oracle.compute.cost import Breakdown, Limit, Point
 from oracle.compute.network import link, p2p, span_pair
 from oracle.compute.strategies.base import (
@@ -24,15 +24,20 @@ def default_segments(B: float, p: int) -> int:
     return max(1, int(min(B, 4 * p)))
 
 
-def stage_memory(ctx: Context, a: int, b: int, B: float, S: int) -> MemoryParts:
-    """Memory parts of the stage of layers a..b-1 (ParaDL eq. 14 and the framework model)."""
-    act = 2 * float((ctx.x[a:b] + ctx.y[a:b]).sum())
-    w = float(ctx.w[a:b].sum())
-    mask = np.zeros(ctx.G, dtype=bool)
-    mask[a:b] = True
+def stage_memory(ctx: Context, groups: list[tuple[int, int]], B: float, S: int) -> MemoryParts:
+    """Memory parts of every stage at once, one array entry per stage (ParaDL eq. 14
+    and the framework model; make_point keeps the stage that needs the most)."""
+    starts = np.array([a for a, _ in groups])
+    stops = np.array([b for _, b in groups])
+    act_pre = np.concatenate([[0.0], np.cumsum(2 * (ctx.x + ctx.y))])
+    w_pre = np.concatenate([[0.0], np.cumsum(ctx.w)])
+    act = act_pre[stops] - act_pre[starts]
+    w = w_pre[stops] - w_pre[starts]
+    stages = Stages(starts, stops)
     if ctx.options.checkpointing:
-        return MemoryParts(B * ctx.x[a] + B / S * act, w, split=mask, split_samples=B / S, extra_elements=B * ctx.x[a])
-    return MemoryParts(B * act, w, split=mask, split_samples=B)
+        x0 = ctx.x[starts]
+        return MemoryParts(B * x0 + B / S * act, w, split=stages, split_samples=B / S, extra_elements=B * x0)
+    return MemoryParts(B * act, w, split=stages, split_samples=B)
 
 
 @register
@@ -87,7 +92,7 @@ class Pipeline(Strategy):
         # Framework model: a GPipe stage keeps the saved tensors of all S micro-batches
         # (B samples) of its layers until their backward; with checkpointing its input
         # for B samples and one micro-batch's saved tensors.
-        mem = [stage_memory(ctx, a, b, B, S) for a, b in groups]
+        mem = stage_memory(ctx, groups, B, S)
         bd = Breakdown(forward_backward_s=fb, weight_update_s=wu, pipeline_p2p_s=comm)
         stages = tuple((ctx.names[a], ctx.names[b - 1]) for a, b in groups)
         return make_point(ctx, cfg, bd, mem, limits, {"stages": stages})
