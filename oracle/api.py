@@ -53,10 +53,10 @@ def predict(
     (at most 1024).
     """
     from oracle.compute.context import Options
+    from oracle.compute.conversion import prepare
     from oracle.compute.sweep import sweep
     from oracle.errors import OracleError
     from oracle.load import load_model, load_profile, load_system
-    from oracle.compute.conversion import prepare
     from oracle.load.values import default_gpus, parse_gpus
 
     m = load_model(model)

@@ -1,8 +1,9 @@
 """Escaping user-supplied text (model, layer, system and profile names, file names,
 the runs file's ``source``) for the formats that would otherwise interpret it.
 
-* Markdown: ``& < >`` become entities (no raw HTML such as ``<script>`` or
-  ``<img onerror=...>``), ``\\ ` [ ] |`` get a backslash (no code spans, links, images or
+* Markdown: ``&`` and ``<`` become entities (no raw HTML such as ``<script>`` or
+  ``<img onerror=...>``: without ``<`` no tag opens, so ``>`` stays readable, as in
+  ``A100 -> H100``), ``\\ ` [ ] |`` get a backslash (no code spans, links, images or
   broken table cells), line breaks become spaces.
 * CSV: a text cell starting with ``= + - @``, a tab or a carriage return is prefixed
   with ``'`` so that spreadsheets do not run it as a formula (OWASP's rule); numbers,
@@ -13,8 +14,8 @@ from __future__ import annotations
 
 import re
 
-_MD = re.compile(r"[&<>\\`\[\]|\r\n\u2028\u2029]")
-_MD_REPLACE = {"&": "&amp;", "<": "&lt;", ">": "&gt;", "\r": " ", "\n": " ", "\u2028": " ", "\u2029": " "}
+_MD = re.compile(r"[&<\\`\[\]|\r\n\u2028\u2029]")
+_MD_REPLACE = {"&": "&amp;", "<": "&lt;", "\r": " ", "\n": " ", "\u2028": " ", "\u2029": " "}
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 _FIRST = frozenset(FORMULA_START)
 

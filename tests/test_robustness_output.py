@@ -264,7 +264,7 @@ def _evil_files(tmp_path):
 
 
 def _no_raw_html(text: str) -> None:
-    for bad in ("<script", "<img", "<b>", "onerror=alert(2)>"):
+    for bad in ("<script", "<img", "<b>", "</script"):
         assert bad not in text, bad
 
 
@@ -273,7 +273,7 @@ def test_markdown_predict_escapes_names(tmp_path):
     r = run_cli("predict", "-m", m, "-s", s, "-p", p, "--gpus", "1,64", "-f", "markdown")
     assert r.code == 0, r.err
     _no_raw_html(r.out)
-    assert "&lt;script&gt;" in r.out
+    assert "&lt;script>" in r.out
 
 
 def test_markdown_report_escapes_names(tmp_path):
@@ -283,7 +283,7 @@ def test_markdown_report_escapes_names(tmp_path):
     assert r.code == 0, r.err
     text = out.read_text()
     _no_raw_html(text)
-    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in text
+    assert "&lt;script>alert(1)&lt;/script>" in text
 
 
 def test_markdown_compare_escapes_names_and_source(tmp_path):
@@ -299,7 +299,8 @@ def test_markdown_compare_escapes_names_and_source(tmp_path):
 def test_escape_helpers():
     from oracle.textsafe import csv_cell, csv_unescape, md
 
-    assert md("a<b>&c|d`e[f](g)\nh") == "a&lt;b&gt;&amp;c\\|d\\`e\\[f\\](g) h"
+    assert md("a<b>&c|d`e[f](g)\nh") == "a&lt;b>&amp;c\\|d\\`e\\[f\\](g) h"
+    assert md("A100 -> H100") == "A100 -> H100"
     assert md("res4a_branch2b") == "res4a_branch2b"
     for cell in ("=1+1", "+cmd", "-cmd|x", "@SUM(A1)", "\tx", "\rx"):
         assert csv_cell(cell) == "'" + cell

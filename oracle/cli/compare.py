@@ -6,7 +6,13 @@ from contextlib import contextmanager
 
 import click
 
-from oracle.cli.common import FORMATS, memory_model_options, memory_reuse, output_option, positive_float
+from oracle.cli.common import (
+    FORMATS,
+    memory_model_options,
+    memory_reuse,
+    output_option,
+    positive_float,
+)
 from oracle.cli.types import FiniteRange, PlainIntRange
 
 

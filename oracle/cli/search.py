@@ -6,7 +6,12 @@ from __future__ import annotations
 
 import click
 
-from oracle.cli.common import memory_model_options, memory_reuse, model_system_profile_options, positive_float
+from oracle.cli.common import (
+    memory_model_options,
+    memory_reuse,
+    model_system_profile_options,
+    positive_float,
+)
 from oracle.cli.types import FiniteRange, PlainIntRange
 
 # the per-layer search keeps arrays of one entry per GPU for the redistribution costs;

@@ -143,11 +143,13 @@ def compare_run(
     runs that share context and configuration (repeated measurements)."""
     cfg = config_for(run, ctx)
     key = (id(ctx), cfg)
-    pt = points.get(key) if points is not None else None
-    if pt is None:
+    hit = points.get(key) if points is not None else None
+    if hit is not None and hit[0] is ctx:  # the context is kept alive with its points
+        pt = hit[1]
+    else:
         pt = REGISTRY[run.strategy].evaluate(ctx, cfg)
         if points is not None:
-            points[key] = pt
+            points[key] = (ctx, pt)
     per_iteration = run.basis == "iteration"
     scale = 1.0 / pt.iterations_per_epoch if per_iteration else 1.0
     predicted = pt.total_s * scale
@@ -158,7 +160,7 @@ def compare_run(
     row = CompareRow(run, pt, predicted, acc, cacc, macc, pc, pm)
     text = _anomaly(row, threshold)
     # a new record rather than dataclasses.replace: the difference shows on 1e6 runs
-    return row if text is None else CompareRow(run, pt, predicted, acc, cacc, macc, pc, pm, text)
+    return row if text is None else CompareRow(run, pt, predicted, acc, cacc, macc, pc, pm, anomaly=text)
 
 
 def _anomaly(row: CompareRow, threshold: float) -> str | None:

@@ -77,13 +77,13 @@ def _case(case, name: str, where: str) -> dict:
     return case
 
 
-TEXT_KEYS = ("model", "system", "profile", "strategy", "precision", "memory_model", "compute_scaling", "optimizer")
+NUMBER_KEYS = ("batch", "batch_per_gpu", "p2", "segments", "memory_reuse", "contention", "samples")
 FLAG_KEYS = ("mixed_precision",)
 
 
 def check_case(case: dict, name: str, where: str) -> None:
-    """Types of a case's values (also of a cases file's): names are text, gpus text,
-    a number or a list of numbers, every other value a number."""
+    """Types of a case's values (also of a cases file's): gpus text, a number or a list of
+    numbers; NUMBER_KEYS numbers; FLAG_KEYS true or false; the rest (names) text."""
     for key in ("model", "system", "profile"):
         if not isinstance(case.get(key), str):
             raise OracleError(f"'{key}' is {_what(case.get(key))}; expected a name or path", file=name, path=where)
@@ -91,17 +91,16 @@ def check_case(case: dict, name: str, where: str) -> None:
         raise OracleError("give exactly one of batch and batch_per_gpu", file=name, path=where)
     for key, value in case.items():
         here = f"{where}.{key}"
-        if key in TEXT_KEYS:
-            if not isinstance(value, str):
-                raise OracleError(f"is {_what(value)}; expected a name", file=name, path=here)
+        if key == "gpus" and isinstance(value, list):
+            for k, v in enumerate(value):
+                _number(v, name, f"{here}[{k}]", integer=True, nullable=False)
+        elif key in NUMBER_KEYS or key == "gpus" and not isinstance(value, str):
+            _number(value, name, here, nullable=False)
         elif key in FLAG_KEYS:
             if not isinstance(value, bool):
                 raise OracleError(f"is {_what(value)}; expected true or false", file=name, path=here)
-        elif key == "gpus" and isinstance(value, list):
-            for k, v in enumerate(value):
-                _number(v, name, f"{here}[{k}]", integer=True, nullable=False)
-        elif not (key == "gpus" and isinstance(value, str)):
-            _number(value, name, here, nullable=False)
+        elif key != "gpus" and not isinstance(value, str):
+            raise OracleError(f"is {_what(value)}; expected a name", file=name, path=here)
 
 
 def _point(point, name: str, where: str) -> dict:

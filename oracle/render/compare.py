@@ -23,8 +23,11 @@ def _num(v):
 ROW_FIELDS = (
     "line", "model", "system", "strategy", "gpus", "p1", "p2", "global_batch", "segments", "basis",
     "measured_s", "predicted_s", "accuracy", "ratio", "predicted_compute_s", "predicted_comm_s",
-    "measured_compute_s", "measured_comm_s", "compute_accuracy", "comm_accuracy", "anomaly", "naive_s", "feasible",
-    "limits", "profile_kind", "compute_conversion", "source",
+    "measured_compute_s", "measured_comm_s", "compute_accuracy", "comm_accuracy", "anomaly",
+    "naive_s",  # --calibrate-on: the nearest smaller calibrated run's time
+    "feasible", "limits", "profile_kind",
+    "compute_conversion",  # issue 13
+    "source",
 )  # fmt: skip
 
 
@@ -277,7 +280,7 @@ def markdown(rows: Sequence[CompareRow], summary: Summary) -> str:
     out.append("")
     if summary.ranking_agreement is not None:
         out.append(f"Ranking agreement: {_pct(summary.ranking_agreement)} of {summary.ranking_pairs} strategy pairs.")
-    out += [f"{line}." for line in held_out_lines(summary)]
+    out += [f"{md(line)}." for line in held_out_lines(summary)]
     out.append("")
     out.append(md(profiles_line(rows)) + ".")
     return "\n".join(out) + "\n"

@@ -31,9 +31,9 @@ from itertools import groupby
 from pathlib import Path
 
 from oracle.compute.cost import Point
+from oracle.render.predict import memory_label
 from oracle.textsafe import md
 from oracle.units import fmt_bytes, fmt_count, fmt_rate, fmt_seconds, fmt_si
-from oracle.render.predict import memory_label
 
 PLOT_KINDS = ("scaling", "breakdown", "memory")
 SECTIONS = {  # id -> heading
