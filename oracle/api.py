@@ -44,7 +44,7 @@ def predict(
     as_frame: bool = False,
     compute_scaling: str = "model",
 ) -> Any:
-    """Project every strategy at every GPU count and rank them (SPEC §4-5).
+    """Project every strategy at every GPU count and rank them (docs/cost-model.md-5).
 
     Returns a list of :class:`oracle.compute.cost.Point` (or a pandas DataFrame with
     the columns of ``oracle predict --format csv`` when ``as_frame``).  Without a

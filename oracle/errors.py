@@ -6,7 +6,7 @@ path or layer), what was found and what was expected, and renders as a single li
 
     models/x.yaml:12: layers[3] (conv2): kernel 7 is larger than the padded input 5x5
 
-The CLI prints that line on stderr and exits with status 2 (SPEC §7).  Anything else
+The CLI prints that line on stderr and exits with status 2 (docs/errors-and-robustness.md).  Anything else
 that escapes is a bug and is reported as an internal error.
 """
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import cached_property
 
-# Layer types (SPEC §3.1).  Element-wise activations share one behaviour.
+# Layer types (docs/model-format.md).  Element-wise activations share one behaviour.
 ACTIVATIONS = (
     "relu", "relu6", "leakyrelu", "elu", "gelu", "silu", "sigmoid", "tanh",
     "hardswish", "hardsigmoid",
@@ -151,19 +151,19 @@ class Protocol:
 
 @dataclass(frozen=True)
 class NetworkLevel:
-    """One level of the interconnect (SPEC §3.2): used by collectives whose span fits."""
+    """One level of the interconnect (docs/file-formats.md): used by collectives whose span fits."""
 
     name: str
     max_gpus: int
     alpha_s: float
     beta_s_per_byte: float
     source: str = ""
-    protocols: tuple[Protocol, ...] = ()  # small-message regimes; () = one line (SPEC §4.1)
+    protocols: tuple[Protocol, ...] = ()  # small-message regimes; () = one line (docs/cost-model.md)
 
 
 @dataclass(frozen=True)
 class OperationOverride:
-    """Per-operation transport (SPEC §4.4): own α/β, or scale factors on the level's."""
+    """Per-operation transport (docs/cost-model.md): own α/β, or scale factors on the level's."""
 
     alpha_s: float | None = None
     beta_s_per_byte: float | None = None
@@ -176,7 +176,7 @@ class OperationOverride:
 
 @dataclass(frozen=True)
 class InputPipeline:
-    """How fast training data arrives (SPEC §4.4 "Input pipeline"; ParaDL §2.1.1 IO).
+    """How fast training data arrives (docs/cost-model.md "Input pipeline"; ParaDL §2.1.1 IO).
 
     Rates are samples per second after decoding and augmentation; bandwidths bytes per
     second.  A missing value is no bound.  With ``overlap`` the loaders prefetch in the
@@ -208,14 +208,14 @@ class CollectiveTable:
 
 @dataclass(frozen=True)
 class Implementation:
-    """How the training code communicates, where implementations differ (SPEC §4.4).
+    """How the training code communicates, where implementations differ (docs/cost-model.md).
 
-    ``data_spatial_allreduce``: "flat" (SPEC §4: one all-reduce over all GPUs) or
+    ``data_spatial_allreduce``: "flat" (docs/cost-model.md: one all-reduce over all GPUs) or
     "leader" (ParaDL §4.5.1: reduce inside each spatial group to a leader GPU, all-reduce
     among the leaders, broadcast back)."""
 
     data_spatial_allreduce: str = "flat"
-    # compute efficiency of split layers (SPEC §4.4; ParaDL §5.3.3 and Fig. 8: a conv with
+    # compute efficiency of split layers (docs/cost-model.md; ParaDL §5.3.3 and Fig. 8: a conv with
     # 1/q of the filters or a 1/q tile does not run q times faster): a layer split q ways
     # takes (f + (1-f)/q) of its full time (Amdahl, f = split_serial_fraction) plus
     # split_overhead_s per split layer and iteration (split/concat, extra launches)
@@ -225,15 +225,15 @@ class Implementation:
     # that kernel (cuDNN fused ops, XLA); false for frameworks that launch them apart
     fused_activations: bool = True
     source: str = ""
-    # issue 14: the gradient exchange of data+filter's data groups, "flat" (SPEC §4) or
+    # issue 14: the gradient exchange of data+filter's data groups, "flat" (docs/cost-model.md) or
     # "leader" (ParaDL §4.5.1's pattern, as for data+spatial)
     data_filter_allreduce: str = "flat"
     # the backward collective of filter/channel parallelism after each split layer:
-    # "allreduce" of the full input gradient (SPEC §4, ParaDL eq. 15), "reduce_scatter"
+    # "allreduce" of the full input gradient (docs/cost-model.md, ParaDL eq. 15), "reduce_scatter"
     # (each GPU keeps its slice, Megatron-LM's sequence-parallel pattern, Korthikanti et
     # al. 2022), "allreduce_slice" (an all-reduce of one slice) or "none"
     layer_backward: str = "allreduce"
-    # the spatial decomposition: "grid" (SPEC §4, balanced over the dimensions) or
+    # the spatial decomposition: "grid" (docs/cost-model.md, balanced over the dimensions) or
     # "strips" (the first spatial dimension only, as strip-decomposing codes do)
     spatial_decomposition: str = "grid"
     # the halo exchange as a serialized neighbour chain (each GPU sends after it has
@@ -246,7 +246,7 @@ class Implementation:
 @dataclass(frozen=True)
 class FrameworkMemory:
     """What a training framework keeps on a GPU besides the model's tensors
-    (``framework:`` in a system file; the ``--memory-model framework`` of SPEC §4.6).
+    (``framework:`` in a system file; the ``--memory-model framework`` of docs/memory.md and docs/cost-model.md).
 
     Defaults describe PyTorch >= 1.13 with CUDA >= 11.7 and DistributedDataParallel:
     - ``cuda_context_bytes``: the CUDA context (driver state, loaded kernels) that

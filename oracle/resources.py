@@ -1,6 +1,6 @@
 """Where the shipped models, systems, profiles and validation files live.
 
-In a source checkout they are the top-level folders of SPEC §1 (``models/``, ...); in
+In a source checkout they are the top-level folders (``models/``, ``systems/``, ...); in
 an installed wheel they are packaged under ``oracle/_data/`` (see pyproject.toml).
 A user may name a shipped file (``resnet50``) or give a path.
 """

@@ -1,4 +1,4 @@
-"""Human-readable units: seconds, bytes (10^9 = GB, as in SPEC §3.2), FLOPs, counts.
+"""Human-readable units: seconds, bytes (10^9 = GB, as in docs/file-formats.md), FLOPs, counts.
 
 Pure string formatting, shared by limit reasons (compute) and renderers.
 """
@@ -57,7 +57,7 @@ def fmt_seconds(s: float | None) -> str:
 
 
 def fmt_bytes(b: float | None) -> str:
-    """Decimal units: 1 GB = 10^9 bytes (SPEC §3.2)."""
+    """Decimal units: 1 GB = 10^9 bytes (docs/file-formats.md)."""
     if b is None:
         return "n/a"
     b = _float(b)

@@ -222,7 +222,7 @@ def test_calibration_beats_the_benchmark_network_on_held_out_runs():
 
 def test_readme_accuracy_table_is_current():
     """Every cell of the README's accuracy table is what `oracle compare` computes now."""
-    readme = (REPO / "README.md").read_text()
+    readme = (REPO / "docs" / "accuracy.md").read_text()
     table = readme[readme.index("| runs (held out) |"):]
     table = table[: table.index("\n\n")]
     rows = {line.split("|")[1].strip(): [c.strip().strip("*") for c in line.split("|")[2:-1]] for line in table.splitlines()[2:]}

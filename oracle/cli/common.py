@@ -104,7 +104,7 @@ def model_note(model) -> str:
 
 
 def memory_note(system, options, profile=None) -> str:
-    """Which memory model the GPU memory column uses (SPEC §4.6), and whether the saved
+    """Which memory model the GPU memory column uses (docs/memory.md and docs/cost-model.md), and whether the saved
     activations were measured (a profile's saved_bytes) or follow the layer-type rules."""
     if options.memory_model == "paradl":
         return f"memory: ParaDL's upper bound Σ 2B(|x|+|y|) + 2|w|, scaled by γ = {options.memory_reuse:g}"
@@ -266,7 +266,7 @@ def sweep_options(f):
         # issue 13 (compute model)
         click.option("--compute-scaling", type=click.Choice(["model", "linear"]), default="model",
                      show_default=True, help="model: convert profile times to this GPU, precision and per-GPU"
-                     " batch (SPEC §4.6); linear: ParaDL's profile times x samples."),
+                     " batch (docs/memory.md and docs/cost-model.md); linear: ParaDL's profile times x samples."),
         click.option("--layers", metavar="LAYERS.yaml",
                      help="Also rank a layer-wise configuration (written by oracle search -o) at its GPU count."),
     ]

@@ -1,7 +1,7 @@
 """``oracle fit network LOG...``: α, β per network level from collective benchmark logs.
 
 Reads nccl-tests or OSU micro-benchmark logs (:mod:`oracle.load.benchlogs`), fits the
-ring model of SPEC §4.1 per measured span (:mod:`oracle.compute.fit`) and prints the
+ring model of docs/cost-model.md per measured span (:mod:`oracle.compute.fit`) and prints the
 fit and its residuals.  With ``--system BASE`` and ``-o FILE`` it writes a complete
 system file: the base system with its ``network:`` replaced by the fitted levels.
 Without ``--system``, ``-o FILE`` writes only the ``network:`` list (to paste into a
@@ -33,7 +33,7 @@ _UNITS = {
 
 
 def _bad(param, message: str):
-    """A bad option value: one 'oracle: error: ...' line and exit 2 (SPEC §7)."""
+    """A bad option value: one 'oracle: error: ...' line and exit 2 (docs/errors-and-robustness.md)."""
     from oracle.errors import OracleError
 
     raise OracleError(message, path=param.opts[0] if param is not None else None)
@@ -177,8 +177,8 @@ def fit_network_cmd(
 ):  # fmt: skip
     """Fit α and β per network level to nccl-tests or OSU collective logs.
 
-    Each log's GPUs give a span (SPEC §4.2) and each span one level n{span}, fitted by
-    least squares of the relative error to the ring model of SPEC §4.1 over the sizes
+    Each log's GPUs give a span (docs/cost-model.md) and each span one level n{span}, fitted by
+    least squares of the relative error to the ring model of docs/cost-model.md over the sizes
     where bandwidth dominates (from half the peak bus bandwidth up; see --min-bytes).
 
     GPUs and nodes: from the rank table of nccl-tests logs; for logs without one (OSU)

@@ -1,4 +1,4 @@
-"""``oracle import``: training logs -> rows of a measured-runs CSV (SPEC §3.4)."""
+"""``oracle import``: training logs -> rows of a measured-runs CSV (docs/file-formats.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""``oracle import-model``: a PyTorch module or an ONNX file -> a model file (SPEC §5)."""
+"""``oracle import-model``: a PyTorch module or an ONNX file -> a model file (docs/cli.md)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """The ``oracle`` command: a click group whose subcommands are imported on demand.
 
-Start-up matters (SPEC §6): ``oracle --help`` imports only click; each command module
+Start-up matters (docs/development.md): ``oracle --help`` imports only click; each command module
 is imported when that command runs, and heavy libraries (numpy, pandas, rich,
 matplotlib, torch) only inside the commands that need them.
 
@@ -109,7 +109,7 @@ class LazyGroup(click.Group):
 
     def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):  # type: ignore[override]
         """Run without click's own error printing: a usage mistake is one line on stderr
-        ('oracle: error: ...', exit 2), like every other user mistake (SPEC §7)."""
+        ('oracle: error: ...', exit 2), like every other user mistake (docs/errors-and-robustness.md)."""
         from oracle.errors import one_line
 
         try:

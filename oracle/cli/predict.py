@@ -1,4 +1,4 @@
-"""``oracle predict``: project and rank every strategy at every GPU count (SPEC §5)."""
+"""``oracle predict``: project and rank every strategy at every GPU count (docs/cli.md)."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ def predict(fmt, top, chart, width, max_batch, output, **sweep):
     """Project compute, communication and memory of every strategy, ranked.
 
     Per-epoch times and per-GPU memory of each parallelization strategy at each GPU
-    count (SPEC §4), ranked by total time per GPU count; points that break (more GPUs
+    count (docs/cost-model.md), ranked by total time per GPU count; points that break (more GPUs
     than filters, out of memory, fewer than one sample per GPU, ...) are shown with
     their reasons.
 

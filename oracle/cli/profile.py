@@ -57,7 +57,7 @@ def profile(model, batch, device, repeats, warmup, threads, estimate, system, ef
             memory_efficiency, precision, output):  # fmt: skip
     """Measure (PyTorch) or estimate per-layer forward, backward and weight-update times.
 
-    Writes a profile (SPEC §3.3) for MODEL to -o FILE, or to standard output (the
+    Writes a profile (docs/file-formats.md) for MODEL to -o FILE, or to standard output (the
     summary then goes to standard error).  Measuring times every layer in isolation
     on its real input: forward, backward with a random upstream gradient, and an SGD
     momentum step, as medians of --repeats after --warmup runs; it also times whole

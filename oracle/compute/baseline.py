@@ -21,7 +21,7 @@ NUMERIC = (
     "memory_bytes",
     "iterations_per_epoch",
 )
-# what a baseline keeps of each point (the SPEC §5 record minus the prose)
+# what a baseline keeps of each point (the docs/cli.md record minus the prose)
 KEPT = (
     "strategy",
     "gpus",

@@ -8,7 +8,7 @@ one parameter by inverting the cost model (compute from the profile, as in §4):
 
 network (data-parallel runs, p >= 2, assumed not input-bound):
     t_comm = t_iteration - compute per iteration
-    ring all-reduce of the gradients (SPEC §4.1): t_comm = 2(p-1)(α + m/p · β)
+    ring all-reduce of the gradients (docs/cost-model.md): t_comm = 2(p-1)(α + m/p · β)
     => β = (t_comm / (2(p-1)) - α) · p / m,  α kept from the base level
   one β for spans inside a node and one for spans across nodes (median of the runs).
 

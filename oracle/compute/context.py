@@ -6,7 +6,7 @@ Per-layer quantities become numpy arrays (ParaDL Table 2 notation):
     fw, bw forward / backward seconds per sample                    (FW_l, BW_l)
     wu     weight-update seconds per iteration                      (WU_l)
     C, F   input channels / output channels                        (C_l, F_l)
-and each strategy's *split set* (SPEC §4, "Split layers") is a boolean mask with its
+and each strategy's *split set* (docs/cost-model.md, "Split layers") is a boolean mask with its
 sums cached, so that a point costs O(1) arithmetic plus a few vector operations.
 """
 
@@ -22,19 +22,19 @@ from oracle.compute.memory import SavedActivations, saved_activations, transient
 from oracle.model import MODEL_INPUT, SPATIAL_TYPES, WEIGHT_TYPES, Layer, LayerTimes, Model, System
 
 PRECISION_BYTES = {"fp32": 4, "tf32": 4, "fp16": 2, "bf16": 2}
-MEMORY_MODELS = ("framework", "paradl")  # SPEC §4.6
+MEMORY_MODELS = ("framework", "paradl")  # docs/memory.md and docs/cost-model.md
 
 
 @dataclass(frozen=True)
 class Options:
     """Implementation parameters that are not part of the input files."""
 
-    precision: str = "fp32"  # δ: bytes per item (SPEC §2)
-    # what GPU memory counts (SPEC §4.6): "framework" (saved tensors, compute/memory.py)
+    precision: str = "fp32"  # δ: bytes per item (docs/cost-model.md)
+    # what GPU memory counts (docs/memory.md and docs/cost-model.md): "framework" (saved tensors, compute/memory.py)
     # or "paradl" (Table 3's upper bound, scaled by γ)
     memory_model: str = "framework"
     memory_reuse: float = 1.0  # γ, 0 < γ <= 1 (ParaDL §4.2); paradl memory model only
-    contention: float | None = None  # φ override (SPEC §4.3)
+    contention: float | None = None  # φ override (docs/cost-model.md)
     segments: int | None = None  # pipeline S; default min(B, 4p)
     samples: int | None = None  # D override (e.g. ParaDL's rounded 1.28M)
     collective: str | None = None  # all-reduce algorithm override (network.ALGORITHMS)
@@ -47,7 +47,7 @@ class Options:
     overlap: str = "none"
     bucket_bytes: float = 25 * 2**20  # gradient bucket size (PyTorch DDP default); 0: one per layer
     # issue 14: the last layer spatial parallelism splits (default: the last layer whose
-    # output still has a spatial extent > 1, SPEC §4); CosmoFlow codes gather earlier
+    # output still has a spatial extent > 1, docs/cost-model.md); CosmoFlow codes gather earlier
     # (after conv2/pool2, ParaDL §4.5.1)
     spatial_split_after: str | None = None
     # overlap as Lee et al. (HiPC 2017) do it (issue 18): gradients in chunks of k layers
@@ -55,7 +55,7 @@ class Options:
     # e.g. "fc"), whose gradient exchange overlaps the next iteration's forward
     bucket_layers: int = 0
     delayed_update: tuple[str, ...] = ()
-    # compute model (issue 13, SPEC §4.6): "model" converts a profile to the system's GPU,
+    # compute model (issue 13, docs/memory.md and docs/cost-model.md): "model" converts a profile to the system's GPU,
     # the run's precision and each point's per-GPU batch (when the caller passes the
     # profile's origin to Context); "linear" is ParaDL's per-sample arithmetic
     compute_scaling: str = "model"
@@ -152,7 +152,7 @@ class Context:
             self._check_delayed()
         self.transient = transient_elements(model)
 
-    # -- memory (SPEC §4.6: framework model; ParaDL's bound in strategies/base.py) --------
+    # -- memory (docs/memory.md and docs/cost-model.md: framework model; ParaDL's bound in strategies/base.py) --------
     @property
     def memory_model(self) -> str:
         return self.options.memory_model
@@ -248,7 +248,7 @@ class Context:
             return self.delta * split_n * t_in
         return float(self.delta * max(split_n * t_in, rest_n * t_out))
 
-    # -- split sets (SPEC §4 "Split layers") ------------------------------------------
+    # -- split sets (docs/cost-model.md "Split layers") ------------------------------------------
     def _sums(self, mask: np.ndarray, coll_groups: np.ndarray | None = None) -> SplitSums:
         idx = np.flatnonzero(mask)
         last = int(idx[-1]) if idx.size else -1
@@ -288,7 +288,7 @@ class Context:
     @cached_property
     def channel_split(self) -> SplitSums:
         """channel: every conv, convtranspose and fc layer except those reading the
-        model's input (their input channels are the data's; SPEC says "except the
+        model's input (their input channels are the data's; the cost model says "except the
         first layer").  A split layer's output is a sum over its input channels unless
         the layer itself is grouped (filter.py)."""
         mask = np.array([
@@ -324,7 +324,7 @@ class Context:
                                   path="--delayed-update", hint=did_you_mean(name, sorted(known)))  # fmt: skip
 
     def default_spatial_last(self) -> int:
-        """SPEC §4: the last layer whose output still has a spatial extent > 1."""
+        """docs/cost-model.md: the last layer whose output still has a spatial extent > 1."""
         last = -1
         for i, info in enumerate(self.model.info):
             shape = info.output_shape
@@ -391,7 +391,7 @@ class Context:
     def split_compute(self, sums: SplitSums, samples: float, q: int, iterations: float,
                       batch: float | None = None) -> float:  # fmt: skip
         """Per-epoch forward+backward time of the split layers when each of ``samples``
-        samples is split q ways: samples·Σs(FW+BW)/q by default (SPEC §4), with the
+        samples is split q ways: samples·Σs(FW+BW)/q by default (docs/cost-model.md), with the
         system's split efficiency (Implementation: Amdahl fraction f, a fixed overhead
         per split layer and iteration) samples·Σs(FW+BW)·(f + (1-f)/q) + I·n_s·o.
         ``batch``: the per-GPU work per kernel, in samples (compute model, issue 13)."""
@@ -432,7 +432,7 @@ class Context:
 
     def spatial_grid(self, p: int) -> tuple[int, ...]:
         """p split over the spatial dimensions as evenly as possible, larger factors on
-        earlier dimensions (SPEC §4: p=8 on 2-D is 4 x 2)."""
+        earlier dimensions (docs/cost-model.md: p=8 on 2-D is 4 x 2)."""
         if self.system.implementation.spatial_decomposition == "strips":
             return (p,) + (1,) * (self.model.spatial_dims - 1)
         return balanced_grid(p, self.model.spatial_dims)
@@ -440,7 +440,7 @@ class Context:
     def halo_elements(self, grid: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
         """Per split conv/pool layer: halo(x_l) and halo(dy_l) in elements of one sample.
 
-        SPEC §4: for each split dimension with factor f > 1, 2·floor(K/2)·(product of the
+        docs/cost-model.md: for each split dimension with factor f > 1, 2·floor(K/2)·(product of the
         other dimensions' local extents ceil(extent/factor))·C_l; likewise on the output
         extents with F_l for dy.  Only kernels > 1 have halos (floor(1/2) = 0).
         """
@@ -461,7 +461,7 @@ class Context:
 
     def spatial_violations(self, grid: tuple[int, ...]) -> list[str]:
         """Reasons why a spatial grid does not fit: each factor must be <= that extent
-        of every split conv/pool output (SPEC §4 limits)."""
+        of every split conv/pool output (docs/cost-model.md limits)."""
         h = self._halo_layers
         if h["index"].size == 0:
             return []
@@ -486,10 +486,10 @@ class Context:
     def crossing(self) -> np.ndarray:
         """Elements per sample crossing a cut after layer k (k = 0..G-1).
 
-        For a chain this is y_k, as in SPEC §4 ("y_Gi is the output of group i's last
+        For a chain this is y_k, as in docs/cost-model.md ("y_Gi is the output of group i's last
         layer").  In a DAG every tensor produced at or before k and consumed after k
         crosses (a residual shortcut too); we count them all, which is what a real
-        pipeline sends (documented deviation, equal to the SPEC on line graphs).
+        pipeline sends (documented deviation, equal to ParaDL's formula on line graphs).
         """
         last_use = np.arange(self.G)  # a layer's own index if nothing reads it later
         for j, layer in enumerate(self.model.layers):
@@ -585,7 +585,7 @@ def _split_to(groups: list[tuple[int, int]], p: int) -> list[tuple[int, int]]:
 
 def halo_half_widths(layer: Layer, dims: int) -> list[int]:
     """Elements a tile needs from each neighbour per dimension: floor(K/2) for a
-    convolution or pooling window (SPEC §4).  A transposed convolution scatters each
+    convolution or pooling window (docs/cost-model.md).  A transposed convolution scatters each
     input over K outputs spaced by the stride S, so an output tile reads
     ceil((K - S) / (2S)) extra inputs per side (0 when K <= S, as U-Net's 2x2/2); a
     linear upsample one (nearest: none)."""

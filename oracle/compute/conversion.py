@@ -1,4 +1,4 @@
-"""Profiles that transfer, never silently (issue 13; SPEC §4.6 ``--compute-scaling model``).
+"""Profiles that transfer, never silently (issue 13; docs/memory.md and docs/cost-model.md ``--compute-scaling model``).
 
 A profile was measured (or estimated) on one device, at one precision and per-GPU batch:
 its *origin*.  A run uses the system's GPU, the run's precision and, per point, a per-GPU

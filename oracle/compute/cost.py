@@ -24,12 +24,12 @@ PHASES = (
 COMPUTE_PHASES = ("forward_backward_s", "weight_update_s")
 COMM_PHASES = ("gradient_exchange_s", "layer_collectives_s", "halo_s", "pipeline_p2p_s")
 # input_s: time the GPUs wait for data beyond compute and communication (exposed input
-# stall, SPEC §4.4 input pipeline); 0 unless the system describes its input pipeline
+# stall, docs/cost-model.md input pipeline); 0 unless the system describes its input pipeline
 
 
 @dataclass(frozen=True)
 class Breakdown:
-    """Per-epoch seconds by phase (SPEC §5)."""
+    """Per-epoch seconds by phase (docs/cli.md)."""
 
     forward_backward_s: float = 0.0
     weight_update_s: float = 0.0
@@ -84,7 +84,7 @@ class Point:
     rank: int | None = None
     details: tuple[tuple[str, object], ...] = field(default=(), compare=False)
     profile_kind: str = ""  # measured | total | estimated: how the compute times were obtained
-    memory_model: str = ""  # framework | paradl (SPEC §4.6): what memory_bytes counts
+    memory_model: str = ""  # framework | paradl (docs/memory.md and docs/cost-model.md): what memory_bytes counts
     compute_conversion: str = ""  # issue 13: the profile's (device, precision, batch) -> this run's
 
     @property
@@ -101,7 +101,7 @@ class Point:
 
     @property
     def total_s(self) -> float:
-        """compute + communication (SPEC §4) + any exposed input stall (§4.4)."""
+        """compute + communication (docs/cost-model.md) + any exposed input stall (§4.4)."""
         return self.compute_s + self.communication_s + self.breakdown.input_s
 
     @property

@@ -1,11 +1,11 @@
 """Fit the α, β of network levels to measured collective times (``oracle fit network``).
 
-Model (SPEC §4.1 ring collectives, ParaDL §4.3 after Thakur, Rabenseifner and Gropp,
+Model (docs/cost-model.md ring collectives, ParaDL §4.3 after Thakur, Rabenseifner and Gropp,
 "Optimization of collective communication operations in MPICH", IJHPCA 2005), with m
 the message bytes of :mod:`oracle.load.benchlogs` and p the GPUs of the log:
 
-    all-reduce       t = 2(p-1)·α + 2(p-1)/p · m·β     SPEC §4.1 AR(p, m) = 2(p-1)(α + (m/p)β)
-    all-gather       t =  (p-1)·α +  (p-1)/p · m·β     SPEC §4.1 AG(p, m_i) = (p-1)(α + m_i β), m = p·m_i
+    all-reduce       t = 2(p-1)·α + 2(p-1)/p · m·β     docs/cost-model.md AR(p, m) = 2(p-1)(α + (m/p)β)
+    all-gather       t =  (p-1)·α +  (p-1)/p · m·β     docs/cost-model.md AG(p, m_i) = (p-1)(α + m_i β), m = p·m_i
     reduce-scatter   t =  (p-1)·α +  (p-1)/p · m·β     ring reduce-scatter = first half of the
                                                        ring all-reduce (Thakur et al. 2005 §4)
     broadcast/reduce t =  (p-1)·α +          m·β       pipelined ring: p-1 hops, every link
@@ -16,7 +16,7 @@ the message bytes of :mod:`oracle.load.benchlogs` and p the GPUs of the log:
 i.e. t = A_op(p)·α + B_op(p)·m·β.  B_op(p) is also nccl-tests' "bus factor": busbw =
 B_op(p)·m/t, which tends to 1/β for large m.
 
-**Levels.** Each log is assigned the SPEC §4.2 span of its GPUs (p when all sit on one
+**Levels.** Each log is assigned the docs/cost-model.md span of its GPUs (p when all sit on one
 node, else nodes × GPUs per node) and every distinct span becomes one network level
 ``n{span}`` with ``max_gpus = span`` (the outermost level is widened to the whole base
 system), so bandwidth that degrades with scale is kept.  Logs with the same span are
@@ -60,9 +60,9 @@ def coefficients(operation: str, p: int) -> tuple[float, float]:
     if p < 2:
         raise ValueError("a collective over one GPU costs nothing; nothing to fit")
     if operation == "allreduce":
-        return 2.0 * (p - 1), 2.0 * (p - 1) / p  # SPEC §4.1 AR
+        return 2.0 * (p - 1), 2.0 * (p - 1) / p  # docs/cost-model.md AR
     if operation in ("allgather", "reducescatter"):
-        return float(p - 1), (p - 1) / p  # SPEC §4.1 AG with m = p·m_i; ring RS (Thakur 2005)
+        return float(p - 1), (p - 1) / p  # docs/cost-model.md AG with m = p·m_i; ring RS (Thakur 2005)
     if operation in ("broadcast", "reduce"):
         return float(p - 1), 1.0  # pipelined ring, nccl-tests bus factor 1
     raise ValueError(f"unknown operation {operation!r}")
@@ -99,7 +99,7 @@ def _fit_protocols(group, opt: FitOptions) -> tuple[float, float, tuple, str]:
 
 
 def span_of(log: BenchLog, gpus_per_node: int | None = None) -> int:
-    """SPEC §4.2: the GPU count on one node, else nodes × GPUs per node."""
+    """docs/cost-model.md: the GPU count on one node, else nodes × GPUs per node."""
     if log.nodes == 1:
         return log.gpus
     return log.nodes * (gpus_per_node or log.gpus_per_node)

@@ -1,4 +1,4 @@
-"""The input pipeline (SPEC §4.4; ParaDL §2.1.1 phase IO, which ParaDL's model leaves out).
+"""The input pipeline (docs/cost-model.md; ParaDL §2.1.1 phase IO, which ParaDL's model leaves out).
 
 Who loads (ParaDL §3): in data parallelism every GPU's process reads its B/p samples;
 in spatial, filter, channel and pipeline parallelism one leader reads the batch and
@@ -30,7 +30,7 @@ def loaders(kind: str, p: int, p1: int, p2: int, gpus_per_node: int) -> tuple[in
     if kind == EVERY_GPU:
         return p, min(p, gpus_per_node)
     if kind == PER_GROUP:
-        # group leaders sit on GPUs 0, p2, 2·p2, ... (SPEC §4.2 placement)
+        # group leaders sit on GPUs 0, p2, 2·p2, ... (docs/cost-model.md placement)
         per_node = 1 if p2 >= gpus_per_node else min(p1, -(-gpus_per_node // p2))
         return p1, per_node
     return 1, 1

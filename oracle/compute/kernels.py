@@ -1,4 +1,4 @@
-"""The per-layer compute model (issue 13, SPEC §4.6): how long a layer's kernels take
+"""The per-layer compute model (issue 13, docs/memory.md and docs/cost-model.md): how long a layer's kernels take
 on a GPU, at a precision, for a per-GPU batch (the work per kernel).
 
 For layer ``l`` run on ``b`` samples at once (``F_l`` forward FLOPs per sample,
@@ -43,7 +43,7 @@ For layer ``l`` run on ``b`` samples at once (``F_l`` forward FLOPs per sample,
 
 Efficiencies ``e_c`` (per kind of unit) and ``e_m`` are fitted to the V100 rows of the
 validation set (DGX-1, DGX-2; ``benchmarks/dle_accuracy.py --fit``) and checked on the
-A100 rows, which played no part in the fit (README, "Compute model").
+A100 rows, which played no part in the fit (docs/cost-model.md, "Compute model").
 
 All functions are pure; times are seconds for the whole batch unless named per sample.
 """
@@ -65,7 +65,7 @@ class KernelConstants:
     """The compute model's efficiencies (fractions of the datasheet peaks)."""
 
     # fitted by `python benchmarks/dle_accuracy.py --fit` on the 30 V100 rows (DGX-1, DGX-2)
-    # of validation/dle-throughput.csv only; the A100 rows are held out (README)
+    # of validation/dle-throughput.csv only; the A100 rows are held out (docs/cost-model.md)
     simt_efficiency: float = 0.95  # conv/fc on CUDA cores (fp32; cuDNN's Winograd/FFT included)
     tensor_efficiency: float = 0.60  # conv/fc on tensor cores (fp16 on V100; applied to tf32/bf16 too)
     memory_efficiency: float = 0.90  # streaming kernels (STREAM-type kernels reach 80-90% of HBM peak)

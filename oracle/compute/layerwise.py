@@ -14,20 +14,20 @@ al., SPAA 2018): p1 groups split the samples and each group of p2 GPUs splits th
     channel p1xp2   as filter, split by input channels (not the layers reading the data)
 
 Per layer l under distribution d (per epoch, I = D/B iterations, b = B/p1 samples per
-group; SPEC §4 Table, restricted to one layer):
+group; docs/cost-model.md Table, restricted to one layer):
 
     compute     (D/p)·(FW_l+BW_l) when d splits l, else (D/p1)·(FW_l+BW_l)
                 + I·WU_l (divided by p2 when filter/channel split the weights)
     own comm.   spatial: halo 2·(2α + b·δ·(halo(x_l)+halo(dy_l))·β) per iteration
-                (SPEC §4, ParaDL eq. 10); filter/channel: AG(p2, δ·b·y_l/p2) +
+                (docs/cost-model.md, ParaDL eq. 10); filter/channel: AG(p2, δ·b·y_l/p2) +
                 AR(p2, δ·b·y_l) (ParaDL eq. 15) except on the model's last split layer
     gradients   the layer's δ·|w_l| (δ·|w_l|/p2 when its weights are split) joins the
                 fused all-reduce of the GPUs that replicate them: all p GPUs (data,
                 spatial-split), or the p1 GPUs {j, j+p2, ...} of a data group (AR_φ,
-                SPEC §4.2-4.3).  One fused all-reduce per group (SPEC §4: AR(p, δΣw)):
+                docs/cost-model.md-4.3).  One fused all-reduce per group (docs/cost-model.md: AR(p, δΣw)):
                 its latency is paid once per group, not once per layer.
     memory      (2B/p)(x+y) split by samples and space, (2B/p1)(x+y) otherwise;
-                + 2|w_l| (2|w_l|/p2 when filter/channel split the weights) (SPEC §4);
+                + 2|w_l| (2|w_l|/p2 when filter/channel split the weights) (docs/cost-model.md);
                 with the framework memory model the saved tensors of those samples
                 instead of 2(x+y), plus the backward's largest gradient working set and
                 DDP's buckets (Costs.memory; halo rows and a gathered head input, which
@@ -36,15 +36,15 @@ group; SPEC §4 Table, restricted to one layer):
 Redistribution (Dryden et al. §III-C): when a tensor's producer and consumer lay it out
 differently, it is shuffled with an all-to-all "where a processor sends indices it no
 longer owns and receives its new indices", in the forward pass and for its gradient in
-the backward pass.  With the α-β model of SPEC §4.1 an all-to-all among q GPUs costs
+the backward pass.  With the α-β model of docs/cost-model.md an all-to-all among q GPUs costs
 (q-1)(α + m_i·β), m_i the bytes a GPU receives from each peer (here: the most any GPU
 receives, divided by q-1); when the consumer gathers whole pieces (a split tensor to a
 group-replicated one) it is the ring all-gather AG(q, m_i).  q is the block of GPUs that
 exchange data, p / gcd(p1 of the producer, p1 of the consumer), on the span of that
-contiguous block (SPEC §4.2).  Layouts: data S(p,1); spatial split S(p1,p2) (sample
+contiguous block (docs/cost-model.md).  Layouts: data S(p,1); spatial split S(p1,p2) (sample
 block x spatial tile); everything else R(p1) (sample block, replicated in the group).
 
-Uniform assignments are the SPEC's strategies, with the same numbers
+Uniform assignments are the uniform strategies, with the same numbers
 (tests/test_layerwise.py): all data = data; all spatial 1 x p = spatial, p1 x p2 =
 data+spatial; all filter 1 x p = filter, p1 x p2 = data+filter; all channel 1 x p =
 channel (p1 x p2: a data+channel hybrid the sweep does not list).
@@ -160,7 +160,7 @@ def distributions(
 @dataclass
 class GradGroup:
     """GPUs that all-reduce the gradients of the weights they replicate, fused into one
-    all-reduce per iteration (SPEC §4: AR(p, δΣw), one call per group)."""
+    all-reduce per iteration (docs/cost-model.md: AR(p, δΣw), one call per group)."""
 
     key: tuple
     label: str
@@ -461,7 +461,7 @@ class Costs:
                 grp = group_contiguous(q, gpn)
                 if L[c][0] == "R" and p1a % p1c == 0:
                     # the consumer gathers whole pieces of its group: an all-gather, each
-                    # GPU contributing its B/p samples' share (SPEC §4.1 AG)
+                    # GPU contributing its B/p samples' share (docs/cost-model.md AG)
                     # (one affine piece per algorithm and protocol line: their minimum is
                     # the all-gather of compute/network.py)
                     pieces = [pc for name in algos for pc in allgather_pieces(system, grp, name, "tail_gather")]
@@ -610,7 +610,7 @@ class Costs:
         )
 
     def _with_input(self, bd: Breakdown, assignment: tuple[Dist, ...]) -> Breakdown:
-        """Exposed input stall (SPEC §4.4) when the system describes its input pipeline:
+        """Exposed input stall (docs/cost-model.md) when the system describes its input pipeline:
         loaders as for the distribution of the layers reading the data."""
         ctx = self.ctx
         pipe = ctx.system.input

@@ -1,4 +1,4 @@
-"""What a training framework keeps in GPU memory (``--memory-model framework``, SPEC §4.6).
+"""What a training framework keeps in GPU memory (``--memory-model framework``, docs/memory.md and docs/cost-model.md).
 
 ParaDL's Table 3 bounds activation memory by Σ 2B(|x|+|y|): every layer's input and
 output and their gradients.  Frameworks keep much less.  PyTorch's autograd saves, in
@@ -194,7 +194,7 @@ def paradl_memory(ctx, parts: MemoryParts) -> tuple[dict[str, float], float]:
 
 
 def framework_memory(ctx, parts: MemoryParts) -> tuple[dict[str, float], float]:
-    """What a training framework holds (module docstring; SPEC §4.6): saved
+    """What a training framework holds (module docstring; docs/memory.md and docs/cost-model.md): saved
     activations, the backward's largest gradient working set, weights, gradients,
     optimizer state, DDP's gradient buckets, the caching allocator's overhead on all of
     these, cuDNN workspace and the CUDA context (:class:`oracle.model.FrameworkMemory`).

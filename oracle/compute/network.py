@@ -1,15 +1,15 @@
-"""Placement of GPUs, network levels and collective costs (SPEC §4.1-4.4).
+"""Placement of GPUs, network levels and collective costs (docs/cost-model.md-4.4).
 
-Placement (SPEC §4.2): GPU g sits on node g // gpus_per_node.  The *span* of a set of
+Placement (docs/cost-model.md): GPU g sits on node g // gpus_per_node.  The *span* of a set of
 GPUs is its size when all sit on one node, else (distinct nodes touched) x
 gpus_per_node; a collective uses the innermost level whose ``max_gpus`` >= span.
 
-Collectives (SPEC §4.1, ParaDL §4.3 after Thakur et al.'s ring algorithms):
+Collectives (docs/cost-model.md, ParaDL §4.3 after Thakur et al.'s ring algorithms):
     AR(p, m)   = 2 (p-1) (α + (m/p) β)          ring all-reduce of m bytes
     AG(p, m_i) = (p-1) (α + m_i β)              ring all-gather, m_i bytes per PE
     P2P(m)     = α + m β                        Hockney point-to-point
 A collective over one PE costs 0.  AR_φ divides the bandwidth by the contention
-factor φ (β·φ, SPEC §4.3, ParaDL §4.3 "contention penalty coefficient").
+factor φ (β·φ, docs/cost-model.md, ParaDL §4.3 "contention penalty coefficient").
 Message sizes may be numpy arrays (one per layer); results broadcast.
 """
 
@@ -105,7 +105,7 @@ def primitive(op: str) -> str:
 
 def link(system: System, span: int, op: str, gpus: int | None = None) -> Link:
     """α/β for an operation over a span: the level's, unless the system overrides ``op``
-    (a purpose, or its primitive; SPEC §4.4, e.g. halo exchange over MPI through host
+    (a purpose, or its primitive; docs/cost-model.md, e.g. halo exchange over MPI through host
     memory) — own α/β, scale factors, an algorithm, a time factor; with ``gpus``, the
     system's measured table for (primitive, gpus, span) when it has one.  Cached on the
     (frozen) system object: a sweep asks for the same few links thousands of times."""
@@ -159,7 +159,7 @@ def data_group_flows_per_node(p1: int, p2: int, gpus_per_node: int) -> int:
 
 
 def contention_factor(system: System, flows_per_node: int, override: float | None) -> float:
-    """φ (SPEC §4.3): a flag wins, then the system's ``contention_factor``, else
+    """φ (docs/cost-model.md): a flag wins, then the system's ``contention_factor``, else
     ceil(flows per node / links per node) where the system gives its links, else 1."""
     if override is not None:
         return float(override)
@@ -170,7 +170,7 @@ def contention_factor(system: System, flows_per_node: int, override: float | Non
     return 1.0
 
 
-# -- collectives (ring, SPEC §4.1) --------------------------------------------------
+# -- collectives (ring, docs/cost-model.md) --------------------------------------------------
 
 
 def _out(values: np.ndarray):
@@ -258,7 +258,7 @@ ALGORITHMS = (*ALLREDUCE_ALGORITHMS, "ps", "auto")
 @dataclass(frozen=True)
 class Group:
     """Where the GPUs of one collective sit: p GPUs on ``nodes`` nodes, at most
-    ``per_node`` of them on one node, with the span of SPEC §4.2."""
+    ``per_node`` of them on one node, with the span of docs/cost-model.md"""
 
     p: int
     nodes: int

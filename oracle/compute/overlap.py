@@ -1,4 +1,4 @@
-"""Overlapping communication with computation (issue 8; SPEC §4.5).
+"""Overlapping communication with computation (issue 8; docs/cost-model.md).
 
 Gradient exchange in buckets (Lee et al., "Parallel Deep CNN Training by Exploiting the
 Overlapping of Computation and Communication", HiPC 2017; PyTorch DDP's gradient

@@ -10,7 +10,7 @@ the lower envelope of a few α-β lines,
 
     t(m) = min_k ( A_op(p)·α_k + B_op(p)·m·β_k ),
 
-which the ring model of SPEC §4.1 (one line) only matches above Hockney's n½: small
+which the ring model of docs/cost-model.md (one line) only matches above Hockney's n½: small
 messages come out 6-8x too slow.  :func:`fit_regimes` fits K lines to a log's whole
 size range: the sizes are cut into K contiguous ranges, each range fitted by weighted
 least squares of the relative error (as the one-line fit), and the cuts chosen to

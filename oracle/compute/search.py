@@ -2,9 +2,9 @@
 
 Two spaces are searched and compared:
 
-* **uniform strategies** — every strategy of the sweep (SPEC §4) at every hybrid
+* **uniform strategies** — every strategy of the sweep (docs/cost-model.md) at every hybrid
   factorization p1 x p2 (Gholami et al.'s P_r x P_c process grid), and pipeline
-  parallelism at several segment counts S (powers of two up to B, and SPEC's default);
+  parallelism at several segment counts S (powers of two up to B, and the default);
 * **per-layer assignments** — one distribution per layer (compute/layerwise.py): data,
   or spatial / filter / channel on every p1 x p2 grid.  The cost of an assignment is
 
@@ -539,7 +539,7 @@ def _least_memory(costs: Costs, feasible: np.ndarray) -> np.ndarray:
 
 
 def segment_counts(B: float, p: int) -> list[int]:
-    """Pipeline segment counts to try: powers of two up to B, and SPEC's min(B, 4p)."""
+    """Pipeline segment counts to try: powers of two up to B, and the default min(B, 4p)."""
     out = {1 << k for k in range(40) if (1 << k) <= B}
     out.add(max(1, int(min(B, 4 * p))))
     return sorted(out)

@@ -26,7 +26,7 @@ FLOP convention (forward pass, per sample):
   (fvcore counts 4 for ``upsample_bilinear2d``, 2^2).
 - reshape, permute, channelshuffle, unsupported: 0 (views or copies, no arithmetic).
 These only matter for conv/fc-dominated totals and for spreading a total-only profile
-over layers (SPEC §3.3).
+over layers (docs/file-formats.md).
 """
 
 from __future__ import annotations

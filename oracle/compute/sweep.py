@@ -1,6 +1,6 @@
 """A sweep: every requested strategy at every GPU count, ranked per GPU count.
 
-Ranking (SPEC §5): feasible points of the same GPU count ordered by total time
+Ranking (docs/cli.md): feasible points of the same GPU count ordered by total time
 (rank 1 = fastest); infeasible points have no rank and keep their reasons.
 """
 

@@ -1,4 +1,4 @@
-"""Resolve an import SOURCE to a PyTorch module (SPEC §5 ``oracle import-model``).
+"""Resolve an import SOURCE to a PyTorch module (docs/cli.md ``oracle import-model``).
 
 ``torchvision:NAME`` (also ``torchvision:video.r3d_18``, ``torchvision:segmentation.
 fcn_resnet50``), ``timm:NAME``, ``path/to/file.py:CALLABLE``, ``package.module:CALLABLE``.

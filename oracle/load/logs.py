@@ -1,4 +1,4 @@
-"""Importers: real training logs -> measured-run figures (SPEC §3.4).
+"""Importers: real training logs -> measured-run figures (docs/file-formats.md).
 
 Three formats are read, chosen by content (:func:`detect_format`), never by extension:
 
@@ -42,7 +42,7 @@ Plain per-iteration log and CSV of step times
     Warm-up: the first max(1, floor(5 % of n)) timings are dropped (the first iteration
     allocates memory and autotunes kernels; 5 % covers a few more on long logs), and
     ``iteration_s`` is the median of the rest.  ``epoch_s`` and ``iterations_per_epoch``
-    are not known from these formats (None); SPEC §3.4 lets ``iteration_s`` replace
+    are not known from these formats (None); docs/file-formats.md lets ``iteration_s`` replace
     ``epoch_s``.
 
     CSV time columns are recognised by name (case-insensitive; ``/``, ``-`` and spaces

@@ -1,4 +1,4 @@
-"""Load a CNN description (SPEC §3.1) into a frozen :class:`oracle.model.Model`."""
+"""Load a CNN description (docs/model-format.md) into a frozen :class:`oracle.model.Model`."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Load a timing profile (SPEC §3.3) and bind it to a model.
+"""Load a timing profile (docs/file-formats.md) and bind it to a model.
 
 A profile gives, per layer, the forward and backward time per sample and the weight
 update time per iteration, or only a total (``total:``).  :func:`bind_profile` turns
@@ -125,7 +125,7 @@ def bind_profile(model: Model, profile: Profile, spread=None) -> tuple[LayerTime
 
     A total-only profile is spread over layers in proportion to their training FLOPs
     (forward : backward = 1 : 2, the usual 3x forward cost of training), and its weight
-    update time in proportion to parameters (SPEC §3.3).  With ``spread`` (per-layer
+    update time in proportion to parameters (docs/file-formats.md).  With ``spread`` (per-layer
     (FW, BW) weights, e.g. the compute model's times, issue 13) the forward+backward
     total is spread in proportion to those instead.
     """

@@ -1,4 +1,4 @@
-"""Load measured runs (SPEC §3.4): the CSV that ``oracle compare`` checks projections on.
+"""Load measured runs (docs/file-formats.md): the CSV that ``oracle compare`` checks projections on.
 
 Required columns: model, system, profile, strategy, gpus, global_batch, and epoch_s or
 iteration_s (a row needs at least one).  Optional: p1, p2, segments, iteration_s,

@@ -1,4 +1,4 @@
-"""Load a cluster description (SPEC §3.2) into a frozen :class:`oracle.model.System`.
+"""Load a cluster description (docs/file-formats.md) into a frozen :class:`oracle.model.System`.
 
 Units are converted once here: ``memory_GB`` (10^9 bytes) to bytes, ``peak_TFLOPS`` to
 FLOP/s, ``bandwidth_GB_per_s`` (an alternative to ``beta_s_per_byte``) to s/byte.
@@ -184,7 +184,7 @@ def _peaks(gpu: Fields) -> tuple[tuple[str, float], ...]:
 
 
 def _input(top: Fields) -> InputPipeline | None:
-    """The optional ``input:`` section (SPEC §4.4 input pipeline)."""
+    """The optional ``input:`` section (docs/cost-model.md input pipeline)."""
     f = top.sub("input", required=False)
     if f is None:
         return None
@@ -206,7 +206,7 @@ def _input(top: Fields) -> InputPipeline | None:
 
 def _collectives(top: Fields, gpus_per_node: int) -> tuple[tuple[CollectiveTable, ...], str, int]:
     """The optional ``collectives:`` section: ``algorithm`` (ring, rhd, tree,
-    hierarchical, leader or auto; default ring, SPEC §4.1); ``mode: table`` uses
+    hierarchical, leader or auto; default ring, docs/cost-model.md); ``mode: table`` uses
     measured times (interpolated in message size) where a table covers the exact GPU
     count and span; ``mode: alpha-beta`` (the default) keeps every table unused."""
     from oracle.compute.network import ALGORITHMS
@@ -255,7 +255,7 @@ def _gb(v: float | None) -> float | None:
 
 
 def _implementation(top: Fields) -> Implementation:
-    """The optional ``implementation:`` section (SPEC §4.4)."""
+    """The optional ``implementation:`` section (docs/cost-model.md)."""
     f = top.sub("implementation", required=False)
     if f is None:
         return Implementation()

@@ -38,12 +38,12 @@ def describe(fit: NetworkFit) -> list[str]:
     check = fmt_size(fit.options.check_bytes)
     k = fit.options.protocols
     model = (
-        "ring model (SPEC §4.1) t = A_op(p)·α + B_op(p)·m·β" if k == 1
+        "ring model (docs/cost-model.md) t = A_op(p)·α + B_op(p)·m·β" if k == 1
         else f"{k} protocol lines t = min_k A_op(p)·α_k + B_op(p)·m·β_k (compute/protocols.py)"
     )
     every = fit.overall_all
     return [
-        f"{model}, one level per measured span (SPEC §4.2)",
+        f"{model}, one level per measured span (docs/cost-model.md)",
         f"weighted least squares, weights 1/t² (relative error), {fit.timing} times",
         f"fit range: {fit.options.rule()}",
         f"over messages >= {check}: median |rel. error| {_pct(fit.overall_large.median)},"
@@ -194,7 +194,7 @@ def _log_dict(lf: LogFit) -> dict:
 
 def to_json(fit: NetworkFit) -> str:
     doc = {
-        "model": "ring (SPEC §4.1): t = A_op(p)·alpha + B_op(p)·m·beta",
+        "model": "ring (docs/cost-model.md): t = A_op(p)·alpha + B_op(p)·m·beta",
         "weights": "1/t^2",
         "timing": fit.timing,
         "range_rule": fit.options.rule(),
@@ -229,7 +229,7 @@ def level_source(lv: LevelFit, fit: NetworkFit, logs: dict[str, LogFit]) -> str:
     text = (
         f"oracle fit network: {'; '.join(parts)}; {fit.timing} times, fit range"
         f" {_range(lv.range_bytes)} ({lv.in_range.points} points; {fit.options.rule(short=True)});"
-        f" {'ring lines, the cheapest per size' if lv.protocols else 'ring model SPEC §4.1'}, weights 1/t²."
+        f" {'ring lines, the cheapest per size' if lv.protocols else 'ring model docs/cost-model.md'}, weights 1/t²."
         f" Median |rel. error| {_pct(lv.in_range.median)}"
         f" in range, {_pct(lv.large.median)} over messages >= {check}."
     )

@@ -60,7 +60,7 @@ def header_lines(meta: dict) -> list[str]:
 
 
 def memory_label(meta: dict) -> str:
-    """The memory model in a few words (SPEC §4.6)."""
+    """The memory model in a few words (docs/memory.md and docs/cost-model.md)."""
     if meta.get("memory_model", "paradl") == "paradl":
         return f"memory: ParaDL bound, γ = {meta.get('gamma', 1):g}"
     return "memory: framework model"

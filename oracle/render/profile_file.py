@@ -1,4 +1,4 @@
-"""Write a :class:`~oracle.model.Profile` as a profile YAML file (SPEC §3.3), and the
+"""Write a :class:`~oracle.model.Profile` as a profile YAML file (docs/file-formats.md), and the
 summary ``oracle profile`` prints after measuring or estimating.
 
 The YAML is written by hand so that its layout is fixed: header comments, the keys

@@ -1,4 +1,4 @@
-"""Points as plain records: the JSON schema of SPEC §5, flat CSV rows, DataFrames."""
+"""Points as plain records: the JSON schema of docs/cli.md, flat CSV rows, DataFrames."""
 
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ def _plain(v: object) -> object:
 
 
 def point_to_dict(pt: Point) -> dict:
-    """SPEC §5 keys (exactly those names), then extras."""
+    """docs/cli.md keys (exactly those names), then extras."""
     return {
         "model": pt.model,
         "system": pt.system,
@@ -55,7 +55,7 @@ def point_to_dict(pt: Point) -> dict:
         # extras
         "limit_codes": [lim.code for lim in pt.limits],
         "profile_kind": pt.profile_kind,  # "estimated": a roofline estimate, not measured
-        "memory_model": pt.memory_model,  # framework | paradl (SPEC §4.6)
+        "memory_model": pt.memory_model,  # framework | paradl (docs/memory.md and docs/cost-model.md)
         "compute_conversion": pt.compute_conversion,  # issue 13: from -> to, or "" (ParaDL linear)
         "memory_breakdown": {k: _num(v) for k, v in (pt.detail("memory") or {}).items()} or None,
         "max_batch_per_gpu": _num(pt.detail("max_batch_per_gpu")),  # the largest that fits

@@ -222,7 +222,7 @@ def system_table(s: System):
     if s.contention_factor is not None:
         phi = f"contention φ = {s.contention_factor:g} (from the system file)"
     elif s.links_per_node:
-        phi = f"{s.links_per_node} links per node; φ derived per hybrid (SPEC §4.3)"
+        phi = f"{s.links_per_node} links per node; φ derived per hybrid (docs/cost-model.md)"
     else:
         phi = "φ = 1 (no links_per_node or contention_factor given)"
     head = Text(
@@ -247,7 +247,7 @@ def system_table(s: System):
         )
     parts = [head, t]
     if s.operations:
-        o = Table(box=box.SIMPLE_HEAD, pad_edge=False, title="operation overrides (SPEC §4.4)", title_justify="left")
+        o = Table(box=box.SIMPLE_HEAD, pad_edge=False, title="operation overrides (docs/cost-model.md)", title_justify="left")
         o.add_column("operation")
         o.add_column("α", justify="right", no_wrap=True)
         o.add_column("bandwidth", justify="right", no_wrap=True)

@@ -142,7 +142,7 @@ def make_point(
 
 def epoch_limit(ctx: Context, batch: float) -> list[Limit]:
     """A global batch larger than the dataset (fewer than one iteration per epoch;
-    issue 13, SPEC §4.6): I = D/B < 1 would charge a fraction of an iteration."""
+    issue 13, docs/memory.md and docs/cost-model.md): I = D/B < 1 would charge a fraction of an iteration."""
     if batch > ctx.D:
         return [Limit("dataset", f"global batch B={batch:g} exceeds the {ctx.D:g} samples of the dataset"
                       " (fewer than one iteration per epoch)")]  # fmt: skip
@@ -215,7 +215,7 @@ def _stages_memory(part: tuple[dict, object], cap: float, cfg: Config) -> tuple[
 
 
 def _with_input(ctx: Context, cfg: Config, bd: Breakdown) -> Breakdown:
-    """Add the exposed input stall (SPEC §4.4 input pipeline, compute/io.py)."""
+    """Add the exposed input stall (docs/cost-model.md input pipeline, compute/io.py)."""
     from dataclasses import replace
 
     from oracle.compute.io import exposed, input_time

@@ -37,7 +37,7 @@ def factor_limit(cfg: Config) -> list[Limit]:
 
 
 def data_group_allreduce(ctx: Context, p1: int, p2: int, m_bytes: float) -> tuple[float, float, str]:
-    """AR_φ(p1, m) among the data-parallel group {0, p2, 2·p2, ...} (SPEC §4.2-4.3):
+    """AR_φ(p1, m) among the data-parallel group {0, p2, 2·p2, ...} (docs/cost-model.md-4.3):
     the p2 groups' all-reduces run at once and share each node's links (φ)."""
     gpn = ctx.system.gpus_per_node
     group = group_strided(p1, p2, gpn)
@@ -66,12 +66,12 @@ class DataFilter(Strategy):
         p, p1, p2, B, D = cfg.gpus, cfg.p1, cfg.p2, cfg.batch, ctx.D
         I = D / B
         s = ctx.filter_split
-        # compute = (D/p) Σs FB + (D/p1) Σr FB + (I/p2) Σs WU + I Σr WU        SPEC §4
+        # compute = (D/p) Σs FB + (D/p1) Σr FB + (I/p2) Σs WU + I Σr WU        docs/cost-model.md
         fb = ctx.split_compute(s, D / p1, p2, I, B / p) + D / p1 * ctx.fb_sum(B / p1, s, "r")
         wu = I / p2 * s.wu_s + I * s.wu_r
         # layer collectives in the group: Σ [AG(p2, δ·B·y/p) + AR(p2, δ·B·y/p1)]
         lc = I * horizontal_collectives(ctx, s, p2, B / p1)
-        # gradient exchange: AR_φ(p1, δ(Σs w/p2 + Σr w))                       SPEC §4
+        # gradient exchange: AR_φ(p1, δ(Σs w/p2 + Σr w))                       docs/cost-model.md
         ar, phi, level = data_group_allreduce(ctx, p1, p2, ctx.delta * (s.w_s / p2 + s.w_r))
         hidden = 0.0
         if ctx.options.overlap == "buckets":  # the data group's buckets during the backward

@@ -1,5 +1,5 @@
 """Hybrid data+spatial parallelism (ParaDL §5 / Dryden et al. IPDPS 2019 "hybrid
-sample/spatial"; Table 3 of the SPEC): spatial parallelism inside groups of p2 GPUs,
+sample/spatial"; ParaDL's Table 3): spatial parallelism inside groups of p2 GPUs,
 data parallelism over p1 groups, p = p1·p2."""
 
 from __future__ import annotations
@@ -46,10 +46,10 @@ class DataSpatial(Strategy):
         I = D / B
         s = ctx.spatial_split
         b = B / p1  # samples per spatial group
-        # compute = (D/p) Σs FB + (D/p1) Σr FB + I ΣWU                           SPEC §4
+        # compute = (D/p) Σs FB + (D/p1) Σr FB + I ΣWU                           docs/cost-model.md
         fb = ctx.split_compute(s, D / p1, p2, I, B / p) + D / p1 * ctx.fb_sum(b, s, "r")
         wu = I * ctx.sum_wu
-        # gradient exchange: AR_φ(p, δΣs w) over all GPUs + AR_φ(p1, δΣr w)      SPEC §4
+        # gradient exchange: AR_φ(p, δΣs w) over all GPUs + AR_φ(p1, δΣr w)      docs/cost-model.md
         # (implementation: leader is ParaDL's §4.5.1 code: "a reduce inside each node to a
         # leader GPU, then an Allreduce between the leaders" — and a broadcast back)
         gpn = ctx.system.gpus_per_node
@@ -77,7 +77,7 @@ class DataSpatial(Strategy):
         halo, halo_total, grid = halo_time(ctx, p2, b)
         hidden += halo_total - halo
         lc = gather_tail(ctx, p2, b)
-        # memory / (γδ) = Σs (2B/p)(x+y) + Σr (2B/p1)(x+y) + Σ 2w                 SPEC §4
+        # memory / (γδ) = Σs (2B/p)(x+y) + Σr (2B/p1)(x+y) + Σ 2w                 docs/cost-model.md
         mem = spatial_memory(ctx, grid, 2 * B / p * s.act_s + 2 * b * s.act_r, p, B / p, b)
         bd = Breakdown(
             forward_backward_s=fb,

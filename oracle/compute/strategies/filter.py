@@ -1,5 +1,5 @@
 """Filter parallelism (ParaDL §3.3, Table 3 row "Filter", Appendix eq. 15-16), splitting
-only conv and fc layers; the other layers run replicated (SPEC §4)."""
+only conv and fc layers; the other layers run replicated (docs/cost-model.md)."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ def horizontal_collectives(ctx: Context, sums: SplitSums, q: int, b: float) -> f
     """Per-iteration layer collectives of filter/channel parallelism in a group of q
     GPUs (GPUs 0..q-1) holding b samples: after every split layer but the last, an
     all-gather of the output slices and an all-reduce of the input gradients
-    (SPEC §4: Σ_{s, l≠last s} [AG(q, δ·b·y_l/q) + AR(q, δ·b·y_l)]; with rings this is
+    (docs/cost-model.md: Σ_{s, l≠last s} [AG(q, δ·b·y_l/q) + AR(q, δ·b·y_l)]; with rings this is
     ParaDL's 3(p-1) Σ (α + B y_l δ β / p), eq. 15).  Channel parallelism swaps the
     two (AR forward, AG backward) at the same cost.  See :func:`layer_collectives`."""
     return float(np.sum(layer_collectives(ctx, sums, q, b)))
@@ -50,7 +50,7 @@ def layer_collectives(ctx: Context, sums: SplitSums, q: int, b: float) -> np.nda
 
 def backward_collective(ctx: Context, group, m):
     """The backward collective of the split layers' input gradients (m bytes each), by
-    the system's ``implementation: layer_backward``: an all-reduce of m (SPEC §4), a
+    the system's ``implementation: layer_backward``: an all-reduce of m (docs/cost-model.md), a
     ring reduce-scatter of m — (q-1)(α + m/q·β), the first half of the ring all-reduce
     (Thakur et al. 2005), each GPU keeping its slice for the next split layer — an
     all-reduce of one slice m/q, or none."""
@@ -87,11 +87,11 @@ class Filter(Strategy):
         p, B, D = cfg.gpus, cfg.batch, ctx.D
         I = D / B
         s = self.split(ctx)
-        # compute = (D/p) Σs(FW+BW) + D Σr(FW+BW) + (I/p) Σs WU + I Σr WU    SPEC §4
+        # compute = (D/p) Σs(FW+BW) + D Σr(FW+BW) + (I/p) Σs WU + I Σr WU    docs/cost-model.md
         fb = ctx.split_compute(s, D, p, I, B / p) + D * ctx.fb_sum(B, s, "r")
         wu = I / p * s.wu_s + I * s.wu_r
         lc = I * horizontal_collectives(ctx, s, p, B)
-        # memory / (γδ) = Σ 2B(x+y) + Σs 2w/p + Σr 2w                          SPEC §4
+        # memory / (γδ) = Σ 2B(x+y) + Σs 2w/p + Σr 2w                          docs/cost-model.md
         # (framework model: all B samples' saved tensors — split outputs are gathered
         # whole before the next layer, ParaDL §3.2, so every GPU keeps them)
         mem = MemoryParts(2 * B * ctx.sum_act, s.w_s / p + s.w_r, split_samples=B)

@@ -20,7 +20,7 @@ from oracle.compute.strategies.base import (
 
 
 def default_segments(B: float, p: int) -> int:
-    """S = min(B, 4p) (SPEC §4), at least 1."""
+    """S = min(B, 4p) (docs/cost-model.md), at least 1."""
     return max(1, int(min(B, 4 * p)))
 
 

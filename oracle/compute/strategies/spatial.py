@@ -34,7 +34,7 @@ def halo_time(ctx: Context, q: int, b: float) -> tuple[float, float, tuple[int, 
     """Per-iteration halo exchange of a spatial group of q GPUs holding b samples:
     (exposed, total, grid).
 
-    SPEC §4 / ParaDL eq. 10: 2 Σs (2α + b·δ·(halo(x_l) + halo(dy_l))·β), over the split
+    docs/cost-model.md / ParaDL eq. 10: 2 Σs (2α + b·δ·(halo(x_l) + halo(dy_l))·β), over the split
     conv/pool layers that have a halo (kernel > 1 in a split dimension); α/β of the
     slowest neighbour pair (operation "halo", which a system may route over MPI).  Per
     layer the forward exchanges 2(α + b·δ·halo(x)·β), the backward 2(α + b·δ·halo(dy)·β);
@@ -64,7 +64,7 @@ def spatial_limits(ctx: Context, grid: tuple[int, ...]) -> list[Limit]:
 
 
 def halo_exchange(ctx: Context, grid: tuple[int, ...], concurrent):
-    """A layer's halo exchange: concurrent (SPEC §4), or with ``implementation:
+    """A layer's halo exchange: concurrent (docs/cost-model.md), or with ``implementation:
     halo_chain`` a serialized neighbour chain — f-1 hops of it, f the largest split
     factor, plus ``halo_sync_s`` of device synchronization each (never faster)."""
     impl = ctx.system.implementation
@@ -75,7 +75,7 @@ def halo_exchange(ctx: Context, grid: tuple[int, ...], concurrent):
 
 def gather_tail(ctx: Context, q: int, b: float) -> float:
     """All-gather of the last split layer's output before the replicated head:
-    AG(q, δ·b·y_last/q) (SPEC §4)."""
+    AG(q, δ·b·y_last/q) (docs/cost-model.md)."""
     s = ctx.spatial_split
     if q <= 1 or s.last < 0 or s.last == ctx.G - 1:
         return 0.0
@@ -110,10 +110,10 @@ class Spatial(Strategy):
         p, B, D = cfg.gpus, cfg.batch, ctx.D
         I = D / B
         s = ctx.spatial_split
-        # compute = (D/p) Σs(FW+BW) + D Σr(FW+BW) + I ΣWU                   SPEC §4
+        # compute = (D/p) Σs(FW+BW) + D Σr(FW+BW) + I ΣWU                   docs/cost-model.md
         fb = ctx.split_compute(s, D, p, I, B / p) + D * ctx.fb_sum(B, s, "r")
         wu = I * ctx.sum_wu
-        # communication = AR(p, δΣs w) + halo + AG(p, δ·B·y_last/p)          SPEC §4
+        # communication = AR(p, δΣs w) + halo + AG(p, δ·B·y_last/p)          docs/cost-model.md
         group = group_contiguous(p, ctx.system.gpus_per_node)
 
         def cost(m):
@@ -130,7 +130,7 @@ class Spatial(Strategy):
         halo, halo_total, grid = halo_time(ctx, p, B)
         hidden += halo_total - halo
         lc = I * gather_tail(ctx, p, B)
-        # memory / (γδ) = Σs (2B/p)(x+y) + Σr 2B(x+y) + Σ 2w                 SPEC §4
+        # memory / (γδ) = Σs (2B/p)(x+y) + Σr 2B(x+y) + Σ 2w                 docs/cost-model.md
         mem = spatial_memory(ctx, grid, 2 * B / p * s.act_s + 2 * B * s.act_r, p, B / p, B)
         bd = Breakdown(
             forward_backward_s=fb,
