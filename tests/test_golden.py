@@ -31,6 +31,8 @@ CASES = {
         "show", "profile", "resnet50_v100", "--model", "resnet50", "--width", "120",
     ),  # fmt: skip
     "predict_alexnet_abci.txt": (*PREDICT_ALEXNET, "--width", "140"),
+    # an 80-column terminal: columns dropped by priority, numbers never cut (issue 17)
+    "predict_alexnet_abci_w80.txt": (*PREDICT_ALEXNET, "--width", "80"),
     "predict_alexnet_abci_markdown.txt": (*PREDICT_ALEXNET, "--format", "markdown"),
 }
 
@@ -99,7 +101,7 @@ def test_renderer_directly_matches_golden():
     points = sweep(m, s, times, [8, 64], "all", batch_per_gpu=512.0, options=options, conversion=conversion)
     meta = describe(m, s, pr, "weak scaling, 512 samples/GPU", options)
     meta["compute_conversion"] = conversion_caption(conversion, None, 512.0)
-    compare("predict_alexnet_abci.txt", rp.render_text(rp.table(points, meta), width=140))
+    compare("predict_alexnet_abci.txt", rp.render_text(rp.table(points, meta, width=140), width=140))
     compare("predict_alexnet_abci_markdown.txt", rp.markdown(points, meta))
 
 
@@ -108,3 +110,11 @@ def test_golden_files_have_no_unexpected_extras():
     if not GOLDEN.is_dir():
         pytest.skip("no golden folder yet")
     assert sorted(p.name for p in GOLDEN.iterdir()) == sorted(CASES)
+
+
+def test_80_columns_keep_numbers_whole_and_fit():
+    """At 80 columns no line is longer than 80 and no number is cut with an ellipsis."""
+    text = (GOLDEN / "predict_alexnet_abci_w80.txt").read_text(encoding="utf-8")
+    assert max(len(line) for line in text.splitlines()) <= 80
+    assert "…" not in text
+    assert "compute" in text and "epoch" in text and "mem/GPU" in text

@@ -334,17 +334,29 @@ def render_points(points, meta, fmt, top, chart, width, output) -> None:
     if fmt == "markdown":
         emit(rp.markdown(points, meta, top), output)
         return
-    table = rp.table(points, meta, top)
     if output:
+        table = rp.table(points, meta, top, width or 140)
         text = rp.render_text(table, width=width or 140)
         if chart:
             text += rp.render_text(rp.bar_chart(shown, meta, width or 140), width=width or 140)
         emit(text, output)
         return
+    w = make_console(width).width
+    parts = [rp.table(points, meta, top, w)] + ([rp.bar_chart(shown, meta, w)] if chart else [])
+    print_renderable(*parts, width=w)
+
+
+def print_renderable(*renderables, width: int | None = None) -> None:
+    """Rich output to standard output: styled on a terminal; piped, plain text at the
+    console's width without trailing spaces (issue 17)."""
     console = make_console(width)
-    console.print(table)
-    if chart:
-        console.print(rp.bar_chart(shown, meta, console.width))
+    if console.is_terminal:
+        for r in renderables:
+            console.print(r)
+        return
+    from oracle.render.predict import render_text
+
+    click.echo("".join(render_text(r, width=console.width) for r in renderables), nl=False)
 
 
 def make_console(width: int | None = None):

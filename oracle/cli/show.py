@@ -16,12 +16,10 @@ _WIDTH = click.option("--width", type=PlainIntRange(min=60), help="Table width. 
 def _list(kind: str, width: int | None) -> None:
     """Without a name: the shipped files of the kind (as oracle list KIND)."""
     from oracle.catalog import entries
-    from oracle.cli.common import make_console
+    from oracle.cli.common import print_renderable
     from oracle.render import catalog as rc
 
-    console = make_console(width)
-    for table in rc.tables({kind: entries(kind)}):
-        console.print(table)
+    print_renderable(*rc.tables({kind: entries(kind)}), width=width)
 
 
 def _print(renderable_or_text, fmt: str, width: int | None, output: str | None) -> None:
@@ -35,9 +33,9 @@ def _print(renderable_or_text, fmt: str, width: int | None, output: str | None) 
     if output:
         emit(render_text(renderable_or_text, width=width or 140), output)
         return
-    from oracle.cli.common import make_console
+    from oracle.cli.common import print_renderable
 
-    make_console(width).print(renderable_or_text)
+    print_renderable(renderable_or_text, width=width)
 
 
 @click.group()

@@ -73,68 +73,100 @@ def _max_batch(pt: Point) -> str:
     return f"{int(b):,}" if b < 1e7 else f"{b:.3g}"
 
 
-def table(points: Sequence[Point], meta: dict, top: int | None = None, chart: bool = False):
+# (key, header, justify, priority): at a narrow width the lowest priorities go first;
+# a kept column is as wide as its widest cell, so a number is never cut
+COLUMNS = (
+    ("gpus", "GPUs", "right", 9),
+    ("rank", "#", "right", 2),
+    ("strategy", "strategy", "left", 9),
+    ("parts", "p1×p2", "right", 4),
+    ("batch", "batch", "right", 3),
+    ("compute", "compute", "right", 6),
+    ("comm", "comm", "right", 5),
+    ("epoch", "epoch", "right", 8),
+    ("iteration", "iteration", "right", 1),
+    ("mem", "mem/GPU", "right", 7),
+    ("maxb", "max b/GPU", "right", 6),
+)
+NOTES_MIN = 16  # the limits / notes column wraps on words, never narrower than this
+
+
+def _cells(pt: Point, first: bool) -> dict[str, str]:
+    return {
+        "gpus": str(pt.gpus) if first else "",
+        "rank": str(pt.rank) if pt.rank else "–",
+        "strategy": _strategy(pt),
+        "parts": _parts(pt),
+        "batch": _batch(pt),
+        "compute": fmt_seconds(pt.compute_s),
+        "comm": fmt_seconds(pt.communication_s),
+        "epoch": fmt_seconds(pt.total_s),
+        "iteration": fmt_seconds(pt.iteration_s),
+        "mem": fmt_bytes(pt.memory_bytes),
+        "maxb": _max_batch(pt),
+    }
+
+
+def _notes(pt: Point) -> str:
+    notes = "; ".join(lim.reason for lim in pt.limits)
+    if not notes and pt.rank == 1:
+        notes = "best"
+    ratio = pt.detail("overlap_ratio")
+    if ratio is not None and pt.detail("communication_total_s"):
+        hidden = f"{100 * ratio:.0f}% of {fmt_seconds(pt.detail('communication_total_s'))} comm hidden"
+        notes = f"{notes}; {hidden}" if notes else hidden
+    return notes
+
+
+def fitting_columns(rows: list[dict[str, str]], wanted: list[str], width: int | None) -> list[str]:
+    """The columns to show at ``width``: each as wide as its widest cell (numbers are
+    never cut); the lowest priorities dropped until they and the notes fit."""
+    natural = {key: max([len(head)] + [len(r[key]) for r in rows]) for key, head, _, _ in COLUMNS}
+    keep = list(wanted)
+    prio = {key: p for key, _, _, p in COLUMNS}
+    while width is not None and sum(natural[k] + 3 for k in keep) + NOTES_MIN > width:
+        droppable = [k for k in keep if prio[k] < 9]
+        if not droppable:
+            break
+        keep.remove(min(droppable, key=lambda k: prio[k]))
+    return keep
+
+
+def table(points: Sequence[Point], meta: dict, top: int | None = None, width: int | None = None):
+    """The ranked projection: header lines, the table, the caption (a rich Group).
+    With ``width``, columns are dropped by priority until the table fits (never cut)."""
     from rich import box
-    from rich.markup import escape
+    from rich.console import Group
     from rich.table import Table
     from rich.text import Text
 
     shown = select_top(points, top)
-    t = Table(
-        title=escape("\n".join(header_lines(meta))),  # names from input files are text, not markup
-        title_justify="left",
-        box=box.SIMPLE_HEAD,
-        caption="best per GPU count in bold; infeasible points dimmed, with the limit they hit",
-        caption_justify="left",
-        pad_edge=False,
-    )
-    t.add_column("GPUs", justify="right", no_wrap=True)
-    t.add_column("#", justify="right", no_wrap=True)
-    t.add_column("strategy", no_wrap=True, min_width=max([len(_strategy(p)) for p in shown] + [8]))
-    t.add_column("p1×p2", justify="right", no_wrap=True)
-    t.add_column("batch", justify="right", no_wrap=True)
-    t.add_column("compute", justify="right", no_wrap=True)
-    t.add_column("comm", justify="right", no_wrap=True)
-    t.add_column("epoch", justify="right", no_wrap=True)
-    t.add_column("iteration", justify="right", no_wrap=True)
-    t.add_column("mem/GPU", justify="right", no_wrap=True)
-    if meta.get("show_max_batch"):
-        t.add_column("max b/GPU", justify="right", no_wrap=True)
-    t.add_column("limits / notes", overflow="fold", ratio=1, min_width=12)
-    first_group = True
-    for gpus, group in groupby(shown, key=lambda p: p.gpus):
-        group = list(group)
-        if not first_group:
+    groups = [list(g) for _, g in groupby(shown, key=lambda p: p.gpus)]
+    rows = [_cells(pt, i == 0) for g in groups for i, pt in enumerate(g)]
+    wanted = [k for k, *_ in COLUMNS if k != "maxb" or meta.get("show_max_batch")]
+    keep = fitting_columns(rows, wanted, width)
+    t = Table(box=box.SIMPLE_HEAD, pad_edge=False)
+    natural = {k: max([len(h)] + [len(r[k]) for r in rows]) for k, h, _, _ in COLUMNS}
+    for key, head, justify, _ in COLUMNS:
+        if key in keep:
+            t.add_column(head, justify=justify, no_wrap=True, min_width=natural[key])  # type: ignore[arg-type]
+    t.add_column("limits / notes", ratio=1, min_width=min(NOTES_MIN, width or NOTES_MIN))
+    n = 0
+    for g_index, group in enumerate(groups):
+        if g_index:
             t.add_section()
-        first_group = False
-        for i, pt in enumerate(group):
+        for pt in group:
             style = BEST_STYLE if pt.rank == 1 else (INFEASIBLE_STYLE if not pt.feasible else None)
-            notes = "; ".join(lim.reason for lim in pt.limits)
-            if not notes and pt.rank == 1:
-                notes = "best"
-            ratio = pt.detail("overlap_ratio")
-            if ratio is not None and pt.detail("communication_total_s"):
-                hidden = f"{100 * ratio:.0f}% of {fmt_seconds(pt.detail('communication_total_s'))} comm hidden"
-                notes = f"{notes}; {hidden}" if notes else hidden
-            t.add_row(
-                str(gpus) if i == 0 else "",
-                str(pt.rank) if pt.rank else "–",
-                _strategy(pt),
-                _parts(pt),
-                _batch(pt),
-                fmt_seconds(pt.compute_s),
-                fmt_seconds(pt.communication_s),
-                fmt_seconds(pt.total_s),
-                fmt_seconds(pt.iteration_s),
-                fmt_bytes(pt.memory_bytes),
-                *([_max_batch(pt)] if meta.get("show_max_batch") else []),
-                Text(notes),
-                style=style,
-            )
+            t.add_row(*(rows[n][k] for k in keep), Text(_notes(pt)), style=style)
+            n += 1
+    caption = "best per GPU count in bold; infeasible points dimmed, with the limit they hit"
+    dropped = [head for key, head, _, _ in COLUMNS if key in wanted and key not in keep]
+    if dropped:
+        caption += f" (too narrow for: {', '.join(dropped)}; --width or --format csv shows them)"
     hint = nothing_fits_hint(points, meta)
     if hint:
-        t.caption = f"{t.caption}\n{hint}"
-    return t
+        caption += "\n" + hint
+    return Group(Text("\n".join(header_lines(meta))), t, Text(caption))
 
 
 def nothing_fits_hint(points: Sequence[Point], meta: dict) -> str:
@@ -177,7 +209,8 @@ def render_text(renderable, width: int = 140, color: bool = False) -> str:
         highlight=False,
     )
     console.print(renderable)
-    return buf.getvalue()
+    # no padding after the last character of a line (issue 17: piped output was padded)
+    return "\n".join(line.rstrip() for line in buf.getvalue().split("\n"))
 
 
 def markdown(points: Sequence[Point], meta: dict, top: int | None = None) -> str:
