@@ -186,27 +186,17 @@ class Context:
     def _mask_stats(self, mask) -> tuple[float, float, float, float]:
         """Saved bytes per sample and the largest gradient working set (elements per
         sample) inside and outside a split: ``mask`` None (every layer), a boolean
-        array, or a (start, stop) range of layers (a pipeline stage).  Cached per mask
-        object; the cache keeps the mask alive, so its id stays unique."""
+        array, or :class:`Stages` (every pipeline stage at once, arrays).  Cached per
+        mask object; the cache keeps the mask alive, so its id stays unique."""
         if isinstance(mask, Stages):  # every pipeline stage at once (arrays, one per stage)
             pre = self._saved_prefix
             t_in = np.maximum.reduceat(self.transient, mask.starts) if self.G else np.zeros(0)
             return pre[mask.stops] - pre[mask.starts], 0.0, t_in, 0.0
-        if isinstance(mask, tuple):  # a contiguous range: prefix sums, nothing to cache
-            a, b = mask
-            pre = self._saved_prefix
-            inside = pre[b] - pre[a]
-            t_in = float(self.transient[a:b].max()) if b > a else 0.0
-            return inside, pre[-1] - inside, t_in, self._transient_outside(a, b)
         key = id(mask)
         cache = self.__dict__.setdefault("_mask_cache", {})
         if key not in cache:
             per = self.delta * self.saved.elements + self.saved.fixed_bytes
-            inside = np.ones(self.G, dtype=bool) if mask is None else np.zeros(self.G, dtype=bool)
-            if isinstance(mask, tuple):
-                inside[mask[0] : mask[1]] = True
-            elif mask is not None:
-                inside = mask
+            inside = np.ones(self.G, dtype=bool) if mask is None else mask
             t_in = float(self.transient[inside].max()) if inside.any() else 0.0
             t_out = float(self.transient[~inside].max()) if (~inside).any() else 0.0
             cache[key] = (float(per[inside].sum()), float(per[~inside].sum()), t_in, t_out, mask)
@@ -217,25 +207,9 @@ class Context:
         per = self.delta * self.saved.elements + self.saved.fixed_bytes
         return np.concatenate([[0.0], np.cumsum(per)])
 
-    @cached_property
-    def _transient_prefix_max(self) -> tuple[np.ndarray, np.ndarray]:
-        t = self.transient
-        return np.maximum.accumulate(t), np.maximum.accumulate(t[::-1])[::-1]
-
-    def _transient_outside(self, a: int, b: int) -> float:
-        """max of the working set over the layers outside [a, b)."""
-        left, right = self._transient_prefix_max
-        out = 0.0
-        if a > 0:
-            out = float(left[a - 1])
-        if b < self.G:
-            out = max(out, float(right[b]))
-        return out
-
     def held_activation_bytes(self, mask, split_n: float, rest_n: float) -> float:
         """Bytes of saved activations one GPU holds when it keeps ``split_n`` samples of
-        the layers in ``mask`` and ``rest_n`` samples of the others (None: all split;
-        a (start, stop) range: those layers)."""
+        the layers in ``mask`` and ``rest_n`` samples of the others (None: all split)."""
         s_in, s_out, _, _ = self._mask_stats(mask)
         return split_n * s_in + rest_n * s_out
 

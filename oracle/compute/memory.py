@@ -172,7 +172,7 @@ class MemoryParts:
     activations: float
     weights: float
     data_group: int = 1
-    split: np.ndarray | tuple[int, int] | None = None  # a mask, a (start, stop) range, or all
+    split: object = None  # a boolean mask, context.Stages (one entry per stage), or None: all
     split_samples: float = 0.0
     rest_samples: float = 0.0
     extra_elements: float = 0.0
@@ -241,14 +241,6 @@ def memory_bytes(ctx, parts: MemoryParts) -> tuple[dict[str, float], float]:
     if ctx.options.memory_model == "paradl":
         return paradl_memory(ctx, parts)
     return framework_memory(ctx, parts)
-
-
-def max_batch_scale(capacity: float, total: float, per_batch: float) -> float:
-    """By how much the batch may grow (or must shrink) to fill ``capacity``: memory is
-    affine in the batch, fixed + per_batch·(B'/B).  inf when nothing grows with B."""
-    if per_batch <= 0:
-        return float("inf")
-    return (capacity - (total - per_batch)) / per_batch
 
 
 @dataclass(frozen=True)

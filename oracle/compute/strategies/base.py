@@ -11,7 +11,7 @@ import numpy as np
 
 from oracle.compute.context import Context
 from oracle.compute.cost import NAN_BREAKDOWN, Breakdown, Limit, Point
-from oracle.compute.memory import MemoryParts, max_batch_scale, memory_bytes
+from oracle.compute.memory import MemoryParts, memory_bytes
 from oracle.units import fmt_gb
 
 
@@ -77,7 +77,7 @@ def make_point(
     ctx: Context,
     cfg: Config,
     breakdown: Breakdown,
-    memory: MemoryParts | list[MemoryParts] | float,
+    memory: MemoryParts | float,
     limits: list[Limit],
     details: dict | None = None,
 ) -> Point:
@@ -86,7 +86,7 @@ def make_point(
     the limits every strategy shares (system size, GPU memory)."""
     system = ctx.system
     details = dict(details or {})
-    if isinstance(memory, (MemoryParts, list)):
+    if isinstance(memory, MemoryParts):
         memory, details["memory"], details["max_batch_per_gpu"] = _memory(ctx, cfg, memory)
     if ctx.options.zero >= 3 and breakdown.gradient_exchange_s:
         # ZeRO-3 all-gathers the weights in forward and backward besides the gradient
@@ -181,32 +181,19 @@ def overlap_details(details: dict, breakdown: Breakdown, hidden_s: float) -> dic
     return details
 
 
-def _memory(ctx: Context, cfg: Config, memory: MemoryParts | list[MemoryParts]) -> tuple[float, dict, float | None]:
-    """Bytes per GPU (the largest of several parts, e.g. pipeline stages), their
-    breakdown, and the largest per-GPU batch B/p with which every part fits."""
-    parts = [memory_bytes(ctx, m) for m in (memory if isinstance(memory, list) else [memory])]
-    cap = ctx.system.gpu_memory_bytes
-    if len(parts) == 1 and any(np.ndim(v) for v in parts[0][0].values()):
-        return _stages_memory(parts[0], cap, cfg)
-    worst = max(parts, key=lambda d: sum(d[0].values()))[0]
-    scale = min(max_batch_scale(cap, sum(d.values()), grow) for d, grow in parts)
-    max_b = None
-    if math.isfinite(scale) and cfg.batch > 0 and cfg.gpus > 0:
-        max_b = max(0.0, math.floor(scale * cfg.batch / cfg.gpus * (1 + 1e-12)))
-    return sum(worst.values()), worst, max_b
-
-
-def _stages_memory(part: tuple[dict, object], cap: float, cfg: Config) -> tuple[float, dict, float | None]:
-    """_memory for parts holding one entry per pipeline stage (arrays): the stage that
-    needs the most, and the largest per-GPU batch with which every stage fits."""
-    d, grow = part
+def _memory(ctx: Context, cfg: Config, memory: MemoryParts) -> tuple[float, dict, float | None]:
+    """Bytes per GPU, their breakdown, and the largest per-GPU batch B/p that fits.
+    Parts may hold one entry per pipeline stage (arrays): then the stage that needs the
+    most, and the batch with which every stage fits.  Memory is affine in the batch:
+    fixed + per_batch·(B'/B)."""
+    d, grow = memory_bytes(ctx, memory)
     n = max(int(np.size(v)) for v in d.values())
     total = sum(np.broadcast_to(np.asarray(v, dtype=float), (n,)) for v in d.values())
     i = int(np.argmax(total))
     worst = {k: float(np.broadcast_to(np.asarray(v, dtype=float), (n,))[i]) for k, v in d.items()}
     grow = np.broadcast_to(np.asarray(grow, dtype=float), (n,))
     with np.errstate(divide="ignore", invalid="ignore"):
-        scales = np.where(grow > 0, (cap - (total - grow)) / grow, np.inf)
+        scales = np.where(grow > 0, (ctx.system.gpu_memory_bytes - (total - grow)) / grow, np.inf)
     scale = float(scales.min())
     max_b = None
     if math.isfinite(scale) and cfg.batch > 0 and cfg.gpus > 0:
