@@ -187,18 +187,24 @@ def _memory(ctx: Context, cfg: Config, memory: MemoryParts) -> tuple[float, dict
     most, and the batch with which every stage fits.  Memory is affine in the batch:
     fixed + per_batch·(B'/B)."""
     d, grow = memory_bytes(ctx, memory)
-    n = max(int(np.size(v)) for v in d.values())
-    total = sum(np.broadcast_to(np.asarray(v, dtype=float), (n,)) for v in d.values())
-    i = int(np.argmax(total))
-    worst = {k: float(np.broadcast_to(np.asarray(v, dtype=float), (n,))[i]) for k, v in d.items()}
-    grow = np.broadcast_to(np.asarray(grow, dtype=float), (n,))
-    with np.errstate(divide="ignore", invalid="ignore"):
-        scales = np.where(grow > 0, (ctx.system.gpu_memory_bytes - (total - grow)) / grow, np.inf)
-    scale = float(scales.min())
+    cap = ctx.system.gpu_memory_bytes
+    if not any(np.ndim(v) for v in d.values()):  # one GPU's parts (scalars: the sweep's hot path)
+        total = float(sum(d.values()))
+        worst = d
+        scale = (cap - (total - grow)) / grow if grow > 0 else math.inf
+    else:
+        n = max(int(np.size(v)) for v in d.values())
+        stages = sum(np.broadcast_to(np.asarray(v, dtype=float), (n,)) for v in d.values())
+        i = int(np.argmax(stages))
+        total = float(stages[i])
+        worst = {k: float(np.broadcast_to(np.asarray(v, dtype=float), (n,))[i]) for k, v in d.items()}
+        g = np.broadcast_to(np.asarray(grow, dtype=float), (n,))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            scale = float(np.where(g > 0, (cap - (stages - g)) / g, np.inf).min())
     max_b = None
     if math.isfinite(scale) and cfg.batch > 0 and cfg.gpus > 0:
         max_b = max(0.0, math.floor(scale * cfg.batch / cfg.gpus * (1 + 1e-12)))
-    return float(total[i]), worst, max_b
+    return total, worst, max_b
 
 
 def _with_input(ctx: Context, cfg: Config, bd: Breakdown) -> Breakdown:
