@@ -1,4 +1,4 @@
-"""Benchmark: is a full sweep "arithmetic", and does the CLI start fast? (SPEC §6)
+"""Benchmark: is a full sweep "arithmetic", and does the CLI start fast? (docs/development.md)
 
 Measures (median of --repeats runs, each a fresh process unless noted):
   baseline      python -c "import numpy, pandas"

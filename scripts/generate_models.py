@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Generate the shipped model library (``models/*.yaml``, SPEC §3.1).
+"""Generate the shipped model library (``models/*.yaml``, docs/model-format.md).
 
 Run from anywhere::
 
