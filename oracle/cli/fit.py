@@ -418,10 +418,13 @@ def fit_runs_cmd(runs, system, kind, where, overlay, name, output, width) -> Non
     base_source = str(doc.get("source", "")).rstrip(". ")
     lines = lambda p: ", ".join(str(x) for x in cal.lines_for(p))  # noqa: E731
     if kind in ("network", "all"):
+        from oracle.compute.calibrate_all import level_betas
+        from oracle.load import load_system as _load
+
         gpn = doc["gpus_per_node"]
-        for level in doc["network"]:
+        betas = level_betas(_load(str(base_path)), cal.beta_intra, cal.beta_inter, cal.beta_levels)
+        for level, beta in zip(doc["network"], betas):
             inside = level["max_gpus"] <= gpn
-            beta = cal.beta_intra if inside else cal.beta_inter
             if beta is None:
                 continue
             old = level.pop("bandwidth_GB_per_s", None)
@@ -433,9 +436,13 @@ def fit_runs_cmd(runs, system, kind, where, overlay, name, output, width) -> Non
                 pr_beta = 1.0 / (pr_beta * 1e9) if pr_beta else pr["beta_s_per_byte"]
                 pr["beta_s_per_byte"] = float(f"{pr_beta * beta / old:.6g}")
             which = "inside a node" if inside else "across nodes"
+            own = [str(e.line) for e in cal.evidence if e.level == level["name"] and e.parameter.startswith("beta")]
+            spans = f"lines {', '.join(own)}" if own else (
+                f"lines {lines('beta_intra' if inside else 'beta_inter')}, whose spans are on another level"
+                " (no run spans this one)")  # fmt: skip
             level["source"] = (
                 f"α: {base_name}. β {which} ({1 / beta / 1e9:.3g} GB/s): calibrated by `oracle fit runs`"
-                f" on {runs} lines {lines('beta_intra' if inside else 'beta_inter')} (data-parallel runs)"
+                f" on {runs} {spans} (data-parallel runs)"
             )
     if kind in ("input", "all") and any(v is not None for v in (cal.loader_rate, cal.node_rate, cal.leader_rate)):
         section = dict(doc.get("input") or {})
@@ -461,6 +468,12 @@ def fit_runs_cmd(runs, system, kind, where, overlay, name, output, width) -> Non
             section["source"] = f"{earlier}; then {section['source']}"
 
         doc["input"] = section
+    if kind == "all":
+        from oracle.compute.calibrate_all import mechanisms
+        from oracle.compute.calibrate_split import into_doc
+
+        found = mechanisms(cal)
+        into_doc(doc, found, {k: cal.lines_for(k) for k in found}, runs)
     used = sorted({e.line for e in cal.evidence})
     doc["source"] = (
         f"{base_source}. Then {kind} calibrated by `oracle fit runs` on {runs}"
@@ -536,6 +549,12 @@ def _ranges(lines: list[int]) -> str:
 def _fmt_param(parameter: str, value: float) -> str:
     if parameter.startswith("beta"):
         return f"{value:.4g} s/B ({1 / value / 1e9:.3g} GB/s)"
+    if parameter == "split_overhead_s":
+        return f"{value * 1e3:.4g} ms per split layer and iteration"
+    if parameter == "split_serial_fraction":
+        return f"{value:.4g} (Amdahl fraction)"
+    if parameter.endswith("_factor"):
+        return f"{value:.4g}x the modelled time"
     return f"{value:.4g} samples/s"
 
 
@@ -561,6 +580,11 @@ def _print_calibration(cal, runs: str, width: int | None) -> None:
         missing = [p for p in PARAMETERS if getattr(cal, p) is None]
         if missing:
             console.print(f"not identified by these runs (the base system's values stay): {', '.join(missing)}")
+        for name, why in cal.not_identified:
+            console.print(f"  {name}: {why}")
+        for name in PARAMETERS[5:]:
+            if getattr(cal, name) is not None:
+                console.print(f"{name}: {_fmt_param(name, getattr(cal, name))}")
     for label, value in (("β inside a node", cal.beta_intra), ("β across nodes", cal.beta_inter),
                          ("loader rate", cal.loader_rate), ("node rate", cal.node_rate),
                          ("leader rate", cal.leader_rate)):  # fmt: skip

@@ -46,6 +46,7 @@ class Evidence:
     measured_iteration_s: float
     compute_iteration_s: float
     note: str = ""
+    level: str = ""  # the network level a β comes from (its span's level)
 
 
 @dataclass(frozen=True)
@@ -58,6 +59,16 @@ class Calibration:
     leader_rate: float | None
     evidence: tuple[Evidence, ...]
     unused: tuple[tuple[int, str], ...]
+    # per network level that runs span, the median β of its runs (issue 14: a rack and
+    # the spine above it calibrate apart when runs span both)
+    beta_levels: tuple[tuple[str, float], ...] = ()
+    # model-parallel mechanisms (compute/calibrate_split.py), None where not identified
+    split_serial_fraction: float | None = None
+    split_overhead_s: float | None = None
+    layer_collectives_factor: float | None = None
+    halo_factor: float | None = None
+    pipeline_p2p_factor: float | None = None
+    not_identified: tuple[tuple[str, str], ...] = ()  # mechanism -> why the runs leave it
 
     def lines_for(self, parameter: str) -> list[int]:
         return [e.line for e in self.evidence if e.parameter == parameter]
@@ -102,7 +113,17 @@ def calibrate(kind: str, runs: list[tuple[MeasuredRun, Context]]) -> Calibration
         leader_rate=med("leader_rate"),
         evidence=tuple(evidence),
         unused=tuple(unused),
+        beta_levels=level_medians(evidence),
     )
+
+
+def level_medians(evidence) -> tuple[tuple[str, float], ...]:
+    """The median β of each network level the evidence comes from."""
+    by_level: dict[str, list[float]] = {}
+    for e in evidence:
+        if e.parameter.startswith("beta") and e.level:
+            by_level.setdefault(e.level, []).append(e.value)
+    return tuple((name, statistics.median(v)) for name, v in by_level.items())
 
 
 def _network(run: MeasuredRun, ctx: Context, label: str, t: float, compute: float) -> Evidence | str:
@@ -121,7 +142,7 @@ def _network(run: MeasuredRun, ctx: Context, label: str, t: float, compute: floa
         return f"communication {comm:.4g} s is within the latency term of level {lk.level}"
     parameter = "beta_intra" if span <= gpn else "beta_inter"
     note = f"all-reduce of {m / 1e6:.1f} MB over span {span} ({lk.level}, α {lk.alpha_s:.3g} s): {comm:.4g} s"
-    return Evidence(run.line, label, parameter, beta, t, compute, note)
+    return Evidence(run.line, label, parameter, beta, t, compute, note, lk.level)
 
 
 def _input(run: MeasuredRun, ctx: Context, cfg, label: str, t: float, busy: float) -> Evidence | str:

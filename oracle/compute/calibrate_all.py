@@ -27,7 +27,8 @@ from __future__ import annotations
 import statistics
 from dataclasses import replace
 
-from oracle.compute.calibrate import Calibration, Evidence, _input, _label, _network
+from oracle.compute.calibrate import Calibration, Evidence, _input, _label, _network, level_medians
+from oracle.compute.calibrate_split import MECHANISMS, with_mechanisms
 from oracle.compute.compare import config_for
 from oracle.compute.context import Context
 from oracle.compute.io import EVERY_GPU, loaders
@@ -35,7 +36,7 @@ from oracle.compute.strategies import REGISTRY
 from oracle.model import InputPipeline, NetworkLevel, Protocol, System
 
 SLOWER = 1.5  # a run implying a β this much above the tightest one is not network-bound
-PARAMETERS = ("loader_rate", "beta_intra", "beta_inter", "node_rate", "leader_rate")
+PARAMETERS = ("loader_rate", "beta_intra", "beta_inter", "node_rate", "leader_rate", *MECHANISMS)
 TRUE = ("yes", "true", "1", "y")
 
 
@@ -55,18 +56,43 @@ def with_system(ctx: Context, system: System) -> Context:
     return out
 
 
-def calibrated_system(system: System, beta_intra=None, beta_inter=None, loader=None, node=None, leader=None) -> System:
+def level_betas(system: System, beta_intra=None, beta_inter=None, levels=()) -> list[float | None]:
+    """The calibrated β of each of ``system``'s levels, None where it stays: a level
+    that runs span has its own (``levels``: name -> β, issue 14: a rack and the spine
+    above it calibrate apart); another level takes the β of the nearest calibrated level
+    on its side of the node boundary (below it first), else ``beta_intra`` or
+    ``beta_inter``.  A contiguous ring crosses an over-subscribed spine on a few links
+    only, so a ring calibrated on one rack does not see the spine's over-subscription;
+    runs that span the spine measure it."""
+    own = dict(levels)
+    gpn = system.gpus_per_node
+    out: list[float | None] = []
+    for i, level in enumerate(system.network):
+        inside = level.max_gpus <= gpn
+        side = [j for j, lv in enumerate(system.network) if (lv.max_gpus <= gpn) == inside and lv.name in own]
+        if level.name in own:
+            out.append(own[level.name])
+        elif side:
+            below = [j for j in side if j < i]
+            nearest = max(below) if below else min(side)
+            out.append(own[system.network[nearest].name])
+        else:
+            out.append(beta_intra if inside else beta_inter)
+    return out
+
+
+def calibrated_system(system: System, beta_intra=None, beta_inter=None, loader=None, node=None, leader=None,
+                      levels=()) -> System:  # fmt: skip
     """``system`` with the calibrated β per level (its protocol lines scaled alike: the
     transport is slower or faster as a whole) and input rates."""
-    levels = []
-    for level in system.network:
-        beta = beta_intra if level.max_gpus <= system.gpus_per_node else beta_inter
+    levels_out = []
+    for level, beta in zip(system.network, level_betas(system, beta_intra, beta_inter, levels)):
         if beta is None:
-            levels.append(level)
+            levels_out.append(level)
             continue
         scale = beta / level.beta_s_per_byte
         protocols = tuple(Protocol(p.name, p.alpha_s, p.beta_s_per_byte * scale) for p in level.protocols)
-        levels.append(NetworkLevel(level.name, level.max_gpus, level.alpha_s, beta, level.source, protocols))
+        levels_out.append(NetworkLevel(level.name, level.max_gpus, level.alpha_s, beta, level.source, protocols))
     pipe = system.input
     if any(v is not None for v in (loader, node, leader)):
         pipe = replace(
@@ -75,7 +101,7 @@ def calibrated_system(system: System, beta_intra=None, beta_inter=None, loader=N
             node_samples_per_s=node if node is not None else (pipe.node_samples_per_s if pipe else None),
             leader_samples_per_s=leader if leader is not None else (pipe.leader_samples_per_s if pipe else None),
         )
-    return replace(system, network=tuple(levels), input=pipe)
+    return replace(system, network=tuple(levels_out), input=pipe)
 
 
 def _iteration(run, ctx: Context):
@@ -105,32 +131,75 @@ def calibrate_all(pairs: list) -> Calibration:
             _keep(ev, run, evidence, unused)
     loader = _median(evidence, "loader_rate")
     # 2. network: a run's time beyond its compute is at least its all-reduce, so the
-    #    network is no slower than the fastest β any run implies (per span class);
+    #    network is no slower than the fastest β any run implies (per level);
     #    runs far slower than that (> SLOWER x) lose time elsewhere: their loading
     _network_or_input(data, evidence, unused, loader)
-    # 3. leader rate, on the network calibrated so far
-    beta_intra, beta_inter = _median(evidence, "beta_intra"), _median(evidence, "beta_inter")
-    node = _median(evidence, "node_rate")
-    for run, ctx in pairs:
-        if (run.strategy, run.line) in {(r.strategy, r.line) for r, _ in data}:
-            continue
-        label = _label(run, ctx)
-        if not (includes_io(run) and REGISTRY[run.strategy].hybrid):
-            unused[run.line] = f"{label}: identifies no parameter of --calibrate all (model-parallel efficiency is not fitted yet)"
-            continue
-        cal_ctx = with_system(ctx, calibrated_system(ctx.system, beta_intra, beta_inter, loader, node))
-        cfg, t, compute, comm = _iteration(run, cal_ctx)
-        _keep(_input(run, cal_ctx, cfg, label, t, compute + comm), run, evidence, unused)
+    so_far = dict(beta_intra=_median(evidence, "beta_intra"), beta_inter=_median(evidence, "beta_inter"),
+                  loader=loader, node=_median(evidence, "node_rate"), levels=level_medians(evidence))  # fmt: skip
+    # 3. leader rate (input-bound hybrids), on the network calibrated so far
+    used = {r.line for r, _ in data}
+    rest = [(r, c) for r, c in pairs if r.line not in used]
+    split_runs = _leader_rate(rest, so_far, evidence, unused)
+    # 4. model-parallel mechanisms (compute/calibrate_split.py), on everything before
+    leader = _median(evidence, "leader_rate")
+    fit = _mechanisms(split_runs, so_far, leader, evidence, unused)
     return Calibration(
         kind="all",
-        beta_intra=beta_intra,
-        beta_inter=beta_inter,
+        beta_intra=so_far["beta_intra"],
+        beta_inter=so_far["beta_inter"],
         loader_rate=loader,
-        node_rate=node,
-        leader_rate=_median(evidence, "leader_rate"),
+        node_rate=so_far["node"],
+        leader_rate=leader,
         evidence=tuple(evidence),
         unused=tuple(sorted(unused.items())),
+        beta_levels=so_far["levels"],
+        not_identified=tuple(fit.not_identified.items()),
+        **fit.values,
     )
+
+
+def _leader_rate(rest: list, so_far: dict, evidence: list, unused: dict) -> list:
+    """Step 3: input-bound hybrid runs give the leader rate; the other runs are returned
+    for step 4."""
+    left = []
+    for run, ctx in rest:
+        if not (includes_io(run) and REGISTRY[run.strategy].hybrid):
+            left.append((run, ctx))
+            continue
+        cal_ctx = with_system(ctx, calibrated_system(ctx.system, **so_far))
+        cfg, t, compute, comm = _iteration(run, cal_ctx)
+        ev = _input(run, cal_ctx, cfg, _label(run, ctx), t, compute + comm)
+        if isinstance(ev, str):  # not input-bound: its time is compute and communication
+            left.append((run, ctx))
+        else:
+            _keep(ev, run, evidence, unused)
+    return left
+
+
+def _mechanisms(runs: list, so_far: dict, leader, evidence: list, unused: dict):
+    """Step 4: split efficiency and operation factors from the remaining runs."""
+    from oracle.compute.calibrate_split import fit_mechanisms, rows_for
+
+    rows = []
+    for run, ctx in runs:
+        cal_ctx = with_system(ctx, calibrated_system(ctx.system, leader=leader, **so_far))
+        got = rows_for(run, cal_ctx)
+        if isinstance(got, str):
+            unused[run.line] = got
+        else:
+            rows.extend(got)
+    fit = fit_mechanisms(rows)
+    for row, resid in zip(fit.rows, fit.residuals):
+        for name, coeff in zip(MECHANISMS, row.coefficients):
+            if name in fit.values and coeff != 0.0:
+                note = (f"joint fit of {', '.join(fit.values)} over {len(fit.rows)} measured {row.what} times;"
+                        f" this one {resid:+.1%} at the fit")  # fmt: skip
+                evidence.append(Evidence(row.line, row.label, name, fit.values[name], row.measured, row.constant, note))
+                unused.pop(row.line, None)
+    for row in fit.rows:
+        if not any(e.line == row.line for e in evidence):
+            unused[row.line] = f"{row.label}: its time depends on no identified mechanism"
+    return fit
 
 
 def _network_or_input(data: list, evidence: list, unused: dict, loader: float | None) -> None:
@@ -145,19 +214,23 @@ def _network_or_input(data: list, evidence: list, unused: dict, loader: float | 
             continue
         cfg, t, compute, comm = _iteration(run, ctx)
         implied.append((run, ctx, cfg, t, compute, comm, _network(run, ctx, _label(run, ctx), t, compute)))
-    tight: dict[str, float] = {}
+    tight: dict[tuple[str, str], float] = {}  # per (parameter, level): a spine may be slower than its rack
     for *_, ev in implied:
         if not isinstance(ev, str):
-            tight[ev.parameter] = min(tight.get(ev.parameter, ev.value), ev.value)
+            key = (ev.parameter, ev.level)
+            tight[key] = min(tight.get(key, ev.value), ev.value)
     for run, ctx, cfg, t, compute, comm, ev in implied:
-        if isinstance(ev, str) or ev.value <= SLOWER * tight[ev.parameter]:
+        if isinstance(ev, str) or ev.value <= SLOWER * tight[(ev.parameter, ev.level)]:
             _keep(ev, run, evidence, unused)
             continue
-        why = f"implies β {ev.value / tight[ev.parameter]:.1f}x the tightest run's: time is lost elsewhere"
+        tightest = tight[(ev.parameter, ev.level)]
+        why = f"implies β {ev.value / tightest:.1f}x the tightest run's over {ev.level}: time is lost elsewhere"
         if not includes_io(run):
             unused[run.line] = f"{_label(run, ctx)}: {why}, and it is not marked includes_io"
             continue
-        net = calibrated_system(ctx.system, tight.get("beta_intra"), tight.get("beta_inter"), loader)
+        side = lambda name: min((v for (p, _), v in tight.items() if p == name), default=None)  # noqa: E731
+        levels = tuple((lv, v) for (_, lv), v in tight.items())
+        net = calibrated_system(ctx.system, side("beta_intra"), side("beta_inter"), loader, levels=levels)
         cal_ctx = with_system(ctx, net)
         cfg, t, compute, comm = _iteration(run, cal_ctx)
         _keep(_input(run, cal_ctx, cfg, _label(run, ctx), t, compute + comm), run, evidence, unused)
@@ -173,7 +246,14 @@ def _keep(ev, run, evidence: list, unused: dict) -> None:
 
 def apply(system: System, cal: Calibration) -> System:
     """The base system with everything ``cal`` identified."""
-    return calibrated_system(system, cal.beta_intra, cal.beta_inter, cal.loader_rate, cal.node_rate, cal.leader_rate)
+    out = calibrated_system(system, cal.beta_intra, cal.beta_inter, cal.loader_rate, cal.node_rate,
+                            cal.leader_rate, cal.beta_levels)  # fmt: skip
+    return with_mechanisms(out, mechanisms(cal))
+
+
+def mechanisms(cal: Calibration) -> dict[str, float]:
+    """The model-parallel parameters ``cal`` identified (compute/calibrate_split.py)."""
+    return {k: getattr(cal, k) for k in MECHANISMS if getattr(cal, k) is not None}
 
 
 def identified(cal: Calibration) -> list[str]:
