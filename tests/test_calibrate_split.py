@@ -170,6 +170,26 @@ def test_fit_runs_writes_the_mechanisms_into_the_system(run_cli_fixture, tmp_pat
     assert json.loads(r.out)["summary"]["mean_accuracy"] == pytest.approx(1.0, abs=1e-4)
 
 
+@pytest.mark.parametrize(
+    "row,words",
+    [
+        ("vgg16,dgx-a100-40gb,vgg16_v100,data,8,256,0.5", [":2:", "column 'system'", "another machine"]),
+        ("vgg16,abci,vgg16_v100,data,8,256,", [":2:", "neither epoch_s nor iteration_s"]),
+        ("resnet50,abci,vgg16_v100,data,8,256,0.5", ["profile is for model 'VGG16'"]),
+    ],
+)
+def test_runs_that_cannot_calibrate_the_base_are_one_error_and_nothing_written(run_cli_fixture, tmp_path, row,
+                                                                               words):  # fmt: skip
+    csv = tmp_path / "runs.csv"
+    csv.write_text("model,system,profile,strategy,gpus,global_batch,iteration_s\n" + row + "\n")
+    out = tmp_path / "cal.yaml"
+    r = run_cli_fixture("fit", "runs", csv, "-s", "abci", "--calibrate", "all", "-o", out)
+    assert r.code == 2 and "Traceback" not in r.err and not out.exists()
+    assert len(r.err.strip().splitlines()) == 1, r.err
+    for w in words:
+        assert w in r.err, (w, r.err)
+
+
 @pytest.fixture
 def run_cli_fixture(run):
     return run

@@ -511,25 +511,51 @@ def fit_runs_cmd(runs, system, kind, where, overlay, name, output, width) -> Non
 
 
 def _warn_other_systems(chosen, base_path, runs: str) -> None:
-    """Runs measured on another system than the base calibrate it all the same: say so
-    (issue 17), naming the systems and the lines."""
+    """Runs measured on another description of the base's machine (the same GPU model
+    and GPUs per node, e.g. ``abci`` for ``abci-chainermnx``) calibrate it, with a
+    warning naming the systems and lines (issue 17); runs of another machine are an
+    error (issue 14: a V100 run says nothing about an A100 system's network)."""
     from oracle.errors import OracleError
+    from oracle.load import load_system
     from oracle.resources import resolve
 
+    base = load_system(str(base_path))
     other: dict[str, list[int]] = {}
     for r in chosen:
         try:
-            same = resolve("systems", r.system).resolve() == Path(base_path).resolve()
+            path = resolve("systems", r.system)
         except OracleError:
-            same = False
-        if not same:
-            other.setdefault(r.system, []).append(r.line)
+            other.setdefault(r.system, []).append(r.line)  # not a shipped name: trust the user
+            continue
+        if path.resolve() == Path(base_path).resolve():
+            continue
+        theirs = load_system(str(path))
+        if _other_machine(theirs, base):
+            raise OracleError(
+                f"column 'system': '{r.system}' is another machine ({theirs.gpu_model}, {theirs.gpus_per_node}"
+                f" per node) than the base system {base_path} ({base.gpu_model}, {base.gpus_per_node} per node);"
+                " its runs cannot calibrate it",
+                file=runs,
+                line=r.line,
+                hint=f"pass --system {r.system}, or select the base's runs with --where system=...",
+            )
+        other.setdefault(r.system, []).append(r.line)
     for name, lines in other.items():
         click.echo(
             f"oracle: warning: {runs} lines {_ranges(lines)} were measured on '{name}', not on the base"
             f" system {base_path}: their numbers calibrate it all the same",
             err=True,
         )
+
+
+def _other_machine(a, b) -> bool:
+    """Two system files describe different machines: other GPUs per node (the network
+    levels cannot correspond), or GPUs whose peak FLOP/s differ by more than 10% (another
+    generation; GPU names are free text, so they are not compared)."""
+    if a.gpus_per_node != b.gpus_per_node:
+        return True
+    pa, pb = a.gpu_peak_flops, b.gpu_peak_flops
+    return bool(pa and pb and abs(pa - pb) > 0.1 * max(pa, pb))
 
 
 def _ranges(lines: list[int]) -> str:
