@@ -20,9 +20,10 @@ model's default efficiencies were fitted on the ResNet-50 rows of the V100 machi
 (DGX-1, DGX-2) only; the A100 machines and the other models are held out (``--fit``
 refits on every V100 row of the set); the grouped-convolution efficiency was fitted on
 the V100 rows of ResNeXt-101, SE-ResNeXt-101 and EfficientNet-B0 (``--fit-grouped``),
-A100 rows held out.
+A100 rows held out; the TF32 efficiency on the four A100 ResNet-50 TF32 rows at 1 GPU
+(``--fit-tf32``), every other TF32 row held out.
 
-    python benchmarks/dle_accuracy.py [--fit] [--markdown]
+    python benchmarks/dle_accuracy.py [--fit] [--fit-grouped] [--fit-tf32] [--markdown]
 """
 
 from __future__ import annotations
@@ -137,12 +138,14 @@ def accuracy(pred: float, measured: float) -> float:
 
 def table(results: list[dict], markdown: bool) -> str:
     groups: dict[str, list[dict]] = {}
+    tf32_fit = {r["line"] for r in tf32_fit_rows(results)}
     for r in results:
-        # the V100 rows fitted the efficiencies (ResNet-50's the dense ones, the others the grouped one)
-        held = "A100 (held out)" if r["machine"] == "A100" else "V100 (fitted)"
+        # the V100 rows fitted the efficiencies (ResNet-50's the dense ones, the others the grouped
+        # one); four A100 rows the TF32 one
+        held = "A100 (TF32 fit)" if r["line"] in tf32_fit else "A100 (held out)" if r["machine"] == "A100" else "V100 (fitted)"
         scale = "1 GPU" if r["gpus"] == "1" else "8+ GPUs" if int(r["gpus"]) >= 8 else "2-4 GPUs"
         family = FAMILY[MODELS[r["model"]]]
-        for key in (f"{family}, {held}, {scale}", f"{family}, all machines, {scale}",
+        for key in (f"{family}, {held}, {scale}", f"{family}, all machines, {scale}", f"all models, {held}, {scale}",
                     f"all models, all machines, {scale}", f"{family} · {r['framework']}, {held}, {scale}"):  # fmt: skip
             groups.setdefault(key, []).append(r)
     lines = ["| rows | n | out of the box | calibrated (n) |", "|---|---:|---:|---:|"]
@@ -173,6 +176,27 @@ def fit(data: list[dict]) -> K.KernelConstants:
     return best[1]
 
 
+def tf32_fit_rows(data: list[dict]) -> list[dict]:
+    """The rows the TF32 efficiency is fitted on: ResNet-50 at 1 GPU in TF32 (A100)."""
+    return [r for r in data if r["precision"] == "TF32" and r["gpus"] == "1" and MODELS[r["model"]] == "resnet50"]
+
+
+def fit_tf32(data: list[dict], k: K.KernelConstants) -> K.KernelConstants:
+    """Grid search of the TF32 efficiency on the ResNet-50 1-GPU TF32 rows only, out of
+    the box (every other TF32 row held out)."""
+    rows = tf32_fit_rows(data)
+    best = None
+    for e in (0.6, 0.5, 0.4, 0.35, 0.3, 0.28, 0.27, 0.26, 0.25, 0.24, 0.22, 0.2):
+        kt = replace(k, tf32_efficiency=e)
+        res = evaluate(rows, kt, calibrated=False)
+        score = mean(accuracy(r["out_of_box"], r["measured"]) for r in res)
+        print(f"tf32_efficiency {e}: {100 * score:.1f}% on {len(rows)} A100 ResNet-50 1-GPU rows")
+        if best is None or score > best[0]:
+            best = (score, kt)
+    assert best is not None
+    return best[1]
+
+
 def fit_grouped(data: list[dict], k: K.KernelConstants) -> K.KernelConstants:
     """Grid search of the grouped-convolution efficiency on the V100 rows of the models
     that have grouped or depthwise convolutions only, out of the box (A100 held out)."""
@@ -194,12 +218,16 @@ def main() -> None:
     ap.add_argument("--fit", action="store_true", help="refit the efficiencies on the V100 rows first")
     ap.add_argument("--fit-grouped", action="store_true",
                     help="refit the grouped-convolution efficiency on the grouped models' V100 rows first")
+    ap.add_argument("--fit-tf32", action="store_true",
+                    help="refit the TF32 efficiency on the A100 ResNet-50 1-GPU TF32 rows first")
     ap.add_argument("--markdown", action="store_true")
     args = ap.parse_args()
     data = rows()
     k = fit(data) if args.fit else K.DEFAULT_CONSTANTS
     if args.fit_grouped:
         k = fit_grouped(data, k)
+    if args.fit_tf32:
+        k = fit_tf32(data, k)
     results = evaluate(data, k)
     print(table(results, args.markdown))
 

@@ -79,9 +79,20 @@ class KernelConstants:
     # fitted on the V100 rows of ResNeXt-101, SE-ResNeXt-101 and EfficientNet-B0 only
     # (benchmarks/dle_accuracy.py --fit-grouped), A100 rows held out
     grouped_efficiency: float = 0.10
+    # conv/fc in TF32 on tensor cores: TF32 operands are 32-bit, so a TF32 MMA moves twice
+    # the register and shared-memory bytes of an fp16 one per FLOP and the implicit GEMMs
+    # run further below their (half as high) peak; fitted on the 4 A100 ResNet-50 TF32
+    # rows at 1 GPU only (PyTorch, TensorFlow, MXNet, PaddlePaddle; `python
+    # benchmarks/dle_accuracy.py --fit-tf32`): 97.0% there; every other TF32 row (other
+    # models, 8+ GPUs) held out.  None: as fp16 (tensor_efficiency)
+    tf32_efficiency: float | None = 0.25
 
     def matmul_efficiency(self, precision: str) -> float:
-        return self.simt_efficiency if precision == "fp32" else self.tensor_efficiency
+        if precision == "fp32":
+            return self.simt_efficiency
+        if precision == "tf32" and self.tf32_efficiency is not None:
+            return self.tf32_efficiency
+        return self.tensor_efficiency
 
 
 DEFAULT_CONSTANTS = KernelConstants()
