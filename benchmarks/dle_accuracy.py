@@ -181,36 +181,32 @@ def tf32_fit_rows(data: list[dict]) -> list[dict]:
     return [r for r in data if r["precision"] == "TF32" and r["gpus"] == "1" and MODELS[r["model"]] == "resnet50"]
 
 
-def fit_tf32(data: list[dict], k: K.KernelConstants) -> K.KernelConstants:
-    """Grid search of the TF32 efficiency on the ResNet-50 1-GPU TF32 rows only, out of
-    the box (every other TF32 row held out)."""
-    rows = tf32_fit_rows(data)
+def _grid(rows: list[dict], k: K.KernelConstants, field: str, values, what: str) -> K.KernelConstants:
+    """The value of one constant with the best mean accuracy on ``rows``, out of the box."""
     best = None
-    for e in (0.6, 0.5, 0.4, 0.35, 0.3, 0.28, 0.27, 0.26, 0.25, 0.24, 0.22, 0.2):
-        kt = replace(k, tf32_efficiency=e)
-        res = evaluate(rows, kt, calibrated=False)
+    for v in values:
+        kv = replace(k, **{field: v})
+        res = evaluate(rows, kv, calibrated=False)
         score = mean(accuracy(r["out_of_box"], r["measured"]) for r in res)
-        print(f"tf32_efficiency {e}: {100 * score:.1f}% on {len(rows)} A100 ResNet-50 1-GPU rows")
+        print(f"{field} {v}: {100 * score:.1f}% on {len(rows)} {what}")
         if best is None or score > best[0]:
-            best = (score, kt)
+            best = (score, kv)
     assert best is not None
     return best[1]
+
+
+def fit_tf32(data: list[dict], k: K.KernelConstants) -> K.KernelConstants:
+    """The TF32 efficiency on the ResNet-50 1-GPU TF32 rows only (every other TF32 row held out)."""
+    values = (0.6, 0.5, 0.4, 0.35, 0.3, 0.28, 0.27, 0.26, 0.25, 0.24, 0.22, 0.2)
+    return _grid(tf32_fit_rows(data), k, "tf32_efficiency", values, "A100 ResNet-50 1-GPU TF32 rows")
 
 
 def fit_grouped(data: list[dict], k: K.KernelConstants) -> K.KernelConstants:
-    """Grid search of the grouped-convolution efficiency on the V100 rows of the models
-    that have grouped or depthwise convolutions only, out of the box (A100 held out)."""
+    """The grouped-convolution efficiency on the V100 rows of the models that have grouped
+    or depthwise convolutions only (A100 held out)."""
     rows = [r for r in data if SYSTEMS[r["system"]] in ("dgx1-v100", "dgx2-v100") and MODELS[r["model"]] != "resnet50"]
-    best = None
-    for g in (1.0, 0.5, 0.35, 0.25, 0.2, 0.15, 0.12, 0.1, 0.08):
-        kg = replace(k, grouped_efficiency=g)
-        res = evaluate(rows, kg, calibrated=False)
-        score = mean(accuracy(r["out_of_box"], r["measured"]) for r in res)
-        print(f"grouped_efficiency {g}: {100 * score:.1f}% on {len(rows)} V100 rows")
-        if best is None or score > best[0]:
-            best = (score, kg)
-    assert best is not None
-    return best[1]
+    values = (1.0, 0.5, 0.35, 0.25, 0.2, 0.15, 0.12, 0.1, 0.08)
+    return _grid(rows, k, "grouped_efficiency", values, "V100 rows of the grouped models")
 
 
 def main() -> None:
