@@ -190,6 +190,36 @@ def test_runs_that_cannot_calibrate_the_base_are_one_error_and_nothing_written(r
         assert w in r.err, (w, r.err)
 
 
+def _runs_csv(tmp_path, runs):
+    csv = tmp_path / "runs.csv"
+    lines = ["model,system,profile,strategy,gpus,p1,p2,segments,global_batch,epoch_s"]
+    for r in runs:
+        cells = ["" if v is None else v for v in (r.p1, r.p2, r.segments)]
+        lines.append(f"vgg16,abci,vgg16_v100,{r.strategy},{r.gpus},{cells[0]},{cells[1]},{cells[2]},"
+                     f"{r.global_batch:g},{float(r.epoch_s)!r}")  # fmt: skip
+    csv.write_text("\n".join(lines) + "\n")
+    return csv
+
+
+def test_calibrate_on_small_model_parallel_runs_projects_the_large_ones(run_cli_fixture, tmp_path):
+    """compare --calibrate-on: the mechanisms fitted on the runs on at most 4 GPUs carry
+    to the runs on 8-64 GPUs (made by the model with known mechanisms: exact), while the
+    uncalibrated base misses them."""
+    inputs = Inputs()
+    base = inputs.context("vgg16", "abci", "vgg16_v100").system
+    small = [run(2, "filter", 2, 64), run(3, "filter", 4, 64), run(4, "spatial", 4, 64)]
+    large = [run(5, "filter", 8, 64), run(6, "filter", 16, 64), run(7, "spatial", 16, 64), run(8, "spatial", 64, 64)]
+    truth = {"split_serial_fraction": 0.2, "layer_collectives_factor": 2.0, "halo_factor": 3.0}
+    csv = _runs_csv(tmp_path, made_by(with_mechanisms(base, truth), small + large, inputs))
+    r = run_cli_fixture("compare", csv, "-s", "abci", "--calibrate-on", "gpus<=4", "-f", "json")
+    assert r.code == 0, r.err
+    s = json.loads(r.out)["summary"]
+    assert s["runs"] == 4 and s["mean_accuracy"] == pytest.approx(1.0, abs=1e-4)
+    assert "split_serial_fraction" in s["calibration"][0]["calibrated"]
+    r = run_cli_fixture("compare", csv, "-s", "abci", "--exclude", "gpus=2,4", "-f", "json")
+    assert json.loads(r.out)["summary"]["mean_accuracy"] < 0.9
+
+
 @pytest.fixture
 def run_cli_fixture(run):
     return run

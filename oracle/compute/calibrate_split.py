@@ -36,8 +36,10 @@ from oracle.compute.network import primitive
 from oracle.compute.strategies import REGISTRY
 from oracle.model import OperationOverride, System
 
-MECHANISMS = ("split_serial_fraction", "split_overhead_s", "layer_collectives_factor", "halo_factor",
-              "pipeline_p2p_factor")  # fmt: skip
+# in the order the fit takes them when the runs cannot tell them all apart: the Amdahl
+# fraction first, the per-layer overhead (a refinement of it) last
+MECHANISMS = ("split_serial_fraction", "layer_collectives_factor", "halo_factor", "pipeline_p2p_factor",
+              "split_overhead_s")  # fmt: skip
 # the operations (compute/network.PURPOSES) each factor scales
 OPERATIONS = {
     "layer_collectives_factor": ("layer_allgather", "layer_allreduce", "tail_gather"),
@@ -194,7 +196,9 @@ def _bounded_lstsq(A: np.ndarray, y: np.ndarray, bounds: list[tuple[float, float
         r = float(np.sum((A @ x - y) ** 2))
         if r < best_r - 1e-15:
             best, best_r = x, r
-    return best if best is not None else np.zeros(n)
+    if best is None:
+        return np.zeros(n)
+    return np.clip(best, [lo for lo, _ in bounds], [hi for _, hi in bounds])
 
 
 def into_doc(doc: dict, values: dict[str, float], lines: dict[str, list[int]], runs: str) -> None:
