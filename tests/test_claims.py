@@ -1,0 +1,111 @@
+"""Every figure the README states comes from a command this test runs (issue 17 item 4):
+the example output and each cell of "Accuracy at a glance"."""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+import shlex
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+README = (ROOT / "README.md").read_text(encoding="utf-8")
+
+
+def _glance() -> dict[str, str]:
+    """The "Accuracy at a glance" rows: what -> result."""
+    part = README[README.index("## Accuracy at a glance"):]
+    rows = [line for line in part.splitlines() if line.startswith("| ")][1:]
+    return {r.split("|")[1].strip(): r.split("|")[2].strip() for r in rows}
+
+
+def _percents(text: str) -> list[str]:
+    return re.findall(r"(\d+\.\d)%", text)
+
+
+def _summary(run, *args) -> dict:
+    r = run("compare", ROOT / "validation" / "abci-paradl.csv", "-f", "json", *args)
+    assert r.code == 0, r.err
+    return json.loads(r.out)["summary"]
+
+
+def test_the_example_output_is_what_the_command_prints(run):
+    """Each line of the README's example (an excerpt: '...' elides rows) is in the
+    command's output, in order, on the example's 150-column terminal."""
+    block = README[README.index("$ oracle predict"):]
+    lines = block[: block.index("```")].rstrip().splitlines()
+    args = shlex.split(lines[0][len("$ oracle "):])
+    r = run(*args, "--width", "150")
+    assert r.code == 0, r.err
+    out = [line.rstrip() for line in r.out.splitlines()]
+    at = 0
+    for line in lines[1:]:
+        if line.strip() == "...":
+            continue
+        assert line.rstrip() in out[at:], line
+        at = out.index(line.rstrip(), at) + 1
+
+
+def test_glance_rows_are_all_checked():
+    assert len(_glance()) == 5, list(_glance())
+
+
+def test_glance_abci_held_out(run):
+    (what, result), *_ = _glance().items()
+    assert what.startswith("ParaDL's ABCI runs held out")
+    from test_calibration import TRAINING_LINES  # the runs abci-2020 was calibrated on
+
+    s = _summary(run, "-s", "abci-2020", "--exclude", f"line={TRAINING_LINES}", "--where", "quality=A")
+    assert _percents(result)[0] == f"{100 * s['mean_accuracy']:.1f}"
+    assert _percents(result)[1] == "86.7"  # ParaDL's own figure (HPDC 2021 §5.2)
+
+
+def test_glance_calibrate_on_small_runs(run):
+    what, result = list(_glance().items())[1]
+    assert "<= 8" in what
+    s = _summary(run, "--system", "abci-chainermnx", "--calibrate-on", "gpus<=8", "--where", "quality=A")
+    assert _percents(result) == [f"{100 * s['mean_accuracy']:.1f}", f"{100 * s['naive']['mean_accuracy']:.1f}"]
+
+
+def test_glance_published_throughput():
+    what, result = list(_glance().items())[2]
+    assert "53 rows" in what
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import dle_accuracy as d
+    from statistics import mean
+
+    res = [r for r in d.evaluate(d.rows()) if int(r["gpus"]) >= 8]
+    assert len(res) == 53
+    a100 = [r for r in res if r["machine"] == "A100"]
+    got = [mean(d.accuracy(r["out_of_box"], r["measured"]) for r in res),
+           mean(d.accuracy(r["out_of_box"], r["measured"]) for r in a100),
+           mean(d.accuracy(r["calibrated"], r["measured"]) for r in res if r["calibrated"])]  # fmt: skip
+    assert _percents(result) == [f"{100 * g:.1f}" for g in got]
+
+
+def test_glance_activation_memory():
+    what, result = list(_glance().items())[3]
+    assert "PyTorch's saved tensors, 5 torchvision models" in what
+    from oracle.compute.memory import saved_activations
+    from oracle.load import load_model
+
+    with (ROOT / "validation" / "pytorch-saved-bytes.csv").open(newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert len(rows) == 5
+    worst = max(abs(saved_activations(load_model(r["model"])).bytes_per_sample(4) / float(r["saved_bytes_per_sample"]) - 1)
+                for r in rows)  # fmt: skip
+    assert re.search(r"within (\d+\.\d)%", result).group(1) == f"{100 * worst:.1f}"
+
+
+def test_glance_allreduce_fit():
+    what, result = list(_glance().items())[4]
+    assert "All-reduce times on ABCI" in what
+    from oracle.compute.fit import FitOptions, fit_network
+    from oracle.load.benchlogs import parse_benchlog
+
+    logs = [parse_benchlog(p.read_text(), str(p)) for p in sorted((ROOT / "data" / "nccl-tests" / "abci-v100").glob("*.txt"))]
+    fit = fit_network(logs, FitOptions(protocols=3), gpus_per_node=4, total_gpus=4352)
+    assert _percents(result)[0] == f"{100 * fit.overall_all.median:.1f}"
+
