@@ -238,9 +238,9 @@ def fit_network_cmd(
         if fmt == "json":
             emit(rf.to_json(result), None)
         else:
-            from oracle.cli.common import make_console
+            from oracle.cli.common import print_renderable
 
-            make_console(width).print(rf.tables(result))
+            print_renderable(rf.tables(result), width=width)
     for w in result.warnings:
         click.echo(f"oracle: warning: {w}", err=True)
 
@@ -540,33 +540,41 @@ def _fmt_param(parameter: str, value: float) -> str:
 
 
 def _print_calibration(cal, runs: str, width: int | None) -> None:
-    from rich import box
-    from rich.table import Table
+    from rich.text import Text
 
-    from oracle.cli.common import make_console
+    from oracle.cli.common import print_renderable
+    from oracle.render.columns import Column, FitTable, Section
 
-    t = Table(box=box.SIMPLE_HEAD, pad_edge=False, title=f"calibration ({cal.kind}) from {runs}", title_justify="left")
-    for col in ("line", "run", "measured/it", "compute/it", "parameter", "value", "how"):
-        t.add_column(col, overflow="fold")
-    for e in cal.evidence:
-        t.add_row(str(e.line), e.run, f"{e.measured_iteration_s:.4g} s", f"{e.compute_iteration_s:.4g} s",
-                  e.parameter, _fmt_param(e.parameter, e.value), e.note)  # fmt: skip
-    for line, why in cal.unused:
-        t.add_row(str(line), why, "", "", "unused", "", "", style="dim")
-    console = make_console(width)
-    console.print(t)
+    rows = [
+        {"line": str(e.line), "run": e.run, "measured": f"{e.measured_iteration_s:.4g} s",
+         "compute": f"{e.compute_iteration_s:.4g} s", "parameter": e.parameter,
+         "value": _fmt_param(e.parameter, e.value), "how": e.note}
+        for e in cal.evidence
+    ]  # fmt: skip
+    unused = [{"line": str(line), "parameter": "unused", "how": why} for line, why in cal.unused]
+    t = FitTable(
+        (Column("line", "line", "right"), Column("run", "run"), Column("measured", "measured/it", "right", 8),
+         Column("compute", "compute/it", "right", 5), Column("parameter", "parameter", priority=7),
+         Column("value", "value", "right")),
+        [Section(rows + unused)],
+        notes=Column("how", "how"),
+        title=f"calibration ({cal.kind}) from {runs}",
+        styles={id(r): "dim" for r in unused},
+    )  # fmt: skip
+    lines = []
     if cal.kind == "all":
         from oracle.compute.calibrate_all import PARAMETERS
 
         missing = [p for p in PARAMETERS if getattr(cal, p) is None]
         if missing:
-            console.print(f"not identified by these runs (the base system's values stay): {', '.join(missing)}")
+            lines.append(f"not identified by these runs (the base system's values stay): {', '.join(missing)}")
     for label, value in (("β inside a node", cal.beta_intra), ("β across nodes", cal.beta_inter),
                          ("loader rate", cal.loader_rate), ("node rate", cal.node_rate),
                          ("leader rate", cal.leader_rate)):  # fmt: skip
         if value is not None:
             key = "beta" if label.startswith("β") else "rate"
-            console.print(f"{label}: {_fmt_param(key, value)}")
+            lines.append(f"{label}: {_fmt_param(key, value)}")
+    print_renderable(t, *(Text(line) for line in lines), width=width)
 
 
 __all__ = ["fit"]

@@ -56,74 +56,67 @@ def describe(fit: NetworkFit) -> list[str]:
 
 
 def tables(fit: NetworkFit):
-    from rich import box
-    from rich.console import Group
-    from rich.table import Table
-    from rich.text import Text
-
-    from rich.markup import escape
-
-    check = fmt_size(fit.options.check_bytes)
-    t = Table(
-        title="fitted network levels\n" + escape("\n".join(describe(fit))),
-        title_justify="left",
-        box=box.SIMPLE_HEAD,
-        pad_edge=False,
-    )
-    t.add_column("level")
-    t.add_column("max GPUs", justify="right", no_wrap=True)
-    t.add_column("α", justify="right", no_wrap=True)
-    t.add_column("β (s/B)", justify="right", no_wrap=True)
-    t.add_column("1/β", justify="right", no_wrap=True)
-    t.add_column("fit range", justify="right", no_wrap=True)
-    t.add_column("pts", justify="right", no_wrap=True)
-    t.add_column("range med/max", justify="right", no_wrap=True)
-    t.add_column(f">={check} med/max", justify="right", no_wrap=True)
-    if any(lv.protocols for lv in fit.levels):
-        t.add_column("protocol lines (from size: α, 1/β)")
-    for lv in fit.levels:
-        t.add_row(
-            lv.name + ("*" if lv.constrained else ""),
-            f"{lv.max_gpus:,}",
-            fmt_seconds(lv.alpha_s),
-            f"{lv.beta_s_per_byte:.4g}",
-            fmt_rate(lv.bandwidth_Bps),
-            _range(lv.range_bytes),
-            str(lv.in_range.points),
-            _res(lv.in_range),
-            _res(lv.large),
-            *([_lines(lv)] if any(v.protocols for v in fit.levels) else []),
-        )
+    """The fitted levels and the per-log errors; columns fit the width (issue 17)."""
     from pathlib import Path
 
+    from rich.console import Group
+    from rich.text import Text
+
+    from oracle.render.columns import Column, FitTable, Section
+
+    check = fmt_size(fit.options.check_bytes)
+    levels = [
+        {
+            "level": lv.name + ("*" if lv.constrained else ""),
+            "max_gpus": f"{lv.max_gpus:,}",
+            "alpha": fmt_seconds(lv.alpha_s),
+            "beta": f"{lv.beta_s_per_byte:.4g}",
+            "rate": fmt_rate(lv.bandwidth_Bps),
+            "range": _range(lv.range_bytes),
+            "points": str(lv.in_range.points),
+            "in_range": _res(lv.in_range),
+            "large": _res(lv.large),
+            "lines": _lines(lv) if lv.protocols else "",
+        }
+        for lv in fit.levels
+    ]
+    t = FitTable(
+        (Column("level", "level"), Column("max_gpus", "max GPUs", "right"), Column("alpha", "α", "right"),
+         Column("beta", "β (s/B)", "right", 5), Column("rate", "1/β", "right"),
+         Column("range", "fit range", "right", 4), Column("points", "pts", "right", 3),
+         Column("in_range", "range med/max", "right", 6), Column("large", f">={check} med/max", "right")),
+        [Section(levels)],
+        notes=Column("lines", "protocol lines (from size: α, 1/β)"),
+        title="fitted network levels\n" + "\n".join(describe(fit)),
+    )  # fmt: skip
     dirs = {str(Path(lf.file).parent) for lf in fit.logs}
     names = [Path(lf.file).name for lf in fit.logs]
     short = len(dirs) == 1 and len(set(names)) == len(names)
     title = "per log (|rel. error| of its level's model)"
     if short:
         title += f", logs in {dirs.pop()}/"
-    u = Table(title=escape(title), title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
-    u.add_column("log", overflow="fold")
-    u.add_column("tool · op", no_wrap=True)
-    u.add_column("GPUs", justify="right", no_wrap=True)
-    u.add_column("nodes", justify="right", no_wrap=True)
-    u.add_column("level", no_wrap=True)
-    u.add_column("peak busbw", justify="right", no_wrap=True)
-    u.add_column("fit range", justify="right", no_wrap=True)
-    u.add_column("range med/max", justify="right", no_wrap=True)
-    u.add_column(f">={check} med/max", justify="right", no_wrap=True)
-    for lf in fit.logs:
-        u.add_row(
-            escape(Path(lf.file).name if short else lf.file),
-            f"{lf.tool} · {lf.operation}",
-            str(lf.gpus),
-            str(lf.nodes),
-            lf.level,
-            fmt_rate(lf.peak_busbw_Bps),
-            _range(lf.range_bytes) if lf.in_range.points else "none",
-            _res(lf.in_range),
-            _res(lf.large),
-        )
+    logs = [
+        {
+            "log": Path(lf.file).name if short else lf.file,
+            "tool": f"{lf.tool} · {lf.operation}",
+            "gpus": str(lf.gpus),
+            "nodes": str(lf.nodes),
+            "level": lf.level,
+            "peak": fmt_rate(lf.peak_busbw_Bps),
+            "range": _range(lf.range_bytes) if lf.in_range.points else "none",
+            "in_range": _res(lf.in_range),
+            "large": _res(lf.large),
+        }
+        for lf in fit.logs
+    ]
+    u = FitTable(
+        (Column("log", "log"), Column("tool", "tool · op", priority=3), Column("gpus", "GPUs", "right"),
+         Column("nodes", "nodes", "right", 7), Column("level", "level"), Column("peak", "peak busbw", "right", 6),
+         Column("range", "fit range", "right", 4), Column("in_range", "range med/max", "right", 5),
+         Column("large", f">={check} med/max", "right")),
+        [Section(logs)],
+        title="\n" + title,
+    )  # fmt: skip
     notes = [f"* {lv.name}: {lv.constrained}" for lv in fit.levels if lv.constrained]
     notes += [f"warning: {w}" for w in fit.warnings if not w.startswith("level ")]
     parts = [t, u]
