@@ -448,6 +448,20 @@ def _overall(ordered: list[LogFit], opt: FitOptions) -> Residuals:
     return Residuals.of(rel[np.concatenate([np.array(lf.sizes) >= opt.check_bytes for lf in ordered])])
 
 
+def median_error_failures(fit: NetworkFit, limit: float) -> list[str]:
+    """'file: 12.3%' for every log (and 'overall') whose median |rel. error| over messages
+    >= the check size exceeds ``limit`` (``oracle fit network --max-median-error``)."""
+    bad = [
+        f"{lf.file}: {100 * lf.large.median:.1f}%"
+        for lf in fit.logs
+        if lf.large.median is not None and not lf.large.median <= limit  # NaN fails
+    ]
+    overall = fit.overall_large.median
+    if overall is not None and not overall <= limit:
+        bad.append(f"overall: {100 * overall:.1f}%")
+    return bad
+
+
 def _timing(logs, opt: FitOptions) -> str:
     if {log.tool for log in logs} == {"osu"}:
         return "average latency"
@@ -462,6 +476,7 @@ __all__ = [
     "Residuals",
     "coefficients",
     "fit_network",
+    "median_error_failures",
     "predict_time",
     "span_of",
 ]

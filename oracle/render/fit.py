@@ -125,6 +125,94 @@ def tables(fit: NetworkFit):
     return Group(*parts)
 
 
+def logs_provenance(parsed) -> list[str]:
+    """One line per log for a written file's header: what it measured and its sha256."""
+    import hashlib
+
+    from oracle.load.source import read_bytes
+
+    info = []
+    for log in parsed:
+        digest = hashlib.sha256(read_bytes(log.file, "benchmark log")).hexdigest()[:16]
+        info.append(
+            f"{log.file}: {log.tool} {log.operation}, {log.gpus} GPUs on {log.nodes} node(s)"
+            f" ({log.layout_from}), sha256 {digest}…"
+        )
+    return info
+
+
+def tables_yaml(parsed, in_place: bool) -> str:
+    """The ``collectives: table`` section: every all-reduce/all-gather log as measured."""
+    import yaml
+
+    tables = []
+    for log in parsed:
+        if log.operation not in ("allreduce", "allgather"):
+            continue
+        rows = log.times(in_place)
+        tables.append({
+            "operation": log.operation,
+            "gpus": log.gpus,
+            "nodes": log.nodes,
+            "source": f"{log.file} ({log.tool}, {'in-place' if in_place else 'out-of-place'} times)",
+            "bytes": [int(b) for b, _ in rows],
+            "seconds": [float(f"{t:.6g}") for _, t in rows],
+        })  # fmt: skip
+    doc = {"collectives": {"mode": "table", "tables": tables}}
+    head = (
+        "# Measured collective times, used instead of α-β for a collective on exactly a\n"
+        "# benchmarked GPU count and span (interpolated log-log in message size).\n"
+    )
+    return head + yaml.safe_dump(doc, sort_keys=False, width=100, default_flow_style=None)
+
+
+# -- oracle fit runs --------------------------------------------------------------------
+
+
+def fmt_param(parameter: str, value: float) -> str:
+    if parameter.startswith("beta"):
+        return f"{value:.4g} s/B ({1 / value / 1e9:.3g} GB/s)"
+    return f"{value:.4g} samples/s"
+
+
+def calibration(cal, runs: str) -> list:
+    """The evidence per run and the calibrated values (rich renderables)."""
+    from rich.text import Text
+
+    from oracle.render.columns import Column, FitTable, Section
+
+    rows = [
+        {"line": str(e.line), "run": e.run, "measured": f"{e.measured_iteration_s:.4g} s",
+         "compute": f"{e.compute_iteration_s:.4g} s", "parameter": e.parameter,
+         "value": fmt_param(e.parameter, e.value), "how": e.note}
+        for e in cal.evidence
+    ]  # fmt: skip
+    unused = [{"line": str(line), "parameter": "unused", "how": why} for line, why in cal.unused]
+    t = FitTable(
+        (Column("line", "line", "right"), Column("run", "run"), Column("measured", "measured/it", "right", 8),
+         Column("compute", "compute/it", "right", 5), Column("parameter", "parameter", priority=7),
+         Column("value", "value", "right")),
+        [Section(rows + unused)],
+        notes=Column("how", "how"),
+        title=f"calibration ({cal.kind}) from {runs}",
+        styles={id(r): "dim" for r in unused},
+    )  # fmt: skip
+    lines = []
+    if cal.kind == "all":
+        from oracle.compute.calibrate_all import PARAMETERS
+
+        missing = [p for p in PARAMETERS if getattr(cal, p) is None]
+        if missing:
+            lines.append(f"not identified by these runs (the base system's values stay): {', '.join(missing)}")
+    for label, value in (("β inside a node", cal.beta_intra), ("β across nodes", cal.beta_inter),
+                         ("loader rate", cal.loader_rate), ("node rate", cal.node_rate),
+                         ("leader rate", cal.leader_rate)):  # fmt: skip
+        if value is not None:
+            key = "beta" if label.startswith("β") else "rate"
+            lines.append(f"{label}: {fmt_param(key, value)}")
+    return [t, *(Text(line) for line in lines)]
+
+
 def _lines(lv: LevelFit) -> str:
     from oracle.compute.protocols import PROTOCOL_NAMES
 
