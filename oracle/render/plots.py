@@ -23,7 +23,7 @@ from collections.abc import Sequence
 
 from oracle.compute.cost import Point
 from oracle.errors import OracleError
-from oracle.units import fmt_bytes, fmt_seconds
+from oracle.units import fmt_bytes
 
 INSTALL_HINT = "pip install 'oracle[plot]'"
 
