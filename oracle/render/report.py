@@ -227,11 +227,19 @@ def limits(points: Sequence[Point]) -> list[dict]:
 
 
 def _path(file: object) -> str:
-    """A file name relative to the current folder when it is inside it."""
+    """How a report names an input file: a shipped file as 'oracle:systems/abci.yaml'
+    (issue 17: not '.venv/lib/python3.11/site-packages/...'), another file relative to the
+    current folder when it is inside it, else as given."""
+    from oracle.resources import shipped_dir
+
     if not file:
         return "–"
     try:
-        return str(Path(str(file)).resolve().relative_to(Path.cwd().resolve()))
+        resolved = Path(str(file)).resolve()
+        for kind in ("models", "systems", "profiles"):
+            if resolved.parent == shipped_dir(kind).resolve():
+                return f"oracle:{kind}/{resolved.name}"
+        return str(resolved.relative_to(Path.cwd().resolve()))
     except (ValueError, OSError):
         return str(file)
 
