@@ -220,47 +220,38 @@ def table(rows: Sequence[CompareRow], summary: Summary, title: str = ""):
 
 
 def summary_table(summary: Summary):
-    from rich import box
-    from rich.table import Table
+    """Accuracy of all runs, per strategy and (several models) per model; the columns fit
+    the width they are rendered at."""
     from rich.text import Text
 
-    t = Table(box=box.SIMPLE_HEAD, pad_edge=False, title="summary", title_justify="left")
-    t.add_column("")
-    t.add_column("runs", justify="right")
-    t.add_column("mean accuracy", justify="right")
-    t.add_column("min accuracy", justify="right")
-    t.add_column("MAPE", justify="right")
-    t.add_column("bias", justify="right")
+    from oracle.render.columns import Column, FitTable, Section
 
-    def add(label: str, s: Stats, style: str | None = None) -> None:
-        t.add_row(
-            Text(label, style=style),
-            str(s.n),
-            Text(_pct(s.mean_accuracy), style=_acc_style(s.mean_accuracy)),
-            _pct(s.min_accuracy),
-            _pct(s.mape),
-            _signed_pct(s.bias),
-        )
+    def row(label: str, s: Stats, style: str | None = None) -> dict:
+        return {"label": Text(label, style=style), "runs": str(s.n),
+                "mean": Text(_pct(s.mean_accuracy), style=_acc_style(s.mean_accuracy)),
+                "min": _pct(s.min_accuracy), "mape": _pct(s.mape), "bias": _signed_pct(s.bias)}  # fmt: skip
 
-    add("all runs", summary.overall, "bold")
-    for name, s in summary.by_strategy.items():
-        add(f"strategy {name}", s)
+    rows = [row("all runs", summary.overall, "bold")]
+    rows += [row(f"strategy {name}", s) for name, s in summary.by_strategy.items()]
     if len(summary.by_model) > 1:
-        for name, s in summary.by_model.items():
-            add(f"model {name}", s)
+        rows += [row(f"model {name}", s) for name, s in summary.by_model.items()]
     agree = (
         f"ranking agreement {_pct(summary.ranking_agreement)} of {summary.ranking_pairs} strategy pairs"
         if summary.ranking_agreement is not None
         else "ranking agreement: no group has runs of two strategies at the same GPU count"
     )
-    t.caption = (
+    caption = (
         f"{agree} · {summary.anomalies} anomal{'y' if summary.anomalies == 1 else 'ies'} flagged"
         " · bias < 0: runs slower than projected"
     )
     if summary.calibration:
-        t.caption += "\n" + "\n".join(held_out_lines(summary))
-    t.caption_justify = "left"
-    return t
+        caption += "\n" + "\n".join(held_out_lines(summary))
+    return FitTable(
+        (Column("label", ""), Column("runs", "runs", "right"), Column("mean", "mean accuracy", "right"),
+         Column("min", "min accuracy", "right", 6), Column("mape", "MAPE", "right", 7),
+         Column("bias", "bias", "right", 5)),
+        [Section(rows)], title="\nsummary", caption=caption, hint="--width or --format json shows them",
+    )  # fmt: skip
 
 
 def markdown(rows: Sequence[CompareRow], summary: Summary) -> str:
