@@ -404,10 +404,14 @@ def test_fewer_gpus_per_node_than_the_base_system_is_said(run):
     fit = fit_network([log], gpus_per_node=8)
     assert [lv.name for lv in fit.levels] == ["n16"]
     assert fit.warnings == (
-        "two-nodes.txt: 8 GPUs on 2 nodes (4 per node), but the base system has 8 per node: fitted as level n16"
-        " (the 16 GPUs of 2 of its nodes), not n8; a base system with 4 GPUs per node keeps n8",
+        "two-nodes.txt: 8 GPUs on 2 nodes (4 per node) are fitted as level n16, the span of 2 whole nodes of the"
+        " base system (8 GPUs each), not n8; a base system with 4 GPUs per node keeps n8",
     )
     assert fit_network([log], gpus_per_node=4).warnings == ()
     r = run("fit", "network", "--system", "dgx-a100-40gb", NCCL / "inter_vnode_2nodes.txt", "-f", "json")
     assert r.code == 0, r.err
     assert "fitted as level n16" in r.err and "not n8" in r.err
+    # a partly filled node (3 GPUs on 2 nodes of 4) is said the same way, without the advice
+    osu = load_benchlog(OSU / "inter_vnode_2nodes.txt", gpus=3, gpus_per_node=4)
+    (warning,) = fit_network([osu], gpus_per_node=4).warnings
+    assert warning.endswith("are fitted as level n8, the span of 2 whole nodes of the base system (4 GPUs each), not n3")

@@ -342,6 +342,12 @@ def render_points(points, meta, fmt, top, chart, width, output) -> None:
     print_renderable(*parts, width=w)
 
 
+def warn(text: str) -> None:
+    """A problem that does not stop the command: one 'oracle: warning: ...' line on
+    standard error (docs/errors-and-robustness.md)."""
+    click.echo(f"oracle: warning: {text}", err=True)
+
+
 def print_renderable(*renderables, width: int | None = None) -> None:
     """Rich output to standard output: styled on a terminal; piped, plain text at the
     console's width without trailing spaces (issue 17)."""

@@ -333,11 +333,12 @@ def _prepare(log: BenchLog, opt: FitOptions, gpus_per_node: int | None, warnings
         )
     rows = np.array(log.times(opt.in_place), dtype=float)
     span = span_of(log, gpus_per_node)
-    if span != log.gpus:  # issue 17: fewer GPUs per node than the base system
+    if span != log.gpus:  # issue 17: the log's nodes hold more GPUs on the base system
+        keep = log.gpus_per_node * log.nodes == log.gpus and log.gpus_per_node != gpus_per_node
         warnings.append(
-            f"{log.file}: {log.gpus} GPUs on {log.nodes} nodes ({log.gpus_per_node} per node), but the base"
-            f" system has {gpus_per_node} per node: fitted as level n{span} (the {span} GPUs of {log.nodes}"
-            f" of its nodes), not n{log.gpus}; a base system with {log.gpus_per_node} GPUs per node keeps n{log.gpus}"
+            f"{log.file}: {log.gpus} GPUs on {log.nodes} nodes ({log.gpus_per_node} per node) are fitted as level"
+            f" n{span}, the span of {log.nodes} whole nodes of the base system ({gpus_per_node} GPUs each),"
+            f" not n{log.gpus}" + (f"; a base system with {log.gpus_per_node} GPUs per node keeps n{log.gpus}" if keep else "")
         )
     mask, peak = _fit_range(log, rows, opt)
     if opt.protocols > 1:  # every size is fitted (and reported as "in range")

@@ -99,7 +99,7 @@ def fit_network_cmd(
     Example:
       oracle fit network --system abci-nominal --name ABCI -o systems/abci.yaml data/nccl-tests/abci-v100/*.txt
     """
-    from oracle.cli.common import print_renderable
+    from oracle.cli.common import print_renderable, warn
     from oracle.errors import CheckFailed
     from oracle.render import fit as rf
     from oracle.render.output import emit
@@ -118,7 +118,7 @@ def fit_network_cmd(
         else:
             print_renderable(rf.tables(job.result), width=width)
     for w in job.result.warnings:
-        click.echo(f"oracle: warning: {w}", err=True)
+        warn(w)
     if job.failure:
         raise CheckFailed(job.failure)
     if job.text is None:

@@ -41,7 +41,7 @@ def fit_runs_cmd(runs, system, kind, where, overlay, name, output, width) -> Non
     import sys
 
     from oracle.cli.compare import _where
-    from oracle.cli.common import print_renderable
+    from oracle.cli.common import print_renderable, warn
     from oracle.errors import OracleError
     from oracle.render.fit import calibration
     from oracle.render.output import emit
@@ -51,7 +51,7 @@ def fit_runs_cmd(runs, system, kind, where, overlay, name, output, width) -> Non
     req = RunsRequest(runs, system, kind, _where(where), overlay, name, output, command)
     sel = select_runs(req)
     for w in sel.warnings:
-        click.echo(f"oracle: warning: {w}", err=True)
+        warn(w)
     if kind == "compute":  # issue 13: writes a profile, not a system (oracle/cli/fit_compute.py)
         from oracle.cli.fit_compute import write_profile
 
