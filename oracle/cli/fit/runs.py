@@ -1,6 +1,6 @@
 """``oracle fit runs RUNS.csv``: a system calibrated from measured training runs
 (:mod:`oracle.services.fit_runs`; ``--calibrate compute`` writes a profile instead,
-:mod:`oracle.cli.fit_compute`)."""
+:mod:`oracle.services.fit_compute`)."""
 
 from __future__ import annotations
 
@@ -52,10 +52,8 @@ def fit_runs_cmd(runs, system, kind, where, overlay, name, output, width) -> Non
     sel = select_runs(req)
     for w in sel.warnings:
         warn(w)
-    if kind == "compute":  # issue 13: writes a profile, not a system (oracle/cli/fit_compute.py)
-        from oracle.cli.fit_compute import write_profile
-
-        return write_profile(runs, sel.chosen, str(sel.base_path), output)
+    if kind == "compute":  # issue 13: writes a profile, not a system
+        return _write_profile(runs, sel.chosen, str(sel.base_path), output)
     cal = calibrate_runs(req, sel)
     print_renderable(*calibration(cal, runs), width=width)
     if not cal.evidence:
@@ -63,3 +61,17 @@ def fit_runs_cmd(runs, system, kind, where, overlay, name, output, width) -> Non
     if output:
         emit(calibrated_system(req, sel, cal), output)
         click.echo(f"wrote {output}", err=True)
+
+
+def _write_profile(runs_file: str, chosen, base_system: str, output: str | None) -> None:
+    from oracle.render.output import emit
+    from oracle.services.fit_compute import calibrate_compute, profile_text
+
+    profile, factor, evidence = calibrate_compute(runs_file, chosen, base_system)
+    for line, label, f in evidence:
+        click.echo(f"{runs_file}:{line} {label}: compute x {f:.4g}", err=True)
+    click.echo(f"compute factor (median of {len(evidence)}): {factor:.4g}", err=True)
+    if not output:
+        return
+    emit(profile_text(runs_file, profile, factor, evidence), output)
+    click.echo(f"wrote {output}", err=True)
