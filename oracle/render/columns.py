@@ -117,10 +117,9 @@ class FitTable:
 
     def __rich_console__(self, console, options):
         from rich import box
+        from rich.padding import Padding
         from rich.table import Table
         from rich.text import Text
-
-        from rich.padding import Padding
 
         width = options.max_width - INDENT
         keep, notes_w, stacked = self.layout(width)
