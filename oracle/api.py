@@ -12,6 +12,7 @@ Models, systems and profiles are shipped names, paths, or already loaded objects
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -53,18 +54,8 @@ def predict(
     (at most 1024).
     """
     from oracle.compute.context import Options
-    from oracle.compute.conversion import prepare
-    from oracle.compute.sweep import sweep
     from oracle.errors import OracleError
-    from oracle.load import load_model, load_profile, load_system
-    from oracle.load.values import default_gpus, parse_gpus
 
-    m = load_model(model)
-    s = load_system(system)
-    pr = load_profile(profile)
-    counts = default_gpus(s.total_gpus) if gpus is None else parse_gpus(gpus)
-    if batch is None and batch_per_gpu is None:
-        batch_per_gpu = pr.measured_samples_per_gpu or 32
     if memory_reuse != 1.0 and memory_model != "paradl":
         raise OracleError("memory_reuse (γ) scales ParaDL's bound", path="memory_reuse", hint="memory_model='paradl'")
     options = Options(
@@ -83,16 +74,63 @@ def predict(
         bucket_bytes=bucket_mb * 2**20,
         compute_scaling=compute_scaling,
     )
-    times, conversion = prepare(m, s, pr, options)
-    points = sweep(
-        m, s, times, counts, strategies, batch=batch, batch_per_gpu=batch_per_gpu, p2=p2, options=options,
-        profile_kind=pr.kind, conversion=conversion,
-    )
+    points = run_sweep(SweepRequest(model, system, profile, options, gpus, strategies, batch, batch_per_gpu, p2)).points
     if as_frame:
         from oracle.render.records import to_frame
 
         return to_frame(points)
     return points
+
+
+@dataclass(frozen=True)
+class SweepRequest:
+    """What to project: inputs (names, paths or loaded objects), options, GPU counts
+    (None: the powers of two up to the system, at most 1024), strategies and batch
+    (neither batch nor batch_per_gpu: the profile's measured samples per GPU, else 32)."""
+
+    model: Any
+    system: Any
+    profile: Any
+    options: Any  # compute.context.Options
+    gpus: Any = None
+    strategies: Any = "all"
+    batch: float | None = None
+    batch_per_gpu: float | None = None
+    p2: int | None = None
+
+
+@dataclass(frozen=True)
+class Sweep:
+    """A projection and what it was made from (batch_per_gpu with its default filled in)."""
+
+    model: Any
+    system: Any
+    profile: Any
+    options: Any
+    counts: list
+    batch: float | None
+    batch_per_gpu: float | None
+    conversion: Any
+    points: list
+
+
+def run_sweep(req: SweepRequest) -> Sweep:
+    """The one pipeline of ``api.predict`` and the CLI (``oracle predict``, ``plot``,
+    ``report``): load, GPU counts, default batch, compute model, sweep."""
+    from oracle.compute.conversion import prepare
+    from oracle.compute.sweep import sweep
+    from oracle.load import load_model, load_profile, load_system
+    from oracle.load.values import default_gpus, parse_gpus
+
+    m, s, pr = load_model(req.model), load_system(req.system), load_profile(req.profile)
+    counts = default_gpus(s.total_gpus) if req.gpus is None else parse_gpus(req.gpus)  # '' is an error
+    batch_per_gpu = req.batch_per_gpu
+    if req.batch is None and batch_per_gpu is None:
+        batch_per_gpu = float(pr.measured_samples_per_gpu or 32)
+    times, conversion = prepare(m, s, pr, req.options)  # issue 13: the compute model
+    points = sweep(m, s, times, counts, req.strategies, batch=req.batch, batch_per_gpu=batch_per_gpu, p2=req.p2,
+                   options=req.options, profile_kind=pr.kind, conversion=conversion)  # fmt: skip
+    return Sweep(m, s, pr, req.options, counts, req.batch, batch_per_gpu, conversion, points)
 
 
 class Inputs:

@@ -394,3 +394,24 @@ def test_fit_residuals_on_the_copies_are_reported():
     # bandwidth degrades with scale: the 128-GPU level is the slowest inter-node one
     assert fit.levels[-1].bandwidth_Bps < min(lv.bandwidth_Bps for lv in fit.levels[1:-1])
     assert np.isfinite([lv.alpha_s for lv in fit.levels]).all()
+
+
+def test_fewer_gpus_per_node_than_the_base_system_is_said(run):
+    """Issue 17: 4-GPU-per-node logs fitted onto an 8-GPU-per-node base land on the level of
+    their nodes' span (an 8-GPU log on n16); the fit says so instead of relabelling silently."""
+    log = parse_benchlog((NCCL / "inter_vnode_2nodes.txt").read_text(), "two-nodes.txt")
+    assert (log.gpus, log.nodes, log.gpus_per_node) == (8, 2, 4)
+    fit = fit_network([log], gpus_per_node=8)
+    assert [lv.name for lv in fit.levels] == ["n16"]
+    assert fit.warnings == (
+        "two-nodes.txt: 8 GPUs on 2 nodes (4 per node) are fitted as level n16, the span of 2 whole nodes of the"
+        " base system (8 GPUs each), not n8; a base system with 4 GPUs per node keeps n8",
+    )
+    assert fit_network([log], gpus_per_node=4).warnings == ()
+    r = run("fit", "network", "--system", "dgx-a100-40gb", NCCL / "inter_vnode_2nodes.txt", "-f", "json")
+    assert r.code == 0, r.err
+    assert "fitted as level n16" in r.err and "not n8" in r.err
+    # a partly filled node (3 GPUs on 2 nodes of 4) is said the same way, without the advice
+    osu = load_benchlog(OSU / "inter_vnode_2nodes.txt", gpus=3, gpus_per_node=4)
+    (warning,) = fit_network([osu], gpus_per_node=4).warnings
+    assert warning.endswith("are fitted as level n8, the span of 2 whole nodes of the base system (4 GPUs each), not n3")

@@ -1,4 +1,4 @@
-"""Golden files: the rendered output of ``show`` and ``predict`` at a fixed width.
+"""Golden files: the rendered output of ``show``, ``predict``, ``compare`` and ``fit`` at a fixed width.
 
 Each case runs the CLI with ``--width`` and ``-o FILE`` (the file path renders with a
 fixed-width, colourless console) and compares the file with ``tests/golden/NAME``.
@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 GOLDEN = Path(__file__).resolve().parent / "golden"
+REPO = GOLDEN.parent.parent
 UPDATE = os.environ.get("ORACLE_UPDATE_GOLDEN", "") not in ("", "0")
 
 PREDICT_ALEXNET = (
@@ -34,7 +35,26 @@ CASES = {
     # an 80-column terminal: columns dropped by priority, numbers never cut (issue 17)
     "predict_alexnet_abci_w80.txt": (*PREDICT_ALEXNET, "--width", "80"),
     "predict_alexnet_abci_markdown.txt": (*PREDICT_ALEXNET, "--format", "markdown"),
+    # issue 17: every table at 80 and 140 columns
+    **{f"show_model_alexnet_w{w}.txt": ("show", "model", "alexnet", "--width", w) for w in ("80", "140")},
+    **{f"show_system_abci_w{w}.txt": ("show", "system", "abci", "--width", w) for w in ("80", "140")},
+    **{
+        f"show_profile_resnet50_v100_w{w}.txt": ("show", "profile", "resnet50_v100", "--model", "resnet50", "--width", w)
+        for w in ("80", "140")
+    },
+    **{f"compare_abci_paradl_w{w}.txt": ("compare", "validation/abci-paradl.csv", "--width", w)
+       for w in ("80", "100", "140")},
 }
+
+# commands whose -o writes a file of their own (a system): the report on stdout is compared,
+# run from the repository so that paths print as they are given
+FIT_NETWORK = ("fit", "network", "--system", "abci-nominal", "--protocols", "3",
+               *sorted(f"data/nccl-tests/abci-v100/{p.name}" for p in (REPO / "data/nccl-tests/abci-v100").iterdir()))
+STDOUT_CASES = {
+    **{f"fit_network_abci_w{w}.txt": (*FIT_NETWORK, "--width", w) for w in ("80", "140")},
+    **{f"fit_runs_abci_all_w{w}.txt": ("fit", "runs", "validation/abci-paradl.csv", "-s", "abci", "--calibrate", "all",
+                                       "--width", w) for w in ("80", "140")},
+}  # fmt: skip
 
 
 def compare(name: str, actual: str) -> None:
@@ -65,7 +85,7 @@ def compare(name: str, actual: str) -> None:
 @pytest.mark.parametrize("name", list(CASES))
 def test_golden_file_output(run, tmp_path, name):
     out = tmp_path / "out.txt"
-    r = run(*CASES[name], "-o", out)
+    r = run(*CASES[name], "-o", out, cwd=REPO)  # from the repository: paths print as given
     assert r.code == 0, r.err
     assert r.out == "" and r.err == ""
     text = out.read_text(encoding="utf-8")
@@ -78,7 +98,7 @@ def test_golden_file_output(run, tmp_path, name):
 def test_stdout_matches_golden_whatever_the_terminal(run, name, columns):
     if UPDATE:
         pytest.skip("updating golden files")
-    r = run(*CASES[name], env={"COLUMNS": columns})
+    r = run(*CASES[name], env={"COLUMNS": columns}, cwd=REPO)
     assert r.code == 0, r.err
     assert "\x1b[" not in r.out
     compare(name, r.out)
@@ -105,11 +125,42 @@ def test_renderer_directly_matches_golden():
     compare("predict_alexnet_abci_markdown.txt", rp.markdown(points, meta))
 
 
+@pytest.mark.parametrize("name", list(STDOUT_CASES))
+def test_golden_stdout_report(run, name):
+    r = run(*STDOUT_CASES[name], cwd=REPO)
+    assert r.code == 0, r.err
+    assert "\x1b[" not in r.out
+    compare(name, r.out)
+
+
 def test_golden_files_have_no_unexpected_extras():
     """Every file in tests/golden/ belongs to a case (stale files are removed)."""
     if not GOLDEN.is_dir():
         pytest.skip("no golden folder yet")
-    assert sorted(p.name for p in GOLDEN.iterdir()) == sorted(CASES)
+    assert sorted(p.name for p in GOLDEN.iterdir()) == sorted([*CASES, *STDOUT_CASES])
+
+
+NARROW = [n for n in [*CASES, *STDOUT_CASES] if n.endswith(("_w80.txt", "_w100.txt", "_w140.txt"))]
+
+
+@pytest.mark.parametrize("name", NARROW)
+def test_tables_fit_their_width_with_numbers_whole(name):
+    """Issue 17: no line longer than the width, no cell cut with an ellipsis, no trailing spaces."""
+    width = int(name.rsplit("_w", 1)[1].removesuffix(".txt"))
+    text = (GOLDEN / name).read_text(encoding="utf-8")
+    assert max(len(line) for line in text.splitlines()) <= width
+    assert "…" not in text
+    assert not any(line != line.rstrip() for line in text.splitlines())
+
+
+def test_compare_anomalies_read_whole_at_every_width():
+    """The anomaly text is never squeezed into a narrow column (issue 17: 'mea'/'sur'/'ed'):
+    at every width each anomaly reads as words, in a column of 24+ characters or under the table."""
+    for w in ("80", "100", "140"):
+        text = (GOLDEN / f"compare_abci_paradl_w{w}.txt").read_text(encoding="utf-8")
+        flat = " ".join(text.split())
+        assert flat.count("measured 5.7x the projection: congestion, input loading or an implementation overhead?") == 1
+        assert "GPUs" in text and "accuracy" in text
 
 
 def test_80_columns_keep_numbers_whole_and_fit():

@@ -249,3 +249,25 @@ def test_screenshot_script_usage():
         pytest.skip("no bash")
     proc = subprocess.run(["bash", str(SCRIPT)], capture_output=True, text=True, timeout=30)
     assert proc.returncode == 2 and "Usage:" in proc.stdout
+
+
+def test_shipped_files_are_named_as_shipped_wherever_oracle_is_installed(tmp_path, monkeypatch):
+    """Issue 17: an installed oracle's files live under site-packages; a report names them
+    'oracle:systems/abci.yaml', not '.venv/lib/python3.11/site-packages/...'.  Other files
+    keep their path relative to the current folder."""
+    from oracle import resources
+    from oracle.render.report import _path
+
+    installed = tmp_path / ".venv" / "lib" / "python3.11" / "site-packages" / "oracle" / "_data"
+    for kind in ("models", "systems", "profiles"):
+        (installed / kind).mkdir(parents=True)
+    shipped = installed / "systems" / "abci.yaml"
+    shipped.write_text("name: x\n")
+    own = tmp_path / "my-system.yaml"
+    own.write_text("name: y\n")
+    monkeypatch.setattr(resources, "shipped_dir", lambda kind: installed / kind)
+    monkeypatch.chdir(tmp_path)
+    assert _path(shipped) == "oracle:systems/abci.yaml"
+    assert _path(".venv/lib/python3.11/site-packages/oracle/_data/systems/abci.yaml") == "oracle:systems/abci.yaml"
+    assert _path(own) == "my-system.yaml"
+    assert _path(None) == "–"

@@ -466,7 +466,7 @@ WRITERS = {
                      "data/nccl-tests/abci-v100/inter_vnode_2nodes.txt", "-o", "{out}"], "oracle.render.fit.system_yaml",
                     "sys.yaml"),
     "fit runs": (["fit", "runs", "validation/abci-paradl.csv", "-s", "abci", "--calibrate", "network", "--where",
-                  "model=vgg16", "--where", "gpus=4,8", "-o", "{out}"], "oracle.cli.fit._check_loads", "sys.yaml"),
+                  "model=vgg16", "--where", "gpus=4,8", "-o", "{out}"], "oracle.services.fit_network.check_loads", "sys.yaml"),
     "profile": (["profile", "alexnet", "--estimate", "-s", "abci", "-o", "{out}"],
                 "oracle.render.profile_file.profile_yaml", "prof.yaml"),
     "plot": (["plot", "scaling", "-m", "alexnet", "-s", "abci", "-p", "alexnet_v100", "--gpus", "4,8", "-o", "{out}"],

@@ -154,18 +154,15 @@ def project(model, system, profile, gpus=None, strategies="all", batch_per_gpu=N
 
     Returns (points, meta, inputs): ``meta`` labels tables, plots and the report,
     ``inputs`` is a dict with the loaded model, system, profile and options."""
+    from oracle.api import SweepRequest, run_sweep
     from oracle.compute.context import Options
-    from oracle.compute.conversion import prepare
-    from oracle.compute.sweep import sweep
     from oracle.errors import OracleError
     from oracle.load.values import default_gpus, parse_gpus
 
     if batch is not None and batch_per_gpu is not None:
         raise OracleError("give either --batch (strong scaling) or --batch-per-gpu (weak scaling), not both")
-    m, s, pr, times = load_inputs(model, system, profile)
+    m, s, pr, _ = load_inputs(model, system, profile)  # a mismatched profile is the first error
     counts = parse_gpus(gpus) if gpus is not None else default_gpus(s.total_gpus)  # '' is an error
-    if batch is None and batch_per_gpu is None:
-        batch_per_gpu = float(pr.measured_samples_per_gpu or 32)
     gamma = memory_reuse(gamma, memory_model)
     options = Options(precision=precision, memory_reuse=gamma, contention=phi, segments=segments, samples=samples,
                       collective=collective, optimizer=optimizer, mixed_precision=mixed_precision, zero=zero,
@@ -173,9 +170,8 @@ def project(model, system, profile, gpus=None, strategies="all", batch_per_gpu=N
                       memory_model=memory_model, spatial_split_after=spatial_split_after,
                       compute_scaling=compute_scaling, bucket_layers=bucket_layers,
                       delayed_update=tuple(x.strip() for x in (delayed_update or "").split(",") if x.strip()))
-    times, conversion = prepare(m, s, pr, options)  # issue 13: the compute model
-    points = sweep(m, s, times, counts, strategies, batch=batch, batch_per_gpu=batch_per_gpu, p2=p2, options=options,
-                   profile_kind=pr.kind, conversion=conversion)
+    run = run_sweep(SweepRequest(m, s, pr, options, counts, strategies, batch, batch_per_gpu, p2))
+    points, batch_per_gpu, conversion = run.points, run.batch_per_gpu, run.conversion
     if layers:
         points = _with_layerwise(points, layers, m, s, pr, options, batch, batch_per_gpu)
     scaling = f"strong scaling, B = {batch:g}" if batch is not None else f"weak scaling, {batch_per_gpu:g} samples/GPU"
@@ -344,6 +340,12 @@ def render_points(points, meta, fmt, top, chart, width, output) -> None:
     w = make_console(width).width
     parts = [rp.table(points, meta, top, w)] + ([rp.bar_chart(shown, meta, w)] if chart else [])
     print_renderable(*parts, width=w)
+
+
+def warn(text: str) -> None:
+    """A problem that does not stop the command: one 'oracle: warning: ...' line on
+    standard error (docs/errors-and-robustness.md)."""
+    click.echo(f"oracle: warning: {text}", err=True)
 
 
 def print_renderable(*renderables, width: int | None = None) -> None:

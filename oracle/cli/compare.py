@@ -134,9 +134,9 @@ def _render(rows, summary, fmt, width, output, title) -> None:
 
         emit(render_text(rc.table(rows, summary, title), width=width or 160), output)
     else:
-        from oracle.cli.common import make_console
+        from oracle.cli.common import print_renderable
 
-        make_console(width).print(rc.table(rows, summary, title))
+        print_renderable(rc.table(rows, summary, title), width=width)
 
 
 def _run_from_log(log, model, system, profile, strategy, gpus, batch, batch_per_gpu, p1, p2, segments):

@@ -18,8 +18,10 @@ from functools import cached_property
 
 import numpy as np
 
+from oracle.compute.geometry import balanced_grid, halo_half_widths  # noqa: F401  (re-exported)
 from oracle.compute.memory import SavedActivations, saved_activations, transient_elements
-from oracle.model import MODEL_INPUT, SPATIAL_TYPES, WEIGHT_TYPES, Layer, LayerTimes, Model, System
+from oracle.compute.partition import _partition_cached
+from oracle.model import MODEL_INPUT, SPATIAL_TYPES, WEIGHT_TYPES, LayerTimes, Model, System
 
 PRECISION_BYTES = {"fp32": 4, "tf32": 4, "fp16": 2, "bf16": 2}
 MEMORY_MODELS = ("framework", "paradl")  # docs/memory.md and docs/cost-model.md
@@ -495,99 +497,3 @@ def _saved_activations(model: Model, times: tuple[LayerTimes, ...]) -> SavedActi
         measured = np.array([t.saved_bytes for t in times], dtype=float)
         return SavedActivations(measured / 4.0, np.zeros(len(times)), "profile")
     return saved_activations(model)
-
-
-def _greedy(pre: np.ndarray, limit: float, G: int) -> list[int] | None:
-    """Cut points of the fewest groups with sums <= limit (None if a layer exceeds it)."""
-    cuts = [0]
-    pos = 0
-    tol = limit * 1e-12 + 1e-300
-    while pos < G:
-        nxt = int(np.searchsorted(pre, pre[pos] + limit + tol, side="right")) - 1
-        if nxt <= pos:
-            return None
-        pos = min(nxt, G)
-        cuts.append(pos)
-    return cuts
-
-
-def _partition_cached(ctx: Context, p: int) -> list[tuple[int, int]]:
-    cache = ctx.__dict__.setdefault("_partitions", {})
-    if p in cache:
-        return cache[p]
-    G = ctx.G
-    pre = ctx._prefix_fb
-    # Bisection on the bottleneck: the fewest groups whose sums stay under a limit is
-    # found greedily, and it is monotone in the limit.  lo is infeasible-or-optimal,
-    # hi always feasible; stop at a relative gap of 1e-12 (exact for all purposes).
-    lo = float(ctx.fb.max()) if G else 0.0
-    hi = float(pre[-1])
-    best = _greedy(pre, hi, G)
-    cuts = _greedy(pre, lo, G)
-    if cuts is not None and len(cuts) - 1 <= p:
-        best, hi = cuts, lo
-    while hi - lo > 1e-12 * hi:
-        mid = 0.5 * (lo + hi)
-        cuts = _greedy(pre, mid, G)
-        if cuts is not None and len(cuts) - 1 <= p:
-            best, hi = cuts, mid
-        else:
-            lo = mid
-    assert best is not None
-    groups = [(best[k], best[k + 1]) for k in range(len(best) - 1)]
-    cache[p] = _split_to(groups, p)
-    return cache[p]
-
-
-def _split_to(groups: list[tuple[int, int]], p: int) -> list[tuple[int, int]]:
-    """Split multi-layer groups until there are p (never raises the maximum): always the
-    group with the most layers (the first of equals) gives up its last layer.  A heap
-    keyed on (-layers, start) makes the choices of a linear scan in O(p log p)."""
-    import heapq
-
-    heap = [(a - b, a, b) for a, b in groups]
-    heapq.heapify(heap)
-    done: list[tuple[int, int]] = []
-    count = len(groups)
-    while count < p:
-        _, a, b = heapq.heappop(heap)
-        heapq.heappush(heap, (a - (b - 1), a, b - 1))
-        done.append((b - 1, b))
-        count += 1
-    return sorted(done + [(a, b) for _, a, b in heap])
-
-
-def halo_half_widths(layer: Layer, dims: int) -> list[int]:
-    """Elements a tile needs from each neighbour per dimension: floor(K/2) for a
-    convolution or pooling window (docs/cost-model.md).  A transposed convolution scatters each
-    input over K outputs spaced by the stride S, so an output tile reads
-    ceil((K - S) / (2S)) extra inputs per side (0 when K <= S, as U-Net's 2x2/2); a
-    linear upsample one (nearest: none)."""
-    if layer.type == "upsample":  # linear interpolation reads one neighbour per side
-        return [0 if layer.mode == "nearest" else 1] * dims
-    kernel = layer.kernel * dims if len(layer.kernel) == 1 else layer.kernel
-    if layer.type != "convtranspose":
-        return [k // 2 for k in kernel]
-    stride = layer.stride * dims if len(layer.stride) == 1 else layer.stride
-    return [max(0, -(-(k - s) // (2 * s))) for k, s in zip(kernel, stride)]
-
-
-def balanced_grid(p: int, dims: int) -> tuple[int, ...]:
-    """Factor p into ``dims`` factors, as even as possible, non-increasing."""
-    best: tuple[int, ...] | None = None
-
-    def rec(rest: int, k: int, cap: int, acc: tuple[int, ...]) -> None:
-        nonlocal best
-        if k == 1:
-            if rest <= cap:
-                cand = acc + (rest,)
-                if best is None or (max(cand), -min(cand)) < (max(best), -min(best)):
-                    best = cand
-            return
-        for f in range(min(cap, rest), 0, -1):
-            if rest % f == 0:
-                rec(rest // f, k - 1, f, acc + (f,))
-
-    rec(p, dims, p, ())
-    assert best is not None
-    return best

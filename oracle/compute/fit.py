@@ -259,168 +259,214 @@ def fit_network(
     (the base system's) widens the outermost level to the whole system.
     """
     opt = options or FitOptions()
+    _check_inputs(logs, opt)
+    warnings: list[str] = []
+    prepared = [_prepare(log, opt, gpus_per_node, warnings) for log in logs]
+    by_span = _by_span(prepared, total_gpus)
+    tools = {item.log.tool for item in prepared}
+    if len(tools) > 1:
+        warnings.append(
+            "levels come from different tools (" + ", ".join(sorted(tools)) + "); their α, β are not comparable"
+        )
+    spans = sorted(by_span)
+    levels: list[LevelFit] = []
+    log_fits: dict[str, LogFit] = {}
+    for i, span in enumerate(spans):
+        outermost = i == len(spans) - 1
+        level, fits = _fit_level(span, by_span[span], opt, total_gpus if outermost else None)
+        if level.constrained:
+            warnings.append(f"level {level.name}: {level.constrained}")
+        levels.append(level)
+        log_fits.update((lf.file, lf) for lf in fits)
+    ordered = sorted((log_fits[log.file] for log in logs), key=lambda lf: lf.span)
+    return NetworkFit(
+        levels=tuple(levels),
+        logs=tuple(ordered),
+        overall_large=_overall(ordered, opt),
+        options=opt,
+        timing=_timing(logs, opt),
+        warnings=tuple(warnings),
+    )
+
+
+@dataclass(frozen=True)
+class _Prepared:
+    """One log ready to fit: its span, its (bytes, seconds) rows, the rows in the fit
+    range and its peak bus bandwidth."""
+
+    log: BenchLog
+    span: int
+    rows: np.ndarray
+    mask: np.ndarray
+    peak: float
+
+
+def _check_inputs(logs, opt: FitOptions) -> None:
     if not logs:
         raise OracleError("no benchmark logs given")
     if opt.min_bytes is not None and opt.max_bytes is not None and opt.min_bytes > opt.max_bytes:
         raise OracleError(f"--min-bytes {opt.min_bytes} is larger than --max-bytes {opt.max_bytes}")
     if not 0 < opt.bw_fraction <= 1:
         raise OracleError(f"bandwidth fraction {opt.bw_fraction:g} must be in (0, 1]")
-    warnings: list[str] = []
     names = [log.file for log in logs]
     for f in names:
         if names.count(f) > 1:
             raise OracleError("given twice; give each log once", file=f)
 
-    prepared = []  # (log, span, rows, mask, peak)
-    for log in logs:
-        if log.gpus < 2:
-            raise OracleError(
-                "the log measured a collective on 1 GPU, which costs nothing in the model;"
-                " it says nothing about the network",
-                file=log.file,
-            )
-        if gpus_per_node is not None and log.gpus_per_node > gpus_per_node and log.nodes > 1:
-            raise OracleError(
-                f"the log has {log.gpus_per_node} GPUs per node; the system has {gpus_per_node}",
-                file=log.file,
-            )
-        if gpus_per_node is not None and log.nodes == 1 and log.gpus > gpus_per_node:
-            raise OracleError(
-                f"the log has {log.gpus} GPUs on one node; the system has {gpus_per_node} per node",
-                file=log.file,
-            )
-        rows = np.array(log.times(opt.in_place), dtype=float)
-        span = span_of(log, gpus_per_node)
-        mask, peak = _fit_range(log, rows, opt)
-        if opt.protocols > 1:  # every size is fitted (and reported as "in range")
-            mask = np.ones(len(rows), dtype=bool)
-        prepared.append((log, span, rows, mask, peak))
 
-    by_span: dict[int, list] = {}
-    for item in prepared:
-        by_span.setdefault(item[1], []).append(item)
-    spans = sorted(by_span)
-    if total_gpus is not None and spans[-1] > total_gpus:
-        big = by_span[spans[-1]][0][0]
+def _prepare(log: BenchLog, opt: FitOptions, gpus_per_node: int | None, warnings: list[str]) -> _Prepared:
+    if log.gpus < 2:
         raise OracleError(
-            f"the log spans {spans[-1]} GPUs; the base system has only {total_gpus}", file=big.file
+            "the log measured a collective on 1 GPU, which costs nothing in the model;"
+            " it says nothing about the network",
+            file=log.file,
         )
-    tools = {log.tool for log, *_ in prepared}
-    if len(tools) > 1:
+    if gpus_per_node is not None and log.gpus_per_node > gpus_per_node and log.nodes > 1:
+        raise OracleError(
+            f"the log has {log.gpus_per_node} GPUs per node; the system has {gpus_per_node}",
+            file=log.file,
+        )
+    if gpus_per_node is not None and log.nodes == 1 and log.gpus > gpus_per_node:
+        raise OracleError(
+            f"the log has {log.gpus} GPUs on one node; the system has {gpus_per_node} per node",
+            file=log.file,
+        )
+    rows = np.array(log.times(opt.in_place), dtype=float)
+    span = span_of(log, gpus_per_node)
+    if span != log.gpus:  # issue 17: the log's nodes hold more GPUs on the base system
+        keep = log.gpus_per_node * log.nodes == log.gpus and log.gpus_per_node != gpus_per_node
         warnings.append(
-            "levels come from different tools (" + ", ".join(sorted(tools)) + "); their α, β are not comparable"
+            f"{log.file}: {log.gpus} GPUs on {log.nodes} nodes ({log.gpus_per_node} per node) are fitted as level"
+            f" n{span}, the span of {log.nodes} whole nodes of the base system ({gpus_per_node} GPUs each),"
+            f" not n{log.gpus}" + (f"; a base system with {log.gpus_per_node} GPUs per node keeps n{log.gpus}" if keep else "")
         )
+    mask, peak = _fit_range(log, rows, opt)
+    if opt.protocols > 1:  # every size is fitted (and reported as "in range")
+        mask = np.ones(len(rows), dtype=bool)
+    return _Prepared(log, span, rows, mask, peak)
 
-    levels: list[LevelFit] = []
-    log_fits: dict[str, LogFit] = {}
-    for i, span in enumerate(spans):
-        group = by_span[span]
-        name = f"n{span}"
-        gtools = {g[0].tool for g in group}
+
+def _by_span(prepared: list[_Prepared], total_gpus: int | None) -> dict[int, list[_Prepared]]:
+    by_span: dict[int, list[_Prepared]] = {}
+    for item in prepared:
+        by_span.setdefault(item.span, []).append(item)
+    largest = max(by_span)
+    if total_gpus is not None and largest > total_gpus:
+        raise OracleError(
+            f"the log spans {largest} GPUs; the base system has only {total_gpus}", file=by_span[largest][0].log.file
+        )
+    for span, group in by_span.items():
+        gtools = {g.log.tool for g in group}
         if len(gtools) > 1:
-            files = ", ".join(g[0].file for g in group)
+            files = ", ".join(g.log.file for g in group)
             raise OracleError(
                 f"logs {files} measure the same span ({span} GPUs) with different tools"
                 f" ({', '.join(sorted(gtools))}); fit them separately"
             )
-        a_all, bm_all, t_all, m_all = [], [], [], []
-        for log, _, rows, mask, _peak in group:
-            a, b = coefficients(log.operation, log.gpus)
-            a_all.append(np.full(int(mask.sum()), a))
-            bm_all.append(b * rows[mask, 0])
-            t_all.append(rows[mask, 1])
-            m_all.append(rows[mask, 0])
-        a_v, bm_v, t_v, m_v = (np.concatenate(x) for x in (a_all, bm_all, t_all, m_all))
-        if np.unique(m_v).size < 2:
-            files = ", ".join(g[0].file for g in group)
-            raise OracleError(
-                f"the fit range ({opt.rule()}) holds {np.unique(m_v).size} message size(s) of the"
-                f" {span}-GPU log(s) {files}; need at least 2",
-                hint="widen it with --min-bytes/--max-bytes or a smaller --bw-fraction",
-            )
-        protocols: tuple = ()
-        if opt.protocols > 1:
-            alpha, beta, protocols, note = _fit_protocols(group, opt)
-        else:
-            alpha, beta, note = _solve(a_v, bm_v, t_v, opt.alpha_floor_s)
-        if not (beta > 0 and math.isfinite(beta) and math.isfinite(alpha)):
-            files = ", ".join(g[0].file for g in group)
-            raise OracleError(
-                f"the times of {files} do not grow with message size over the fit range"
-                f" ({int(m_v.min())}..{int(m_v.max())} B); cannot fit a positive β"
-            )
-        if note:
-            warnings.append(f"level {name}: {note}")
-        max_gpus = span
-        if i == len(spans) - 1 and total_gpus is not None:
-            max_gpus = max(span, total_gpus)
-        rel_range, rel_large = [], []
-        for log, _, rows, mask, peak in group:
-            pred = predict_time(log.operation, log.gpus, rows[:, 0], alpha, beta, protocols)
-            rel = (pred - rows[:, 1]) / rows[:, 1]
-            large = rows[:, 0] >= opt.check_bytes
-            rel_range.append(rel[mask])
-            rel_large.append(rel[large])
-            fitted_sizes = rows[mask, 0]
-            log_fits[log.file] = (
-                LogFit(
-                    file=log.file,
-                    tool=log.tool,
-                    operation=log.operation,
-                    gpus=log.gpus,
-                    nodes=log.nodes,
-                    span=span,
-                    level=name,
-                    peak_busbw_Bps=peak,
-                    range_bytes=(int(fitted_sizes.min()), int(fitted_sizes.max())) if fitted_sizes.size else (0, 0),
-                    in_range=Residuals.of(rel[mask]),
-                    large=Residuals.of(rel[large]),
-                    sizes=tuple(int(x) for x in rows[:, 0]),
-                    measured_s=tuple(float(x) for x in rows[:, 1]),
-                    predicted_s=tuple(float(x) for x in pred),
-                    fitted=tuple(bool(x) for x in mask),
-                )
-            )
-        levels.append(
-            LevelFit(
-                name=name,
-                span=span,
-                max_gpus=max_gpus,
-                alpha_s=alpha,
-                beta_s_per_byte=beta,
-                tool=group[0][0].tool,
-                operations=tuple(sorted({g[0].operation for g in group})),
-                files=tuple(g[0].file for g in group),
-                range_bytes=(int(m_v.min()), int(m_v.max())),
-                in_range=Residuals.of(np.concatenate(rel_range)),
-                large=Residuals.of(np.concatenate(rel_large)),
-                constrained=note,
-                protocols=protocols,
-            )
-        )
+    return by_span
 
-    ordered = sorted((log_fits[log.file] for log in logs), key=lambda lf: lf.span)
-    overall = Residuals.of(
-        np.concatenate(
-            [
-                (np.array(lf.predicted_s) - np.array(lf.measured_s)) / np.array(lf.measured_s)
-                for lf in ordered
-            ]
-        )[np.concatenate([np.array(lf.sizes) >= opt.check_bytes for lf in ordered])]
-    )
-    tool_set = {log.tool for log in logs}
-    if tool_set == {"osu"}:
-        timing = "average latency"
+
+def _fit_level(span: int, group: list[_Prepared], opt: FitOptions, total_gpus: int | None):
+    """The level of one span fitted to its logs: (LevelFit, the logs' LogFits).  With
+    ``total_gpus`` (the outermost level) the level reaches the whole system."""
+    files = ", ".join(g.log.file for g in group)
+    a_all, bm_all, t_all, m_all = [], [], [], []
+    for g in group:
+        a, b = coefficients(g.log.operation, g.log.gpus)
+        a_all.append(np.full(int(g.mask.sum()), a))
+        bm_all.append(b * g.rows[g.mask, 0])
+        t_all.append(g.rows[g.mask, 1])
+        m_all.append(g.rows[g.mask, 0])
+    a_v, bm_v, t_v, m_v = (np.concatenate(x) for x in (a_all, bm_all, t_all, m_all))
+    if np.unique(m_v).size < 2:
+        raise OracleError(
+            f"the fit range ({opt.rule()}) holds {np.unique(m_v).size} message size(s) of the"
+            f" {span}-GPU log(s) {files}; need at least 2",
+            hint="widen it with --min-bytes/--max-bytes or a smaller --bw-fraction",
+        )
+    protocols: tuple = ()
+    if opt.protocols > 1:
+        alpha, beta, protocols, note = _fit_protocols([(g.log, g.span, g.rows, g.mask, g.peak) for g in group], opt)
     else:
-        timing = "in-place" if opt.in_place else "out-of-place"
-    return NetworkFit(
-        levels=tuple(levels),
-        logs=tuple(ordered),
-        overall_large=overall,
-        options=opt,
-        timing=timing,
-        warnings=tuple(warnings),
+        alpha, beta, note = _solve(a_v, bm_v, t_v, opt.alpha_floor_s)
+    if not (beta > 0 and math.isfinite(beta) and math.isfinite(alpha)):
+        raise OracleError(
+            f"the times of {files} do not grow with message size over the fit range"
+            f" ({int(m_v.min())}..{int(m_v.max())} B); cannot fit a positive β"
+        )
+    name = f"n{span}"
+    fits = [_log_fit(g, name, alpha, beta, protocols, opt) for g in group]
+    level = LevelFit(
+        name=name,
+        span=span,
+        max_gpus=span if total_gpus is None else max(span, total_gpus),
+        alpha_s=alpha,
+        beta_s_per_byte=beta,
+        tool=group[0].log.tool,
+        operations=tuple(sorted({g.log.operation for g in group})),
+        files=tuple(g.log.file for g in group),
+        range_bytes=(int(m_v.min()), int(m_v.max())),
+        in_range=Residuals.of(np.concatenate([rel[g.mask] for g, (_, rel) in zip(group, fits)])),
+        large=Residuals.of(np.concatenate([rel[g.rows[:, 0] >= opt.check_bytes] for g, (_, rel) in zip(group, fits)])),
+        constrained=note,
+        protocols=protocols,
     )
+    return level, [lf for lf, _ in fits]
+
+
+def _log_fit(g: _Prepared, level: str, alpha: float, beta: float, protocols: tuple, opt: FitOptions):
+    """One log against its level's fitted line: (LogFit, relative error per size)."""
+    log, rows, mask = g.log, g.rows, g.mask
+    pred = predict_time(log.operation, log.gpus, rows[:, 0], alpha, beta, protocols)
+    rel = (pred - rows[:, 1]) / rows[:, 1]
+    large = rows[:, 0] >= opt.check_bytes
+    fitted_sizes = rows[mask, 0]
+    fit = LogFit(
+        file=log.file,
+        tool=log.tool,
+        operation=log.operation,
+        gpus=log.gpus,
+        nodes=log.nodes,
+        span=g.span,
+        level=level,
+        peak_busbw_Bps=g.peak,
+        range_bytes=(int(fitted_sizes.min()), int(fitted_sizes.max())) if fitted_sizes.size else (0, 0),
+        in_range=Residuals.of(rel[mask]),
+        large=Residuals.of(rel[large]),
+        sizes=tuple(int(x) for x in rows[:, 0]),
+        measured_s=tuple(float(x) for x in rows[:, 1]),
+        predicted_s=tuple(float(x) for x in pred),
+        fitted=tuple(bool(x) for x in mask),
+    )
+    return fit, rel
+
+
+def _overall(ordered: list[LogFit], opt: FitOptions) -> Residuals:
+    """Relative errors of every log over messages >= the check size."""
+    rel = np.concatenate(
+        [(np.array(lf.predicted_s) - np.array(lf.measured_s)) / np.array(lf.measured_s) for lf in ordered]
+    )
+    return Residuals.of(rel[np.concatenate([np.array(lf.sizes) >= opt.check_bytes for lf in ordered])])
+
+
+def median_error_failures(fit: NetworkFit, limit: float) -> list[str]:
+    """'file: 12.3%' for every log (and 'overall') whose median |rel. error| over messages
+    >= the check size exceeds ``limit`` (``oracle fit network --max-median-error``)."""
+    bad = [
+        f"{lf.file}: {100 * lf.large.median:.1f}%"
+        for lf in fit.logs
+        if lf.large.median is not None and not lf.large.median <= limit  # NaN fails
+    ]
+    overall = fit.overall_large.median
+    if overall is not None and not overall <= limit:
+        bad.append(f"overall: {100 * overall:.1f}%")
+    return bad
+
+
+def _timing(logs, opt: FitOptions) -> str:
+    if {log.tool for log in logs} == {"osu"}:
+        return "average latency"
+    return "in-place" if opt.in_place else "out-of-place"
 
 
 __all__ = [
@@ -431,6 +477,7 @@ __all__ = [
     "Residuals",
     "coefficients",
     "fit_network",
+    "median_error_failures",
     "predict_time",
     "span_of",
 ]

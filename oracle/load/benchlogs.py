@@ -291,168 +291,14 @@ def detect_tool(text: str, file: str) -> str:
     )
 
 
-def parse_nccl_tests(
-    text: str,
-    file: str,
-    *,
-    operation: str | None = None,
-    gpus: int | None = None,
-    nodes: int | None = None,
-    gpus_per_node: int | None = None,
-) -> BenchLog:
-    ranks: dict[int, str] = {}
-    declared_op = None
-    declared_line = None
-    per_process = 1
-    rows: list[tuple[int, float]] = []
-    in_place: list[tuple[int, float]] = []
-    lines: list[int] = []
-    redops: set[str] = set()
-    last_bw: tuple[float, float] | None = None  # (algbw, busbw) of the largest measured size
-    last_bw_size = -1
-    header_line = None
-    for no, raw in enumerate(text.splitlines(), start=1):
-        s = raw.strip()
-        if not s:
-            continue
-        if s.startswith("#"):
-            m = _RANK.match(s)
-            if m:
-                ranks[int(m.group(1))] = m.group(2)
-                continue
-            m = _NTHREAD.match(s)
-            if m:
-                per_process = int(m.group(1)) * int(m.group(2))
-                continue
-            m = _COLL_START.match(s)
-            if m:
-                op = _op_from_name(m.group(1))
-                if op is None or op.startswith("unsupported:"):
-                    raise OracleError(
-                        f"collective '{m.group(1)}' is not supported; expected one of"
-                        " all_reduce_perf, all_gather_perf, reduce_scatter_perf, broadcast_perf,"
-                        " reduce_perf",
-                        file=file,
-                        line=no,
-                    )
-                if declared_op is not None and op != declared_op:
-                    raise OracleError(
-                        f"holds several collectives ({declared_op} and {op}); give one log per collective",
-                        file=file,
-                        line=no,
-                    )
-                declared_op, declared_line = op, no
-                continue
-            if re.search(r"\bsize\b.*\bcount\b", s):
-                header_line = no
-            continue
-        if not _DATA_START.match(raw):
-            continue  # UCX/NCCL/MPI warnings and other noise
-        tok = s.split()
-        if len(tok) < 12:
-            raise OracleError(
-                f"data row has {len(tok)} columns; expected at least 12 (size count type redop"
-                " time algbw busbw #wrong time algbw busbw #wrong)",
-                file=file,
-                line=no,
-            )
-        size = _size(tok[0], file, no)
-        _size(tok[1], file, no)  # count (elements)
-        redops.add(tok[3].lower())
-        oop = _time_us(tok[-8], file, no, "out-of-place time")
-        algbw = _number(tok[-7], file, no, "out-of-place algbw")
-        busbw = _number(tok[-6], file, no, "out-of-place busbw")
-        ip = _time_us(tok[-4], file, no, "in-place time")
-        _number(tok[-3], file, no, "in-place algbw")
-        _number(tok[-2], file, no, "in-place busbw")
-        rows.append((size, oop))
-        in_place.append((size, ip))
-        lines.append(no)
-        if size >= last_bw_size and algbw > 0:
-            last_bw, last_bw_size = (algbw, busbw), size
-    if not rows:
-        raise OracleError(
-            "nccl-tests log has no data rows; expected lines 'size count type redop time algbw"
-            " busbw ...' after the header",
-            file=file,
-            line=header_line,
-        )
+@dataclass
+class _OsuScan:
+    """What the comment lines of an OSU log say."""
 
-    if ranks:
-        hosts = tuple(ranks[r] for r in sorted(ranks))
-        per_host: dict[str, int] = {}
-        for h in hosts:
-            per_host[h] = per_host.get(h, 0) + 1
-        p, n, k = len(hosts), len(per_host), max(per_host.values())
-        if gpus_per_node is not None and k > gpus_per_node:
-            raise OracleError(
-                f"the rank table puts {k} GPUs on one host, more than the {gpus_per_node}"
-                " GPUs per node of the system",
-                file=file,
-            )
-        layout_from = f"rank table: {p} ranks on {n} host(s)"
-    else:
-        hosts = ()
-        p, n, k, layout_from = _resolve_layout(file, "nccl-tests", gpus, nodes, gpus_per_node, per_process)
-
-    # operation: header line > caller > file name > data (bus factor + redop)
-    name_op = _op_from_name(Path(file).name)
-    if declared_op is not None:
-        if operation is not None and operation != declared_op:
-            raise OracleError(
-                f"log says '{declared_op}' but --operation {operation} was given",
-                file=file,
-                line=declared_line,
-            )
-        op, op_from = declared_op, "'# Collective test starting' line"
-    elif operation is not None:
-        op, op_from = operation, "--operation"
-    elif name_op is not None and not name_op.startswith("unsupported:"):
-        op, op_from = name_op, "file name"
-    elif name_op is not None:
-        raise OracleError(
-            "the file name names an unsupported collective; supported: all-reduce, all-gather,"
-            " reduce-scatter, broadcast, reduce",
-            file=file,
-        )
-    else:
-        op, op_from = _infer_op(file, p, redops, last_bw)
-    return BenchLog(
-        file=file,
-        tool="nccl-tests",
-        operation=op,
-        gpus=p,
-        nodes=n,
-        gpus_per_node=k,
-        rows=tuple(rows),
-        in_place_rows=tuple(in_place),
-        row_lines=tuple(lines),
-        operation_from=op_from,
-        layout_from=layout_from,
-        hosts=hosts,
-    )
-
-
-def _infer_op(file: str, p: int, redops: set[str], bw: tuple[float, float] | None) -> tuple[str, str]:
-    """The operation from busbw/algbw (nccl-tests doc/PERFORMANCE.md) and the redop column."""
-    hint = "say which with --operation (allreduce, allgather, reducescatter, broadcast, reduce)"
-    if bw is None or bw[0] <= 0 or p < 2:
-        raise OracleError("cannot tell which collective this nccl-tests log measured", file=file, hint=hint)
-    ratio = bw[1] / bw[0]
-    reduction = bool(redops) and not redops <= {"none", "n/a", "-"}
-    cands = [
-        op
-        for op in OPERATIONS
-        if (op in _REDUCTIONS) == reduction and abs(_BUS_FACTOR[op](p) - ratio) <= 0.02 * _BUS_FACTOR[op](p) + 0.01
-    ]
-    if len(cands) != 1:
-        raise OracleError(
-            f"cannot tell which collective this nccl-tests log measured (busbw/algbw = {ratio:.3f}"
-            f" on {p} GPUs, redop {'/'.join(sorted(redops)) or '?'})",
-            file=file,
-            hint=hint,
-        )
-    return cands[0], f"busbw/algbw = {ratio:.3f} = bus factor of {cands[0]} on {p} GPUs"
+    op: str | None = None
+    op_line: int | None = None
+    avg_col: int = 1
+    header_line: int | None = None
 
 
 def parse_osu(
@@ -464,62 +310,37 @@ def parse_osu(
     nodes: int | None = None,
     gpus_per_node: int | None = None,
 ) -> BenchLog:
-    op = None
-    op_line = None
-    avg_col = 1
+    scan = _OsuScan()
     rows: list[tuple[int, float]] = []
     lines: list[int] = []
-    header_line = None
     for no, raw in enumerate(text.splitlines(), start=1):
         s = raw.strip()
         if not s:
             continue
         if s.startswith("#"):
-            m = _OSU_HEADER.match(s)
-            if m:
-                words = m.group(1).split()
-                name = words[-1].lower() if words else ""
-                this = _OSU_OPS.get(name)
-                if this is None:
-                    raise OracleError(
-                        f"OSU test '{s.lstrip('# ')}' is not supported; expected an Allreduce,"
-                        " Allgather, Reduce_scatter, Broadcast or Reduce latency test",
-                        file=file,
-                        line=no,
-                    )
-                if op is not None and this != op:
-                    raise OracleError(
-                        f"holds several OSU tests ({op} and {this}); give one log per test",
-                        file=file,
-                        line=no,
-                    )
-                op, op_line = this, no
-                continue
-            if re.match(r"^#\s*Size\b", s, re.I):
-                header_line = no
-                cols = [c.strip().lower() for c in re.split(r"\s{2,}", s.lstrip("# ").strip())]
-                avg_col = next((i for i, c in enumerate(cols) if c.startswith("avg latency")), 1)
+            _osu_comment(scan, s, no, file)
             continue
         if not _DATA_START.match(raw):
             continue  # MPI/UCX warnings and other noise
         tok = s.split()
-        if len(tok) <= avg_col:
+        if len(tok) <= scan.avg_col:
             raise OracleError(
                 f"data row has {len(tok)} columns; expected Size and Avg Latency(us)", file=file, line=no
             )
-        rows.append((_size(tok[0], file, no), _time_us(tok[avg_col], file, no, "average latency")))
+        rows.append((_size(tok[0], file, no), _time_us(tok[scan.avg_col], file, no, "average latency")))
         for t in tok[1:]:
             _number(t, file, no, "value")
         lines.append(no)
+    op = scan.op
     if op is None:
         raise OracleError("OSU log has no '# OSU ... Latency Test' header", file=file)
     if operation is not None and operation != op:
-        raise OracleError(f"log is an OSU {op} test but --operation {operation} was given", file=file, line=op_line)
+        raise OracleError(f"log is an OSU {op} test but --operation {operation} was given", file=file, line=scan.op_line)
     if not rows:
         raise OracleError(
             "OSU log has no data rows; expected lines 'Size  Avg Latency(us) ...' after the header",
             file=file,
-            line=header_line or op_line,
+            line=scan.header_line or scan.op_line,
         )
     p, n, k, layout_from = _resolve_layout(file, "OSU", gpus, nodes, gpus_per_node)
     if op == "allgather":  # OSU Size = bytes each rank sends; the model's m is the total
@@ -536,6 +357,34 @@ def parse_osu(
         operation_from="OSU header",
         layout_from=layout_from,
     )
+
+
+def _osu_comment(scan: _OsuScan, s: str, no: int, file: str) -> None:
+    """The test's header (its operation) and the column header (where the average is)."""
+    m = _OSU_HEADER.match(s)
+    if m:
+        words = m.group(1).split()
+        name = words[-1].lower() if words else ""
+        this = _OSU_OPS.get(name)
+        if this is None:
+            raise OracleError(
+                f"OSU test '{s.lstrip('# ')}' is not supported; expected an Allreduce,"
+                " Allgather, Reduce_scatter, Broadcast or Reduce latency test",
+                file=file,
+                line=no,
+            )
+        if scan.op is not None and this != scan.op:
+            raise OracleError(
+                f"holds several OSU tests ({scan.op} and {this}); give one log per test",
+                file=file,
+                line=no,
+            )
+        scan.op, scan.op_line = this, no
+        return
+    if re.match(r"^#\s*Size\b", s, re.I):
+        scan.header_line = no
+        cols = [c.strip().lower() for c in re.split(r"\s{2,}", s.lstrip("# ").strip())]
+        scan.avg_col = next((i for i, c in enumerate(cols) if c.startswith("avg latency")), 1)
 
 
 def parse_benchlog(
@@ -555,6 +404,8 @@ def parse_benchlog(
     """
     if operation is not None and operation not in OPERATIONS:
         raise OracleError(f"unknown operation '{operation}'; expected one of {', '.join(OPERATIONS)}")
+    from oracle.load.nccl_tests import parse_nccl_tests
+
     tool = detect_tool(text, file)
     parse = parse_osu if tool == "osu" else parse_nccl_tests
     return parse(text, file, operation=operation, gpus=gpus, nodes=nodes, gpus_per_node=gpus_per_node)

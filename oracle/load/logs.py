@@ -64,13 +64,10 @@ subclass), so that a caller can choose to skip such files.
 
 from __future__ import annotations
 
-import csv
-import json
 import math
 import re
 import statistics
 from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
 
 from oracle.errors import OracleError
@@ -124,10 +121,14 @@ def read_log(path: str | Path, fmt: str | None = None) -> LogTiming:
     name = str(path)
     fmt = fmt or _detect(text, name)
     if fmt == "chainer":
+        from oracle.load.chainer_log import parse_chainer
+
         return parse_chainer(text, name)
     if fmt == "plain":
         return parse_plain(text, name)
     if fmt == "step-csv":
+        from oracle.load.step_csv import parse_step_csv
+
         return parse_step_csv(text, name)
     raise OracleError(f"unknown log format name '{fmt}'", hint="expected one of " + ", ".join(FORMATS))
 
@@ -153,6 +154,18 @@ def _data_lines(text: str) -> list[tuple[int, str]]:
         if s and not s.startswith("#"):
             out.append((no, line))
     return out
+
+
+def _load_json(text: str, name: str):
+    return parse_json(text, name)
+
+
+def _json_kind(doc: object) -> str:
+    if isinstance(doc, list):
+        return "list of non-objects" if doc else "empty list"
+    if isinstance(doc, dict):
+        return "object (expected a list of LogReport entries)"
+    return type(doc).__name__
 
 
 def _detect(text: str, name: str) -> str:
@@ -216,214 +229,6 @@ def _median(values: list[float]) -> float:
 
 def _fmt(v: float) -> str:
     return f"{v:.5g}"
-
-
-# --------------------------------------------------------------------------------------
-# Chainer LogReport JSON
-# --------------------------------------------------------------------------------------
-
-
-def _load_json(text: str, name: str):
-    return parse_json(text, name)
-
-
-def _json_kind(doc: object) -> str:
-    if isinstance(doc, list):
-        return "list of non-objects" if doc else "empty list"
-    if isinstance(doc, dict):
-        return "object (expected a list of LogReport entries)"
-    return type(doc).__name__
-
-
-def _item_lines(text: str, count: int) -> list[int]:
-    """Line number where each item of a top-level JSON list starts (text is valid JSON)."""
-    dec = json.JSONDecoder()
-    ws = re.compile(r"\s*")
-    i = ws.match(text, 0).end() + 1  # past '['
-    lines = []
-    for _ in range(count):
-        i = ws.match(text, i).end()
-        lines.append(text.count("\n", 0, i) + 1)
-        _, i = dec.raw_decode(text, i)
-        i = ws.match(text, i).end()
-        if i < len(text) and text[i] == ",":
-            i += 1
-    return lines
-
-
-def _entry_number(
-    entry: dict, key: str, name: str, line: int, index: int, whole: bool = False
-) -> float:
-    if key not in entry:
-        raise OracleError(
-            f"LogReport entry {index + 1} has no '{key}'",
-            file=name,
-            line=line,
-            hint="each entry needs epoch, iteration and elapsed_time",
-        )
-    v = entry[key]
-    if isinstance(v, bool) or not isinstance(v, (int, float)):
-        raise OracleError(
-            f"LogReport entry {index + 1}: '{key}' is {json.dumps(v)[:40]}; expected a number",
-            file=name,
-            line=line,
-        )
-    try:
-        f = float(v)
-    except OverflowError:
-        f = math.inf
-    if not math.isfinite(f) or f < 0:
-        raise OracleError(
-            f"LogReport entry {index + 1}: '{key}' is {v!r}; expected a finite number >= 0",
-            file=name,
-            line=line,
-        )
-    if whole and f != int(f):
-        raise OracleError(
-            f"LogReport entry {index + 1}: '{key}' is {v!r}; expected a whole number",
-            file=name,
-            line=line,
-        )
-    return f
-
-
-def _finite_or_none(value: object) -> float | None:
-    """A JSON number as a finite float, or None for anything else."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    try:
-        f = float(value)
-    except OverflowError:
-        return None
-    return f if math.isfinite(f) else None
-
-
-def parse_chainer(text: str, name: str) -> LogTiming:
-    """Import a Chainer LogReport JSON (rules in the module docstring)."""
-    doc = _load_json(text, name)
-    if not isinstance(doc, list):
-        raise OracleError(
-            f"top level is a JSON {_json_kind(doc)}; expected a list of LogReport entries", file=name
-        )
-    if not doc:
-        raise OracleError("has no LogReport entries (an empty JSON list)", file=name)
-    lines = _item_lines(text, len(doc))
-    epochs, iters, elapsed, details = [], [], [], []
-    for k, (entry, line) in enumerate(zip(doc, lines)):
-        if not isinstance(entry, dict):
-            raise OracleError(
-                f"LogReport entry {k + 1} is a {type(entry).__name__}; expected an object"
-                " with epoch, iteration and elapsed_time",
-                file=name,
-                line=line,
-            )
-        e = _entry_number(entry, "epoch", name, line, k, whole=True)
-        it = _entry_number(entry, "iteration", name, line, k, whole=True)
-        t = _entry_number(entry, "elapsed_time", name, line, k)
-        details.append(_finite_or_none(entry.get("epoch_detail")))
-        if k:
-            if it <= iters[-1]:
-                raise OracleError(
-                    f"LogReport entry {k + 1}: iteration {it:g} does not increase"
-                    f" (previous entry: {iters[-1]:g})",
-                    file=name,
-                    line=line,
-                )
-            if e < epochs[-1]:
-                raise OracleError(
-                    f"LogReport entry {k + 1}: epoch {e:g} goes back (previous entry: {epochs[-1]:g})",
-                    file=name,
-                    line=line,
-                )
-            if t <= elapsed[-1]:
-                raise OracleError(
-                    f"LogReport entry {k + 1}: elapsed_time {t:g} does not increase"
-                    f" (previous entry: {elapsed[-1]:g})",
-                    file=name,
-                    line=line,
-                )
-        epochs.append(e)
-        iters.append(it)
-        elapsed.append(t)
-    n = len(doc)
-    if n < 2:
-        raise OracleError(
-            "has a single LogReport entry; at least 2 are needed (the first entry's time"
-            " includes start-up, so only differences between entries are steady state)",
-            file=name,
-            line=lines[0],
-        )
-    pairs = range(1, n)
-    dt = [elapsed[i] - elapsed[i - 1] for i in pairs]
-    dit = [iters[i] - iters[i - 1] for i in pairs]
-    dep = [epochs[i] - epochs[i - 1] for i in pairs]
-    per_iter = [t / m for t, m in zip(dt, dit)]
-    iteration_s = _median(per_iter)
-    notes = [f"{n} LogReport entries; steady state = the {n - 1} differences between successive entries"]
-    notes.append(f"first entry (incl. start-up) {_fmt(elapsed[0])} s at iteration {iters[0]:g}")
-
-    ratios = [m / d for m, d in zip(dit, dep) if d > 0]
-    epoch_triggered = all(d >= 1 for d in dep) and max(ratios) - min(ratios) <= 1.0 + 1e-9
-    if epoch_triggered:
-        per_epoch = [t / d for t, d in zip(dt, dep)]
-        epoch_s = _median(per_epoch)
-        ipe = (iters[-1] - iters[0]) / (epochs[-1] - epochs[0])
-        notes.append(
-            f"epoch-triggered: epoch diffs n={len(per_epoch)} min={_fmt(min(per_epoch))}"
-            f" max={_fmt(max(per_epoch))} median={_fmt(epoch_s)}"
-        )
-    else:
-        ipe = _iterations_per_epoch(iters, epochs, details)
-        if ipe is not None and not math.isfinite(iteration_s * ipe):
-            ipe = None
-        if ipe is None:
-            epoch_s = None
-            notes.append(
-                "iteration-triggered and shorter than one epoch: iterations per epoch"
-                " unknown, so no epoch_s (iteration_s only)"
-            )
-        else:
-            epoch_s = iteration_s * ipe
-            notes.append(
-                "iteration-triggered (whole epochs not bracketed): epoch_s ="
-                f" iteration_s x {_fmt(ipe)} iterations per epoch"
-            )
-    notes.append(
-        f"s/iteration median {_fmt(iteration_s)}"
-        f" (min {_fmt(min(per_iter))}, max {_fmt(max(per_iter))})"
-    )
-    return LogTiming(
-        file=name,
-        format="chainer",
-        epoch_s=epoch_s,
-        iteration_s=iteration_s,
-        iterations_per_epoch=ipe,
-        entries=n,
-        steady_entries=n - 1,
-        notes="; ".join(notes),
-    )
-
-
-def _iterations_per_epoch(
-    iters: list[float], epochs: list[float], details: list[float | None]
-) -> float | None:
-    """Iterations per epoch of an iteration-triggered LogReport (module docstring)."""
-    if all(d is not None for d in details):
-        ratios = [
-            (iters[i] - iters[i - 1]) / (details[i] - details[i - 1])  # type: ignore[operator]
-            for i in range(1, len(iters))
-            if details[i] > details[i - 1]  # type: ignore[operator]
-        ]
-        if ratios:
-            return _median(ratios)
-    lo, hi = 0.0, math.inf
-    for it, e in zip(iters, epochs):
-        lo = max(lo, it / (e + 1))
-        if e >= 1:
-            hi = min(hi, it / e)
-    if math.isinf(hi) or lo > hi:
-        return None
-    return (lo + hi) / 2
 
 
 # --------------------------------------------------------------------------------------
@@ -496,176 +301,6 @@ def parse_plain(text: str, name: str) -> LogTiming:
         f" (min {_fmt(min(steady))}, max {_fmt(max(steady))})"
     )
     return LogTiming(name, "plain", None, iteration_s, None, len(times), len(steady), notes)
-
-
-# --------------------------------------------------------------------------------------
-# CSV of step times
-# --------------------------------------------------------------------------------------
-
-PER_STEP_NAMES = (
-    "train_step_time",
-    "step_time",
-    "batch_time",
-    "iter_time",
-    "iteration_time",
-    "time_per_step",
-    "time_per_iter",
-    "duration",
-)
-AMBIGUOUS_NAMES = ("time_s", "seconds", "secs", "time", "sec")
-CUMULATIVE_NAMES = ("elapsed_time", "elapsed", "wall_time", "walltime", "timestamp")
-STEP_NAMES = ("step", "global_step", "iteration", "iter", "it", "batch_idx")
-
-
-def _norm(name: str) -> str:
-    return re.sub(r"[/\-\s.]+", "_", name.strip().strip('"').lower()).strip("_")
-
-
-def _time_column(header: list[str]) -> tuple[int, str, str, float] | None:
-    """(index, header name, kind, scale) of the preferred time column, or None."""
-    candidates = []
-    for idx, raw in enumerate(header):
-        n = _norm(raw)
-        scale = 1.0
-        if n.endswith("_ms"):
-            n, scale = n[:-3], 1e-3
-        forms = {n}
-        for f in list(forms):
-            if f.endswith("_step"):
-                forms.add(f[: -len("_step")])
-        for f in list(forms):
-            if f.startswith("train_") and f != "train_step_time":
-                forms.add(f[len("train_"):])
-        for rank, (names, kind) in enumerate(
-            ((PER_STEP_NAMES, "per-step"), (AMBIGUOUS_NAMES, "ambiguous"), (CUMULATIVE_NAMES, "cumulative"))
-        ):
-            for pos, known in enumerate(names):
-                if known in forms:
-                    exact = 0 if known == n else 1
-                    candidates.append(((rank, pos, exact, idx), idx, raw.strip(), kind, scale))
-    if not candidates:
-        return None
-    candidates.sort(key=lambda c: c[0])
-    _, idx, raw, kind, scale = candidates[0]
-    return idx, raw, kind, scale
-
-
-def _step_column(header: list[str], exclude: int) -> int | None:
-    normed = [_norm(h) for h in header]
-    for known in STEP_NAMES:
-        for idx, n in enumerate(normed):
-            if idx != exclude and n == known:
-                return idx
-    return None
-
-
-def _time_value(cell: str, kind: str, name: str, line: int, column: str) -> float:
-    c = cell.strip()
-    if kind != "per-step" and not _NUMBER.fullmatch(c):
-        try:
-            return datetime.fromisoformat(c.replace("Z", "+00:00")).timestamp()
-        except (ValueError, OverflowError, OSError):
-            pass
-    return _number(c, name, line, f"column '{column}'")
-
-
-def parse_step_csv(text: str, name: str) -> LogTiming:
-    """Import a CSV of step times (rules in the module docstring)."""
-    lines = _data_lines(text)
-    if not lines:
-        raise OracleError("has no header row; expected a CSV of step times", file=name)
-    head_no, head_line = lines[0]
-    sep = "\t" if "\t" in head_line and "," not in head_line else ","
-
-    def cells(no: int, line: str) -> list[str]:
-        try:
-            return next(csv.reader([line], delimiter=sep, strict=True))
-        except csv.Error as exc:
-            raise OracleError(f"CSV syntax error: {exc}", file=name, line=no) from None
-
-    header = [h.strip() for h in cells(head_no, head_line)]
-    found = _time_column(header)
-    if found is None:
-        shown = ", ".join(h for h in header[:12] if h) + (", ..." if len(header) > 12 else "")
-        raise OracleError(
-            f"no time column among: {shown}",
-            file=name,
-            line=head_no,
-            hint="expected a column named step_time, train_step_time, batch_time, iter_time,"
-            " time, duration, seconds, time_s, elapsed, timestamp or wall_time",
-        )
-    tcol, tname, kind, scale = found
-    scol = _step_column(header, tcol)
-    rows: list[tuple[int, float | None, float]] = []  # (line, step, time)
-    for no, line in lines[1:]:
-        row = cells(no, line)
-        if len(row) > len(header):
-            raise OracleError(
-                f"{len(row)} cells; the header has {len(header)}", file=name, line=no
-            )
-        cell = row[tcol].strip() if tcol < len(row) else ""
-        if not cell:
-            continue  # Lightning writes rows with other metrics only
-        t = _time_value(cell, kind, name, no, tname) * scale
-        step = None
-        if scol is not None and scol < len(row) and row[scol].strip():
-            step = _number(row[scol], name, no, f"column '{header[scol]}'")
-        rows.append((no, step, t))
-    if not rows:
-        raise OracleError(f"column '{tname}' has no values", file=name, line=head_no)
-    values = [t for _, _, t in rows]
-    if kind == "ambiguous":
-        increasing = len(values) >= 4 and all(b > a for a, b in zip(values, values[1:]))
-        kind = "cumulative" if increasing else "per-step"
-        how = "values increase on every row" if increasing else "values do not increase on every row"
-    else:
-        how = f"named '{tname}'"
-    notes = [f"column '{tname}' read as {kind} times ({how})"]
-    if kind == "cumulative":
-        step_name = header[scol] if scol is not None else ""
-        use_steps = scol is not None and all(s is not None for _, s, _ in rows)
-        times = []
-        for (no0, s0, t0), (no1, s1, t1) in zip(rows, rows[1:]):
-            if t1 < t0:
-                raise OracleError(
-                    f"column '{tname}' goes back in time ({_fmt(t1)} after {_fmt(t0)})",
-                    file=name,
-                    line=no1,
-                )
-            if use_steps:
-                if s1 <= s0:  # type: ignore[operator]
-                    raise OracleError(
-                        f"column '{step_name}' does not increase ({s1:g} after {s0:g})",
-                        file=name,
-                        line=no1,
-                    )
-                times.append((t1 - t0) / (s1 - s0))  # type: ignore[operator]
-            else:
-                times.append(t1 - t0)
-        notes.append(
-            "differenced"
-            + (f" and divided by the steps in '{step_name}'" if use_steps else " row by row")
-        )
-        what = "intervals (a cumulative column of n values gives n-1)"
-    else:
-        for no, _, t in rows:
-            if t <= 0:
-                raise OracleError(
-                    f"column '{tname}': {_fmt(t)} is not a time > 0", file=name, line=no
-                )
-        times = values
-        what = "step times"
-    steady, w = _steady(times, name, what, head_no)
-    iteration_s = _median(steady)
-    if iteration_s <= 0:
-        raise OracleError(
-            f"median time per iteration from column '{tname}' is 0", file=name, line=head_no
-        )
-    notes.append(
-        f"{len(times)} timings; first {w} dropped as warm-up (max(1, 5%)); median of"
-        f" {len(steady)} = {_fmt(iteration_s)} s"
-    )
-    return LogTiming(name, "step-csv", None, iteration_s, None, len(times), len(steady), "; ".join(notes))
 
 
 # --------------------------------------------------------------------------------------

@@ -77,45 +77,8 @@ def parse_system(doc: dict, file: str) -> System:
     links = top.opt("links_per_node", integer(ge=1))
     contention = top.opt("contention_factor", number(ge=1, what="a contention factor φ"))
 
-    levels: list[NetworkLevel] = []
-    for i, raw, line in top.items("network"):
-        lf = Fields(raw, file, f"network[{i}]", line)
-        lname = lf.req("name", string())
-        lf.path = f"network[{i}] ({lname})"
-        max_gpus = lf.req("max_gpus", integer(ge=1), "the largest span this level serves")
-        alpha, beta = _alpha_beta(lf, required=True)
-        lsource = lf.opt("source", string(nonempty=False), "")
-        lf.opt("notes", string(nonempty=False), "")
-        protocols = _protocols(lf, file)
-        lf.done()
-        if levels and max_gpus <= levels[-1].max_gpus:
-            raise lf.error(
-                "max_gpus",
-                f"got {max_gpus}; levels go innermost first, so max_gpus must increase"
-                f" (previous level has {levels[-1].max_gpus})",
-            )
-        assert alpha is not None and beta is not None
-        levels.append(NetworkLevel(lname, max_gpus, alpha, beta, lsource, protocols))
-    if not levels:
-        raise top.error("network", "has no levels; expected at least one network level")
-
-    ops: list[tuple[str, OperationOverride]] = []
-    opf = top.sub("operations", required=False)
-    if opf is not None:
-        for op in list(opf.map):
-            if op not in OPERATIONS + PURPOSES:
-                continue  # reported by done() with a hint
-            of = opf.sub(op)
-            assert of is not None
-            alpha, beta = _alpha_beta(of, required=False)
-            ascale = of.opt("alpha_scale", number(gt=0), 1.0)
-            bscale = of.opt("beta_scale", number(gt=0), 1.0)
-            osrc = of.opt("source", string(nonempty=False), "")
-            algo = of.opt("algorithm", choice(("ring", "rhd", "tree", "hierarchical", "leader", "ps", "auto")))
-            factor = of.opt("factor", number(gt=0, le=1e6, what="a time factor"), 1.0)
-            of.done()
-            ops.append((op, OperationOverride(alpha, beta, ascale, bscale, osrc, algo, factor)))
-        opf.done(allowed_extra=OPERATIONS + PURPOSES)
+    levels = _levels(top, file)
+    ops = _operations(top)
     inp = _input(top)
     impl = _implementation(top)
     framework = _framework(top)
@@ -148,6 +111,54 @@ def parse_system(doc: dict, file: str) -> System:
         gpu_workspace_bytes=workspace_GB * 1e9,
         framework=framework,
     )
+
+
+def _levels(top: Fields, file: str) -> list[NetworkLevel]:
+    """The network levels, innermost first."""
+    levels: list[NetworkLevel] = []
+    for i, raw, line in top.items("network"):
+        lf = Fields(raw, file, f"network[{i}]", line)
+        lname = lf.req("name", string())
+        lf.path = f"network[{i}] ({lname})"
+        max_gpus = lf.req("max_gpus", integer(ge=1), "the largest span this level serves")
+        alpha, beta = _alpha_beta(lf, required=True)
+        lsource = lf.opt("source", string(nonempty=False), "")
+        lf.opt("notes", string(nonempty=False), "")
+        protocols = _protocols(lf, file)
+        lf.done()
+        if levels and max_gpus <= levels[-1].max_gpus:
+            raise lf.error(
+                "max_gpus",
+                f"got {max_gpus}; levels go innermost first, so max_gpus must increase"
+                f" (previous level has {levels[-1].max_gpus})",
+            )
+        assert alpha is not None and beta is not None
+        levels.append(NetworkLevel(lname, max_gpus, alpha, beta, lsource, protocols))
+    if not levels:
+        raise top.error("network", "has no levels; expected at least one network level")
+    return levels
+
+
+def _operations(top: Fields) -> list[tuple[str, OperationOverride]]:
+    """The per-operation overrides of α and β (docs/file-formats.md)."""
+    ops: list[tuple[str, OperationOverride]] = []
+    opf = top.sub("operations", required=False)
+    if opf is not None:
+        for op in list(opf.map):
+            if op not in OPERATIONS + PURPOSES:
+                continue  # reported by done() with a hint
+            of = opf.sub(op)
+            assert of is not None
+            alpha, beta = _alpha_beta(of, required=False)
+            ascale = of.opt("alpha_scale", number(gt=0), 1.0)
+            bscale = of.opt("beta_scale", number(gt=0), 1.0)
+            osrc = of.opt("source", string(nonempty=False), "")
+            algo = of.opt("algorithm", choice(("ring", "rhd", "tree", "hierarchical", "leader", "ps", "auto")))
+            factor = of.opt("factor", number(gt=0, le=1e6, what="a time factor"), 1.0)
+            of.done()
+            ops.append((op, OperationOverride(alpha, beta, ascale, bscale, osrc, algo, factor)))
+        opf.done(allowed_extra=OPERATIONS + PURPOSES)
+    return ops
 
 
 def _protocols(lf: Fields, file: str) -> tuple[Protocol, ...]:

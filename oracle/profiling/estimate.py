@@ -125,25 +125,7 @@ def estimate(
     delta = delta or _ELEMENT_BYTES[precision]
     _check_efficiency(compute_efficiency, "--efficiency")
     _check_efficiency(memory_efficiency, "--memory-efficiency")
-    if batch < 1:
-        raise OracleError(f"batch {batch} must be at least 1", path="--batch")
-    if not system.gpu_peak_flops:
-        raise OracleError(
-            "has no gpu.peak_TFLOPS; an estimated profile needs the GPU's peak FLOP/s",
-            file=system.file or None,
-            path="gpu.peak_TFLOPS",
-        )
-    if not system.gpu_memory_bandwidth_Bps:
-        raise OracleError(
-            "has no gpu.memory_bandwidth_GB_per_s; an estimated profile needs the GPU's"
-            " memory bandwidth",
-            file=system.file or None,
-            path="gpu.memory_bandwidth_GB_per_s",
-        )
-    peak = system.gpu_peak(precision)
-    if not peak:
-        raise OracleError(f"has no gpu.peak_TFLOPS for precision {precision}", file=system.file or None,
-                          path=f"gpu.peak_TFLOPS.{precision}", hint="give that precision's peak in TFLOP/s")
+    peak = _roofline_peak(system, batch, precision)
     bw = system.gpu_memory_bandwidth_Bps
     layers = tuple(
         (
@@ -193,6 +175,31 @@ def estimate(
         ),
         precision=precision,
     )
+
+
+def _roofline_peak(system: System, batch: int, precision: str) -> float:
+    """The GPU's peak FLOP/s at ``precision``, after checking that the system gives what a
+    roofline estimate needs."""
+    if batch < 1:
+        raise OracleError(f"batch {batch} must be at least 1", path="--batch")
+    if not system.gpu_peak_flops:
+        raise OracleError(
+            "has no gpu.peak_TFLOPS; an estimated profile needs the GPU's peak FLOP/s",
+            file=system.file or None,
+            path="gpu.peak_TFLOPS",
+        )
+    if not system.gpu_memory_bandwidth_Bps:
+        raise OracleError(
+            "has no gpu.memory_bandwidth_GB_per_s; an estimated profile needs the GPU's"
+            " memory bandwidth",
+            file=system.file or None,
+            path="gpu.memory_bandwidth_GB_per_s",
+        )
+    peak = system.gpu_peak(precision)
+    if not peak:
+        raise OracleError(f"has no gpu.peak_TFLOPS for precision {precision}", file=system.file or None,
+                          path=f"gpu.peak_TFLOPS.{precision}", hint="give that precision's peak in TFLOP/s")
+    return peak
 
 
 _ELEMENT_BYTES = {"fp32": 4, "tf32": 4, "fp16": 2, "bf16": 2}

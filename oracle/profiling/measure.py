@@ -256,35 +256,38 @@ def measure(
             torch.set_num_threads(old_threads)
 
 
+class _Timer:
+    """Synchronised timings on one device, and progress ticks."""
+
+    def __init__(self, torch, dev, clock, progress, total_steps: int) -> None:
+        self.torch, self.dev, self.clock, self.progress = torch, dev, clock, progress
+        self.cuda = dev.type == "cuda"
+        self.total_steps, self.done = total_steps, 0
+
+    def sync(self) -> None:
+        if self.cuda:
+            self.torch.cuda.synchronize(self.dev)
+
+    def timed(self, fn) -> float:
+        self.sync()
+        t0 = self.clock()
+        fn()
+        self.sync()
+        return self.clock() - t0
+
+    def tick(self, what: str) -> None:
+        self.done += 1
+        if self.progress is not None:
+            self.progress(self.done, self.total_steps, what)
+
+
 def _measure(torch, model, dev, batch, repeats, warmup, seed, progress, clock) -> Measurement:
     from oracle.profiling.torchnet import build_network
 
     start = time.perf_counter()
     cpu_before = _cpu_times()
     date = datetime.now(timezone.utc).isoformat(timespec="seconds")
-    cuda = dev.type == "cuda"
-
-    def sync() -> None:
-        if cuda:
-            torch.cuda.synchronize(dev)
-
-    def timed(fn) -> float:
-        sync()
-        t0 = clock()
-        fn()
-        sync()
-        return clock() - t0
-
-    n = len(model.layers)
-    total_steps = 2 * n + 4
-    done = 0
-
-    def tick(what: str) -> None:
-        nonlocal done
-        done += 1
-        if progress is not None:
-            progress(done, total_steps, what)
-
+    timer = _Timer(torch, dev, clock, progress, 2 * len(model.layers) + 4)
     torch.manual_seed(seed)
     net = build_network(model, dev)
     net.train()
@@ -305,12 +308,46 @@ def _measure(torch, model, dev, batch, repeats, warmup, seed, progress, clock) -
             opt_all.step()
 
     # 6 (first half): whole training steps
-    step_times = [timed(train_step) for _ in range(warmup + repeats)][warmup:]
+    step_times = [timer.timed(train_step) for _ in range(warmup + repeats)][warmup:]
     if opt_all is not None:
         opt_all.zero_grad(set_to_none=True)
-    tick("training step")
+    timer.tick("training step")
+    fw, bw = _layer_times(torch, net, outs, params, timer, batch, repeats, warmup)  # 1-4
+    del outs
+    wu, opt_step, sep_sum = _update_times(torch, net, params, opt_all, timer, repeats, warmup)  # 5
+    # 6 (second half): whole training steps again; median of both halves
+    step_times += [timer.timed(train_step) for _ in range(repeats)]
+    step = statistics.median(step_times)
+    timer.tick("training step")
 
-    # 1-4: forward and backward of each layer, in isolation
+    saved, peak = _memory(torch, net, x, dev, train_step)
+    timer.tick("memory")
+    layers = tuple(
+        (name, LayerTimes(f, b, w, s)) for name, f, b, w, s in zip(net.names, fw, bw, wu, saved)
+    )
+    return Measurement(
+        model=model.name,
+        device=cpu_name() if not timer.cuda else torch.cuda.get_device_name(dev),
+        device_type=dev.type,
+        torch_version=torch.__version__,
+        batch=batch,
+        threads=torch.get_num_threads(),
+        repeats=repeats,
+        warmup=warmup,
+        date=date,
+        layers=layers,
+        step_s=step,
+        optimizer_step_s=opt_step,
+        wu_separate_sum_s=sep_sum,
+        elapsed_s=time.perf_counter() - start,
+        others_cpu_share=_others_share(cpu_before, _cpu_times(), time.perf_counter() - start),
+        cpus=os.cpu_count(),
+        peak_allocated_bytes=peak,
+    )
+
+
+def _layer_times(torch, net, outs, params, timer: _Timer, batch, repeats, warmup) -> tuple[list[float], list[float]]:
+    """Steps 1-4: forward and backward of each layer, in isolation (seconds per sample)."""
     fw: list[float] = []
     bw: list[float] = []
     for i, (name, module, srcs) in enumerate(zip(net.names, net.layers, net.sources)):
@@ -329,21 +366,24 @@ def _measure(torch, model, dev, batch, repeats, warmup, seed, progress, clock) -
             for t in inputs:
                 t.grad = None
             holder: list = []
-            fts.append(timed(lambda: holder.append(module(*inputs))))
+            fts.append(timer.timed(lambda: holder.append(module(*inputs))))
             y = holder.pop()
             if y.requires_grad:
-                bts.append(timed(lambda: y.backward(upstream)))
+                bts.append(timer.timed(lambda: y.backward(upstream)))
             else:
                 bts.append(0.0)
             del y
         fw.append(statistics.median(fts[warmup:]) / batch)
         bw.append(statistics.median(bts[warmup:]) / batch)
         del inputs, upstream
-        tick(f"fw/bw {name}")
-    del outs
+        timer.tick(f"fw/bw {name}")
+    return fw, bw
 
-    # 5: weight update, per layer and for the whole network (gradients are those of the
-    # last backward of each layer)
+
+def _update_times(torch, net, params, opt_all, timer: _Timer, repeats, warmup) -> tuple[list[float], float, float]:
+    """Step 5: weight update, per layer and for the whole network (gradients are those of
+    the last backward of each layer); the per-layer times scaled to the whole step.
+    Returns (per-layer times, the whole optimizer step, the per-layer sum)."""
     wu_sep: list[float] = []
     for i, name in enumerate(net.names):
         ps = params[i]
@@ -351,51 +391,22 @@ def _measure(torch, model, dev, batch, repeats, warmup, seed, progress, clock) -
             wu_sep.append(0.0)
         else:
             opt = torch.optim.SGD(ps, lr=1e-6, momentum=0.9)
-            ts = [timed(opt.step) for _ in range(warmup + repeats)]
+            ts = [timer.timed(opt.step) for _ in range(warmup + repeats)]
             wu_sep.append(statistics.median(ts[warmup:]))
             del opt
-        tick(f"wu {name}")
+        timer.tick(f"wu {name}")
     for p in net.parameters():
         if p.grad is None:
             p.grad = torch.randn_like(p)
     if opt_all is not None:
-        ts = [timed(opt_all.step) for _ in range(warmup + repeats)]
+        ts = [timer.timed(opt_all.step) for _ in range(warmup + repeats)]
         opt_step = statistics.median(ts[warmup:])
     else:
         opt_step = 0.0
     sep_sum = sum(wu_sep)
     wu = [t * opt_step / sep_sum if sep_sum > 0 else 0.0 for t in wu_sep]
-    tick("optimizer step")
-
-    # 6 (second half): whole training steps again; median of both halves
-    step_times += [timed(train_step) for _ in range(repeats)]
-    step = statistics.median(step_times)
-    tick("training step")
-
-    saved, peak = _memory(torch, net, x, dev, train_step)
-    tick("memory")
-    layers = tuple(
-        (name, LayerTimes(f, b, w, s)) for name, f, b, w, s in zip(net.names, fw, bw, wu, saved)
-    )
-    return Measurement(
-        model=model.name,
-        device=cpu_name() if not cuda else torch.cuda.get_device_name(dev),
-        device_type=dev.type,
-        torch_version=torch.__version__,
-        batch=batch,
-        threads=torch.get_num_threads(),
-        repeats=repeats,
-        warmup=warmup,
-        date=date,
-        layers=layers,
-        step_s=step,
-        optimizer_step_s=opt_step,
-        wu_separate_sum_s=sep_sum,
-        elapsed_s=time.perf_counter() - start,
-        others_cpu_share=_others_share(cpu_before, _cpu_times(), time.perf_counter() - start),
-        cpus=os.cpu_count(),
-        peak_allocated_bytes=peak,
-    )
+    timer.tick("optimizer step")
+    return wu, opt_step, sep_sum
 
 
 def _memory(torch, net, x, dev, train_step) -> tuple[list[float], float | None]:

@@ -156,53 +156,62 @@ def profiles_line(rows: Sequence[CompareRow]) -> str:
 TABLE_MAX_RUNS = 1000  # a terminal table of more runs is unreadable and slow to lay out
 
 
-def table(rows: Sequence[CompareRow], summary: Summary, title: str = ""):
-    """Runs (the first TABLE_MAX_RUNS of them), the summary of all, the profiles used."""
-    from rich import box
-    from rich.console import Group
-    from rich.markup import escape
-    from rich.table import Table
+# (key, header, justify, priority): at a narrow width the lowest priorities go first
+COLUMNS = (
+    ("line", "line", "right", 9),
+    ("strategy", "strategy", "left", 9),
+    ("gpus", "GPUs", "right", 9),
+    ("parts", "p1×p2", "right", 5),
+    ("batch", "batch", "right", 6),
+    ("basis", "on", "left", 3),
+    ("measured", "measured", "right", 9),
+    ("projected", "projected", "right", 9),
+    ("accuracy", "accuracy", "right", 9),
+    ("split", "comp/comm acc.", "right", 4),
+)
+
+
+def _cells(r: CompareRow) -> dict:
+    parts = ""
+    if r.compute_accuracy is not None or r.comm_accuracy is not None:
+        parts = f"{_pct(r.compute_accuracy)} / {_pct(r.comm_accuracy)}"
     from rich.text import Text
 
-    t = Table(box=box.SIMPLE_HEAD, pad_edge=False, title=escape(title) if title else None, title_justify="left")
-    for name, kw in (
-        ("line", {"justify": "right"}),
-        ("strategy", {}),
-        ("GPUs", {"justify": "right"}),
-        ("p1×p2", {"justify": "right"}),
-        ("batch", {"justify": "right"}),
-        ("on", {}),
-        ("measured", {"justify": "right"}),
-        ("projected", {"justify": "right"}),
-        ("accuracy", {"justify": "right"}),
-        ("comp/comm acc.", {"justify": "right"}),
-    ):
-        t.add_column(name, no_wrap=True, **kw)
-    t.add_column("anomaly", overflow="fold", ratio=1)
+    return {
+        "line": str(r.run.line),
+        "strategy": r.run.strategy,
+        "gpus": str(r.run.gpus),
+        "parts": f"{r.point.p1}×{r.point.p2}",
+        "batch": f"{r.run.global_batch:g}",
+        "basis": r.run.basis,
+        "measured": fmt_seconds(r.measured_s),
+        "projected": fmt_seconds(r.predicted_s),
+        "accuracy": Text(_pct(r.accuracy), style=_acc_style(r.accuracy)),
+        "split": parts,
+        "anomaly": Text(r.anomaly or "", style="yellow" if r.anomaly else None),
+    }
+
+
+def table(rows: Sequence[CompareRow], summary: Summary, title: str = ""):
+    """Runs (the first TABLE_MAX_RUNS of them) grouped by model and system, the summary
+    of all, the profiles used.  Columns fit the width they are rendered at (issue 17)."""
+    from rich.console import Group
+    from rich.text import Text
+
+    from oracle.render.columns import Column, FitTable, Section
+
     key = lambda r: (r.point.model, r.point.system)  # noqa: E731
-    first = True
-    for (model, system), group in groupby(rows[:TABLE_MAX_RUNS], key=key):
-        if not first:
-            t.add_section()
-        first = False
-        t.add_row(Text(f"{model} on {system}", style="bold"), *[""] * 10)
-        for r in group:
-            parts = ""
-            if r.compute_accuracy is not None or r.comm_accuracy is not None:
-                parts = f"{_pct(r.compute_accuracy)} / {_pct(r.comm_accuracy)}"
-            t.add_row(
-                str(r.run.line),
-                r.run.strategy,
-                str(r.run.gpus),
-                f"{r.point.p1}×{r.point.p2}",
-                f"{r.run.global_batch:g}",
-                r.run.basis,
-                fmt_seconds(r.measured_s),
-                fmt_seconds(r.predicted_s),
-                Text(_pct(r.accuracy), style=_acc_style(r.accuracy)),
-                parts,
-                Text(r.anomaly or "", style="yellow" if r.anomaly else None),
-            )
+    sections = [
+        Section([_cells(r) for r in group], label=f"{model} on {system}")
+        for (model, system), group in groupby(rows[:TABLE_MAX_RUNS], key=key)
+    ]
+    t = FitTable(
+        tuple(Column(*c) for c in COLUMNS),
+        sections,
+        notes=Column("anomaly", "anomaly"),
+        title=title,
+        hint="--width or --format csv shows them",
+    )
     parts = [t]
     if len(rows) > TABLE_MAX_RUNS:
         parts.append(Text(f"... and {len(rows) - TABLE_MAX_RUNS:,} more runs, in the summary below;"
@@ -211,47 +220,38 @@ def table(rows: Sequence[CompareRow], summary: Summary, title: str = ""):
 
 
 def summary_table(summary: Summary):
-    from rich import box
-    from rich.table import Table
+    """Accuracy of all runs, per strategy and (several models) per model; the columns fit
+    the width they are rendered at."""
     from rich.text import Text
 
-    t = Table(box=box.SIMPLE_HEAD, pad_edge=False, title="summary", title_justify="left")
-    t.add_column("")
-    t.add_column("runs", justify="right")
-    t.add_column("mean accuracy", justify="right")
-    t.add_column("min accuracy", justify="right")
-    t.add_column("MAPE", justify="right")
-    t.add_column("bias", justify="right")
+    from oracle.render.columns import Column, FitTable, Section
 
-    def add(label: str, s: Stats, style: str | None = None) -> None:
-        t.add_row(
-            Text(label, style=style),
-            str(s.n),
-            Text(_pct(s.mean_accuracy), style=_acc_style(s.mean_accuracy)),
-            _pct(s.min_accuracy),
-            _pct(s.mape),
-            _signed_pct(s.bias),
-        )
+    def row(label: str, s: Stats, style: str | None = None) -> dict:
+        return {"label": Text(label, style=style), "runs": str(s.n),
+                "mean": Text(_pct(s.mean_accuracy), style=_acc_style(s.mean_accuracy)),
+                "min": _pct(s.min_accuracy), "mape": _pct(s.mape), "bias": _signed_pct(s.bias)}  # fmt: skip
 
-    add("all runs", summary.overall, "bold")
-    for name, s in summary.by_strategy.items():
-        add(f"strategy {name}", s)
+    rows = [row("all runs", summary.overall, "bold")]
+    rows += [row(f"strategy {name}", s) for name, s in summary.by_strategy.items()]
     if len(summary.by_model) > 1:
-        for name, s in summary.by_model.items():
-            add(f"model {name}", s)
+        rows += [row(f"model {name}", s) for name, s in summary.by_model.items()]
     agree = (
         f"ranking agreement {_pct(summary.ranking_agreement)} of {summary.ranking_pairs} strategy pairs"
         if summary.ranking_agreement is not None
         else "ranking agreement: no group has runs of two strategies at the same GPU count"
     )
-    t.caption = (
+    caption = (
         f"{agree} · {summary.anomalies} anomal{'y' if summary.anomalies == 1 else 'ies'} flagged"
         " · bias < 0: runs slower than projected"
     )
     if summary.calibration:
-        t.caption += "\n" + "\n".join(held_out_lines(summary))
-    t.caption_justify = "left"
-    return t
+        caption += "\n" + "\n".join(held_out_lines(summary))
+    return FitTable(
+        (Column("label", ""), Column("runs", "runs", "right"), Column("mean", "mean accuracy", "right"),
+         Column("min", "min accuracy", "right", 6), Column("mape", "MAPE", "right", 7),
+         Column("bias", "bias", "right", 5)),
+        [Section(rows)], title="\nsummary", caption=caption, hint="--width or --format json shows them",
+    )  # fmt: skip
 
 
 def markdown(rows: Sequence[CompareRow], summary: Summary) -> str:

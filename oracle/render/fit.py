@@ -56,80 +56,175 @@ def describe(fit: NetworkFit) -> list[str]:
 
 
 def tables(fit: NetworkFit):
-    from rich import box
-    from rich.console import Group
-    from rich.table import Table
-    from rich.text import Text
-
-    from rich.markup import escape
-
-    check = fmt_size(fit.options.check_bytes)
-    t = Table(
-        title="fitted network levels\n" + escape("\n".join(describe(fit))),
-        title_justify="left",
-        box=box.SIMPLE_HEAD,
-        pad_edge=False,
-    )
-    t.add_column("level")
-    t.add_column("max GPUs", justify="right", no_wrap=True)
-    t.add_column("α", justify="right", no_wrap=True)
-    t.add_column("β (s/B)", justify="right", no_wrap=True)
-    t.add_column("1/β", justify="right", no_wrap=True)
-    t.add_column("fit range", justify="right", no_wrap=True)
-    t.add_column("pts", justify="right", no_wrap=True)
-    t.add_column("range med/max", justify="right", no_wrap=True)
-    t.add_column(f">={check} med/max", justify="right", no_wrap=True)
-    if any(lv.protocols for lv in fit.levels):
-        t.add_column("protocol lines (from size: α, 1/β)")
-    for lv in fit.levels:
-        t.add_row(
-            lv.name + ("*" if lv.constrained else ""),
-            f"{lv.max_gpus:,}",
-            fmt_seconds(lv.alpha_s),
-            f"{lv.beta_s_per_byte:.4g}",
-            fmt_rate(lv.bandwidth_Bps),
-            _range(lv.range_bytes),
-            str(lv.in_range.points),
-            _res(lv.in_range),
-            _res(lv.large),
-            *([_lines(lv)] if any(v.protocols for v in fit.levels) else []),
-        )
+    """The fitted levels and the per-log errors; columns fit the width (issue 17)."""
     from pathlib import Path
 
+    from rich.console import Group
+    from rich.text import Text
+
+    from oracle.render.columns import Column, FitTable, Section
+
+    check = fmt_size(fit.options.check_bytes)
+    levels = [
+        {
+            "level": lv.name + ("*" if lv.constrained else ""),
+            "max_gpus": f"{lv.max_gpus:,}",
+            "alpha": fmt_seconds(lv.alpha_s),
+            "beta": f"{lv.beta_s_per_byte:.4g}",
+            "rate": fmt_rate(lv.bandwidth_Bps),
+            "range": _range(lv.range_bytes),
+            "points": str(lv.in_range.points),
+            "in_range": _res(lv.in_range),
+            "large": _res(lv.large),
+            "lines": _lines(lv) if lv.protocols else "",
+        }
+        for lv in fit.levels
+    ]
+    t = FitTable(
+        (Column("level", "level"), Column("max_gpus", "max GPUs", "right"), Column("alpha", "α", "right"),
+         Column("beta", "β (s/B)", "right", 5), Column("rate", "1/β", "right"),
+         Column("range", "fit range", "right", 4), Column("points", "pts", "right", 3),
+         Column("in_range", "range med/max", "right", 6), Column("large", f">={check} med/max", "right")),
+        [Section(levels)],
+        notes=Column("lines", "protocol lines (from size: α, 1/β)"),
+        title="fitted network levels\n" + "\n".join(describe(fit)),
+    )  # fmt: skip
     dirs = {str(Path(lf.file).parent) for lf in fit.logs}
     names = [Path(lf.file).name for lf in fit.logs]
     short = len(dirs) == 1 and len(set(names)) == len(names)
     title = "per log (|rel. error| of its level's model)"
     if short:
         title += f", logs in {dirs.pop()}/"
-    u = Table(title=escape(title), title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
-    u.add_column("log", overflow="fold")
-    u.add_column("tool · op", no_wrap=True)
-    u.add_column("GPUs", justify="right", no_wrap=True)
-    u.add_column("nodes", justify="right", no_wrap=True)
-    u.add_column("level", no_wrap=True)
-    u.add_column("peak busbw", justify="right", no_wrap=True)
-    u.add_column("fit range", justify="right", no_wrap=True)
-    u.add_column("range med/max", justify="right", no_wrap=True)
-    u.add_column(f">={check} med/max", justify="right", no_wrap=True)
-    for lf in fit.logs:
-        u.add_row(
-            escape(Path(lf.file).name if short else lf.file),
-            f"{lf.tool} · {lf.operation}",
-            str(lf.gpus),
-            str(lf.nodes),
-            lf.level,
-            fmt_rate(lf.peak_busbw_Bps),
-            _range(lf.range_bytes) if lf.in_range.points else "none",
-            _res(lf.in_range),
-            _res(lf.large),
-        )
+    logs = [
+        {
+            "log": Path(lf.file).name if short else lf.file,
+            "tool": f"{lf.tool} · {lf.operation}",
+            "gpus": str(lf.gpus),
+            "nodes": str(lf.nodes),
+            "level": lf.level,
+            "peak": fmt_rate(lf.peak_busbw_Bps),
+            "range": _range(lf.range_bytes) if lf.in_range.points else "none",
+            "in_range": _res(lf.in_range),
+            "large": _res(lf.large),
+        }
+        for lf in fit.logs
+    ]
+    u = FitTable(
+        (Column("log", "log"), Column("tool", "tool · op", priority=3), Column("gpus", "GPUs", "right"),
+         Column("nodes", "nodes", "right", 7), Column("level", "level"), Column("peak", "peak busbw", "right", 6),
+         Column("range", "fit range", "right", 4), Column("in_range", "range med/max", "right", 5),
+         Column("large", f">={check} med/max", "right")),
+        [Section(logs)],
+        title="\n" + title,
+    )  # fmt: skip
     notes = [f"* {lv.name}: {lv.constrained}" for lv in fit.levels if lv.constrained]
     notes += [f"warning: {w}" for w in fit.warnings if not w.startswith("level ")]
     parts = [t, u]
     if notes:
         parts.append(Text("\n".join(notes)))
     return Group(*parts)
+
+
+def logs_provenance(parsed) -> list[str]:
+    """One line per log for a written file's header: what it measured and its sha256."""
+    import hashlib
+
+    from oracle.load.source import read_bytes
+
+    info = []
+    for log in parsed:
+        digest = hashlib.sha256(read_bytes(log.file, "benchmark log")).hexdigest()[:16]
+        info.append(
+            f"{log.file}: {log.tool} {log.operation}, {log.gpus} GPUs on {log.nodes} node(s)"
+            f" ({log.layout_from}), sha256 {digest}…"
+        )
+    return info
+
+
+def tables_yaml(parsed, in_place: bool) -> str:
+    """The ``collectives: table`` section: every all-reduce/all-gather log as measured."""
+    import yaml
+
+    tables = []
+    for log in parsed:
+        if log.operation not in ("allreduce", "allgather"):
+            continue
+        rows = log.times(in_place)
+        tables.append({
+            "operation": log.operation,
+            "gpus": log.gpus,
+            "nodes": log.nodes,
+            "source": f"{log.file} ({log.tool}, {'in-place' if in_place else 'out-of-place'} times)",
+            "bytes": [int(b) for b, _ in rows],
+            "seconds": [float(f"{t:.6g}") for _, t in rows],
+        })  # fmt: skip
+    doc = {"collectives": {"mode": "table", "tables": tables}}
+    head = (
+        "# Measured collective times, used instead of α-β for a collective on exactly a\n"
+        "# benchmarked GPU count and span (interpolated log-log in message size).\n"
+    )
+    return head + yaml.safe_dump(doc, sort_keys=False, width=100, default_flow_style=None)
+
+
+# -- oracle fit runs --------------------------------------------------------------------
+
+
+def fmt_param(parameter: str, value: float) -> str:
+    if parameter.startswith("beta"):
+        return f"{value:.4g} s/B ({1 / value / 1e9:.3g} GB/s)"
+    if parameter == "split_overhead_s":
+        return f"{value * 1e3:.4g} ms per split layer and iteration"
+    if parameter == "split_serial_fraction":
+        return f"{value:.4g} (Amdahl fraction)"
+    if parameter.endswith("_factor"):
+        return f"{value:.4g}x the modelled time"
+    return f"{value:.4g} samples/s"
+
+
+def calibration(cal, runs: str) -> list:
+    """The evidence per run and the calibrated values (rich renderables)."""
+    from rich.text import Text
+
+    from oracle.render.columns import Column, FitTable, Section
+
+    rows = [
+        {"line": str(e.line), "run": e.run, "measured": f"{e.measured_iteration_s:.4g} s",
+         "compute": f"{e.compute_iteration_s:.4g} s", "parameter": e.parameter,
+         "value": fmt_param(e.parameter, e.value), "how": e.note}
+        for e in cal.evidence
+    ]  # fmt: skip
+    unused = [{"line": str(line), "parameter": "unused", "how": why} for line, why in cal.unused]
+    t = FitTable(
+        (Column("line", "line", "right"), Column("run", "run"), Column("measured", "measured/it", "right", 8),
+         Column("compute", "compute/it", "right", 5), Column("parameter", "parameter", priority=7),
+         Column("value", "value", "right")),
+        [Section(rows + unused)],
+        notes=Column("how", "how"),
+        title=f"calibration ({cal.kind}) from {runs}",
+        styles={id(r): "dim" for r in unused},
+    )  # fmt: skip
+    lines = []
+    if cal.kind == "all":
+        from oracle.compute.calibrate_all import PARAMETERS
+
+        why_not = dict(cal.not_identified)
+        missing = [p for p in PARAMETERS if getattr(cal, p) is None and p not in why_not]
+        if missing:
+            lines.append(f"not identified by these runs (the base system's values stay): {', '.join(missing)}")
+        reasons: dict[str, list[str]] = {}
+        for name, why in cal.not_identified:
+            reasons.setdefault(why, []).append(name)
+        lines += [f"not identified ({why}; the base system's values stay): {', '.join(names)}"
+                  for why, names in reasons.items()]  # fmt: skip
+        lines += [f"{name}: {fmt_param(name, getattr(cal, name))}" for name in PARAMETERS[5:]
+                  if getattr(cal, name) is not None]  # fmt: skip
+    for label, value in (("β inside a node", cal.beta_intra), ("β across nodes", cal.beta_inter),
+                         ("loader rate", cal.loader_rate), ("node rate", cal.node_rate),
+                         ("leader rate", cal.leader_rate)):  # fmt: skip
+        if value is not None:
+            key = "beta" if label.startswith("β") else "rate"
+            lines.append(f"{label}: {fmt_param(key, value)}")
+    return [t, *(Text(line) for line in lines)]
 
 
 def _lines(lv: LevelFit) -> str:

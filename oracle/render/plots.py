@@ -20,11 +20,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from itertools import groupby
 
-from oracle.compute.cost import PHASES, Point
+from oracle.compute.cost import Point
 from oracle.errors import OracleError
-from oracle.units import fmt_bytes, fmt_seconds
+from oracle.units import fmt_bytes
 
 INSTALL_HINT = "pip install 'oracle[plot]'"
 
@@ -277,8 +276,6 @@ def scaling_figure(points: Sequence[Point], meta: dict):
     points that only exceed the GPU memory drawn hollow (GPU counts where nothing fits
     shaded).  Points past a structural limit are not drawn."""
     import matplotlib
-    from matplotlib.lines import Line2D
-    from matplotlib.patches import Patch
 
     with matplotlib.rc_context(RC):
         fig = _figure(10.0, 5.4)
@@ -286,72 +283,10 @@ def scaling_figure(points: Sequence[Point], meta: dict):
         reps = representatives(points)
         counts = sorted({pt.gpus for pt in points})
         best = best_per_gpus(points)
-        handles = []
-        omitted = []
-        series = {}
-        # drawn in reverse order, so that the first strategies (data, ...) end on top
-        for name, by_gpus in reversed(list(reps.items())):
-            colour, marker = strategy_style(name)
-            drawn = [(g, pt) for g, pt in by_gpus.items() if status(pt) != "other" and _finite(pt.total_s)]
-            omitted += [pt for pt in by_gpus.values() if status(pt) == "other" or not _finite(pt.total_s)]
-            if not drawn:
-                continue
-            for (g0, a), (g1, b) in zip(drawn, drawn[1:]):
-                if counts.index(g1) - counts.index(g0) != 1:
-                    continue  # a gap: a structural limit in between
-                solid = status(a) == "ok" and status(b) == "ok"
-                ax.plot([g0, g1], [a.total_s, b.total_s], color=colour, lw=2.0 if solid else 1.3,
-                        ls="-" if solid else ":", zorder=3, gid=_gid(name))
-            for g, pt in drawn:
-                ok = status(pt) == "ok"
-                ax.plot([g], [pt.total_s], marker=marker, ms=6.5, color=colour, mec=EDGE if ok else colour,
-                        mew=0.6 if ok else 1.4, mfc=colour if ok else "white", ls="none", zorder=4)
-            series[name] = Line2D([], [], color=colour, marker=marker, mec=EDGE, mew=0.6, lw=2, label=name)
-        handles = [series[n] for n in reps if n in series]
-
-        # ideal linear speed-up from the first GPU count with a point to start from
-        ref = None
-        for g in counts:
-            cands = [by[g] for by in reps.values() if g in by and status(by[g]) != "other" and _finite(by[g].total_s)]
-            if cands:
-                ref = best.get(g) or min(cands, key=lambda p: p.total_s)
-                break
-        if ref is not None and len(counts) > 1:
-            xs = [g for g in counts if g >= ref.gpus]
-            ax.plot(xs, [ref.total_s * ref.gpus / g for g in xs], color="#555555", lw=1.2, ls="--", zorder=2)
-            handles.append(Line2D([], [], color="#555555", lw=1.2, ls="--",
-                                  label=f"ideal: linear speed-up from {ref.gpus:,} GPU{'s' if ref.gpus > 1 else ''}"))
-
-        # the best strategy per GPU count: ringed, named where it changes
-        previous = None
-        for g in counts:
-            pt = best.get(g)
-            if pt is None:
-                previous = None
-                continue
-            ax.plot([g], [pt.total_s], marker="o", ms=15, mfc="none", mec="black", mew=1.6, ls="none", zorder=5)
-            if pt.strategy != previous:
-                right = counts.index(g) >= len(counts) / 2  # label on the left of points in the right half
-                ax.annotate(f"best: {pt.strategy}", (g, pt.total_s), xytext=(-10 if right else 10, 10),
-                            textcoords="offset points", ha="right" if right else "left", fontsize=8,
-                            fontweight="bold", zorder=6)
-            previous = pt.strategy
-        if best:
-            handles.append(Line2D([], [], marker="o", ms=11, mfc="none", mec="black", mew=1.6, ls="none",
-                                  label="best at this GPU count"))
-
-        # the memory limit
-        cap = _gpu_memory(meta, points)
-        if any(status(pt) == "memory" for by in reps.values() for pt in by.values()):
-            handles.append(Line2D([], [], marker="o", ms=6.5, mfc="white", mec="#444444", mew=1.4, ls=":",
-                                  color="#444444", label=f"hollow: out of GPU memory, {_capacity_label(meta)}"))
-        none_fit = [g for g in counts if g not in best and any(status(p) == "memory" for p in points if p.gpus == g)]
-        for g in none_fit:
-            ax.axvspan(g / 2**0.5, g * 2**0.5, color="#EEEEEE", zorder=0, lw=0)
-        if none_fit:
-            fits = fmt_bytes(cap) if cap else "GPU memory"
-            handles.append(Patch(color="#EEEEEE", label=f"no strategy fits in {fits}"))
-
+        handles, omitted = _scaling_lines(ax, reps, counts)
+        _ideal_line(ax, reps, counts, best, handles)
+        _best_rings(ax, counts, best, handles)
+        _memory_marks(ax, meta, points, reps, counts, best, handles)
         _log2_gpu_axis(ax, counts)
         ax.set_yscale("log")
         _plain_log_ticks(ax.yaxis)
@@ -364,6 +299,94 @@ def scaling_figure(points: Sequence[Point], meta: dict):
                      "); see the limits in `oracle predict` or the report", fontsize=7, color="#555555",
                      ha="left", va="top")
     return fig
+
+
+def _scaling_lines(ax, reps, counts):
+    """A line per strategy (its drawable points; dotted where memory does not fit), drawn
+    in reverse order so that the first strategies (data, ...) end on top.
+    Returns (legend handles, the points not drawn)."""
+    from matplotlib.lines import Line2D
+
+    handles = []
+    omitted = []
+    series = {}
+    # drawn in reverse order, so that the first strategies (data, ...) end on top
+    for name, by_gpus in reversed(list(reps.items())):
+        colour, marker = strategy_style(name)
+        drawn = [(g, pt) for g, pt in by_gpus.items() if status(pt) != "other" and _finite(pt.total_s)]
+        omitted += [pt for pt in by_gpus.values() if status(pt) == "other" or not _finite(pt.total_s)]
+        if not drawn:
+            continue
+        for (g0, a), (g1, b) in zip(drawn, drawn[1:]):
+            if counts.index(g1) - counts.index(g0) != 1:
+                continue  # a gap: a structural limit in between
+            solid = status(a) == "ok" and status(b) == "ok"
+            ax.plot([g0, g1], [a.total_s, b.total_s], color=colour, lw=2.0 if solid else 1.3,
+                    ls="-" if solid else ":", zorder=3, gid=_gid(name))
+        for g, pt in drawn:
+            ok = status(pt) == "ok"
+            ax.plot([g], [pt.total_s], marker=marker, ms=6.5, color=colour, mec=EDGE if ok else colour,
+                    mew=0.6 if ok else 1.4, mfc=colour if ok else "white", ls="none", zorder=4)
+        series[name] = Line2D([], [], color=colour, marker=marker, mec=EDGE, mew=0.6, lw=2, label=name)
+    handles = [series[n] for n in reps if n in series]
+    return handles, omitted
+
+
+def _ideal_line(ax, reps, counts, best, handles) -> None:
+    from matplotlib.lines import Line2D
+
+    # ideal linear speed-up from the first GPU count with a point to start from
+    ref = None
+    for g in counts:
+        cands = [by[g] for by in reps.values() if g in by and status(by[g]) != "other" and _finite(by[g].total_s)]
+        if cands:
+            ref = best.get(g) or min(cands, key=lambda p: p.total_s)
+            break
+    if ref is not None and len(counts) > 1:
+        xs = [g for g in counts if g >= ref.gpus]
+        ax.plot(xs, [ref.total_s * ref.gpus / g for g in xs], color="#555555", lw=1.2, ls="--", zorder=2)
+        handles.append(Line2D([], [], color="#555555", lw=1.2, ls="--",
+                              label=f"ideal: linear speed-up from {ref.gpus:,} GPU{'s' if ref.gpus > 1 else ''}"))
+
+
+def _best_rings(ax, counts, best, handles) -> None:
+    from matplotlib.lines import Line2D
+
+    # the best strategy per GPU count: ringed, named where it changes
+    previous = None
+    for g in counts:
+        pt = best.get(g)
+        if pt is None:
+            previous = None
+            continue
+        ax.plot([g], [pt.total_s], marker="o", ms=15, mfc="none", mec="black", mew=1.6, ls="none", zorder=5)
+        if pt.strategy != previous:
+            right = counts.index(g) >= len(counts) / 2  # label on the left of points in the right half
+            ax.annotate(f"best: {pt.strategy}", (g, pt.total_s), xytext=(-10 if right else 10, 10),
+                        textcoords="offset points", ha="right" if right else "left", fontsize=8,
+                        fontweight="bold", zorder=6)
+        previous = pt.strategy
+    if best:
+        handles.append(Line2D([], [], marker="o", ms=11, mfc="none", mec="black", mew=1.6, ls="none",
+                              label="best at this GPU count"))
+
+
+def _memory_marks(ax, meta, points, reps, counts, best, handles) -> None:
+    """Hollow points out of GPU memory in the legend; GPU counts where nothing fits shaded."""
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+
+    # the memory limit
+    cap = _gpu_memory(meta, points)
+    if any(status(pt) == "memory" for by in reps.values() for pt in by.values()):
+        handles.append(Line2D([], [], marker="o", ms=6.5, mfc="white", mec="#444444", mew=1.4, ls=":",
+                              color="#444444", label=f"hollow: out of GPU memory, {_capacity_label(meta)}"))
+    none_fit = [g for g in counts if g not in best and any(status(p) == "memory" for p in points if p.gpus == g)]
+    for g in none_fit:
+        ax.axvspan(g / 2**0.5, g * 2**0.5, color="#EEEEEE", zorder=0, lw=0)
+    if none_fit:
+        fits = fmt_bytes(cap) if cap else "GPU memory"
+        handles.append(Patch(color="#EEEEEE", label=f"no strategy fits in {fits}"))
 
 
 # -- memory -------------------------------------------------------------------------
@@ -428,166 +451,15 @@ def memory_figure(points: Sequence[Point], meta: dict):
     return fig
 
 
-# -- breakdown ----------------------------------------------------------------------
-
-
-def breakdown_figure(points: Sequence[Point], meta: dict, columns: int = 3):
-    """Stacked bars of time per epoch by phase, one panel per GPU count, one bar per
-    strategy (its fastest configuration); infeasible bars faded with their reason."""
-    import matplotlib
-    from matplotlib.patches import Patch
-
-    reps = representatives(points)
-    counts = sorted({pt.gpus for pt in points})
-    names = list(reps)
-    used = [ph for ph in PHASES if any(_finite(getattr(pt.breakdown, ph)) and getattr(pt.breakdown, ph) > 0
-                                       for by in reps.values() for pt in by.values())]
-    ncols = max(1, min(columns, len(counts)))
-    nrows = max(1, math.ceil(len(counts) / ncols))
-    with matplotlib.rc_context(RC):
-        fig = _figure(max(4.4 * ncols, 6.0), 3.4 * nrows + 1.2)
-        axes = fig.subplots(nrows, ncols, squeeze=False)
-        for i, g in enumerate(counts):
-            ax = axes[i // ncols][i % ncols]
-            ax.grid(axis="x", visible=False)
-            present = [(x, reps[n][g]) for x, n in enumerate(names) if g in reps[n]]
-            feas = [pt.total_s for _, pt in present if pt.feasible and _finite(pt.total_s)]
-            mem = [pt.total_s for _, pt in present if status(pt) == "memory" and _finite(pt.total_s)]
-            anyf = [pt.total_s for _, pt in present if _finite(pt.total_s) and pt.total_s > 0]
-            cands = feas or mem or anyf or [1.0]
-            # the scale serves the candidates: up to 3x the fastest; taller bars are cut, with their time
-            top = min(max(cands), 3.0 * min(cands)) * 1.3
-            unit, div = time_unit(top)
-            for x, pt in present:
-                ok = pt.feasible
-                bottom = 0.0
-                if _finite(pt.total_s):
-                    for ph in used:
-                        v = getattr(pt.breakdown, ph)
-                        if not _finite(v) or v <= 0:
-                            continue
-                        label, colour, hatch = PHASE_STYLE.get(ph, (ph, "#999999", None))
-                        ax.bar(x, v / div, bottom=bottom / div, width=0.72, color=colour, hatch=hatch,
-                               edgecolor="white" if ok else "#888888", lw=0.5, alpha=1.0 if ok else 0.3,
-                               zorder=2)
-                        bottom += v
-                    if pt.total_s > top:
-                        ax.text(x, top / div, f"↑ {fmt_seconds(pt.total_s)}", ha="center", va="top",
-                                fontsize=6.5, color="#333333", zorder=5)
-                if not ok:
-                    ax.text(x, 0.02 * top / div, "✗ " + limit_words(pt), rotation=90, ha="center", va="bottom",
-                            fontsize=6.5, color="#222222", zorder=6, clip_on=True)
-                if pt.rank == 1:
-                    ax.text(x, min(pt.total_s, top) / div, "best", ha="center", va="bottom", fontsize=7,
-                            fontweight="bold", zorder=6)
-            ax.set_ylim(0, top / div)
-            ax.set_xlim(-0.6, len(names) - 0.4)
-            ax.set_xticks([x for x, _ in present])
-            ax.set_xticklabels([_label(pt) for _, pt in present], rotation=40, ha="right",
-                               rotation_mode="anchor", fontsize=7)
-            # the strategy colour under each bar, as in every other plot
-            ax.scatter([x for x, _ in present], [0] * len(present), marker="s", s=28,
-                       c=[strategy_colour(pt.strategy) for _, pt in present], edgecolors=EDGE, linewidths=0.5,
-                       transform=ax.get_xaxis_transform(), clip_on=False, zorder=7)
-            ax.tick_params(axis="x", pad=7)
-            ax.set_ylabel(f"time per epoch ({unit})")
-            ax.set_title(f"{g:,} GPU{'s' if g > 1 else ''}", loc="left", fontweight="bold")
-        for j in range(len(counts), nrows * ncols):
-            axes[j // ncols][j % ncols].set_visible(False)
-        handles = [Patch(facecolor=PHASE_STYLE[ph][1], hatch=PHASE_STYLE[ph][2], edgecolor="white",
-                         label=PHASE_STYLE[ph][0]) for ph in used if ph in PHASE_STYLE]
-        handles.append(Patch(facecolor="#BBBBBB", alpha=0.3, edgecolor="#888888",
-                             label="infeasible (faded, ✗ reason)"))
-        fig.legend(handles=handles, loc="outside lower center", ncol=min(4, len(handles)), frameon=False)
-        fig.suptitle(title(meta, "time per epoch by phase (fastest configuration of each strategy)"),
-                     x=0.01, ha="left", fontsize=10)
-    return fig
-
-
-# -- compare ------------------------------------------------------------------------
-
-
-def compare_figure(rows, summary=None, title_text: str = ""):
-    """Projected versus measured, like ParaDL's Figure 3: one panel per model, system
-    and strategy; per run a measured bar (hatched) beside the projected one (compute,
-    then communication on top), with the accuracy above the pair.  Log time axis."""
-    import matplotlib
-    from matplotlib.patches import Patch
-
-    key = lambda r: (r.point.model, r.point.system, r.run.strategy)  # noqa: E731
-    groups: list[tuple[tuple, list]] = []
-    for k, grp in groupby(rows, key=key):
-        if groups and groups[-1][0] == k:
-            groups[-1][1].extend(grp)
-        else:
-            groups.append((k, list(grp)))
-    merged: dict[tuple, list] = {}
-    for k, grp in groups:
-        merged.setdefault(k, []).extend(grp)
-    groups = list(merged.items())
-    if not groups:
-        raise OracleError("no runs to plot")
-    widest = max(len(g) for _, g in groups)
-    with matplotlib.rc_context(RC):
-        fig = _figure(max(7.0, 0.55 * widest + 2.5), 3.2 * len(groups) + 1.0)
-        axes = fig.subplots(len(groups), 1, squeeze=False)
-        for ax, ((model, system, strategy), grp) in zip((a[0] for a in axes), groups):
-            grp = sorted(grp, key=lambda r: (r.run.gpus, r.run.global_batch, r.run.line))
-            colour, _ = strategy_style(strategy)
-            show_batch = len({r.run.gpus for r in grp}) < len(grp) or len({r.run.global_batch / r.run.gpus
-                                                                            for r in grp}) > 1
-            values = []
-            for x, r in enumerate(grp):
-                m = r.measured_s
-                ax.bar(x - 0.2, m, width=0.38, color="white", edgecolor=colour, hatch="////", lw=1.2, zorder=2)
-                pc = r.predicted_compute_s or 0.0
-                pm = r.predicted_comm_s or 0.0
-                if _finite(pc) and _finite(pm) and r.predicted_s > 0:
-                    ax.bar(x + 0.2, pc, width=0.38, color=colour, edgecolor=EDGE, lw=0.5, zorder=2)
-                    ax.bar(x + 0.2, pm, bottom=pc, width=0.38, color=colour, alpha=0.45, edgecolor=EDGE,
-                           lw=0.5, zorder=2)
-                    values.append(r.predicted_s)
-                values.append(m)
-                ax.annotate(f"{100 * r.accuracy:.0f}%", (x, max(m, r.predicted_s if _finite(r.predicted_s) else m)),
-                            xytext=(0, 3), textcoords="offset points", ha="center", va="bottom", fontsize=7,
-                            fontweight="bold" if r.accuracy < 0.75 else "normal",
-                            rotation=90 if len(grp) > 14 else 0)
-            ax.set_yscale("log")
-            lo = min(v for v in values if v > 0)
-            hi = max(values)
-            ax.set_ylim(lo / 3, hi * (6 if len(grp) > 14 else 3))
-            _plain_log_ticks(ax.yaxis)
-            bases = {r.run.basis for r in grp}
-            basis = bases.pop() if len(bases) == 1 else "run"
-            ax.set_ylabel(f"time per {basis} (s, log scale)")
-            ax.set_xticks(range(len(grp)))
-            ax.set_xticklabels([f"{r.run.gpus:,}" + (f"\nB={r.run.global_batch:g}" if show_batch else "")
-                                for r in grp], fontsize=7)
-            ax.set_xlabel("GPUs" + (" (B: global batch)" if show_batch else ""))
-            ax.grid(axis="x", visible=False)
-            mean = sum(r.accuracy for r in grp) / len(grp)
-            ax.set_title(f"{model} on {system} · {strategy} · mean accuracy {100 * mean:.1f}% ({len(grp)} run{'s' if len(grp) != 1 else ''})",
-                         loc="left", fontweight="bold")
-            ax.legend(handles=[
-                Patch(facecolor="white", edgecolor=colour, hatch="////", label="measured"),
-                Patch(facecolor=colour, edgecolor=EDGE, label="projected compute"),
-                Patch(facecolor=colour, alpha=0.45, edgecolor=EDGE, label="projected communication"),
-            ], loc="upper right", fontsize=7, frameon=False, ncol=3)
-        head = title_text or "projected versus measured"
-        if summary is not None:
-            s = summary.overall
-            head += f"\n{s.n} runs · mean accuracy {100 * s.mean_accuracy:.1f}% · MAPE {100 * s.mape:.1f}%"
-        head += " · label: accuracy = 1 − |projected − measured| / measured"
-        fig.suptitle(head, x=0.01, ha="left", fontsize=10)
-    return fig
-
-
 # -- one entry point ----------------------------------------------------------------
 
 
 def figure(kind: str, points: Sequence[Point] | None = None, meta: dict | None = None, rows=None,
            summary=None, title_text: str = ""):
     """Build the figure of ``kind`` (one of :data:`KINDS`)."""
+    from oracle.render.plots_breakdown import breakdown_figure
+    from oracle.render.plots_compare import compare_figure
+
     require()
     if kind == "compare":
         return compare_figure(rows or [], summary, title_text)

@@ -252,6 +252,37 @@ def _chart_points(points: Sequence[Point]) -> dict[tuple[int, str], Point]:
     return chosen
 
 
+def _chart_note(pt: Point, best: Point | None) -> str:
+    if not pt.feasible:
+        return "✗ " + ", ".join(dict.fromkeys(lim.code for lim in pt.limits))
+    if pt.rank == 1 or best is None:
+        return "best"
+    return f"+{100 * (pt.total_s / best.total_s - 1):.0f}%"
+
+
+def _bar(pt: Point, scale: float, bar_width: int):
+    """Compute and communication of one point as glyphs, ``bar_width`` cells for ``scale``
+    seconds; a longer bar is cut and ends in '»'."""
+    from rich.text import Text
+
+    cut = pt.total_s > scale * 1.0001
+    n_total = min(bar_width, max(1, round(bar_width * pt.total_s / scale))) if pt.total_s > 0 else 0
+    if cut:
+        n_total = bar_width - 1
+    n_comp = min(n_total, round(bar_width * pt.compute_s / scale))
+    if pt.communication_s > 0.02 * pt.total_s and n_comp == n_total and n_total > 1:
+        n_comp -= 1  # a visible communication share gets at least one cell
+    if pt.compute_s > 0.02 * pt.total_s and n_comp == 0 and n_total > 1:
+        n_comp = 1
+    n_comm = n_total - n_comp
+    dim = not pt.feasible
+    bar = Text(CHART_COMPUTE[0] * n_comp, style="dim" if dim else CHART_COMPUTE[1])
+    bar += Text(CHART_COMM[0] * n_comm, style="dim" if dim else CHART_COMM[1])
+    if cut:
+        bar += Text("»", style="bold")
+    return bar
+
+
 def bar_chart(points: Sequence[Point], meta: dict, width: int = 100):
     """A compact terminal chart of total time per epoch (issue 6: `predict --chart`).
 
@@ -275,15 +306,8 @@ def bar_chart(points: Sequence[Point], meta: dict, width: int = 100):
                        key=lambda p: (not p.feasible, p.total_s))
         rows.append((gpus, group))
 
-    def note(pt: Point, best: Point | None) -> str:
-        if not pt.feasible:
-            return "✗ " + ", ".join(dict.fromkeys(lim.code for lim in pt.limits))
-        if pt.rank == 1 or best is None:
-            return "best"
-        return f"+{100 * (pt.total_s / best.total_s - 1):.0f}%"
-
     labels = [(f"{g:,}", pt.strategy, fmt_seconds(pt.total_s),
-               note(pt, group[0] if group[0].feasible else None)) for g, group in rows for pt in group]
+               _chart_note(pt, group[0] if group[0].feasible else None)) for g, group in rows for pt in group]
     w_gpus = max(4, *(len(a) for a, _, _, _ in labels))
     w_name = max(8, *(len(b) for _, b, _, _ in labels))
     w_time = max(4, *(len(c) for _, _, c, _ in labels))
@@ -312,28 +336,13 @@ def bar_chart(points: Sequence[Point], meta: dict, width: int = 100):
         scale = max(feasible) if feasible else min(max(every), 3 * min(every))
         scale = scale if scale > 0 else 1.0
         for i, pt in enumerate(group):
-            cut = pt.total_s > scale * 1.0001
-            n_total = min(bar_width, max(1, round(bar_width * pt.total_s / scale))) if pt.total_s > 0 else 0
-            if cut:
-                n_total = bar_width - 1
-            n_comp = min(n_total, round(bar_width * pt.compute_s / scale))
-            if pt.communication_s > 0.02 * pt.total_s and n_comp == n_total and n_total > 1:
-                n_comp -= 1  # a visible communication share gets at least one cell
-            if pt.compute_s > 0.02 * pt.total_s and n_comp == 0 and n_total > 1:
-                n_comp = 1
-            n_comm = n_total - n_comp
-            dim = not pt.feasible
-            bar = Text(CHART_COMPUTE[0] * n_comp, style="dim" if dim else CHART_COMPUTE[1])
-            bar += Text(CHART_COMM[0] * n_comm, style="dim" if dim else CHART_COMM[1])
-            if cut:
-                bar += Text("»", style="bold")
-            style = BEST_STYLE if pt.rank == 1 else (INFEASIBLE_STYLE if dim else None)
+            style = BEST_STYLE if pt.rank == 1 else (INFEASIBLE_STYLE if not pt.feasible else None)
             t.add_row(
                 f"{gpus:,}" if i == 0 else "",
                 Text(pt.strategy, style=style),
-                bar,
+                _bar(pt, scale, bar_width),
                 Text(fmt_seconds(pt.total_s), style=style),
-                Text(note(pt, group[0] if group[0].feasible else None), style=style),
+                Text(_chart_note(pt, group[0] if group[0].feasible else None), style=style),
             )
         if gpus != rows[-1][0]:
             t.add_row("", "", "", "", "")

@@ -64,68 +64,57 @@ def model_json(m: Model, system=None) -> str:
 
 
 def model_table(m: Model, system=None):
-    from rich import box
-    from rich.markup import escape
-    from rich.table import Table
-
-    # names and sources come from input files: text, not rich markup ("[/]" would not parse)
-    t = Table(
-        title=escape(f"{m.name} · input {fmt_shape(m.input_shape)} · {m.dataset_name or 'dataset'}"
-                     f" ({m.dataset_samples:,} samples)"),
-        title_justify="left",
-        box=box.SIMPLE_HEAD,
-        pad_edge=False,
-        show_footer=True,
-    )
-    total_act = sum(i.output_elements for i in m.info)
-    t.add_column("#", justify="right", no_wrap=True, footer="")
-    t.add_column("layer", footer="total", overflow="fold")
-    t.add_column("type", footer=f"{len(m.layers)} layers", overflow="fold")
-    t.add_column("input", justify="right", no_wrap=True)
-    t.add_column("output", justify="right", no_wrap=True)
-    t.add_column("parameters", justify="right", no_wrap=True, footer=fmt_count(m.parameters),
-                 min_width=len(fmt_count(m.parameters)))
-    t.add_column("FLOPs", justify="right", no_wrap=True, footer=fmt_si(m.flops), min_width=7)
-    t.add_column("activations", justify="right", no_wrap=True, footer=fmt_si(total_act))
+    """The layers of a model with their shapes and costs; columns fit the width."""
     from oracle.compute.memory import saved_activations
+    from oracle.render.columns import Column, FitTable, Section
 
+    total_act = sum(i.output_elements for i in m.info)
     saved = _saved_bytes(m, saved_activations(m))
-    t.add_column("saved", justify="right", no_wrap=True, footer=fmt_bytes(sum(saved)))
-    for i, (layer, info) in enumerate(zip(m.layers, m.info)):
-        inputs = " + ".join(fmt_shape(s) for s in info.input_shapes)
-        t.add_row(
-            str(i),
-            escape(layer.name),
-            layer.type,
-            inputs,
-            fmt_shape(info.output_shape),
-            fmt_count(info.parameters) if info.parameters else "–",
-            fmt_si(info.flops) if info.flops else "–",
-            fmt_si(info.output_elements),
-            fmt_bytes(saved[i]) if saved[i] else "–",
-        )
-    t.caption = (
+    rows = [
+        {
+            "i": str(i),
+            "layer": layer.name,
+            "type": layer.type,
+            "input": " + ".join(fmt_shape(s) for s in info.input_shapes),
+            "output": fmt_shape(info.output_shape),
+            "parameters": fmt_count(info.parameters) if info.parameters else "–",
+            "flops": fmt_si(info.flops) if info.flops else "–",
+            "activations": fmt_si(info.output_elements),
+            "saved": fmt_bytes(saved[i]) if saved[i] else "–",
+        }
+        for i, (layer, info) in enumerate(zip(m.layers, m.info))
+    ]
+    columns = (
+        Column("i", "#", "right"), Column("layer", "layer", footer="total"),
+        Column("type", "type", priority=5, footer=f"{len(m.layers)} layers"),
+        Column("input", "input", "right", 4), Column("output", "output", "right", 8),
+        Column("parameters", "parameters", "right", 8, fmt_count(m.parameters)),
+        Column("flops", "FLOPs", "right", 7, fmt_si(m.flops)),
+        Column("activations", "activations", "right", 3, fmt_si(total_act)),
+        Column("saved", "saved", "right", 6, fmt_bytes(sum(saved))),
+    )  # fmt: skip
+    caption = (
         f"parameters {fmt_count(m.parameters)} ({fmt_bytes(4 * m.parameters)} in fp32) · "
         f"forward {fmt_si(m.flops, 'FLOPs')}/sample (2 per multiply-add) · "
         f"activations {fmt_si(total_act)} elements/sample\n"
         f"saved for the backward: {fmt_bytes(sum(saved))} per sample in fp32 (what PyTorch keeps;"
         " ParaDL's bound counts 2·Σ(|x|+|y|))"
         + _largest_batch_line(m, system)
-        + escape(f"\nsource: {m.source}" if m.source else "")
+        + (f"\nsource: {m.source}" if m.source else "")
     )
-    t.caption_justify = "left"
-    return t
+    return FitTable(
+        columns, [Section(rows)], show_footer=True, caption=caption,
+        title=f"{m.name} · input {fmt_shape(m.input_shape)} · {m.dataset_name or 'dataset'} ({m.dataset_samples:,} samples)",
+    )  # fmt: skip
 
 
 def _largest_batch_line(m: Model, system) -> str:
-    from rich.markup import escape
-
     if system is None:
         return "\nlargest batch per GPU: give --system S"
     from oracle.compute.memory import largest_batches
 
     bits = [f"{b.precision} {b.one_gpu:,.0f} (one GPU), {b.data_parallel:,.0f} (data parallel)" for b in largest_batches(m, system)]
-    return escape(f"\nlargest batch per {fmt_bytes(system.gpu_memory_bytes)} GPU of {system.name}: " + "; ".join(bits))
+    return f"\nlargest batch per {fmt_bytes(system.gpu_memory_bytes)} GPU of {system.name}: " + "; ".join(bits)
 
 
 def _protocol_text(level) -> str:
@@ -206,11 +195,42 @@ def system_json(s: System) -> str:
     return json.dumps(system_dict(s), indent=2) + "\n"
 
 
+def _levels_table(s: System):
+    from oracle.render.columns import Column, FitTable, Section
+
+    rows = [
+        {"level": lv.name, "max_gpus": f"{lv.max_gpus:,}", "alpha": fmt_seconds(lv.alpha_s),
+         "rate": fmt_rate(1.0 / lv.beta_s_per_byte), "beta": f"{lv.beta_s_per_byte:.3e}",
+         "source": lv.source + _protocol_text(lv)}
+        for lv in s.network
+    ]  # fmt: skip
+    return FitTable(
+        (Column("level", "level"), Column("max_gpus", "max GPUs", "right"), Column("alpha", "latency α", "right"),
+         Column("rate", "bandwidth 1/β", "right"), Column("beta", "β (s/byte)", "right", 5)),
+        [Section(rows)], notes=Column("source", "source"), notes_min=40,
+        title="network levels (innermost first)",
+    )  # fmt: skip
+
+
+def _operations_table(s: System):
+    from oracle.render.columns import Column, FitTable, Section
+
+    rows = [
+        {"op": op, "alpha": fmt_seconds(ov.alpha_s) if ov.alpha_s is not None else "level's",
+         "rate": fmt_rate(1.0 / ov.beta_s_per_byte) if ov.beta_s_per_byte else "level's",
+         "scales": f"{ov.alpha_scale:g} / {ov.beta_scale:g}", "source": ov.source}
+        for op, ov in s.operations
+    ]  # fmt: skip
+    return FitTable(
+        (Column("op", "operation"), Column("alpha", "α", "right"), Column("rate", "bandwidth", "right"),
+         Column("scales", "scales α / β", "right")),
+        [Section(rows)], notes=Column("source", "source"), notes_min=40,
+        title="operation overrides (docs/cost-model.md)",
+    )  # fmt: skip
+
+
 def system_table(s: System):
-    from rich import box
     from rich.console import Group
-    from rich.markup import escape
-    from rich.table import Table
     from rich.text import Text
 
     peak = f", {s.gpu_peak_flops / 1e12:g} TFLOPS" if s.gpu_peak_flops else ""
@@ -229,39 +249,19 @@ def system_table(s: System):
         f"{s.name}: {s.nodes:,} nodes × {s.gpus_per_node} {s.gpu_model}"
         f" = {s.total_gpus:,} GPUs ({fmt_bytes(s.gpu_memory_bytes)}{peak}{bw})\n{phi}"
     )
-    t = Table(box=box.SIMPLE_HEAD, pad_edge=False, title="network levels (innermost first)", title_justify="left")
-    t.add_column("level")
-    t.add_column("max GPUs", justify="right", no_wrap=True)
-    t.add_column("latency α", justify="right", no_wrap=True)
-    t.add_column("bandwidth 1/β", justify="right", no_wrap=True)
-    t.add_column("β (s/byte)", justify="right", no_wrap=True)
-    t.add_column("source", overflow="fold", ratio=1)
-    for lv in s.network:
-        t.add_row(
-            escape(lv.name),
-            f"{lv.max_gpus:,}",
-            fmt_seconds(lv.alpha_s),
-            fmt_rate(1.0 / lv.beta_s_per_byte),
-            f"{lv.beta_s_per_byte:.3e}",
-            escape(lv.source + _protocol_text(lv)),
-        )
-    parts = [head, t]
+    parts = [head, _levels_table(s)]
     if s.operations:
-        o = Table(box=box.SIMPLE_HEAD, pad_edge=False, title="operation overrides (docs/cost-model.md)", title_justify="left")
-        o.add_column("operation")
-        o.add_column("α", justify="right", no_wrap=True)
-        o.add_column("bandwidth", justify="right", no_wrap=True)
-        o.add_column("scales α / β", justify="right", no_wrap=True)
-        o.add_column("source", overflow="fold", ratio=1)
-        for op, ov in s.operations:
-            o.add_row(
-                op,
-                fmt_seconds(ov.alpha_s) if ov.alpha_s is not None else "level's",
-                fmt_rate(1.0 / ov.beta_s_per_byte) if ov.beta_s_per_byte else "level's",
-                f"{ov.alpha_scale:g} / {ov.beta_scale:g}",
-                escape(ov.source),
-            )
-        parts.append(o)
+        parts.append(_operations_table(s))
+    extra = _system_notes(s)
+    if extra:
+        parts.append(Text("\n".join(extra)))
+    if s.source:
+        parts.append(Text(f"source: {s.source}"))
+    return Group(*parts)
+
+
+def _system_notes(s: System) -> list[str]:
+    """Lines on what a system file sets beyond GPUs and network levels."""
     extra = []
     if s.gpu_workspace_bytes:
         extra.append(f"framework workspace: {fmt_bytes(s.gpu_workspace_bytes)} per GPU")
@@ -297,11 +297,7 @@ def system_table(s: System):
             + ("; loaders prefetch (overlap)" if i.overlap else "; loading not overlapped")
             + (f"\n  source: {i.source}" if i.source else "")
         )
-    if extra:
-        parts.append(Text("\n".join(extra)))
-    if s.source:
-        parts.append(Text(f"source: {s.source}"))
-    return Group(*parts)
+    return extra
 
 
 # -- profiles -------------------------------------------------------------------------
@@ -336,11 +332,10 @@ def profile_json(pr: Profile, times=None, m=None) -> str:
 
 
 def profile_table(pr: Profile, times=None, m=None):
-    from rich import box
     from rich.console import Group
-    from rich.markup import escape
-    from rich.table import Table
     from rich.text import Text
+
+    from oracle.render.columns import Column, FitTable, Section
 
     d = profile_dict(pr, times, m)
     label = {"measured": "measured per layer", "total": "total only", "estimated": "ESTIMATED (roofline), not measured"}[pr.kind]
@@ -359,26 +354,23 @@ def profile_table(pr: Profile, times=None, m=None):
         )
         parts = [head, body]
     else:
-        spread = pr.kind == "total"
-        t = Table(
-            box=box.SIMPLE_HEAD,
-            pad_edge=False,
-            show_footer=True,
-            title="per layer (spread by FLOPs)" if spread else "per layer",
-            title_justify="left",
-        )
         fw_sum = sum(x["fw_s"] for x in d["layers"])
         bw_sum = sum(x["bw_s"] for x in d["layers"])
-        wu_sum = d["wu_per_iteration_s"]
         total = fw_sum + bw_sum
-        t.add_column("layer", footer="total")
-        t.add_column("fw/sample", justify="right", no_wrap=True, footer=fmt_seconds(fw_sum))
-        t.add_column("bw/sample", justify="right", no_wrap=True, footer=fmt_seconds(bw_sum))
-        t.add_column("wu/iteration", justify="right", no_wrap=True, footer=fmt_seconds(wu_sum))
-        t.add_column("share", justify="right", no_wrap=True, footer="100%")
-        for x in d["layers"]:
-            share = (x["fw_s"] + x["bw_s"]) / total if total else math.nan
-            t.add_row(escape(x["name"]), fmt_seconds(x["fw_s"]), fmt_seconds(x["bw_s"]), fmt_seconds(x["wu_s"]), f"{100 * share:.1f}%")
+        rows = [
+            {"layer": x["name"], "fw": fmt_seconds(x["fw_s"]), "bw": fmt_seconds(x["bw_s"]),
+             "wu": fmt_seconds(x["wu_s"]),
+             "share": f"{100 * ((x['fw_s'] + x['bw_s']) / total if total else math.nan):.1f}%"}
+            for x in d["layers"]
+        ]  # fmt: skip
+        t = FitTable(
+            (Column("layer", "layer", footer="total"), Column("fw", "fw/sample", "right", footer=fmt_seconds(fw_sum)),
+             Column("bw", "bw/sample", "right", footer=fmt_seconds(bw_sum)),
+             Column("wu", "wu/iteration", "right", 5, fmt_seconds(d["wu_per_iteration_s"])),
+             Column("share", "share", "right", 6, "100%")),
+            [Section(rows)], show_footer=True,
+            title="per layer (spread by FLOPs)" if pr.kind == "total" else "per layer",
+        )  # fmt: skip
         parts = [head, t]
     if pr.source:
         parts.append(Text(f"source: {pr.source}"))

@@ -75,22 +75,13 @@ def _per_layer(model, system, profile, options):
                    total_wu_per_iteration_s=None)  # fmt: skip
 
 
-def write_profile(runs_file: str, chosen, base_system: str, output: str | None) -> None:
-    import click
-
-    from oracle.render.output import emit
+def profile_text(runs_file: str, profile, factor: float, evidence) -> str:
+    """The calibrated profile as YAML, its header naming the runs and their factors."""
     from oracle.render.profile_file import profile_yaml
 
-    profile, factor, evidence = calibrate_compute(runs_file, chosen, base_system)
-    for line, label, f in evidence:
-        click.echo(f"{runs_file}:{line} {label}: compute x {f:.4g}", err=True)
-    click.echo(f"compute factor (median of {len(evidence)}): {factor:.4g}", err=True)
-    if not output:
-        return
     header = [
         f"Profile of {profile.model} calibrated by `oracle fit runs --calibrate compute` on {runs_file}:",
         (f"times x {factor:.6g} so the projection reproduces the runs; device {profile.device},"
          f" precision {profile.precision}, batch {profile.measured_samples_per_gpu} kept for the compute model."),
     ] + [f"  {runs_file}:{line} {label}: factor {f:.6g}" for line, label, f in evidence]
-    emit(profile_yaml(profile, header), output)
-    click.echo(f"wrote {output}", err=True)
+    return profile_yaml(profile, header)

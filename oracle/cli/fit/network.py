@@ -1,0 +1,128 @@
+"""``oracle fit network LOG...``: α, β per network level from collective benchmark logs.
+
+Reads nccl-tests or OSU micro-benchmark logs (:mod:`oracle.load.benchlogs`), fits the
+ring model of docs/cost-model.md per measured span (:mod:`oracle.compute.fit`) and prints the
+fit and its residuals.  With ``--system BASE`` and ``-o FILE`` it writes a complete
+system file: the base system with its ``network:`` replaced by the fitted levels.
+Without ``--system``, ``-o FILE`` writes only the ``network:`` list (to paste into a
+system file); its outermost level then covers only the largest measured span.
+``-o -`` writes the YAML to standard output instead of the report.
+"""
+
+from __future__ import annotations
+
+import click
+
+from oracle.cli.fit import fit
+from oracle.cli.types import ByteSize, Count, FiniteRange, PlainIntRange
+
+
+def _command_line(params: dict, logs: list[str]) -> str:
+    """The command as a user would type it (from the parsed options, so it is exact)."""
+    import shlex
+
+    words = ["oracle", "fit", "network"]
+    spec = [
+        ("system", "--system"),
+        ("operation", "--operation"),
+        ("gpus_per_node", "--gpus-per-node"),
+        ("min_bytes", "--min-bytes"),
+        ("max_bytes", "--max-bytes"),
+        ("bw_fraction", "--bw-fraction"),
+        ("name", "--name"),
+        ("source", "--source"),
+        ("output", "-o"),
+    ]
+    for key, flag in spec:
+        v = params.get(key)
+        if v is None or (key == "bw_fraction" and v == 0.5):
+            continue
+        words += [flag, str(v)]
+    if params.get("in_place"):
+        words.append("--in-place")
+    for key, flag in (("gpus", "--gpus"), ("nodes", "--nodes")):
+        for file, n in params.get(key) or ():
+            words += [flag, f"{file}={n}" if file else str(n)]
+    words += logs
+    return " ".join(shlex.quote(w) for w in words)
+
+
+@fit.command("network", context_settings={"max_content_width": 100})
+@click.argument("logs", nargs=-1, required=True, metavar="LOG...")
+@click.option("--system", "-s", metavar="NAME|FILE", help="Base system (shipped name or path): -o then writes a whole system file.")
+@click.option("--output", "-o", metavar="FILE",
+              help="Write the fitted system (with --system) or the network: list as YAML to FILE,"
+              " atomically; '-' for standard output (instead of the report).")
+@click.option("--format", "-f", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True,
+              help="Format of the report on standard output.")
+@click.option("--min-bytes", type=ByteSize(), help="Fit only message sizes >= this (e.g. 1MiB). [default: n½ rule]")
+@click.option("--max-bytes", type=ByteSize(), help="Fit only message sizes <= this.")
+@click.option("--bw-fraction", type=FiniteRange(0, 1, min_open=True), default=0.5, show_default=True,
+              help="n½ rule: fit from the smallest size whose bus bandwidth reaches this fraction of the log's peak.")
+@click.option("--in-place", is_flag=True, help="nccl-tests: fit the in-place times. [default: out-of-place]")
+@click.option("--operation", type=click.Choice(["allreduce", "allgather", "reducescatter", "broadcast", "reduce"]),
+              help="The collective, for nccl-tests logs that do not say (else inferred from busbw/algbw).")
+@click.option("--gpus", "gpus", type=Count(), multiple=True,
+              help="GPUs of logs without a rank table (OSU): N for all, FILE=N for one; repeatable.")
+@click.option("--nodes", "nodes", type=Count(), multiple=True,
+              help="Nodes of logs without a rank table: N or FILE=N. [default: file-name rule]")
+@click.option("--gpus-per-node", type=PlainIntRange(min=1),
+              help="GPUs per node for logs without a rank table. [default: the base system's]")
+@click.option("--name", metavar="TEXT", help="Name of the written system. [default: BASE's name + ' (fitted network)']")
+@click.option("--source", metavar="TEXT", help="Where the logs come from (written into the file's provenance).")
+@click.option("--max-median-error", type=FiniteRange(min=0), metavar="FRACTION",
+              help="Check: exit 1 (and write nothing) if the median |rel. error| over messages >= 1 MiB,"
+              " of any log or overall, exceeds FRACTION (e.g. 0.12).")
+@click.option("--collectives", type=click.Choice(["alpha-beta", "table"]), default="alpha-beta", show_default=True,
+              help="table: also write the measured times (collectives: table), used instead of α-β for"
+              " collectives on exactly a benchmarked GPU count and span.")
+@click.option("--protocols", type=PlainIntRange(1, 4), default=1, show_default=True,
+              help="α-β lines per level: 1 = the ring model above n½; 3 = NCCL's LL, LL128 and Simple"
+              " regimes fitted to every message size (collectives take the cheapest line).")
+@click.option("--width", type=PlainIntRange(min=60), help="Table width. [default: terminal]")
+@click.pass_context
+def fit_network_cmd(
+    ctx, logs, system, output, fmt, min_bytes, max_bytes, bw_fraction, in_place, operation, gpus, nodes,
+    gpus_per_node, name, source, max_median_error, collectives, protocols, width,
+):  # fmt: skip
+    """Fit α and β per network level to nccl-tests or OSU collective logs.
+
+    Each log's GPUs give a span (docs/cost-model.md) and each span one level n{span}, fitted by
+    least squares of the relative error to the ring model of docs/cost-model.md over the sizes
+    where bandwidth dominates (from half the peak bus bandwidth up; see --min-bytes).
+
+    GPUs and nodes: from the rank table of nccl-tests logs; for logs without one (OSU)
+    from --gpus/--nodes or the file name ('{n}nodes' = n nodes, 'intra' = one node,
+    '{n}gpus' = n GPUs) with --gpus-per-node or the base system's GPUs per node.
+
+    \b
+    Example:
+      oracle fit network --system abci-nominal --name ABCI -o systems/abci.yaml data/nccl-tests/abci-v100/*.txt
+    """
+    from oracle.cli.common import print_renderable, warn
+    from oracle.errors import CheckFailed
+    from oracle.render import fit as rf
+    from oracle.render.output import emit
+    from oracle.services.fit_network import NetworkRequest, fit_network_logs
+
+    job = fit_network_logs(NetworkRequest(
+        logs=tuple(logs), system=system, operation=operation, gpus=gpus, nodes=nodes, gpus_per_node=gpus_per_node,
+        min_bytes=min_bytes, max_bytes=max_bytes, bw_fraction=bw_fraction, in_place=in_place, protocols=protocols,
+        collectives=collectives, max_median_error=max_median_error, output=output, name=name, source=source,
+        command=_command_line(ctx.params, list(logs)),
+    ))  # fmt: skip
+    yaml_to_stdout = output is not None and str(output) == "-"
+    if not yaml_to_stdout:
+        if fmt == "json":
+            emit(rf.to_json(job.result), None)
+        else:
+            print_renderable(rf.tables(job.result), width=width)
+    for w in job.result.warnings:
+        warn(w)
+    if job.failure:
+        raise CheckFailed(job.failure)
+    if job.text is None:
+        return
+    emit(job.text, None if yaml_to_stdout else output)
+    if not yaml_to_stdout and fmt == "table":
+        click.echo(f"wrote {output}", err=True)

@@ -1,0 +1,77 @@
+"""``oracle fit runs RUNS.csv``: a system calibrated from measured training runs
+(:mod:`oracle.services.fit_runs`; ``--calibrate compute`` writes a profile instead,
+:mod:`oracle.services.fit_compute`)."""
+
+from __future__ import annotations
+
+import click
+
+from oracle.cli.fit import fit
+from oracle.cli.types import PlainIntRange
+
+
+@fit.command("runs", context_settings={"max_content_width": 100})
+@click.argument("runs", metavar="RUNS.csv")
+@click.option("--system", "-s", required=True, metavar="NAME|FILE", help="Base system to calibrate.")
+@click.option("--calibrate", "kind", type=click.Choice(["network", "input", "compute", "all"]), required=True,
+              help="network: all-reduce bandwidth inside and across nodes (data-parallel runs that are not"
+              " input-bound); input: loader and node sample rates (runs that are input-bound); compute: the runs'"
+              " profile scaled to reproduce them, written to -o as a profile (issue 13); all: every parameter"
+              " the runs identify, input rates only from runs whose includes_io column is yes.")
+@click.option("--where", multiple=True, metavar="COL=VAL[,VAL]",
+              help="The training runs to use (repeatable), e.g. model=vgg16 gpus=4,8. Keep the rest for validation.")
+@click.option("--overlay", metavar="FILE", help="A YAML mapping merged into the written system (documented implementation facts).")
+@click.option("--name", metavar="TEXT", help="Name of the written system. [default: BASE's name + ' (calibrated)']")
+@click.option("--output", "-o", metavar="FILE", help="Write the calibrated system YAML (atomically).")
+@click.option("--width", type=PlainIntRange(min=60), help="Table width. [default: terminal]")
+def fit_runs_cmd(runs, system, kind, where, overlay, name, output, width) -> None:
+    """Calibrate a system from measured training runs (held-out runs then validate it).
+
+    Inverts the cost model on each selected run: a data-parallel run's time beyond its
+    compute is its gradient all-reduce (network), an input-bound run's time is its
+    loading (input). One β for spans inside a node and one across nodes; one loader
+    and one node rate; each the median of its runs. The written system records the runs
+    each number comes from.
+
+    \b
+    Example (scripts/calibrate_abci2020.sh):
+      oracle fit runs validation/abci-paradl.csv -s abci --calibrate network \\
+        --where model=vgg16 --where gpus=4,8 -o abci-net.yaml
+    """
+    import sys
+
+    from oracle.cli.compare import _where
+    from oracle.cli.common import print_renderable, warn
+    from oracle.errors import OracleError
+    from oracle.render.fit import calibration
+    from oracle.render.output import emit
+    from oracle.services.fit_runs import RunsRequest, calibrate_runs, calibrated_system, select_runs
+
+    command = "oracle " + " ".join(sys.argv[1:]) if sys.argv[1:2] == ["fit"] else f"oracle fit runs {runs} ..."
+    req = RunsRequest(runs, system, kind, _where(where), overlay, name, output, command)
+    sel = select_runs(req)
+    for w in sel.warnings:
+        warn(w)
+    if kind == "compute":  # issue 13: writes a profile, not a system
+        return _write_profile(runs, sel.chosen, str(sel.base_path), output)
+    cal = calibrate_runs(req, sel)
+    print_renderable(*calibration(cal, runs), width=width)
+    if not cal.evidence:
+        raise OracleError(f"none of the {len(sel.chosen)} selected runs calibrates the {kind}", file=runs)
+    if output:
+        emit(calibrated_system(req, sel, cal), output)
+        click.echo(f"wrote {output}", err=True)
+
+
+def _write_profile(runs_file: str, chosen, base_system: str, output: str | None) -> None:
+    from oracle.render.output import emit
+    from oracle.services.fit_compute import calibrate_compute, profile_text
+
+    profile, factor, evidence = calibrate_compute(runs_file, chosen, base_system)
+    for line, label, f in evidence:
+        click.echo(f"{runs_file}:{line} {label}: compute x {f:.4g}", err=True)
+    click.echo(f"compute factor (median of {len(evidence)}): {factor:.4g}", err=True)
+    if not output:
+        return
+    emit(profile_text(runs_file, profile, factor, evidence), output)
+    click.echo(f"wrote {output}", err=True)

@@ -1,0 +1,42 @@
+"""Spatial geometry of a layer split: the halo a tile needs from its neighbours and the
+grid a GPU count is factored into (docs/cost-model.md)."""
+
+from __future__ import annotations
+
+from oracle.model import Layer
+
+
+def halo_half_widths(layer: Layer, dims: int) -> list[int]:
+    """Elements a tile needs from each neighbour per dimension: floor(K/2) for a
+    convolution or pooling window (docs/cost-model.md).  A transposed convolution scatters each
+    input over K outputs spaced by the stride S, so an output tile reads
+    ceil((K - S) / (2S)) extra inputs per side (0 when K <= S, as U-Net's 2x2/2); a
+    linear upsample one (nearest: none)."""
+    if layer.type == "upsample":  # linear interpolation reads one neighbour per side
+        return [0 if layer.mode == "nearest" else 1] * dims
+    kernel = layer.kernel * dims if len(layer.kernel) == 1 else layer.kernel
+    if layer.type != "convtranspose":
+        return [k // 2 for k in kernel]
+    stride = layer.stride * dims if len(layer.stride) == 1 else layer.stride
+    return [max(0, -(-(k - s) // (2 * s))) for k, s in zip(kernel, stride)]
+
+
+def balanced_grid(p: int, dims: int) -> tuple[int, ...]:
+    """Factor p into ``dims`` factors, as even as possible, non-increasing."""
+    best: tuple[int, ...] | None = None
+
+    def rec(rest: int, k: int, cap: int, acc: tuple[int, ...]) -> None:
+        nonlocal best
+        if k == 1:
+            if rest <= cap:
+                cand = acc + (rest,)
+                if best is None or (max(cand), -min(cand)) < (max(best), -min(best)):
+                    best = cand
+            return
+        for f in range(min(cap, rest), 0, -1):
+            if rest % f == 0:
+                rec(rest // f, k - 1, f, acc + (f,))
+
+    rec(p, dims, p, ())
+    assert best is not None
+    return best

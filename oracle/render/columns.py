@@ -1,0 +1,179 @@
+"""Tables that read at 80 columns and on wide terminals alike (issue 17).
+
+A ``FitTable`` picks its columns when it is rendered, from the width it is given:
+every kept column is as wide as its widest cell (a number is never cut); columns of
+the lowest priority are dropped until the rest fit; one optional notes column takes
+the remaining width and wraps on words.  When even the columns that are never
+dropped leave the notes too little room, the notes are stacked under the table,
+one paragraph per row, named by the row's first cell.  The caption says which
+columns were dropped.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+KEEP = 9  # priority of a column that is never dropped
+INDENT = 1  # tables are set in by one space from their title and notes
+
+
+@dataclass(frozen=True)
+class Column:
+    key: str
+    header: str
+    justify: str = "left"
+    priority: int = KEEP  # lower ones are dropped first
+    footer: str = ""
+
+
+@dataclass
+class Section:
+    """Rows shown together; ``label`` (if any) is a line above them."""
+
+    rows: list[dict] = field(default_factory=list)
+    label: str | None = None
+
+
+def _plain(cell) -> str:
+    return cell.plain if hasattr(cell, "plain") else str(cell)
+
+
+def _cell_len(cell) -> int:
+    from rich.cells import cell_len
+
+    return max((cell_len(line) for line in _plain(cell).split("\n")), default=0)
+
+
+def overhead(n: int) -> int:
+    """Characters a SIMPLE_HEAD table without edges adds to n columns' widths."""
+    return 3 * (n - 1) if n else 0
+
+
+def natural_widths(columns, rows) -> dict[str, int]:
+    return {
+        c.key: max([_cell_len(c.header), _cell_len(c.footer)] + [_cell_len(r.get(c.key, "")) for r in rows])
+        for c in columns
+    }
+
+
+def choose(columns, natural: dict[str, int], width: int, room: int) -> list[Column]:
+    """The columns kept at ``width`` when ``room`` characters (and a column) are left
+    for the notes: the lowest priorities dropped first, later columns first on a tie."""
+    keep = list(columns)
+    extra = 1 if room else 0
+
+    def used(cols) -> int:
+        return sum(natural[c.key] for c in cols) + overhead(len(cols) + extra) + room
+
+    while used(keep) > width:
+        droppable = [c for c in keep if c.priority < KEEP]
+        if not droppable:
+            break
+        lowest = min(c.priority for c in droppable)
+        keep.remove([c for c in droppable if c.priority == lowest][-1])
+    return keep
+
+
+@dataclass
+class FitTable:
+    """A table laid out at render time (see the module's docstring)."""
+
+    columns: tuple[Column, ...]
+    sections: list[Section]
+    notes: Column | None = None  # the wrapping column
+    notes_min: int = 24
+    title: str = ""
+    caption: str = ""
+    hint: str = "--width or --format json shows them"
+    show_footer: bool = False
+    styles: dict = field(default_factory=dict)  # id(row) -> rich style
+
+    def _records(self):
+        """One paragraph per row, 'header value' pairs: the layout of last resort."""
+        from rich.text import Text
+
+        every = [*self.columns, *([self.notes] if self.notes else [])]
+        for section in self.sections:
+            if section.label:
+                yield Text(section.label, style="bold")
+            for r in section.rows:
+                pairs = [f"{c.header} {_plain(r.get(c.key, ''))}" for c in every if _plain(r.get(c.key, ""))]
+                yield Text(" · ".join(pairs), style=self.styles.get(id(r)))
+        if self.caption:
+            yield Text(self.caption, style="dim")
+
+    def layout(self, width: int) -> tuple[list[Column], int, bool]:
+        """(kept columns, notes width, notes stacked below)."""
+        rows = [r for s in self.sections for r in s.rows]
+        natural = natural_widths(self.columns, rows)
+        if self.notes is None or not any(_plain(r.get(self.notes.key, "")) for r in rows):
+            return choose(self.columns, natural, width, 0), 0, False
+        keep = choose(self.columns, natural, width, self.notes_min)
+        room = width - sum(natural[c.key] for c in keep) - overhead(len(keep) + 1)
+        if room >= self.notes_min:
+            wanted = max([_cell_len(self.notes.header)] + [_cell_len(r.get(self.notes.key, "")) for r in rows])
+            return keep, min(room, wanted), False
+        return choose(self.columns, natural, width, 0), 0, True
+
+    def __rich_console__(self, console, options):
+        from rich import box
+        from rich.padding import Padding
+        from rich.table import Table
+        from rich.text import Text
+
+        width = options.max_width - INDENT
+        keep, notes_w, stacked = self.layout(width)
+        rows = [r for s in self.sections for r in s.rows]
+        natural = natural_widths(keep, rows)
+        if self.title:
+            yield Text(self.title)
+        if sum(natural.values()) + overhead(len(keep)) > width:
+            yield from self._records()  # even the columns never dropped are too wide
+            return
+
+        labelled = any(s.label for s in self.sections)
+
+        def new_table(header: bool) -> Table:
+            t = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, show_header=header,
+                      show_footer=self.show_footer and not labelled)
+            for c in keep:
+                t.add_column(Text(c.header), justify=c.justify, no_wrap=True, width=natural[c.key],  # type: ignore[arg-type]
+                             footer=Text(c.footer))
+            if notes_w:
+                t.add_column(Text(self.notes.header), width=notes_w, overflow="fold")
+            return t
+
+        t = new_table(True)
+        for i, section in enumerate(self.sections):
+            if labelled:
+                if i == 0:
+                    yield Padding(t, (0, 0, 0, INDENT))  # the header alone, then each labelled group
+                yield Text(section.label or "", style="bold")
+                t = new_table(False)
+            elif i:
+                t.add_section()
+            for r in section.rows:
+                cells = [r.get(c.key, "") for c in keep]
+                if notes_w:
+                    cells.append(r.get(self.notes.key, ""))
+                cells = [Text(c) if isinstance(c, str) else c for c in cells]  # text, not markup
+                t.add_row(*cells, style=self.styles.get(id(r)))
+            if labelled:
+                yield Padding(t, (0, 0, 0, INDENT))
+        if not labelled:
+            yield Padding(t, (0, 0, 0, INDENT))
+        if stacked:
+            ref, name = keep[0].key, keep[0].header
+            yield Text("")
+            for r in rows:
+                note = _plain(r.get(self.notes.key, ""))
+                if note:
+                    yield Text(f"{name} {_plain(r.get(ref, '')).strip()}: {note}", style=self.styles.get(id(r)))
+        caption = self.caption
+        dropped = [c.header for c in self.columns if c not in keep]
+        if dropped:
+            caption += ("\n" if caption else "") + f"(too narrow for: {', '.join(dropped)}; {self.hint})"
+        if stacked:
+            caption += ("\n" if caption else "") + f"({self.notes.header} under the table: too narrow for a column)"
+        if caption:
+            yield Text("\n" + caption)

@@ -1,0 +1,98 @@
+"""The breakdown plot: compute and communication per strategy and GPU count (``oracle plot breakdown``).
+
+Shared styles and helpers are in :mod:`oracle.render.plots`."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from oracle.compute.cost import PHASES, Point
+from oracle.render.plots import (
+    EDGE,
+    PHASE_STYLE,
+    RC,
+    _figure,
+    _finite,
+    _label,
+    limit_words,
+    representatives,
+    status,
+    strategy_colour,
+    time_unit,
+    title,
+)
+from oracle.units import fmt_seconds
+
+
+def breakdown_figure(points: Sequence[Point], meta: dict, columns: int = 3):
+    """Stacked bars of time per epoch by phase, one panel per GPU count, one bar per
+    strategy (its fastest configuration); infeasible bars faded with their reason."""
+    import matplotlib
+    from matplotlib.patches import Patch
+
+    reps = representatives(points)
+    counts = sorted({pt.gpus for pt in points})
+    names = list(reps)
+    used = [ph for ph in PHASES if any(_finite(getattr(pt.breakdown, ph)) and getattr(pt.breakdown, ph) > 0
+                                       for by in reps.values() for pt in by.values())]
+    ncols = max(1, min(columns, len(counts)))
+    nrows = max(1, math.ceil(len(counts) / ncols))
+    with matplotlib.rc_context(RC):
+        fig = _figure(max(4.4 * ncols, 6.0), 3.4 * nrows + 1.2)
+        axes = fig.subplots(nrows, ncols, squeeze=False)
+        for i, g in enumerate(counts):
+            ax = axes[i // ncols][i % ncols]
+            ax.grid(axis="x", visible=False)
+            present = [(x, reps[n][g]) for x, n in enumerate(names) if g in reps[n]]
+            feas = [pt.total_s for _, pt in present if pt.feasible and _finite(pt.total_s)]
+            mem = [pt.total_s for _, pt in present if status(pt) == "memory" and _finite(pt.total_s)]
+            anyf = [pt.total_s for _, pt in present if _finite(pt.total_s) and pt.total_s > 0]
+            cands = feas or mem or anyf or [1.0]
+            # the scale serves the candidates: up to 3x the fastest; taller bars are cut, with their time
+            top = min(max(cands), 3.0 * min(cands)) * 1.3
+            unit, div = time_unit(top)
+            for x, pt in present:
+                ok = pt.feasible
+                bottom = 0.0
+                if _finite(pt.total_s):
+                    for ph in used:
+                        v = getattr(pt.breakdown, ph)
+                        if not _finite(v) or v <= 0:
+                            continue
+                        label, colour, hatch = PHASE_STYLE.get(ph, (ph, "#999999", None))
+                        ax.bar(x, v / div, bottom=bottom / div, width=0.72, color=colour, hatch=hatch,
+                               edgecolor="white" if ok else "#888888", lw=0.5, alpha=1.0 if ok else 0.3,
+                               zorder=2)
+                        bottom += v
+                    if pt.total_s > top:
+                        ax.text(x, top / div, f"↑ {fmt_seconds(pt.total_s)}", ha="center", va="top",
+                                fontsize=6.5, color="#333333", zorder=5)
+                if not ok:
+                    ax.text(x, 0.02 * top / div, "✗ " + limit_words(pt), rotation=90, ha="center", va="bottom",
+                            fontsize=6.5, color="#222222", zorder=6, clip_on=True)
+                if pt.rank == 1:
+                    ax.text(x, min(pt.total_s, top) / div, "best", ha="center", va="bottom", fontsize=7,
+                            fontweight="bold", zorder=6)
+            ax.set_ylim(0, top / div)
+            ax.set_xlim(-0.6, len(names) - 0.4)
+            ax.set_xticks([x for x, _ in present])
+            ax.set_xticklabels([_label(pt) for _, pt in present], rotation=40, ha="right",
+                               rotation_mode="anchor", fontsize=7)
+            # the strategy colour under each bar, as in every other plot
+            ax.scatter([x for x, _ in present], [0] * len(present), marker="s", s=28,
+                       c=[strategy_colour(pt.strategy) for _, pt in present], edgecolors=EDGE, linewidths=0.5,
+                       transform=ax.get_xaxis_transform(), clip_on=False, zorder=7)
+            ax.tick_params(axis="x", pad=7)
+            ax.set_ylabel(f"time per epoch ({unit})")
+            ax.set_title(f"{g:,} GPU{'s' if g > 1 else ''}", loc="left", fontweight="bold")
+        for j in range(len(counts), nrows * ncols):
+            axes[j // ncols][j % ncols].set_visible(False)
+        handles = [Patch(facecolor=PHASE_STYLE[ph][1], hatch=PHASE_STYLE[ph][2], edgecolor="white",
+                         label=PHASE_STYLE[ph][0]) for ph in used if ph in PHASE_STYLE]
+        handles.append(Patch(facecolor="#BBBBBB", alpha=0.3, edgecolor="#888888",
+                             label="infeasible (faded, ✗ reason)"))
+        fig.legend(handles=handles, loc="outside lower center", ncol=min(4, len(handles)), frameon=False)
+        fig.suptitle(title(meta, "time per epoch by phase (fastest configuration of each strategy)"),
+                     x=0.01, ha="left", fontsize=10)
+    return fig

@@ -1,0 +1,85 @@
+"""The compare plot: projected against measured time per run (``oracle plot compare``).
+
+Shared styles and helpers are in :mod:`oracle.render.plots`."""
+
+from __future__ import annotations
+
+from itertools import groupby
+
+from oracle.errors import OracleError
+from oracle.render.plots import EDGE, RC, _figure, _finite, _plain_log_ticks, strategy_style
+
+
+def compare_figure(rows, summary=None, title_text: str = ""):
+    """Projected versus measured, like ParaDL's Figure 3: one panel per model, system
+    and strategy; per run a measured bar (hatched) beside the projected one (compute,
+    then communication on top), with the accuracy above the pair.  Log time axis."""
+    import matplotlib
+    from matplotlib.patches import Patch
+
+    key = lambda r: (r.point.model, r.point.system, r.run.strategy)  # noqa: E731
+    groups: list[tuple[tuple, list]] = []
+    for k, grp in groupby(rows, key=key):
+        if groups and groups[-1][0] == k:
+            groups[-1][1].extend(grp)
+        else:
+            groups.append((k, list(grp)))
+    merged: dict[tuple, list] = {}
+    for k, grp in groups:
+        merged.setdefault(k, []).extend(grp)
+    groups = list(merged.items())
+    if not groups:
+        raise OracleError("no runs to plot")
+    widest = max(len(g) for _, g in groups)
+    with matplotlib.rc_context(RC):
+        fig = _figure(max(7.0, 0.55 * widest + 2.5), 3.2 * len(groups) + 1.0)
+        axes = fig.subplots(len(groups), 1, squeeze=False)
+        for ax, ((model, system, strategy), grp) in zip((a[0] for a in axes), groups):
+            grp = sorted(grp, key=lambda r: (r.run.gpus, r.run.global_batch, r.run.line))
+            colour, _ = strategy_style(strategy)
+            show_batch = len({r.run.gpus for r in grp}) < len(grp) or len({r.run.global_batch / r.run.gpus
+                                                                            for r in grp}) > 1
+            values = []
+            for x, r in enumerate(grp):
+                m = r.measured_s
+                ax.bar(x - 0.2, m, width=0.38, color="white", edgecolor=colour, hatch="////", lw=1.2, zorder=2)
+                pc = r.predicted_compute_s or 0.0
+                pm = r.predicted_comm_s or 0.0
+                if _finite(pc) and _finite(pm) and r.predicted_s > 0:
+                    ax.bar(x + 0.2, pc, width=0.38, color=colour, edgecolor=EDGE, lw=0.5, zorder=2)
+                    ax.bar(x + 0.2, pm, bottom=pc, width=0.38, color=colour, alpha=0.45, edgecolor=EDGE,
+                           lw=0.5, zorder=2)
+                    values.append(r.predicted_s)
+                values.append(m)
+                ax.annotate(f"{100 * r.accuracy:.0f}%", (x, max(m, r.predicted_s if _finite(r.predicted_s) else m)),
+                            xytext=(0, 3), textcoords="offset points", ha="center", va="bottom", fontsize=7,
+                            fontweight="bold" if r.accuracy < 0.75 else "normal",
+                            rotation=90 if len(grp) > 14 else 0)
+            ax.set_yscale("log")
+            lo = min(v for v in values if v > 0)
+            hi = max(values)
+            ax.set_ylim(lo / 3, hi * (6 if len(grp) > 14 else 3))
+            _plain_log_ticks(ax.yaxis)
+            bases = {r.run.basis for r in grp}
+            basis = bases.pop() if len(bases) == 1 else "run"
+            ax.set_ylabel(f"time per {basis} (s, log scale)")
+            ax.set_xticks(range(len(grp)))
+            ax.set_xticklabels([f"{r.run.gpus:,}" + (f"\nB={r.run.global_batch:g}" if show_batch else "")
+                                for r in grp], fontsize=7)
+            ax.set_xlabel("GPUs" + (" (B: global batch)" if show_batch else ""))
+            ax.grid(axis="x", visible=False)
+            mean = sum(r.accuracy for r in grp) / len(grp)
+            ax.set_title(f"{model} on {system} · {strategy} · mean accuracy {100 * mean:.1f}% ({len(grp)} run{'s' if len(grp) != 1 else ''})",
+                         loc="left", fontweight="bold")
+            ax.legend(handles=[
+                Patch(facecolor="white", edgecolor=colour, hatch="////", label="measured"),
+                Patch(facecolor=colour, edgecolor=EDGE, label="projected compute"),
+                Patch(facecolor=colour, alpha=0.45, edgecolor=EDGE, label="projected communication"),
+            ], loc="upper right", fontsize=7, frameon=False, ncol=3)
+        head = title_text or "projected versus measured"
+        if summary is not None:
+            s = summary.overall
+            head += f"\n{s.n} runs · mean accuracy {100 * s.mean_accuracy:.1f}% · MAPE {100 * s.mape:.1f}%"
+        head += " · label: accuracy = 1 − |projected − measured| / measured"
+        fig.suptitle(head, x=0.01, ha="left", fontsize=10)
+    return fig

@@ -1,0 +1,158 @@
+"""``oracle fit network``: logs and base system in, the fit and the file to write out.
+
+Reads nccl-tests or OSU micro-benchmark logs (:mod:`oracle.load.benchlogs`), fits the
+ring model of docs/cost-model.md per measured span (:mod:`oracle.compute.fit`), checks
+the fit against ``--max-median-error`` and builds the YAML to write: with a base system a
+complete system file (the base with its ``network:`` replaced by the fitted levels),
+without one only the ``network:`` list (its outermost level then covers only the largest
+measured span).
+"""
+
+from __future__ import annotations
+
+import datetime
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class NetworkRequest:
+    logs: tuple[str, ...]
+    system: str | None = None
+    operation: str | None = None
+    gpus: tuple = ()  # (file or "", count) pairs of --gpus
+    nodes: tuple = ()  # (file or "", count) pairs of --nodes
+    gpus_per_node: int | None = None
+    min_bytes: int | None = None
+    max_bytes: int | None = None
+    bw_fraction: float = 0.5
+    in_place: bool = False
+    protocols: int = 1
+    collectives: str = "alpha-beta"
+    max_median_error: float | None = None
+    output: str | None = None  # None: nothing to write
+    name: str | None = None
+    source: str | None = None
+    command: str = ""  # the command line, for the written file's header
+
+
+@dataclass(frozen=True)
+class NetworkJob:
+    result: object  # compute.fit.NetworkFit
+    failure: str | None = None  # --max-median-error exceeded: the message (nothing is written)
+    text: str | None = None  # the YAML to write
+    parsed: tuple = field(default=(), repr=False)
+
+
+def fit_network_logs(req: NetworkRequest) -> NetworkJob:
+    """Load, fit, check and (with ``req.output``) build the file to write."""
+    from oracle.compute.fit import FitOptions, fit_network, median_error_failures
+    from oracle.load.benchlogs import load_benchlog
+
+    base = _base_system(req.system) if req.system else None
+    per_node = req.gpus_per_node or (base.system.gpus_per_node if base else None)
+    gpus_default, gpus_per = per_file(req.gpus, list(req.logs), "--gpus")
+    nodes_default, nodes_per = per_file(req.nodes, list(req.logs), "--nodes")
+    parsed = tuple(
+        load_benchlog(f, operation=req.operation, gpus=gpus_per.get(f, gpus_default),
+                      nodes=nodes_per.get(f, nodes_default), gpus_per_node=per_node)
+        for f in req.logs
+    )  # fmt: skip
+    options = FitOptions(min_bytes=req.min_bytes, max_bytes=req.max_bytes, bw_fraction=req.bw_fraction,
+                         in_place=req.in_place, protocols=req.protocols)  # fmt: skip
+    result = fit_network(
+        list(parsed),
+        options,
+        gpus_per_node=base.system.gpus_per_node if base else req.gpus_per_node,
+        total_gpus=base.system.nodes * base.system.gpus_per_node if base else None,
+    )
+    if req.max_median_error is not None:
+        bad = median_error_failures(result, req.max_median_error)
+        if bad:
+            failure = (f"median |rel. error| over messages >= 1 MiB above {100 * req.max_median_error:g}%: "
+                       + "; ".join(bad) + (" (nothing written)" if req.output else ""))  # fmt: skip
+            return NetworkJob(result, failure=failure, parsed=parsed)
+    text = _written(req, result, parsed, base) if req.output is not None else None
+    return NetworkJob(result, text=text, parsed=parsed)
+
+
+@dataclass(frozen=True)
+class _Base:
+    doc: dict
+    system: object  # load.system.System
+    label: str
+
+
+def _base_system(system: str) -> _Base:
+    from oracle.load.system import parse_system
+    from oracle.load.yamlfile import load_yaml
+    from oracle.resources import resolve
+
+    path = resolve("systems", system)
+    doc = load_yaml(path, "system file")
+    return _Base(doc, parse_system(doc, str(path)), shipped_label(path, system))
+
+
+def _written(req: NetworkRequest, result, parsed, base: _Base | None) -> str:
+    from oracle.render import fit as rf
+
+    info = rf.logs_provenance(parsed)
+    date = datetime.date.today().isoformat()
+    if base is None:
+        return rf.header(result, req.command, date, info, req.source, None) + rf.network_yaml(result)
+    s = base.system
+    head = rf.header(result, req.command, date, info, req.source, f"{s.name} ({base.label})")
+    new_source = (
+        f"{s.name} as in {base.label} (see its sources) with its network levels fitted by"
+        " `oracle fit network` to " + (req.source or ", ".join(log.file for log in parsed)) + "."
+    )
+    text = rf.system_yaml(base.doc, result, head, req.name or f"{s.name} (fitted network)", new_source)
+    if req.collectives == "table":
+        text += rf.tables_yaml(parsed, req.in_place)
+    check_loads(text, str(req.output))
+    return text
+
+
+def per_file(values, logs: list[str], option: str) -> tuple[int | None, dict[str, int]]:
+    """Split --gpus/--nodes values into a default and per-file counts."""
+    from pathlib import Path
+
+    from oracle.errors import OracleError
+
+    default = None
+    per: dict[str, int] = {}
+    resolved = {str(Path(f).resolve()): f for f in logs}
+    for file, n in values:
+        if not file:
+            if default is not None and default != n:
+                raise OracleError(f"{option} given twice without a file ({default} and {n})", path=option)
+            default = n
+            continue
+        target = file if file in logs else resolved.get(str(Path(file).resolve()))
+        if target is None:
+            raise OracleError(f"{option} {file}={n}: '{file}' is not one of the logs given", path=option)
+        per[target] = n
+    return default, per
+
+
+def shipped_label(path, given: str) -> str:
+    """How to name the base system in provenance: 'systems/abci.yaml' for a shipped one
+    (not this machine's absolute path), else the path as the user gave it."""
+    from pathlib import Path
+
+    from oracle.resources import shipped_dir
+
+    try:
+        if Path(path).resolve().parent == shipped_dir("systems").resolve():
+            return f"systems/{Path(path).name}"
+    except OSError:
+        pass
+    return given
+
+
+def check_loads(text: str, name: str) -> None:
+    """The written system must load with the system loader (a failure here is a bug)."""
+    import yaml
+
+    from oracle.load.system import parse_system
+
+    parse_system(yaml.safe_load(text), name)
