@@ -21,8 +21,8 @@ sweep=(-m resnet50 -s abci -p resnet50_v100 --gpus 4-1024 --batch-per-gpu 32)
 
 "$oracle" plot scaling "${sweep[@]}" --dpi 100 -o docs/scaling-resnet50-abci.png
 # the example report: VGG16 on the calibrated ABCI, whose measured runs it checks
-# (the runs the calibration used are left out: lines 2, 4, 14, 31, 32)
+# (its own runs, VGG16, without those the calibration used: lines 2, 4, 14, 31, 32)
 "$oracle" report -m vgg16 -s abci-2020 -p vgg16_v100 --gpus 1-512 --batch-per-gpu 32 \
-  --measured validation/abci-paradl.csv --exclude line=2,4,14,31,32 -o docs/example-report.html
+  --measured validation/abci-paradl.csv --where model=vgg16 --exclude line=2,4,14,31,32 -o docs/example-report.html
 
 ls -l docs/scaling-resnet50-abci.png docs/example-report.html

@@ -8,6 +8,8 @@ import json
 import re
 import shlex
 import sys
+
+import pytest
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -109,3 +111,26 @@ def test_glance_allreduce_fit():
     fit = fit_network(logs, FitOptions(protocols=3), gpus_per_node=4, total_gpus=4352)
     assert _percents(result)[0] == f"{100 * fit.overall_all.median:.1f}"
 
+
+
+def test_the_example_report_is_what_the_command_writes(run, tmp_path):
+    """docs/example-report.html (scripts/make_docs.sh) says what `oracle report` says now:
+    its summary, accuracy explained, is regenerated and compared sentence by sentence."""
+    import html
+
+    pytest.importorskip("matplotlib")
+    script = (ROOT / "scripts" / "make_docs.sh").read_text()
+    cmd = script[script.index('"$oracle" report') + len('"$oracle" '):]
+    args = shlex.split(cmd[: cmd.index("-o docs/example-report.html")].replace("\\\n", " "))
+    out = tmp_path / "r.html"
+    r = run(*args, "-o", out)
+    assert r.code == 0, r.err
+
+    def summary(text: str) -> str:
+        text = html.unescape(re.sub(r"<[^>]+>", " ", text))
+        text = re.sub(r"\s+", " ", text)
+        return text[text.index("Summary Best strategy"): text.index(" Inputs Model")]
+
+    made = summary(out.read_text(encoding="utf-8"))
+    assert "the recommendation stands" in made and "typically" in made
+    assert made == summary((ROOT / "docs" / "example-report.html").read_text(encoding="utf-8"))

@@ -164,12 +164,21 @@ def findings(data: ReportData) -> list[str]:
     if data.meta.get("compute_conversion"):
         out.append(f"Compute: {data.meta['compute_conversion']}.")
     if data.measured is not None:
-        s = data.measured.summary.overall
-        out.append(
-            f"Against {s.n} measured runs ({data.measured.file}): mean accuracy {100 * s.mean_accuracy:.1f}%, "
-            f"lowest {100 * s.min_accuracy:.1f}%, MAPE {100 * s.mape:.1f}%."
-        )
+        out += _accuracy_findings(data, min(best.values(), key=lambda p: (p.total_s, p.gpus)) if best else None)
     return out
+
+
+def _accuracy_findings(data: ReportData, fastest: Point | None) -> list[str]:
+    """The accuracy on the measured runs, what it means, and whether the recommendation
+    at the fastest GPU count stands against it (render/accuracy_text.py)."""
+    from oracle.render.accuracy_text import accuracy_sentences, lead
+
+    s = data.measured.summary.overall
+    margin = None
+    if fastest is not None:
+        margin = lead([p.total_s for p in data.points if p.gpus == fastest.gpus and p.feasible])
+    return accuracy_sentences(s.n, data.measured.file, s.mean_accuracy, s.min_accuracy, s.bias, margin,
+                              fastest.gpus if fastest is not None else None)  # fmt: skip
 
 
 def _strategies(points: Sequence[Point]) -> list[str]:
