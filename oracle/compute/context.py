@@ -134,9 +134,12 @@ class Context:
         if self.conversion is not None and self.conversion.active:
             self.wu = self.wu * self.conversion.update_factor()
         self.fb = self.fw + self.bw
-        self.C = np.array([i.input_shapes[0][0] for i in info], dtype=int)
-        self.F = np.array([i.output_shape[0] for i in info], dtype=int)
         self.types = [layer.type for layer in model.layers]
+        # what filter/channel parallelism splits: channels, filters; an attention layer's heads
+        # (Megatron-LM's tensor parallelism, Shoeybi et al. 2019 §3: heads split over GPUs)
+        heads = [layer.heads if t == "attention" else 0 for t, layer in zip(self.types, model.layers)]
+        self.C = np.array([h or i.input_shapes[0][0] for h, i in zip(heads, info)], dtype=int)
+        self.F = np.array([h or i.output_shape[0] for h, i in zip(heads, info)], dtype=int)
         self.groups = np.array([layer.groups if t in WEIGHT_TYPES else 1 for t, layer in zip(
             self.types, model.layers)], dtype=int)  # fmt: skip
         self.names = [layer.name for layer in model.layers]

@@ -10,11 +10,11 @@ item)::
 
 - Memory traffic: each sample's input is read and its output written once; the
   weights are read once per mini-batch, so a sample's share is ``|w_l| / b``
-  (at ``b = 1`` this is ``δ·(|x|+|y|+|w|)``).  ``flatten``, ``reshape`` and
+  (at ``b = 1`` this is ``δ·(|x|+|y|+|w|)``).  ``flatten``, ``reshape``, ``slice`` and
   ``permute`` are views in every framework: no traffic, time 0 (an ``unsupported``
   layer is zero-cost by definition).  ``add``, ``mul``, ``matmul`` and ``concat`` read
   all their inputs.
-- Backward, conv, convtranspose, fc and matmul: ``BW_l = 2·FW_l``.  Both the input gradient and the weight
+- Backward, conv, convtranspose, fc, matmul and attention: ``BW_l = 2·FW_l``.  Both the input gradient and the weight
   gradient cost one forward's FLOPs (and move about as many bytes), so both roofline
   terms double.
 - Backward, every other layer: ``BW_l = max(F_l / (e_c · P), 2·bytes_l / (e_m · M))``:
@@ -63,8 +63,8 @@ DELTA_FP32 = 4  # bytes per item
 # and twice the traffic, "free" layers move nothing (views) and take no time.
 ROOFLINE_KIND = {
     **{t: "stream" for t in LAYER_TYPES},
-    **{t: "product" for t in ("conv", "convtranspose", "fc", "matmul")},
-    **{t: "free" for t in ("flatten", "reshape", "permute", "unsupported")},
+    **{t: "product" for t in ("conv", "convtranspose", "fc", "matmul", "attention")},
+    **{t: "free" for t in ("flatten", "reshape", "permute", "slice", "unsupported")},
 }
 
 
