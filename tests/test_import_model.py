@@ -4,9 +4,6 @@ and write nothing.  Skipped without torch and torchvision (CI's core pass)."""
 
 from __future__ import annotations
 
-import json
-import math
-
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -89,7 +86,7 @@ def test_torchvision_round_trip(name, shape):
     assert tuple(model.info[-1].output_shape) == out_shape
 
 
-def test_file_round_trips_through_the_cli_and_predict(run, tmp_path):
+def test_file_round_trips_through_the_cli_and_predict(run, tmp_path, predict_every_strategy):
     out = tmp_path / "mnv2.yaml"
     r = run("import-model", "torchvision:mobilenet_v2", "--input", "3,224,224", "-o", str(out))
     assert r.code == 0, r.err
@@ -101,14 +98,7 @@ def test_file_round_trips_through_the_cli_and_predict(run, tmp_path):
     assert model.parameters == 3_504_872
     depthwise = [layer for layer in model.layers if layer.type == "conv" and layer.groups > 1]
     assert len(depthwise) == 17 and all(layer.groups == layer.filters for layer in depthwise)
-    prof = tmp_path / "p.yaml"
-    assert run("profile", str(out), "--estimate", "-s", "abci", "-o", str(prof)).code == 0
-    r = run("predict", "-m", str(out), "-s", "abci", "-p", str(prof), "--gpus", "4,16", "-b", "32", "-f", "json")
-    assert r.code == 0, r.err
-    points = json.loads(r.out)
-    assert {p["strategy"] for p in points} >= {"data", "filter", "channel", "spatial", "pipeline"}
-    for p in points:
-        assert (math.isfinite(p["total_s"]) and p["total_s"] > 0) or p["limits"], p
+    predict_every_strategy(out, "4,16")
 
 
 def test_names_follow_module_paths_and_inputs_only_where_needed():

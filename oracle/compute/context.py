@@ -301,11 +301,17 @@ class Context:
                                   path="--delayed-update", hint=did_you_mean(name, sorted(known)))  # fmt: skip
 
     def default_spatial_last(self) -> int:
-        """docs/cost-model.md: the last layer whose output still has a spatial extent > 1."""
+        """docs/cost-model.md: the last layer whose output still has a spatial extent > 1,
+        before the first layer whose output has another number of dimensions than the
+        model's input (a flatten; ViT's image-to-tokens reshape, Swin's patch merging:
+        the token layers run replicated)."""
         last = -1
+        rank = len(self.model.input_shape)
         for i, info in enumerate(self.model.info):
             shape = info.output_shape
-            if len(shape) > 1 and math.prod(shape[1:]) > 1:
+            if len(shape) != rank:
+                break
+            if math.prod(shape[1:]) > 1:
                 last = i
         return last
 

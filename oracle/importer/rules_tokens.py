@@ -7,7 +7,8 @@ split: one ``slice`` per part used).  Rules as in :mod:`oracle.importer.rules`."
 from __future__ import annotations
 
 import operator
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import torch
 from torch import nn
