@@ -255,7 +255,7 @@ class Context:
 
     @cached_property
     def filter_split(self) -> SplitSums:
-        """filter: every conv, convtranspose and fc layer.  The gradient of a split
+        """filter: every conv, convtranspose, fc and attention layer.  The gradient of a split
         layer's output is a sum over the next split layer's filters unless that layer
         is grouped: its groups decide (filter.py)."""
         mask = np.array([t in WEIGHT_TYPES for t in self.types])
@@ -264,7 +264,7 @@ class Context:
 
     @cached_property
     def channel_split(self) -> SplitSums:
-        """channel: every conv, convtranspose and fc layer except those reading the
+        """channel: every conv, convtranspose, fc and attention layer except those reading the
         model's input (their input channels are the data's; the cost model says "except the
         first layer").  A split layer's output is a sum over its input channels unless
         the layer itself is grouped (filter.py)."""

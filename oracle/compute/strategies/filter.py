@@ -1,5 +1,6 @@
 """Filter parallelism (ParaDL §3.3, Table 3 row "Filter", Appendix eq. 15-16), splitting
-only conv and fc layers; the other layers run replicated (docs/cost-model.md)."""
+only conv, fc and attention layers (attention by heads); the other layers run replicated
+(docs/cost-model.md)."""
 
 from __future__ import annotations
 
