@@ -149,7 +149,9 @@ def test_every_strategy_costs_the_transformer_layers_or_states_a_limit():
         assert math.isfinite(pt.total_s) and pt.total_s > 0 or pt.limits, pt
     # filter parallelism splits attention by heads: 8 GPUs exceed a2's 2 heads
     (filt,) = [pt for pt in points if pt.strategy == "filter" and pt.gpus == 8]
-    assert any("2 filters of a2" in limit.reason for limit in filt.limits), filt.limits
+    assert any("p=8 exceeds the 2 heads of a2" in limit.reason for limit in filt.limits), filt.limits
+    (chan,) = [pt for pt in points if pt.strategy == "channel" and pt.gpus == 8]
+    assert any("p=8 exceeds the 2 heads of a2" in limit.reason for limit in chan.limits), chan.limits
 
 
 def test_attention_is_split_and_communicated_by_filter_parallelism():

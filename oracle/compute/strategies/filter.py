@@ -81,7 +81,8 @@ class Filter(Strategy):
         """p <= min_s F_l (filters of the split layers)."""
         fmin, name = min_layer(ctx, sums.mask, ctx.F)
         if name and q > fmin:
-            return [Limit(self.limit_code, f"{label}={q} exceeds the {fmin} filters of {name}")]
+            what = "heads" if ctx.types[ctx.model.index[name]] == "attention" else "filters"
+            return [Limit(self.limit_code, f"{label}={q} exceeds the {fmin} {what} of {name}")]
         return []
 
     def evaluate(self, ctx: Context, cfg: Config) -> Point:
