@@ -258,3 +258,28 @@ def test_per_layer_search_costs_attention_as_the_strategies_do():
         got = evaluate(ctx, pt.gpus, 8, [Dist(kind, pt.p1, pt.p2)] * ctx.G).point
         assert got.breakdown.layer_collectives_s == pytest.approx(pt.breakdown.layer_collectives_s, rel=1e-9)
         assert got.total_s == pytest.approx(pt.total_s, rel=1e-9), pt.strategy
+
+
+def test_attention_moves_its_scores_and_projections():
+    """Roofline and compute-model bytes: input, output and parameters plus the q/k/v, the
+    context, the scores and the probabilities written and read again (5 tokens, E = 8, 2 heads)."""
+    from oracle.compute import kernels as K
+    from oracle.profiling.estimate import bytes_per_sample
+
+    info, layer = one([5, 8], type="attention", heads=2)
+    inside = 2 * (4 * 5 * 8) + 4 * (2 * 5 * 5)  # 520
+    assert bytes_per_sample(layer, info, batch=1) == 4 * (40 + 40 + inside + 288)
+    work = K.forward_work(layer, info, batch=2, delta=2)
+    assert work.bytes == 2 * (2 * (40 + inside + 40) + 288) and work.matmul
+
+
+@pytest.mark.parametrize("batch", [1, 64])
+def test_vectorised_compute_model_equals_the_per_layer_one_with_attention(batch):
+    from oracle.compute import kernels as K
+    from oracle.gpus import lookup
+
+    m, gpu = model([3, 8, 8], VIT_LIKE), lookup("A100-SXM4-80GB")
+    fw, bw = K.per_sample_array(K.ModelArrays.of(m), gpu, "fp16", batch)
+    times = K.per_sample_times(m, gpu, "fp16", batch)
+    assert [f for f, _ in times] == pytest.approx(list(fw), rel=1e-12)
+    assert [b for _, b in times] == pytest.approx(list(bw), rel=1e-12)

@@ -52,6 +52,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from oracle.compute.shapes_tokens import internal_traffic
 from oracle.gpus import GpuSpec
 from oracle.model import ACTIVATIONS, Layer, LayerInfo, Model
 
@@ -104,6 +105,7 @@ def forward_work(layer: Layer, info: LayerInfo, batch: float, delta: float) -> L
         return LayerWork(0.0, 0.0, 0, False)
     x, y = info.input_elements, info.output_elements
     if layer.type in MATMUL_TYPES:
+        x += internal_traffic(layer, info)  # attention's q/k/v, scores, context (0 for conv/fc)
         return LayerWork(info.flops * batch, delta * (batch * (x + y) + info.parameters), 1, True)
     reads = 2 * x if layer.type == "batchnorm" else x
     return LayerWork(info.flops * batch, delta * (batch * (reads + y) + info.parameters), 1, False)
@@ -229,7 +231,7 @@ class ModelArrays:
         for layer, info, f in zip(model.layers, model.info, fused):
             x, y = info.input_elements, info.output_elements
             mm = layer.type in MATMUL_TYPES
-            io = (2 * x if layer.type == "batchnorm" else x) + y
+            io = (2 * x if layer.type == "batchnorm" else x) + y + internal_traffic(layer, info)
             red = info.flops / (2.0 * y) if mm and y else 0.0
             grouped = layer.type == "conv" and layer.groups > 1
             rows.append((info.flops, io, info.parameters, y, red, mm, layer.type not in VIEW_TYPES and not f, grouped))

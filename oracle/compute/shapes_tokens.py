@@ -51,6 +51,19 @@ def attention_flops(layer: Layer, x: tuple[int, ...]) -> tuple[float, float]:
     return products, elementwise
 
 
+def internal_traffic(layer: Layer, info: LayerInfo) -> float:
+    """Elements per sample an attention layer writes and reads again between its own
+    kernels (0 for other types): q/k/v (3·N·E) and the context (N·E) once each way, the
+    scores and the probabilities (h·N·P each) once each way, as the math path of
+    aten/src/ATen/native/transformers/attention.cpp (``_scaled_dot_product_attention_math``)
+    materialises them; fused kernels (flash attention) keep the scores on chip."""
+    if layer.type != "attention":
+        return 0.0
+    x = info.input_shapes[0]
+    n, p = attention_groups(layer, x)
+    return 2.0 * (4 * n * x[-1]) + 4.0 * layer.heads * n * p
+
+
 def attention_parameters(layer: Layer, e: int) -> tuple[int, int]:
     """(weights, biases): q/k/v and output projections (PyTorch's MultiheadAttention:
     in_proj_weight 3E x E, out_proj E x E, biases 3E + E), the relative position table
