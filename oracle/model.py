@@ -87,6 +87,7 @@ class Layer:
     position_bias: int = 0  # attention: relative-position table entries per head
     position_mlp: int = 0  # attention: hidden width of Swin V2's position-bias MLP
     cosine: bool = False  # attention: Swin V2's cosine attention (a learned scale per head)
+    fused: bool = False  # attention: scores by a fused kernel (PyTorch's scaled_dot_product_attention)
     tokens: int = 1  # classtoken: learned tokens put in front
     start: int = 0  # slice: first index along axis
     stop: int = 0  # slice: one past the last index

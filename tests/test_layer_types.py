@@ -378,7 +378,7 @@ def test_docs_example_loads_and_every_type_is_documented():
         assert f"`{t}`" in text, t
     keys = ("filters kernel stride padding dilation groups bias output_padding outputs ceil_mode"
             " size scale mode affine dims eps axis shape perm op rate slope inputs comment"
-            " heads window shift position_bias position_mlp cosine tokens start stop")
+            " heads window shift position_bias position_mlp cosine fused tokens start stop")
     for key in keys.split():
         assert f"`{key}`" in text, key
 

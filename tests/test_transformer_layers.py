@@ -92,6 +92,7 @@ def test_scale_posembedding_classtoken_slice_by_hand():
     ({"type": "attention"}, "heads"),
     ({"type": "slice", "start": 4, "stop": 9}, "slice 4:9 is not inside the 6 indices"),
     ({"type": "scale", "axis": 3}, "axis 3 is outside"),
+    ({"type": "attention", "heads": 2, "fused": True, "cosine": True}, "cosine attention scales its scores itself"),
 ])  # fmt: skip
 def test_bad_layers_are_errors(layer, message):
     with pytest.raises(OracleError, match=re.escape(message)):
@@ -120,7 +121,7 @@ VIT_LIKE = [
     {"name": "t", "type": "permute", "perm": [1, 0]},  # 16 tokens x 16 features
     {"name": "cls", "type": "classtoken"},
     {"name": "pos", "type": "posembedding"},
-    {"name": "a", "type": "attention", "heads": 4},
+    {"name": "a", "type": "attention", "heads": 4, "fused": True},
     {"name": "res", "type": "add", "inputs": ["pos", "a"]},
     {"name": "a2", "type": "attention", "heads": 2, "window": 5},  # 17 tokens padded to 20
     {"name": "first", "type": "slice", "start": 0, "stop": 1},
@@ -283,3 +284,29 @@ def test_vectorised_compute_model_equals_the_per_layer_one_with_attention(batch)
     times = K.per_sample_times(m, gpu, "fp16", batch)
     assert [f for f, _ in times] == pytest.approx(list(fw), rel=1e-12)
     assert [b for _, b in times] == pytest.approx(list(bw), rel=1e-12)
+
+
+@pytest.mark.parametrize("case", ["mha", "swin", "swin_unshifted", "maxvit"])
+def test_saved_memory_rule_matches_pytorchs_own_modules(case):
+    """What autograd saves in training, counted by storage (oracle/profiling/saved.py), on
+    torchvision's and PyTorch's attention modules equals the rule (input included)."""
+    torch = pytest.importorskip("torch")
+    swin = pytest.importorskip("torchvision.models.swin_transformer")
+    maxvit = pytest.importorskip("torchvision.models.maxvit")
+    from oracle.profiling.saved import saved_storages
+
+    shape, layer, module = {
+        "mha": ((17, 16), {"heads": 4, "fused": True}, torch.nn.MultiheadAttention(16, 4, batch_first=True)),
+        "swin": ((4, 4, 16), {"heads": 2, "window": 2, "shift": 1, "position_bias": 9},
+                 swin.ShiftedWindowAttention(16, [2, 2], [1, 1], 2)),
+        "swin_unshifted": ((4, 4, 16), {"heads": 2, "window": 2, "position_bias": 9},
+                           swin.ShiftedWindowAttention(16, [2, 2], [0, 0], 2)),
+        "maxvit": ((3, 4, 16), {"heads": 2, "position_bias": 9}, maxvit.RelativePositionalMultiHeadAttention(16, 8, 4)),
+    }[case]  # fmt: skip
+    m = model(shape, [{"name": "a", "type": "attention", **layer}])
+    x = torch.randn(2, *shape)
+    module.train()
+    run = (lambda: module(x, x, x, need_weights=False)) if case == "mha" else (lambda: module(x))
+    measured = sum(nbytes for _, nbytes in saved_storages(torch, module, run)) / 2 / 4  # per sample, fp32
+    assert saved_activations(m).elements[0] == measured
+    assert m.parameters == sum(p.numel() for p in module.parameters())

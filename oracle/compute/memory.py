@@ -42,12 +42,11 @@ upsample           nothing (``upsample_nearest2d_backward`` and ``upsample_bilin
 reshape, permute   nothing; the output is a view of the input (``view``, ``permute``)
 channelshuffle     nothing (a copy: reshape, transpose, contiguous)
 unsupported        nothing (the importer did not know the operation; zero cost)
-attention          the input (the q/k/v projection's ``addmm``), q, k and v (3·N·E; the
-                   score and weighted-sum ``bmm`` take both operands), the softmax
-                   output h·N·P (``_softmax_backward_data`` and the second ``bmm``) and
-                   the context N·E (the output projection's input): PyTorch's math path,
-                   which Swin and MaxViT run; fused SDPA kernels (flash, memory-efficient)
-                   keep an h·N log-sum-exp instead of the h·N·P scores, so this overstates them
+attention          the input (the q/k/v projection's ``addmm``; windowed: the padded,
+                   partitioned copy instead), q, k and v (3·N·E; the score and
+                   weighted-sum ``bmm`` take both operands), the softmax output h·N·P
+                   (``_softmax_backward_data``; ``fused``: an h·N log-sum-exp) and the
+                   context N·E (the output projection's input); shapes_tokens.attention_saved
 scale              the input (``mul_tensor_backward(grad, other)`` of the factor's gradient)
 posembedding,      nothing (an add; a concatenation)
 classtoken
@@ -67,7 +66,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from oracle.compute.shapes_tokens import attention_groups
+from oracle.compute.shapes_tokens import attention_saved, saves_input
 from oracle.model import ACTIVATIONS, MODEL_INPUT, Layer, LayerInfo, Model
 
 INT64_BYTES = 8  # max-pool argmax indices (PyTorch's kLong)
@@ -83,13 +82,7 @@ class SaveRule:
     view: bool = False  # the output is a view of the input (no new storage)
     extra_bytes_per_output: float = 0.0  # indices, masks: bytes per output element
     internal: Callable[[Layer, LayerInfo], float] | None = None  # elements saved inside the layer
-
-
-def _attention_saved(layer: Layer, info: LayerInfo) -> float:
-    """q, k, v, the softmax output and the context of an attention layer (table above)."""
-    n, p = attention_groups(layer, info.input_shapes[0])
-    e = info.input_shapes[0][-1]
-    return 4.0 * n * e + float(layer.heads) * n * p
+    inputs_if: Callable[[Layer], bool] | None = None  # with inputs: which layers of the type save them
 
 
 _OUTPUT_ACTIVATIONS = ("relu", "sigmoid", "tanh")
@@ -117,7 +110,7 @@ SAVE_RULES: dict[str, SaveRule] = {
     "permute": SaveRule(view=True),
     "channelshuffle": SaveRule(),
     "unsupported": SaveRule(),
-    "attention": SaveRule(inputs=True, internal=_attention_saved),
+    "attention": SaveRule(inputs=True, internal=attention_saved, inputs_if=saves_input),
     "scale": SaveRule(inputs=True),
     "posembedding": SaveRule(),
     "classtoken": SaveRule(),
@@ -161,7 +154,7 @@ def saved_activations(model: Model) -> SavedActivations:
             storage[layer.name] = layer.name
             size[layer.name] = info.output_elements
             owner[layer.name] = i
-        if rule.inputs:
+        if rule.inputs and (rule.inputs_if is None or rule.inputs_if(layer)):
             saved.update(storage[name] for name in layer.inputs)
         if rule.output:
             saved.add(storage[layer.name])

@@ -53,15 +53,43 @@ def attention_flops(layer: Layer, x: tuple[int, ...]) -> tuple[float, float]:
 
 def internal_traffic(layer: Layer, info: LayerInfo) -> float:
     """Elements per sample an attention layer writes and reads again between its own
-    kernels (0 for other types): q/k/v (3·N·E) and the context (N·E) once each way, the
-    scores and the probabilities (h·N·P each) once each way, as the math path of
-    aten/src/ATen/native/transformers/attention.cpp (``_scaled_dot_product_attention_math``)
-    materialises them; fused kernels (flash attention) keep the scores on chip."""
+    kernels (0 for other types): q/k/v (3·N·E) and the context (N·E) once each way, and
+    unless ``fused`` the scores and the probabilities (h·N·P each) once each way, as the
+    math path of aten/src/ATen/native/transformers/attention.cpp
+    (``_scaled_dot_product_attention_math``) materialises them; fused kernels (flash
+    attention, Dao et al. 2022) keep the scores on chip."""
     if layer.type != "attention":
         return 0.0
     x = info.input_shapes[0]
     n, p = attention_groups(layer, x)
-    return 2.0 * (4 * n * x[-1]) + 4.0 * layer.heads * n * p
+    scores = 0.0 if layer.fused else 4.0 * layer.heads * n * p
+    return 2.0 * (4 * n * x[-1]) + scores
+
+
+def attention_saved(layer: Layer, info: LayerInfo) -> float:
+    """Elements per sample an attention layer saves for the backward besides its input
+    (tools/autograd/derivatives.yaml): q, k, v and the context (4·N·E: the score and
+    weighted-sum products take both operands, the output projection its input); the
+    softmax output h·N·P (math path) or the h·N log-sum-exp (``fused``:
+    ``_scaled_dot_product_flash_attention``/``_efficient_attention`` save query, key,
+    value, output and logsumexp); with ``window`` also the windowed copy of the input the
+    q/k/v projection reads (N·E); with ``cosine`` the normalised q and k (2·N·E), their
+    norms (2·h·N) and the scores before the logit scale (h·N·P)."""
+    x = info.input_shapes[0]
+    n, p = attention_groups(layer, x)
+    e, h = x[-1], layer.heads
+    out = 4.0 * n * e + (h * n if layer.fused else h * n * p)
+    if layer.window:
+        out += n * e
+    if layer.cosine:
+        out += 2.0 * n * e + 2.0 * h * n + h * n * p
+    return out
+
+
+def saves_input(layer: Layer) -> bool:
+    """Windowed attention pads, shifts and partitions a copy first: its q/k/v projection
+    saves that copy (:func:`attention_saved`), not the layer's input."""
+    return not layer.window
 
 
 def attention_parameters(layer: Layer, e: int) -> tuple[int, int]:

@@ -97,7 +97,8 @@ def _mha(op: Op) -> dict:
         raise NotMapped("attention other than batch-first self-attention")
     if any(op.kwargs.get(k) is not None for k in ("attn_mask", "key_padding_mask")) or m.bias_k is not None:
         raise NotMapped("attention with a mask or added key/value biases")
-    return {"type": "attention", "heads": m.num_heads, "bias": m.in_proj_bias is not None}
+    # F.multi_head_attention_forward computes the scores by scaled_dot_product_attention
+    return {"type": "attention", "heads": m.num_heads, "bias": m.in_proj_bias is not None, "fused": True}
 
 
 def mha_part(op: Op, i: int):

@@ -214,6 +214,9 @@ def _attention_keys(f: Fields, kw: dict) -> None:
     kw["position_bias"] = f.opt("position_bias", _nonneg, 0)
     kw["position_mlp"] = f.opt("position_mlp", _nonneg, 0)
     kw["cosine"] = f.opt("cosine", boolean(), False)
+    kw["fused"] = f.opt("fused", boolean(), False)
+    if kw["fused"] and kw["cosine"]:
+        raise f.error("fused", "cosine attention scales its scores itself; it runs unfused")
 
 
 def _classtoken_keys(f: Fields, kw: dict) -> None:

@@ -3,8 +3,9 @@ for :mod:`oracle.profiling.torchnet`; the batch dimension is first at run time.
 
 =================  =====================================================================
 attention          q/k/v ``Linear(E, 3E)``, ``softmax(q·kᵀ/√d + bias)·v`` per head, output
-                   ``Linear(E, E)``, as torchvision's MultiheadAttention, Swin and MaxViT
-                   blocks compute it (the math path).  ``window``: padded, rolled by
+                   ``Linear(E, E)``, as torchvision's Swin and MaxViT blocks compute it
+                   (the math path); ``fused``: ``F.scaled_dot_product_attention``, as
+                   ``MultiheadAttention`` does.  ``window``: padded, rolled by
                    ``shift`` and cut into windows like torchvision's
                    ``shifted_window_attention`` (the shift's mask is left out).  The
                    relative position bias gathers one table entry per head and score by
@@ -38,7 +39,7 @@ class Attention(nn.Module):
     def __init__(self, layer: Layer, shape: tuple[int, ...]) -> None:
         super().__init__()
         e, h, dims = shape[-1], layer.heads, len(shape) - 1
-        self.heads, self.cosine = h, layer.cosine
+        self.heads, self.cosine, self.fused = h, layer.cosine, layer.fused
         self.window = _dims(layer.window, dims) if layer.window else ()
         self.shift = _dims(layer.shift, dims) if layer.shift else ()
         self.qkv = nn.Linear(e, 3 * e, bias=layer.bias)
@@ -65,6 +66,9 @@ class Attention(nn.Module):
         b, p, e = x.shape
         qkv = self.qkv(x).reshape(b, p, 3, self.heads, e // self.heads).permute(2, 0, 3, 1, 4)
         q, k, v = qkv[0], qkv[1], qkv[2]
+        if self.fused:  # PyTorch picks a fused kernel (flash, memory-efficient) where it can
+            out = F.scaled_dot_product_attention(q, k, v, attn_mask=self._bias(p))
+            return self.proj(out.transpose(1, 2).reshape(b, p, e))
         if self.logit_scale is not None:
             scores = F.normalize(q, dim=-1) @ F.normalize(k, dim=-1).transpose(-2, -1)
             scores = scores * torch.clamp(self.logit_scale, max=math.log(100.0)).exp()
