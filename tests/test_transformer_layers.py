@@ -310,3 +310,25 @@ def test_saved_memory_rule_matches_pytorchs_own_modules(case):
     measured = sum(nbytes for _, nbytes in saved_storages(torch, module, run)) / 2 / 4  # per sample, fp32
     assert saved_activations(m).elements[0] == measured
     assert m.parameters == sum(p.numel() for p in module.parameters())
+
+
+@pytest.mark.parametrize("name, within", [("vit_b_16", 0.005), ("swin_t", 0.03), ("maxvit_t", 0.03),
+                                          ("convnext_tiny", 0.02)])  # fmt: skip
+def test_saved_memory_of_imported_transformers_matches_pytorch(name, within):
+    """The rules on the imported file against what autograd saves for torchvision's own
+    model in training (scripts/measure_saved_tensors.py, batch 2): ViT exactly but for
+    LayerNorm's statistics; Swin and ConvNeXt within 3%, as their stochastic depth is
+    imported as a dropout with a byte per element where PyTorch keeps one per sample."""
+    pytest.importorskip("torchvision")
+    import sys
+
+    from oracle.importer.build import import_model
+
+    root = Path(__file__).resolve().parent.parent
+    sys.path.insert(0, str(root / "scripts"))
+    try:
+        from measure_saved_tensors import saved_bytes_per_sample
+    finally:
+        sys.path.pop(0)
+    rule = saved_activations(import_model(f"torchvision:{name}", (3, 224, 224)).model).bytes_per_sample(4)
+    assert rule == pytest.approx(saved_bytes_per_sample(name, batch=2), rel=within)

@@ -178,6 +178,13 @@ def _dropout(op: Op) -> dict:
     return {"type": "dropout"}
 
 
+def _dropout_or_identity(op: Op):
+    """Dropout with p = 0 (ViT's, Swin's) returns its input unchanged and saves no mask
+    (aten/src/ATen/native/Dropout.cpp: ``if (p == 0 || !train ...) return input``)."""
+    p = op.target.p if isinstance(op.target, nn.Module) else op.arg(1, "p", 0.5)
+    return ALIAS if p == 0 else _dropout(op)
+
+
 def _simple(kind: str) -> Callable[[Op], dict]:
     return lambda op: {"type": kind}
 
@@ -210,7 +217,7 @@ MODULE_RULES: dict[type, Callable[[Op], Any]] = {
     nn.modules.pooling._AdaptiveMaxPoolNd: _adaptive,
     nn.Upsample: lambda op: _with_size(_upsample(op.target.mode), op),
     **{cls: _simple(kind) for cls, kind in _ACTIVATION_MODULES.items()},
-    nn.modules.dropout._DropoutNd: _dropout,
+    nn.modules.dropout._DropoutNd: _dropout_or_identity,
     nn.Flatten: _reshape,
     nn.Unflatten: _reshape,
     nn.Identity: lambda op: ALIAS,
@@ -239,7 +246,7 @@ FUNCTION_RULES: dict[Any, Callable[[Op], Any]] = {
     F.hardsigmoid: _simple("hardsigmoid"),
     F.leaky_relu: _simple("leakyrelu"),
     F.elu: _simple("elu"),
-    **{f: _dropout for f in (F.dropout, F.dropout2d, F.dropout3d)},
+    **{f: _dropout_or_identity for f in (F.dropout, F.dropout2d, F.dropout3d)},
     # stochastic depth (Huang et al. 2016) drops whole samples of a residual branch in
     # training: an element-wise mask like dropout's (its mask is per sample, so the
     # dropout row's 1 byte per element overstates what it saves)
