@@ -19,6 +19,7 @@ from functools import cached_property
 import numpy as np
 
 from oracle.compute.memory import SavedActivations, saved_activations, transient_elements
+from oracle.compute.shapes_tokens import split_widths
 from oracle.model import MODEL_INPUT, SPATIAL_TYPES, WEIGHT_TYPES, Layer, LayerTimes, Model, System
 
 PRECISION_BYTES = {"fp32": 4, "tf32": 4, "fp16": 2, "bf16": 2}
@@ -135,11 +136,7 @@ class Context:
             self.wu = self.wu * self.conversion.update_factor()
         self.fb = self.fw + self.bw
         self.types = [layer.type for layer in model.layers]
-        # what filter/channel parallelism splits: channels, filters; an attention layer's heads
-        # (Megatron-LM's tensor parallelism, Shoeybi et al. 2019 §3: heads split over GPUs)
-        heads = [layer.heads if t == "attention" else 0 for t, layer in zip(self.types, model.layers)]
-        self.C = np.array([h or i.input_shapes[0][0] for h, i in zip(heads, info)], dtype=int)
-        self.F = np.array([h or i.output_shape[0] for h, i in zip(heads, info)], dtype=int)
+        self.C, self.F = (np.array(w, dtype=int) for w in split_widths(model.layers, info))
         self.groups = np.array([layer.groups if t in WEIGHT_TYPES else 1 for t, layer in zip(
             self.types, model.layers)], dtype=int)  # fmt: skip
         self.names = [layer.name for layer in model.layers]
@@ -302,16 +299,12 @@ class Context:
 
     def default_spatial_last(self) -> int:
         """docs/cost-model.md: the last layer whose output still has a spatial extent > 1,
-        before the first layer whose output has another number of dimensions than the
-        model's input (a flatten; ViT's image-to-tokens reshape, Swin's patch merging:
-        the token layers run replicated)."""
-        last = -1
-        rank = len(self.model.input_shape)
+        before the first whose output's rank differs from the input's (flatten, tokens)."""
+        last, rank = -1, len(self.model.input_shape)
         for i, info in enumerate(self.model.info):
-            shape = info.output_shape
-            if len(shape) != rank:
+            if len(info.output_shape) != rank:
                 break
-            if math.prod(shape[1:]) > 1:
+            if math.prod(info.output_shape[1:]) > 1:
                 last = i
         return last
 

@@ -117,6 +117,15 @@ def _attention(index: int, layer: Layer, in_shapes) -> LayerInfo:
     return LayerInfo(in_shapes, x, weights, biases, products + elementwise)
 
 
+def split_widths(layers, infos) -> tuple[list[int], list[int]]:
+    """What filter and channel parallelism split per layer (C_l, F_l): input channels and
+    filters, an attention layer's heads (Megatron-LM's tensor parallelism, Shoeybi et al.
+    2019 §3: the heads are divided among the GPUs)."""
+    heads = [layer.heads if layer.type == "attention" else 0 for layer in layers]
+    return ([h or i.input_shapes[0][0] for h, i in zip(heads, infos)],
+            [h or i.output_shape[0] for h, i in zip(heads, infos)])  # fmt: skip
+
+
 def _axis(index: int, layer: Layer, x: tuple[int, ...]) -> int:
     if not 0 <= layer.axis < len(x):
         raise ShapeError(index, f"axis {layer.axis} is outside the {len(x)} dimensions of {fmt_shape(x)}")
