@@ -126,7 +126,8 @@ def test_package_module_callable_and_name(tmp_path):
 
 
 @pytest.mark.parametrize("name, params", [("resnet50", 25_557_032), ("efficientnet_b0", 5_288_548),
-                                          ("seresnext50_32x4d", 27_559_896)])  # fmt: skip
+                                          ("seresnext50_32x4d", 27_559_896),
+                                          ("convnext_atto", 3_695_520)])  # timm's LayerNorm2d, layer scale; fmt: skip
 def test_timm_models(name, params):
     pytest.importorskip("timm")
     got = import_model(f"timm:{name}", (3, 224, 224))

@@ -147,19 +147,23 @@ class _Walk:
         ``expand`` (a layer scale, a position embedding, a class token)."""
         found: list[tuple[int, ...]] = []
 
-        def follow(n: fx.Node) -> None:
-            if n in self.name:
-                return
+        def parameter(n: fx.Node) -> torch.nn.Parameter | None:
             if n.op == "get_attr":
                 obj = self.gm
                 for part in str(n.target).split("."):
                     obj = getattr(obj, part)
-                if isinstance(obj, torch.nn.Parameter):
-                    found.append(tuple(obj.shape))
-            elif n.op == "call_method" and n.target in _VIEWS and n.args:
-                fx.node.map_arg(n.args[0], follow)
+                return obj if isinstance(obj, torch.nn.Parameter) else None
+            if n.op == "call_method" and n.target in _VIEWS and isinstance(n.args[0], fx.Node):
+                return parameter(n.args[0])
+            return None
 
-        fx.node.map_arg((node.args, node.kwargs), follow)
+        def operand(n: fx.Node) -> None:  # the operand's own shape: after a reshape or expand
+            p = None if n in self.name else parameter(n)
+            if p is not None:
+                meta = n.meta.get("tensor_meta")
+                found.append(tuple(meta.shape) if isinstance(meta, TensorMetadata) else tuple(p.shape))
+
+        fx.node.map_arg((node.args, node.kwargs), operand)
         return found
 
     def op(self, node: fx.Node, target, inputs: list[fx.Node]) -> Op:

@@ -24,6 +24,7 @@ from oracle.importer.rules_tokens import (
     TOKEN_FUNCTION_RULES,
     TOKEN_MODULE_RULES,
     classtoken,
+    layernorm,
     with_learned,
 )
 
@@ -209,8 +210,7 @@ MODULE_RULES: dict[type, Callable[[Op], Any]] = {
     nn.modules.instancenorm._InstanceNorm: lambda op: {"type": "groupnorm", "groups": op.in_shapes[0][0],
                                                        "affine": op.target.affine},  # fmt: skip
     nn.GroupNorm: lambda op: {"type": "groupnorm", "groups": op.target.num_groups, "affine": op.target.affine},
-    nn.LayerNorm: lambda op: {"type": "layernorm", "dims": len(op.target.normalized_shape),
-                              "affine": op.target.elementwise_affine},  # fmt: skip
+    nn.LayerNorm: layernorm,
     nn.modules.pooling._MaxPoolNd: _pool_module,
     nn.modules.pooling._AvgPoolNd: _pool_module,
     nn.modules.pooling._AdaptiveAvgPoolNd: _adaptive,

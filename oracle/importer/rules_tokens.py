@@ -146,9 +146,25 @@ def _patch_merging(op: Op):
             {"type": "reshape", "shape": [h // 2, w // 2, 4 * c]}]  # fmt: skip
 
 
+def layernorm(op: Op):
+    """nn.LayerNorm over the last len(normalized_shape) dimensions; a subclass with its own
+    forward normalising the channels of (C, H, W) (torchvision's and timm's LayerNorm2d,
+    ConvNeXt) is a LayerNorm between permutes to channels last and back, as its forward does."""
+    m, x = op.target, op.in_shapes[0]
+    own = type(m).forward is not nn.LayerNorm.forward
+    last = tuple(x[-len(m.normalized_shape) :]) == tuple(m.normalized_shape)
+    first = own and len(m.normalized_shape) == 1 and m.normalized_shape[0] == x[0] and len(x) > 1
+    if first and last:
+        raise NotMapped("a LayerNorm subclass whose dimension cannot be told (channels = last extent)")
+    if first:
+        return _layernorm2d(op)
+    if not last:
+        raise NotMapped("a LayerNorm subclass that normalises other dimensions than the last")
+    return {"type": "layernorm", "dims": len(m.normalized_shape), "affine": m.elementwise_affine}
+
+
 def _layernorm2d(op: Op) -> list[dict]:
-    """torchvision's LayerNorm2d (ConvNeXt) normalises the channels of (C, H, W): a
-    LayerNorm between permutes to channels last and back (its forward does the same)."""
+    """A LayerNorm of the channels of (C, *spatial) between permutes (:func:`layernorm`)."""
     k = len(op.in_shapes[0]) - 1
     return [{"type": "permute", "perm": [*range(1, k + 1), 0]},
             {"type": "layernorm", "affine": op.target.elementwise_affine, "main": True},
@@ -164,13 +180,11 @@ PART_RULES: dict[Any, Callable[[Op, int], Any]] = {
 }
 
 try:  # torchvision is optional
-    from torchvision.models import convnext as _convnext_mod
     from torchvision.models import maxvit as _maxvit_mod
     from torchvision.models import swin_transformer as _swin_mod
 except ImportError:  # pragma: no cover
     pass
 else:
-    TOKEN_MODULE_RULES[_convnext_mod.LayerNorm2d] = _layernorm2d
     TOKEN_MODULE_RULES[_swin_mod.ShiftedWindowAttention] = _swin
     TOKEN_MODULE_RULES[_maxvit_mod.RelativePositionalMultiHeadAttention] = _maxvit
     TOKEN_FUNCTION_RULES[_swin_mod._patch_merging_pad] = _patch_merging
