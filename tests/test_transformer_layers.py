@@ -332,3 +332,43 @@ def test_saved_memory_of_imported_transformers_matches_pytorch(name, within):
         sys.path.pop(0)
     rule = saved_activations(import_model(f"torchvision:{name}", (3, 224, 224)).model).bytes_per_sample(4)
     assert rule == pytest.approx(saved_bytes_per_sample(name, batch=2), rel=within)
+
+
+TOKEN_NET = '''
+import torch
+from torch import nn
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 6, 1)
+        self.gamma = nn.Parameter(torch.ones(4, 1, 1))
+        self.cls = nn.Parameter(torch.zeros(1, 1, 6))
+        self.attn = nn.MultiheadAttention(6, 2, batch_first=True)
+
+    def forward(self, x):
+        a, b = torch.split(self.conv(x), [2, 4], dim=1)  # 2 and 4 channels of 6
+        y = torch.cat([b * self.gamma, a], 1)  # layer scale on the 4
+        t = y.flatten(2).transpose(1, 2)  # 16 tokens x 6
+        t = torch.cat([self.cls.expand(x.shape[0], -1, -1), t], dim=1)
+        t = self.attn(t, t, t, need_weights=False)[0]
+        return t[:, 0]
+'''
+
+
+def test_user_module_with_split_scale_class_token_and_attention(tmp_path):
+    pytest.importorskip("torch")
+    from oracle.importer.build import import_model
+
+    path = tmp_path / "tokens.py"
+    path.write_text(TOKEN_NET)
+    got = import_model(f"{path}:Net", (3, 4, 4))
+    by = {layer.name: layer for layer in got.model.layers}
+    slices = [(layer.start, layer.stop, layer.axis) for layer in got.model.layers if layer.type == "slice"]
+    assert slices == [(0, 2, 0), (2, 6, 0), (0, 1, 0)]  # the split's parts, then t[:, 0]
+    assert [layer.type for layer in got.model.layers if layer.type in ("scale", "classtoken", "attention")] == [
+        "scale", "classtoken", "attention"]  # fmt: skip
+    assert by["attn"].fused and by["attn"].heads == 2
+    assert got.model.parameters == got.reference_parameters == (3 * 6 + 6) + 4 + 6 + (4 * 36 + 4 * 6)
+    assert got.model.info[-1].output_shape == (6,)
