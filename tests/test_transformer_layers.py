@@ -372,3 +372,18 @@ def test_user_module_with_split_scale_class_token_and_attention(tmp_path):
     assert by["attn"].fused and by["attn"].heads == 2
     assert got.model.parameters == got.reference_parameters == (3 * 6 + 6) + 4 + 6 + (4 * 36 + 4 * 6)
     assert got.model.info[-1].output_shape == (6,)
+
+
+def test_attention_weights_are_unsupported_unless_allowed(tmp_path):
+    pytest.importorskip("torch")
+    from oracle.importer.build import import_model
+
+    path = tmp_path / "weights.py"
+    path.write_text(TOKEN_NET.replace("need_weights=False)[0]\n        return t[:, 0]",
+                                      "need_weights=True)[1]\n        return t"))  # fmt: skip
+    message = "operation torch.nn.modules.activation.MultiheadAttention at 'attn' is not supported (the attention weights)"
+    with pytest.raises(OracleError, match=re.escape(message)):
+        import_model(f"{path}:Net", (3, 4, 4))
+    got = import_model(f"{path}:Net", (3, 4, 4), allow_unsupported=True)
+    assert got.unsupported == (("attn", "torch.nn.modules.activation.MultiheadAttention"),)
+    assert got.model.info[-1].output_shape == (17, 17)

@@ -206,7 +206,12 @@ class _Walk:
             spec = rule(op, int(node.args[1]))
         except NotMapped as exc:
             target = self.modules[parent.target] if parent.op == "call_module" else parent.target
-            raise unsupported(self.source, op_name(parent.op, target), parent.meta.get("scope") or parent.name, str(exc)) from None
+            name, path = op_name(parent.op, target), str(parent.target) if parent.op == "call_module" else parent.name
+            if not self.allow:
+                raise unsupported(self.source, name, path, str(exc)) from None
+            srcs = [self.name[n] for n in inputs]
+            self.name[node] = self.out.add_unsupported(self.base_name(parent), name, srcs, self.shape(node))
+            return
         self.emit(node, inputs, spec, base=self.base_name(parent))
 
     def shape(self, node: fx.Node) -> tuple[int, ...]:
