@@ -15,7 +15,7 @@ ACTIVATIONS = (
     "hardswish", "hardsigmoid",
 )  # fmt: skip
 SPATIAL_TYPES = ("conv", "maxpool", "avgpool", "convtranspose", "upsample")  # halos
-WEIGHT_TYPES = ("conv", "fc", "convtranspose")  # split by filter/channel parallelism
+WEIGHT_TYPES = ("conv", "fc", "convtranspose", "attention")  # split by filter/channel parallelism
 LAYER_TYPES = (
     "conv",
     "convtranspose",
@@ -40,6 +40,12 @@ LAYER_TYPES = (
     "permute",
     "channelshuffle",
     "softmax",
+    # transformer layers (oracle/compute/shapes_tokens.py)
+    "attention",
+    "scale",
+    "posembedding",
+    "classtoken",
+    "slice",
     "unsupported",
 )
 MULTI_INPUT_TYPES = ("add", "mul", "concat", "matmul")  # layers that take 2+ inputs
@@ -74,6 +80,17 @@ class Layer:
     shape: tuple[int, ...] = ()  # reshape: per-sample target (-1 once); unsupported: output
     perm: tuple[int, ...] = ()  # permute: per-sample dimension order
     op: str = ""  # unsupported: the operation the importer did not know
+    # transformer layers (docs/model-format.md "Transformer layers")
+    heads: int = 0  # attention: heads
+    window: tuple[int, ...] = ()  # attention: tokens per window along each dimension but the last
+    shift: tuple[int, ...] = ()  # attention: cyclic shift of the windows (Swin)
+    position_bias: int = 0  # attention: relative-position table entries per head
+    position_mlp: int = 0  # attention: hidden width of Swin V2's position-bias MLP
+    cosine: bool = False  # attention: Swin V2's cosine attention (a learned scale per head)
+    fused: bool = False  # attention: scores by a fused kernel (PyTorch's scaled_dot_product_attention)
+    tokens: int = 1  # classtoken: learned tokens put in front
+    start: int = 0  # slice: first index along axis
+    stop: int = 0  # slice: one past the last index
 
 
 @dataclass(frozen=True)

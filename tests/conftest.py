@@ -77,6 +77,30 @@ def run():
     return run_cli
 
 
+def _predict_every_strategy(model: Path, gpus: str) -> list[dict]:
+    """``oracle profile --estimate`` then ``oracle predict`` of ``model`` on ABCI: every
+    strategy must have a finite positive time or a stated limit; returns the points."""
+    import json
+    import math
+
+    prof = model.with_name(model.stem + "_profile.yaml")
+    r = run_cli("profile", str(model), "--estimate", "-s", "abci", "-o", str(prof))
+    assert r.code == 0, r.err
+    r = run_cli("predict", "-m", str(model), "-s", "abci", "-p", str(prof), "--gpus", gpus, "-b", "32", "-f", "json")
+    assert r.code == 0, r.err
+    points = json.loads(r.out)
+    assert {p["strategy"] for p in points} >= {"data", "filter", "channel", "spatial", "pipeline"}
+    for p in points:
+        assert (math.isfinite(p["total_s"]) and p["total_s"] > 0) or p["limits"], p
+    return points
+
+
+@pytest.fixture
+def predict_every_strategy():
+    """``predict_every_strategy(model_path, "4,16")``: see :func:`_predict_every_strategy`."""
+    return _predict_every_strategy
+
+
 # --------------------------------------------------------------------------------------
 # A tiny 2-D model with its system and profile, written into tmp_path
 # --------------------------------------------------------------------------------------

@@ -333,7 +333,9 @@ def test_every_type_builds_in_pytorch_with_oracle_shapes_and_parameters():
     m = model([3, 8, 8], EVERY_TYPE)
     assert {layer.type for layer in m.layers} >= set(LAYER_TYPES) - {
         "maxpool", "avgpool", "globalavgpool", "batchnorm", "add", "dropout", "relu", "relu6",
-        "leakyrelu", "elu", "gelu", "silu", "sigmoid", "tanh"}  # fmt: skip
+        "leakyrelu", "elu", "gelu", "silu", "sigmoid", "tanh",
+        # the transformer layers: tests/test_transformer_layers.py
+        "attention", "scale", "posembedding", "classtoken", "slice"}  # fmt: skip
     assert check_shapes(m, build_network(m, device="meta"), batch=2) == []
     net = build_network(m, device="cpu")
     assert count_parameters(net) == m.parameters
@@ -375,7 +377,8 @@ def test_docs_example_loads_and_every_type_is_documented():
     for t in LAYER_TYPES:
         assert f"`{t}`" in text, t
     keys = ("filters kernel stride padding dilation groups bias output_padding outputs ceil_mode"
-            " size scale mode affine dims eps axis shape perm op rate slope inputs comment")
+            " size scale mode affine dims eps axis shape perm op rate slope inputs comment"
+            " heads window shift position_bias position_mlp cosine fused tokens start stop")
     for key in keys.split():
         assert f"`{key}`" in text, key
 

@@ -21,6 +21,7 @@ import numpy as np
 from oracle.compute.geometry import balanced_grid, halo_half_widths  # noqa: F401  (re-exported)
 from oracle.compute.memory import SavedActivations, saved_activations, transient_elements
 from oracle.compute.partition import _partition_cached
+from oracle.compute.shapes_tokens import split_widths
 from oracle.model import MODEL_INPUT, SPATIAL_TYPES, WEIGHT_TYPES, LayerTimes, Model, System
 
 PRECISION_BYTES = {"fp32": 4, "tf32": 4, "fp16": 2, "bf16": 2}
@@ -136,9 +137,8 @@ class Context:
         if self.conversion is not None and self.conversion.active:
             self.wu = self.wu * self.conversion.update_factor()
         self.fb = self.fw + self.bw
-        self.C = np.array([i.input_shapes[0][0] for i in info], dtype=int)
-        self.F = np.array([i.output_shape[0] for i in info], dtype=int)
         self.types = [layer.type for layer in model.layers]
+        self.C, self.F = (np.array(w, dtype=int) for w in split_widths(model.layers, info))
         self.groups = np.array([layer.groups if t in WEIGHT_TYPES else 1 for t, layer in zip(
             self.types, model.layers)], dtype=int)  # fmt: skip
         self.names = [layer.name for layer in model.layers]
@@ -254,7 +254,7 @@ class Context:
 
     @cached_property
     def filter_split(self) -> SplitSums:
-        """filter: every conv, convtranspose and fc layer.  The gradient of a split
+        """filter: every conv, convtranspose, fc and attention layer.  The gradient of a split
         layer's output is a sum over the next split layer's filters unless that layer
         is grouped: its groups decide (filter.py)."""
         mask = np.array([t in WEIGHT_TYPES for t in self.types])
@@ -263,7 +263,7 @@ class Context:
 
     @cached_property
     def channel_split(self) -> SplitSums:
-        """channel: every conv, convtranspose and fc layer except those reading the
+        """channel: every conv, convtranspose, fc and attention layer except those reading the
         model's input (their input channels are the data's; the cost model says "except the
         first layer").  A split layer's output is a sum over its input channels unless
         the layer itself is grouped (filter.py)."""
@@ -300,11 +300,12 @@ class Context:
                                   path="--delayed-update", hint=did_you_mean(name, sorted(known)))  # fmt: skip
 
     def default_spatial_last(self) -> int:
-        """docs/cost-model.md: the last layer whose output still has a spatial extent > 1."""
-        last = -1
+        """docs/cost-model.md: the last layer with a spatial extent > 1 before one changes the rank (flatten, tokens)."""
+        last, rank = -1, len(self.model.input_shape)
         for i, info in enumerate(self.model.info):
-            shape = info.output_shape
-            if len(shape) > 1 and math.prod(shape[1:]) > 1:
+            if len(info.output_shape) != rank:
+                break
+            if math.prod(info.output_shape[1:]) > 1:
                 last = i
         return last
 

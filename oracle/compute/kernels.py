@@ -52,11 +52,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from oracle.compute.shapes_tokens import internal_traffic
 from oracle.gpus import GpuSpec
 from oracle.model import ACTIVATIONS, Layer, LayerInfo, Model
 
 ELEMENT_BYTES = {"fp32": 4, "tf32": 4, "fp16": 2, "bf16": 2}
-MATMUL_TYPES = ("conv", "fc")
+MATMUL_TYPES = ("conv", "fc", "attention")  # attention: cuBLAS GEMMs and batched GEMMs
+VIEW_TYPES = ("flatten", "slice")  # no kernel
 WU_PASSES = 5  # SGD momentum: read w, grad, m; write w, m (oracle.profiling.estimate)
 
 
@@ -110,10 +112,11 @@ class LayerWork:
 
 def forward_work(layer: Layer, info: LayerInfo, batch: float, delta: float) -> LayerWork:
     """FLOPs and bytes of one forward kernel of ``layer`` on ``batch`` samples."""
-    if layer.type == "flatten":
+    if layer.type in VIEW_TYPES:
         return LayerWork(0.0, 0.0, 0, False)
     x, y = info.input_elements, info.output_elements
     if layer.type in MATMUL_TYPES:
+        x += internal_traffic(layer, info)  # attention's q/k/v, scores, context (0 for conv/fc)
         return LayerWork(info.flops * batch, delta * (batch * (x + y) + info.parameters), 1, True)
     reads = 2 * x if layer.type == "batchnorm" else x
     return LayerWork(info.flops * batch, delta * (batch * (reads + y) + info.parameters), 1, False)
@@ -239,10 +242,10 @@ class ModelArrays:
         for layer, info, f in zip(model.layers, model.info, fused):
             x, y = info.input_elements, info.output_elements
             mm = layer.type in MATMUL_TYPES
-            io = (2 * x if layer.type == "batchnorm" else x) + y
+            io = (2 * x if layer.type == "batchnorm" else x) + y + internal_traffic(layer, info)
             red = info.flops / (2.0 * y) if mm and y else 0.0
             grouped = layer.type == "conv" and layer.groups > 1
-            rows.append((info.flops, io, info.parameters, y, red, mm, layer.type != "flatten" and not f, grouped))
+            rows.append((info.flops, io, info.parameters, y, red, mm, layer.type not in VIEW_TYPES and not f, grouped))
         cols = list(zip(*rows)) if rows else [()] * 8
         a = [np.array(c, dtype=float) for c in cols[:5]] + [np.array(c, dtype=bool) for c in cols[5:]]
         return cls(*a)

@@ -42,6 +42,15 @@ upsample           nothing (``upsample_nearest2d_backward`` and ``upsample_bilin
 reshape, permute   nothing; the output is a view of the input (``view``, ``permute``)
 channelshuffle     nothing (a copy: reshape, transpose, contiguous)
 unsupported        nothing (the importer did not know the operation; zero cost)
+attention          the input (the q/k/v projection's ``addmm``; windowed: the padded,
+                   partitioned copy instead), q, k and v (3·N·E; the score and
+                   weighted-sum ``bmm`` take both operands), the softmax output h·N·P
+                   (``_softmax_backward_data``; ``fused``: an h·N log-sum-exp) and the
+                   context N·E (the output projection's input); shapes_tokens.attention_saved
+scale              the input (``mul_tensor_backward(grad, other)`` of the factor's gradient)
+posembedding,      nothing (an add; a concatenation)
+classtoken
+slice              nothing; a view of the input (``narrow``)
 =================  =========================================================================
 
 The model's input counts where a layer saves it (the first convolution does).  Checked
@@ -52,11 +61,13 @@ against PyTorch's ``torch.autograd.graph.saved_tensors_hooks`` on torchvision's 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 
-from oracle.model import ACTIVATIONS, MODEL_INPUT, Model
+from oracle.compute.shapes_tokens import attention_saved, saves_input
+from oracle.model import ACTIVATIONS, MODEL_INPUT, Layer, LayerInfo, Model
 
 INT64_BYTES = 8  # max-pool argmax indices (PyTorch's kLong)
 MASK_BYTES = 1  # dropout masks (PyTorch's kBool)
@@ -70,6 +81,8 @@ class SaveRule:
     output: bool = False  # the layer's output
     view: bool = False  # the output is a view of the input (no new storage)
     extra_bytes_per_output: float = 0.0  # indices, masks: bytes per output element
+    internal: Callable[[Layer, LayerInfo], float] | None = None  # elements saved inside the layer
+    inputs_if: Callable[[Layer], bool] | None = None  # with inputs: which layers of the type save them
 
 
 _OUTPUT_ACTIVATIONS = ("relu", "sigmoid", "tanh")
@@ -97,6 +110,11 @@ SAVE_RULES: dict[str, SaveRule] = {
     "permute": SaveRule(view=True),
     "channelshuffle": SaveRule(),
     "unsupported": SaveRule(),
+    "attention": SaveRule(inputs=True, internal=attention_saved, inputs_if=saves_input),
+    "scale": SaveRule(inputs=True),
+    "posembedding": SaveRule(),
+    "classtoken": SaveRule(),
+    "slice": SaveRule(view=True),
     **{a: SaveRule(output=True) if a in _OUTPUT_ACTIVATIONS else SaveRule(inputs=True) for a in ACTIVATIONS},
 }
 
@@ -125,6 +143,7 @@ def saved_activations(model: Model) -> SavedActivations:
         size[MODEL_INPUT] *= d
     saved: set[str] = set()
     fixed = np.zeros(G)
+    inside = np.zeros(G)
     for i, (layer, info) in enumerate(zip(model.layers, model.info)):
         rule = SAVE_RULES[layer.type]
         if MODEL_INPUT in layer.inputs:
@@ -135,12 +154,14 @@ def saved_activations(model: Model) -> SavedActivations:
             storage[layer.name] = layer.name
             size[layer.name] = info.output_elements
             owner[layer.name] = i
-        if rule.inputs:
+        if rule.inputs and (rule.inputs_if is None or rule.inputs_if(layer)):
             saved.update(storage[name] for name in layer.inputs)
         if rule.output:
             saved.add(storage[layer.name])
         fixed[i] = rule.extra_bytes_per_output * info.output_elements
-    elements = np.zeros(G)
+        if rule.internal is not None:
+            inside[i] = rule.internal(layer, info)
+    elements = inside
     for name in saved:
         elements[owner[name]] += size[name]
     return SavedActivations(elements, fixed)

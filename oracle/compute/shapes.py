@@ -25,6 +25,7 @@ FLOP convention (forward pass, per sample):
   per output element
   (fvcore counts 4 for ``upsample_bilinear2d``, 2^2).
 - reshape, permute, channelshuffle, unsupported: 0 (views or copies, no arithmetic).
+- attention, scale, posembedding, classtoken, slice: oracle/compute/shapes_tokens.py.
 These only matter for conv/fc-dominated totals and for spreading a total-only profile
 over layers (docs/file-formats.md).
 """
@@ -34,37 +35,9 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+from oracle.compute.shape_base import ShapeError, _per_dim, _prod, fmt_shape
+from oracle.compute.shapes_tokens import TOKEN_RULES
 from oracle.model import ACTIVATIONS, MODEL_INPUT, MULTI_INPUT_TYPES, Layer, LayerInfo
-
-
-class ShapeError(ValueError):
-    """A layer whose shape does not work out; carries the layer index."""
-
-    def __init__(self, index: int, message: str) -> None:
-        super().__init__(message)
-        self.index = index
-        self.message = message
-
-
-def fmt_shape(shape: Sequence[int]) -> str:
-    return "x".join(str(d) for d in shape)
-
-
-def _prod(values: Sequence[int]) -> int:
-    n = 1
-    for v in values:
-        n *= v
-    return n
-
-
-def _per_dim(values: tuple[int, ...], dims: int, what: str, index: int) -> tuple[int, ...]:
-    if len(values) == 1:
-        return values * dims
-    if len(values) != dims:
-        raise ShapeError(
-            index, f"{what} has {len(values)} values but the input has {dims} spatial dimension(s)"
-        )
-    return values
 
 
 def _window_output(
@@ -398,6 +371,7 @@ SHAPE_RULES = {
     "channelshuffle": _channelshuffle,
     "softmax": _per_element(3.0),
     "unsupported": _unsupported,
+    **TOKEN_RULES,  # attention, scale, posembedding, classtoken, slice
 }
 _NEEDS_SPATIAL = (
     "conv", "convtranspose", "maxpool", "avgpool", "globalavgpool", "adaptiveavgpool",

@@ -17,8 +17,10 @@ from torch import fx
 from torch.fx.passes.shape_prop import ShapeProp, TensorMetadata
 
 from oracle.errors import OracleError
-from oracle.importer.graph import Layers, unsupported
-from oracle.importer.rules import ALIAS, NotMapped, Op, function_rule, module_rule, op_name
+from oracle.importer.graph import Layers, Op, unsupported
+from oracle.importer.rules import ALIAS, NotMapped, function_rule, module_rule, op_name, part_rule
+
+_VIEWS = ("expand", "view", "reshape", "unsqueeze", "permute", "transpose")  # a parameter read through these
 from oracle.model import MODEL_INPUT
 
 
@@ -112,6 +114,7 @@ class _Walk:
         self.modules = dict(gm.named_modules())
         self.name: dict[fx.Node, str] = {}  # data node -> the oracle tensor that holds it
         self.several: dict[fx.Node, tuple[str, str]] = {}  # unsupported multi-output ops
+        self.parted: dict[fx.Node, tuple] = {}  # multi-output ops with a rule: (rule, op, inputs)
         self.out = Layers()
 
     def data_inputs(self, node: fx.Node) -> list[fx.Node]:
@@ -139,14 +142,50 @@ class _Walk:
                 self.finish(node)
         return self.out
 
+    def learned(self, node: fx.Node) -> list[tuple[int, ...]]:
+        """Shapes of the parameters an operation reads directly or through a view or
+        ``expand`` (a layer scale, a position embedding, a class token)."""
+        found: list[tuple[int, ...]] = []
+
+        def parameter(n: fx.Node) -> torch.nn.Parameter | None:
+            if n.op == "get_attr":
+                obj = self.gm
+                for part in str(n.target).split("."):
+                    obj = getattr(obj, part)
+                return obj if isinstance(obj, torch.nn.Parameter) else None
+            if n.op == "call_method" and n.target in _VIEWS and isinstance(n.args[0], fx.Node):
+                return parameter(n.args[0])
+            return None
+
+        def operand(n: fx.Node) -> None:  # the operand's own shape: after a reshape or expand
+            p = None if n in self.name else parameter(n)
+            if p is not None:
+                meta = n.meta.get("tensor_meta")
+                found.append(tuple(meta.shape) if isinstance(meta, TensorMetadata) else tuple(p.shape))
+
+        fx.node.map_arg((node.args, node.kwargs), operand)
+        return found
+
+    def op(self, node: fx.Node, target, inputs: list[fx.Node]) -> Op:
+        meta = node.meta["tensor_meta"]
+        several = not isinstance(meta, TensorMetadata)
+        parts = [tuple(int(d) for d in m.shape[1:]) if isinstance(m, TensorMetadata) else () for m in meta] if several else []
+        out = parts[0] if several else self.shape(node)
+        return Op(target, node.args, node.kwargs, [self.shape(n) for n in inputs], out, self.learned(node), parts)
+
     def visit(self, node: fx.Node, inputs: list[fx.Node]) -> None:
         target = self.modules[node.target] if node.op == "call_module" else node.target
+        if target is operator.getitem and node.args[0] in self.parted:
+            return self.visit_part(node)
         rule = module_rule(target) if node.op == "call_module" else function_rule(target)
         reason = "oracle has no layer type for it"
+        if not _is_tensor(node) and part_rule(target) is not None:
+            self.parted[node] = (part_rule(target), self.op(node, target, inputs), inputs)
+            self.name[node] = self.name[inputs[0]]
+            return
         if _is_tensor(node) and rule is not None:
-            op = Op(target, node.args, node.kwargs, [self.shape(n) for n in inputs], self.shape(node))
             try:
-                spec = rule(op)
+                spec = rule(self.op(node, target, inputs))
             except NotMapped as exc:
                 reason = str(exc)
             else:
@@ -156,17 +195,37 @@ class _Walk:
             reason = "it returns several tensors"
         self.unsupported(node, inputs, op_name(node.op, target), reason)
 
+    def visit_part(self, node: fx.Node) -> None:
+        """Output i of an operation with several outputs: its rule's layer for i, named
+        after the operation; the operation's data inputs, each once."""
+        parent = node.args[0]
+        rule, op, inputs = self.parted[parent]
+        inputs = list(dict.fromkeys(inputs))
+        op.in_shapes = [self.shape(n) for n in inputs]
+        try:
+            spec = rule(op, int(node.args[1]))
+        except NotMapped as exc:
+            target = self.modules[parent.target] if parent.op == "call_module" else parent.target
+            name, path = op_name(parent.op, target), str(parent.target) if parent.op == "call_module" else parent.name
+            if not self.allow:
+                raise unsupported(self.source, name, path, str(exc)) from None
+            srcs = [self.name[n] for n in inputs]
+            self.name[node] = self.out.add_unsupported(self.base_name(parent), name, srcs, self.shape(node))
+            return
+        self.emit(node, inputs, spec, base=self.base_name(parent))
+
     def shape(self, node: fx.Node) -> tuple[int, ...]:
         return tuple(int(d) for d in node.meta["tensor_meta"].shape[1:])
 
-    def emit(self, node: fx.Node, inputs: list[fx.Node], spec) -> None:
+    def emit(self, node: fx.Node, inputs: list[fx.Node], spec, base: str | None = None) -> None:
         if spec == ALIAS:
             self.name[node] = self.name[inputs[0]]
             return
+        base = base or self.base_name(node)
         if isinstance(spec, list):  # one operation, several oracle layers
-            self.name[node] = self.out.add_parts(self.base_name(node), spec, [self.name[n] for n in inputs], self.shape(node))
+            self.name[node] = self.out.add_parts(base, spec, [self.name[n] for n in inputs], self.shape(node))
             return
-        self.name[node] = self.out.add(self.base_name(node), spec, [self.name[n] for n in inputs], self.shape(node))
+        self.name[node] = self.out.add(base, spec, [self.name[n] for n in inputs], self.shape(node))
 
     def unsupported(self, node: fx.Node, inputs: list[fx.Node], op: str, reason: str) -> None:
         path = str(node.target) if node.op == "call_module" else (node.meta.get("scope") or node.name)

@@ -5,6 +5,7 @@ operations without a layer type, and the branches the output needs."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from oracle.errors import OracleError
 from oracle.model import MODEL_INPUT, MULTI_INPUT_TYPES
@@ -22,6 +23,14 @@ def per_dim(values) -> int | list[int]:
     return vals[0] if len(set(vals)) == 1 else vals
 
 
+def sample_dim(dim: int, rank: int) -> int:
+    """A PyTorch dimension (batch first, may be negative) as a per-sample dimension."""
+    d = dim + rank + 1 if dim < 0 else dim
+    if d == 0:
+        raise NotMapped("an operation along the batch dimension")
+    return d - 1
+
+
 def two_tensors(kind: str):
     """The rule of add, mul and matmul: two data inputs (a constant operand, as a bias
     or a scale, has no layer type); add without broadcasting."""
@@ -34,6 +43,22 @@ def two_tensors(kind: str):
         return {"type": kind}
 
     return rule
+
+
+@dataclass
+class Op:
+    target: Any  # the module (call_module) or the function / method name
+    args: tuple
+    kwargs: dict
+    in_shapes: list[tuple[int, ...]]  # per-sample shapes of the data inputs, in order
+    out_shape: tuple[int, ...]  # per-sample output shape (several outputs: the first's)
+    learned: list[tuple[int, ...]] = field(default_factory=list)  # shapes of parameters it reads
+    parts: list[tuple[int, ...]] = field(default_factory=list)  # several outputs: each one's shape
+
+    def arg(self, index: int, name: str, default=None):
+        if len(self.args) > index:
+            return self.args[index]
+        return self.kwargs.get(name, default)
 
 
 UNSUPPORTED_HINT = "--allow-unsupported imports it as a zero-cost layer, listed in the file"

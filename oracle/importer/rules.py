@@ -12,28 +12,21 @@ not supported; STYLE §2)."""
 from __future__ import annotations
 
 import operator
-from dataclasses import dataclass
 from typing import Any, Callable
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from oracle.importer.graph import ALIAS, NotMapped, per_dim, two_tensors
-
-@dataclass
-class Op:
-    target: Any  # the module (call_module) or the function / method name
-    args: tuple
-    kwargs: dict
-    in_shapes: list[tuple[int, ...]]  # per-sample shapes of the data inputs, in order
-    out_shape: tuple[int, ...]  # per-sample output shape
-
-    def arg(self, index: int, name: str, default=None):
-        if len(self.args) > index:
-            return self.args[index]
-        return self.kwargs.get(name, default)
-
+from oracle.importer.graph import ALIAS, NotMapped, Op, per_dim, sample_dim, two_tensors
+from oracle.importer.rules_tokens import (
+    PART_RULES,
+    TOKEN_FUNCTION_RULES,
+    TOKEN_MODULE_RULES,
+    classtoken,
+    layernorm,
+    with_learned,
+)
 
 def _conv(op: Op) -> dict:
     m = op.target
@@ -123,18 +116,10 @@ def _reshape(op: Op) -> dict:
     return {"type": "reshape", "shape": list(op.out_shape)}
 
 
-def _sample_dim(dim: int, rank: int) -> int:
-    """A PyTorch dimension (batch first, may be negative) as a per-sample dimension."""
-    d = dim + rank + 1 if dim < 0 else dim
-    if d == 0:
-        raise NotMapped("an operation along the batch dimension")
-    return d - 1
-
-
 def _permute(op: Op) -> dict:
     rank = len(op.in_shapes[0])
-    if op.target in ("transpose", torch.transpose):
-        a, b = (_sample_dim(int(op.arg(i, n)), rank) for i, n in ((1, "dim0"), (2, "dim1")))
+    if op.target in ("transpose", torch.transpose, "swapaxes", torch.swapaxes):
+        a, b = (sample_dim(int(op.arg(i, n)), rank) for i, n in ((1, "dim0"), (2, "dim1")))
         perm = list(range(rank))
         perm[a], perm[b] = perm[b], perm[a]
         return {"type": "permute", "perm": perm}
@@ -146,21 +131,23 @@ def _permute(op: Op) -> dict:
 
 
 def _cat(op: Op):
+    if op.learned:  # ViT's class token
+        return classtoken(op)
     if len(op.in_shapes) == 1:  # DenseNet's first layer concatenates a list of one
         return ALIAS
     dim = int(op.arg(1, "dim", 0))
-    return {"type": "concat", "axis": _sample_dim(dim, len(op.out_shape))}
+    return {"type": "concat", "axis": sample_dim(dim, len(op.out_shape))}
 
 
 def _softmax(op: Op) -> dict:
     dim = op.target.dim if isinstance(op.target, nn.Module) else op.arg(1, "dim")
-    return {"type": "softmax", "axis": _sample_dim(int(dim), len(op.out_shape))}
+    return {"type": "softmax", "axis": sample_dim(int(dim), len(op.out_shape))}
 
 
 def _mean(op: Op):
     x, dims = op.in_shapes[0], op.arg(1, "dim")
     dims = [dims] if isinstance(dims, int) else list(dims or [])
-    spatial = {_sample_dim(int(d), len(x)) for d in dims}
+    spatial = {sample_dim(int(d), len(x)) for d in dims}
     if spatial != set(range(1, len(x))):
         raise NotMapped("a mean other than over all spatial dimensions")
     if op.arg(2, "keepdim", False):
@@ -192,6 +179,13 @@ def _dropout(op: Op) -> dict:
     return {"type": "dropout"}
 
 
+def _dropout_or_identity(op: Op):
+    """Dropout with p = 0 (ViT's, Swin's) returns its input unchanged and saves no mask
+    (aten/src/ATen/native/Dropout.cpp: ``if (p == 0 || !train ...) return input``)."""
+    p = op.target.p if isinstance(op.target, nn.Module) else op.arg(1, "p", 0.5)
+    return ALIAS if p == 0 else _dropout(op)
+
+
 def _simple(kind: str) -> Callable[[Op], dict]:
     return lambda op: {"type": kind}
 
@@ -216,31 +210,31 @@ MODULE_RULES: dict[type, Callable[[Op], Any]] = {
     nn.modules.instancenorm._InstanceNorm: lambda op: {"type": "groupnorm", "groups": op.in_shapes[0][0],
                                                        "affine": op.target.affine},  # fmt: skip
     nn.GroupNorm: lambda op: {"type": "groupnorm", "groups": op.target.num_groups, "affine": op.target.affine},
-    nn.LayerNorm: lambda op: {"type": "layernorm", "dims": len(op.target.normalized_shape),
-                              "affine": op.target.elementwise_affine},  # fmt: skip
+    nn.LayerNorm: layernorm,
     nn.modules.pooling._MaxPoolNd: _pool_module,
     nn.modules.pooling._AvgPoolNd: _pool_module,
     nn.modules.pooling._AdaptiveAvgPoolNd: _adaptive,
     nn.modules.pooling._AdaptiveMaxPoolNd: _adaptive,
     nn.Upsample: lambda op: _with_size(_upsample(op.target.mode), op),
     **{cls: _simple(kind) for cls, kind in _ACTIVATION_MODULES.items()},
-    nn.modules.dropout._DropoutNd: _dropout,
+    nn.modules.dropout._DropoutNd: _dropout_or_identity,
     nn.Flatten: _reshape,
     nn.Unflatten: _reshape,
     nn.Identity: lambda op: ALIAS,
     nn.Softmax: _softmax,
     nn.ChannelShuffle: lambda op: {"type": "channelshuffle", "groups": op.target.groups},
+    **TOKEN_MODULE_RULES,
 }
 
 # call_function (callables) and call_method (Tensor method names)
 FUNCTION_RULES: dict[Any, Callable[[Op], Any]] = {
-    **{f: two_tensors("add") for f in (operator.add, operator.iadd, torch.add, "add", "add_")},
-    **{f: two_tensors("mul") for f in (operator.mul, operator.imul, torch.mul, "mul", "mul_")},
+    **{f: with_learned("add") for f in (operator.add, operator.iadd, torch.add, "add", "add_")},
+    **{f: with_learned("mul") for f in (operator.mul, operator.imul, torch.mul, "mul", "mul_")},
     **{f: two_tensors("matmul") for f in (operator.matmul, torch.matmul, torch.bmm, "matmul", "bmm")},
     torch.cat: _cat,
     torch.concat: _cat,
     **{f: _reshape for f in (torch.flatten, "flatten", "view", "reshape", torch.reshape)},
-    **{f: _permute for f in (torch.permute, "permute", torch.transpose, "transpose")},
+    **{f: _permute for f in (torch.permute, "permute", torch.transpose, "transpose", torch.swapaxes, "swapaxes")},
     **{f: (lambda op: ALIAS) for f in ("contiguous", "clone", "float")},
     **{f: _simple("relu") for f in (F.relu, torch.relu, "relu", "relu_")},
     F.relu6: _simple("relu6"),
@@ -252,7 +246,7 @@ FUNCTION_RULES: dict[Any, Callable[[Op], Any]] = {
     F.hardsigmoid: _simple("hardsigmoid"),
     F.leaky_relu: _simple("leakyrelu"),
     F.elu: _simple("elu"),
-    **{f: _dropout for f in (F.dropout, F.dropout2d, F.dropout3d)},
+    **{f: _dropout_or_identity for f in (F.dropout, F.dropout2d, F.dropout3d)},
     # stochastic depth (Huang et al. 2016) drops whole samples of a residual branch in
     # training: an element-wise mask like dropout's (its mask is per sample, so the
     # dropout row's 1 byte per element overstates what it saves)
@@ -266,6 +260,7 @@ FUNCTION_RULES: dict[Any, Callable[[Op], Any]] = {
     **{f: _softmax for f in (F.softmax, torch.softmax, "softmax")},
     **{f: (lambda op: {"type": "channelshuffle", "groups": int(op.arg(1, "groups"))})
        for f in (torch.channel_shuffle, F.channel_shuffle)},  # fmt: skip
+    **TOKEN_FUNCTION_RULES,
 }
 
 
@@ -279,6 +274,16 @@ def module_rule(module: nn.Module) -> Callable[[Op], Any] | None:
 def function_rule(target) -> Callable[[Op], Any] | None:
     try:
         return FUNCTION_RULES.get(target)
+    except TypeError:  # unhashable target
+        return None
+
+
+def part_rule(target) -> Callable[[Op, int], Any] | None:
+    """The rule of an operation with several outputs (module classes by MRO)."""
+    if isinstance(target, nn.Module):
+        return next((PART_RULES[c] for c in type(target).__mro__ if c in PART_RULES), None)
+    try:
+        return PART_RULES.get(target)
     except TypeError:  # unhashable target
         return None
 

@@ -206,6 +206,30 @@ def _unsupported_keys(f: Fields, kw: dict) -> None:
     kw["shape"] = f.req("shape", per_dim(_pos, "an output extent"))
 
 
+def _attention_keys(f: Fields, kw: dict) -> None:
+    kw["heads"] = f.req("heads", _pos, "the number of attention heads")
+    kw["window"] = f.opt("window", per_dim(_pos, "a window extent"), ())
+    kw["shift"] = f.opt("shift", per_dim(_nonneg, "a shift"), ())
+    kw["bias"] = f.opt("bias", boolean(), True)
+    kw["position_bias"] = f.opt("position_bias", _nonneg, 0)
+    kw["position_mlp"] = f.opt("position_mlp", _nonneg, 0)
+    kw["cosine"] = f.opt("cosine", boolean(), False)
+    kw["fused"] = f.opt("fused", boolean(), False)
+    if kw["fused"] and kw["cosine"]:
+        raise f.error("fused", "cosine attention scales its scores itself; it runs unfused")
+
+
+def _classtoken_keys(f: Fields, kw: dict) -> None:
+    kw["tokens"] = f.opt("tokens", _pos, 1)
+    _axis_keys(f, kw)
+
+
+def _slice_keys(f: Fields, kw: dict) -> None:
+    _axis_keys(f, kw)
+    kw["start"] = f.req("start", _nonneg, "the first index")
+    kw["stop"] = f.req("stop", _pos, "one past the last index")
+
+
 def _dropout_keys(f: Fields, kw: dict) -> None:
     f.opt("rate", number(ge=0, lt=1), 0.5)
 
@@ -232,6 +256,10 @@ _KEYS = {
     "reshape": _reshape_keys,
     "permute": _permute_keys,
     "unsupported": _unsupported_keys,
+    "attention": _attention_keys,
+    "scale": _axis_keys,
+    "classtoken": _classtoken_keys,
+    "slice": _slice_keys,
     "dropout": _dropout_keys,
     "leakyrelu": _slope_keys,
     "elu": _slope_keys,

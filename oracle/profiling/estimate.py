@@ -10,11 +10,12 @@ item)::
 
 - Memory traffic: each sample's input is read and its output written once; the
   weights are read once per mini-batch, so a sample's share is ``|w_l| / b``
-  (at ``b = 1`` this is ``δ·(|x|+|y|+|w|)``).  ``flatten``, ``reshape`` and
+  (at ``b = 1`` this is ``δ·(|x|+|y|+|w|)``).  ``flatten``, ``reshape``, ``slice`` and
   ``permute`` are views in every framework: no traffic, time 0 (an ``unsupported``
   layer is zero-cost by definition).  ``add``, ``mul``, ``matmul`` and ``concat`` read
-  all their inputs.
-- Backward, conv, convtranspose, fc and matmul: ``BW_l = 2·FW_l``.  Both the input gradient and the weight
+  all their inputs.  ``attention`` also writes and reads its q/k/v, scores and
+  context between its kernels (``shapes_tokens.internal_traffic``).
+- Backward, conv, convtranspose, fc, matmul and attention: ``BW_l = 2·FW_l``.  Both the input gradient and the weight
   gradient cost one forward's FLOPs (and move about as many bytes), so both roofline
   terms double.
 - Backward, every other layer: ``BW_l = max(F_l / (e_c · P), 2·bytes_l / (e_m · M))``:
@@ -50,6 +51,7 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 
+from oracle.compute.shapes_tokens import internal_traffic
 from oracle.errors import OracleError
 from oracle.model import LAYER_TYPES, Layer, LayerInfo, LayerTimes, Model, Profile, System
 
@@ -63,8 +65,8 @@ DELTA_FP32 = 4  # bytes per item
 # and twice the traffic, "free" layers move nothing (views) and take no time.
 ROOFLINE_KIND = {
     **{t: "stream" for t in LAYER_TYPES},
-    **{t: "product" for t in ("conv", "convtranspose", "fc", "matmul")},
-    **{t: "free" for t in ("flatten", "reshape", "permute", "unsupported")},
+    **{t: "product" for t in ("conv", "convtranspose", "fc", "matmul", "attention")},
+    **{t: "free" for t in ("flatten", "reshape", "permute", "slice", "unsupported")},
 }
 
 
@@ -72,7 +74,8 @@ def bytes_per_sample(layer: Layer, info: LayerInfo, batch: int, delta: float = D
     """Forward memory traffic of one sample (see the module docstring)."""
     if ROOFLINE_KIND[layer.type] == "free":
         return 0.0
-    return delta * (info.input_elements + info.output_elements + info.parameters / batch)
+    inside = internal_traffic(layer, info)  # attention's q/k/v, scores, context
+    return delta * (info.input_elements + info.output_elements + inside + info.parameters / batch)
 
 
 def layer_times(

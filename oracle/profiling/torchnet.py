@@ -29,6 +29,7 @@ hardswish ...      ``Hardswish``, ``Hardsigmoid``; channelshuffle: ``ChannelShuf
 mul, matmul        product of the inputs (broadcasting); ``torch.matmul``
 reshape, permute   per sample (the batch dimension stays first)
 unsupported        zeros of the stated shape (zero cost, no parameters)
+attention ...      the transformer layers: oracle/profiling/torchnet_tokens.py
 =================  =====================================================================
 
 Model files may give a dropout ``rate`` or an activation ``slope``; the loader does not
@@ -48,6 +49,7 @@ from torch import nn
 
 from oracle.errors import OracleError
 from oracle.model import MODEL_INPUT, Layer, LayerInfo, Model
+from oracle.profiling.torchnet_tokens import TOKEN_MODULES
 
 _ACTIVATIONS = {
     "relu": nn.ReLU,
@@ -212,6 +214,7 @@ MODULES = {
     "channelshuffle": _simple(lambda layer: nn.ChannelShuffle(layer.groups)),
     "softmax": _simple(lambda layer: nn.Softmax(dim=1 + layer.axis)),
     "unsupported": _simple(lambda layer: Lambda("unsupported", layer)),
+    **TOKEN_MODULES,
 }
 
 

@@ -22,5 +22,6 @@ class Channel(Filter):
         """p <= min_s C_l (input channels of the split layers)."""
         cmin, name = min_layer(ctx, sums.mask, ctx.C)
         if name and q > cmin:
-            return [Limit(self.limit_code, f"{label}={q} exceeds the {cmin} input channels of {name}")]
+            what = "heads" if ctx.types[ctx.model.index[name]] == "attention" else "input channels"
+            return [Limit(self.limit_code, f"{label}={q} exceeds the {cmin} {what} of {name}")]
         return []

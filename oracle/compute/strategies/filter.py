@@ -1,5 +1,6 @@
 """Filter parallelism (ParaDL §3.3, Table 3 row "Filter", Appendix eq. 15-16), splitting
-only conv and fc layers; the other layers run replicated (docs/cost-model.md)."""
+only conv, fc and attention layers (attention by heads); the other layers run replicated
+(docs/cost-model.md)."""
 
 from __future__ import annotations
 
@@ -80,7 +81,8 @@ class Filter(Strategy):
         """p <= min_s F_l (filters of the split layers)."""
         fmin, name = min_layer(ctx, sums.mask, ctx.F)
         if name and q > fmin:
-            return [Limit(self.limit_code, f"{label}={q} exceeds the {fmin} filters of {name}")]
+            what = "heads" if ctx.types[ctx.model.index[name]] == "attention" else "filters"
+            return [Limit(self.limit_code, f"{label}={q} exceeds the {fmin} {what} of {name}")]
         return []
 
     def evaluate(self, ctx: Context, cfg: Config) -> Point:
