@@ -376,9 +376,7 @@ __all__ = [
     "LogTiming",
     "UnknownLogFormat",
     "detect_format",
-    "parse_chainer",
     "parse_plain",
     "parse_run_name",
-    "parse_step_csv",
     "read_log",
 ]
