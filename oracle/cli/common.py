@@ -131,6 +131,8 @@ def options_note(system, options) -> str:
         if options.delayed_update:
             size += f", delayed update of {','.join(options.delayed_update)}"
         bits.append(f"overlap: {size}, halos behind interior compute")
+    if options.replicated_gradients:
+        bits.append(f"replicated weight gradients of {','.join(options.replicated_gradients)}")
     if options.optimizer != "sgd":
         bits.append(f"{options.optimizer} state")
     if options.zero:
@@ -148,7 +150,8 @@ def project(model, system, profile, gpus=None, strategies="all", batch_per_gpu=N
             segments=None, precision="fp32", gamma=1.0, phi=None, samples=None, collective=None,
             optimizer="sgd", mixed_precision=False, zero=0, checkpointing=False, overlap="none",
             bucket_mb=25.0, layers=None, memory_model="framework", spatial_split_after=None,
-            compute_scaling="model", bucket_layers=0, delayed_update=None):  # fmt: skip
+            compute_scaling="model", bucket_layers=None, delayed_update=None,
+            replicated_gradients=None):  # fmt: skip
     """Load the inputs and run the sweep, as ``oracle predict`` does (keywords as the
     options of :func:`sweep_options`).
 
@@ -171,8 +174,8 @@ def project(model, system, profile, gpus=None, strategies="all", batch_per_gpu=N
                       collective=collective, optimizer=optimizer, mixed_precision=mixed_precision, zero=zero,
                       checkpointing=checkpointing, overlap=overlap, bucket_bytes=bucket_mb * 2**20,
                       memory_model=memory_model, spatial_split_after=spatial_split_after,
-                      compute_scaling=compute_scaling, bucket_layers=bucket_layers,
-                      delayed_update=tuple(x.strip() for x in (delayed_update or "").split(",") if x.strip()))
+                      compute_scaling=compute_scaling, bucket_layers=_chunk_layers(bucket_layers),
+                      delayed_update=_names(delayed_update), replicated_gradients=_names(replicated_gradients))
     times, conversion = prepare(m, s, pr, options)  # issue 13: the compute model
     points = sweep(m, s, times, counts, strategies, batch=batch, batch_per_gpu=batch_per_gpu, p2=p2, options=options,
                    profile_kind=pr.kind, conversion=conversion)
@@ -211,6 +214,23 @@ def memory_model_options(f):
                      help="ParaDL memory model: reuse factor γ (0 < γ <= 1). [default: 1]")(f)
     return click.option("--memory-model", type=click.Choice(["framework", "paradl"]), default="framework",
                         show_default=True, help="framework: what PyTorch keeps; paradl: ParaDL's upper bound.")(f)
+
+
+def _names(text) -> tuple[str, ...]:
+    """A comma-separated list of layer names or types."""
+    return tuple(x.strip() for x in (text or "").split(",") if x.strip())
+
+
+def _chunk_layers(k) -> int:
+    """--bucket-layers K: None (not given) is 0, chunks by size; an explicit 0 is an error."""
+    from oracle.errors import OracleError
+
+    if k is None:
+        return 0
+    if k < 1:
+        raise OracleError(f"got {k}; a chunk holds at least 1 layer", path="--bucket-layers",
+                          hint="leave it out to chunk by --bucket-MB")  # fmt: skip
+    return k
 
 
 def sweep_options(f):
@@ -254,12 +274,16 @@ def sweep_options(f):
                      " behind interior compute (communication_s is then the exposed part)."),
         click.option("--bucket-MB", "bucket_mb", type=FiniteRange(min=0), default=25.0, show_default=True,
                      help="Gradient bucket size in MiB (PyTorch DDP's default); 0: one bucket per layer."),
-        click.option("--bucket-layers", type=PlainIntRange(min=0), default=0,
+        click.option("--bucket-layers", type=PlainIntRange(min=0), default=None,
                      help="With --overlap buckets: all-reduce gradients in chunks of K layers (Lee et al. 2017)"
                      " instead of by size. [default: by --bucket-MB]"),
         click.option("--delayed-update", metavar="LAYERS",
                      help="With --overlap buckets: layers (names or types, e.g. fc) whose gradient exchange"
                      " overlaps the next iteration's forward (Lee et al.'s delayed update)."),
+        click.option("--replicated-gradients", metavar="LAYERS",
+                     help="Data parallelism: layers (names or types) whose weight gradient every GPU computes for"
+                     " the whole batch after an all-gather of their inputs and errors, instead of an"
+                     " all-reduce (Lee et al. 2017 §III-C-2)."),
         click.option("--spatial-split-after", metavar="LAYER",
                      help="Spatial strategies: split the layers up to LAYER only, then gather (e.g. CosmoFlow"
                      " codes gather after pool2). [default: the last layer with a spatial output]"),
