@@ -48,8 +48,8 @@ class Data(Strategy):
             return float(allgather_algorithm(ctx.system, group, m, purpose="allgather")[0])
 
         ar, algo = cost(ctx.delta * ctx.sum_w if rep is None else float(grads[~rep.mask].sum()))
-        if rep is not None:
-            ar += sum(gather(m) for m in rep.gather_each[rep.mask])
+        if rep is not None:  # no all-reduce when every layer with weights is replicated
+            ar = (ar if grads[~rep.mask].sum() > 0 else 0.0) + sum(gather(m) for m in rep.gather_each[rep.mask])
             bd_fb += I * rep.extra_s
         hidden = 0.0
         if ctx.options.overlap == "buckets":  # bucketed all-reduces during the backward
