@@ -109,3 +109,71 @@ def test_bad_replicated_options(run, args, words):
     assert r.code == 2 and "Traceback" not in r.err
     for w in words:
         assert w in r.err, (w, r.err)
+
+
+# -- the replicated per-layer distribution (layer-wise files, oracle search) -------------------
+
+
+def test_all_replicated_assignment_is_the_data_strategy_with_every_layer_replicated():
+    """Uniform replicated = data parallelism with --replicated-gradients on every
+    weighted layer (same compute, same all-gathers, no all-reduce)."""
+    from oracle.compute.layerwise import Dist, evaluate
+
+    m, s = parse_model(MODEL, "two.yaml"), parse_system(SYSTEM, "s.yaml")
+    pr = parse_profile(PROFILE, "p.yaml")
+    o = Options(compute_scaling="linear")
+    times, _ = prepare(m, s, pr, o)
+    from oracle.compute.context import Context
+
+    ctx = Context(m, s, times, o, pr.kind)
+    a = evaluate(ctx, 4, 8.0, [Dist("replicated", 4, 1)] * ctx.G)
+    strategy = _point(replicated_gradients=("fc",))
+    assert a.point.compute_s == pytest.approx(strategy.compute_s)
+    assert a.point.communication_s == pytest.approx(strategy.communication_s)
+    assert a.point.detail("gradient_groups") == ()
+
+
+def test_layerwise_file_names_replicated(run, tmp_path):
+    f = tmp_path / "lw.yaml"
+    f.write_text("model: VGG16\ngpus: 16\nbatch: 512\nlayers:\n"
+                 "  - {from: conv1_1, to: pool5, distribution: data}\n"
+                 "  - {from: flatten, to: fc8, distribution: replicated}\n")  # fmt: skip
+    r = run("search", "-m", "vgg16", "-s", "abci", "-p", "vgg16_v100", "--evaluate", str(f))
+    assert r.code == 0, r.err
+    assert "replicated" in r.out
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("model: VGG16\ngpus: 16\nbatch: 512\nlayers:\n"
+                   "  - {from: conv1_1, to: fc8, distribution: replicated, p2: 4}\n")  # fmt: skip
+    r = run("search", "-m", "vgg16", "-s", "abci", "-p", "vgg16_v100", "--evaluate", str(bad))
+    assert r.code == 2 and "replicated uses all 16 GPUs" in r.err and "layers[0].p2" in r.err, r.err
+
+
+def test_search_chooses_replicated_for_lees_fc_layers():
+    """VGG-A on Lee's machine at 128 nodes, B = 256, in Lee's space (data parallelism
+    with or without replicated weight gradients): the search replicates the fc layers
+    and beats plain data parallelism; in the whole space it is never worse."""
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    from oracle.compute.context import Context
+    from oracle.compute.search import search_layerwise
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "seed_papers.py"
+    spec = importlib.util.spec_from_file_location("seed_papers_r", path)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules["seed_papers_r"] = mod
+    spec.loader.exec_module(mod)
+    model, system, profile = mod._lee_inputs()
+    o = Options(compute_scaling="linear")
+    sc = system(2.5)
+    times, _ = prepare(model, sc, profile, o)
+    ctx = Context(model, sc, times, o, profile.kind)
+    data = search_layerwise(ctx, 128, 256.0, ("data",))
+    lee = search_layerwise(ctx, 128, 256.0, ("data", "replicated"))
+    picked = {n: d.kind for n, d in zip(ctx.names, lee.assessment.assignment)}
+    assert picked["fc6"] == picked["fc7"] == "replicated" and picked["conv1"] == "data"
+    assert lee.assessment.total_s < 0.7 * data.assessment.total_s
+    default = search_layerwise(ctx, 128, 256.0)
+    wide = search_layerwise(ctx, 128, 256.0, ("data", "spatial", "filter", "channel", "replicated"))
+    assert wide.assessment.total_s <= default.assessment.total_s * (1 + 1e-12)

@@ -53,7 +53,7 @@ import numpy as np
 
 from oracle.compute.context import Context
 from oracle.compute.cost import Point
-from oracle.compute.layerwise import KINDS, Assessment, Costs, Dist, distributions
+from oracle.compute.layerwise import DEFAULT_KINDS, Assessment, Costs, Dist, distributions
 
 INF = math.inf
 ENUMERATE_LIMIT = 2_000_000  # largest final graph (n^k assignments) enumerated at once
@@ -323,7 +323,7 @@ class LayerwiseSearch:
 
 
 def search_layerwise(
-    ctx: Context, p: int, batch: float, kinds: Sequence[str] = KINDS, costs: Costs | None = None
+    ctx: Context, p: int, batch: float, kinds: Sequence[str] = DEFAULT_KINDS, costs: Costs | None = None
 ) -> LayerwiseSearch:
     """The fastest per-layer assignment of ``kinds`` distributions on p GPUs."""
     t0 = time.perf_counter()
@@ -624,7 +624,7 @@ def search(
     p: int,
     batch: float,
     *,
-    kinds: Sequence[str] = KINDS,
+    kinds: Sequence[str] = DEFAULT_KINDS,
     strategies="all",
 ) -> SearchResult:
     """Uniform strategies and per-layer assignments on p GPUs with global batch B."""
@@ -640,7 +640,7 @@ def evaluate_given(
     batch: float,
     assignment: Sequence[Dist],
     *,
-    kinds: Sequence[str] = KINDS,
+    kinds: Sequence[str] = DEFAULT_KINDS,
     strategies="all",
     compare: bool = True,
 ) -> SearchResult:

@@ -117,14 +117,14 @@ def parse_layerwise(doc: dict, file: str) -> LayerwiseConfig:
 
 
 def _dist(f: Fields, kind: str, p: int, p1: int | None, p2: int | None) -> Dist:
-    if kind == "data":
+    if kind in ("data", "replicated"):
         if (p2 is not None and p2 != 1) or (p1 is not None and p1 != p):
             raise f.error(
                 "p2" if p2 is not None else "p1",
-                f"data uses all {p} GPUs for samples (p1 = {p}, p2 = 1)",
+                f"{kind} uses all {p} GPUs for samples (p1 = {p}, p2 = 1)",
                 hint="for a p1 x p2 grid use spatial, filter or channel",
             )
-        return Dist.data(p)
+        return Dist(kind, p, 1)
     if p1 is None and p2 is None:
         p1, p2 = 1, p
     elif p2 is None:
