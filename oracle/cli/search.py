@@ -40,7 +40,9 @@ MAX_SEARCH_GPUS = 65536
 )
 @click.option(
     "--distributions", "kinds", default="data,spatial,filter,channel", show_default=True, metavar="KINDS",
-    help="Per-layer distributions to consider (data, spatial, filter, channel), each at every p1 x p2 grid.",
+    help="Per-layer distributions to consider (data, spatial, filter, channel), each at every p1 x p2 grid;"
+    " also replicated (Lee et al.'s replicated weight gradients) and subsets (each of them on the first q GPUs,"
+    " q dividing p: Jia et al.'s wider space).",
 )  # fmt: skip
 @click.option(
     "--strategy", "strategies", default="all", show_default=True, metavar="NAMES",
@@ -125,10 +127,10 @@ def search(
         k = raw.strip().lower()
         if not k:
             continue
-        if k not in KINDS:
+        if k not in KINDS + ("subsets",):
             raise OracleError(
                 f"unknown distribution '{raw.strip()}'", path="--distributions",
-                hint=did_you_mean(k, KINDS) or "one or more of " + ", ".join(KINDS),
+                hint=did_you_mean(k, KINDS + ("subsets",)) or "one or more of " + ", ".join(KINDS + ("subsets",)),
             )  # fmt: skip
         if k not in kind_list:
             kind_list.append(k)

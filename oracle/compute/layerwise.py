@@ -76,11 +76,14 @@ STRATEGY = "layer-wise"
 
 @dataclass(frozen=True, order=True)
 class Dist:
-    """How one layer uses all p = p1·p2 GPUs."""
+    """How one layer uses p1·p2 GPUs: all p of the configuration, or (``of`` = p) the
+    first p1·p2 of them, a subset whose size divides p (Jia et al. ICML 2018 §4: a
+    configuration may use fewer devices; Table 5 puts the last fc layer on 2 of 4)."""
 
     kind: str
     p1: int
     p2: int
+    of: int = 0  # p when the layer runs on a subset of the p GPUs, else 0
 
     @property
     def gpus(self) -> int:
@@ -88,9 +91,8 @@ class Dist:
 
     @property
     def label(self) -> str:
-        if self.kind in ("data", "replicated"):
-            return self.kind
-        return f"{self.kind} {self.p1}×{self.p2}"
+        base = self.kind if self.kind in ("data", "replicated") else f"{self.kind} {self.p1}×{self.p2}"
+        return f"{base} on {self.gpus}" if self.of else base
 
     @property
     def short(self) -> str:
@@ -143,6 +145,18 @@ def distributions(
                 out.append(Dist(kind, p1, p2))
     if "replicated" in kinds and p > 1:
         out.append(Dist("replicated", p, 1))
+    if "subsets" in kinds:
+        out += subset_distributions(p, kinds, limit)
+    return out
+
+
+def subset_distributions(p: int, kinds: Sequence[str] = DEFAULT_KINDS, limit: int | None = MAX_GRIDS) -> list[Dist]:
+    """The distributions of every proper divisor q of p GPUs (the first q GPUs; q = 1:
+    one GPU), Jia et al.'s configurations with fewer devices (§4)."""
+    out = []
+    for q in divisors(p)[:-1]:
+        for d in distributions(q, [k for k in kinds if k not in ("replicated", "subsets")], limit) or [Dist.data(q)]:
+            out.append(Dist(d.kind, d.p1, d.p2, of=p))
     return out
 
 
@@ -178,7 +192,7 @@ class Costs:
         if not dists:
             raise ValueError("no distributions")
         for d in dists:
-            if d.gpus != p:
+            if d.gpus != p and not (d.of == p and p % d.gpus == 0):
                 raise ValueError(f"{d.label} does not use {p} GPUs")
         self.ctx = ctx
         self.p = p
@@ -440,7 +454,7 @@ def evaluate(ctx: Context, p: int, batch: float, assignment: Sequence[Dist]) -> 
 
 
 def _order(d: Dist) -> tuple:
-    return (KINDS.index(d.kind), d.p2)
+    return (d.of != 0, -d.gpus, KINDS.index(d.kind), d.p2)
 
 
 def uniform(ctx: Context, d: Dist) -> list[Dist]:

@@ -72,8 +72,8 @@ class Registry:
         self.gpn = ctx.system.gpus_per_node
         self.groups: list[GradGroup] = []
         self.group_index: dict[tuple, int] = {}
-        self.layouts: list[tuple[str, int, int]] = [("S", p, 1)]
-        self.layout_index = {("S", p, 1): 0}
+        self.layouts: list[tuple[str, int, int, int]] = [("S", p, 1, p)]  # (mode, p1, p2, GPUs used)
+        self.layout_index = {("S", p, 1, p): 0}
         self.ref_bytes = max(ctx.delta * ctx.sum_w, 1.0)  # linearize fused all-reduces up to all weights
         self.algo = getattr(ctx, "algorithm", "ring")
         self.all_p = group_contiguous(p, self.gpn)
@@ -87,9 +87,10 @@ class Registry:
             self.groups.append(GradGroup(key, label, fn, lat, max(slope, 0.0)))
         return self.group_index[key]
 
-    def layout(self, key: tuple[str, int, int]) -> int:
+    def layout(self, key: tuple[str, int, int], gpus: int | None = None) -> int:
+        key = (*key, self.p if gpus is None else gpus)
         if key[2] == 1:
-            key = ("S", key[1], 1)
+            key = ("S", key[1], 1, key[3])
         if key not in self.layout_index:
             self.layout_index[key] = len(self.layouts)
             self.layouts.append(key)
@@ -102,6 +103,14 @@ class Registry:
             label + (f", φ={phi:g}" if phi != 1 else ""),
             lambda m: allreduce_algorithm(system, grp, m, algorithm, phi, contention, "gradient_allreduce")[0],
         )
+
+    def all_of(self, q: int) -> int:
+        """The fused all-reduce over the first q GPUs (-1: one GPU, nothing to reduce)."""
+        if q == self.p:
+            return self.g_all
+        if q == 1:
+            return -1
+        return self.ar_group(group_contiguous(q, self.gpn), 1.0, self.algo, f"first {q} GPUs")
 
     def strided_group(self, p1: int, p2: int) -> int:
         system = self.system
@@ -127,9 +136,9 @@ def fill_data(ctx: Context, cols: Columns, reg: Registry, k: int, d, B: float) -
     cols.mem[:, k] = 2 * B / p * ctx.layer_memory_elements() + 2 * ctx.w
     cols.held[:, k] = B / p
     cols.gbytes[:, k] = ctx.delta * ctx.w
-    cols.gclass[:, k] = reg.g_all
+    cols.gclass[:, k] = reg.all_of(p)
     cols.split[:, k] = True
-    cols.lay[:, k] = 0
+    cols.lay[:, k] = reg.layout(("S", p, 1), p)
 
 
 def fill_replicated(ctx: Context, cols: Columns, reg: Registry, k: int, d, B: float) -> None:
@@ -164,15 +173,17 @@ def fill_spatial(ctx: Context, cols: Columns, reg: Registry, k: int, d, B: float
     # split layers: all-reduce over all p GPUs (spatial: AR(p); data+spatial: AR_φ(p) or
     # ParaDL's leader all-reduce); replicated head: data groups
     if p1 == 1:
-        g_split = reg.g_all
+        g_split = reg.all_of(p)
     else:
         phi = contention_factor(reg.system, 1 if p > reg.gpn else 0, ctx.options.contention)
         leader = reg.system.implementation.data_spatial_allreduce == "leader"
-        g_split = reg.ar_group(reg.all_p, phi, "leader" if leader else reg.algo,
-                               f"all {p} GPUs" + (" (leader all-reduce)" if leader else ""))  # fmt: skip
+        where = f"all {p} GPUs" if p == reg.p else f"first {p} GPUs"
+        grp = reg.all_p if p == reg.p else group_contiguous(p, reg.gpn)
+        g_split = reg.ar_group(grp, phi, "leader" if leader else reg.algo,
+                               where + (" (leader all-reduce)" if leader else ""))  # fmt: skip
     g_rest = reg.strided_group(p1, p2) if p1 > 1 else -1
     cols.gclass[:, k] = np.where(s, g_split, g_rest)
-    cols.lay[:, k] = np.where(s, reg.layout(("S", p1, p2)), reg.layout(("R", p1, p2)))
+    cols.lay[:, k] = np.where(s, reg.layout(("S", p1, p2), p), reg.layout(("R", p1, p2), p))
     _halos(ctx, cols, reg, k, p2, B / p1, I)
 
 
@@ -214,7 +225,7 @@ def fill_split(ctx: Context, cols: Columns, reg: Registry, k: int, d, B: float) 
     cols.gclass[:, k] = reg.strided_group(p1, p2) if p1 > 1 else -1
     cols.split[:, k] = s
     cols.partial[:, k] = s
-    cols.lay[:, k] = reg.layout(("R", p1, p2))
+    cols.lay[:, k] = reg.layout(("R", p1, p2), d.gpus)
     coll = s.copy()
     if sums.last >= 0:
         coll[sums.last] = False

@@ -27,31 +27,34 @@ def _received(ctx: Context, p: int, layouts) -> np.ndarray:
     L = layouts
     nL = len(L)
     g = np.arange(p)
-    s0 = np.empty((nL, p))
+    s0 = np.zeros((nL, p))
+    blk = np.zeros((nL, p))  # sample block length (fraction of B); 0 on GPUs outside a subset
     tiles0 = np.zeros((nL, p, dims))
     tiles1 = np.ones((nL, p, dims))
-    for a, (mode, p1, p2) in enumerate(L):
-        s0[a] = (g // p2) * p2 / p  # sample block start (fraction of B)
+    for a, (mode, p1, p2, q) in enumerate(L):
+        inside = g < q  # a layout on a subset: the first q GPUs hold the tensor
+        s0[a] = np.where(inside, (g // p2) * p2 / q, 0.0)  # sample block start (fraction of B)
+        blk[a] = np.where(inside, p2 / q, 0.0)
         if mode == "S" and p2 > 1:
             grid = ctx.spatial_grid(p2)
             coords = np.array(np.unravel_index(g % p2, grid)).T  # (p, dims)
             f = np.array(grid, dtype=float)
             tiles0[a] = coords / f
             tiles1[a] = (coords + 1) / f
-    blk = np.array([p2 for _, _, p2 in L], dtype=float) / p  # sample block length
-    s1 = s0 + blk[:, None]
+    s1 = s0 + blk
     # what GPU g needs in layout c and does not hold in layout a (fraction of B·y),
     # the most over all GPUs; one source layout at a time keeps memory at nL·p
     # The pattern of a pair repeats every lcm(p2_a, p2_c) GPUs (sample blocks of p2
-    # GPUs, tiles numbered within a block): one period is enough.
-    need = blk[:, None] * (tiles1 - tiles0).prod(axis=-1)  # (nL, p)
-    p2 = np.array([q for _, _, q in L])
+    # GPUs, tiles numbered within a block): one period is enough when both use all p.
+    need = blk * (tiles1 - tiles0).prod(axis=-1)  # (nL, p)
+    p2 = np.array([lay[2] for lay in L])
+    full = np.array([lay[3] == p for lay in L])
     recv = np.zeros((nL, nL))
     for a in range(nL):
         for c in range(nL):
             if a == c:
                 continue
-            P = math.lcm(int(p2[a]), int(p2[c]))
+            P = math.lcm(int(p2[a]), int(p2[c])) if full[a] and full[c] else p
             so = np.clip(
                 np.minimum(s1[a, :P], s1[c, :P]) - np.maximum(s0[a, :P], s0[c, :P]), 0, None
             )
@@ -85,17 +88,19 @@ def _pieces(ctx: Context, p: int, B: float, layouts, recv: np.ndarray):
         for c in range(nL):
             if recv[a, c] == 0.0:
                 continue
-            p1a, p1c = L[a][1], L[c][1]
-            q = p // math.gcd(p1a, p1c)
+            p1a, p1c, qa, qc = L[a][1], L[c][1], L[a][3], L[c][3]
+            # the block of GPUs that exchange data: p / gcd(p1a, p1c) when both use the
+            # same GPUs; with a subset, the larger of the two sets (issue 18)
+            q = qa // math.gcd(p1a, p1c) if qa == qc else max(qa, qc)
             grp = group_contiguous(q, gpn)
-            if L[c][0] == "R" and p1a % p1c == 0:
+            if L[c][0] == "R" and p1a % p1c == 0 and qa == qc:
                 # the consumer gathers whole pieces of its group: an all-gather, each
                 # GPU contributing its B/p samples' share (docs/cost-model.md AG)
                 # (one affine piece per algorithm and protocol line: their minimum is
                 # the all-gather of compute/network.py)
                 pieces = [pc for name in algos for pc in allgather_pieces(system, grp, name, "tail_gather")]
                 for k, (t0, per_byte) in enumerate(pieces):
-                    lat[k, a, c], slope[k, a, c] = t0, per_byte * delta * B / p
+                    lat[k, a, c], slope[k, a, c] = t0, per_byte * delta * B / qa
                 kind[a, c] = f"all-gather in groups of {q}"
             else:
                 # all-to-all (Dryden et al. §III-C): (q-1)(α + m_i β), m_i = received

@@ -94,6 +94,7 @@ def parse_layerwise(doc: dict, file: str) -> LayerwiseConfig:
         kind = f.req("distribution", choice(KINDS), " | ".join(KINDS))
         p1 = f.opt("p1", integer(ge=1))
         p2 = f.opt("p2", integer(ge=1))
+        subset = f.opt("gpus", integer(ge=1))  # issue 18: the layer on the first N GPUs (N divides gpus)
         f.done()  # unknown keys first: 'too' is more likely a typo of 'to' than a gap
         if single is not None:
             if first is not None or last is not None:
@@ -108,12 +109,27 @@ def parse_layerwise(doc: dict, file: str) -> LayerwiseConfig:
                 f"missing required key '{missing}' (a layer name)",
                 hint="or 'layer:' for one layer",
             )
-        dist = _dist(f, kind, gpus, p1, p2)
+        dist = _subset_dist(f, kind, gpus, p1, p2, subset)
         ranges.append(LayerRange(first, last, dist, line, i))
     top.done()
     return LayerwiseConfig(
         model, gpus, tuple(ranges), batch, bpg, source, file, top.key_line("model")
     )
+
+
+def _subset_dist(f: Fields, kind: str, p: int, p1: int | None, p2: int | None, q: int | None) -> Dist:
+    """A range's distribution; with ``gpus: q`` on the first q of the p GPUs."""
+    if q is None or q == p:
+        return _dist(f, kind, p, p1, p2)
+    if p % q:
+        raise f.error("gpus", f"got {q}; a layer's GPUs must divide the file's gpus: {p}",
+                      hint="one of " + ", ".join(str(d) for d in range(1, p + 1) if p % d == 0))  # fmt: skip
+    if kind == "replicated":
+        raise f.error("gpus", "replicated uses every GPU", hint="leave out gpus, or use data")
+    d = _dist(f, kind, q, p1, p2) if q > 1 or kind == "data" else None
+    if d is None:
+        raise f.error("gpus", f"{kind} needs at least 2 GPUs", hint="use data on 1 GPU")
+    return Dist(d.kind, d.p1, d.p2, of=p)
 
 
 def _dist(f: Fields, kind: str, p: int, p1: int | None, p2: int | None) -> Dist:
@@ -244,6 +260,7 @@ def dump_layerwise(
             f"layer: {_scalar(first)}" if a == b else f"from: {_scalar(first)}, to: {_scalar(last)}"
         )
         grid = "" if d.kind == "data" else f", p1: {d.p1}, p2: {d.p2}"
+        grid += f", gpus: {d.gpus}" if d.of else ""
         count = b - a + 1
         lines.append(
             f"  - {{{where}, distribution: {d.kind}{grid}}}  # {count} layer{'s' if count > 1 else ''}"

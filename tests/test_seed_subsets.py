@@ -1,0 +1,90 @@
+"""Layers on a subset of the GPUs (Jia et al., ICML 2018 §4 and Table 5; issue 18)."""
+
+from __future__ import annotations
+
+import pytest
+
+from oracle.compute.context import Context, Options
+from oracle.compute.layerwise import Costs, Dist, distributions, evaluate
+from oracle.compute.search import search_layerwise
+from oracle.load import load_model, load_profile, load_system
+from oracle.load.profile import bind_profile
+
+
+@pytest.fixture(scope="module")
+def ctx():
+    m, s, pr = load_model("vgg16"), load_system("abci"), load_profile("vgg16_v100")
+    return Context(m, s, bind_profile(m, pr), Options(), pr.kind)
+
+
+@pytest.mark.parametrize("q", [1, 2, 4, 8])
+def test_every_layer_on_the_first_q_gpus_is_data_parallelism_on_q(ctx, q):
+    """Uniform 'data on q of 16' costs what data parallelism on q GPUs costs."""
+    sub = evaluate(ctx, 16, 256.0, [Dist("data", q, 1, of=16)] * ctx.G).point
+    alone = evaluate(ctx, q, 256.0, [Dist.data(q)] * ctx.G).point
+    assert sub.compute_s == pytest.approx(alone.compute_s, rel=1e-12)
+    assert sub.communication_s == pytest.approx(alone.communication_s, rel=1e-12)
+    if q > 1:  # one GPU of 16 keeps no DDP gradient bucket (nothing to all-reduce); a 1-GPU run does
+        assert sub.memory_bytes == pytest.approx(alone.memory_bytes, rel=1e-12)
+    else:
+        assert sub.memory_bytes < alone.memory_bytes
+
+
+def test_subset_distributions_divide_p():
+    ds = distributions(12, ("data", "filter", "subsets"))
+    subs = [d for d in ds if d.of]
+    assert {d.gpus for d in subs} == {1, 2, 3, 4, 6}
+    assert all(12 % d.gpus == 0 and d.of == 12 for d in subs)
+    assert Dist("filter", 1, 2, of=4).label == "filter 1×2 on 2"
+    with pytest.raises(ValueError):
+        Costs(None, 12, 64.0, [Dist("data", 5, 1, of=12)])  # type: ignore[arg-type]
+
+
+def test_moving_a_tensor_onto_a_subset_costs_something(ctx):
+    full = evaluate(ctx, 16, 256.0, [Dist.data(16)] * ctx.G)
+    fc8 = ctx.names.index("fc8")
+    mixed = [Dist.data(16)] * ctx.G
+    mixed[fc8] = Dist("filter", 1, 2, of=16)
+    a = evaluate(ctx, 16, 256.0, mixed)
+    assert a.redistribution_s[fc8] > 0 and full.redistribution_s.sum() == 0
+
+
+def test_wider_space_is_never_worse(ctx):
+    base = search_layerwise(ctx, 8, 256.0)
+    wide = search_layerwise(ctx, 8, 256.0, ("data", "spatial", "filter", "channel", "subsets"))
+    assert wide.assessment.total_s <= base.assessment.total_s * (1 + 1e-12)
+
+
+@pytest.mark.parametrize(
+    "line,words",
+    [
+        ("{from: flatten, to: fc8, distribution: filter, p2: 2, gpus: 3}", ["layers[1].gpus", "got 3", "divide"]),
+        ("{from: flatten, to: fc8, distribution: replicated, gpus: 4}", ["layers[1].gpus", "replicated"]),
+        ("{from: flatten, to: fc8, distribution: filter, gpus: 1}", ["layers[1].gpus", "at least 2 GPUs"]),
+        ("{from: flatten, to: fc8, distribution: filter, p2: 4, gpus: 2}", ["layers[1].p2", "does not divide gpus=2"]),
+    ],
+)
+def test_bad_subsets_in_a_layerwise_file(run, tmp_path, line, words):
+    f = tmp_path / "lw.yaml"
+    f.write_text(f"model: VGG16\ngpus: 16\nbatch: 512\nlayers:\n  - {{from: conv1_1, to: pool5, distribution: data}}\n"
+                 f"  - {line}\n")  # fmt: skip
+    r = run("search", "-m", "vgg16", "-s", "abci", "-p", "vgg16_v100", "--evaluate", str(f))
+    assert r.code == 2 and "Traceback" not in r.err, r.err
+    assert str(f) in r.err
+    for w in words:
+        assert w in r.err, (w, r.err)
+
+
+def test_jia_table5_configuration_evaluates(run, tmp_path):
+    """VGG-16 on 4 GPUs as Jia et al.'s Table 5: samples, then height x width for the
+    last convolutions, fc layers split by channel on 4 and then on 2 GPUs."""
+    f = tmp_path / "t5.yaml"
+    f.write_text("model: VGG16\ngpus: 4\nbatch: 128\nlayers:\n"
+                 "  - {from: conv1_1, to: pool4, distribution: data}\n"
+                 "  - {from: conv5_1, to: pool5, distribution: spatial, p1: 1, p2: 4}\n"
+                 "  - {from: flatten, to: drop7, distribution: channel, p1: 1, p2: 4}\n"
+                 "  - {from: fc8, to: fc8, distribution: channel, p1: 1, p2: 2, gpus: 2}\n")  # fmt: skip
+    r = run("search", "-m", "vgg16", "-s", "abci", "-p", "vgg16_v100", "--evaluate", str(f), "-o",
+            str(tmp_path / "back.yaml"))  # fmt: skip
+    assert r.code == 0, r.err
+    assert "channel 1×2 on 2" in r.out
