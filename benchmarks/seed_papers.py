@@ -115,8 +115,8 @@ def _iteration(model, system, profile, p: int, batch: float, **options) -> float
 
 
 def lee_options(model) -> dict:
-    return dict(overlap="buckets", bucket_layers=lee_chunk_layers(model, LEE_K, LEE_F), replicated_gradients=LEE_F,
-                delayed_update=LEE_F)  # fmt: skip
+    k = lee_chunk_layers(model, LEE_K, LEE_F)
+    return {"overlap": "buckets", "bucket_layers": k, "replicated_gradients": LEE_F, "delayed_update": LEE_F}
 
 
 def lee_calibrate(model, system, profile, target: float = 19.92) -> float:
@@ -279,8 +279,7 @@ def gholami_grid(P: int, batch: float = 2048) -> str:
 
 def gholami_rows() -> list[Row]:
     return [
-        Row("Gholami", "optimal P_r x P_c, P = 8, B = 2048", "1x8", gholami_grid(8), "§3, Fig. 6(a)",
-            "pure batch parallelism"),  # fmt: skip
+        Row("Gholami", "optimal P_r x P_c, P = 8, B = 2048", "1x8", gholami_grid(8), "§3, Fig. 6(a)", "pure batch"),
         Row("Gholami", "optimal P_r x P_c, P = 512, B = 2048", "4x128", gholami_grid(512), "§3, Fig. 6(d)"),
     ]
 

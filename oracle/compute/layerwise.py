@@ -287,7 +287,7 @@ class Costs:
     # -- evaluation ----------------------------------------------------------------------
     def assess(self, choice: Sequence[int]) -> Assessment:
         """Cost of one assignment (a distribution index per layer)."""
-        ctx, G = self.ctx, self.G
+        G = self.G
         c = np.asarray(choice, dtype=int)
         rows = np.arange(G)
         halo = self.halo[rows, c]

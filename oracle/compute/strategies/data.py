@@ -6,7 +6,12 @@ import numpy as np
 
 from oracle.compute.context import Context
 from oracle.compute.cost import Breakdown, Point
-from oracle.compute.network import allgather_algorithm, allreduce_algorithm, group_contiguous, level_for
+from oracle.compute.network import (
+    allgather_algorithm,
+    allreduce_algorithm,
+    group_contiguous,
+    level_for,
+)
 from oracle.compute.replicated import replicated_layers
 from oracle.compute.strategies.base import (
     Config,
