@@ -27,6 +27,7 @@ WITHIN = [
     "parallel CNN speedup, 128 nodes, B=256",
     "overlap benefit at 128 nodes (62.97/19.92)",
     "parallel CNN speedup, 128 nodes, B=512",
+    "overlap benefit, oracle search in Lee's space",
     # Jia, one parameter server per node (an assumption)
     "AlexNet: layer-wise speedup 1 -> 16 GPUs [4 PS]",
     "VGG-16: layer-wise speedup 1 -> 16 GPUs [4 PS]",

@@ -88,3 +88,56 @@ def test_jia_table5_configuration_evaluates(run, tmp_path):
             str(tmp_path / "back.yaml"))  # fmt: skip
     assert r.code == 0, r.err
     assert "channel 1×2 on 2" in r.out
+
+
+# -- overlap inside per-layer configurations (issue 18) -------------------------------------
+
+
+def _overlap_ctx(**o):
+    m, s, pr = load_model("vgg16"), load_system("abci"), load_profile("vgg16_v100")
+    return Context(m, s, bind_profile(m, pr), Options(overlap="buckets", **o), pr.kind)
+
+
+@pytest.mark.parametrize("gpus", [8, 64])
+def test_overlapped_all_data_assignment_is_the_overlapped_data_strategy(gpus):
+    """Uniform data with --overlap buckets: the same exposed gradient exchange as the
+    data strategy's bucket timeline."""
+    from oracle.compute.search import uniform_points
+
+    ctx = _overlap_ctx()
+    a = evaluate(ctx, gpus, 16.0 * gpus, [Dist.data(gpus)] * ctx.G).point
+    (data,) = [pt for pt in uniform_points(ctx, gpus, 16.0 * gpus, "data")]
+    assert a.communication_s == pytest.approx(data.communication_s, rel=1e-9)
+    assert a.detail("overlap_ratio") == pytest.approx(data.detail("overlap_ratio"), rel=1e-9)
+
+
+@pytest.mark.parametrize("k,delay", [(0, ()), (2, ()), (3, ("fc",))])
+def test_overlap_never_makes_a_per_layer_configuration_slower(ctx, k, delay):
+    plain_ctx = ctx
+    over = _overlap_ctx(bucket_layers=k, delayed_update=delay)
+    fc8 = ctx.names.index("fc8")
+    for assignment in ([Dist.data(16)] * ctx.G, [Dist("filter", 4, 4)] * ctx.G,
+                       [Dist.data(16)] * fc8 + [Dist("filter", 1, 2, of=16)] * (ctx.G - fc8)):  # fmt: skip
+        a = evaluate(plain_ctx, 16, 256.0, assignment).point
+        b = evaluate(over, 16, 256.0, assignment).point
+        assert b.total_s <= a.total_s * (1 + 1e-12)
+        assert b.detail("communication_total_s") >= b.communication_s * (1 - 1e-12)
+
+
+def test_search_with_overlap_is_never_worse_than_its_plan_without(ctx):
+    over = _overlap_ctx()
+    plain_plan = search_layerwise(ctx, 16, 256.0).assessment
+    with_overlap = search_layerwise(over, 16, 256.0)
+    again = evaluate(over, 16, 256.0, list(plain_plan.assignment)).point
+    assert with_overlap.assessment.total_s <= again.total_s * (1 + 1e-12)
+    assert not with_overlap.proven and any("--overlap" in n for n in with_overlap.notes)
+
+
+def test_search_cli_takes_overlap_and_collective(run):
+    r = run("search", "-m", "vgg16", "-s", "abci", "-p", "vgg16_v100", "--gpus", "16", "--overlap", "buckets",
+            "--bucket-layers", "3", "--collective", "rhd")  # fmt: skip
+    assert r.code == 0, r.err
+    assert "with --overlap" in r.out
+    r = run("search", "-m", "vgg16", "-s", "abci", "-p", "vgg16_v100", "--gpus", "16", "--bucket-layers", "0",
+            "--overlap", "buckets")  # fmt: skip
+    assert r.code == 2 and "--bucket-layers" in r.err and "at least 1 layer" in r.err

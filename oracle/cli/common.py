@@ -233,6 +233,30 @@ def _chunk_layers(k) -> int:
     return k
 
 
+def collective_option():
+    """--collective (predict, plot, report, search)."""
+    return click.option("--collective", type=click.Choice(["ring", "rhd", "tree", "hierarchical", "leader", "ps", "auto"]),
+                     help="All-reduce algorithm (auto: the cheapest per call; ps: parameter servers, collectives:"
+                     " ps_servers in the system). [default: the system's, else ring]")
+
+
+def overlap_options() -> list:
+    """--overlap, --bucket-MB, --bucket-layers, --delayed-update (predict, plot, report, search)."""
+    return [
+        click.option("--overlap", type=click.Choice(["none", "buckets"]), default="none", show_default=True,
+                     help="buckets: all-reduce gradients in buckets during the backward and hide halos"
+                     " behind interior compute (communication_s is then the exposed part)."),
+        click.option("--bucket-MB", "bucket_mb", type=FiniteRange(min=0), default=25.0, show_default=True,
+                     help="Gradient bucket size in MiB (PyTorch DDP's default); 0: one bucket per layer."),
+        click.option("--bucket-layers", type=PlainIntRange(min=0), default=None,
+                     help="With --overlap buckets: all-reduce gradients in chunks of K layers (Lee et al. 2017)"
+                     " instead of by size. [default: by --bucket-MB]"),
+        click.option("--delayed-update", metavar="LAYERS",
+                     help="With --overlap buckets: layers (names or types, e.g. fc) whose gradient exchange"
+                     " overlaps the next iteration's forward (Lee et al.'s delayed update)."),
+    ]
+
+
 def sweep_options(f):
     """The options that define a sweep (predict, plot, report); one place for all."""
     opts = [
@@ -258,9 +282,7 @@ def sweep_options(f):
                      help="ParaDL memory model: reuse factor γ (0 < γ <= 1). [default: 1]"),
         click.option("--contention", "phi", type=FiniteRange(min=1, max=1000), help="Contention factor φ >= 1."),
         click.option("--samples", type=PlainIntRange(min=1, max=10**15), help="Dataset size D (overrides the model's)."),
-        click.option("--collective", type=click.Choice(["ring", "rhd", "tree", "hierarchical", "leader", "ps", "auto"]),
-                     help="All-reduce algorithm (auto: the cheapest per call; ps: parameter servers, collectives:"
-                     " ps_servers in the system). [default: the system's, else ring]"),
+        collective_option(),
         click.option("--optimizer", type=click.Choice(["sgd", "momentum", "adam"]), default="sgd", show_default=True,
                      help="Optimizer state in memory: none, 4 or 8 bytes per parameter."),
         click.option("--mixed-precision", is_flag=True,
@@ -269,17 +291,7 @@ def sweep_options(f):
                      help="ZeRO stage: shard optimizer state (1), + gradients (2), + weights (3) across data-parallel GPUs."),
         click.option("--checkpointing", is_flag=True,
                      help="Pipeline: activation checkpointing (keep stage inputs, recompute the forward)."),
-        click.option("--overlap", type=click.Choice(["none", "buckets"]), default="none", show_default=True,
-                     help="buckets: all-reduce gradients in buckets during the backward and hide halos"
-                     " behind interior compute (communication_s is then the exposed part)."),
-        click.option("--bucket-MB", "bucket_mb", type=FiniteRange(min=0), default=25.0, show_default=True,
-                     help="Gradient bucket size in MiB (PyTorch DDP's default); 0: one bucket per layer."),
-        click.option("--bucket-layers", type=PlainIntRange(min=0), default=None,
-                     help="With --overlap buckets: all-reduce gradients in chunks of K layers (Lee et al. 2017)"
-                     " instead of by size. [default: by --bucket-MB]"),
-        click.option("--delayed-update", metavar="LAYERS",
-                     help="With --overlap buckets: layers (names or types, e.g. fc) whose gradient exchange"
-                     " overlaps the next iteration's forward (Lee et al.'s delayed update)."),
+        *overlap_options(),
         click.option("--replicated-gradients", metavar="LAYERS",
                      help="Data parallelism: layers (names or types) whose weight gradient every GPU computes for"
                      " the whole batch after an all-gather of their inputs and errors, instead of an"

@@ -7,8 +7,10 @@ from __future__ import annotations
 import click
 
 from oracle.cli.common import (
+    collective_option,
     memory_model_options,
     model_system_profile_options,
+    overlap_options,
     positive_float,
 )
 from oracle.cli.types import FiniteRange, PlainIntRange
@@ -89,9 +91,14 @@ MAX_SEARCH_GPUS = 65536
     "--output", "-o", metavar="FILE",
     help="Write the winning per-layer configuration (YAML, loadable with --evaluate) to FILE.",
 )  # fmt: skip
+@collective_option()
+@overlap_options()[0]
+@overlap_options()[1]
+@overlap_options()[2]
+@overlap_options()[3]
 def search(
     model, system, profile, gpus, max_gpus, batch_per_gpu, batch, kinds, strategies, precision, memory_model, gamma, phi, samples,
-    evaluate_file, fmt, top, width, output,
+    evaluate_file, fmt, top, width, output, **network,
 ):  # fmt: skip
     """Find the fastest configuration for a GPU budget, per layer if that pays.
 
@@ -113,7 +120,7 @@ def search(
 
     results, meta, m, config = run_search_command(
         model, system, profile, gpus, max_gpus, batch_per_gpu, batch, kinds, strategies, precision, memory_model,
-        gamma, phi, samples, evaluate_file,
+        gamma, phi, samples, evaluate_file, **network,
     )  # fmt: skip
     if fmt == "json":
         text = rs.to_json(results, meta, top)

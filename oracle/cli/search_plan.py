@@ -4,11 +4,12 @@ renders; oracle/cli/search.py)."""
 
 from __future__ import annotations
 
-from oracle.cli.common import memory_reuse
+from oracle.cli.common import _chunk_layers, _names, memory_reuse
 
 
 def run_search_command(model, system, profile, gpus, max_gpus, batch_per_gpu, batch, kinds, strategies, precision,
-                       memory_model, gamma, phi, samples, evaluate_file):  # fmt: skip
+                       memory_model, gamma, phi, samples, evaluate_file, collective=None, overlap="none",
+                       bucket_mb=25.0, bucket_layers=None, delayed_update=None):  # fmt: skip
     """(results, meta, model, layer-wise config or None) for the options of oracle search."""
     from oracle.cli.common import conversion_caption, describe, load_inputs
     from oracle.compute.context import Options
@@ -26,7 +27,9 @@ def run_search_command(model, system, profile, gpus, max_gpus, batch_per_gpu, ba
     parse_strategies(strategies)  # validate early
     m, s, pr, _ = load_inputs(model, system, profile)
     options = Options(precision=precision, memory_reuse=memory_reuse(gamma, memory_model), contention=phi,
-                      samples=samples, memory_model=memory_model)
+                      samples=samples, memory_model=memory_model, collective=collective, overlap=overlap,
+                      bucket_bytes=bucket_mb * 2**20, bucket_layers=_chunk_layers(bucket_layers),
+                      delayed_update=_names(delayed_update))  # fmt: skip
     check_options(options)
     ctx = build_context(m, s, pr, options)  # issue 13: compute converted to the run
     config, assignment, counts, batch = gpu_counts(m, gpus, max_gpus, batch, batch_per_gpu, evaluate_file)

@@ -294,6 +294,10 @@ class Costs:
         lc = self.lc[rows, c]
         redis = self._redistribution(c)
         grad, ge = self._gradients(c)
+        hidden = None
+        if ctx_overlaps(self.ctx):  # issue 18: overlap inside a per-layer configuration
+            exposed, total = self._overlapped(c)
+            ge, hidden = self.I * exposed, self.I * (total - exposed)
         bd = Breakdown(
             forward_backward_s=float(self.fb[rows, c].sum()),
             weight_update_s=float(self.wu[rows, c].sum()),
@@ -308,7 +312,7 @@ class Costs:
         ]
         memory = self.memory(c)
         bd = self._with_input(bd, assignment)
-        point = self._point(c, assignment, bd, memory, self._limits(c, layer_limits, memory), redis, grad)
+        point = self._point(c, assignment, bd, memory, self._limits(c, layer_limits, memory), redis, grad, hidden)
         return Assessment(
             point=point,
             assignment=assignment,
@@ -352,6 +356,21 @@ class Costs:
                 ge += t
         return grad, ge
 
+    def _overlapped(self, c: np.ndarray) -> tuple[float, float]:
+        """(exposed, total) gradient exchange per iteration with --overlap buckets: the
+        chosen distributions' gradients in buckets on one channel during the backward
+        (compute/overlap.py; Lee et al. HiPC 2017), each bucket all-reduced by its group."""
+        from oracle.compute.strategies.base import overlapped_gradients
+
+        rows = np.arange(self.G)
+        gcls = self.grad_class[rows, c]
+        gbytes = np.where(gcls >= 0, self.grad_bytes[rows, c], 0.0)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            share = np.where(self.ctx.fb > 0, self.ctx.bw / self.ctx.fb, 0.0)  # backward part of FW+BW
+        backward = self.fb[rows, c] / self.I * share
+        costs = [g.cost for g in self.groups] or [lambda m: 0.0]
+        return overlapped_gradients(self.ctx, backward, gbytes, costs, np.maximum(gcls, 0))
+
     def _limits(self, c: np.ndarray, layer_limits, memory: float) -> list[Limit]:
         ctx = self.ctx
         limits = []
@@ -366,9 +385,18 @@ class Costs:
             limits.append(Limit("memory", f"needs {fmt_gb(memory)} of {fmt_gb(ctx.system.gpu_memory_bytes)} GPU memory"))
         return limits
 
-    def _point(self, c, assignment, bd: Breakdown, memory: float, limits, redis, grad) -> Point:
+    def _point(self, c, assignment, bd: Breakdown, memory: float, limits, redis, grad, hidden=None) -> Point:
         ctx = self.ctx
         main = _main_distribution(assignment, self.fb[np.arange(self.G), c])
+        details = [
+            ("distributions", tuple(sorted({d.label for d in assignment}))),
+            ("redistribution_s", float(redis.sum())),
+            ("gradient_groups", tuple(sorted(grad))),
+        ]
+        if hidden is not None:
+            from oracle.compute.strategies.base import overlap_details
+
+            details += list(overlap_details({}, bd, hidden).items())
         return Point(
             model=ctx.model.name,
             system=ctx.system.name,
@@ -382,11 +410,7 @@ class Costs:
             breakdown=bd,
             memory_bytes=memory,
             limits=tuple(limits),
-            details=(
-                ("distributions", tuple(sorted({d.label for d in assignment}))),
-                ("redistribution_s", float(redis.sum())),
-                ("gradient_groups", tuple(sorted(grad))),
-            ),
+            details=tuple(details),
             profile_kind=ctx.profile_kind,
             memory_model=ctx.memory_model,
             compute_conversion=ctx.conversion_label(self.B / self.p),
@@ -423,6 +447,11 @@ class Costs:
         """Distribution indices of an assignment (adding unknown distributions is not
         possible here: build Costs with them)."""
         return [self.index[d] for d in assignment]
+
+
+def ctx_overlaps(ctx: Context) -> bool:
+    """Whether the options ask for overlap (--overlap buckets)."""
+    return getattr(ctx.options, "overlap", "none") == "buckets"
 
 
 def _edges(ctx: Context) -> list[tuple[int, int]]:
