@@ -116,8 +116,10 @@ def test_overlap_never_makes_a_per_layer_configuration_slower(ctx, k, delay):
     plain_ctx = ctx
     over = _overlap_ctx(bucket_layers=k, delayed_update=delay)
     fc8 = ctx.names.index("fc8")
+    fc6 = ctx.names.index("fc6")
     for assignment in ([Dist.data(16)] * ctx.G, [Dist("filter", 4, 4)] * ctx.G,
-                       [Dist.data(16)] * fc8 + [Dist("filter", 1, 2, of=16)] * (ctx.G - fc8)):  # fmt: skip
+                       [Dist.data(16)] * fc8 + [Dist("filter", 1, 2, of=16)] * (ctx.G - fc8),
+                       [Dist.data(16)] * fc6 + [Dist("replicated", 16, 1)] * (ctx.G - fc6)):  # fmt: skip
         a = evaluate(plain_ctx, 16, 256.0, assignment).point
         b = evaluate(over, 16, 256.0, assignment).point
         assert b.total_s <= a.total_s * (1 + 1e-12)
@@ -141,3 +143,15 @@ def test_search_cli_takes_overlap_and_collective(run):
     r = run("search", "-m", "vgg16", "-s", "abci", "-p", "vgg16_v100", "--gpus", "16", "--bucket-layers", "0",
             "--overlap", "buckets")  # fmt: skip
     assert r.code == 2 and "--bucket-layers" in r.err and "at least 1 layer" in r.err
+
+
+def test_replicated_gathers_travel_in_the_overlap_timeline(ctx):
+    """With overlap a replicated layer's all-gather leaves the layer collectives and goes
+    on the gradient channel (as --replicated-gradients does for data parallelism)."""
+    fc6 = ctx.names.index("fc6")
+    assignment = [Dist.data(16)] * fc6 + [Dist("replicated", 16, 1)] * (ctx.G - fc6)
+    plain = evaluate(ctx, 16, 256.0, assignment).point
+    over = evaluate(_overlap_ctx(), 16, 256.0, assignment).point
+    assert plain.breakdown.layer_collectives_s > 0
+    assert over.breakdown.layer_collectives_s == pytest.approx(0.0, abs=1e-12)
+    assert over.detail("communication_total_s") >= plain.breakdown.layer_collectives_s

@@ -232,6 +232,7 @@ class Costs:
             FILL[d.kind](ctx, cols, reg, k, d, self.B)
         self.reasons, self.groups = cols.reasons, reg.groups
         self.fb, self.wu, self.halo, self.lc = cols.fb, cols.wu, cols.halo, cols.lc
+        self.gather = cols.gather  # replicated layers' all-gathers (bytes per GPU), to overlap
         self.mem_elements = cols.mem
         self.mem_bytes = ctx.memory_scale() * cols.mem
         # framework model: the backward's gradient working set (max over layers, not a sum)
@@ -294,15 +295,16 @@ class Costs:
         lc = self.lc[rows, c]
         redis = self._redistribution(c)
         grad, ge = self._gradients(c)
-        hidden = None
+        hidden, lc_sum = None, float(lc.sum())
         if ctx_overlaps(self.ctx):  # issue 18: overlap inside a per-layer configuration
             exposed, total = self._overlapped(c)
             ge, hidden = self.I * exposed, self.I * (total - exposed)
+            lc_sum -= float(lc[self.gather[rows, c] > 0].sum())  # the replicated layers' gathers: in the timeline
         bd = Breakdown(
             forward_backward_s=float(self.fb[rows, c].sum()),
             weight_update_s=float(self.wu[rows, c].sum()),
             gradient_exchange_s=ge,
-            layer_collectives_s=float(lc.sum() + redis.sum()),
+            layer_collectives_s=lc_sum + float(redis.sum()),
             halo_s=float(halo.sum()),
         )
         assignment = tuple(self.dists[k] for k in c)
@@ -362,14 +364,26 @@ class Costs:
         (compute/overlap.py; Lee et al. HiPC 2017), each bucket all-reduced by its group."""
         from oracle.compute.strategies.base import overlapped_gradients
 
-        rows = np.arange(self.G)
+        from oracle.compute.network import allgather_algorithm, group_contiguous
+
+        ctx, rows = self.ctx, np.arange(self.G)
         gcls = self.grad_class[rows, c]
         gbytes = np.where(gcls >= 0, self.grad_bytes[rows, c], 0.0)
+        # replicated layers (Lee et al. §III-C-2): their all-gathers travel on the same
+        # channel as one more kind of bucket, as the data strategy's --replicated-gradients
+        gather = self.gather[rows, c]
+        kinds = np.where(gather > 0, len(self.groups), np.maximum(gcls, 0))
+        gbytes = np.where(gather > 0, gather, gbytes)
+        all_p = group_contiguous(self.p, ctx.system.gpus_per_node)
+
+        def gather_cost(m):
+            return float(allgather_algorithm(ctx.system, all_p, m, purpose="allgather")[0])
+
         with np.errstate(divide="ignore", invalid="ignore"):
-            share = np.where(self.ctx.fb > 0, self.ctx.bw / self.ctx.fb, 0.0)  # backward part of FW+BW
+            share = np.where(ctx.fb > 0, ctx.bw / ctx.fb, 0.0)  # backward part of FW+BW
         backward = self.fb[rows, c] / self.I * share
-        costs = [g.cost for g in self.groups] or [lambda m: 0.0]
-        return overlapped_gradients(self.ctx, backward, gbytes, costs, np.maximum(gcls, 0))
+        costs = [g.cost for g in self.groups] + [gather_cost]
+        return overlapped_gradients(ctx, backward, gbytes, costs, kinds)
 
     def _limits(self, c: np.ndarray, layer_limits, memory: float) -> list[Limit]:
         ctx = self.ctx

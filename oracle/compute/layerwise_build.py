@@ -54,6 +54,11 @@ class Columns:
     feasible: np.ndarray
     lay: np.ndarray
     reasons: dict = field(default_factory=dict)
+    gather: np.ndarray | None = None  # replicated layers: bytes each GPU adds to their all-gather
+
+    def __post_init__(self) -> None:
+        if self.gather is None:
+            self.gather = np.zeros(self.fb.shape)
 
     @staticmethod
     def empty(G: int, nd: int) -> Columns:
@@ -154,6 +159,7 @@ def fill_replicated(ctx: Context, cols: Columns, reg: Registry, k: int, d, B: fl
     each = delta * B / p * (ctx.x + ctx.y)
     gather = allgather_algorithm(reg.system, reg.all_p, each[rep], purpose="allgather")[0]
     cols.lc[rep, k] = I * np.asarray(gather, dtype=float)
+    cols.gather[rep, k] = each[rep]
     cols.fb[rep, k] += I * (B - B / p) * ctx.times_at(B)[1][rep] / 2.0
     cols.mem[rep, k] += B * (ctx.x + ctx.y)[rep]
     cols.gbytes[rep, k] = 0.0
