@@ -62,6 +62,7 @@ def layer_ranges(result: SearchResult) -> list[dict]:
                 "memory_bytes": _num(a.memory_bytes[sl].sum()),
                 "limits": limits[:3],
             }
+            | ({"gpus": d.gpus} if d.of else {})  # issue 18: a range on the first q GPUs
         )
     return out
 
