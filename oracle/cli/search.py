@@ -177,4 +177,8 @@ def _config_text(results, model, meta: dict, config) -> str:
     comments.append(
         "Distributions: data | spatial/filter/channel with p1 sample groups x p2 model parts (p1·p2 = gpus)."
     )
+    if any(d.of for d in a.assignment):  # issue 18
+        comments.append("A range with 'gpus: q' runs on the first q GPUs (p1·p2 = q).")
+    if any(d.kind == "replicated" for d in a.assignment):
+        comments.append("replicated: data parallelism, the weight gradient computed on every GPU (Lee et al. 2017).")
     return dump_layerwise(model, best.gpus, list(a.assignment), batch=best.batch, comments=comments)
