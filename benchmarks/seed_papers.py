@@ -189,7 +189,8 @@ JIA_MODELS = (("alexnet", "AlexNet", 2.2, 12.2, 6.1, 0.02), ("vgg16", "VGG-16", 
 # best other strategy's "6.1, 10.2, and 11.2"; Table 3: search times 0.02, 0.1, 0.4 s
 
 
-JIA_SPACE = ("data", "spatial", "filter", "channel", "subsets")  # Jia §4: any layer on any subset of the GPUs
+# Jia §4: any layer on any subset of the GPUs, samples x height x width x filters together
+JIA_SPACE = ("data", "spatial", "filter", "channel", "spatial+filter", "subsets")
 JIA_SERVERS = (4, 1)  # parameter servers: one per node (assumed), or one per layer (Jia §5.1, "a parameter server
 # that stores the up-to-date parameters for layer l"; oracle fuses all layers' gradients through it)
 

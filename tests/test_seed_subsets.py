@@ -155,3 +155,52 @@ def test_replicated_gathers_travel_in_the_overlap_timeline(ctx):
     assert plain.breakdown.layer_collectives_s > 0
     assert over.breakdown.layer_collectives_s == pytest.approx(0.0, abs=1e-12)
     assert over.detail("communication_total_s") >= plain.breakdown.layer_collectives_s
+
+
+# -- samples x space x filters together (Jia et al. §4, {n, h, w, c}) --------------------------
+
+
+def test_spatial_filter_costs_by_parts(ctx):
+    """spatial+filter 1×2×2 on 4 GPUs: a conv layer's work splits 4 ways (as spatial
+    1×4), its weights and their gradient 2 ways (as filter 1×2 on 2 GPUs), and an fc
+    layer's filter collectives are those of filter 1×2 on the same samples."""
+    sf = Dist("spatial+filter", 1, 2, p3=2)
+    costs = Costs(ctx, 4, 64.0, [sf, Dist("spatial", 1, 4), Dist("filter", 1, 2, of=4)])
+    conv, fc6 = ctx.names.index("conv3_1"), ctx.names.index("fc6")
+    assert costs.fb[conv, 0] == pytest.approx(costs.fb[conv, 1], rel=1e-12)
+    assert costs.grad_bytes[conv, 0] == pytest.approx(ctx.delta * ctx.w[conv] / 2)
+    assert costs.lc[fc6, 0] == pytest.approx(costs.lc[fc6, 2], rel=1e-12)
+    halves = Costs(ctx, 4, 64.0, [Dist("spatial", 1, 2, of=4)])  # the same tiles of the same samples
+    assert costs.halo[conv, 0] == pytest.approx(halves.halo[conv, 0], rel=1e-12) and costs.halo[conv, 0] > 0
+    assert sf.label == "spatial+filter 1×2×2" and sf.gpus == 4
+
+
+def test_spatial_filter_in_the_space_is_never_worse(ctx):
+    base = search_layerwise(ctx, 16, 256.0)
+    wide = search_layerwise(ctx, 16, 256.0, ("data", "spatial", "filter", "channel", "spatial+filter"))
+    assert any(d.kind == "spatial+filter" for d in wide.costs.dists)
+    assert wide.assessment.total_s <= base.assessment.total_s * (1 + 1e-12)
+
+
+def test_spatial_filter_file_round_trip(run, tmp_path):
+    f = tmp_path / "sf.yaml"
+    f.write_text("model: VGG16\ngpus: 16\nbatch: 512\nlayers:\n"
+                 "  - {from: conv1_1, to: pool4, distribution: data}\n"
+                 "  - {from: conv5_1, to: pool5, distribution: spatial+filter, p1: 1, p2: 4, p3: 4}\n"
+                 "  - {from: flatten, to: fc8, distribution: filter, p2: 4, gpus: 4}\n")  # fmt: skip
+    back = tmp_path / "back.yaml"
+    r = run("search", "-m", "vgg16", "-s", "abci", "-p", "vgg16_v100", "--evaluate", str(f), "-o", str(back))
+    assert r.code == 0, r.err
+    assert "spatial+filter 1×4×4" in r.out
+    assert "distribution: spatial+filter, p1: 1, p2: 4, p3: 4}" in back.read_text()
+    again = run("search", "-m", "vgg16", "-s", "abci", "-p", "vgg16_v100", "--evaluate", str(back))
+    assert again.code == 0 and again.out.splitlines()[3] == r.out.splitlines()[3]
+    for bad, words in (("p3: 4}", ["layers[1].p3", "p3=3 does not divide"]),):
+        g = tmp_path / "bad.yaml"
+        g.write_text(f.read_text().replace(bad, "p3: 3}"))
+        r = run("search", "-m", "vgg16", "-s", "abci", "-p", "vgg16_v100", "--evaluate", str(g))
+        assert r.code == 2 and all(w in r.err for w in words), r.err
+    g = tmp_path / "bad2.yaml"
+    g.write_text(f.read_text().replace("distribution: data}", "distribution: data, p3: 2}", 1))
+    r = run("search", "-m", "vgg16", "-s", "abci", "-p", "vgg16_v100", "--evaluate", str(g))
+    assert r.code == 2 and "layers[0].p3" in r.err and "spatial+filter" in r.err, r.err

@@ -66,7 +66,8 @@ from oracle.compute.strategies.base import epoch_limit
 from oracle.model import MODEL_INPUT
 from oracle.units import fmt_gb
 
-KINDS = ("data", "spatial", "filter", "channel", "replicated")  # every kind a file or --distributions may name
+KINDS = ("data", "spatial", "filter", "channel", "replicated", "spatial+filter")  # every kind a file or
+# --distributions may name
 DEFAULT_KINDS = KINDS[:4]  # what oracle search considers unless told (replicated: Lee et al., opt in)
 STRATEGY = "layer-wise"
 
@@ -84,14 +85,16 @@ class Dist:
     p1: int
     p2: int
     of: int = 0  # p when the layer runs on a subset of the p GPUs, else 0
+    p3: int = 1  # spatial+filter: filters split over p3 as well as space over p2 (Jia et al. §4)
 
     @property
     def gpus(self) -> int:
-        return self.p1 * self.p2
+        return self.p1 * self.p2 * self.p3
 
     @property
     def label(self) -> str:
         base = self.kind if self.kind in ("data", "replicated") else f"{self.kind} {self.p1}×{self.p2}"
+        base += f"×{self.p3}" if self.p3 > 1 else ""
         return f"{base} on {self.gpus}" if self.of else base
 
     @property
@@ -145,6 +148,9 @@ def distributions(
                 out.append(Dist(kind, p1, p2))
     if "replicated" in kinds and p > 1:
         out.append(Dist("replicated", p, 1))
+    if "spatial+filter" in kinds:  # samples x space x filters, p1·p2·p3 = p (Jia et al. §4, {n, h, w, c})
+        for p1, q in factorizations(p, limit):
+            out += [Dist("spatial+filter", p1, p2, p3=q // p2) for p2 in divisors(q) if 2 <= p2 <= q // 2]
     if "subsets" in kinds:
         out += subset_distributions(p, kinds, limit)
     return out
@@ -156,7 +162,7 @@ def subset_distributions(p: int, kinds: Sequence[str] = DEFAULT_KINDS, limit: in
     out = []
     for q in divisors(p)[:-1]:
         for d in distributions(q, [k for k in kinds if k not in ("replicated", "subsets")], limit) or [Dist.data(q)]:
-            out.append(Dist(d.kind, d.p1, d.p2, of=p))
+            out.append(Dist(d.kind, d.p1, d.p2, of=p, p3=d.p3))
     return out
 
 
@@ -359,31 +365,11 @@ class Costs:
         return grad, ge
 
     def _overlapped(self, c: np.ndarray) -> tuple[float, float]:
-        """(exposed, total) gradient exchange per iteration with --overlap buckets: the
-        chosen distributions' gradients in buckets on one channel during the backward
-        (compute/overlap.py; Lee et al. HiPC 2017), each bucket all-reduced by its group."""
-        from oracle.compute.strategies.base import overlapped_gradients
+        """(exposed, total) gradient exchange per iteration with --overlap buckets
+        (compute/layerwise_overlap.py)."""
+        from oracle.compute.layerwise_overlap import overlapped
 
-        from oracle.compute.network import allgather_algorithm, group_contiguous
-
-        ctx, rows = self.ctx, np.arange(self.G)
-        gcls = self.grad_class[rows, c]
-        gbytes = np.where(gcls >= 0, self.grad_bytes[rows, c], 0.0)
-        # replicated layers (Lee et al. §III-C-2): their all-gathers travel on the same
-        # channel as one more kind of bucket, as the data strategy's --replicated-gradients
-        gather = self.gather[rows, c]
-        kinds = np.where(gather > 0, len(self.groups), np.maximum(gcls, 0))
-        gbytes = np.where(gather > 0, gather, gbytes)
-        all_p = group_contiguous(self.p, ctx.system.gpus_per_node)
-
-        def gather_cost(m):
-            return float(allgather_algorithm(ctx.system, all_p, m, purpose="allgather")[0])
-
-        with np.errstate(divide="ignore", invalid="ignore"):
-            share = np.where(ctx.fb > 0, ctx.bw / ctx.fb, 0.0)  # backward part of FW+BW
-        backward = self.fb[rows, c] / self.I * share
-        costs = [g.cost for g in self.groups] + [gather_cost]
-        return overlapped_gradients(ctx, backward, gbytes, costs, kinds)
+        return overlapped(self, c)
 
     def _limits(self, c: np.ndarray, layer_limits, memory: float) -> list[Limit]:
         ctx = self.ctx

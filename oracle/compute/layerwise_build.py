@@ -77,8 +77,10 @@ class Registry:
         self.gpn = ctx.system.gpus_per_node
         self.groups: list[GradGroup] = []
         self.group_index: dict[tuple, int] = {}
-        self.layouts: list[tuple[str, int, int, int]] = [("S", p, 1, p)]  # (mode, p1, p2, GPUs used)
-        self.layout_index = {("S", p, 1, p): 0}
+        # (mode, p1, p2, GPUs used, copies): copies > 1 when each piece is held by that many
+        # consecutive GPUs (spatial+filter: a spatial tile on the p3 GPUs of a filter group)
+        self.layouts: list[tuple[str, int, int, int, int]] = [("S", p, 1, p, 1)]
+        self.layout_index = {("S", p, 1, p, 1): 0}
         self.ref_bytes = max(ctx.delta * ctx.sum_w, 1.0)  # linearize fused all-reduces up to all weights
         self.algo = getattr(ctx, "algorithm", "ring")
         self.all_p = group_contiguous(p, self.gpn)
@@ -92,10 +94,10 @@ class Registry:
             self.groups.append(GradGroup(key, label, fn, lat, max(slope, 0.0)))
         return self.group_index[key]
 
-    def layout(self, key: tuple[str, int, int], gpus: int | None = None) -> int:
-        key = (*key, self.p if gpus is None else gpus)
-        if key[2] == 1:
-            key = ("S", key[1], 1, key[3])
+    def layout(self, key: tuple[str, int, int], gpus: int | None = None, copies: int = 1) -> int:
+        key = (*key, self.p if gpus is None else gpus, copies)
+        if key[2] == 1 and copies == 1:
+            key = ("S", key[1], 1, key[3], 1)
         if key not in self.layout_index:
             self.layout_index[key] = len(self.layouts)
             self.layouts.append(key)
@@ -243,8 +245,45 @@ def fill_split(ctx: Context, cols: Columns, reg: Registry, k: int, d, B: float) 
         cols.reasons[(int(l), k)] = f"p2={p2} exceeds its {int(width[l])} {noun}"
 
 
+def fill_spatial_filter(ctx: Context, cols: Columns, reg: Registry, k: int, d, B: float) -> None:
+    """Samples over p1 groups, height/width over p2 and filters over p3 (Jia et al. §4,
+    a {n, h, w, c} configuration): a conv layer's work splits p2·p3 ways; layers with
+    only a spatial extent split p2 ways and run replicated over p3, fc layers split their
+    filters p3 ways and run replicated over p2.  Halos as spatial p1 x p2 (on the
+    layer's whole input), the filter collectives of filter 1 x p3 on a GPU's spatial
+    tile (ParaDL eq. 15 with b/p2 samples' worth), gradients δ|w|/p3 all-reduced over
+    the p1·p2 GPUs that hold the same filter slice."""
+    p1, p2, p3, D, I = d.p1, d.p2, d.p3, ctx.D, ctx.D / B
+    b = B / p1
+    sp, sums = ctx.spatial_split.mask, ctx.filter_split
+    sf = sums.mask
+    every = np.ones(ctx.G, dtype=bool)
+    cols.fb[:, k] = np.where(sp & sf, split_fb(ctx, every, D, p1, p2 * p3, I, B),
+                             np.where(sp, split_fb(ctx, every, D, p1, p2, I, B),
+                                      np.where(sf, split_fb(ctx, every, D, p1, p3, I, B), D / p1 * ctx.times_at(b)[2])))  # fmt: skip
+    cols.wu[:, k] = np.where(sf, I / p3, I) * ctx.wu
+    cols.mem[:, k] = np.where(sp, 2 * b / p2, 2 * b) * ctx.layer_memory_elements() + np.where(sf, 2 * ctx.w / p3, 2 * ctx.w)
+    cols.held[:, k] = np.where(sp, b / p2, b)
+    cols.gbytes[:, k] = np.where(sf, ctx.delta * ctx.w / p3, ctx.delta * ctx.w)
+    cols.gclass[:, k] = reg.strided_group(p1 * p2, p3) if p1 * p2 > 1 else -1
+    cols.split[:, k] = sp | sf
+    cols.partial[:, k] = sf
+    cols.lay[:, k] = np.where(sp, reg.layout(("S", p1, p2), d.gpus, p3), reg.layout(("R", p1, p2 * p3), d.gpus))
+    coll = sf.copy()
+    if sums.last >= 0:
+        coll[sums.last] = False
+    if coll.any():
+        # a spatially split layer's output on a GPU is its tile: b/p2 samples' worth
+        cols.lc[coll, k] = I * np.where(sp[coll], layer_collectives(ctx, sums, p3, b / p2),
+                                        layer_collectives(ctx, sums, p3, b))  # fmt: skip
+    _halos(ctx, cols, reg, k, p2, b, I)
+    for l in np.flatnonzero(sf & (ctx.F < p3)):
+        cols.feasible[l, k] = False
+        cols.reasons[(int(l), k)] = f"p3={p3} exceeds its {int(ctx.F[l])} filters"
+
+
 FILL = {"data": fill_data, "replicated": fill_replicated, "spatial": fill_spatial, "filter": fill_split,
-        "channel": fill_split}  # fmt: skip
+        "channel": fill_split, "spatial+filter": fill_spatial_filter}  # fmt: skip
 
 
 def split_fb(ctx: Context, split: np.ndarray, D: float, p1: int, p2: int, I: float, B: float) -> np.ndarray:

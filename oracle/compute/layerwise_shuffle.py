@@ -31,13 +31,13 @@ def _received(ctx: Context, p: int, layouts) -> np.ndarray:
     blk = np.zeros((nL, p))  # sample block length (fraction of B); 0 on GPUs outside a subset
     tiles0 = np.zeros((nL, p, dims))
     tiles1 = np.ones((nL, p, dims))
-    for a, (mode, p1, p2, q) in enumerate(L):
+    for a, (mode, p1, p2, q, r) in enumerate(L):
         inside = g < q  # a layout on a subset: the first q GPUs hold the tensor
-        s0[a] = np.where(inside, (g // p2) * p2 / q, 0.0)  # sample block start (fraction of B)
-        blk[a] = np.where(inside, p2 / q, 0.0)
+        s0[a] = np.where(inside, (g // (p2 * r)) * (p2 * r) / q, 0.0)  # sample block start (fraction of B)
+        blk[a] = np.where(inside, p2 * r / q, 0.0)
         if mode == "S" and p2 > 1:
             grid = ctx.spatial_grid(p2)
-            coords = np.array(np.unravel_index(g % p2, grid)).T  # (p, dims)
+            coords = np.array(np.unravel_index((g // r) % p2, grid)).T  # (p, dims); r copies of each tile
             f = np.array(grid, dtype=float)
             tiles0[a] = coords / f
             tiles1[a] = (coords + 1) / f
@@ -47,7 +47,7 @@ def _received(ctx: Context, p: int, layouts) -> np.ndarray:
     # The pattern of a pair repeats every lcm(p2_a, p2_c) GPUs (sample blocks of p2
     # GPUs, tiles numbered within a block): one period is enough when both use all p.
     need = blk * (tiles1 - tiles0).prod(axis=-1)  # (nL, p)
-    p2 = np.array([lay[2] for lay in L])
+    p2 = np.array([lay[2] * lay[4] for lay in L])  # GPUs per sample block
     full = np.array([lay[3] == p for lay in L])
     recv = np.zeros((nL, nL))
     for a in range(nL):

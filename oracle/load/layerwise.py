@@ -95,7 +95,12 @@ def parse_layerwise(doc: dict, file: str) -> LayerwiseConfig:
         p1 = f.opt("p1", integer(ge=1))
         p2 = f.opt("p2", integer(ge=1))
         subset = f.opt("gpus", integer(ge=1))  # issue 18: the layer on the first N GPUs (N divides gpus)
-        f.done()  # unknown keys first: 'too' is more likely a typo of 'to' than a gap
+        p3 = f.opt("p3", integer(ge=2))  # issue 18: spatial+filter, filters over p3
+        f.done()
+        if (p3 is None) != (kind != "spatial+filter"):
+            raise f.error("p3" if p3 is not None else "distribution",
+                          "p3 (the filter split) goes with distribution: spatial+filter, and it needs one",
+                          hint="e.g. {distribution: spatial+filter, p2: 2, p3: 2}")  # fmt: skip  # unknown keys first: 'too' is more likely a typo of 'to' than a gap
         if single is not None:
             if first is not None or last is not None:
                 raise f.error(
@@ -109,7 +114,7 @@ def parse_layerwise(doc: dict, file: str) -> LayerwiseConfig:
                 f"missing required key '{missing}' (a layer name)",
                 hint="or 'layer:' for one layer",
             )
-        dist = _subset_dist(f, kind, gpus, p1, p2, subset)
+        dist = _subset_dist(f, kind, gpus, p1, p2, subset, p3 or 1)
         ranges.append(LayerRange(first, last, dist, line, i))
     top.done()
     return LayerwiseConfig(
@@ -117,8 +122,14 @@ def parse_layerwise(doc: dict, file: str) -> LayerwiseConfig:
     )
 
 
-def _subset_dist(f: Fields, kind: str, p: int, p1: int | None, p2: int | None, q: int | None) -> Dist:
+def _subset_dist(f: Fields, kind: str, p: int, p1: int | None, p2: int | None, q: int | None, p3: int = 1) -> Dist:
     """A range's distribution; with ``gpus: q`` on the first q of the p GPUs."""
+    if p3 > 1:  # spatial+filter: p1 x p2 over the p/p3 GPUs of a filter slice
+        whole = q or p
+        if whole % p3:
+            raise f.error("p3", f"p3={p3} does not divide gpus={whole}")
+        d = _dist(f, "spatial", whole // p3, p1, p2)
+        return Dist(kind, d.p1, d.p2, of=p if whole != p else 0, p3=p3)
     if q is None or q == p:
         return _dist(f, kind, p, p1, p2)
     if p % q:
@@ -260,6 +271,7 @@ def dump_layerwise(
             f"layer: {_scalar(first)}" if a == b else f"from: {_scalar(first)}, to: {_scalar(last)}"
         )
         grid = "" if d.kind == "data" else f", p1: {d.p1}, p2: {d.p2}"
+        grid += f", p3: {d.p3}" if d.p3 > 1 else ""
         grid += f", gpus: {d.gpus}" if d.of else ""
         count = b - a + 1
         lines.append(
