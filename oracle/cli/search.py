@@ -42,8 +42,8 @@ MAX_SEARCH_GPUS = 65536
 @click.option(
     "--distributions", "kinds", default="data,spatial,filter,channel", show_default=True, metavar="KINDS",
     help="Per-layer distributions to consider (data, spatial, filter, channel), each at every p1 x p2 grid;"
-    " also replicated (Lee et al.'s replicated weight gradients) and subsets (each of them on the first q GPUs,"
-    " q dividing p: Jia et al.'s wider space).",
+    " also replicated (Lee et al.'s replicated weight gradients), spatial+filter (samples x height/width x filters"
+    " on p1 x p2 x p3) and subsets (each of them on the first q GPUs, q dividing p): Jia et al.'s wider space.",
 )  # fmt: skip
 @click.option(
     "--strategy", "strategies", default="all", show_default=True, metavar="NAMES",
