@@ -56,6 +56,15 @@ STDOUT_CASES = {
                                        "--width", w) for w in ("80", "140")},
 }  # fmt: skip
 
+SEARCH_VGG16 = ("search", "-m", "vgg16", "-s", "abci", "-p", "vgg16_v100", "--gpus", "64", "-b", "16")
+# oracle search at 140 and 80 columns (issue 18): at 80 the per-layer and uniform tables drop
+# their lowest-priority columns and say so; no number is cut.  Printed to stdout, with the
+# search's own timing (the last number of the "Search:" line) replaced by "T".
+SEARCH_CASES = {
+    "search_vgg16_abci.txt": (*SEARCH_VGG16, "--width", "140"),
+    "search_vgg16_abci_w80.txt": (*SEARCH_VGG16, "--width", "80"),
+}
+
 
 def compare(name: str, actual: str) -> None:
     path = GOLDEN / name
@@ -137,7 +146,7 @@ def test_golden_files_have_no_unexpected_extras():
     """Every file in tests/golden/ belongs to a case (stale files are removed)."""
     if not GOLDEN.is_dir():
         pytest.skip("no golden folder yet")
-    assert sorted(p.name for p in GOLDEN.iterdir()) == sorted([*CASES, *STDOUT_CASES])
+    assert sorted(p.name for p in GOLDEN.iterdir()) == sorted([*CASES, *STDOUT_CASES, *SEARCH_CASES])
 
 
 NARROW = [n for n in [*CASES, *STDOUT_CASES] if n.endswith(("_w80.txt", "_w100.txt", "_w140.txt"))]
@@ -161,6 +170,36 @@ def test_compare_anomalies_read_whole_at_every_width():
         flat = " ".join(text.split())
         assert flat.count("measured 5.7x the projection: congestion, input loading or an implementation overhead?") == 1
         assert "GPUs" in text and "accuracy" in text
+
+
+def _untimed(text: str) -> str:
+    import re
+
+    return re.sub(r"\d+\.\d+ s\n(?!.*Search:)(?=(  note:.*\n)*\Z)", "T s\n", text)
+
+
+@pytest.mark.parametrize("name", list(SEARCH_CASES))
+@pytest.mark.parametrize("columns", ["80", "250"])
+def test_search_matches_golden_whatever_the_terminal(run, name, columns):
+    r = run(*SEARCH_CASES[name], env={"COLUMNS": columns})
+    assert r.code == 0, r.err
+    assert "\x1b[" not in r.out
+    compare(name, _untimed(r.out))
+
+
+@pytest.mark.parametrize("name", list(SEARCH_CASES))
+def test_search_tables_keep_numbers_whole_and_fit(name):
+    text = (GOLDEN / name).read_text(encoding="utf-8")
+    width = int(SEARCH_CASES[name][-1])
+    assert max(len(line) for line in text.splitlines()) <= width
+    assert "…" not in text and text.endswith("T s\n")
+    for word in ("distribution", "compute", "comm", "memory", "epoch", "mem/GPU"):
+        assert word in text, word
+    if width == 80:  # the columns that do not fit are named
+        assert "too narrow for: layers, redistribution" in text
+        # every range's memory is printed whole: "1.21 GB"-like cells end the row before the notes
+        rows = [line for line in text.splitlines() if line.startswith((" 1 ", " 4 "))]
+        assert rows and all(line.split()[-1].endswith(("GB", "MB", "kB", "B")) for line in rows[:2])
 
 
 def test_80_columns_keep_numbers_whole_and_fit():

@@ -243,8 +243,15 @@ def all_totals(costs: Costs) -> tuple[np.ndarray, np.ndarray]:
         [Dist.data(4), Dist("spatial", 1, 4), Dist("filter", 2, 2)],
         [Dist.data(4), Dist("spatial", 2, 2), Dist("filter", 1, 4), Dist("channel", 2, 2)],
         [Dist("spatial", 2, 2), Dist("filter", 2, 2), Dist("channel", 1, 4)],
+        # issue 18: Lee et al.'s replicated weight gradients widen the space
+        [Dist.data(4), Dist("replicated", 4, 1), Dist("filter", 2, 2), Dist("spatial", 2, 2)],
+        # and so do layers on a subset of the GPUs (Jia et al. §4)
+        [Dist.data(4), Dist("data", 2, 1, of=4), Dist("filter", 1, 2, of=4), Dist("spatial", 1, 4),
+         Dist("data", 1, 1, of=4)],  # fmt: skip
+        # and samples x space x filters together (Jia et al. §4, {n, h, w, c})
+        [Dist.data(4), Dist("spatial+filter", 1, 2, p3=2), Dist("filter", 2, 2), Dist("spatial", 2, 2)],
     ],
-    ids=["3dists", "4dists", "no-data"],
+    ids=["3dists", "4dists", "no-data", "replicated", "subsets", "spatial+filter"],
 )
 @pytest.mark.parametrize("batch", [16.0, 256.0])
 def test_search_equals_enumeration_on_small_models(tmp_path, model_text, line, dists, batch):

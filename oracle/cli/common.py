@@ -131,6 +131,8 @@ def options_note(system, options) -> str:
         if options.delayed_update:
             size += f", delayed update of {','.join(options.delayed_update)}"
         bits.append(f"overlap: {size}, halos behind interior compute")
+    if options.replicated_gradients:
+        bits.append(f"replicated weight gradients of {','.join(options.replicated_gradients)}")
     if options.optimizer != "sgd":
         bits.append(f"{options.optimizer} state")
     if options.zero:
@@ -148,7 +150,8 @@ def project(model, system, profile, gpus=None, strategies="all", batch_per_gpu=N
             segments=None, precision="fp32", gamma=1.0, phi=None, samples=None, collective=None,
             optimizer="sgd", mixed_precision=False, zero=0, checkpointing=False, overlap="none",
             bucket_mb=25.0, layers=None, memory_model="framework", spatial_split_after=None,
-            compute_scaling="model", bucket_layers=0, delayed_update=None):  # fmt: skip
+            compute_scaling="model", bucket_layers=None, delayed_update=None,
+            replicated_gradients=None):  # fmt: skip
     """Load the inputs and run the sweep, as ``oracle predict`` does (keywords as the
     options of :func:`sweep_options`).
 
@@ -168,8 +171,8 @@ def project(model, system, profile, gpus=None, strategies="all", batch_per_gpu=N
                       collective=collective, optimizer=optimizer, mixed_precision=mixed_precision, zero=zero,
                       checkpointing=checkpointing, overlap=overlap, bucket_bytes=bucket_mb * 2**20,
                       memory_model=memory_model, spatial_split_after=spatial_split_after,
-                      compute_scaling=compute_scaling, bucket_layers=bucket_layers,
-                      delayed_update=tuple(x.strip() for x in (delayed_update or "").split(",") if x.strip()))
+                      compute_scaling=compute_scaling, bucket_layers=_chunk_layers(bucket_layers),
+                      delayed_update=_names(delayed_update), replicated_gradients=_names(replicated_gradients))
     run = run_sweep(SweepRequest(m, s, pr, options, counts, strategies, batch, batch_per_gpu, p2))
     points, batch_per_gpu, conversion = run.points, run.batch_per_gpu, run.conversion
     if layers:
@@ -209,6 +212,47 @@ def memory_model_options(f):
                         show_default=True, help="framework: what PyTorch keeps; paradl: ParaDL's upper bound.")(f)
 
 
+def _names(text) -> tuple[str, ...]:
+    """A comma-separated list of layer names or types."""
+    return tuple(x.strip() for x in (text or "").split(",") if x.strip())
+
+
+def _chunk_layers(k) -> int:
+    """--bucket-layers K: None (not given) is 0, chunks by size; an explicit 0 is an error."""
+    from oracle.errors import OracleError
+
+    if k is None:
+        return 0
+    if k < 1:
+        raise OracleError(f"got {k}; a chunk holds at least 1 layer", path="--bucket-layers",
+                          hint="leave it out to chunk by --bucket-MB")  # fmt: skip
+    return k
+
+
+def collective_option():
+    """--collective (predict, plot, report, search)."""
+    return click.option("--collective", type=click.Choice(["ring", "rhd", "tree", "hierarchical", "leader", "ps", "auto"]),
+                     help="All-reduce algorithm (auto: the cheapest per call; ps: parameter servers, collectives:"
+                     " ps_servers in the system). [default: the system's, else ring]")
+
+
+def overlap_options() -> list:
+    """--overlap, --bucket-MB, --bucket-layers, --delayed-update (predict, plot, report, search)."""
+    return [
+        click.option("--overlap", type=click.Choice(["none", "buckets"]), default="none", show_default=True,
+                     help="buckets: all-reduce gradients in buckets during the backward and hide halos"
+                     " behind interior compute (communication_s is then the exposed part)."),
+        click.option("--bucket-MB", "bucket_mb", type=FiniteRange(min=0), default=25.0, show_default=True,
+                     help="Gradient bucket size in MiB (PyTorch DDP's default); 0: one bucket per layer."),
+        click.option("--bucket-layers", type=PlainIntRange(min=0), default=None,
+                     help="With --overlap buckets: all-reduce gradients in chunks of K layers (Lee et al. 2017)"
+                     " instead of by size. [default: by --bucket-MB]"),
+        click.option("--delayed-update", metavar="LAYERS",
+                     help="With --overlap buckets: layers (names or types, e.g. fc) whose gradient exchange"
+                     " overlaps the next iteration's forward (Lee et al.'s delayed update)."),
+    ]
+
+
 def sweep_options(f):
     """The options that define a sweep (predict, plot, report); one place for all."""
     opts = [
@@ -234,9 +278,7 @@ def sweep_options(f):
                      help="ParaDL memory model: reuse factor γ (0 < γ <= 1). [default: 1]"),
         click.option("--contention", "phi", type=FiniteRange(min=1, max=1000), help="Contention factor φ >= 1."),
         click.option("--samples", type=PlainIntRange(min=1, max=10**15), help="Dataset size D (overrides the model's)."),
-        click.option("--collective", type=click.Choice(["ring", "rhd", "tree", "hierarchical", "leader", "ps", "auto"]),
-                     help="All-reduce algorithm (auto: the cheapest per call; ps: parameter servers, collectives:"
-                     " ps_servers in the system). [default: the system's, else ring]"),
+        collective_option(),
         click.option("--optimizer", type=click.Choice(["sgd", "momentum", "adam"]), default="sgd", show_default=True,
                      help="Optimizer state in memory: none, 4 or 8 bytes per parameter."),
         click.option("--mixed-precision", is_flag=True,
@@ -245,17 +287,11 @@ def sweep_options(f):
                      help="ZeRO stage: shard optimizer state (1), + gradients (2), + weights (3) across data-parallel GPUs."),
         click.option("--checkpointing", is_flag=True,
                      help="Pipeline: activation checkpointing (keep stage inputs, recompute the forward)."),
-        click.option("--overlap", type=click.Choice(["none", "buckets"]), default="none", show_default=True,
-                     help="buckets: all-reduce gradients in buckets during the backward and hide halos"
-                     " behind interior compute (communication_s is then the exposed part)."),
-        click.option("--bucket-MB", "bucket_mb", type=FiniteRange(min=0), default=25.0, show_default=True,
-                     help="Gradient bucket size in MiB (PyTorch DDP's default); 0: one bucket per layer."),
-        click.option("--bucket-layers", type=PlainIntRange(min=0), default=0,
-                     help="With --overlap buckets: all-reduce gradients in chunks of K layers (Lee et al. 2017)"
-                     " instead of by size. [default: by --bucket-MB]"),
-        click.option("--delayed-update", metavar="LAYERS",
-                     help="With --overlap buckets: layers (names or types, e.g. fc) whose gradient exchange"
-                     " overlaps the next iteration's forward (Lee et al.'s delayed update)."),
+        *overlap_options(),
+        click.option("--replicated-gradients", metavar="LAYERS",
+                     help="Data parallelism: layers (names or types) whose weight gradient every GPU computes for"
+                     " the whole batch after an all-gather of their inputs and errors, instead of an"
+                     " all-reduce (Lee et al. 2017 §III-C-2)."),
         click.option("--spatial-split-after", metavar="LAYER",
                      help="Spatial strategies: split the layers up to LAYER only, then gather (e.g. CosmoFlow"
                      " codes gather after pool2). [default: the last layer with a spatial output]"),

@@ -7,9 +7,10 @@ from __future__ import annotations
 import click
 
 from oracle.cli.common import (
+    collective_option,
     memory_model_options,
-    memory_reuse,
     model_system_profile_options,
+    overlap_options,
     positive_float,
 )
 from oracle.cli.types import FiniteRange, PlainIntRange
@@ -40,7 +41,9 @@ MAX_SEARCH_GPUS = 65536
 )
 @click.option(
     "--distributions", "kinds", default="data,spatial,filter,channel", show_default=True, metavar="KINDS",
-    help="Per-layer distributions to consider (data, spatial, filter, channel), each at every p1 x p2 grid.",
+    help="Per-layer distributions to consider (data, spatial, filter, channel), each at every p1 x p2 grid;"
+    " also replicated (Lee et al.'s replicated weight gradients), spatial+filter (samples x height/width x filters"
+    " on p1 x p2 x p3) and subsets (each of them on the first q GPUs, q dividing p): Jia et al.'s wider space.",
 )  # fmt: skip
 @click.option(
     "--strategy", "strategies", default="all", show_default=True, metavar="NAMES",
@@ -88,9 +91,14 @@ MAX_SEARCH_GPUS = 65536
     "--output", "-o", metavar="FILE",
     help="Write the winning per-layer configuration (YAML, loadable with --evaluate) to FILE.",
 )  # fmt: skip
+@collective_option()
+@overlap_options()[0]
+@overlap_options()[1]
+@overlap_options()[2]
+@overlap_options()[3]
 def search(
     model, system, profile, gpus, max_gpus, batch_per_gpu, batch, kinds, strategies, precision, memory_model, gamma, phi, samples,
-    evaluate_file, fmt, top, width, output,
+    evaluate_file, fmt, top, width, output, **network,
 ):  # fmt: skip
     """Find the fastest configuration for a GPU budget, per layer if that pays.
 
@@ -106,100 +114,14 @@ def search(
       oracle search -m vgg16 -s abci -p vgg16_v100 --gpus 64 -b 16 -o vgg16-64.yaml
       oracle search -m vgg16 -s abci -p vgg16_v100 --evaluate vgg16-64.yaml
     """
-    from oracle.cli.common import conversion_caption, describe, load_inputs
-    from oracle.compute.context import Options
-    from oracle.compute.conversion import build_context
-    from oracle.compute.layerwise import KINDS
-    from oracle.compute.search import evaluate_given
-    from oracle.compute.search import search as run_search
-    from oracle.compute.sweep import check_options, parse_strategies
-    from oracle.errors import OracleError, did_you_mean
+    from oracle.cli.search_plan import run_search_command
+    from oracle.render import search as rs
     from oracle.render.output import emit
 
-    if batch is not None and batch_per_gpu is not None:
-        raise OracleError(
-            "give either --batch (strong scaling) or --batch-per-gpu (weak scaling), not both"
-        )
-    kind_list = []
-    for raw in str(kinds).split(","):
-        k = raw.strip().lower()
-        if not k:
-            continue
-        if k not in KINDS:
-            raise OracleError(
-                f"unknown distribution '{raw.strip()}'", path="--distributions",
-                hint=did_you_mean(k, KINDS) or "one or more of " + ", ".join(KINDS),
-            )  # fmt: skip
-        if k not in kind_list:
-            kind_list.append(k)
-    if not kind_list:
-        raise OracleError("no distribution given", path="--distributions", hint="e.g. data,spatial")
-    parse_strategies(strategies)  # validate early
-    m, s, pr, times = load_inputs(model, system, profile)
-    options = Options(precision=precision, memory_reuse=memory_reuse(gamma, memory_model), contention=phi,
-                      samples=samples, memory_model=memory_model)
-    check_options(options)
-    ctx = build_context(m, s, pr, options)  # issue 13: compute converted to the run
-
-    config = None
-    if evaluate_file:
-        from oracle.load.layerwise import bind_layerwise, load_layerwise
-
-        config = load_layerwise(evaluate_file)
-        assignment = bind_layerwise(config, m)
-        if gpus is not None and gpus != config.gpus:
-            raise OracleError(
-                f"--gpus {gpus} differs from the file's gpus: {config.gpus}", file=config.file, path="gpus",
-                hint="leave out --gpus with --evaluate",
-            )  # fmt: skip
-        if max_gpus is not None:
-            raise OracleError(
-                "--max-gpus does not apply to --evaluate (the file fixes the GPU count)"
-            )
-        if config.gpus > MAX_SEARCH_GPUS:
-            raise OracleError(
-                f"got {config.gpus}; at most {MAX_SEARCH_GPUS:,} GPUs",
-                file=config.file,
-                path="gpus",
-            )
-        counts = [config.gpus]
-        if batch is None and batch_per_gpu is None:
-            batch = config.global_batch()
-    else:
-        if gpus is None and max_gpus is None:
-            raise OracleError(
-                "give --gpus N (the GPUs to use) or --max-gpus N (a budget to search up to)"
-            )
-        lo = gpus or 1
-        if max_gpus is not None and max_gpus < lo:
-            raise OracleError(f"--max-gpus {max_gpus} is below --gpus {lo}", path="--max-gpus")
-        counts = (
-            [lo]
-            if max_gpus is None
-            else sorted({lo, max_gpus} | {1 << k for k in range(40) if lo <= (1 << k) <= max_gpus})
-        )
-    if batch is None and batch_per_gpu is None:
-        batch_per_gpu = float(pr.measured_samples_per_gpu or 32)
-    scaling = (
-        f"strong scaling, B = {batch:g}"
-        if batch is not None
-        else f"weak scaling, {batch_per_gpu:g} samples/GPU"
-    )
-    meta = describe(m, s, pr, scaling, options)
-    meta["compute_conversion"] = conversion_caption(ctx.conversion, batch, batch_per_gpu)  # issue 13
-
-    results = []
-    for p in counts:
-        B = float(batch) if batch is not None else float(batch_per_gpu) * p
-        if config is not None:
-            results.append(
-                evaluate_given(ctx, p, B, assignment, kinds=kind_list, strategies=strategies)
-            )
-        else:
-            results.append(run_search(ctx, p, B, kinds=kind_list, strategies=strategies))
-
-    from oracle.render import search as rs
-
+    results, meta, m, config = run_search_command(
+        model, system, profile, gpus, max_gpus, batch_per_gpu, batch, kinds, strategies, precision, memory_model,
+        gamma, phi, samples, evaluate_file, **network,
+    )  # fmt: skip
     if fmt == "json":
         text = rs.to_json(results, meta, top)
     else:
@@ -255,4 +177,8 @@ def _config_text(results, model, meta: dict, config) -> str:
     comments.append(
         "Distributions: data | spatial/filter/channel with p1 sample groups x p2 model parts (p1·p2 = gpus)."
     )
+    if any(d.of for d in a.assignment):  # issue 18
+        comments.append("A range with 'gpus: q' runs on the first q GPUs (p1·p2 = q).")
+    if any(d.kind == "replicated" for d in a.assignment):
+        comments.append("replicated: data parallelism, the weight gradient computed on every GPU (Lee et al. 2017).")
     return dump_layerwise(model, best.gpus, list(a.assignment), batch=best.batch, comments=comments)

@@ -20,6 +20,7 @@ import numpy as np
 
 from oracle.compute.geometry import balanced_grid, halo_half_widths  # noqa: F401  (re-exported)
 from oracle.compute.memory import SavedActivations, saved_activations, transient_elements
+from oracle.compute.named_layers import check_named_layers
 from oracle.compute.partition import _partition_cached
 from oracle.compute.shapes_tokens import split_widths
 from oracle.model import MODEL_INPUT, SPATIAL_TYPES, WEIGHT_TYPES, LayerTimes, Model, System
@@ -58,6 +59,10 @@ class Options:
     # e.g. "fc"), whose gradient exchange overlaps the next iteration's forward
     bucket_layers: int = 0
     delayed_update: tuple[str, ...] = ()
+    # Lee et al. (HiPC 2017) §III-C-2: chosen layers (names or types) compute their weight
+    # gradient for the whole mini-batch on every GPU after an all-gather of their inputs
+    # and output errors, instead of all-reducing it (data parallelism)
+    replicated_gradients: tuple[str, ...] = ()
     # compute model (issue 13, docs/memory.md and docs/cost-model.md): "model" converts a profile to the system's GPU,
     # the run's precision and each point's per-GPU batch (when the caller passes the
     # profile's origin to Context); "linear" is ParaDL's per-sample arithmetic
@@ -150,8 +155,9 @@ class Context:
         self.saved = _saved_activations(model, times)
         if options.spatial_split_after is not None:
             self._split_point(options.spatial_split_after, self.default_spatial_last())  # fail early
-        if options.delayed_update:
-            self._check_delayed()
+        for named, option in (("delayed_update", "--delayed-update"), ("replicated_gradients", "--replicated-gradients")):
+            if getattr(options, named):
+                check_named_layers(self, named, option)
         self.transient = transient_elements(model)
 
     # -- memory (docs/memory.md and docs/cost-model.md: framework model; ParaDL's bound in strategies/base.py) --------
@@ -285,19 +291,11 @@ class Context:
         mask[: last + 1] = True
         return self._sums(mask)
 
-    def delayed_mask(self) -> np.ndarray:
-        """The layers --delayed-update names (by name or by layer type)."""
-        want = set(self.options.delayed_update)
+    def delayed_mask(self, field: str = "delayed_update") -> np.ndarray:
+        """The layers --delayed-update (or ``field``, e.g. replicated_gradients) names
+        (by name or by layer type)."""
+        want = set(getattr(self.options, field))
         return np.array([n in want or t in want for n, t in zip(self.names, self.types)], dtype=bool)
-
-    def _check_delayed(self) -> None:
-        from oracle.errors import OracleError, did_you_mean
-
-        known = set(self.names) | set(self.types)
-        for name in self.options.delayed_update:
-            if name not in known:
-                raise OracleError(f"model '{self.model.name}' has no layer or layer type '{name}'",
-                                  path="--delayed-update", hint=did_you_mean(name, sorted(known)))  # fmt: skip
 
     def default_spatial_last(self) -> int:
         """docs/cost-model.md: the last layer with a spatial extent > 1 before one changes the rank (flatten, tokens)."""

@@ -60,24 +60,15 @@ import numpy as np
 
 from oracle.compute.context import Context
 from oracle.compute.cost import Breakdown, Limit, Point
-from oracle.compute.network import (
-    allgather_pieces,
-    allreduce_algorithm,
-    contention_factor,
-    data_group_flows_per_node,
-    group_contiguous,
-    group_strided,
-    link,
-    p2p,
-    span_neighbours,
-)
+from oracle.compute.layerwise_build import FILL, Columns, Registry, batch_limit
+from oracle.compute.layerwise_shuffle import shuffle_tables
 from oracle.compute.strategies.base import epoch_limit
-from oracle.compute.strategies.filter import layer_collectives
-from oracle.compute.strategies.spatial import halo_exchange
 from oracle.model import MODEL_INPUT
 from oracle.units import fmt_gb
 
-KINDS = ("data", "spatial", "filter", "channel")
+KINDS = ("data", "spatial", "filter", "channel", "replicated", "spatial+filter")  # every kind a file or
+# --distributions may name
+DEFAULT_KINDS = KINDS[:4]  # what oracle search considers unless told (replicated: Lee et al., opt in)
 STRATEGY = "layer-wise"
 
 
@@ -86,21 +77,25 @@ STRATEGY = "layer-wise"
 
 @dataclass(frozen=True, order=True)
 class Dist:
-    """How one layer uses all p = p1·p2 GPUs."""
+    """How one layer uses p1·p2 GPUs: all p of the configuration, or (``of`` = p) the
+    first p1·p2 of them, a subset whose size divides p (Jia et al. ICML 2018 §4: a
+    configuration may use fewer devices; Table 5 puts the last fc layer on 2 of 4)."""
 
     kind: str
     p1: int
     p2: int
+    of: int = 0  # p when the layer runs on a subset of the p GPUs, else 0
+    p3: int = 1  # spatial+filter: filters split over p3 as well as space over p2 (Jia et al. §4)
 
     @property
     def gpus(self) -> int:
-        return self.p1 * self.p2
+        return self.p1 * self.p2 * self.p3
 
     @property
     def label(self) -> str:
-        if self.kind == "data":
-            return "data"
-        return f"{self.kind} {self.p1}×{self.p2}"
+        base = self.kind if self.kind in ("data", "replicated") else f"{self.kind} {self.p1}×{self.p2}"
+        base += f"×{self.p3}" if self.p3 > 1 else ""
+        return f"{base} on {self.gpus}" if self.of else base
 
     @property
     def short(self) -> str:
@@ -141,7 +136,7 @@ def factorizations(p: int, limit: int | None = None) -> list[tuple[int, int]]:
 
 
 def distributions(
-    p: int, kinds: Sequence[str] = KINDS, limit: int | None = MAX_GRIDS
+    p: int, kinds: Sequence[str] = DEFAULT_KINDS, limit: int | None = MAX_GRIDS
 ) -> list[Dist]:
     """Every distribution of p GPUs of the given kinds: data, and each kind at every
     factorization p1 x p2 (Gholami et al.'s P_r x P_c grid; p2 = 1 is data); at most
@@ -151,23 +146,24 @@ def distributions(
         for kind in ("spatial", "filter", "channel"):
             if kind in kinds:
                 out.append(Dist(kind, p1, p2))
+    if "replicated" in kinds and p > 1:
+        out.append(Dist("replicated", p, 1))
+    if "spatial+filter" in kinds:  # samples x space x filters, p1·p2·p3 = p (Jia et al. §4, {n, h, w, c})
+        for p1, q in factorizations(p, limit):
+            out += [Dist("spatial+filter", p1, p2, p3=q // p2) for p2 in divisors(q) if 2 <= p2 <= q // 2]
+    if "subsets" in kinds:
+        out += subset_distributions(p, kinds, limit)
     return out
 
 
-# -- gradient groups (fused all-reduces) ---------------------------------------------------
-
-
-@dataclass
-class GradGroup:
-    """GPUs that all-reduce the gradients of the weights they replicate, fused into one
-    all-reduce per iteration (docs/cost-model.md: AR(p, δΣw), one call per group)."""
-
-    key: tuple
-    label: str
-    cost: object  # callable: bytes -> seconds per iteration
-
-    latency: float = 0.0  # cost(0): paid once when any layer uses the group
-    slope: float = 0.0  # seconds per byte (linear part; exact for α-β links)
+def subset_distributions(p: int, kinds: Sequence[str] = DEFAULT_KINDS, limit: int | None = MAX_GRIDS) -> list[Dist]:
+    """The distributions of every proper divisor q of p GPUs (the first q GPUs; q = 1:
+    one GPU), Jia et al.'s configurations with fewer devices (§4)."""
+    out = []
+    for q in divisors(p)[:-1]:
+        for d in distributions(q, [k for k in kinds if k not in ("replicated", "subsets")], limit) or [Dist.data(q)]:
+            out.append(Dist(d.kind, d.p1, d.p2, of=p, p3=d.p3))
+    return out
 
 
 # -- per (layer, distribution) costs ---------------------------------------------------------
@@ -202,7 +198,7 @@ class Costs:
         if not dists:
             raise ValueError("no distributions")
         for d in dists:
-            if d.gpus != p:
+            if d.gpus != p and not (d.of == p and p % d.gpus == 0):
                 raise ValueError(f"{d.label} does not use {p} GPUs")
         self.ctx = ctx
         self.p = p
@@ -232,252 +228,42 @@ class Costs:
 
     # -- construction ------------------------------------------------------------------
     def _build(self) -> None:
-        ctx, G, nd, p, B, I, D = self.ctx, self.G, self.nd, self.p, self.B, self.I, self.ctx.D
-        system, delta = ctx.system, ctx.delta
-        gpn = system.gpus_per_node
-        fb = np.empty((G, nd))
-        wu = np.empty((G, nd))
-        halo = np.zeros((G, nd))
-        lc = np.zeros((G, nd))
-        mem = np.empty((G, nd))
-        held = np.empty((G, nd))  # samples of the layer's activations a GPU holds
-        gbytes = np.zeros((G, nd))
-        gclass = np.full((G, nd), -1, dtype=int)
-        split = np.zeros((G, nd), dtype=bool)  # d splits l (by samples x space/filters/channels)
-        partial = np.zeros((G, nd), dtype=bool)  # backward input gradient is a partial sum
-        feasible = np.ones((G, nd), dtype=bool)
-        self.reasons: dict[tuple[int, int], str] = {}
-        self.groups: list[GradGroup] = []
-        group_index: dict[tuple, int] = {}
-        layouts: list[tuple[str, int, int]] = [("S", p, 1)]
-        layout_index = {("S", p, 1): 0}
-        lay = np.zeros((G, nd), dtype=int)
-        act = ctx.layer_memory_elements()  # x + y (ParaDL), or half the saved elements
-        w = ctx.w
-        sp_mask = ctx.spatial_split.mask
-        halo_rows = ctx._halo_layers  # split conv/pool layers (kernel half-widths, extents)
-        ref_bytes = max(delta * ctx.sum_w, 1.0)  # linearize fused all-reduces up to all weights
-
-        def group(key: tuple, label: str, fn) -> int:
-            if key not in group_index:
-                lat = float(fn(0.0))
-                slope = (float(fn(ref_bytes)) - lat) / ref_bytes
-                group_index[key] = len(self.groups)
-                self.groups.append(GradGroup(key, label, fn, lat, max(slope, 0.0)))
-            return group_index[key]
-
-        def layout(key: tuple[str, int, int]) -> int:
-            if key[2] == 1:
-                key = ("S", key[1], 1)
-            if key not in layout_index:
-                layout_index[key] = len(layouts)
-                layouts.append(key)
-            return layout_index[key]
-
-        algo = getattr(ctx, "algorithm", "ring")
-        contention = ctx.options.contention
-
-        def ar_group(grp, phi: float, algorithm: str, label: str) -> int:
-            return group(
-                ("ar", grp, phi, algorithm),
-                label + (f", φ={phi:g}" if phi != 1 else ""),
-                lambda m: allreduce_algorithm(system, grp, m, algorithm, phi, contention, "gradient_allreduce")[0],
-            )
-
-        all_p = group_contiguous(p, gpn)
-        g_all = ar_group(all_p, 1.0, algo, f"all {p} GPUs")
-
-        def strided_group(p1: int, p2: int) -> int:
-            phi = contention_factor(system, data_group_flows_per_node(p1, p2, gpn), contention)
-            leader = system.implementation.data_filter_allreduce == "leader"  # as data_group_allreduce
-            return ar_group(
-                group_strided(p1, p2, gpn), phi, "leader" if leader else algo, f"{p1} data groups (GPUs every {p2})"
-            )
-
+        """Fill the (layers x distributions) arrays, one kind at a time
+        (compute/layerwise_build.py)."""
+        ctx, I = self.ctx, self.I
+        cols = Columns.empty(self.G, self.nd)
+        reg = Registry(ctx, self.p)
         for k, d in enumerate(self.dists):
-            p1, p2 = d.p1, d.p2
-            b = B / p1
-            if p1 > B:
-                feasible[:, k] = False
-                what = "GPU" if d.kind == "data" else "data-parallel group"
-                for l in range(G):
-                    self.reasons[(l, k)] = f"fewer than one sample per {what}: B={B:g} over {p1}"
-            if d.kind == "data":
-                fb[:, k] = D / p * ctx.times_at(B / p)[2]
-                wu[:, k] = I * ctx.wu
-                mem[:, k] = 2 * B / p * act + 2 * w
-                held[:, k] = B / p
-                gbytes[:, k] = delta * w
-                gclass[:, k] = g_all
-                split[:, k] = True
-                lay[:, k] = 0
-                continue
-            if d.kind == "spatial":
-                s = sp_mask
-                fb[:, k] = _split_fb(ctx, s, D, p1, p2, I, B)
-                wu[:, k] = I * ctx.wu
-                mem[:, k] = np.where(s, 2 * B / p, 2 * b) * act + 2 * w
-                held[:, k] = np.where(s, B / p, b)
-                gbytes[:, k] = delta * w
-                split[:, k] = s
-                # split layers: all-reduce over all p GPUs (spatial: AR(p); data+spatial:
-                # AR_φ(p) or ParaDL's leader all-reduce); replicated head: data groups
-                if p1 == 1:
-                    g_split = g_all
-                else:
-                    phi = contention_factor(system, 1 if p > gpn else 0, contention)
-                    leader = system.implementation.data_spatial_allreduce == "leader"
-                    g_split = ar_group(all_p, phi, "leader" if leader else algo,
-                                       f"all {p} GPUs" + (" (leader all-reduce)" if leader else ""))  # fmt: skip
-                g_rest = strided_group(p1, p2) if p1 > 1 else -1
-                gclass[:, k] = np.where(s, g_split, g_rest)
-                lay[:, k] = np.where(s, layout(("S", p1, p2)), layout(("R", p1, p2)))
-                # halo exchange of split conv/pool layers, and the grid limits
-                grid = ctx.spatial_grid(p2)
-                if halo_rows["index"].size:
-                    idx = halo_rows["index"]
-                    hx, hdy = ctx.halo_elements(grid)
-                    h = hx + hdy
-                    lk = link(system, span_neighbours(p2, gpn), "halo")
-                    fw_x = halo_exchange(ctx, grid, 2 * np.asarray(p2p(b * delta * hx, lk)))
-                    bw_x = halo_exchange(ctx, grid, 2 * np.asarray(p2p(b * delta * hdy, lk)))
-                    per = np.where(h > 0, fw_x + bw_x, 0.0)
-                    halo[idx, k] = I * per
-                    f = np.array(grid, dtype=float)
-                    bad = (halo_rows["Y"] < f).any(axis=1)
-                    for r in np.flatnonzero(bad):
-                        l = int(idx[r])
-                        feasible[l, k] = False
-                        ext = "x".join(str(int(v)) for v in halo_rows["Y"][r])
-                        self.reasons[(l, k)] = (
-                            f"spatial split {'x'.join(map(str, grid))} exceeds its {ext} output"
-                        )
-                continue
-            # filter / channel
-            sums = ctx.filter_split if d.kind == "filter" else ctx.channel_split
-            s = sums.mask
-            width = ctx.F if d.kind == "filter" else ctx.C
-            fb[:, k] = _split_fb(ctx, s, D, p1, p2, I, B)
-            wu[:, k] = np.where(s, I / p2, I) * ctx.wu
-            mem[:, k] = 2 * b * act + np.where(s, 2 * w / p2, 2 * w)
-            held[:, k] = b
-            gbytes[:, k] = np.where(s, delta * w / p2, delta * w)
-            gclass[:, k] = strided_group(p1, p2) if p1 > 1 else -1
-            split[:, k] = s
-            partial[:, k] = s
-            lay[:, k] = layout(("R", p1, p2))
-            coll = s.copy()
-            if sums.last >= 0:
-                coll[sums.last] = False
-            if coll.any():
-                lc[coll, k] = I * layer_collectives(ctx, sums, p2, b)
-            too_wide = s & (width < p2)
-            noun = "filters" if d.kind == "filter" else "input channels"
-            for l in np.flatnonzero(too_wide):
-                feasible[l, k] = False
-                self.reasons[(int(l), k)] = f"p2={p2} exceeds its {int(width[l])} {noun}"
-
-        self.fb, self.wu, self.halo, self.lc = fb, wu, halo, lc
-        self.mem_elements = mem
-        self.mem_bytes = ctx.memory_scale() * mem
+            batch_limit(cols, k, d.kind, d.p1, self.B)
+            FILL[d.kind](ctx, cols, reg, k, d, self.B)
+        self.reasons, self.groups = cols.reasons, reg.groups
+        self.fb, self.wu, self.halo, self.lc = cols.fb, cols.wu, cols.halo, cols.lc
+        self.gather = cols.gather  # replicated layers' all-gathers (bytes per GPU), to overlap
+        self.mem_elements = cols.mem
+        self.mem_bytes = ctx.memory_scale() * cols.mem
         # framework model: the backward's gradient working set (max over layers, not a sum)
+        held = cols.held
         self.transient_bytes = ctx.delta * ctx.transient[:, None] * held if ctx.memory_model != "paradl" else 0 * held
-        self.grad_bytes = gbytes
-        self.grad_class = gclass
-        self.split, self.partial = split, partial
-        self.feasible = feasible
-        self.layout = lay
-        self.layouts = layouts
+        self.grad_bytes = cols.gbytes
+        self.grad_class = cols.gclass
+        self.split, self.partial = cols.split, cols.partial
+        self.feasible = cols.feasible
+        self.layout = cols.lay
+        self.layouts = reg.layouts
         # gradient bytes join a fused all-reduce: bandwidth part per layer (additive),
         # latency once per group (see search.py)
         slopes = np.array([g.slope for g in self.groups] + [0.0])
-        self.grad_time = I * slopes[gclass] * gbytes  # gclass -1 picks the trailing 0
-        self.compute = fb + wu
-        self.node_time = self.compute + halo + lc + self.grad_time
+        self.grad_time = I * slopes[cols.gclass] * cols.gbytes  # gclass -1 picks the trailing 0
+        self.compute = cols.fb + cols.wu
+        self.node_time = self.compute + cols.halo + cols.lc + self.grad_time
         self.group_latency = I * np.array([g.latency for g in self.groups])
         self._shuffle_tables()
 
     # -- redistribution ------------------------------------------------------------------
     def _shuffle_tables(self) -> None:
-        """Per ordered pair of layouts (A -> B): latency and seconds per element of one
-        sample of the tensor (times B·δ·β already), per iteration."""
-        ctx, p, B = self.ctx, self.p, self.B
-        system, gpn, delta = ctx.system, ctx.system.gpus_per_node, ctx.delta
-        dims = ctx.model.spatial_dims
-        L = self.layouts
-        nL = len(L)
-        g = np.arange(p)
-        s0 = np.empty((nL, p))
-        tiles0 = np.zeros((nL, p, dims))
-        tiles1 = np.ones((nL, p, dims))
-        for a, (mode, p1, p2) in enumerate(L):
-            s0[a] = (g // p2) * p2 / p  # sample block start (fraction of B)
-            if mode == "S" and p2 > 1:
-                grid = ctx.spatial_grid(p2)
-                coords = np.array(np.unravel_index(g % p2, grid)).T  # (p, dims)
-                f = np.array(grid, dtype=float)
-                tiles0[a] = coords / f
-                tiles1[a] = (coords + 1) / f
-        blk = np.array([p2 for _, _, p2 in L], dtype=float) / p  # sample block length
-        s1 = s0 + blk[:, None]
-        # what GPU g needs in layout c and does not hold in layout a (fraction of B·y),
-        # the most over all GPUs; one source layout at a time keeps memory at nL·p
-        # The pattern of a pair repeats every lcm(p2_a, p2_c) GPUs (sample blocks of p2
-        # GPUs, tiles numbered within a block): one period is enough.
-        need = blk[:, None] * (tiles1 - tiles0).prod(axis=-1)  # (nL, p)
-        p2 = np.array([q for _, _, q in L])
-        recv = np.zeros((nL, nL))
-        for a in range(nL):
-            for c in range(nL):
-                if a == c:
-                    continue
-                P = math.lcm(int(p2[a]), int(p2[c]))
-                so = np.clip(
-                    np.minimum(s1[a, :P], s1[c, :P]) - np.maximum(s0[a, :P], s0[c, :P]), 0, None
-                )
-                to = np.clip(
-                    np.minimum(tiles1[a, :P], tiles1[c, :P])
-                    - np.maximum(tiles0[a, :P], tiles0[c, :P]),
-                    0,
-                    None,
-                ).prod(axis=-1)
-                recv[a, c] = np.clip(need[c, :P] - so * to, 0, None).max()
-        recv[recv < 1e-12] = 0.0
-        # each pair's cost is the minimum of a few affine pieces lat + y·slope (one per
-        # all-gather algorithm the context may pick; one for an all-to-all)
-        algo = getattr(ctx, "algorithm", "ring")
-        algos = ("ring", "rhd") if algo == "auto" else (algo,)
-        # pieces: per algorithm one per protocol line, one more for an operation's own "auto"
-        lines = 2 + max((len(level.protocols) for level in system.network), default=0)
-        lat = np.full((len(algos) * lines, nL, nL), np.inf)
-        slope = np.zeros((len(algos) * lines, nL, nL))
-        self.shuffle_kind = np.full((nL, nL), "", dtype=object)
-        for a in range(nL):
-            for c in range(nL):
-                if recv[a, c] == 0.0:
-                    continue
-                p1a, p1c = L[a][1], L[c][1]
-                q = p // math.gcd(p1a, p1c)
-                grp = group_contiguous(q, gpn)
-                if L[c][0] == "R" and p1a % p1c == 0:
-                    # the consumer gathers whole pieces of its group: an all-gather, each
-                    # GPU contributing its B/p samples' share (docs/cost-model.md AG)
-                    # (one affine piece per algorithm and protocol line: their minimum is
-                    # the all-gather of compute/network.py)
-                    pieces = [pc for name in algos for pc in allgather_pieces(system, grp, name, "tail_gather")]
-                    for k, (t0, per_byte) in enumerate(pieces):
-                        lat[k, a, c], slope[k, a, c] = t0, per_byte * delta * B / p
-                    self.shuffle_kind[a, c] = f"all-gather in groups of {q}"
-                else:
-                    # all-to-all (Dryden et al. §III-C): (q-1)(α + m_i β), m_i = received
-                    # bytes / (q-1)
-                    lk = link(system, grp.span, "alltoall")
-                    for k, (alpha, beta) in enumerate(lk.lines()):
-                        lat[k, a, c] = (q - 1) * alpha
-                        slope[k, a, c] = recv[a, c] * B * delta * beta
-                    self.shuffle_kind[a, c] = f"all-to-all in groups of {q}"
-        lat[:, recv == 0.0] = 0.0  # nothing to move (pieces left unused stay at +inf)
-        self.shuffle_lat, self.shuffle_slope, self.shuffle_recv = lat, slope, recv
+        """Per ordered pair of layouts (A -> B): compute/layerwise_shuffle.py."""
+        self.shuffle_lat, self.shuffle_slope, self.shuffle_recv, self.shuffle_kind = shuffle_tables(
+            self.ctx, self.p, self.B, self.layouts)
 
     def shuffle_time(self, la, lb, y) -> np.ndarray:
         """Seconds per iteration to move a tensor of y elements per sample from layout
@@ -508,26 +294,66 @@ class Costs:
     # -- evaluation ----------------------------------------------------------------------
     def assess(self, choice: Sequence[int]) -> Assessment:
         """Cost of one assignment (a distribution index per layer)."""
-        ctx, G = self.ctx, self.G
+        G = self.G
         c = np.asarray(choice, dtype=int)
         rows = np.arange(G)
-        compute = self.compute[rows, c]
         halo = self.halo[rows, c]
         lc = self.lc[rows, c]
-        mem = self.mem_bytes[rows, c]
-        gbytes = self.grad_bytes[rows, c]
-        gcls = self.grad_class[rows, c]
-        redis = np.zeros(G)
+        redis = self._redistribution(c)
+        grad, ge = self._gradients(c)
+        hidden, lc_sum = None, float(lc.sum())
+        if ctx_overlaps(self.ctx):  # issue 18: overlap inside a per-layer configuration
+            exposed, total = self._overlapped(c)
+            ge, hidden = self.I * exposed, self.I * (total - exposed)
+            lc_sum -= float(lc[self.gather[rows, c] > 0].sum())  # the replicated layers' gathers: in the timeline
+        bd = Breakdown(
+            forward_backward_s=float(self.fb[rows, c].sum()),
+            weight_update_s=float(self.wu[rows, c].sum()),
+            gradient_exchange_s=ge,
+            layer_collectives_s=lc_sum + float(redis.sum()),
+            halo_s=float(halo.sum()),
+        )
+        assignment = tuple(self.dists[k] for k in c)
+        layer_limits = [
+            (l, self.reasons.get((l, int(c[l])), "infeasible"))
+            for l in np.flatnonzero(~self.feasible[rows, c])
+        ]
+        memory = self.memory(c)
+        bd = self._with_input(bd, assignment)
+        point = self._point(c, assignment, bd, memory, self._limits(c, layer_limits, memory), redis, grad, hidden)
+        return Assessment(
+            point=point,
+            assignment=assignment,
+            compute_s=self.compute[rows, c],
+            comm_s=halo + lc,
+            halo_s=halo,
+            redistribution_s=redis,
+            memory_bytes=self.mem_bytes[rows, c],
+            gradient_s=grad,
+            gradient_bytes=self.grad_bytes[rows, c],
+            layer_limits=layer_limits,
+        )
+
+    def _redistribution(self, c: np.ndarray) -> np.ndarray:
+        """Per consumer layer, per epoch: the shuffles of its inputs (forward and backward)."""
+        redis = np.zeros(self.G)
         for i, j in self.edges:
             la, lb = self.layout[i, c[i]], self.layout[j, c[j]]
             if la == lb:
                 continue
-            y = ctx.y[i]
+            y = self.ctx.y[i]
             fwd = float(self.shuffle_time(la, lb, y))
             bwd = float(self.shuffle_time(lb, la, y))
             if self.partial[j, c[j]]:
                 bwd = max(fwd, bwd)
             redis[j] += self.I * (fwd + bwd)
+        return redis
+
+    def _gradients(self, c: np.ndarray) -> tuple[dict[str, float], float]:
+        """Per gradient group its fused all-reduce per epoch, and their sum."""
+        rows = np.arange(self.G)
+        gbytes = self.grad_bytes[rows, c]
+        gcls = self.grad_class[rows, c]
         grad: dict[str, float] = {}
         ge = 0.0
         for k, grp in enumerate(self.groups):
@@ -536,45 +362,42 @@ class Costs:
                 t = self.I * float(grp.cost(float(gbytes[used].sum())))
                 grad[grp.label] = grad.get(grp.label, 0.0) + t
                 ge += t
-        bd = Breakdown(
-            forward_backward_s=float(self.fb[rows, c].sum()),
-            weight_update_s=float(self.wu[rows, c].sum()),
-            gradient_exchange_s=ge,
-            layer_collectives_s=float(lc.sum() + redis.sum()),
-            halo_s=float(halo.sum()),
-        )
-        assignment = tuple(self.dists[k] for k in c)
-        layer_limits = [
-            (l, self.reasons.get((l, int(c[l])), "infeasible"))
-            for l in np.flatnonzero(~self.feasible[rows, c])
-        ]
+        return grad, ge
+
+    def _overlapped(self, c: np.ndarray) -> tuple[float, float]:
+        """(exposed, total) gradient exchange per iteration with --overlap buckets
+        (compute/layerwise_overlap.py)."""
+        from oracle.compute.layerwise_overlap import overlapped
+
+        return overlapped(self, c)
+
+    def _limits(self, c: np.ndarray, layer_limits, memory: float) -> list[Limit]:
+        ctx = self.ctx
         limits = []
         if layer_limits:
             l, why = layer_limits[0]
             more = f" (and {len(layer_limits) - 1} more layers)" if len(layer_limits) > 1 else ""
-            limits.append(
-                Limit("layer", f"{ctx.names[l]} under {self.dists[c[l]].label}: {why}{more}")
-            )
+            limits.append(Limit("layer", f"{ctx.names[l]} under {self.dists[c[l]].label}: {why}{more}"))
         limits += epoch_limit(ctx, self.B)  # issue 13: B > D
-        memory = self.memory(c)
-        bd = self._with_input(bd, assignment)
         if self.p > ctx.system.total_gpus:
-            limits.insert(
-                0,
-                Limit(
-                    "gpus", f"needs {self.p} GPUs; {ctx.system.name} has {ctx.system.total_gpus}"
-                ),
-            )
+            limits.insert(0, Limit("gpus", f"needs {self.p} GPUs; {ctx.system.name} has {ctx.system.total_gpus}"))
         if memory > ctx.system.gpu_memory_bytes:
-            limits.append(
-                Limit(
-                    "memory",
-                    f"needs {fmt_gb(memory)} of {fmt_gb(ctx.system.gpu_memory_bytes)} GPU memory",
-                )
-            )
-        main = _main_distribution(assignment, self.fb[rows, c])
-        kinds = sorted({d.label for d in assignment})
-        point = Point(
+            limits.append(Limit("memory", f"needs {fmt_gb(memory)} of {fmt_gb(ctx.system.gpu_memory_bytes)} GPU memory"))
+        return limits
+
+    def _point(self, c, assignment, bd: Breakdown, memory: float, limits, redis, grad, hidden=None) -> Point:
+        ctx = self.ctx
+        main = _main_distribution(assignment, self.fb[np.arange(self.G), c])
+        details = [
+            ("distributions", tuple(sorted({d.label for d in assignment}))),
+            ("redistribution_s", float(redis.sum())),
+            ("gradient_groups", tuple(sorted(grad))),
+        ]
+        if hidden is not None:
+            from oracle.compute.strategies.base import overlap_details
+
+            details += list(overlap_details({}, bd, hidden).items())
+        return Point(
             model=ctx.model.name,
             system=ctx.system.name,
             strategy=STRATEGY,
@@ -587,26 +410,10 @@ class Costs:
             breakdown=bd,
             memory_bytes=memory,
             limits=tuple(limits),
-            details=(
-                ("distributions", tuple(kinds)),
-                ("redistribution_s", float(redis.sum())),
-                ("gradient_groups", tuple(sorted(grad))),
-            ),
+            details=tuple(details),
             profile_kind=ctx.profile_kind,
             memory_model=ctx.memory_model,
             compute_conversion=ctx.conversion_label(self.B / self.p),
-        )
-        return Assessment(
-            point=point,
-            assignment=assignment,
-            compute_s=compute,
-            comm_s=halo + lc,
-            halo_s=halo,
-            redistribution_s=redis,
-            memory_bytes=mem,
-            gradient_s=grad,
-            gradient_bytes=gbytes,
-            layer_limits=layer_limits,
         )
 
     def _with_input(self, bd: Breakdown, assignment: tuple[Dist, ...]) -> Breakdown:
@@ -642,23 +449,9 @@ class Costs:
         return [self.index[d] for d in assignment]
 
 
-def _split_fb(ctx: Context, split: np.ndarray, D: float, p1: int, p2: int, I: float, B: float) -> np.ndarray:
-    """Per layer FW+BW per epoch: a split layer's D/p1 samples split p2 ways, with the
-    system's split efficiency (as Context.split_compute); a replicated one's D/p1.
-    Compute model (issue 13): split layers work on B/(p1·p2) samples per kernel,
-    replicated ones on B/p1."""
-    impl = ctx.system.implementation
-    f = impl.split_serial_fraction if p2 > 1 else 0.0
-    split_t = D / p1 * ctx.times_at(B / (p1 * p2))[2] * (f + (1.0 - f) / p2)
-    if p2 > 1 and impl.split_overhead_s:
-        split_t = split_t + I * impl.split_overhead_s
-    return np.where(split, split_t, D / p1 * ctx.times_at(B / p1)[2])
-
-
-def _flows(p1: int, p2: int, gpn: int) -> int:
-    from oracle.compute.network import data_group_flows_per_node
-
-    return data_group_flows_per_node(p1, p2, gpn)
+def ctx_overlaps(ctx: Context) -> bool:
+    """Whether the options ask for overlap (--overlap buckets)."""
+    return getattr(ctx.options, "overlap", "none") == "buckets"
 
 
 def _edges(ctx: Context) -> list[tuple[int, int]]:
@@ -690,7 +483,7 @@ def evaluate(ctx: Context, p: int, batch: float, assignment: Sequence[Dist]) -> 
 
 
 def _order(d: Dist) -> tuple:
-    return (KINDS.index(d.kind), d.p2)
+    return (d.of != 0, -d.gpus, KINDS.index(d.kind), d.p2)
 
 
 def uniform(ctx: Context, d: Dist) -> list[Dist]:

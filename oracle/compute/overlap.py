@@ -94,6 +94,7 @@ def gradient_timeline(
     bucket_layers: int = 0,
     delayed: np.ndarray | None = None,
     forward_s: np.ndarray | None = None,
+    tail_s: float = 0.0,
 ) -> Timeline:
     """One iteration's bucketed gradient exchange against its backward pass.
 
@@ -106,10 +107,13 @@ def gradient_timeline(
     connected layers): those layers' buckets go on the channel after the others and
     need only be done when the next iteration's forward reaches them — after
     ``forward_s`` of the layers before the first delayed one; what they take beyond
-    that is exposed too."""
+    that is exposed too.
+
+    ``tail_s``: computation after the backward that hides communication as the backward
+    does (Lee et al. §III-C-2: the replicated weight gradients, compute/replicated.py)."""
     if delayed is not None and delayed.any():
         return _delayed_timeline(backward_s, grad_bytes, allreduce_s, bucket_bytes, kinds, bucket_layers,
-                                 delayed, forward_s)  # fmt: skip
+                                 delayed, forward_s, tail_s)  # fmt: skip
     n = len(backward_s)
     kinds = np.zeros(n, dtype=int) if kinds is None else kinds
     # completion time of each layer's backward, layers run from the last to the first
@@ -118,7 +122,7 @@ def gradient_timeline(
     for layer in range(n - 1, -1, -1):
         t += float(backward_s[layer])
         done[layer] = t
-    end_backward = t
+    end_backward = t + tail_s
     channel = 0.0
     total = 0.0
     buckets = [b for b in buckets_of(grad_bytes, kinds, bucket_bytes, bucket_layers) if b[1] > 0]
@@ -134,12 +138,12 @@ def gradient_timeline(
 
 
 def _delayed_timeline(backward_s, grad_bytes, allreduce_s, bucket_bytes, kinds, bucket_layers, delayed,
-                      forward_s) -> Timeline:  # fmt: skip
+                      forward_s, tail_s=0.0) -> Timeline:  # fmt: skip
     """gradient_timeline with delayed layers (its docstring)."""
     n = len(backward_s)
     kinds = np.zeros(n, dtype=int) if kinds is None else kinds
     done = np.cumsum(np.asarray(backward_s, dtype=float)[::-1])[::-1]  # layer l done at done[l]
-    end_backward = float(done[0]) if n else 0.0
+    end_backward = (float(done[0]) if n else 0.0) + tail_s
     now_bytes = np.where(delayed, 0.0, grad_bytes)
     later_bytes = np.where(delayed, grad_bytes, 0.0)
     channel = total = 0.0

@@ -44,7 +44,6 @@ search itself runs in milliseconds for ResNet-152 on 1024 GPUs (benchmarks/searc
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
@@ -53,254 +52,28 @@ import numpy as np
 
 from oracle.compute.context import Context
 from oracle.compute.cost import Point
-from oracle.compute.layerwise import KINDS, Assessment, Costs, Dist, distributions
+from oracle.compute.graphsearch import (  # noqa: F401  (re-exported: tests and callers use search.*)
+    ENUMERATE_LIMIT,
+    INF,
+    EliminationStats,
+    brute_force,
+    eliminate,
+    is_line,
+    objective,
+    shortest_path_line,
+    solve,
+)
+from oracle.compute.layerwise import (
+    DEFAULT_KINDS,
+    Assessment,
+    Costs,
+    Dist,
+    ctx_overlaps,
+    distributions,
+)
 
-INF = math.inf
-ENUMERATE_LIMIT = 2_000_000  # largest final graph (n^k assignments) enumerated at once
 MAX_SOLVES = 64  # graph solves per branch and bound before giving up on proving optimality
 MAX_VISITS = 4096  # branch-and-bound nodes likewise
-
-
-# -- graph algorithms on (nodes x distributions) costs ---------------------------------------
-
-
-def objective(
-    choice: Sequence[int], node: np.ndarray, edges: Sequence[tuple[int, int]], mats: np.ndarray
-) -> float:
-    """Σ node[l, c_l] + Σ_e mats[e][c_i, c_j]."""
-    c = np.asarray(choice, dtype=int)
-    total = float(node[np.arange(len(c)), c].sum())
-    for e, (i, j) in enumerate(edges):
-        total += float(mats[e][c[i], c[j]])
-    return total
-
-
-def is_line(n: int, edges: Sequence[tuple[int, int]]) -> bool:
-    """True when the graph is the chain 0 -> 1 -> ... -> n-1."""
-    return len(edges) == n - 1 and all(e == (k, k + 1) for k, e in enumerate(edges))
-
-
-def shortest_path_line(node: np.ndarray, mats: np.ndarray) -> tuple[np.ndarray, float]:
-    """Dryden et al. §V-C on a chain: dist(l, d) = min_d' dist(l-1, d') + E(d', d) +
-    Cost(l, d).  ``mats[l]`` is the edge from layer l to l+1.  O(G·n²)."""
-    G, nd = node.shape
-    back = np.zeros((G, nd), dtype=np.int64)
-    dist = node[0].copy()
-    for l in range(1, G):
-        t = dist[:, None] + mats[l - 1]
-        arg = t.argmin(axis=0)
-        back[l] = arg
-        dist = t[arg, np.arange(nd)] + node[l]
-    choice = np.zeros(G, dtype=np.int64)
-    choice[-1] = int(np.argmin(dist))
-    value = float(dist[choice[-1]])
-    for l in range(G - 1, 0, -1):
-        choice[l - 1] = back[l, choice[l]]
-    return choice, value
-
-
-@dataclass
-class EliminationStats:
-    node_eliminations: int = 0
-    edge_eliminations: int = 0
-    leaf_eliminations: int = 0
-    final_nodes: int = 0
-    final_edges: int = 0
-    exact: bool = True  # False: the final graph was too large to enumerate (coordinate descent)
-
-
-def eliminate(
-    n: int,
-    edges: Sequence[tuple[int, int]],
-    node: np.ndarray,
-    mats: np.ndarray,
-    enumerate_limit: int = ENUMERATE_LIMIT,
-) -> tuple[np.ndarray, float, EliminationStats]:
-    """Jia et al.'s node and edge eliminations (ICML 2018, §5.2) on a DAG with node
-    costs ``node`` (n x nd; inf = not allowed) and edge cost matrices ``mats``
-    (E x nd x nd); returns the optimal choice per node, its cost and what was
-    eliminated.  Each node keeps only its allowed distributions, so an elimination
-    costs n_u·n_v·n_w rather than nd³."""
-    nd = node.shape[1]
-    stats = EliminationStats()
-    cand = []
-    for v in range(n):
-        idx = np.flatnonzero(np.isfinite(node[v]))
-        cand.append(idx if idx.size else np.arange(nd))
-    cost = [node[v][cand[v]] for v in range(n)]
-    ends: dict[int, tuple[int, int]] = {}
-    mat: dict[int, np.ndarray] = {}
-    ins: list[set[int]] = [set() for _ in range(n)]
-    outs: list[set[int]] = [set() for _ in range(n)]
-    pair: dict[tuple[int, int], int] = {}
-    next_id = 0
-
-    def add_edge(u: int, w: int, m: np.ndarray) -> None:
-        nonlocal next_id
-        if (u, w) in pair:  # edge elimination: parallel edges add up (Jia eq. 3)
-            mat[pair[(u, w)]] = mat[pair[(u, w)]] + m
-            stats.edge_eliminations += 1
-            return
-        eid = next_id
-        next_id += 1
-        ends[eid] = (u, w)
-        mat[eid] = m
-        pair[(u, w)] = eid
-        outs[u].add(eid)
-        ins[w].add(eid)
-
-    def drop_edge(eid: int) -> None:
-        u, w = ends.pop(eid)
-        del mat[eid]
-        del pair[(u, w)]
-        outs[u].discard(eid)
-        ins[w].discard(eid)
-
-    for e, (u, w) in enumerate(edges):
-        add_edge(u, w, np.asarray(mats[e], dtype=float)[np.ix_(cand[u], cand[w])])
-    alive = set(range(n))
-    records: list[tuple] = []
-
-    def node_pass(stack: list[int]) -> None:
-        while stack:
-            v = stack.pop()
-            if v not in alive or len(ins[v]) != 1 or len(outs[v]) != 1:
-                continue
-            e1, e2 = next(iter(ins[v])), next(iter(outs[v]))
-            u, w = ends[e1][0], ends[e2][1]
-            # Jia eq. 2: t_x(e', c_u, c_w) = min_cv t_c(v) + t_x(e1, c_u, c_v) + t_x(e2, c_v, c_w)
-            a = mat[e1] + cost[v][None, :]
-            m = (a[:, :, None] + mat[e2][None, :, :]).min(axis=1)
-            # the argmin is only needed for the final (c_u, c_w): found when undoing
-            records.append(("node", v, u, w, a, mat[e2]))
-            drop_edge(e1)
-            drop_edge(e2)
-            alive.discard(v)
-            stats.node_eliminations += 1
-            add_edge(u, w, m)
-            stack.extend((u, w))
-
-    def leaf_pass() -> bool:
-        changed = False
-        for v in sorted(alive):
-            if v not in alive:
-                continue
-            if len(ins[v]) == 1 and not outs[v]:
-                e = next(iter(ins[v]))
-                u = ends[e][0]
-                t = mat[e] + cost[v][None, :]
-                arg = t.argmin(axis=1)
-                cost[u] = cost[u] + t[np.arange(t.shape[0]), arg]
-                records.append(("leaf", v, u, arg))
-            elif len(outs[v]) == 1 and not ins[v]:
-                e = next(iter(outs[v]))
-                w = ends[e][1]
-                t = cost[v][:, None] + mat[e]
-                arg = t.argmin(axis=0)
-                cost[w] = cost[w] + t[arg, np.arange(t.shape[1])]
-                records.append(("source", v, w, arg))
-            else:
-                continue
-            drop_edge(e)
-            alive.discard(v)
-            stats.leaf_eliminations += 1
-            changed = True
-        return changed
-
-    def assignments(nodes) -> float:
-        return float(np.prod([float(len(cand[v])) for v in nodes])) if nodes else 0.0
-
-    node_pass(list(range(n - 1, -1, -1)))
-    while assignments(_connected(alive, ins, outs)) > enumerate_limit:
-        if not leaf_pass():
-            break
-        node_pass(sorted(alive, reverse=True))
-    choice: dict[int, int] = {}  # positions in cand[v]
-    connected = _connected(alive, ins, outs)
-    for v in alive:
-        if v not in connected:
-            choice[v] = int(np.argmin(cost[v]))
-    stats.final_nodes = len(alive)
-    stats.final_edges = len(ends)
-    if connected and assignments(connected) > enumerate_limit:
-        # not reducible far enough (not series-parallel): coordinate descent over the
-        # remaining layers from their cheapest distributions; not proven optimal
-        stats.exact = False
-        for v in connected:
-            choice[v] = int(np.argmin(cost[v]))
-        for _ in range(100):
-            changed = False
-            for v in connected:
-                t = cost[v].copy()
-                for eid in ins[v]:
-                    t = t + mat[eid][choice[ends[eid][0]], :]
-                for eid in outs[v]:
-                    t = t + mat[eid][:, choice[ends[eid][1]]]
-                best = int(np.argmin(t))
-                if t[best] < t[choice[v]]:
-                    choice[v], changed = best, True
-            if not changed:
-                break
-    elif connected:
-        k = len(connected)
-        axis = {v: a for a, v in enumerate(connected)}
-        dims = tuple(len(cand[v]) for v in connected)
-        total = np.zeros(dims)
-        for v in connected:
-            shape = [1] * k
-            shape[axis[v]] = dims[axis[v]]
-            total = total + cost[v].reshape(shape)
-        for eid, (u, w) in ends.items():
-            a, b = axis[u], axis[w]
-            m = mat[eid] if a < b else mat[eid].T
-            shape = [1] * k
-            shape[min(a, b)] = m.shape[0]
-            shape[max(a, b)] = m.shape[1]
-            total = total + m.reshape(shape)
-        best = np.unravel_index(int(np.argmin(total)), total.shape)
-        for v in connected:
-            choice[v] = int(best[axis[v]])
-    # undo the eliminations in reverse order (Jia Algorithm 1, lines 15-23)
-    for rec in reversed(records):
-        if rec[0] == "node":
-            _, v, u, w, a, m2 = rec
-            choice[v] = int(np.argmin(a[choice[u]] + m2[:, choice[w]]))
-        elif rec[0] == "leaf":
-            _, v, u, arg = rec
-            choice[v] = int(arg[choice[u]])
-        else:
-            _, v, w, arg = rec
-            choice[v] = int(arg[choice[w]])
-    out = np.array([cand[v][choice[v]] for v in range(n)], dtype=np.int64)
-    return out, objective(out, node, edges, mats), stats
-
-
-def _connected(alive: set[int], ins, outs) -> list[int]:
-    return [v for v in sorted(alive) if ins[v] or outs[v]]
-
-
-def brute_force(
-    node: np.ndarray, edges: Sequence[tuple[int, int]], mats: np.ndarray
-) -> tuple[np.ndarray, float]:
-    """Every assignment (tests only: n^G of them)."""
-    G, nd = node.shape
-    grids = np.indices((nd,) * G).reshape(G, -1)  # (G, n^G)
-    total = node[np.arange(G)[:, None], grids].sum(axis=0)
-    for e, (i, j) in enumerate(edges):
-        total = total + mats[e][grids[i], grids[j]]
-    k = int(np.argmin(total))
-    return grids[:, k].astype(np.int64), float(total[k])
-
-
-def solve(
-    n: int, edges: Sequence[tuple[int, int]], node: np.ndarray, mats: np.ndarray
-) -> tuple[np.ndarray, float, str, EliminationStats | None]:
-    """The optimal assignment: shortest path on a line graph, eliminations on a DAG."""
-    if is_line(n, edges):
-        choice, value = shortest_path_line(node, mats)
-        return choice, value, "shortest path (line graph)", None
-    choice, value, stats = eliminate(n, edges, node, mats)
-    return choice, value, "node/edge elimination", stats
 
 
 # -- the layer-wise search -------------------------------------------------------------------
@@ -323,161 +96,99 @@ class LayerwiseSearch:
 
 
 def search_layerwise(
-    ctx: Context, p: int, batch: float, kinds: Sequence[str] = KINDS, costs: Costs | None = None
+    ctx: Context, p: int, batch: float, kinds: Sequence[str] = DEFAULT_KINDS, costs: Costs | None = None
 ) -> LayerwiseSearch:
     """The fastest per-layer assignment of ``kinds`` distributions on p GPUs."""
     t0 = time.perf_counter()
     costs = costs or Costs(ctx, p, batch, distributions(p, kinds))
-    mats = costs.edge_matrices()
-    G, nd = costs.G, costs.nd
-    time_node = costs.node_time
-    feasible = costs.feasible.copy()
-    # a layer with no feasible distribution keeps all (the result then has limits)
-    stuck = ~feasible.any(axis=1)
-    feasible[stuck] = True
-    uses = (costs.grad_class >= 0) & (costs.grad_bytes > 0)
-    cls = np.where(uses, costs.grad_class, -1)
-    latency = costs.group_latency
-    counter = {"solves": 0, "method": "", "stats": None, "inexact": False}
-    # a solve costs about G·n³: keep the worst case near 64 solves of ResNet-152 x 31
-    max_solves = max(8, min(MAX_SOLVES, int(MAX_SOLVES * (31 / nd) ** 3 * 515 / max(G, 1))))
-
-    def run(allowed: np.ndarray, lam: float) -> tuple[np.ndarray, float]:
-        node = np.where(allowed, time_node + lam * costs.mem_bytes, INF)
-        choice, value, method, stats = solve(G, costs.edges, node, mats)
-        if stats is not None and not stats.exact:
-            counter["inexact"] = True
-        counter["solves"] += 1
-        counter["method"], counter["stats"] = method, stats
-        return choice, value
-
-    def groups_used(choice: np.ndarray) -> np.ndarray:
-        out = np.zeros(len(latency), dtype=bool)
-        used = cls[np.arange(G), choice]
-        out[used[used >= 0]] = True
-        return out
-
-    def true_cost(choice: np.ndarray, lam: float) -> float:
-        rows = np.arange(G)
-        add = float(time_node[rows, choice].sum() + lam * costs.mem_bytes[rows, choice].sum())
-        add += sum(float(mats[e][choice[i], choice[j]]) for e, (i, j) in enumerate(costs.edges))
-        used = np.unique(cls[rows, choice])
-        return add + float(latency[used[used >= 0]].sum())
-
-    def branch_and_bound(lam: float) -> tuple[np.ndarray, float, bool]:
-        base = np.where(feasible, time_node + lam * costs.mem_bytes, INF)
-        choice0, L0 = run(feasible, lam)
-        best_choice, best = choice0, true_cost(choice0, lam)
-        ng = len(latency)
-        if ng == 0:
-            return best_choice, best, True
-        order = np.argsort(-latency)  # decide the dearest groups first
-        proven = True
-
-        def bound(included: np.ndarray, possible: np.ndarray) -> float:
-            ok = (cls < 0) | possible[np.maximum(cls, 0)]
-            rowmin = np.where(ok, base, INF).min(axis=1)
-            lb = float(rowmin.sum())
-            return max(L0, lb) + float(latency[included].sum())
-
-        # solved regions: DP(S) used only the groups U ⊆ S, so every S' with
-        # U ⊆ S' ⊆ S has the same optimum (DP is monotone in the allowed set)
-        cov_used = [groups_used(choice0)]
-        cov_sup = [np.ones(ng, dtype=bool)]
-        visits = 0
-
-        def is_covered(included: np.ndarray, possible: np.ndarray) -> bool:
-            u, sup = np.array(cov_used), np.array(cov_sup)
-            return bool((~(u & ~included).any(axis=1) & ~(possible & ~sup).any(axis=1)).any())
-
-        class Stop(Exception):
-            pass
-
-        def visit(depth: int, included: np.ndarray, possible: np.ndarray) -> None:
-            nonlocal best, best_choice, proven, visits
-            visits += 1
-            if visits > MAX_VISITS:
-                raise Stop
-            if is_covered(included, possible) or bound(included, possible) >= best * (1 - 1e-12):
-                return
-            if depth == ng:
-                if counter["solves"] >= max_solves:
-                    raise Stop
-                allowed = feasible & ((cls < 0) | included[np.maximum(cls, 0)])
-                choice, _ = run(allowed, lam)
-                cov_used.append(groups_used(choice))
-                cov_sup.append(included.copy())
-                value = true_cost(choice, lam)
-                if value < best:
-                    best, best_choice = value, choice
-                return
-            g = order[depth]
-            inc = included.copy()
-            inc[g] = True
-            visit(depth + 1, inc, possible)  # with group g
-            pos = possible.copy()
-            pos[g] = False
-            visit(depth + 1, included, pos)  # without group g
-
-        try:
-            visit(0, np.zeros(ng, dtype=bool), np.ones(ng, dtype=bool))
-        except Stop:
-            proven = False
-        return best_choice, best, proven
-
-    choice, _, proven = branch_and_bound(0.0)
+    bb = _BranchAndBound(costs)
+    choice, _, proven = bb.solve(0.0)
     notes: list[str] = []
     constrained = False
     limit = ctx.system.gpu_memory_bytes
-
-    def memory(c: np.ndarray) -> float:
-        return costs.memory(c)
-
-    if memory(choice) > limit and memory(_least_memory(costs, feasible)) > limit:
+    if costs.memory(choice) > limit and costs.memory(_least_memory(costs, bb.feasible)) > limit:
         notes.append("no assignment fits in GPU memory (not even the one that needs the least)")
-    elif memory(choice) > limit:
-        # Lagrangian relaxation of the memory limit: minimise time + λ·bytes
-        constrained = True
-        fastest_fit = None
-        scale = float(np.nanmax(time_node[np.isfinite(time_node)]) or 1.0) / max(limit, 1.0)
-        lo, hi = 0.0, scale
-        for _ in range(40):  # find a λ whose optimum fits
-            c, _, _ = branch_and_bound(hi)
-            if memory(c) <= limit:
-                fastest_fit = c
-                break
-            lo, hi = hi, hi * 8
-        if fastest_fit is not None:
-            for _ in range(12):  # bisection: the smallest λ that still fits
-                mid = 0.5 * (lo + hi)
-                c, _, _ = branch_and_bound(mid)
-                if memory(c) <= limit:
-                    hi, fastest_fit = mid, c
-                else:
-                    lo = mid
-            choice = fastest_fit
-            notes.append(
-                "memory-constrained: Lagrangian relaxation of the GPU-memory limit (not proven optimal)"
-            )
-        else:
-            choice = _least_memory(costs, feasible)
-            notes.append(
-                "memory-constrained: the fastest assignments do not fit; showing the one that needs the least"
-            )
-        proven = False
+    elif costs.memory(choice) > limit:
+        constrained, proven = True, False
+        choice = _fit_memory(bb, limit, notes)
     if not proven and not constrained:
         notes.append(
-            f"branch and bound over the gradient groups stopped at its limit ({max_solves} graph solves,"
+            f"branch and bound over the gradient groups stopped at its limit ({bb.max_solves} graph solves,"
             f" {MAX_VISITS} nodes): the best assignment found is not proven optimal"
         )
-    if counter["inexact"]:
+    if bb.inexact:
         proven = False
         notes.append(
             "the layer graph does not reduce to a few layers; the rest was assigned by coordinate"
             " descent (not proven optimal)"
         )
+    notes += _space_notes(ctx, costs, p, bb.stuck)
+    choice = tidy(costs, choice)
+    assessment = costs.assess(choice)
+    if ctx_overlaps(ctx):
+        assessment = _rerank_with_overlap(costs, assessment, bb.feasible, notes)
+        proven = False
+    return LayerwiseSearch(
+        assessment=assessment,
+        costs=costs,
+        method=bb.method,
+        solves=bb.solves,
+        proven=proven,
+        memory_constrained=constrained,
+        stats=bb.stats,
+        seconds=time.perf_counter() - t0,
+        notes=notes,
+    )
+
+
+def _rerank_with_overlap(costs: Costs, best: Assessment, feasible: np.ndarray, notes: list[str]) -> Assessment:
+    """With --overlap buckets the exposed gradient exchange depends on the order of the
+    buckets on one channel (compute/overlap.py), not a sum over layers: the search
+    optimises the cost without overlap, then evaluates with overlap that optimum and
+    every uniform assignment the space holds and keeps the fastest (a heuristic)."""
+    cands = [best]
+    for k in range(costs.nd):
+        if feasible[:, k].all():
+            cands.append(costs.assess(np.full(costs.G, k, dtype=np.int64)))
+    fits = [a for a in cands if a.point.feasible] or cands
+    pick = min(fits, key=lambda a: a.point.total_s)
+    notes.append("with --overlap: the search optimises the cost without overlap, then re-ranks it and every uniform"
+                 " assignment with overlap (not proven optimal)")  # fmt: skip
+    return pick
+
+
+def _fit_memory(bb: _BranchAndBound, limit: float, notes: list[str]) -> np.ndarray:
+    """Lagrangian relaxation of the memory limit: minimise time + λ·bytes, λ by
+    bisection (not proven optimal)."""
+    costs = bb.costs
+    fastest_fit = None
+    time_node = costs.node_time
+    scale = float(np.nanmax(time_node[np.isfinite(time_node)]) or 1.0) / max(limit, 1.0)
+    lo, hi = 0.0, scale
+    for _ in range(40):  # find a λ whose optimum fits
+        c, _, _ = bb.solve(hi)
+        if costs.memory(c) <= limit:
+            fastest_fit = c
+            break
+        lo, hi = hi, hi * 8
+    if fastest_fit is None:
+        notes.append("memory-constrained: the fastest assignments do not fit; showing the one that needs the least")
+        return _least_memory(costs, bb.feasible)
+    for _ in range(12):  # bisection: the smallest λ that still fits
+        mid = 0.5 * (lo + hi)
+        c, _, _ = bb.solve(mid)
+        if costs.memory(c) <= limit:
+            hi, fastest_fit = mid, c
+        else:
+            lo = mid
+    notes.append("memory-constrained: Lagrangian relaxation of the GPU-memory limit (not proven optimal)")
+    return fastest_fit
+
+
+def _space_notes(ctx: Context, costs: Costs, p: int, stuck: np.ndarray) -> list[str]:
     from oracle.compute.layerwise import MAX_GRIDS, factorizations
 
+    notes = []
     every, used = len(factorizations(p)), len(factorizations(p, MAX_GRIDS))
     if every > used and len(costs.dists) > 1:
         notes.append(f"{p} GPUs have {every} p1 x p2 grids; the per-layer search uses {used} of them"
@@ -485,19 +196,113 @@ def search_layerwise(
     if stuck.any():
         l = int(np.flatnonzero(stuck)[0])
         notes.append(f"layer {ctx.names[l]} has no feasible distribution")
-    choice = tidy(costs, choice)
-    assessment = costs.assess(choice)
-    return LayerwiseSearch(
-        assessment=assessment,
-        costs=costs,
-        method=counter["method"],
-        solves=counter["solves"],
-        proven=proven,
-        memory_constrained=constrained,
-        stats=counter["stats"],
-        seconds=time.perf_counter() - t0,
-        notes=notes,
-    )
+    return notes
+
+
+class _Stop(Exception):
+    pass
+
+
+class _BranchAndBound:
+    """Branch and bound over the set of gradient groups allowed (the module docstring):
+    each leaf is a graph solve with the other groups' distributions forbidden."""
+
+    def __init__(self, costs: Costs) -> None:
+        self.costs = costs
+        self.mats = costs.edge_matrices()
+        self.G, nd = costs.G, costs.nd
+        self.time_node = costs.node_time
+        self.feasible = costs.feasible.copy()
+        # a layer with no feasible distribution keeps all (the result then has limits)
+        self.stuck = ~self.feasible.any(axis=1)
+        self.feasible[self.stuck] = True
+        uses = (costs.grad_class >= 0) & (costs.grad_bytes > 0)
+        self.cls = np.where(uses, costs.grad_class, -1)
+        self.latency = costs.group_latency
+        self.solves, self.method, self.stats, self.inexact = 0, "", None, False
+        # a solve costs about G·n³: keep the worst case near 64 solves of ResNet-152 x 31
+        self.max_solves = max(8, min(MAX_SOLVES, int(MAX_SOLVES * (31 / nd) ** 3 * 515 / max(self.G, 1))))
+
+    def run(self, allowed: np.ndarray, lam: float) -> tuple[np.ndarray, float]:
+        node = np.where(allowed, self.time_node + lam * self.costs.mem_bytes, INF)
+        choice, value, method, stats = solve(self.G, self.costs.edges, node, self.mats)
+        if stats is not None and not stats.exact:
+            self.inexact = True
+        self.solves += 1
+        self.method, self.stats = method, stats
+        return choice, value
+
+    def groups_used(self, choice: np.ndarray) -> np.ndarray:
+        out = np.zeros(len(self.latency), dtype=bool)
+        used = self.cls[np.arange(self.G), choice]
+        out[used[used >= 0]] = True
+        return out
+
+    def true_cost(self, choice: np.ndarray, lam: float) -> float:
+        rows = np.arange(self.G)
+        add = float(self.time_node[rows, choice].sum() + lam * self.costs.mem_bytes[rows, choice].sum())
+        add += sum(float(self.mats[e][choice[i], choice[j]]) for e, (i, j) in enumerate(self.costs.edges))
+        used = np.unique(self.cls[rows, choice])
+        return add + float(self.latency[used[used >= 0]].sum())
+
+    def solve(self, lam: float) -> tuple[np.ndarray, float, bool]:
+        """The cheapest assignment under time + λ·bytes, and whether it is proven."""
+        self.lam = lam
+        self.base = np.where(self.feasible, self.time_node + lam * self.costs.mem_bytes, INF)
+        choice0, self.L0 = self.run(self.feasible, lam)
+        self.best_choice, self.best = choice0, self.true_cost(choice0, lam)
+        ng = len(self.latency)
+        if ng == 0:
+            return self.best_choice, self.best, True
+        self.order = np.argsort(-self.latency)  # decide the dearest groups first
+        # solved regions: DP(S) used only the groups U ⊆ S, so every S' with
+        # U ⊆ S' ⊆ S has the same optimum (DP is monotone in the allowed set)
+        self.cov_used = [self.groups_used(choice0)]
+        self.cov_sup = [np.ones(ng, dtype=bool)]
+        self.visits = 0
+        try:
+            self.visit(0, np.zeros(ng, dtype=bool), np.ones(ng, dtype=bool))
+        except _Stop:
+            return self.best_choice, self.best, False
+        return self.best_choice, self.best, True
+
+    def bound(self, included: np.ndarray, possible: np.ndarray) -> float:
+        ok = (self.cls < 0) | possible[np.maximum(self.cls, 0)]
+        rowmin = np.where(ok, self.base, INF).min(axis=1)
+        lb = float(rowmin.sum())
+        return max(self.L0, lb) + float(self.latency[included].sum())
+
+    def is_covered(self, included: np.ndarray, possible: np.ndarray) -> bool:
+        u, sup = np.array(self.cov_used), np.array(self.cov_sup)
+        return bool((~(u & ~included).any(axis=1) & ~(possible & ~sup).any(axis=1)).any())
+
+    def visit(self, depth: int, included: np.ndarray, possible: np.ndarray) -> None:
+        self.visits += 1
+        if self.visits > MAX_VISITS:
+            raise _Stop
+        if self.is_covered(included, possible) or self.bound(included, possible) >= self.best * (1 - 1e-12):
+            return
+        if depth == len(self.latency):
+            self.leaf(included)
+            return
+        g = self.order[depth]
+        inc = included.copy()
+        inc[g] = True
+        self.visit(depth + 1, inc, possible)  # with group g
+        pos = possible.copy()
+        pos[g] = False
+        self.visit(depth + 1, included, pos)  # without group g
+
+    def leaf(self, included: np.ndarray) -> None:
+        if self.solves >= self.max_solves:
+            raise _Stop
+        allowed = self.feasible & ((self.cls < 0) | included[np.maximum(self.cls, 0)])
+        choice, _ = self.run(allowed, self.lam)
+        self.cov_used.append(self.groups_used(choice))
+        self.cov_sup.append(included.copy())
+        value = self.true_cost(choice, self.lam)
+        if value < self.best:
+            self.best, self.best_choice = value, choice
 
 
 def tidy(costs: Costs, choice: np.ndarray) -> np.ndarray:
@@ -624,7 +429,7 @@ def search(
     p: int,
     batch: float,
     *,
-    kinds: Sequence[str] = KINDS,
+    kinds: Sequence[str] = DEFAULT_KINDS,
     strategies="all",
 ) -> SearchResult:
     """Uniform strategies and per-layer assignments on p GPUs with global batch B."""
@@ -640,7 +445,7 @@ def evaluate_given(
     batch: float,
     assignment: Sequence[Dist],
     *,
-    kinds: Sequence[str] = KINDS,
+    kinds: Sequence[str] = DEFAULT_KINDS,
     strategies="all",
     compare: bool = True,
 ) -> SearchResult:

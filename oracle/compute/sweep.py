@@ -115,6 +115,9 @@ def sweep(
     options = options or Options()
     check_options(options)
     names, explicit = parse_strategies(strategies)
+    if options.replicated_gradients and "data" not in names:  # issue 18: Lee et al. replicate within data parallelism
+        raise OracleError("applies to data parallelism, which --strategy leaves out",
+                          path="--replicated-gradients", hint="add data to --strategy, or leave the option out")  # fmt: skip
     if (batch is None) == (batch_per_gpu is None):
         raise OracleError(
             "give exactly one of --batch (global mini-batch, strong scaling) and"

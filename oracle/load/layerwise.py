@@ -94,7 +94,13 @@ def parse_layerwise(doc: dict, file: str) -> LayerwiseConfig:
         kind = f.req("distribution", choice(KINDS), " | ".join(KINDS))
         p1 = f.opt("p1", integer(ge=1))
         p2 = f.opt("p2", integer(ge=1))
-        f.done()  # unknown keys first: 'too' is more likely a typo of 'to' than a gap
+        subset = f.opt("gpus", integer(ge=1))  # issue 18: the layer on the first N GPUs (N divides gpus)
+        p3 = f.opt("p3", integer(ge=2))  # issue 18: spatial+filter, filters over p3
+        f.done()
+        if (p3 is None) != (kind != "spatial+filter"):
+            raise f.error("p3" if p3 is not None else "distribution",
+                          "p3 (the filter split) goes with distribution: spatial+filter, and it needs one",
+                          hint="e.g. {distribution: spatial+filter, p2: 2, p3: 2}")  # fmt: skip  # unknown keys first: 'too' is more likely a typo of 'to' than a gap
         if single is not None:
             if first is not None or last is not None:
                 raise f.error(
@@ -108,7 +114,7 @@ def parse_layerwise(doc: dict, file: str) -> LayerwiseConfig:
                 f"missing required key '{missing}' (a layer name)",
                 hint="or 'layer:' for one layer",
             )
-        dist = _dist(f, kind, gpus, p1, p2)
+        dist = _subset_dist(f, kind, gpus, p1, p2, subset, p3 or 1)
         ranges.append(LayerRange(first, last, dist, line, i))
     top.done()
     return LayerwiseConfig(
@@ -116,15 +122,36 @@ def parse_layerwise(doc: dict, file: str) -> LayerwiseConfig:
     )
 
 
+def _subset_dist(f: Fields, kind: str, p: int, p1: int | None, p2: int | None, q: int | None, p3: int = 1) -> Dist:
+    """A range's distribution; with ``gpus: q`` on the first q of the p GPUs."""
+    if p3 > 1:  # spatial+filter: p1 x p2 over the p/p3 GPUs of a filter slice
+        whole = q or p
+        if whole % p3:
+            raise f.error("p3", f"p3={p3} does not divide gpus={whole}")
+        d = _dist(f, "spatial", whole // p3, p1, p2)
+        return Dist(kind, d.p1, d.p2, of=p if whole != p else 0, p3=p3)
+    if q is None or q == p:
+        return _dist(f, kind, p, p1, p2)
+    if p % q:
+        raise f.error("gpus", f"got {q}; a layer's GPUs must divide the file's gpus: {p}",
+                      hint="one of " + ", ".join(str(d) for d in range(1, p + 1) if p % d == 0))  # fmt: skip
+    if kind == "replicated":
+        raise f.error("gpus", "replicated uses every GPU", hint="leave out gpus, or use data")
+    d = _dist(f, kind, q, p1, p2) if q > 1 or kind == "data" else None
+    if d is None:
+        raise f.error("gpus", f"{kind} needs at least 2 GPUs", hint="use data on 1 GPU")
+    return Dist(d.kind, d.p1, d.p2, of=p)
+
+
 def _dist(f: Fields, kind: str, p: int, p1: int | None, p2: int | None) -> Dist:
-    if kind == "data":
+    if kind in ("data", "replicated"):
         if (p2 is not None and p2 != 1) or (p1 is not None and p1 != p):
             raise f.error(
                 "p2" if p2 is not None else "p1",
-                f"data uses all {p} GPUs for samples (p1 = {p}, p2 = 1)",
+                f"{kind} uses all {p} GPUs for samples (p1 = {p}, p2 = 1)",
                 hint="for a p1 x p2 grid use spatial, filter or channel",
             )
-        return Dist.data(p)
+        return Dist(kind, p, 1)
     if p1 is None and p2 is None:
         p1, p2 = 1, p
     elif p2 is None:
@@ -244,6 +271,8 @@ def dump_layerwise(
             f"layer: {_scalar(first)}" if a == b else f"from: {_scalar(first)}, to: {_scalar(last)}"
         )
         grid = "" if d.kind == "data" else f", p1: {d.p1}, p2: {d.p2}"
+        grid += f", p3: {d.p3}" if d.p3 > 1 else ""
+        grid += f", gpus: {d.gpus}" if d.of else ""
         count = b - a + 1
         lines.append(
             f"  - {{{where}, distribution: {d.kind}{grid}}}  # {count} layer{'s' if count > 1 else ''}"

@@ -13,6 +13,13 @@ from oracle.compute.search import SearchResult
 from oracle.load.layerwise import ranges_of
 from oracle.units import fmt_bytes, fmt_seconds
 
+
+def escape(text: str) -> str:
+    from rich.markup import escape as _escape
+
+    return _escape(text)
+
+
 # -- records -------------------------------------------------------------------------------
 
 
@@ -55,6 +62,7 @@ def layer_ranges(result: SearchResult) -> list[dict]:
                 "memory_bytes": _num(a.memory_bytes[sl].sum()),
                 "limits": limits[:3],
             }
+            | ({"gpus": d.gpus} if d.of else {})  # issue 18: a range on the first q GPUs
         )
     return out
 
@@ -203,15 +211,21 @@ def render_text(results: Sequence[SearchResult], meta: dict, top: int = 5, width
 
 
 def _print_one(console, r: SearchResult, meta: dict, top: int) -> None:
-    from rich import box
-    from rich.markup import escape
-    from rich.table import Table
+    _print_header(console, r, meta)
+    _print_winner(console, r)
+    _print_comparison(console, r)
+    _print_memory(console, r.layerwise.assessment.point, r.layerwise.costs.ctx.system.gpu_memory_bytes)
+    console.print(_ranges_table(r, console.width))
+    grads = {k: v for k, v in r.layerwise.assessment.gradient_s.items() if v > 0}
+    if grads:
+        console.print("Gradient all-reduces (one fused call per group of GPUs and iteration):")
+        for k, v in sorted(grads.items(), key=lambda kv: -kv[1]):
+            console.print(escape(f"  {k}: {fmt_seconds(v)} per epoch"))
+    console.print(_uniform_table(r, top, console.width))
+    _print_search(console, r)
 
-    lw = r.layerwise
-    a = lw.assessment
-    pt = a.point
-    bu = r.best_uniform
-    ctx = lw.costs.ctx
+
+def _print_header(console, r: SearchResult, meta: dict) -> None:
     B = r.batch
     console.print(
         escape(f"{meta['model']} on {meta['system']}")
@@ -223,6 +237,11 @@ def _print_one(console, r: SearchResult, meta: dict, top: int) -> None:
             console.print(escape(meta[note]))
     if meta.get("compute_conversion"):
         console.print(escape(f"compute: {meta['compute_conversion']}"))
+
+
+def _print_winner(console, r: SearchResult) -> None:
+    lw = r.layerwise
+    pt = lw.assessment.point
     w = r.winner
     if lw.given:
         console.print(
@@ -252,43 +271,55 @@ def _print_one(console, r: SearchResult, meta: dict, top: int) -> None:
             f"[bold]Winner: uniform {_strategy(w)}[/bold], {fmt_seconds(w.total_s)} per epoch"
             f" ({fmt_seconds(w.iteration_s)} per iteration)"
         )
-    # time saved and why
-    if bu is not None:
-        saved = bu.total_s - pt.total_s
-        who = "Given" if lw.given else "Per-layer"
-        if _same(pt.total_s, bu.total_s):
-            console.print(
-                f"{who} {fmt_seconds(pt.total_s)} = best uniform {_strategy(bu)}: no per-layer assignment is faster"
-            )
-        else:
-            verb = "saves" if saved > 0 else "loses"
-            console.print(
-                f"{who} {fmt_seconds(pt.total_s)} vs best uniform {_strategy(bu)} {fmt_seconds(bu.total_s)}:"
-                f" {verb} {fmt_seconds(abs(saved))} per epoch ({_pct(abs(saved), bu.total_s)})"
-            )
-        redis = float(a.redistribution_s.sum())
-        rows = [
-            ("compute (FW+BW, WU)", pt.compute_s, bu.compute_s),
-            ("gradient all-reduce", pt.breakdown.gradient_exchange_s, bu.breakdown.gradient_exchange_s),
-            ("layer collectives + halo", pt.breakdown.layer_collectives_s - redis + pt.breakdown.halo_s,
-             bu.breakdown.layer_collectives_s + bu.breakdown.halo_s),
-            ("redistribution (shuffles)", redis, 0.0),
-            ("pipeline p2p", 0.0, bu.breakdown.pipeline_p2p_s),
-            ("input stall", pt.breakdown.input_s, bu.breakdown.input_s),
-            ("total", pt.total_s, bu.total_s),
-        ]  # fmt: skip
-        c = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
-        c.add_column("per epoch", no_wrap=True)
-        c.add_column("per-layer" if not lw.given else "given", justify="right", no_wrap=True)
-        c.add_column(escape(_strategy(bu)), justify="right", no_wrap=True)
-        c.add_column("difference", justify="right", no_wrap=True)
-        for name, x, y in rows:
-            if x or y or name == "total":
-                c.add_row(name, fmt_seconds(x), fmt_seconds(y), _diff(x, y))
-        console.print(c)
-    else:
+
+
+def _print_comparison(console, r: SearchResult) -> None:
+    """The time saved against the best uniform strategy, and where."""
+    from rich import box
+    from rich.table import Table
+
+    lw = r.layerwise
+    a = lw.assessment
+    pt = a.point
+    bu = r.best_uniform
+    if bu is None:
         console.print("No uniform strategy is feasible at this GPU count.")
-    limit = ctx.system.gpu_memory_bytes
+        return
+    saved = bu.total_s - pt.total_s
+    who = "Given" if lw.given else "Per-layer"
+    if _same(pt.total_s, bu.total_s):
+        console.print(
+            f"{who} {fmt_seconds(pt.total_s)} = best uniform {_strategy(bu)}: no per-layer assignment is faster"
+        )
+    else:
+        verb = "saves" if saved > 0 else "loses"
+        console.print(
+            f"{who} {fmt_seconds(pt.total_s)} vs best uniform {_strategy(bu)} {fmt_seconds(bu.total_s)}:"
+            f" {verb} {fmt_seconds(abs(saved))} per epoch ({_pct(abs(saved), bu.total_s)})"
+        )
+    redis = float(a.redistribution_s.sum())
+    rows = [
+        ("compute (FW+BW, WU)", pt.compute_s, bu.compute_s),
+        ("gradient all-reduce", pt.breakdown.gradient_exchange_s, bu.breakdown.gradient_exchange_s),
+        ("layer collectives + halo", pt.breakdown.layer_collectives_s - redis + pt.breakdown.halo_s,
+         bu.breakdown.layer_collectives_s + bu.breakdown.halo_s),
+        ("redistribution (shuffles)", redis, 0.0),
+        ("pipeline p2p", 0.0, bu.breakdown.pipeline_p2p_s),
+        ("input stall", pt.breakdown.input_s, bu.breakdown.input_s),
+        ("total", pt.total_s, bu.total_s),
+    ]  # fmt: skip
+    c = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
+    c.add_column("per epoch", no_wrap=True)
+    c.add_column("per-layer" if not lw.given else "given", justify="right", no_wrap=True)
+    c.add_column(escape(_strategy(bu)), justify="right", no_wrap=True)
+    c.add_column("difference", justify="right", no_wrap=True)
+    for name, x, y in rows:
+        if x or y or name == "total":
+            c.add_row(name, fmt_seconds(x), fmt_seconds(y), _diff(x, y))
+    console.print(c)
+
+
+def _print_memory(console, pt: Point, limit: float) -> None:
     head = limit - pt.memory_bytes
     console.print(
         f"Memory per GPU: {fmt_bytes(pt.memory_bytes)} of {fmt_bytes(limit)}"
@@ -301,48 +332,10 @@ def _print_one(console, r: SearchResult, meta: dict, top: int) -> None:
     for lim in pt.limits:
         console.print(escape(f"  limit: {lim.reason}"))
 
-    t = Table(title="Per-layer configuration (runs of consecutive layers)", title_justify="left",
-              box=box.SIMPLE_HEAD, pad_edge=False)  # fmt: skip
-    t.add_column("#", justify="right", no_wrap=True, min_width=2)
-    t.add_column("layers", justify="right", no_wrap=True, min_width=6)
-    t.add_column("from", overflow="fold", ratio=1, min_width=8)
-    t.add_column("to", overflow="fold", ratio=1, min_width=8)
-    for col in ("distribution", "compute", "comm", "redistribution", "memory"):
-        t.add_column(
-            col,
-            justify="left" if col == "distribution" else "right",
-            no_wrap=True,
-            min_width=len(col),
-        )
-    t.add_column("notes", overflow="fold", ratio=1, min_width=8)
-    for i, row in enumerate(layer_ranges(r), 1):
-        t.add_row(
-            str(i), str(row["layers"]), escape(row["from"]), escape(row["to"]), row["distribution"],
-            fmt_seconds(row["compute_s"]), fmt_seconds(row["communication_s"]),
-            fmt_seconds(row["redistribution_s"]), fmt_bytes(row["memory_bytes"]), escape("; ".join(row["limits"])),
-        )  # fmt: skip
-    console.print(t)
-    grads = {k: v for k, v in a.gradient_s.items() if v > 0}
-    if grads:
-        console.print("Gradient all-reduces (one fused call per group of GPUs and iteration):")
-        for k, v in sorted(grads.items(), key=lambda kv: -kv[1]):
-            console.print(escape(f"  {k}: {fmt_seconds(v)} per epoch"))
 
-    u = Table(
-        title=f"Best uniform strategies (top {top})",
-        title_justify="left",
-        box=box.SIMPLE_HEAD,
-        pad_edge=False,
-    )
-    for col in ("#", "strategy", "compute", "comm", "epoch", "mem/GPU"):
-        u.add_column(col, justify="left" if col == "strategy" else "right", no_wrap=True)
-    u.add_column("limits", overflow="fold", ratio=1, min_width=10)
-    for pu in r.uniform[:top]:
-        u.add_row(
-            str(pu.rank) if pu.rank else "–", _strategy(pu), fmt_seconds(pu.compute_s), fmt_seconds(pu.communication_s),
-            fmt_seconds(pu.total_s), fmt_bytes(pu.memory_bytes), escape("; ".join(lim.reason for lim in pu.limits)),
-        )  # fmt: skip
-    console.print(u)
+def _print_search(console, r: SearchResult) -> None:
+    """How the per-layer assignment was found."""
+    lw = r.layerwise
     if lw.given:
         if r.optimum is None:
             return
@@ -364,3 +357,101 @@ def _print_one(console, r: SearchResult, meta: dict, top: int) -> None:
     )
     for note in lw.notes:
         console.print(escape(f"  note: {note}"))
+
+
+# -- the two tables: every column as wide as its widest cell; at a narrow width the lowest
+# priorities are dropped (and named in the caption), so that numbers are never cut (issue 18,
+# as render/predict.py does for oracle predict)
+
+# (header, justify, priority); 9: never dropped
+RANGE_COLUMNS = (("#", "right", 9), ("layers", "right", 2), ("from", "left", 4), ("to", "left", 8),
+                 ("distribution", "left", 9), ("compute", "right", 7), ("comm", "right", 6),
+                 ("redistribution", "right", 3), ("memory", "right", 5))  # fmt: skip
+UNIFORM_COLUMNS = (("#", "right", 2), ("strategy", "left", 9), ("compute", "right", 6), ("comm", "right", 5),
+                   ("epoch", "right", 9), ("mem/GPU", "right", 7))  # fmt: skip
+NOTES_MIN = 8
+
+
+def _fit(columns, rows: list[list[str]], width: int, notes_min: int) -> list[int] | None:
+    """The indices of the columns to keep at ``width`` (None: all fit as they are)."""
+    natural = [max([len(h)] + [len(r[i]) for r in rows]) for i, (h, _, _) in enumerate(columns)]
+    keep = list(range(len(columns)))
+    if sum(natural[i] + 3 for i in keep) + notes_min <= width:
+        return None
+    while sum(natural[i] + 3 for i in keep) + notes_min > width:
+        droppable = [i for i in keep if columns[i][2] < 9]
+        if not droppable:
+            break
+        keep.remove(min(droppable, key=lambda i: columns[i][2]))
+    for i in sorted(set(range(len(columns))) - set(keep), key=lambda i: -columns[i][2]):  # what fits again
+        if sum(natural[j] + 3 for j in keep) + natural[i] + 3 + notes_min <= width:
+            keep = sorted(keep + [i])
+    return keep
+
+
+def _narrow_table(title: str, columns, rows, keep: list[int], notes_head: str, notes: list[str]):
+    from rich import box
+    from rich.table import Table
+    from rich.text import Text
+
+    dropped = [columns[i][0] for i in range(len(columns)) if i not in keep]
+    caption = f"too narrow for: {', '.join(dropped)}; --width or --format json shows them" if dropped else None
+    t = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False, caption=caption,
+              caption_justify="left")  # fmt: skip
+    for i in keep:
+        head, justify, _ = columns[i]
+        width = max([len(head)] + [len(r[i]) for r in rows])
+        t.add_column(head, justify=justify, no_wrap=True, min_width=width)
+    t.add_column(notes_head, ratio=1, min_width=NOTES_MIN)
+    for r, note in zip(rows, notes):
+        t.add_row(*(escape(r[i]) for i in keep), Text(note))
+    return t
+
+
+def _ranges_table(r: SearchResult, width: int):
+    from rich import box
+    from rich.table import Table
+
+    ranges = layer_ranges(r)
+    rows = [[str(i), str(row["layers"]), row["from"], row["to"], row["distribution"],
+             fmt_seconds(row["compute_s"]), fmt_seconds(row["communication_s"]),
+             fmt_seconds(row["redistribution_s"]), fmt_bytes(row["memory_bytes"])]
+            for i, row in enumerate(ranges, 1)]  # fmt: skip
+    notes = ["; ".join(row["limits"]) for row in ranges]
+    title = "Per-layer configuration (runs of consecutive layers)"
+    keep = _fit(RANGE_COLUMNS, rows, width, NOTES_MIN)
+    if keep is not None:
+        return _narrow_table(title, RANGE_COLUMNS, rows, keep, "notes", notes)
+    t = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
+    t.add_column("#", justify="right", no_wrap=True, min_width=2)
+    t.add_column("layers", justify="right", no_wrap=True, min_width=6)
+    t.add_column("from", overflow="fold", ratio=1, min_width=8)
+    t.add_column("to", overflow="fold", ratio=1, min_width=8)
+    for col in ("distribution", "compute", "comm", "redistribution", "memory"):
+        t.add_column(col, justify="left" if col == "distribution" else "right", no_wrap=True, min_width=len(col))
+    t.add_column("notes", overflow="fold", ratio=1, min_width=8)
+    for row, note in zip(rows, notes):
+        t.add_row(*(escape(c) for c in row), escape(note))
+    return t
+
+
+def _uniform_table(r: SearchResult, top: int, width: int):
+    from rich import box
+    from rich.table import Table
+
+    shown = r.uniform[:top]
+    rows = [[str(pu.rank) if pu.rank else "–", _strategy(pu), fmt_seconds(pu.compute_s),
+             fmt_seconds(pu.communication_s), fmt_seconds(pu.total_s), fmt_bytes(pu.memory_bytes)]
+            for pu in shown]  # fmt: skip
+    notes = ["; ".join(lim.reason for lim in pu.limits) for pu in shown]
+    title = f"Best uniform strategies (top {top})"
+    keep = _fit(UNIFORM_COLUMNS, rows, width, 10)
+    if keep is not None:
+        return _narrow_table(title, UNIFORM_COLUMNS, rows, keep, "limits", notes)
+    u = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
+    for col, justify, _ in UNIFORM_COLUMNS:
+        u.add_column(col, justify=justify, no_wrap=True)
+    u.add_column("limits", overflow="fold", ratio=1, min_width=10)
+    for row, note in zip(rows, notes):
+        u.add_row(*row, escape(note))
+    return u

@@ -155,6 +155,7 @@ def overlapped_gradients(
     grad_bytes,
     costs,
     kinds=None,
+    tail_s: float = 0.0,
 ) -> tuple[float, float]:
     """(exposed, total) gradient-exchange seconds per iteration with --overlap buckets
     (compute/overlap.py: bucketed all-reduces on one channel during the backward)."""
@@ -167,7 +168,7 @@ def overlapped_gradients(
         with np.errstate(divide="ignore", invalid="ignore"):
             forward = np.where(ctx.bw > 0, np.asarray(backward_s) * ctx.fw / ctx.bw, 0.0)
     tl = gradient_timeline(backward_s, grad_bytes, costs, o.bucket_bytes or None, kinds, o.bucket_layers, delayed,
-                           forward)  # fmt: skip
+                           forward, tail_s)  # fmt: skip
     return tl.exposed_s, tl.total_s
 
 

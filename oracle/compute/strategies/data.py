@@ -2,9 +2,17 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from oracle.compute.context import Context
 from oracle.compute.cost import Breakdown, Point
-from oracle.compute.network import allreduce_algorithm, group_contiguous, level_for
+from oracle.compute.network import (
+    allgather_algorithm,
+    allreduce_algorithm,
+    group_contiguous,
+    level_for,
+)
+from oracle.compute.replicated import replicated_layers
 from oracle.compute.strategies.base import (
     Config,
     MemoryParts,
@@ -37,10 +45,22 @@ class Data(Strategy):
             return allreduce_algorithm(ctx.system, group, m, ctx.algorithm, contention=ctx.options.contention,
                                        purpose="gradient_allreduce")  # fmt: skip
 
-        ar, algo = cost(ctx.delta * ctx.sum_w)
+        rep = replicated_layers(ctx, p, B)  # Lee et al. §III-C-2 (compute/replicated.py)
+        grads = ctx.delta * ctx.w if rep is None else np.where(rep.mask, rep.gather_each, ctx.delta * ctx.w)
+        kinds = None if rep is None else rep.mask.astype(int)  # 0: all-reduce, 1: all-gather
+
+        def gather(m):
+            return float(allgather_algorithm(ctx.system, group, m, purpose="allgather")[0])
+
+        ar, algo = cost(ctx.delta * ctx.sum_w if rep is None else float(grads[~rep.mask].sum()))
+        if rep is not None:  # no all-reduce when every layer with weights is replicated
+            ar = (ar if grads[~rep.mask].sum() > 0 else 0.0) + sum(gather(m) for m in rep.gather_each[rep.mask])
+            bd_fb += I * rep.extra_s
         hidden = 0.0
         if ctx.options.overlap == "buckets":  # bucketed all-reduces during the backward
-            exposed, total = overlapped_gradients(ctx, B / p * ctx.times_at(B / p)[1], ctx.delta * ctx.w, [lambda m: cost(m)[0]])
+            exposed, total = overlapped_gradients(ctx, B / p * ctx.times_at(B / p)[1], grads,
+                                                  [lambda m: cost(m)[0], gather], kinds,
+                                                  tail_s=0.0 if rep is None else rep.extra_s)  # fmt: skip
             ar, hidden = exposed, total - exposed
         ge = I * ar
         # memory / (γδ) = Σ (2B/p)(x+y) + 2w                             ParaDL eq. 7

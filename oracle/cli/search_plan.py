@@ -1,0 +1,123 @@
+"""What ``oracle search`` runs, from its parsed options: the inputs loaded, the GPU
+counts, the per-layer space and the searches (the command itself only parses and
+renders; oracle/cli/search.py)."""
+
+from __future__ import annotations
+
+from oracle.cli.common import _chunk_layers, _names, memory_reuse
+
+
+def run_search_command(model, system, profile, gpus, max_gpus, batch_per_gpu, batch, kinds, strategies, precision,
+                       memory_model, gamma, phi, samples, evaluate_file, collective=None, overlap="none",
+                       bucket_mb=25.0, bucket_layers=None, delayed_update=None):  # fmt: skip
+    """(results, meta, model, layer-wise config or None) for the options of oracle search."""
+    from oracle.cli.common import conversion_caption, describe, load_inputs
+    from oracle.compute.context import Options
+    from oracle.compute.conversion import build_context
+    from oracle.compute.search import evaluate_given
+    from oracle.compute.search import search as run_search
+    from oracle.compute.sweep import check_options, parse_strategies
+    from oracle.errors import OracleError
+
+    if batch is not None and batch_per_gpu is not None:
+        raise OracleError(
+            "give either --batch (strong scaling) or --batch-per-gpu (weak scaling), not both"
+        )
+    kind_list = parse_kinds(kinds)
+    parse_strategies(strategies)  # validate early
+    m, s, pr, _ = load_inputs(model, system, profile)
+    options = Options(precision=precision, memory_reuse=memory_reuse(gamma, memory_model), contention=phi,
+                      samples=samples, memory_model=memory_model, collective=collective, overlap=overlap,
+                      bucket_bytes=bucket_mb * 2**20, bucket_layers=_chunk_layers(bucket_layers),
+                      delayed_update=_names(delayed_update))  # fmt: skip
+    check_options(options)
+    ctx = build_context(m, s, pr, options)  # issue 13: compute converted to the run
+    config, assignment, counts, batch = gpu_counts(m, gpus, max_gpus, batch, batch_per_gpu, evaluate_file)
+    if batch is None and batch_per_gpu is None:
+        batch_per_gpu = float(pr.measured_samples_per_gpu or 32)
+    scaling = (
+        f"strong scaling, B = {batch:g}"
+        if batch is not None
+        else f"weak scaling, {batch_per_gpu:g} samples/GPU"
+    )
+    meta = describe(m, s, pr, scaling, options)
+    meta["compute_conversion"] = conversion_caption(ctx.conversion, batch, batch_per_gpu)  # issue 13
+    results = []
+    for p in counts:
+        B = float(batch) if batch is not None else float(batch_per_gpu) * p
+        if config is not None:
+            results.append(evaluate_given(ctx, p, B, assignment, kinds=kind_list, strategies=strategies))
+        else:
+            results.append(run_search(ctx, p, B, kinds=kind_list, strategies=strategies))
+    return results, meta, m, config
+
+
+def parse_kinds(kinds) -> list[str]:
+    """--distributions: known kinds, in order, without repeats."""
+    from oracle.compute.layerwise import KINDS
+    from oracle.errors import OracleError, did_you_mean
+
+    known = KINDS + ("subsets",)
+    kind_list = []
+    for raw in str(kinds).split(","):
+        k = raw.strip().lower()
+        if not k:
+            continue
+        if k not in known:
+            raise OracleError(
+                f"unknown distribution '{raw.strip()}'", path="--distributions",
+                hint=did_you_mean(k, known) or "one or more of " + ", ".join(known),
+            )  # fmt: skip
+        if k not in kind_list:
+            kind_list.append(k)
+    if not kind_list:
+        raise OracleError("no distribution given", path="--distributions", hint="e.g. data,spatial")
+    if kind_list == ["subsets"]:
+        raise OracleError("subsets needs the kinds to place on them", path="--distributions",
+                          hint="e.g. data,filter,subsets")  # fmt: skip
+    return kind_list
+
+
+def gpu_counts(m, gpus, max_gpus, batch, batch_per_gpu, evaluate_file):
+    """(config, assignment, GPU counts, batch): from a layer-wise file, or --gpus/--max-gpus."""
+    from oracle.cli.search import MAX_SEARCH_GPUS
+    from oracle.errors import OracleError
+
+    config, assignment = None, None
+    if evaluate_file:
+        from oracle.load.layerwise import bind_layerwise, load_layerwise
+
+        config = load_layerwise(evaluate_file)
+        assignment = bind_layerwise(config, m)
+        if gpus is not None and gpus != config.gpus:
+            raise OracleError(
+                f"--gpus {gpus} differs from the file's gpus: {config.gpus}", file=config.file, path="gpus",
+                hint="leave out --gpus with --evaluate",
+            )  # fmt: skip
+        if max_gpus is not None:
+            raise OracleError(
+                "--max-gpus does not apply to --evaluate (the file fixes the GPU count)"
+            )
+        if config.gpus > MAX_SEARCH_GPUS:
+            raise OracleError(
+                f"got {config.gpus}; at most {MAX_SEARCH_GPUS:,} GPUs",
+                file=config.file,
+                path="gpus",
+            )
+        counts = [config.gpus]
+        if batch is None and batch_per_gpu is None:
+            batch = config.global_batch()
+    else:
+        if gpus is None and max_gpus is None:
+            raise OracleError(
+                "give --gpus N (the GPUs to use) or --max-gpus N (a budget to search up to)"
+            )
+        lo = gpus or 1
+        if max_gpus is not None and max_gpus < lo:
+            raise OracleError(f"--max-gpus {max_gpus} is below --gpus {lo}", path="--max-gpus")
+        counts = (
+            [lo]
+            if max_gpus is None
+            else sorted({lo, max_gpus} | {1 << k for k in range(40) if lo <= (1 << k) <= max_gpus})
+        )
+    return config, assignment, counts, batch
