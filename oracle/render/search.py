@@ -186,28 +186,47 @@ def _pct(part: float, whole: float) -> str:
 
 
 def render_text(results: Sequence[SearchResult], meta: dict, top: int = 5, width: int = 140) -> str:
+    """One GPU count in detail; with several (--max-gpus) the answer first, a line per
+    count, then the fastest count in detail (issue 17: not every count before the answer;
+    --format json keeps them all)."""
     from rich.console import Console
 
     buf = io.StringIO()
     console = Console(file=buf, width=width, color_system=None, force_terminal=False, soft_wrap=False,
                       emoji=False, highlight=False, legacy_windows=False)  # fmt: skip
-    for k, r in enumerate(results):
-        if k:
-            console.print()
-        _print_one(console, r, meta, top)
+    best = overall_winner(results) if len(results) > 1 else None
     if len(results) > 1:
-        best = overall_winner(results)
-        console.print()
-        if best is None:
-            console.print("No feasible configuration at any GPU count.")
-        else:
-            w = best.winner
-            assert w is not None
-            console.print(
-                f"Fastest over {', '.join(str(r.gpus) for r in results)} GPUs: {best.gpus} GPUs,"
-                f" {_winner_name(best)}, {fmt_seconds(w.total_s)} per epoch"
-            )
-    return buf.getvalue()
+        _print_counts(console, results, best)
+        if best is not None:
+            console.print()
+    if len(results) == 1 or best is not None:
+        _print_one(console, best or results[0], meta, top)
+    return "".join(line.rstrip() + "\n" for line in buf.getvalue().splitlines())  # no trailing spaces
+
+
+def _print_counts(console, results: Sequence[SearchResult], best: SearchResult | None) -> None:
+    """The answer over the GPU counts, then each count's winner."""
+    from rich import box
+    from rich.table import Table
+
+    counts = ", ".join(str(r.gpus) for r in results)
+    if best is None:
+        console.print(f"No feasible configuration at any of {counts} GPUs.")
+        return
+    assert best.winner is not None
+    console.print(f"Fastest over {counts} GPUs: {best.gpus} GPUs, {_winner_name(best)},"
+                  f" {fmt_seconds(best.winner.total_s)} per epoch (in detail below)")  # fmt: skip
+    t = Table(box=box.SIMPLE_HEAD, pad_edge=False)
+    for col, justify in (("GPUs", "right"), ("winner", "left"), ("epoch", "right"), ("iteration", "right"),
+                         ("best uniform", "left"), ("its epoch", "right")):  # fmt: skip
+        t.add_column(col, justify=justify, no_wrap=True)
+    for r in results:
+        w, u = r.winner, r.best_uniform
+        t.add_row(str(r.gpus), _winner_name(r), fmt_seconds(w.total_s) if w else "–",
+                  fmt_seconds(w.iteration_s) if w else "–", _strategy(u) if u else "–",
+                  fmt_seconds(u.total_s) if u else "–")  # fmt: skip
+    console.print(t)
+    console.print("(each count in detail: --gpus N, or --format json)")
 
 
 def _print_one(console, r: SearchResult, meta: dict, top: int) -> None:
