@@ -134,3 +134,57 @@ def test_the_example_report_is_what_the_command_writes(run, tmp_path):
     made = summary(out.read_text(encoding="utf-8"))
     assert "the recommendation stands" in made and "typically" in made
     assert made == summary((ROOT / "docs" / "example-report.html").read_text(encoding="utf-8"))
+
+
+# -- the docs' tables (issue 17 item 4: every figure from a command a test runs) ----------
+
+
+def _table(doc: str, head: str) -> list[str]:
+    text = (ROOT / "docs" / doc).read_text(encoding="utf-8")
+    part = text[text.index(head):]
+    return [line for line in part[: part.index("\n\n")].splitlines() if line.startswith("|")]
+
+
+def test_cost_model_throughput_table_is_the_benchmark_output():
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import dle_accuracy as d
+
+    made = [line for line in d.table(d.evaluate(d.rows()), markdown=True).splitlines() if "·" not in line]
+    assert _table("cost-model.md", "| rows | n | out of the box | calibrated (n) |") == made
+
+
+def test_calibration_protocol_table():
+    from oracle.compute.fit import FitOptions, fit_network
+    from oracle.load.benchlogs import parse_benchlog
+
+    logs = [parse_benchlog(p.read_text(), str(p)) for p in sorted((ROOT / "data" / "nccl-tests" / "abci-v100").glob("*.txt"))]
+    rows = _table("calibration.md", "| ABCI all-reduce, 4-128 GPUs")[2:]
+    for row, opts in zip(rows, (FitOptions(), FitOptions(protocols=3))):
+        f = fit_network(logs, opts, gpus_per_node=4, total_gpus=4352)
+        got = [f.overall_all.median, f.overall_all.max, f.overall_large.median, f.overall_large.max]
+        cells = [c.strip() for c in row.split("|")[2:-1]]
+        assert cells == [f"{100 * g:.0f}%" if 100 * g >= 100 else f"{100 * g:.1f}%" for g in got], row
+
+
+def test_calibration_calibrate_on_table(run):
+    rows = _table("calibration.md", "| ABCI runs above 8 GPUs, clean")[2:]
+    r = run("compare", ROOT / "validation" / "abci-paradl.csv", "--system", "abci-chainermnx", "--calibrate-on",
+            "gpus<=8", "--where", "quality=A", "-f", "json")  # fmt: skip
+    s = json.loads(r.out)["summary"]
+    cells = {row.split("|")[1].strip(): [c.strip().strip("*") for c in row.split("|")[2:-1]] for row in rows}
+    for label, model in (("VGG16, data", "VGG16"), ("AlexNet, data+spatial", "AlexNet")):
+        m = s["by_model"][model]
+        assert cells[label][:2] == [str(m["n"]), f"{100 * m['mean_accuracy']:.1f}%"]
+    assert cells["all"] == [str(s["runs"]), f"{100 * s['mean_accuracy']:.1f}%", f"{100 * s['naive']['mean_accuracy']:.1f}%"]
+
+
+def test_seed_papers_table_is_the_benchmark_output():
+    """Every modelled row of docs/seed-papers.md is what benchmarks/seed_papers.py prints
+    (timings are benchmarks: left out)."""
+    import subprocess
+
+    out = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "seed_papers.py"), "--markdown", "--no-timings"],
+                         capture_output=True, text=True, check=True).stdout  # fmt: skip
+    made = [line for line in out.splitlines() if line.startswith("|") and "search time" not in line]
+    doc = [line for line in _table("seed-papers.md", "| paper | quantity |") if "search time" not in line]
+    assert doc == made[: len(doc)] and len(doc) > 30
