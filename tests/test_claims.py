@@ -188,3 +188,15 @@ def test_seed_papers_table_is_the_benchmark_output():
     made = [line for line in out.splitlines() if line.startswith("|") and "search time" not in line]
     doc = [line for line in _table("seed-papers.md", "| paper | quantity |") if "search time" not in line]
     assert doc == made[: len(doc)] and len(doc) > 30
+
+
+def test_accuracy_doc_ranking_agreement(run):
+    """docs/accuracy.md: over all 32 held-out runs, 18 pairs, ranked as measured in each."""
+    from test_calibration import TRAINING_LINES
+
+    text = (ROOT / "docs" / "accuracy.md").read_text(encoding="utf-8")
+    assert "Over all 32 held-out runs it ranks the two strategies as measured in each of the 18 pairs" in text
+    s = _summary(run, "-s", "abci-2020", "--exclude", f"line={TRAINING_LINES}")
+    assert (s["runs"], s["ranking_pairs"], s["ranking_agreement"]) == (32, 18, 1.0)
+    s = _summary(run, "-s", "abci-2020", "--exclude", f"line={TRAINING_LINES}", "--where", "quality=A")
+    assert s["ranking_pairs"] == 0
