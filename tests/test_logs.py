@@ -1,4 +1,4 @@
-"""Log importers (oracle/load/logs.py) and `oracle import` (oracle/cli/import_.py)."""
+"""Log importers (oracle/load/logs.py) and `oracle import` (oracle/cli/import_.py, oracle/services/import_logs.py)."""
 
 from __future__ import annotations
 

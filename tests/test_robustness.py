@@ -460,7 +460,7 @@ WRITERS = {
     "compare": (["compare", "validation/abci-paradl.csv", "-f", "json", "-o", "{out}"], "oracle.render.compare.to_json",
                 "out.json"),
     "import": (["import", "data/chainer-logs/vgg16-data-abci", "-m", "vgg16", "-s", "abci", "-p", "vgg16_v100",
-                "--strategy", "data", "-o", "{out}"], "oracle.cli.import_._csv", "runs.csv"),
+                "--strategy", "data", "-o", "{out}"], "oracle.services.import_logs._csv", "runs.csv"),
     "snapshot": (["snapshot", "{cases}", "-o", "{out}"], "oracle.cli.snapshot._dump", "base.json"),
     "fit network": (["fit", "network", "--system", "abci", "data/nccl-tests/abci-v100/intra_vnode_4nodes.txt",
                      "data/nccl-tests/abci-v100/inter_vnode_2nodes.txt", "-o", "{out}"], "oracle.render.fit.system_yaml",

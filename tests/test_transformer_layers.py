@@ -17,7 +17,7 @@ from oracle.compute.shapes_tokens import attention_flops
 from oracle.errors import OracleError
 from oracle.load.model import parse_model
 from oracle.load.system import parse_system
-from tests.test_layer_types import SYSTEM
+from test_layer_types import SYSTEM
 
 
 def model(input_shape, layers):
