@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shlex
+from pathlib import Path
 
 import click
 
@@ -30,54 +31,19 @@ def report(measured, where, exclude, output, **sweep) -> None:
       oracle report -m resnet50 -s abci -p resnet50_v100 --gpus 4-1024 -o report.html
       oracle report -m alexnet -s abci -p alexnet_v100 --measured validation/abci-paradl.csv -o report.md
     """
-    from pathlib import Path
-
-    from oracle import __version__, api
-    from oracle.cli.common import project
     from oracle.errors import OracleError
-    from oracle.render import report as rr
-    from oracle.render.output import atomic_write_all, check_target
+    from oracle.render.output import check_target
     from oracle.render.progress import progress
+    from oracle.services.report import write_report
 
     suffix = Path(output).suffix.lower()
     if suffix not in (".html", ".htm", ".md", ".markdown"):
         raise OracleError(f"cannot tell the report format from '{output}'", path="-o",
                           hint="name the file *.html or *.md")
-    markdown = suffix in (".md", ".markdown")
     check_target(output)  # before the work: a folder or a device named by -o fails at once
-    args = dict(sweep, measured=measured, where=where, exclude=exclude)
+    command = _command(dict(sweep, measured=measured, where=where, exclude=exclude), output)
     with progress("projecting", total=3) as bar:
-        points, meta, inputs = project(**sweep)
-        bar.advance("comparing measured runs" if measured else "drawing plots")
-        meas = None
-        if measured:
-            from oracle.cli.compare import _where
-
-            rows, summary = api.compare(
-                measured, where=_where(where), exclude=_where(exclude, "--exclude"), system=sweep["system"],
-                precision=sweep["precision"], memory_reuse=inputs["options"].memory_reuse, contention=sweep["phi"],
-                memory_model=inputs["options"].memory_model,
-            )  # fmt: skip
-            meas = rr.Measured(measured, rows, summary)
-        data = rr.ReportData(
-            points=points, meta=meta, model=inputs["model"], system=inputs["system"], profile=inputs["profile"],
-            options=inputs["options"], gpus=inputs["gpus"], strategies=sweep["strategies"], args=inputs["args"],
-            command=_command(args, output), measured=meas, version=__version__,
-        )
-        bar.set_total(2 + rr.steps(data) + 1)
-        bar.advance("drawing plots")
-        images = rr.figures(data, "png", dpi=110 if markdown else 90, step=lambda what: bar.advance(what))
-        files: dict = {}
-        if markdown:
-            names = rr.image_names(output, images) if images is not None else None
-            folder = Path(output).parent
-            files = {folder / name: images[kind] for kind, name in (names or {}).items()}
-            text = rr.markdown_report(data, names)
-        else:
-            text = rr.html_report(data, images)
-        bar.advance("writing")
-        files[output] = text  # last: the report appears only once its images are in place
-        atomic_write_all(files)
+        write_report(sweep, measured, where, exclude, output, command, bar)
 
 
 def _command(args: dict, output: str) -> str:

@@ -1,0 +1,52 @@
+"""``oracle report``: project, compare with measured runs, draw and write the report
+(oracle/render/report.py renders it), advancing a progress bar between the steps."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+def write_report(sweep: dict, measured: str | None, where, exclude, output: str, command: str, bar) -> None:
+    """Write the report of the sweep ``sweep`` (predict's options) to ``output`` (.html or
+    .md, the plots as PNG files next to a Markdown report), all files at once."""
+    from oracle import __version__
+    from oracle.cli.common import project
+    from oracle.render import report as rr
+    from oracle.render.output import atomic_write_all
+
+    markdown = Path(output).suffix.lower() in (".md", ".markdown")
+    points, meta, inputs = project(**sweep)
+    bar.advance("comparing measured runs" if measured else "drawing plots")
+    meas = _measured(measured, where, exclude, sweep, inputs["options"]) if measured else None
+    data = rr.ReportData(
+        points=points, meta=meta, model=inputs["model"], system=inputs["system"], profile=inputs["profile"],
+        options=inputs["options"], gpus=inputs["gpus"], strategies=sweep["strategies"], args=inputs["args"],
+        command=command, measured=meas, version=__version__,
+    )  # fmt: skip
+    bar.set_total(2 + rr.steps(data) + 1)
+    bar.advance("drawing plots")
+    images = rr.figures(data, "png", dpi=110 if markdown else 90, step=lambda what: bar.advance(what))
+    files: dict = {}
+    if markdown:
+        names = rr.image_names(output, images) if images is not None else None
+        folder = Path(output).parent
+        files = {folder / name: images[kind] for kind, name in (names or {}).items()}
+        text = rr.markdown_report(data, names)
+    else:
+        text = rr.html_report(data, images)
+    bar.advance("writing")
+    files[output] = text  # last: the report appears only once its images are in place
+    atomic_write_all(files)
+
+
+def _measured(measured: str, where, exclude, sweep: dict, options):
+    from oracle import api
+    from oracle.cli.compare import _where
+    from oracle.render import report as rr
+
+    rows, summary = api.compare(
+        measured, where=_where(where), exclude=_where(exclude, "--exclude"), system=sweep["system"],
+        precision=sweep["precision"], memory_reuse=options.memory_reuse, contention=sweep["phi"],
+        memory_model=options.memory_model,
+    )  # fmt: skip
+    return rr.Measured(measured, rows, summary)
