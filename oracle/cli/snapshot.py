@@ -19,79 +19,6 @@ import click
 
 from oracle.cli.common import output_option
 from oracle.cli.types import FiniteRange, PlainIntRange
-from oracle.load.baseline import FORMAT_TAG
-
-
-def _load_cases(path: str) -> list[dict]:
-    from oracle.compute.baseline import CASE_KEYS
-    from oracle.errors import OracleError
-    from oracle.load.baseline import check_case
-    from oracle.load.fields import Fields
-    from oracle.load.yamlfile import load_yaml
-
-    doc = load_yaml(path, "cases file")
-    top = Fields(doc, path, "")
-    cases = []
-    for i, raw, line in top.items("cases"):
-        f = Fields(raw, path, f"cases[{i}]", line)
-        case = {}
-        for key in CASE_KEYS:
-            if f.has(key):
-                case[key] = f.map[key]
-            f.used.add(key)
-        f.done()
-        for key in ("model", "system", "profile"):
-            if key not in case:
-                raise f.error(None, f"missing required key '{key}'")
-        if ("batch" in case) == ("batch_per_gpu" in case):
-            raise f.error(None, "give exactly one of batch and batch_per_gpu")
-        check_case(case, path, f"cases[{i}]")
-        cases.append(case)
-    top.done()
-    if not cases:
-        raise OracleError("has no cases", file=path)
-    return cases
-
-
-def _rebase(case: dict, src_dir, dst_dir) -> dict:
-    """Paths relative to src_dir, rewritten relative to dst_dir (names stay names)."""
-    import os
-    from pathlib import Path
-
-    out = dict(case)
-    for key in ("model", "system", "profile"):
-        v = str(case[key])
-        if "/" in v or v.endswith((".yaml", ".yml")):
-            p = Path(v) if Path(v).is_absolute() else Path(src_dir) / v
-            out[key] = os.path.relpath(p.resolve(), Path(dst_dir).resolve())
-    return out
-
-
-def _run_case(case: dict, base_dir, file: str | None = None, where: str = "") -> list[dict]:
-    """The projections of one case; a bad value is blamed on ``file`` at ``where``."""
-    from oracle import api
-    from oracle.compute.baseline import KEPT
-    from oracle.errors import OracleError
-    from oracle.render.records import point_to_dict
-
-    resolved = _rebase(case, base_dir, ".")
-    kwargs = {k: resolved[k] for k in resolved if k not in ("model", "system", "profile", "strategy")}
-    try:
-        points = api.predict(
-            resolved["model"], resolved["system"], resolved["profile"],
-            strategies=str(resolved.get("strategy", "all")), **kwargs,
-        )  # fmt: skip
-    except OracleError as exc:
-        if exc.file is None and file is not None:  # a value of the case, named as an option
-            key = (exc.path or "").lstrip("-").replace("-", "_")
-            exc.file, exc.path = file, where + (f".{key}" if key else "")
-        raise
-    return [{k: v for k, v in point_to_dict(p).items() if k in KEPT} for p in points]
-
-
-def _case_label(case: dict) -> str:
-    scale = f"B={case['batch']}" if "batch" in case else f"b={case['batch_per_gpu']}/GPU"
-    return f"{case['model']}/{case['system']}/{case['profile']} ({scale}, gpus {case.get('gpus', 'default')})"
 
 
 @click.command()
@@ -99,30 +26,13 @@ def _case_label(case: dict) -> str:
 @output_option
 def snapshot(cases_file: str, output: str | None) -> None:
     """Write the projections of every case in CASES.yaml to a JSON baseline."""
-    import datetime
-    from pathlib import Path
-
-    import oracle
     from oracle.render.output import emit
+    from oracle.services.baseline import snapshot_text
 
-    cases = _load_cases(cases_file)
-    src = Path(cases_file).parent
-    dst = Path(output).parent if output else Path(".")
-    entries = []
-    for i, case in enumerate(cases):
-        points = _run_case(case, src, cases_file, f"cases[{i}]")
-        entries.append({"case": _rebase(case, src, dst), "points": points})
-    doc = {
-        "format": FORMAT_TAG,
-        "oracle_version": oracle.__version__,
-        "created": datetime.date.today().isoformat(),
-        "cases_file": str(cases_file),
-        "cases": entries,
-    }
-    emit(_dump(doc), output)
+    text, n_points, n_cases = snapshot_text(cases_file, output)
+    emit(text, output)
     if output:
-        n = sum(len(e["points"]) for e in entries)
-        click.echo(f"wrote {n} points of {len(entries)} cases to {output}", err=True)
+        click.echo(f"wrote {n_points} points of {n_cases} cases to {output}", err=True)
 
 
 @click.command()
@@ -131,54 +41,20 @@ def snapshot(cases_file: str, output: str | None) -> None:
 @click.option("--max-lines", type=PlainIntRange(min=1), default=50, show_default=True, help="Moved points listed at most.")
 def check(baseline: str, rtol: float, max_lines: int) -> None:
     """Recompute a baseline; exit 1 listing every point that moved by more than --rtol."""
-    from pathlib import Path
-
-    from oracle.compute.baseline import diff_points
     from oracle.errors import CheckFailed
-    from oracle.load.baseline import load_baseline
+    from oracle.services.baseline import check_baseline
 
-    cases = load_baseline(baseline)
-    base_dir = Path(baseline).parent
-    moves = []
-    n_points = 0
-    for i, (case, points) in enumerate(cases):
-        n_points += len(points)
-        new = _run_case(case, base_dir, baseline, f"cases[{i}].case")
-        moves += diff_points(_case_label(case), points, new, rtol)
-    if not moves:
-        click.echo(f"baseline {baseline}: {n_points} points of {len(cases)} cases unchanged (rtol {rtol:g})")
+    n_points, n_cases, by_point = check_baseline(baseline, rtol)
+    if not by_point:
+        click.echo(f"baseline {baseline}: {n_points} points of {n_cases} cases unchanged (rtol {rtol:g})")
         return
-    by_point: dict[tuple[str, str], list] = {}
-    for m in moves:
-        by_point.setdefault((m.case, m.point), []).append(m)
     for i, ((case, point), ms) in enumerate(by_point.items()):
         if i == max_lines:
             click.echo(f"... and {len(by_point) - max_lines} more points")
             break
-        ms.sort(key=lambda m: m.field != "total_s")
         more = f" (and {len(ms) - 2} more fields)" if len(ms) > 2 else ""
         click.echo(f"{case}: {point}: " + "; ".join(m.describe_change() for m in ms[:2]) + more)
-    points = by_point
     raise CheckFailed(
-        f"{len(points)} point(s) moved by more than rtol {rtol:g} against {baseline};"
+        f"{len(by_point)} point(s) moved by more than rtol {rtol:g} against {baseline};"
         " if the change is intended, regenerate it with oracle snapshot"
     )
-
-
-def _dump(doc: dict) -> str:
-    """Readable and diff-friendly: one point per line."""
-    import json
-
-    head = {k: v for k, v in doc.items() if k != "cases"}
-    lines = ["{"]
-    for k, v in head.items():
-        lines.append(f" {json.dumps(k)}: {json.dumps(v)},")
-    lines.append(' "cases": [')
-    for i, entry in enumerate(doc["cases"]):
-        lines.append("  {" + f'"case": {json.dumps(entry["case"])}, "points": [')
-        pts = [json.dumps(p, allow_nan=False, separators=(",", ":")) for p in entry["points"]]
-        lines.append(",\n".join("   " + p for p in pts))
-        lines.append("  ]}" + ("," if i < len(doc["cases"]) - 1 else ""))
-    lines.append(" ]")
-    lines.append("}")
-    return "\n".join(lines) + "\n"
