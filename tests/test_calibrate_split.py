@@ -162,7 +162,7 @@ def test_fit_runs_writes_the_mechanisms_into_the_system(run_cli_fixture, tmp_pat
     out = tmp_path / "cal.yaml"
     r = run_cli_fixture("fit", "runs", csv, "-s", "abci", "--calibrate", "all", "-o", out)
     assert r.code == 0, r.err
-    assert "split_serial_fraction: 0.3 (Amdahl fraction)" in r.out
+    assert "split_serial_fraction: Amdahl fraction 0.3" in r.out and "halo_factor: halo 1.7x modelled" in r.out
     text = out.read_text()
     assert "split_serial_fraction: 0.3" in text and "halo:" in text and "fitted by `oracle fit runs" in text
     r = run_cli_fixture("compare", csv, "-s", out, "-f", "json")

@@ -192,8 +192,7 @@ def _mechanisms(runs: list, so_far: dict, leader, evidence: list, unused: dict):
     for row, resid in zip(fit.rows, fit.residuals):
         for name, coeff in zip(MECHANISMS, row.coefficients):
             if name in fit.values and coeff != 0.0:
-                note = (f"joint fit of {', '.join(fit.values)} over {len(fit.rows)} measured {row.what} times;"
-                        f" this one {resid:+.1%} at the fit")  # fmt: skip
+                note = f"joint fit over {len(fit.rows)} measured times; this {row.what} {resid:+.1%} at the fit"
                 evidence.append(Evidence(row.line, row.label, name, fit.values[name], row.measured, row.constant, note))
                 unused.pop(row.line, None)
     for row in fit.rows:

@@ -169,15 +169,19 @@ def tables_yaml(parsed, in_place: bool) -> str:
 # -- oracle fit runs --------------------------------------------------------------------
 
 
+FACTOR_WHAT = {"layer_collectives_factor": "layer collectives", "halo_factor": "halo",
+               "pipeline_p2p_factor": "pipeline sends"}  # fmt: skip
+
+
 def fmt_param(parameter: str, value: float) -> str:
     if parameter.startswith("beta"):
         return f"{value:.4g} s/B ({1 / value / 1e9:.3g} GB/s)"
     if parameter == "split_overhead_s":
         return f"{value * 1e3:.4g} ms per split layer and iteration"
     if parameter == "split_serial_fraction":
-        return f"{value:.4g} (Amdahl fraction)"
-    if parameter.endswith("_factor"):
-        return f"{value:.4g}x the modelled time"
+        return f"Amdahl fraction {value:.4g}"
+    if parameter in FACTOR_WHAT:
+        return f"{FACTOR_WHAT[parameter]} {value:.4g}x modelled"
     return f"{value:.4g} samples/s"
 
 
