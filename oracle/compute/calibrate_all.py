@@ -209,7 +209,11 @@ def _network_or_input(data: list, evidence: list, unused: dict, loader: float | 
         if run.line in done:
             continue
         if run.gpus < 2:
-            unused[run.line] = f"{_label(run, ctx)}: one GPU, and its time is not input-bound or not marked includes_io"
+            _, t, compute, _ = _iteration(run, ctx)
+            unused[run.line] = (
+                f"{_label(run, ctx)}: one GPU, not input-bound or not marked includes_io: it measures compute,"
+                f" {t / compute:.3g}x the profile's (`--calibrate compute` writes that into a profile)"
+            )
             continue
         cfg, t, compute, comm = _iteration(run, ctx)
         implied.append((run, ctx, cfg, t, compute, comm, _network(run, ctx, _label(run, ctx), t, compute)))
