@@ -69,13 +69,15 @@ def eliminate(
     node: np.ndarray,
     mats: np.ndarray,
     enumerate_limit: int = ENUMERATE_LIMIT,
+    keep: np.ndarray | None = None,
 ) -> tuple[np.ndarray, float, EliminationStats]:
     """Jia et al.'s node and edge eliminations (ICML 2018, §5.2) on a DAG with node
     costs ``node`` (n x nd; inf = not allowed) and edge cost matrices ``mats``
     (E x nd x nd); returns the optimal choice per node, its cost and what was
     eliminated.  Each node keeps only its allowed distributions, so an elimination
-    costs n_u·n_v·n_w rather than nd³."""
-    g = _Graph(n, edges, node, mats)
+    costs n_u·n_v·n_w rather than nd³; ``keep`` (n x nd, compute/dominance.py) narrows
+    them further to the undominated ones, with the same result."""
+    g = _Graph(n, edges, node, mats, keep)
     g.node_pass(list(range(n - 1, -1, -1)))
     while g.assignments(g.connected()) > enumerate_limit:
         if not g.leaf_pass():
@@ -102,13 +104,20 @@ class _Graph:
     """The graph under elimination: per node its allowed distributions (``cand``) and
     their costs, per edge its cost matrix over them, and the eliminations done (to undo)."""
 
-    def __init__(self, n: int, edges: Sequence[tuple[int, int]], node: np.ndarray, mats: np.ndarray) -> None:
+    def __init__(
+        self, n: int, edges: Sequence[tuple[int, int]], node: np.ndarray, mats: np.ndarray, keep=None
+    ) -> None:
         nd = node.shape[1]
         self.stats = EliminationStats()
         self.cand = []
+        finite = np.isfinite(node)
+        keep = finite if keep is None else keep
         for v in range(n):
-            idx = np.flatnonzero(np.isfinite(node[v]))
+            idx = np.flatnonzero(keep[v])
             self.cand.append(idx if idx.size else np.arange(nd))
+        # the final graph's size as without pruning: the same enumerate/fold decisions
+        counts = finite.sum(axis=1)
+        self.size = np.where(counts > 0, counts, nd).astype(float)
         self.cost = [node[v][self.cand[v]] for v in range(n)]
         self.ends: dict[int, tuple[int, int]] = {}
         self.mat: dict[int, np.ndarray] = {}
@@ -116,8 +125,9 @@ class _Graph:
         self.outs: list[set[int]] = [set() for _ in range(n)]
         self.pair: dict[tuple[int, int], int] = {}
         self.next_id = 0
+        mats = np.asarray(mats, dtype=float)
         for e, (u, w) in enumerate(edges):
-            self.add_edge(u, w, np.asarray(mats[e], dtype=float)[np.ix_(self.cand[u], self.cand[w])])
+            self.add_edge(u, w, mats[e].take(self.cand[u], 0).take(self.cand[w], 1))
         self.alive = set(range(n))
         self.records: list[tuple] = []
 
@@ -143,6 +153,7 @@ class _Graph:
 
     def node_pass(self, stack: list[int]) -> None:
         ins, outs, mat = self.ins, self.outs, self.mat
+        buf = np.empty(max((len(c) for c in self.cand), default=0) ** 3)
         while stack:
             v = stack.pop()
             if v not in self.alive or len(ins[v]) != 1 or len(outs[v]) != 1:
@@ -151,7 +162,7 @@ class _Graph:
             u, w = self.ends[e1][0], self.ends[e2][1]
             # Jia eq. 2: t_x(e', c_u, c_w) = min_cv t_c(v) + t_x(e1, c_u, c_v) + t_x(e2, c_v, c_w)
             a = mat[e1] + self.cost[v][None, :]
-            m = (a[:, :, None] + mat[e2][None, :, :]).min(axis=1)
+            m = _min_plus(a, mat[e2], buf)
             # the argmin is only needed for the final (c_u, c_w): found when undoing
             self.records.append(("node", v, u, w, a, mat[e2]))
             self.drop_edge(e1)
@@ -191,7 +202,7 @@ class _Graph:
         return changed
 
     def assignments(self, nodes) -> float:
-        return float(np.prod([float(len(self.cand[v])) for v in nodes])) if nodes else 0.0
+        return float(np.prod([self.size[v] for v in nodes])) if nodes else 0.0
 
     def connected(self) -> list[int]:
         return _connected(self.alive, self.ins, self.outs)
@@ -250,6 +261,15 @@ class _Graph:
                 choice[v] = int(arg[choice[w]])
 
 
+def _min_plus(a: np.ndarray, b: np.ndarray, buf: np.ndarray) -> np.ndarray:
+    """min_v a[u, v] + b[v, w]: the same sums as (a[:, :, None] + b[None]).min(axis=1),
+    laid out (v, u, w) in a reused buffer so that the min runs over whole planes."""
+    nu, nv = a.shape
+    t = buf[: nv * nu * b.shape[1]].reshape(nv, nu, b.shape[1])
+    np.add(a.T[:, :, None], b[:, None, :], out=t)
+    return np.minimum.reduce(t, axis=0)
+
+
 def _connected(alive: set[int], ins, outs) -> list[int]:
     return [v for v in sorted(alive) if ins[v] or outs[v]]
 
@@ -268,11 +288,12 @@ def brute_force(
 
 
 def solve(
-    n: int, edges: Sequence[tuple[int, int]], node: np.ndarray, mats: np.ndarray
+    n: int, edges: Sequence[tuple[int, int]], node: np.ndarray, mats: np.ndarray, keep: np.ndarray | None = None
 ) -> tuple[np.ndarray, float, str, EliminationStats | None]:
-    """The optimal assignment: shortest path on a line graph, eliminations on a DAG."""
+    """The optimal assignment: shortest path on a line graph, eliminations on a DAG
+    (``keep``: the undominated distributions, compute/dominance.py)."""
     if is_line(n, edges):
         choice, value = shortest_path_line(node, mats)
         return choice, value, "shortest path (line graph)", None
-    choice, value, stats = eliminate(n, edges, node, mats)
+    choice, value, stats = eliminate(n, edges, node, mats, keep=keep)
     return choice, value, "node/edge elimination", stats

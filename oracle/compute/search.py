@@ -52,6 +52,7 @@ import numpy as np
 
 from oracle.compute.context import Context
 from oracle.compute.cost import Point
+from oracle.compute.dominance import dominance, prune
 from oracle.compute.graphsearch import (  # noqa: F401  (re-exported: tests and callers use search.*)
     ENUMERATE_LIMIT,
     INF,
@@ -222,10 +223,14 @@ class _BranchAndBound:
         self.solves, self.method, self.stats, self.inexact = 0, "", None, False
         # a solve costs about G·n³: keep the worst case near 64 solves of ResNet-152 x 31
         self.max_solves = max(8, min(MAX_SOLVES, int(MAX_SOLVES * (31 / nd) ** 3 * 515 / max(self.G, 1))))
+        # eliminations only (a line graph's shortest path is cheap): exact pruning
+        line = is_line(self.G, costs.edges)
+        self.pairs = None if line else dominance((self.time_node, costs.mem_bytes), costs.edges, self.mats)
 
     def run(self, allowed: np.ndarray, lam: float) -> tuple[np.ndarray, float]:
         node = np.where(allowed, self.time_node + lam * self.costs.mem_bytes, INF)
-        choice, value, method, stats = solve(self.G, self.costs.edges, node, self.mats)
+        keep = None if self.pairs is None else prune(node, self.pairs)
+        choice, value, method, stats = solve(self.G, self.costs.edges, node, self.mats, keep)
         if stats is not None and not stats.exact:
             self.inexact = True
         self.solves += 1
