@@ -22,38 +22,40 @@ import numpy as np
 
 def dominance(
     node_parts: Sequence[np.ndarray], edges: Sequence[tuple[int, int]], mats: np.ndarray
-) -> list[tuple[np.ndarray, np.ndarray]]:
-    """Per node v the pairs (k', k), k' < k, with k' dominating k (module docstring):
-    node_parts are the (n x nd) node costs that the objective weighs with factors >= 0
-    (time, bytes); ``mats`` the (E x nd x nd) edge cost matrices."""
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Every (v, k', k), k' < k, with k' dominating k at node v (module docstring), as
+    three arrays: node_parts are the (n x nd) node costs that the objective weighs with
+    factors >= 0 (time, bytes); ``mats`` the (E x nd x nd) edge cost matrices."""
     n, nd = node_parts[0].shape
     lo, hi = np.triu_indices(nd, 1)  # lo < hi: lo may dominate hi
     incident: list[list[tuple[int, bool]]] = [[] for _ in range(n)]
     for e, (u, w) in enumerate(edges):
         incident[u].append((e, True))  # v is the producer: compare rows
         incident[w].append((e, False))  # v is the consumer: compare columns
-    out = []
+    ok = np.ones((n, len(lo)), dtype=bool)
+    for part in node_parts:
+        ok &= part[:, lo] <= part[:, hi]
+    found = []
     for v in range(n):
-        ok = np.ones(len(lo), dtype=bool)
-        for part in node_parts:
-            ok &= part[v, lo] <= part[v, hi]
-        kp, k = lo[ok], hi[ok]
+        kp, k = lo[ok[v]], hi[ok[v]]
         for e, rows in incident[v]:
             if not kp.size:
                 break
-            m = mats[e]
-            keep = (m[kp] <= m[k]).all(axis=1) if rows else (m[:, kp] <= m[:, k]).all(axis=0)
+            m = mats[e] if rows else mats[e].T
+            keep = (m[kp] <= m[k]).all(axis=1)
             kp, k = kp[keep], k[keep]
-        out.append((kp, k))
-    return out
+        found.append((np.full(kp.size, v), kp, k))
+    if not found:
+        return np.zeros(0, dtype=np.intp), np.zeros(0, dtype=np.intp), np.zeros(0, dtype=np.intp)
+    return tuple(np.concatenate(col) for col in zip(*found))  # type: ignore[return-value]
 
 
-def prune(node: np.ndarray, pairs: Sequence[tuple[np.ndarray, np.ndarray]]) -> np.ndarray:
+def prune(node: np.ndarray, pairs: tuple[np.ndarray, np.ndarray, np.ndarray]) -> np.ndarray:
     """(n x nd) mask of the distributions to keep: allowed (finite cost) and not dominated
     by another allowed one."""
+    v, kp, k = pairs
     allowed = np.isfinite(node)
     keep = allowed.copy()
-    for v, (kp, k) in enumerate(pairs):
-        if kp.size:
-            keep[v, k[allowed[v, kp]]] = False
+    hit = allowed[v, kp]
+    keep[v[hit], k[hit]] = False
     return keep

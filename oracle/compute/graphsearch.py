@@ -126,16 +126,20 @@ class _Graph:
         self.pair: dict[tuple[int, int], int] = {}
         self.next_id = 0
         mats = np.asarray(mats, dtype=float)
-        for e, (u, w) in enumerate(edges):
-            self.add_edge(u, w, mats[e].take(self.cand[u], 0).take(self.cand[w], 1))
+        # what was done to which edge ids (graphplan.py replays it)
+        self.edge_ops = [self.add_edge(u, w, mats[e].take(self.cand[u], 0).take(self.cand[w], 1))
+                         for e, (u, w) in enumerate(edges)]  # fmt: skip
+        self.node_ops: list[tuple] = []
         self.alive = set(range(n))
         self.records: list[tuple] = []
 
-    def add_edge(self, u: int, w: int, m: np.ndarray) -> None:
+    def add_edge(self, u: int, w: int, m: np.ndarray) -> tuple[int, bool]:
+        """Add the edge u -> w (merged into a parallel one if any): its id, and whether merged."""
         if (u, w) in self.pair:  # edge elimination: parallel edges add up (Jia eq. 3)
-            self.mat[self.pair[(u, w)]] = self.mat[self.pair[(u, w)]] + m
+            eid = self.pair[(u, w)]
+            self.mat[eid] = self.mat[eid] + m
             self.stats.edge_eliminations += 1
-            return
+            return eid, True
         eid = self.next_id
         self.next_id += 1
         self.ends[eid] = (u, w)
@@ -143,6 +147,7 @@ class _Graph:
         self.pair[(u, w)] = eid
         self.outs[u].add(eid)
         self.ins[w].add(eid)
+        return eid, False
 
     def drop_edge(self, eid: int) -> None:
         u, w = self.ends.pop(eid)
@@ -169,7 +174,7 @@ class _Graph:
             self.drop_edge(e2)
             self.alive.discard(v)
             self.stats.node_eliminations += 1
-            self.add_edge(u, w, m)
+            self.node_ops.append((v, u, w, e1, e2, *self.add_edge(u, w, m)))
             stack.extend((u, w))
 
     def leaf_pass(self) -> bool:
@@ -228,37 +233,47 @@ class _Graph:
 
     def enumerate(self, connected: list[int], choice: dict[int, int]) -> None:
         """Every assignment of the final graph (Jia Algorithm 1, line 14)."""
-        k = len(connected)
-        axis = {v: a for a, v in enumerate(connected)}
-        dims = tuple(len(self.cand[v]) for v in connected)
-        total = np.zeros(dims)
-        for v in connected:
-            shape = [1] * k
-            shape[axis[v]] = dims[axis[v]]
-            total = total + self.cost[v].reshape(shape)
-        for eid, (u, w) in self.ends.items():
-            a, b = axis[u], axis[w]
-            m = self.mat[eid] if a < b else self.mat[eid].T
-            shape = [1] * k
-            shape[min(a, b)] = m.shape[0]
-            shape[max(a, b)] = m.shape[1]
-            total = total + m.reshape(shape)
-        best = np.unravel_index(int(np.argmin(total)), total.shape)
-        for v in connected:
-            choice[v] = int(best[axis[v]])
+        enumerate_final(connected, self.cost, self.ends.items(), self.mat, choice)
 
     def undo(self, choice: dict[int, int]) -> None:
-        """Undo the eliminations in reverse order (Jia Algorithm 1, lines 15-23)."""
-        for rec in reversed(self.records):
-            if rec[0] == "node":
-                _, v, u, w, a, m2 = rec
-                choice[v] = int(np.argmin(a[choice[u]] + m2[:, choice[w]]))
-            elif rec[0] == "leaf":
-                _, v, u, arg = rec
-                choice[v] = int(arg[choice[u]])
-            else:
-                _, v, w, arg = rec
-                choice[v] = int(arg[choice[w]])
+        undo(self.records, choice)
+
+
+def enumerate_final(connected: list[int], cost, ends, mat, choice: dict[int, int]) -> None:
+    """Every assignment of the final graph (Jia Algorithm 1, line 14): ``cost[v]`` per
+    node, ``mat[eid]`` per edge (eid, (u, w)) of ``ends``; the best into ``choice``."""
+    k = len(connected)
+    axis = {v: a for a, v in enumerate(connected)}
+    dims = tuple(len(cost[v]) for v in connected)
+    total = np.zeros(dims)
+    for v in connected:
+        shape = [1] * k
+        shape[axis[v]] = dims[axis[v]]
+        total = total + cost[v].reshape(shape)
+    for eid, (u, w) in ends:
+        a, b = axis[u], axis[w]
+        m = mat[eid] if a < b else mat[eid].T
+        shape = [1] * k
+        shape[min(a, b)] = m.shape[0]
+        shape[max(a, b)] = m.shape[1]
+        total = total + m.reshape(shape)
+    best = np.unravel_index(int(np.argmin(total)), total.shape)
+    for v in connected:
+        choice[v] = int(best[axis[v]])
+
+
+def undo(records: list[tuple], choice: dict[int, int]) -> None:
+    """Undo the eliminations in reverse order (Jia Algorithm 1, lines 15-23)."""
+    for rec in reversed(records):
+        if rec[0] == "node":
+            _, v, u, w, a, m2 = rec
+            choice[v] = int(np.argmin(a[choice[u]] + m2[:, choice[w]]))
+        elif rec[0] == "leaf":
+            _, v, u, arg = rec
+            choice[v] = int(arg[choice[u]])
+        else:
+            _, v, w, arg = rec
+            choice[v] = int(arg[choice[w]])
 
 
 def _min_plus(a: np.ndarray, b: np.ndarray, buf: np.ndarray) -> np.ndarray:

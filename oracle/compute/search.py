@@ -53,6 +53,7 @@ import numpy as np
 from oracle.compute.context import Context
 from oracle.compute.cost import Point
 from oracle.compute.dominance import dominance, prune
+from oracle.compute.graphplan import make_plan, solve_planned
 from oracle.compute.graphsearch import (  # noqa: F401  (re-exported: tests and callers use search.*)
     ENUMERATE_LIMIT,
     INF,
@@ -226,11 +227,14 @@ class _BranchAndBound:
         # eliminations only (a line graph's shortest path is cheap): exact pruning
         line = is_line(self.G, costs.edges)
         self.pairs = None if line else dominance((self.time_node, costs.mem_bytes), costs.edges, self.mats)
+        self.plan = None if line else make_plan(self.G, costs.edges)  # the same eliminations every solve
 
     def run(self, allowed: np.ndarray, lam: float) -> tuple[np.ndarray, float]:
         node = np.where(allowed, self.time_node + lam * self.costs.mem_bytes, INF)
-        keep = None if self.pairs is None else prune(node, self.pairs)
-        choice, value, method, stats = solve(self.G, self.costs.edges, node, self.mats, keep)
+        if self.plan is None:
+            choice, value, method, stats = solve(self.G, self.costs.edges, node, self.mats)
+        else:
+            choice, value, method, stats = solve_planned(self.plan, node, self.mats, prune(node, self.pairs))
         if stats is not None and not stats.exact:
             self.inexact = True
         self.solves += 1
