@@ -50,21 +50,17 @@ def _received(ctx: Context, p: int, layouts) -> np.ndarray:
     p2 = np.array([lay[2] * lay[4] for lay in L])  # GPUs per sample block
     full = np.array([lay[3] == p for lay in L])
     recv = np.zeros((nL, nL))
-    for a in range(nL):
-        for c in range(nL):
-            if a == c:
-                continue
-            P = math.lcm(int(p2[a]), int(p2[c])) if full[a] and full[c] else p
-            so = np.clip(
-                np.minimum(s1[a, :P], s1[c, :P]) - np.maximum(s0[a, :P], s0[c, :P]), 0, None
-            )
+    period = np.array([[math.lcm(int(x), int(y)) for y in p2] for x in p2])
+    period = np.where(full[:, None] & full[None, :], period, p)
+    for a in range(nL):  # the consumer layouts c of one period at once
+        for P in np.unique(period[a]).tolist():
+            c = np.flatnonzero(period[a] == P)
+            so = np.clip(np.minimum(s1[a, :P], s1[c, :P]) - np.maximum(s0[a, :P], s0[c, :P]), 0, None)
             to = np.clip(
-                np.minimum(tiles1[a, :P], tiles1[c, :P])
-                - np.maximum(tiles0[a, :P], tiles0[c, :P]),
-                0,
-                None,
+                np.minimum(tiles1[a, :P], tiles1[c, :P]) - np.maximum(tiles0[a, :P], tiles0[c, :P]), 0, None
             ).prod(axis=-1)
-            recv[a, c] = np.clip(need[c, :P] - so * to, 0, None).max()
+            recv[a, c] = np.clip(need[c, :P] - so * to, 0, None).max(axis=1)
+        recv[a, a] = 0.0
     recv[recv < 1e-12] = 0.0
     return recv
 
