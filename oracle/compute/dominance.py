@@ -41,7 +41,10 @@ def dominance(
         for e, rows in incident[v]:
             if not kp.size:
                 break
-            m = mats[e] if rows else mats[e].T
+            m = mats[e] if rows else mats[e].T  # rows: v's distributions
+            # the neighbour at k or k' first (a cheap test that rejects most pairs)
+            keep = (m[kp, k] <= m[k, k]) & (m[kp, kp] <= m[k, kp])
+            kp, k = kp[keep], k[keep]
             keep = (m[kp] <= m[k]).all(axis=1)
             kp, k = kp[keep], k[keep]
         found.append((np.full(kp.size, v), kp, k))

@@ -24,8 +24,10 @@ def objective(
     """Σ node[l, c_l] + Σ_e mats[e][c_i, c_j]."""
     c = np.asarray(choice, dtype=int)
     total = float(node[np.arange(len(c)), c].sum())
-    for e, (i, j) in enumerate(edges):
-        total += float(mats[e][c[i], c[j]])
+    if len(edges):
+        ends = np.asarray(edges)
+        for x in np.asarray(mats)[np.arange(len(ends)), c[ends[:, 0]], c[ends[:, 1]]].tolist():
+            total += x  # one edge at a time, in order: the same sum as a loop over the edges
     return total
 
 

@@ -228,6 +228,8 @@ class _BranchAndBound:
         line = is_line(self.G, costs.edges)
         self.pairs = None if line else dominance((self.time_node, costs.mem_bytes), costs.edges, self.mats)
         self.plan = None if line else make_plan(self.G, costs.edges)  # the same eliminations every solve
+        ends = np.asarray(costs.edges, dtype=np.int64).reshape(-1, 2)
+        self.eids, self.src, self.dst = np.arange(len(ends)), ends[:, 0], ends[:, 1]
 
     def run(self, allowed: np.ndarray, lam: float) -> tuple[np.ndarray, float]:
         node = np.where(allowed, self.time_node + lam * self.costs.mem_bytes, INF)
@@ -250,7 +252,7 @@ class _BranchAndBound:
     def true_cost(self, choice: np.ndarray, lam: float) -> float:
         rows = np.arange(self.G)
         add = float(self.time_node[rows, choice].sum() + lam * self.costs.mem_bytes[rows, choice].sum())
-        add += sum(float(self.mats[e][choice[i], choice[j]]) for e, (i, j) in enumerate(self.costs.edges))
+        add += sum(self.mats[self.eids, choice[self.src], choice[self.dst]].tolist())  # in edge order
         used = np.unique(self.cls[rows, choice])
         return add + float(self.latency[used[used >= 0]].sum())
 
