@@ -43,7 +43,6 @@ class Plan:
     connected: list[int]  # the final graph's nodes
     ends: list[tuple[int, tuple[int, int]]]  # and its edges
     stats: tuple[int, int, int, int]  # node and edge eliminations, final nodes and edges
-    by_source: list[tuple[int, list[int]]]  # per node the edges out of it
     restricted: tuple = (None, [], [])  # the last solve's edge matrices (_restricted)
 
 
@@ -54,11 +53,8 @@ def make_plan(n: int, edges: Sequence[tuple[int, int]]) -> Plan:
     connected = g.connected()
     isolated = [v for v in g.alive if v not in set(connected)]
     s = g.stats
-    out: dict[int, list[int]] = {}
-    for e, (u, _) in enumerate(edges):
-        out.setdefault(u, []).append(e)
     return Plan(list(edges), g.edge_ops, g.node_ops, g.next_id, isolated, connected, list(g.ends.items()),
-                (s.node_eliminations, s.edge_eliminations, len(g.alive), len(g.ends)), list(out.items()))  # fmt: skip
+                (s.node_eliminations, s.edge_eliminations, len(g.alive), len(g.ends)))  # fmt: skip
 
 
 def solve_planned(plan: Plan, node: np.ndarray, mats: np.ndarray, keep: np.ndarray | None = None):
@@ -89,13 +85,8 @@ def _restricted(plan: Plan, mats: np.ndarray, cand: list[np.ndarray]) -> list[np
     same = [False] * len(cand)
     if prev_mats is mats:
         same = [a is b or (len(a) == len(b) and bool((a == b).all())) for a, b in zip(cand, prev_cand)]
-    out = [prev[e] if same[u] and same[w] else None for e, (u, w) in enumerate(plan.edges)]
-    for u, es in plan.by_source:  # rows first, of all the edges out of u at once
-        todo = [e for e in es if out[e] is None]
-        if todo:
-            rows = mats[todo].take(cand[u], 1)
-            for r, e in zip(rows, todo):
-                out[e] = r.take(cand[plan.edges[e][1]], 1)
+    out = [prev[e] if same[u] and same[w] else mats[e].take(cand[u], 0).take(cand[w], 1)
+           for e, (u, w) in enumerate(plan.edges)]  # fmt: skip
     plan.restricted = (mats, cand, out)
     return out
 

@@ -279,11 +279,13 @@ def undo(records: list[tuple], choice: dict[int, int]) -> None:
 
 
 def _min_plus(a: np.ndarray, b: np.ndarray, buf: np.ndarray) -> np.ndarray:
-    """min_v a[u, v] + b[v, w]: the same sums as (a[:, :, None] + b[None]).min(axis=1),
-    laid out (v, u, w) in a reused buffer so that the min runs over whole planes."""
+    """min_v a[u, v] + b[v, w]: the same sums as (a[:, :, None] + b[None]).min(axis=1)
+    (IEEE addition commutes), laid out (v, u, w) in a reused buffer so that the min runs
+    over whole planes; b copied in, a added in place (faster than numpy's add into out)."""
     nu, nv = a.shape
     t = buf[: nv * nu * b.shape[1]].reshape(nv, nu, b.shape[1])
-    np.add(a.T[:, :, None], b[:, None, :], out=t)
+    np.copyto(t, b[:, None, :])
+    t += a.T[:, :, None]
     return np.minimum.reduce(t, axis=0)
 
 
