@@ -289,12 +289,12 @@ class Costs:
         sizes, which = np.unique(np.asarray(self.ctx.y, dtype=float)[src], return_inverse=True)
         table = (self.shuffle_lat[:, None] + sizes[None, :, None, None] * self.shuffle_slope[:, None]).min(axis=0)
         L = table.shape[-1]
-        base = which.reshape(-1, 1, 1) * (L * L)
-        same = la == lb
-        fwd = np.where(same, 0.0, table.take(base + la * L + lb))
-        bwd = np.where(same, 0.0, table.take(base + lb * L + la))
+        table[:, np.arange(L), np.arange(L)] = 0.0  # the same layout: nothing moves
+        at = which.reshape(-1, 1, 1) * (L * L) + la * L + lb
+        fwd = table.take(at)
+        bwd = np.ascontiguousarray(table.transpose(0, 2, 1)).take(at)  # lb -> la
         part = self.partial[dst][:, None, :]
-        bwd = np.where(part & (la != lb), np.maximum(fwd, bwd), bwd)
+        bwd = np.where(part, np.maximum(fwd, bwd), bwd)  # equal layouts: both 0
         return self.I * (fwd + bwd)
 
     # -- evaluation ----------------------------------------------------------------------
