@@ -34,6 +34,11 @@ Algorithms
   max(L0, Σ_l min_{d allowed by S} Cost_d(l)) + Σ_{g in S} latency_g can beat the best
   found, L0 the unconstrained optimum without latencies).  Exact; a cap on the number
   of graph solves makes it a heuristic in pathological cases (reported).
+* Exact shortcuts: distributions dominated entry by entry by an earlier one are dropped
+  before the eliminations (compute/dominance.py: every step is monotone and every
+  argmin takes the first index, so the assignment is the same), and the eliminations,
+  whose order depends only on the graph, are planned once and replayed per solve
+  (compute/graphplan.py).
 * Memory: the GPU-memory limit is a knapsack-like side constraint.  When the fastest
   assignment does not fit, a Lagrangian relaxation (time + λ·bytes, λ by bisection)
   finds the fastest fitting one it can; this is reported as not proven optimal.
