@@ -269,7 +269,7 @@ def undo(records: list[tuple], choice: dict[int, int]) -> None:
     for rec in reversed(records):
         if rec[0] == "node":
             _, v, u, w, a, m2 = rec
-            choice[v] = int(np.argmin(a[choice[u]] + m2[:, choice[w]]))
+            choice[v] = int((a[choice[u]] + m2[:, choice[w]]).argmin())
         elif rec[0] == "leaf":
             _, v, u, arg = rec
             choice[v] = int(arg[choice[u]])
