@@ -24,8 +24,10 @@ def objective(
     """Σ node[l, c_l] + Σ_e mats[e][c_i, c_j]."""
     c = np.asarray(choice, dtype=int)
     total = float(node[np.arange(len(c)), c].sum())
-    for e, (i, j) in enumerate(edges):
-        total += float(mats[e][c[i], c[j]])
+    if len(edges):
+        ends = np.asarray(edges)
+        for x in np.asarray(mats)[np.arange(len(ends)), c[ends[:, 0]], c[ends[:, 1]]].tolist():
+            total += x  # one edge at a time, in order: the same sum as a loop over the edges
     return total
 
 
@@ -69,13 +71,15 @@ def eliminate(
     node: np.ndarray,
     mats: np.ndarray,
     enumerate_limit: int = ENUMERATE_LIMIT,
+    keep: np.ndarray | None = None,
 ) -> tuple[np.ndarray, float, EliminationStats]:
     """Jia et al.'s node and edge eliminations (ICML 2018, §5.2) on a DAG with node
     costs ``node`` (n x nd; inf = not allowed) and edge cost matrices ``mats``
     (E x nd x nd); returns the optimal choice per node, its cost and what was
     eliminated.  Each node keeps only its allowed distributions, so an elimination
-    costs n_u·n_v·n_w rather than nd³."""
-    g = _Graph(n, edges, node, mats)
+    costs n_u·n_v·n_w rather than nd³; ``keep`` (n x nd, compute/dominance.py) narrows
+    them further to the undominated ones, with the same result."""
+    g = _Graph(n, edges, node, mats, keep)
     g.node_pass(list(range(n - 1, -1, -1)))
     while g.assignments(g.connected()) > enumerate_limit:
         if not g.leaf_pass():
@@ -102,13 +106,20 @@ class _Graph:
     """The graph under elimination: per node its allowed distributions (``cand``) and
     their costs, per edge its cost matrix over them, and the eliminations done (to undo)."""
 
-    def __init__(self, n: int, edges: Sequence[tuple[int, int]], node: np.ndarray, mats: np.ndarray) -> None:
+    def __init__(
+        self, n: int, edges: Sequence[tuple[int, int]], node: np.ndarray, mats: np.ndarray, keep=None
+    ) -> None:
         nd = node.shape[1]
         self.stats = EliminationStats()
         self.cand = []
+        finite = np.isfinite(node)
+        keep = finite if keep is None else keep
         for v in range(n):
-            idx = np.flatnonzero(np.isfinite(node[v]))
+            idx = np.flatnonzero(keep[v])
             self.cand.append(idx if idx.size else np.arange(nd))
+        # the final graph's size as without pruning: the same enumerate/fold decisions
+        counts = finite.sum(axis=1)
+        self.size = np.where(counts > 0, counts, nd).astype(float)
         self.cost = [node[v][self.cand[v]] for v in range(n)]
         self.ends: dict[int, tuple[int, int]] = {}
         self.mat: dict[int, np.ndarray] = {}
@@ -116,16 +127,21 @@ class _Graph:
         self.outs: list[set[int]] = [set() for _ in range(n)]
         self.pair: dict[tuple[int, int], int] = {}
         self.next_id = 0
-        for e, (u, w) in enumerate(edges):
-            self.add_edge(u, w, np.asarray(mats[e], dtype=float)[np.ix_(self.cand[u], self.cand[w])])
+        mats = np.asarray(mats, dtype=float)
+        # what was done to which edge ids (graphplan.py replays it)
+        self.edge_ops = [self.add_edge(u, w, mats[e].take(self.cand[u], 0).take(self.cand[w], 1))
+                         for e, (u, w) in enumerate(edges)]  # fmt: skip
+        self.node_ops: list[tuple] = []
         self.alive = set(range(n))
         self.records: list[tuple] = []
 
-    def add_edge(self, u: int, w: int, m: np.ndarray) -> None:
+    def add_edge(self, u: int, w: int, m: np.ndarray) -> tuple[int, bool]:
+        """Add the edge u -> w (merged into a parallel one if any): its id, and whether merged."""
         if (u, w) in self.pair:  # edge elimination: parallel edges add up (Jia eq. 3)
-            self.mat[self.pair[(u, w)]] = self.mat[self.pair[(u, w)]] + m
+            eid = self.pair[(u, w)]
+            self.mat[eid] = self.mat[eid] + m
             self.stats.edge_eliminations += 1
-            return
+            return eid, True
         eid = self.next_id
         self.next_id += 1
         self.ends[eid] = (u, w)
@@ -133,6 +149,7 @@ class _Graph:
         self.pair[(u, w)] = eid
         self.outs[u].add(eid)
         self.ins[w].add(eid)
+        return eid, False
 
     def drop_edge(self, eid: int) -> None:
         u, w = self.ends.pop(eid)
@@ -143,6 +160,7 @@ class _Graph:
 
     def node_pass(self, stack: list[int]) -> None:
         ins, outs, mat = self.ins, self.outs, self.mat
+        buf = np.empty(max((len(c) for c in self.cand), default=0) ** 3)
         while stack:
             v = stack.pop()
             if v not in self.alive or len(ins[v]) != 1 or len(outs[v]) != 1:
@@ -151,14 +169,14 @@ class _Graph:
             u, w = self.ends[e1][0], self.ends[e2][1]
             # Jia eq. 2: t_x(e', c_u, c_w) = min_cv t_c(v) + t_x(e1, c_u, c_v) + t_x(e2, c_v, c_w)
             a = mat[e1] + self.cost[v][None, :]
-            m = (a[:, :, None] + mat[e2][None, :, :]).min(axis=1)
+            m = _min_plus(a, mat[e2], buf)
             # the argmin is only needed for the final (c_u, c_w): found when undoing
             self.records.append(("node", v, u, w, a, mat[e2]))
             self.drop_edge(e1)
             self.drop_edge(e2)
             self.alive.discard(v)
             self.stats.node_eliminations += 1
-            self.add_edge(u, w, m)
+            self.node_ops.append((v, u, w, e1, e2, *self.add_edge(u, w, m)))
             stack.extend((u, w))
 
     def leaf_pass(self) -> bool:
@@ -191,7 +209,7 @@ class _Graph:
         return changed
 
     def assignments(self, nodes) -> float:
-        return float(np.prod([float(len(self.cand[v])) for v in nodes])) if nodes else 0.0
+        return float(np.prod([self.size[v] for v in nodes])) if nodes else 0.0
 
     def connected(self) -> list[int]:
         return _connected(self.alive, self.ins, self.outs)
@@ -217,37 +235,58 @@ class _Graph:
 
     def enumerate(self, connected: list[int], choice: dict[int, int]) -> None:
         """Every assignment of the final graph (Jia Algorithm 1, line 14)."""
-        k = len(connected)
-        axis = {v: a for a, v in enumerate(connected)}
-        dims = tuple(len(self.cand[v]) for v in connected)
-        total = np.zeros(dims)
-        for v in connected:
-            shape = [1] * k
-            shape[axis[v]] = dims[axis[v]]
-            total = total + self.cost[v].reshape(shape)
-        for eid, (u, w) in self.ends.items():
-            a, b = axis[u], axis[w]
-            m = self.mat[eid] if a < b else self.mat[eid].T
-            shape = [1] * k
-            shape[min(a, b)] = m.shape[0]
-            shape[max(a, b)] = m.shape[1]
-            total = total + m.reshape(shape)
-        best = np.unravel_index(int(np.argmin(total)), total.shape)
-        for v in connected:
-            choice[v] = int(best[axis[v]])
+        enumerate_final(connected, self.cost, self.ends.items(), self.mat, choice)
 
     def undo(self, choice: dict[int, int]) -> None:
-        """Undo the eliminations in reverse order (Jia Algorithm 1, lines 15-23)."""
-        for rec in reversed(self.records):
-            if rec[0] == "node":
-                _, v, u, w, a, m2 = rec
-                choice[v] = int(np.argmin(a[choice[u]] + m2[:, choice[w]]))
-            elif rec[0] == "leaf":
-                _, v, u, arg = rec
-                choice[v] = int(arg[choice[u]])
-            else:
-                _, v, w, arg = rec
-                choice[v] = int(arg[choice[w]])
+        undo(self.records, choice)
+
+
+def enumerate_final(connected: list[int], cost, ends, mat, choice: dict[int, int]) -> None:
+    """Every assignment of the final graph (Jia Algorithm 1, line 14): ``cost[v]`` per
+    node, ``mat[eid]`` per edge (eid, (u, w)) of ``ends``; the best into ``choice``."""
+    k = len(connected)
+    axis = {v: a for a, v in enumerate(connected)}
+    dims = tuple(len(cost[v]) for v in connected)
+    total = np.zeros(dims)
+    for v in connected:
+        shape = [1] * k
+        shape[axis[v]] = dims[axis[v]]
+        total = total + cost[v].reshape(shape)
+    for eid, (u, w) in ends:
+        a, b = axis[u], axis[w]
+        m = mat[eid] if a < b else mat[eid].T
+        shape = [1] * k
+        shape[min(a, b)] = m.shape[0]
+        shape[max(a, b)] = m.shape[1]
+        total = total + m.reshape(shape)
+    best = np.unravel_index(int(np.argmin(total)), total.shape)
+    for v in connected:
+        choice[v] = int(best[axis[v]])
+
+
+def undo(records: list[tuple], choice: dict[int, int]) -> None:
+    """Undo the eliminations in reverse order (Jia Algorithm 1, lines 15-23)."""
+    for rec in reversed(records):
+        if rec[0] == "node":
+            _, v, u, w, a, m2 = rec
+            choice[v] = int((a[choice[u]] + m2[:, choice[w]]).argmin())
+        elif rec[0] == "leaf":
+            _, v, u, arg = rec
+            choice[v] = int(arg[choice[u]])
+        else:
+            _, v, w, arg = rec
+            choice[v] = int(arg[choice[w]])
+
+
+def _min_plus(a: np.ndarray, b: np.ndarray, buf: np.ndarray) -> np.ndarray:
+    """min_v a[u, v] + b[v, w]: the same sums as (a[:, :, None] + b[None]).min(axis=1)
+    (IEEE addition commutes), laid out (v, u, w) in a reused buffer so that the min runs
+    over whole planes; b copied in, a added in place (faster than numpy's add into out)."""
+    nu, nv = a.shape
+    t = buf[: nv * nu * b.shape[1]].reshape(nv, nu, b.shape[1])
+    np.copyto(t, b[:, None, :])
+    t += a.T[:, :, None]
+    return np.minimum.reduce(t, axis=0)
 
 
 def _connected(alive: set[int], ins, outs) -> list[int]:
@@ -268,11 +307,12 @@ def brute_force(
 
 
 def solve(
-    n: int, edges: Sequence[tuple[int, int]], node: np.ndarray, mats: np.ndarray
+    n: int, edges: Sequence[tuple[int, int]], node: np.ndarray, mats: np.ndarray, keep: np.ndarray | None = None
 ) -> tuple[np.ndarray, float, str, EliminationStats | None]:
-    """The optimal assignment: shortest path on a line graph, eliminations on a DAG."""
+    """The optimal assignment: shortest path on a line graph, eliminations on a DAG
+    (``keep``: the undominated distributions, compute/dominance.py)."""
     if is_line(n, edges):
         choice, value = shortest_path_line(node, mats)
         return choice, value, "shortest path (line graph)", None
-    choice, value, stats = eliminate(n, edges, node, mats)
+    choice, value, stats = eliminate(n, edges, node, mats, keep=keep)
     return choice, value, "node/edge elimination", stats

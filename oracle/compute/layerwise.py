@@ -282,13 +282,19 @@ class Costs:
             return np.zeros((0, self.nd, self.nd))
         src = np.array([e[0] for e in self.edges])
         dst = np.array([e[1] for e in self.edges])
-        y = self.ctx.y[src][:, None, None]
         la = self.layout[src][:, :, None]
         lb = self.layout[dst][:, None, :]
-        fwd = self.shuffle_time(la, lb, y)
-        bwd = self.shuffle_time(lb, la, y)
+        # shuffle_time's sums and minimum, once per distinct tensor size on the (layouts x
+        # layouts) tables, then picked per edge: the same values, fewer of them computed
+        sizes, which = np.unique(np.asarray(self.ctx.y, dtype=float)[src], return_inverse=True)
+        table = (self.shuffle_lat[:, None] + sizes[None, :, None, None] * self.shuffle_slope[:, None]).min(axis=0)
+        L = table.shape[-1]
+        table[:, np.arange(L), np.arange(L)] = 0.0  # the same layout: nothing moves
+        at = which.reshape(-1, 1, 1) * (L * L) + la * L + lb
+        fwd = table.take(at)
+        bwd = np.ascontiguousarray(table.transpose(0, 2, 1)).take(at)  # lb -> la
         part = self.partial[dst][:, None, :]
-        bwd = np.where(part & (la != lb), np.maximum(fwd, bwd), bwd)
+        bwd = np.where(part, np.maximum(fwd, bwd), bwd)  # equal layouts: both 0
         return self.I * (fwd + bwd)
 
     # -- evaluation ----------------------------------------------------------------------

@@ -50,21 +50,17 @@ def _received(ctx: Context, p: int, layouts) -> np.ndarray:
     p2 = np.array([lay[2] * lay[4] for lay in L])  # GPUs per sample block
     full = np.array([lay[3] == p for lay in L])
     recv = np.zeros((nL, nL))
-    for a in range(nL):
-        for c in range(nL):
-            if a == c:
-                continue
-            P = math.lcm(int(p2[a]), int(p2[c])) if full[a] and full[c] else p
-            so = np.clip(
-                np.minimum(s1[a, :P], s1[c, :P]) - np.maximum(s0[a, :P], s0[c, :P]), 0, None
-            )
+    period = np.array([[math.lcm(int(x), int(y)) for y in p2] for x in p2])
+    period = np.where(full[:, None] & full[None, :], period, p)
+    for a in range(nL):  # the consumer layouts c of one period at once
+        for P in np.unique(period[a]).tolist():
+            c = np.flatnonzero(period[a] == P)
+            so = np.clip(np.minimum(s1[a, :P], s1[c, :P]) - np.maximum(s0[a, :P], s0[c, :P]), 0, None)
             to = np.clip(
-                np.minimum(tiles1[a, :P], tiles1[c, :P])
-                - np.maximum(tiles0[a, :P], tiles0[c, :P]),
-                0,
-                None,
+                np.minimum(tiles1[a, :P], tiles1[c, :P]) - np.maximum(tiles0[a, :P], tiles0[c, :P]), 0, None
             ).prod(axis=-1)
-            recv[a, c] = np.clip(need[c, :P] - so * to, 0, None).max()
+            recv[a, c] = np.clip(need[c, :P] - so * to, 0, None).max(axis=1)
+        recv[a, a] = 0.0
     recv[recv < 1e-12] = 0.0
     return recv
 
@@ -84,6 +80,8 @@ def _pieces(ctx: Context, p: int, B: float, layouts, recv: np.ndarray):
     lat = np.full((len(algos) * lines, nL, nL), np.inf)
     slope = np.zeros((len(algos) * lines, nL, nL))
     kind = np.full((nL, nL), "", dtype=object)
+    groups: dict[int, object] = {}
+    gathers: dict[int, list] = {}
     for a in range(nL):
         for c in range(nL):
             if recv[a, c] == 0.0:
@@ -92,14 +90,17 @@ def _pieces(ctx: Context, p: int, B: float, layouts, recv: np.ndarray):
             # the block of GPUs that exchange data: p / gcd(p1a, p1c) when both use the
             # same GPUs; with a subset, the larger of the two sets (issue 18)
             q = qa // math.gcd(p1a, p1c) if qa == qc else max(qa, qc)
-            grp = group_contiguous(q, gpn)
+            if q not in groups:  # a few group sizes
+                groups[q] = group_contiguous(q, gpn)
+            grp = groups[q]
             if L[c][0] == "R" and p1a % p1c == 0 and qa == qc:
                 # the consumer gathers whole pieces of its group: an all-gather, each
                 # GPU contributing its B/p samples' share (docs/cost-model.md AG)
                 # (one affine piece per algorithm and protocol line: their minimum is
                 # the all-gather of compute/network.py)
-                pieces = [pc for name in algos for pc in allgather_pieces(system, grp, name, "tail_gather")]
-                for k, (t0, per_byte) in enumerate(pieces):
+                if q not in gathers:
+                    gathers[q] = [pc for name in algos for pc in allgather_pieces(system, grp, name, "tail_gather")]
+                for k, (t0, per_byte) in enumerate(gathers[q]):
                     lat[k, a, c], slope[k, a, c] = t0, per_byte * delta * B / qa
                 kind[a, c] = f"all-gather in groups of {q}"
             else:

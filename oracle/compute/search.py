@@ -34,6 +34,11 @@ Algorithms
   max(L0, Σ_l min_{d allowed by S} Cost_d(l)) + Σ_{g in S} latency_g can beat the best
   found, L0 the unconstrained optimum without latencies).  Exact; a cap on the number
   of graph solves makes it a heuristic in pathological cases (reported).
+* Exact shortcuts: distributions dominated entry by entry by an earlier one are dropped
+  before the eliminations (compute/dominance.py: every step is monotone and every
+  argmin takes the first index, so the assignment is the same), and the eliminations,
+  whose order depends only on the graph, are planned once and replayed per solve
+  (compute/graphplan.py).
 * Memory: the GPU-memory limit is a knapsack-like side constraint.  When the fastest
   assignment does not fit, a Lagrangian relaxation (time + λ·bytes, λ by bisection)
   finds the fastest fitting one it can; this is reported as not proven optimal.
@@ -52,6 +57,8 @@ import numpy as np
 
 from oracle.compute.context import Context
 from oracle.compute.cost import Point
+from oracle.compute.dominance import dominance, prune
+from oracle.compute.graphplan import make_plan, solve_planned
 from oracle.compute.graphsearch import (  # noqa: F401  (re-exported: tests and callers use search.*)
     ENUMERATE_LIMIT,
     INF,
@@ -222,10 +229,19 @@ class _BranchAndBound:
         self.solves, self.method, self.stats, self.inexact = 0, "", None, False
         # a solve costs about G·n³: keep the worst case near 64 solves of ResNet-152 x 31
         self.max_solves = max(8, min(MAX_SOLVES, int(MAX_SOLVES * (31 / nd) ** 3 * 515 / max(self.G, 1))))
+        # eliminations only (a line graph's shortest path is cheap): exact pruning
+        line = is_line(self.G, costs.edges)
+        self.pairs = None if line else dominance((self.time_node, costs.mem_bytes), costs.edges, self.mats)
+        self.plan = None if line else make_plan(self.G, costs.edges)  # the same eliminations every solve
+        ends = np.asarray(costs.edges, dtype=np.int64).reshape(-1, 2)
+        self.eids, self.src, self.dst = np.arange(len(ends)), ends[:, 0], ends[:, 1]
 
     def run(self, allowed: np.ndarray, lam: float) -> tuple[np.ndarray, float]:
         node = np.where(allowed, self.time_node + lam * self.costs.mem_bytes, INF)
-        choice, value, method, stats = solve(self.G, self.costs.edges, node, self.mats)
+        if self.plan is None:
+            choice, value, method, stats = solve(self.G, self.costs.edges, node, self.mats)
+        else:
+            choice, value, method, stats = solve_planned(self.plan, node, self.mats, prune(node, self.pairs))
         if stats is not None and not stats.exact:
             self.inexact = True
         self.solves += 1
@@ -241,7 +257,7 @@ class _BranchAndBound:
     def true_cost(self, choice: np.ndarray, lam: float) -> float:
         rows = np.arange(self.G)
         add = float(self.time_node[rows, choice].sum() + lam * self.costs.mem_bytes[rows, choice].sum())
-        add += sum(float(self.mats[e][choice[i], choice[j]]) for e, (i, j) in enumerate(self.costs.edges))
+        add += sum(self.mats[self.eids, choice[self.src], choice[self.dst]].tolist())  # in edge order
         used = np.unique(self.cls[rows, choice])
         return add + float(self.latency[used[used >= 0]].sum())
 
