@@ -17,6 +17,12 @@ identified in an order in which each step needs only earlier ones:
 3. **leader rate**: hybrid runs that include I/O (one leader loads per model-part
    group, ParaDL §3.2), projected with the network of step 2, whose time exceeds
    compute and communication.
+4. **model-parallel mechanisms** (compute/calibrate_split.py): the other runs of filter,
+   channel, spatial, pipeline and hybrid strategies, projected with everything before,
+   give the split layers' Amdahl fraction and overhead and the time factors of layer
+   collectives, halo and pipeline sends (a bounded least-squares fit).
+
+β is kept per network level its runs span (a rack and the spine above it apart).
 
 Parameters no run identifies keep the base system's values and are listed as such;
 runs that identify nothing are listed with the reason (compute/calibrate.py).
