@@ -237,3 +237,21 @@ def test_a_larger_amdahl_fraction_never_speeds_up(f1, f2, strategy, gpus):
                                      config_for(r, ctx)).total_s for f in (lo, hi)]  # fmt: skip
     assert t[1] >= t[0] * (1 - 1e-12)
 
+
+
+def test_a_fitted_factor_keeps_the_operations_transport_and_source():
+    """abci-chainermnx routes the halo over MPI (its own α, β, source): the fitted factor
+    is added to that entry, which keeps its transport and its provenance."""
+    from oracle.compute.calibrate_split import into_doc
+    from oracle.load.yamlfile import load_yaml
+    from oracle.render.fit import plain
+    from oracle.resources import resolve
+
+    doc = plain(load_yaml(resolve("systems", "abci-chainermnx"), "system file"))
+    before = dict(doc["operations"]["halo"])
+    into_doc(doc, {"halo_factor": 2.0}, {"halo_factor": [7, 9]}, "runs.csv")
+    after = doc["operations"]["halo"]
+    assert after["factor"] == 2.0
+    assert {k: v for k, v in after.items() if k not in ("factor", "source")} == \
+        {k: v for k, v in before.items() if k != "source"}
+    assert after["source"].startswith(before["source"]) and "lines 7, 9" in after["source"]

@@ -220,7 +220,8 @@ def into_doc(doc: dict, values: dict[str, float], lines: dict[str, list[int]], r
         for op in purposes:
             entry = dict(ops.get(op) or ops.get(primitive(op)) or {})
             entry["factor"] = float(f"{values[key]:.6g}")
-            entry["source"] = f"factor ({key}) fitted by {where(key)}"
+            fitted = f"factor ({key}) fitted by {where(key)}"
+            entry["source"] = f"{entry['source']}; {fitted}" if entry.get("source") else fitted
             ops[op] = entry
     if ops:
         doc["operations"] = ops
