@@ -255,3 +255,22 @@ def test_a_fitted_factor_keeps_the_operations_transport_and_source():
     assert {k: v for k, v in after.items() if k not in ("factor", "source")} == \
         {k: v for k, v in before.items() if k != "source"}
     assert after["source"].startswith(before["source"]) and "lines 7, 9" in after["source"]
+
+
+def test_runs_with_zero_communication_or_absurd_times_fit_without_crashing(run_cli_fixture, tmp_path):
+    """A measured comm_s of 0 (errors are relative to the run's iteration, not to the
+    column) and runs the mechanisms cannot explain: a fit with large residuals shown,
+    each run's lines listed once in the written system."""
+    csv = tmp_path / "runs.csv"
+    csv.write_text(
+        "model,system,profile,strategy,gpus,p1,p2,segments,global_batch,iteration_s,compute_s,comm_s\n"
+        "vgg16,abci,vgg16_v100,spatial,16,,,,64,0.5,,0.0\n"
+        "vgg16,abci,vgg16_v100,channel,2,,,,64,0.0001,,\n"
+        "vgg16,abci,vgg16_v100,data+filter,8,2,4,,64,3.0,1.0,2.0\n"
+    )
+    out = tmp_path / "cal.yaml"
+    r = run_cli_fixture("fit", "runs", csv, "-s", "abci", "--calibrate", "all", "-o", out, "--width", "200")
+    assert r.code == 0, r.err
+    assert "at the fit" in r.out
+    assert "lines 2, 3, 4" in out.read_text() or "lines 2, 4" in out.read_text()
+    assert "2, 2" not in out.read_text()

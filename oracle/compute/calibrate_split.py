@@ -73,6 +73,7 @@ class Row:
     measured: float  # seconds per iteration
     constant: float  # the projection with every parameter at 0
     coefficients: tuple[float, ...]  # ∂ seconds / ∂ parameter, in MECHANISMS order
+    iteration_s: float = 0.0  # the run's measured iteration: errors are relative to it
 
 
 @dataclass(frozen=True)
@@ -129,11 +130,12 @@ def rows_for(run, ctx) -> list[Row] | str:
     measured = run.iteration_s if run.epoch_s is None else run.epoch_s / I
     rows = []
     if run.compute_s is not None:
-        rows.append(Row(run.line, label, "compute", run.compute_s * scale, float(comp[0]), per_unit(comp)))
+        rows.append(Row(run.line, label, "compute", run.compute_s * scale, float(comp[0]), per_unit(comp), measured))
     if run.comm_s is not None:
-        rows.append(Row(run.line, label, "communication", run.comm_s * scale, float(comm[0]), per_unit(comm)))
+        rows.append(Row(run.line, label, "communication", run.comm_s * scale, float(comm[0]), per_unit(comm), measured))
     if run.compute_s is None or run.comm_s is None:
-        rows.append(Row(run.line, label, "iteration", measured, float(comp[0] + comm[0]), per_unit(comp + comm)))
+        rows.append(Row(run.line, label, "iteration", measured, float(comp[0] + comm[0]), per_unit(comp + comm),
+                        measured))  # fmt: skip
     return rows
 
 
@@ -142,7 +144,8 @@ def fit_mechanisms(rows: list[Row]) -> MechanismFit:
     if not rows:
         return MechanismFit({}, {k: "no model-parallel run selected" for k in MECHANISMS}, (), ())
     y = np.array([r.measured - r.constant for r in rows])
-    weight = 1.0 / np.array([r.measured for r in rows])  # relative errors
+    # errors relative to each run's iteration (a measured communication may be 0)
+    weight = 1.0 / np.array([r.iteration_s or r.measured for r in rows])
     A = np.array([r.coefficients for r in rows]) * weight[:, None]
     chosen, why = _identifiable(A)
     x = _bounded_lstsq(A[:, chosen], y * weight, [BOUNDS[MECHANISMS[j]] for j in chosen])
@@ -204,7 +207,7 @@ def _bounded_lstsq(A: np.ndarray, y: np.ndarray, bounds: list[tuple[float, float
 def into_doc(doc: dict, values: dict[str, float], lines: dict[str, list[int]], runs: str) -> None:
     """Write the fitted mechanisms into a system file's YAML document ``doc`` (its
     ``implementation:`` and ``operations:`` sections), each with the runs it comes from."""
-    where = lambda k: f"`oracle fit runs --calibrate all` on {runs} lines {', '.join(map(str, lines[k]))}"  # noqa: E731
+    where = lambda k: f"`oracle fit runs --calibrate all` on {runs} lines {', '.join(map(str, sorted(set(lines[k]))))}"  # noqa: E731
     impl_keys = [k for k in ("split_serial_fraction", "split_overhead_s") if k in values]
     if impl_keys:
         impl = dict(doc.get("implementation") or {})
