@@ -17,8 +17,8 @@ linear in f and o; an operation's factor multiplies every α-β line of its link
 each run gives linear equations y = c + Σ_j a_j θ_j: one per measured column
 (``compute_s``, ``comm_s``) or, without them, one for the iteration time.  The
 coefficients come from the cost model itself (the run projected with θ_j = 1 and
-with θ = 0).  The parameters are then a bounded least-squares fit of the relative
-errors (f in [0, 1], o >= 0, factors >= FACTOR_FLOOR).  A parameter no run's time
+with θ = 0).  The parameters are then a bounded least-squares fit of the errors
+relative to each run's iteration (f in [0, 1], o >= 0, factors >= FACTOR_FLOOR).  A parameter no run's time
 depends on, or whose effect on every run is proportional to another's (one split
 width and totals only), is not identified and keeps the base system's value; the
 report says which and why.
@@ -81,7 +81,7 @@ class MechanismFit:
     values: dict[str, float]  # identified parameters
     not_identified: dict[str, str]  # parameter -> why
     rows: tuple[Row, ...]
-    residuals: tuple[float, ...]  # relative error of each row at the fitted values
+    residuals: tuple[float, ...]  # each row's error at the fitted values, relative to its run's iteration
 
 
 def with_mechanisms(system: System, values: dict[str, float]) -> System:
