@@ -191,20 +191,17 @@ def _other_systems(chosen, base_path, runs: str) -> list[str]:
     error (issue 14: a V100 run says nothing about an A100 system's network)."""
     from oracle.errors import OracleError
     from oracle.load import load_system
-    from oracle.resources import resolve
 
     base = load_system(str(base_path))
+    kind: dict[str, object] = {}  # system name -> "base", "same machine" or its System (another machine)
     other: dict[str, list[int]] = {}
     for r in chosen:
-        try:
-            path = resolve("systems", r.system)
-        except OracleError:
-            other.setdefault(r.system, []).append(r.line)  # not a shipped name: trust the user
+        if r.system not in kind:
+            kind[r.system] = _machine_of(r.system, base, base_path)
+        theirs = kind[r.system]
+        if theirs == "base":
             continue
-        if path.resolve() == Path(base_path).resolve():
-            continue
-        theirs = load_system(str(path))
-        if _other_machine(theirs, base):
+        if theirs != "same machine":
             raise OracleError(
                 f"column 'system': '{r.system}' is another machine ({theirs.gpu_model}, {theirs.gpus_per_node}"
                 f" per node) than the base system {base_path} ({base.gpu_model}, {base.gpus_per_node} per node);"
@@ -219,6 +216,24 @@ def _other_systems(chosen, base_path, runs: str) -> list[str]:
         f" system {base_path}: their numbers calibrate it all the same"
         for name, lines in other.items()
     ]
+
+
+def _machine_of(name: str, base, base_path):
+    """"base" (the base's file), "same machine" (another description of it, or a name
+    that is not a shipped system: the user's word is taken) or the other machine's System
+    (each system of a runs file is read once)."""
+    from oracle.errors import OracleError
+    from oracle.load import load_system
+    from oracle.resources import resolve
+
+    try:
+        path = resolve("systems", name)
+    except OracleError:
+        return "same machine"
+    if path.resolve() == Path(base_path).resolve():
+        return "base"
+    theirs = load_system(str(path))
+    return theirs if _other_machine(theirs, base) else "same machine"
 
 
 def _other_machine(a, b) -> bool:
