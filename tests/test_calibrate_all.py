@@ -66,10 +66,13 @@ def test_recovers_known_parameters_from_runs_made_by_the_model():
     assert {e.line: e.parameter for e in cal.evidence} == {
         2: "loader_rate", 4: "node_rate", 31: "beta_intra", 32: "beta_inter", 14: "leader_rate"
     }
-    # and the calibrated system projects the runs as measured
-    fitted = apply(base, cal)
+    assert_projects_as_measured(apply(base, cal), runs, inputs)
+
+
+def assert_projects_as_measured(system, runs, inputs) -> None:
+    """Every run's epoch time is what ``system`` projects for it."""
     for r in runs:
-        ctx = with_system(inputs.context(r.model, r.system, r.profile), fitted)
+        ctx = with_system(inputs.context(r.model, r.system, r.profile), system)
         assert REGISTRY[r.strategy].evaluate(ctx, config_for(r, ctx)).total_s == pytest.approx(r.epoch_s, rel=1e-6)
 
 

@@ -6,14 +6,20 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
-from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from test_calibrate_all import assert_projects_as_measured
 
 from oracle.api import Inputs
-from oracle.compute.calibrate_all import apply, calibrate_all, calibrated_system, level_betas, with_system
+from oracle.compute.calibrate_all import (
+    apply,
+    calibrate_all,
+    calibrated_system,
+    level_betas,
+    with_system,
+)
 from oracle.compute.calibrate_split import (
     FACTOR_FLOOR,
     MECHANISMS,
@@ -67,11 +73,7 @@ def test_recovers_every_mechanism_from_runs_made_by_the_model():
     # the evidence names the runs each parameter depends on: no halo in a filter run
     assert set(cal.lines_for("halo_factor")) == {43, 44}
     assert set(cal.lines_for("pipeline_p2p_factor")) == {45}
-    # and the calibrated system projects every run as measured
-    fitted = apply(base, cal)
-    for r in runs:
-        ctx = with_system(inputs.context(r.model, r.system, r.profile), fitted)
-        assert REGISTRY[r.strategy].evaluate(ctx, config_for(r, ctx)).total_s == pytest.approx(r.epoch_s, rel=1e-6)
+    assert_projects_as_measured(apply(base, cal), runs, inputs)
 
 
 def test_one_run_of_totals_identifies_one_mechanism_and_says_why_not_the_rest():
