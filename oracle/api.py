@@ -263,14 +263,16 @@ class HeldOut:
         return self._contexts[id(base)]
 
     def with_naive(self, rows):
+        """Each row with its naive projection and whether it extrapolates in batch."""
         from dataclasses import replace
 
-        from oracle.compute.calibrate_all import naive_projection
+        from oracle.compute.calibrate_all import beyond_calibration, naive_projection
 
         out = []
         for row in rows:
             naive = naive_projection(row.run, self.calibration_runs, row.point.iterations_per_epoch)
-            out.append(replace(row, naive_s=naive[0] if naive else None))
+            beyond = beyond_calibration(row.run, self.calibration_runs)
+            out.append(replace(row, naive_s=naive[0] if naive else None, beyond_calibration=beyond))
         return out
 
     def summary(self, rows):
@@ -279,13 +281,31 @@ class HeldOut:
         from oracle.compute import compare as cmp
 
         summary = cmp.summarize(rows)
-        with_naive = [r for r in rows if r.naive_s is not None]
-        naive = model = None
-        if with_naive:
-            naive = cmp.stats([replace(r, predicted_s=r.naive_s, accuracy=cmp.accuracy(r.naive_s, r.measured_s))
-                               for r in with_naive])  # fmt: skip
-            model = cmp.stats(with_naive)
-        return replace(summary, calibration=tuple(self.notes), naive=naive, model_on_naive_runs=model)
+        naive, model = _naive_stats(rows)
+        within = [r for r in rows if r.beyond_calibration is None]
+        beyond = [r for r in rows if r.beyond_calibration is not None]
+        return replace(
+            summary, calibration=tuple(self.notes), naive=naive, model_on_naive_runs=model,
+            within_calibration=cmp.stats(within) if within and beyond else None,
+            naive_within_calibration=_naive_stats(within)[0] if within and beyond else None,
+            beyond_calibration=cmp.stats(beyond) if beyond else None,
+            beyond_lines=tuple(r.run.line for r in beyond),
+        )  # fmt: skip
+
+
+def _naive_stats(rows):
+    """(the naive projection's stats, the model's on the same runs) over the rows that
+    have a naive projection, or (None, None)."""
+    from dataclasses import replace
+
+    from oracle.compute import compare as cmp
+
+    with_naive = [r for r in rows if r.naive_s is not None]
+    if not with_naive:
+        return None, None
+    naive = cmp.stats([replace(r, predicted_s=r.naive_s, accuracy=cmp.accuracy(r.naive_s, r.measured_s))
+                       for r in with_naive])  # fmt: skip
+    return naive, cmp.stats(with_naive)
 
 
 def _calibration_note(cal) -> str:

@@ -13,10 +13,12 @@ import pytest
 from oracle.api import Inputs
 from oracle.compute.calibrate_all import (
     apply,
+    beyond_calibration,
     calibrate_all,
     calibrated_system,
     naive_projection,
     run_filter,
+    samples_per_replica,
     with_system,
 )
 from oracle.compute.compare import config_for
@@ -117,6 +119,43 @@ def test_naive_projection_by_hand():
     seconds, ref = naive_projection(target, [small, bigger], iterations=1250.0)
     assert ref is bigger and seconds == pytest.approx(0.4 * 1250)
     assert naive_projection(replace(target, gpus=4), [small, bigger], 1250.0) is None
+
+
+def test_samples_per_replica_by_hand():
+    assert samples_per_replica(run(1, "vgg16", "data", 8, 256)) == 32  # 256 / 8 replicas
+    assert samples_per_replica(run(1, "alexnet", "data+spatial", 32, 16384, p1=8, p2=4)) == 2048
+    assert samples_per_replica(run(1, "alexnet", "data+spatial", 32, 16384, p2=4)) == 2048  # p1 = 32 / 4
+    assert samples_per_replica(run(1, "vgg16", "filter", 8, 64)) == 64  # one replica
+    assert samples_per_replica(run(1, "vgg16", "serial", 1, 32)) == 32
+
+
+def test_beyond_calibration_by_hand():
+    cal = [run(1, "alexnet", "data+spatial", 8, 1024, p1=2, p2=4), run(2, "alexnet", "data+spatial", 8, 4096, p1=2, p2=4)]
+    inside = run(3, "alexnet", "data+spatial", 64, 16384, p1=16, p2=4)  # 1024 per replica: within 512-2048
+    assert beyond_calibration(inside, cal) is None
+    outside = run(4, "alexnet", "data+spatial", 64, 65536, p1=16, p2=4)
+    assert beyond_calibration(outside, cal) == "4096 samples per replica; calibrated at 512-2048"
+    assert beyond_calibration(outside, cal[:1]) == "4096 samples per replica; calibrated at 512"
+    other = run(5, "alexnet", "data", 64, 32768)  # the same model, another strategy
+    assert beyond_calibration(other, cal) == "no calibration run of alexnet data"
+
+
+def test_abci_runs_beyond_the_calibrated_batch_are_summarised_apart(run):
+    """The four AlexNet data+spatial runs at 2,048 samples per node: no calibration run
+    has that batch (the calibration runs have 512); the other 12 are scored apart, and
+    there the model still beats the naive projection."""
+    r = run("compare", RUNS, "--system", "abci-chainermnx", "--calibrate-on", "gpus<=8", "--where", "quality=A",
+            "-f", "json")  # fmt: skip
+    out = json.loads(r.out)
+    s = out["summary"]
+    assert s["beyond_calibration_lines"] == [19, 21, 25, 27]
+    assert [x["line"] for x in out["rows"] if x["beyond_calibration"]] == [19, 21, 25, 27]
+    assert s["beyond_calibration"]["n"] == 4 and s["beyond_calibration"]["mean_accuracy"] == pytest.approx(0.760, abs=0.001)
+    within, naive = s["within_calibration"], s["naive_within_calibration"]
+    assert within["n"] == naive["n"] == 12
+    assert within["mean_accuracy"] == pytest.approx(0.925, abs=0.001)
+    assert naive["mean_accuracy"] == pytest.approx(0.907, abs=0.001)
+    assert within["mean_accuracy"] > naive["mean_accuracy"]
 
 
 def test_abci_held_back_accuracy_beats_the_naive_projection(run):

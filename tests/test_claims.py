@@ -68,7 +68,9 @@ def test_glance_calibrate_on_small_runs(run):
     what, result = list(_glance().items())[1]
     assert "<= 8" in what
     s = _summary(run, "--system", "abci-chainermnx", "--calibrate-on", "gpus<=8", "--where", "quality=A")
-    assert _percents(result) == [f"{100 * s['mean_accuracy']:.1f}", f"{100 * s['naive']['mean_accuracy']:.1f}"]
+    within, naive_within = s["within_calibration"], s["naive_within_calibration"]
+    assert _percents(result) == [f"{100 * v:.1f}" for v in (s["mean_accuracy"], s["naive"]["mean_accuracy"],
+                                                          within["mean_accuracy"], naive_within["mean_accuracy"])]
 
 
 def test_glance_published_throughput():
@@ -176,6 +178,11 @@ def test_calibration_calibrate_on_table(run):
         m = s["by_model"][model]
         assert cells[label][:2] == [str(m["n"]), f"{100 * m['mean_accuracy']:.1f}%"]
     assert cells["all"] == [str(s["runs"]), f"{100 * s['mean_accuracy']:.1f}%", f"{100 * s['naive']['mean_accuracy']:.1f}%"]
+    within, beyond = s["within_calibration"], s["beyond_calibration"]
+    assert cells["within the calibrated batch"] == [
+        str(within["n"]), f"{100 * within['mean_accuracy']:.1f}%", f"{100 * s['naive_within_calibration']['mean_accuracy']:.1f}%"]
+    assert cells["beyond it: AlexNet, data+spatial, 2,048 per node"][:2] == [
+        str(beyond["n"]), f"{100 * beyond['mean_accuracy']:.1f}%"]
 
 
 def test_seed_papers_table_is_the_benchmark_output():

@@ -328,6 +328,39 @@ def naive_projection(run, calibration_runs, iterations: float) -> tuple[float, o
     return seconds, ref
 
 
+def samples_per_replica(run) -> float:
+    """Samples one data-parallel replica processes per iteration: B / p1, where p1 is
+    the data-parallel width (p for data, the run's p1 for hybrids, 1 otherwise)."""
+    from oracle.compute.strategies import REGISTRY
+
+    strategy = REGISTRY[run.strategy]
+    if run.strategy == "data":
+        width = run.gpus
+    elif strategy.hybrid:
+        width = run.p1 or (run.gpus // run.p2 if run.p2 else 1)
+    else:
+        width = 1
+    return run.global_batch / max(1, width)
+
+
+def beyond_calibration(run, calibration_runs) -> str | None:
+    """Why a held-back run lies outside what its calibration runs covered, or None.
+
+    A calibration measures per-sample rates (loading, compute) at the samples per
+    replica of its runs, and the cost model carries them to other batches linearly; a
+    run whose samples per replica no calibration run of its model and strategy spans
+    is an extrapolation in batch, not only in GPU count, and is reported apart."""
+    same = [c for c in calibration_runs if c.model == run.model and c.strategy == run.strategy]
+    if not same:
+        return f"no calibration run of {run.model} {run.strategy}"
+    have = sorted({samples_per_replica(c) for c in same})
+    want = samples_per_replica(run)
+    if have[0] <= want <= have[-1]:
+        return None
+    span = f"{have[0]:g}" if have[0] == have[-1] else f"{have[0]:g}-{have[-1]:g}"
+    return f"{want:g} samples per replica; calibrated at {span}"
+
+
 def _samples(ref, run, iterations: float) -> float:
     """Samples per epoch D of the reference run (the evaluated run's dataset: the same
     model), from the evaluated run's iterations I = D / B."""

@@ -41,6 +41,7 @@ class CompareRow:
     predicted_comm_s: float | None = None
     anomaly: str | None = None
     naive_s: float | None = None  # --calibrate-on: the nearest smaller calibrated run's time
+    beyond_calibration: str | None = None  # --calibrate-on: why the run extrapolates in batch
 
     @property
     def measured_s(self) -> float:
@@ -80,6 +81,12 @@ class Summary:
     calibration: tuple[tuple[str, str], ...] = ()
     naive: Stats | None = None
     model_on_naive_runs: Stats | None = None
+    # --calibrate-on: the runs whose samples per replica a calibration run of their
+    # model and strategy spans (the model, the naive projection), and the others
+    within_calibration: Stats | None = None
+    naive_within_calibration: Stats | None = None
+    beyond_calibration: Stats | None = None
+    beyond_lines: tuple[int, ...] = ()
 
 
 def accuracy(predicted: float, measured: float) -> float:

@@ -25,6 +25,7 @@ ROW_FIELDS = (
     "measured_s", "predicted_s", "accuracy", "ratio", "predicted_compute_s", "predicted_comm_s",
     "measured_compute_s", "measured_comm_s", "compute_accuracy", "comm_accuracy", "anomaly",
     "naive_s",  # --calibrate-on: the nearest smaller calibrated run's time
+    "beyond_calibration",  # --calibrate-on: why the run extrapolates in batch
     "feasible", "limits", "profile_kind",
     "compute_conversion",  # issue 13
     "source",
@@ -39,7 +40,7 @@ def _row_values(r: CompareRow) -> tuple:
         int(run.global_batch) if float(run.global_batch).is_integer() else run.global_batch,
         pt.segments, run.basis, run.measured_s, _num(r.predicted_s), _num(r.accuracy), _num(r.ratio),
         _num(r.predicted_compute_s), _num(r.predicted_comm_s), run.compute_s, run.comm_s,
-        _num(r.compute_accuracy), _num(r.comm_accuracy), r.anomaly, _num(r.naive_s), pt.feasible,
+        _num(r.compute_accuracy), _num(r.comm_accuracy), r.anomaly, _num(r.naive_s), r.beyond_calibration, pt.feasible,
         [lim.reason for lim in pt.limits], pt.profile_kind, pt.compute_conversion, run.source,
     )  # fmt: skip
 
@@ -76,7 +77,15 @@ def summary_dict(s: Summary) -> dict:
         "calibration": [{"system": k, "calibrated": v} for k, v in s.calibration],
         "naive": stats_dict(s.naive) if s.naive else None,
         "model_on_naive_runs": stats_dict(s.model_on_naive_runs) if s.model_on_naive_runs else None,
+        "within_calibration": _stats_or_none(s.within_calibration),
+        "naive_within_calibration": _stats_or_none(s.naive_within_calibration),
+        "beyond_calibration": _stats_or_none(s.beyond_calibration),
+        "beyond_calibration_lines": list(s.beyond_lines),
     }
+
+
+def _stats_or_none(s: Stats | None) -> dict | None:
+    return stats_dict(s) if s is not None else None
 
 
 def held_out_lines(summary: Summary) -> list[str]:
@@ -90,6 +99,27 @@ def held_out_lines(summary: Summary) -> list[str]:
         )
     elif summary.calibration:
         out.append("naive projection: no evaluated run has a smaller calibrated run of its model and strategy")
+    return out + _range_lines(summary)
+
+
+def _range_lines(summary: Summary) -> list[str]:
+    """--calibrate-on: the runs within the calibrated samples per replica, and those beyond."""
+    if summary.beyond_calibration is None:
+        return []
+    out = []
+    if summary.within_calibration is not None:
+        naive = summary.naive_within_calibration
+        out.append(
+            f"within the calibrated batch (a calibration run of the same model and strategy has the run's samples"
+            f" per replica): {summary.within_calibration.n} runs, mean accuracy"
+            f" {_pct(summary.within_calibration.mean_accuracy)}"
+            + (f"; naive projection {_pct(naive.mean_accuracy)} on {naive.n} of them" if naive else "")
+        )
+    lines = ", ".join(map(str, summary.beyond_lines))
+    out.append(
+        f"beyond it (extrapolated in batch, see notes): {summary.beyond_calibration.n} runs (lines {lines}), mean"
+        f" accuracy {_pct(summary.beyond_calibration.mean_accuracy)}"
+    )
     return out
 
 
@@ -188,8 +218,16 @@ def _cells(r: CompareRow) -> dict:
         "projected": fmt_seconds(r.predicted_s),
         "accuracy": Text(_pct(r.accuracy), style=_acc_style(r.accuracy)),
         "split": parts,
-        "anomaly": Text(r.anomaly or "", style="yellow" if r.anomaly else None),
+        "anomaly": Text(_notes(r), style="yellow" if r.anomaly else None),
     }
+
+
+def _notes(r: CompareRow) -> str:
+    """The anomaly and, with --calibrate-on, why the run extrapolates in batch."""
+    parts = [r.anomaly] if r.anomaly else []
+    if r.beyond_calibration:
+        parts.append(f"beyond calibration: {r.beyond_calibration}")
+    return "; ".join(parts)
 
 
 def table(rows: Sequence[CompareRow], summary: Summary, title: str = ""):
@@ -208,7 +246,7 @@ def table(rows: Sequence[CompareRow], summary: Summary, title: str = ""):
     t = FitTable(
         tuple(Column(*c) for c in COLUMNS),
         sections,
-        notes=Column("anomaly", "anomaly"),
+        notes=Column("anomaly", "notes"),
         title=title,
         hint="--width or --format csv shows them",
     )
@@ -256,14 +294,14 @@ def summary_table(summary: Summary):
 
 def markdown(rows: Sequence[CompareRow], summary: Summary) -> str:
     out = [
-        "| line | model | system | strategy | GPUs | p1×p2 | batch | on | measured | projected | accuracy | anomaly |",
+        "| line | model | system | strategy | GPUs | p1×p2 | batch | on | measured | projected | accuracy | notes |",
         "|---:|---|---|---|---:|---:|---:|---|---:|---:|---:|---|",
     ]
     for r in rows:
         out.append(
             f"| {r.run.line} | {md(r.point.model)} | {md(r.point.system)} | {r.run.strategy} | {r.run.gpus} | "
             f"{r.point.p1}×{r.point.p2} | {r.run.global_batch:g} | {r.run.basis} | {fmt_seconds(r.measured_s)} | "
-            f"{fmt_seconds(r.predicted_s)} | {_pct(r.accuracy)} | {md(r.anomaly or '')} |"
+            f"{fmt_seconds(r.predicted_s)} | {_pct(r.accuracy)} | {md(_notes(r))} |"
         )
     out += ["", "| | runs | mean accuracy | min accuracy | MAPE | bias |", "|---|---:|---:|---:|---:|---:|"]
 
