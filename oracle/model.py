@@ -258,6 +258,15 @@ class Implementation:
     # hops of the concurrent exchange, f the largest split factor, plus halo_sync_s
     halo_chain: bool = False
     halo_sync_s: float = 0.0
+    # issue 14: this implementation's forward, backward and update times against each
+    # model's profile, (model name, factor) pairs: the framework or kernels of the runs
+    # differ from the profile's; fitted by `oracle fit runs --calibrate all` from runs
+    # that measure compute (docs/calibration.md); a model not listed runs at 1
+    compute_factors: tuple[tuple[str, float], ...] = ()
+
+    def compute_factor(self, model_name: str) -> float:
+        """The time factor on ``model_name``'s profile (1 when not calibrated)."""
+        return dict(self.compute_factors).get(model_name, 1.0)
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ from oracle.compute.calibrate_all import (
     naive_projection,
     run_filter,
     samples_per_replica,
+    with_compute_factors,
     with_system,
 )
 from oracle.compute.compare import config_for
@@ -84,8 +85,10 @@ def test_input_rates_only_from_runs_marked_as_including_io():
     truth = calibrated_system(base, loader=900.0)
     runs, inputs = synthetic([run(2, "alexnet", "data", 1, 512, io="no")], truth)
     cal = calibrate_all([(r, inputs.context(r.model, r.system, r.profile)) for r in runs])
-    assert cal.loader_rate is None and not cal.evidence
-    assert "includes_io" in dict(cal.unused)[2]
+    assert cal.loader_rate is None and cal.node_rate is None
+    # its times exclude I/O, so on one GPU they are compute (step 0): a factor, no rate
+    assert [e.parameter for e in cal.evidence] == ["compute_factor"]
+    assert "no I/O" in cal.evidence[0].note
 
 
 def test_protocol_lines_scale_with_the_calibrated_beta():
@@ -206,3 +209,79 @@ def test_fit_runs_warns_about_runs_of_another_system(run):
     assert "warning" in r.err and "were measured on 'abci'" in r.err and "31-32" in r.err
     r = run("fit", "runs", RUNS, "-s", "abci", "--calibrate", "network", "--where", "model=vgg16", "--where", "gpus=4,8")
     assert "warning" not in r.err
+
+
+# -- step 0: compute (issue 14, item 3: "fits ... compute efficiency") --------------------
+
+
+def test_a_compute_factor_scales_the_models_compute_by_hand():
+    ctx = Inputs().context("vgg16", "abci", "vgg16_v100")
+    slow = with_system(ctx, with_compute_factors(ctx.system, {"VGG16": 1.25, "AlexNet": 3.0}))
+    assert slow.sum_fb == pytest.approx(1.25 * ctx.sum_fb, rel=1e-12)  # AlexNet's factor is not VGG16's
+    assert slow.sum_wu == pytest.approx(1.25 * ctx.sum_wu, rel=1e-12)
+    cfg = config_for(run(1, "vgg16", "serial", 1, 32), ctx)
+    base_pt, slow_pt = (REGISTRY["serial"].evaluate(c, cfg) for c in (ctx, slow))
+    assert slow_pt.compute_s == pytest.approx(1.25 * base_pt.compute_s, rel=1e-12)
+    back = with_system(slow, ctx.system)  # the factor undone: the profile's own times again
+    assert back.sum_fb == ctx.sum_fb and REGISTRY["serial"].evaluate(back, cfg).compute_s == base_pt.compute_s
+
+
+def test_recovers_a_compute_factor_and_the_network_behind_it():
+    """Runs made by the model with VGG16's compute 1.3x its profile and a slower network:
+    the one-GPU run without I/O gives the factor (step 0), and the 4- and 8-GPU runs, read
+    with it, give β exactly (read with the profile's compute, β would absorb the rest)."""
+    inputs = Inputs()
+    base = inputs.context("vgg16", "abci", "vgg16_v100").system
+    beta_in, beta_out = 2 * base.network[0].beta_s_per_byte, 3 * base.network[1].beta_s_per_byte
+    truth = with_compute_factors(calibrated_system(base, beta_in, beta_out), {"VGG16": 1.3})
+    runs, inputs = synthetic([run(30, "vgg16", "data", 1, 32), run(31, "vgg16", "data", 4, 128),
+                              run(32, "vgg16", "data", 8, 256)], truth)  # fmt: skip
+    cal = calibrate_all([(r, inputs.context(r.model, r.system, r.profile)) for r in runs])
+    assert cal.compute_factors == (("VGG16", pytest.approx(1.3, rel=1e-9)),)
+    assert cal.beta_intra == pytest.approx(beta_in, rel=1e-6)
+    assert cal.beta_inter == pytest.approx(beta_out, rel=1e-6)
+    assert {e.line: e.parameter for e in cal.evidence} == {30: "compute_factor", 31: "beta_intra", 32: "beta_inter"}
+    assert_projects_as_measured(apply(base, cal), runs, inputs)
+
+
+def test_a_measured_compute_column_gives_the_factor_on_any_gpu_count():
+    inputs = Inputs()
+    truth = with_compute_factors(inputs.context("vgg16", "abci", "vgg16_v100").system, {"VGG16": 0.8})
+    runs, inputs = synthetic([run(33, "vgg16", "data", 16, 512, io="yes")], truth)
+    ctx = with_system(inputs.context("vgg16", "abci", "vgg16_v100"), truth)
+    pt = REGISTRY["data"].evaluate(ctx, config_for(runs[0], ctx))
+    measured = replace(runs[0], compute_s=pt.compute_s)  # per epoch, as the run's epoch_s
+    cal = calibrate_all([(measured, inputs.context("vgg16", "abci", "vgg16_v100"))])
+    assert dict(cal.compute_factors)["VGG16"] == pytest.approx(0.8, rel=1e-9)
+    assert cal.evidence[0].note.startswith("measured compute")
+
+
+def test_an_input_bound_one_gpu_run_gives_a_loader_rate_not_a_compute_factor():
+    """Slower than its profile and marked includes_io: the excess is loading (step 1);
+    only a run faster than its profile, or without I/O, measures compute."""
+    inputs = Inputs()
+    base = inputs.context("alexnet", "abci", "alexnet_v100").system
+    runs, inputs = synthetic([run(2, "alexnet", "data", 1, 512, io="yes")], calibrated_system(base, loader=900.0))
+    cal = calibrate_all([(r, inputs.context(r.model, r.system, r.profile)) for r in runs])
+    assert cal.compute_factors == () and cal.loader_rate == pytest.approx(900.0, rel=1e-6)
+
+
+def test_fit_runs_all_writes_the_compute_factor_into_the_system(run, tmp_path):
+    out = tmp_path / "cal.yaml"
+    r = run("fit", "runs", RUNS, "-s", "abci-chainermnx", "--calibrate", "all", "--where", "gpus=1,2,4,8", "-o", out)
+    assert r.code == 0, r.err
+    assert "VGG16: compute 0.9933x the profile" in r.out
+    text = out.read_text()
+    assert "compute_factors:\n    VGG16: 0.993291" in text and "lines 30" in text
+    shown = run("show", "system", out)
+    assert "compute against the profile: VGG16 0.9933x" in shown.out
+
+
+@pytest.mark.parametrize("value,words", [("0", "> 0"), ("fast", "expected a time factor"), ("[1, 2]", "got a list")])
+def test_a_bad_compute_factor_is_one_clear_error(run, tmp_path, value, words):
+    base = (ROOT / "systems" / "abci.yaml").read_text()
+    path = tmp_path / "bad.yaml"
+    path.write_text(base + f"implementation:\n  compute_factors:\n    VGG16: {value}\n")
+    r = run("show", "system", path)
+    assert r.code == 2 and "Traceback" not in r.err
+    assert "implementation.compute_factors.VGG16" in r.err and words in r.err, r.err

@@ -179,7 +179,7 @@ def project(model, system, profile, gpus=None, strategies="all", batch_per_gpu=N
         points = _with_layerwise(points, layers, m, s, pr, options, batch, batch_per_gpu)
     scaling = f"strong scaling, B = {batch:g}" if batch is not None else f"weak scaling, {batch_per_gpu:g} samples/GPU"
     meta = describe(m, s, pr, scaling, options)
-    meta["compute_conversion"] = conversion_caption(conversion, batch, batch_per_gpu)
+    meta["compute_conversion"] = conversion_caption(conversion, batch, batch_per_gpu, s, m)
     meta.update(gpu_model=s.gpu_model, gpu_memory_bytes=s.gpu_memory_bytes)
     inputs = dict(model=m, system=s, profile=pr, options=options, gpus=counts, strategies=strategies,
                   batch=batch, batch_per_gpu=batch_per_gpu, p2=p2,
@@ -307,14 +307,17 @@ def sweep_options(f):
     return model_system_profile_options(f)
 
 
-def conversion_caption(conversion, batch, batch_per_gpu) -> str:
+def conversion_caption(conversion, batch, batch_per_gpu, system=None, model=None) -> str:
     """The compute conversion for captions and reports (issue 13): from -> to, with
-    the per-GPU batch of weak scaling, or per point under strong scaling."""
+    the per-GPU batch of weak scaling, or per point under strong scaling; and the
+    system's calibrated compute factor for the model, if any (issue 14)."""
+    k = system.implementation.compute_factor(model.name) if system is not None and model is not None else 1.0
+    factor = f"; times x {k:.4g}, the system's calibrated compute factor for {model.name}" if k != 1.0 else ""
     if conversion is None:
-        return "linear (ParaDL: profile times x samples)"
+        return "linear (ParaDL: profile times x samples)" + factor
     per_gpu = batch_per_gpu if batch is None else None
     text = conversion.label(per_gpu)
-    return text + ("" if per_gpu is not None or not conversion.active else " (b = B/p per point)")
+    return text + ("" if per_gpu is not None or not conversion.active else " (b = B/p per point)") + factor
 
 
 def _with_layerwise(points, path, m, s, pr, options, batch, batch_per_gpu):

@@ -41,7 +41,7 @@ def run_search_command(model, system, profile, gpus, max_gpus, batch_per_gpu, ba
         else f"weak scaling, {batch_per_gpu:g} samples/GPU"
     )
     meta = describe(m, s, pr, scaling, options)
-    meta["compute_conversion"] = conversion_caption(ctx.conversion, batch, batch_per_gpu)  # issue 13
+    meta["compute_conversion"] = conversion_caption(ctx.conversion, batch, batch_per_gpu, s, m)  # issue 13
     results = []
     for p in counts:
         B = float(batch) if batch is not None else float(batch_per_gpu) * p

@@ -69,6 +69,8 @@ class Calibration:
     halo_factor: float | None = None
     pipeline_p2p_factor: float | None = None
     not_identified: tuple[tuple[str, str], ...] = ()  # mechanism -> why the runs leave it
+    # issue 14, step 0 of --calibrate all: (model name, time factor on its profile)
+    compute_factors: tuple[tuple[str, float], ...] = ()
 
     def lines_for(self, parameter: str) -> list[int]:
         return [e.line for e in self.evidence if e.parameter == parameter]

@@ -6,6 +6,12 @@ stall (compute/io.py: with prefetching an iteration lasts max(busy, loading)).  
 mechanism a run measures follows from what is already known, so the parameters are
 identified in an order in which each step needs only earlier ones:
 
+0. **compute**: serial and data-parallel runs that measure compute give each model's
+   time factor on its profile (the framework or kernels of the runs against the
+   profile's): a measured ``compute_s`` column, or the whole time of a one-GPU run
+   that is not marked includes_io or is faster than the profile (with prefetching an
+   iteration lasts max(compute, loading): no time is left for loading).  Every later
+   step projects with it.
 1. **loader rate**: runs that include I/O, with one loading process per node (data
    parallelism on one GPU): an iteration beyond its compute is loading, rate = B / t.
 2. **network** (β inside a node, β across nodes): data-parallel runs on 2 or more GPUs.
@@ -53,9 +59,13 @@ def includes_io(run) -> bool:
 def with_system(ctx: Context, system: System) -> Context:
     """The same model, times, compute conversion and options on another system of the
     same GPUs (a calibrated network or input pipeline): a copy of the context, whose
-    cached sums depend on the model and the times only."""
+    cached sums depend on the model and the times only; rebuilt when the system's
+    compute factor for the model differs (the times change)."""
     import copy
 
+    name = ctx.model.name
+    if system.implementation.compute_factor(name) != ctx.system.implementation.compute_factor(name):
+        return Context(ctx.model, system, ctx.times, ctx.options, ctx.profile_kind, conversion=ctx.conversion)
     out = copy.copy(ctx)
     out.system = system
     out.algorithm = ctx.options.collective or system.collective_algorithm
@@ -128,6 +138,12 @@ def calibrate_all(pairs: list) -> Calibration:
     evidence: list[Evidence] = []
     unused: dict[int, str] = {}
     data = [(r, c) for r, c in pairs if r.strategy in ("data", "serial")]
+    # 0. compute: each model's factor on its profile, then every step projects with it
+    factors, whole = _compute_factors(data, evidence)
+    if factors:
+        systems = {id(c.system): with_compute_factors(c.system, factors) for _, c in pairs}
+        pairs = [(r, with_system(c, systems[id(c.system)])) for r, c in pairs]
+        data = [(r, c) for r, c in pairs if r.strategy in ("data", "serial") and r.line not in whole]
     # 1. loader rate: one loading process on its node
     for run, ctx in data:
         cfg, t, compute, comm = _iteration(run, ctx)
@@ -143,7 +159,7 @@ def calibrate_all(pairs: list) -> Calibration:
     so_far = dict(beta_intra=_median(evidence, "beta_intra"), beta_inter=_median(evidence, "beta_inter"),
                   loader=loader, node=_median(evidence, "node_rate"), levels=level_medians(evidence))  # fmt: skip
     # 3. leader rate (input-bound hybrids), on the network calibrated so far
-    used = {r.line for r, _ in data}
+    used = {r.line for r, _ in pairs if r.strategy in ("data", "serial")}
     rest = [(r, c) for r, c in pairs if r.line not in used]
     split_runs = _leader_rate(rest, so_far, evidence, unused)
     # 4. model-parallel mechanisms (compute/calibrate_split.py), on everything before
@@ -160,8 +176,40 @@ def calibrate_all(pairs: list) -> Calibration:
         unused=tuple(sorted(unused.items())),
         beta_levels=so_far["levels"],
         not_identified=tuple(fit.not_identified.items()),
+        compute_factors=tuple(sorted(factors.items())),
         **fit.values,
     )
+
+
+def _compute_factors(data: list, evidence: list) -> tuple[dict[str, float], set[int]]:
+    """Step 0: (model name -> median factor, the lines whose whole time was compute)."""
+    per_model: dict[str, list[float]] = {}
+    whole: set[int] = set()
+    for run, ctx in data:
+        _, t, compute, _ = _iteration(run, ctx)
+        if not compute > 0:
+            continue
+        if run.compute_s is not None:
+            measured = run.compute_s * (t / run.epoch_s if run.basis == "epoch" else 1.0)  # per iteration
+            note = f"measured compute {measured:.4g} s per iteration"
+        elif run.gpus == 1 and (not includes_io(run) or t < compute):
+            measured = t
+            why = "faster than the profile: no time left for loading" if includes_io(run) else "no I/O, no communication"
+            note = f"one GPU, {why}: its {t:.4g} s per iteration are compute"
+            whole.add(run.line)
+        else:
+            continue
+        label = _label(run, ctx)
+        evidence.append(Evidence(run.line, label, "compute_factor", measured / compute, t, compute, note))
+        per_model.setdefault(ctx.model.name, []).append(measured / compute)
+    return {m: statistics.median(v) for m, v in per_model.items()}, whole
+
+
+def with_compute_factors(system: System, factors: dict[str, float]) -> System:
+    """``system`` whose implementation runs each model's profile ``factors`` times as long."""
+    impl = system.implementation
+    merged = {**dict(impl.compute_factors), **factors}
+    return replace(system, implementation=replace(impl, compute_factors=tuple(sorted(merged.items()))))
 
 
 def _leader_rate(rest: list, so_far: dict, evidence: list, unused: dict) -> list:
@@ -217,8 +265,8 @@ def _network_or_input(data: list, evidence: list, unused: dict, loader: float | 
         if run.gpus < 2:
             _, t, compute, _ = _iteration(run, ctx)
             unused[run.line] = (
-                f"{_label(run, ctx)}: one GPU, not input-bound or not marked includes_io: it measures compute,"
-                f" {t / compute:.3g}x the profile's (`--calibrate compute` writes that into a profile)"
+                f"{_label(run, ctx)}: one GPU, neither input-bound nor faster than its profile: its time is its"
+                f" compute ({t / compute:.3g}x the profile's)"
             )
             continue
         cfg, t, compute, comm = _iteration(run, ctx)
@@ -257,6 +305,8 @@ def apply(system: System, cal: Calibration) -> System:
     """The base system with everything ``cal`` identified."""
     out = calibrated_system(system, cal.beta_intra, cal.beta_inter, cal.loader_rate, cal.node_rate,
                             cal.leader_rate, cal.beta_levels)  # fmt: skip
+    if cal.compute_factors:
+        out = with_compute_factors(out, dict(cal.compute_factors))
     return with_mechanisms(out, mechanisms(cal))
 
 
@@ -266,7 +316,8 @@ def mechanisms(cal: Calibration) -> dict[str, float]:
 
 
 def identified(cal: Calibration) -> list[str]:
-    return [p for p in PARAMETERS if getattr(cal, p) is not None]
+    compute = [f"compute_factor ({', '.join(m for m, _ in cal.compute_factors)})"] if cal.compute_factors else []
+    return compute + [p for p in PARAMETERS if getattr(cal, p) is not None]
 
 
 # -- honest validation (`oracle compare --calibrate-on EXPR`) ---------------------------

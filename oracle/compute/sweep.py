@@ -11,8 +11,9 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
-from oracle.compute.context import MEMORY_MODELS, PRECISION_BYTES, Context, Options
+from oracle.compute.context import Context, Options
 from oracle.compute.cost import Point
+from oracle.compute.options import MEMORY_MODELS, PRECISION_BYTES
 from oracle.compute.strategies import NAMES, REGISTRY
 from oracle.errors import OracleError, did_you_mean
 from oracle.model import LayerTimes, Model, System

@@ -180,6 +180,8 @@ def fmt_param(parameter: str, value: float) -> str:
         return f"{value * 1e3:.4g} ms per split layer and iteration"
     if parameter == "split_serial_fraction":
         return f"Amdahl fraction {value:.4g}"
+    if parameter == "compute_factor":
+        return f"compute {value:.4g}x the profile"
     if parameter in FACTOR_WHAT:
         return f"{FACTOR_WHAT[parameter]} {value:.4g}x modelled"
     return f"{value:.4g} samples/s"
@@ -222,6 +224,7 @@ def calibration(cal, runs: str) -> list:
                   for why, names in reasons.items()]  # fmt: skip
         lines += [f"{name}: {fmt_param(name, getattr(cal, name))}" for name in PARAMETERS[5:]
                   if getattr(cal, name) is not None]  # fmt: skip
+        lines += [f"{model}: {fmt_param('compute_factor', k)}" for model, k in cal.compute_factors]
     for label, value in (("β inside a node", cal.beta_intra), ("β across nodes", cal.beta_inter),
                          ("loader rate", cal.loader_rate), ("node rate", cal.node_rate),
                          ("leader rate", cal.leader_rate)):  # fmt: skip

@@ -178,6 +178,7 @@ def system_dict(s: System) -> dict:
         "implementation": {"data_spatial_allreduce": s.implementation.data_spatial_allreduce,
                            "split_serial_fraction": s.implementation.split_serial_fraction,
                            "split_overhead_s": s.implementation.split_overhead_s,
+                           "compute_factors": dict(s.implementation.compute_factors),
                            "source": s.implementation.source},
         "input": None if s.input is None else {
             "loader_samples_per_s": s.input.loader_samples_per_s,
@@ -283,6 +284,8 @@ def _system_notes(s: System) -> list[str]:
             f"split layers: serial fraction {impl.split_serial_fraction:g},"
             f" {fmt_seconds(impl.split_overhead_s)} overhead per split layer and iteration"
         )
+    if impl.compute_factors:
+        extra.append("compute against the profile: " + ", ".join(f"{m} {k:.4g}x" for m, k in impl.compute_factors))
     if s.input is not None:
         i = s.input
         rates = [

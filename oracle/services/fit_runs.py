@@ -89,6 +89,7 @@ def calibrated_system(req: RunsRequest, sel: Selection, cal) -> str:
 
         found = mechanisms(cal)
         into_doc(doc, found, {k: cal.lines_for(k) for k in found}, req.runs)
+        _set_compute(doc, cal, req.runs)
     used = sorted({e.line for e in cal.evidence})
     doc["source"] = (
         f"{base_source}. Then {req.kind} calibrated by `oracle fit runs` on {req.runs}"
@@ -121,6 +122,18 @@ def calibrated_system(req: RunsRequest, sel: Selection, cal) -> str:
         raise OracleError(f"merged into the system, {exc.message}", file=req.overlay, path=exc.path,
                           hint=exc.hint) from None
     return text
+
+
+def _set_compute(doc: dict, cal, runs: str) -> None:
+    """implementation.compute_factors: each model's fitted factor, with its runs."""
+    if not cal.compute_factors:
+        return
+    impl = dict(doc.get("implementation") or {})
+    impl["compute_factors"] = {**dict(impl.get("compute_factors") or {}),
+                               **{m: float(f"{k:.6g}") for m, k in cal.compute_factors}}  # fmt: skip
+    note = f"compute_factors fitted by `oracle fit runs --calibrate all` on {runs} lines {_lines(cal, 'compute_factor')}"
+    impl["source"] = f"{impl['source']}; {note}" if impl.get("source") else note
+    doc["implementation"] = impl
 
 
 def _lines(cal, parameter: str) -> str:
