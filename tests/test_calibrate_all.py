@@ -285,3 +285,16 @@ def test_a_bad_compute_factor_is_one_clear_error(run, tmp_path, value, words):
     r = run("show", "system", path)
     assert r.code == 2 and "Traceback" not in r.err
     assert "implementation.compute_factors.VGG16" in r.err and words in r.err, r.err
+
+
+def test_an_absurd_compute_column_is_set_aside_and_said(run, tmp_path):
+    """compute_s a million times the profile (hours for seconds, say): the runs still
+    give β, the factor is not written, and the output says why."""
+    lines = RUNS.read_text().splitlines()
+    runs = tmp_path / "runs.csv"
+    runs.write_text("\n".join([lines[0] + ",compute_s", *(x + ",1e9" for x in lines[30:32])]) + "\n")
+    out = tmp_path / "cal.yaml"
+    r = run("fit", "runs", runs, "-s", "abci-chainermnx", "--calibrate", "all", "-o", out, "--width", "200")
+    assert r.code == 0, r.err
+    assert "line 2: measured compute" in r.out and "set aside as not this model's compute" in r.out
+    assert "beta_inter" in r.out and "compute_factors" not in out.read_text()

@@ -71,6 +71,7 @@ class Calibration:
     not_identified: tuple[tuple[str, str], ...] = ()  # mechanism -> why the runs leave it
     # issue 14, step 0 of --calibrate all: (model name, time factor on its profile)
     compute_factors: tuple[tuple[str, float], ...] = ()
+    notes: tuple[str, ...] = ()  # measurements a step set aside, with the reason
 
     def lines_for(self, parameter: str) -> list[int]:
         return [e.line for e in self.evidence if e.parameter == parameter]

@@ -139,7 +139,8 @@ def calibrate_all(pairs: list) -> Calibration:
     unused: dict[int, str] = {}
     data = [(r, c) for r, c in pairs if r.strategy in ("data", "serial")]
     # 0. compute: each model's factor on its profile, then every step projects with it
-    factors, whole = _compute_factors(data, evidence)
+    notes: list[str] = []
+    factors, whole = _compute_factors(data, evidence, notes)
     if factors:
         systems = {id(c.system): with_compute_factors(c.system, factors) for _, c in pairs}
         pairs = [(r, with_system(c, systems[id(c.system)])) for r, c in pairs]
@@ -177,11 +178,12 @@ def calibrate_all(pairs: list) -> Calibration:
         beta_levels=so_far["levels"],
         not_identified=tuple(fit.not_identified.items()),
         compute_factors=tuple(sorted(factors.items())),
+        notes=tuple(notes),
         **fit.values,
     )
 
 
-def _compute_factors(data: list, evidence: list) -> tuple[dict[str, float], set[int]]:
+def _compute_factors(data: list, evidence: list, notes: list) -> tuple[dict[str, float], set[int]]:
     """Step 0: (model name -> median factor, the lines whose whole time was compute)."""
     per_model: dict[str, list[float]] = {}
     whole: set[int] = set()
@@ -200,6 +202,11 @@ def _compute_factors(data: list, evidence: list) -> tuple[dict[str, float], set[
         else:
             continue
         label = _label(run, ctx)
+        if not 1e-3 <= measured / compute <= 1e3:  # the bounds a system file accepts
+            notes.append(f"line {run.line}: {note}, {measured / compute:.3g}x its profile: set aside as not"
+                         " this model's compute (compute_s is per epoch or per iteration, as the run's time)")  # fmt: skip
+            whole.discard(run.line)
+            continue
         evidence.append(Evidence(run.line, label, "compute_factor", measured / compute, t, compute, note))
         per_model.setdefault(ctx.model.name, []).append(measured / compute)
     return {m: statistics.median(v) for m, v in per_model.items()}, whole

@@ -225,6 +225,7 @@ def calibration(cal, runs: str) -> list:
         lines += [f"{name}: {fmt_param(name, getattr(cal, name))}" for name in PARAMETERS[5:]
                   if getattr(cal, name) is not None]  # fmt: skip
         lines += [f"{model}: {fmt_param('compute_factor', k)}" for model, k in cal.compute_factors]
+        lines += list(cal.notes)
     for label, value in (("β inside a node", cal.beta_intra), ("β across nodes", cal.beta_inter),
                          ("loader rate", cal.loader_rate), ("node rate", cal.node_rate),
                          ("leader rate", cal.leader_rate)):  # fmt: skip
