@@ -122,12 +122,12 @@ def test_renderer_directly_matches_golden():
     """oracle.render.predict.render_text(table, width=140) gives the golden table."""
     if UPDATE:
         pytest.skip("updating golden files")
-    from oracle.cli.common import conversion_caption, describe
     from oracle.compute.context import Options
     from oracle.compute.conversion import prepare
     from oracle.compute.sweep import sweep
     from oracle.load import load_model, load_profile, load_system
     from oracle.render import predict as rp
+    from oracle.services.project import conversion_caption, describe
 
     m, s, pr = load_model("alexnet"), load_system("abci"), load_profile("alexnet_v100")
     options = Options()

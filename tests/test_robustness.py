@@ -131,7 +131,7 @@ def _boom(*args, **kwargs):
 
 # command -> (arguments, attribute whose call makes the command fail)
 INTERNAL = {
-    "predict": (("predict", "-m", "alexnet", "-s", "abci", "-p", "alexnet_v100", "--gpus", "4"), "oracle.cli.common.project"),
+    "predict": (("predict", "-m", "alexnet", "-s", "abci", "-p", "alexnet_v100", "--gpus", "4"), "oracle.services.project.project"),
     "show": (("show", "model", "alexnet"), "oracle.load.load_model"),
     "compare": (("compare", "validation/abci-paradl.csv"), "oracle.api.compare"),
     "import": (("import", "data/chainer-logs/vgg16-data-abci", "-m", "vgg16", "-s", "abci", "-p", "vgg16_v100",
@@ -145,7 +145,7 @@ INTERNAL = {
     "profile": (("profile", "alexnet", "--estimate", "-s", "abci"), "oracle.profiling.estimate.estimate"),
     "plot": (("plot", "compare", "validation/abci-paradl.csv", "-o", "{tmp}/x.png"), "oracle.api.compare"),
     "report": (("report", "-m", "alexnet", "-s", "abci", "-p", "alexnet_v100", "-o", "{tmp}/r.html"),
-               "oracle.cli.common.project"),
+               "oracle.services.project.project"),
     "search": (("search", "-m", "alexnet", "-s", "abci", "-p", "alexnet_v100", "--gpus", "8", "-o", "{tmp}/c.yaml"),
                "oracle.compute.search.search"),
 }  # fmt: skip
@@ -177,7 +177,7 @@ def test_internal_error_exit_3_asks_for_bug_report(monkeypatch, tmp_path, comman
 
 
 def test_debug_shows_the_traceback(monkeypatch):
-    _patch(monkeypatch, "oracle.cli.common.project", _boom)
+    _patch(monkeypatch, "oracle.services.project.project", _boom)
     args = ("predict", "-m", "alexnet", "-s", "abci", "-p", "alexnet_v100", "--gpus", "4")
     r = run_cli("--debug", *args)
     assert isinstance(r.exception, RuntimeError)  # propagates: Python prints the traceback
@@ -192,7 +192,7 @@ def test_debug_flag_traceback_in_a_real_process(tmp_path):
 
     bad = tmp_path / "sitecustomize.py"  # make the command crash inside oracle
     bad.write_text(
-        "import oracle.cli.common as c\n"
+        "import oracle.services.project as c\n"
         "def _boom(*a, **k):\n    raise RuntimeError('kaboom')\n"
         "c.project = _boom\n",
         encoding="utf-8",
@@ -212,7 +212,7 @@ def test_keyboard_interrupt_is_exit_130_without_traceback(monkeypatch):
     def interrupt(*a, **k):
         raise KeyboardInterrupt
 
-    _patch(monkeypatch, "oracle.cli.common.project", interrupt)
+    _patch(monkeypatch, "oracle.services.project.project", interrupt)
     r = run_cli("predict", "-m", "alexnet", "-s", "abci", "-p", "alexnet_v100", "--gpus", "4")
     assert r.code == 130 and r.exception is None
     assert r.err_lines == ["oracle: interrupted"]
@@ -757,7 +757,7 @@ def test_numpy_overflow_warnings_are_not_printed_without_debug(monkeypatch):
 
     import numpy as np
 
-    import oracle.cli.common as common
+    import oracle.services.project as common
 
     real = common.project
 

@@ -218,7 +218,7 @@ def test_stdout_missing_at_start(tmp_path, monkeypatch, capsys):
 def test_other_os_and_value_errors_stay_internal_errors(tmp_path, monkeypatch, exc):
     """Only standard output's own failures are exit 2; a bug raising ValueError or an
     OSError about a file is still an internal error (exit 3), not a traceback."""
-    import oracle.cli.common as common
+    import oracle.services.project as common
 
     def boom(*a, **k):
         raise exc

@@ -6,26 +6,10 @@ from contextlib import contextmanager
 
 import click
 
-from oracle.cli.common import (
-    FORMATS,
-    memory_model_options,
-    memory_reuse,
-    output_option,
-    positive_float,
-)
+from oracle.cli.common import FORMATS, memory_model_options, output_option, positive_float
 from oracle.cli.types import FiniteRange, PlainIntRange
-
-
-def _where(values: tuple[str, ...], option: str = "--where") -> dict[str, set[str]]:
-    from oracle.errors import OracleError
-
-    out: dict[str, set[str]] = {}
-    for item in values:
-        col, sep, vals = item.partition("=")
-        if not sep or not col.strip() or not vals.strip():
-            raise OracleError(f"got '{item}'; expected COLUMN=VALUE[,VALUE...]", path=option)
-        out.setdefault(col.strip(), set()).update(v.strip() for v in vals.split(","))
-    return out
+from oracle.load.values import parse_where
+from oracle.services.project import memory_reuse
 
 
 @click.command(context_settings={"max_content_width": 100})
@@ -85,13 +69,13 @@ def compare(
         if calibrate_on:
             raise OracleError("--calibrate-on needs a RUNS.csv file of several runs, not --log", path="--calibrate-on")
         measured = [_run_from_log(log, model, system, profile, strategy, gpus, batch, batch_per_gpu, p1, p2, segments)]
-        rows, summary = api.compare(measured, threshold=anomaly_threshold, where=_where(where), **options)
+        rows, summary = api.compare(measured, threshold=anomaly_threshold, where=parse_where(where), **options)
         title = f"{log}"
         _render(rows, summary, fmt, width, output, title)
     else:
         with _without_gc():
             rows, summary = api.compare(
-                runs, threshold=anomaly_threshold, where=_where(where), exclude=_where(exclude, "--exclude"),
+                runs, threshold=anomaly_threshold, where=parse_where(where), exclude=parse_where(exclude, "--exclude"),
                 system=system, calibrate_on=calibrate_on, **options,
             )
             title = f"{runs}: {summary.overall.n} measured runs against their projections"

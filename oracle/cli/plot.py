@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import click
 
-from oracle.cli.common import memory_model_options, memory_reuse, project, sweep_options
+from oracle.cli.common import memory_model_options, sweep_options
 from oracle.cli.types import FiniteRange, PlainIntRange
+from oracle.services.project import memory_reuse, project
 
 DPI_HELP = "Resolution of PNG output (dots per inch)."
 
@@ -94,13 +95,13 @@ def compare(runs, where, precision, memory_model, gamma, phi, output, dpi) -> No
     projected compute and communication, with the accuracy above.
     """
     from oracle import api
-    from oracle.cli.compare import _where
+    from oracle.load.values import parse_where
     from oracle.render import plots
     from oracle.render.progress import progress
 
     fmt = _check_output(output)
     with progress("drawing the compare plot"):
-        rows, summary = api.compare(runs, where=_where(where), precision=precision, contention=phi,
+        rows, summary = api.compare(runs, where=parse_where(where), precision=precision, contention=phi,
                                     memory_reuse=memory_reuse(gamma, memory_model), memory_model=memory_model)
         data = plots.render("compare", fmt, dpi, rows=rows, summary=summary,
                             title_text=f"{runs}: projected versus measured")

@@ -29,7 +29,8 @@ def predict(fmt, top, chart, width, max_batch, output, **sweep):
     Example:
       oracle predict -m resnet50 -s abci -p resnet50_v100 --gpus 4-1024 --batch-per-gpu 32
     """
-    from oracle.cli.common import project, render_points
+    from oracle.cli.common import render_points
+    from oracle.services.project import project
 
     points, meta, _ = project(**sweep)
     meta["show_max_batch"] = max_batch

@@ -4,20 +4,20 @@ renders; oracle/cli/search.py)."""
 
 from __future__ import annotations
 
-from oracle.cli.common import _chunk_layers, _names, memory_reuse
+from oracle.services.project import chunk_layers, layer_names, memory_reuse
 
 
 def run_search_command(model, system, profile, gpus, max_gpus, batch_per_gpu, batch, kinds, strategies, precision,
                        memory_model, gamma, phi, samples, evaluate_file, collective=None, overlap="none",
                        bucket_mb=25.0, bucket_layers=None, delayed_update=None):  # fmt: skip
     """(results, meta, model, layer-wise config or None) for the options of oracle search."""
-    from oracle.cli.common import conversion_caption, describe, load_inputs
     from oracle.compute.context import Options
     from oracle.compute.conversion import build_context
     from oracle.compute.search import evaluate_given
     from oracle.compute.search import search as run_search
     from oracle.compute.sweep import check_options, parse_strategies
     from oracle.errors import OracleError
+    from oracle.services.project import conversion_caption, describe, load_inputs
 
     if batch is not None and batch_per_gpu is not None:
         raise OracleError(
@@ -28,8 +28,8 @@ def run_search_command(model, system, profile, gpus, max_gpus, batch_per_gpu, ba
     m, s, pr, _ = load_inputs(model, system, profile)
     options = Options(precision=precision, memory_reuse=memory_reuse(gamma, memory_model), contention=phi,
                       samples=samples, memory_model=memory_model, collective=collective, overlap=overlap,
-                      bucket_bytes=bucket_mb * 2**20, bucket_layers=_chunk_layers(bucket_layers),
-                      delayed_update=_names(delayed_update))  # fmt: skip
+                      bucket_bytes=bucket_mb * 2**20, bucket_layers=chunk_layers(bucket_layers),
+                      delayed_update=layer_names(delayed_update))  # fmt: skip
     check_options(options)
     ctx = build_context(m, s, pr, options)  # issue 13: compute converted to the run
     config, assignment, counts, batch = gpu_counts(m, gpus, max_gpus, batch, batch_per_gpu, evaluate_file)

@@ -81,3 +81,14 @@ def default_gpus(total: int, cap: int = 1024) -> list[int]:
     """Powers of two from 1 up to the system's GPU count (at most ``cap``)."""
     top = min(total, cap)
     return [1 << k for k in range(0, 64) if (1 << k) <= top] or [1]
+
+
+def parse_where(values: tuple[str, ...], option: str = "--where") -> dict[str, set[str]]:
+    """--where / --exclude COL=VAL[,VAL] options as {column: {values}}."""
+    out: dict[str, set[str]] = {}
+    for item in values:
+        col, sep, vals = item.partition("=")
+        if not sep or not col.strip() or not vals.strip():
+            raise OracleError(f"got '{item}'; expected COLUMN=VALUE[,VALUE...]", path=option)
+        out.setdefault(col.strip(), set()).update(v.strip() for v in vals.split(","))
+    return out

@@ -10,9 +10,9 @@ def write_report(sweep: dict, measured: str | None, where, exclude, output: str,
     """Write the report of the sweep ``sweep`` (predict's options) to ``output`` (.html or
     .md, the plots as PNG files next to a Markdown report), all files at once."""
     from oracle import __version__
-    from oracle.cli.common import project
     from oracle.render import report as rr
     from oracle.render.output import atomic_write_all
+    from oracle.services.project import project
 
     markdown = Path(output).suffix.lower() in (".md", ".markdown")
     points, meta, inputs = project(**sweep)
@@ -41,11 +41,11 @@ def write_report(sweep: dict, measured: str | None, where, exclude, output: str,
 
 def _measured(measured: str, where, exclude, sweep: dict, options):
     from oracle import api
-    from oracle.cli.compare import _where
+    from oracle.load.values import parse_where
     from oracle.render import report as rr
 
     rows, summary = api.compare(
-        measured, where=_where(where), exclude=_where(exclude, "--exclude"), system=sweep["system"],
+        measured, where=parse_where(where), exclude=parse_where(exclude, "--exclude"), system=sweep["system"],
         precision=sweep["precision"], memory_reuse=options.memory_reuse, contention=sweep["phi"],
         memory_model=options.memory_model,
     )  # fmt: skip

@@ -40,15 +40,15 @@ def fit_runs_cmd(runs, system, kind, where, overlay, name, output, width) -> Non
     """
     import sys
 
-    from oracle.cli.compare import _where
     from oracle.cli.common import print_renderable, warn
     from oracle.errors import OracleError
+    from oracle.load.values import parse_where
     from oracle.render.fit import calibration
     from oracle.render.output import emit
     from oracle.services.fit_runs import RunsRequest, calibrate_runs, calibrated_system, select_runs
 
     command = "oracle " + " ".join(sys.argv[1:]) if sys.argv[1:2] == ["fit"] else f"oracle fit runs {runs} ..."
-    req = RunsRequest(runs, system, kind, _where(where), overlay, name, output, command)
+    req = RunsRequest(runs, system, kind, parse_where(where), overlay, name, output, command)
     sel = select_runs(req)
     for w in sel.warnings:
         warn(w)
