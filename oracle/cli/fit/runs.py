@@ -17,7 +17,8 @@ from oracle.cli.types import PlainIntRange
               help="network: all-reduce bandwidth inside and across nodes (data-parallel runs that are not"
               " input-bound); input: loader and node sample rates (runs that are input-bound); compute: the runs'"
               " profile scaled to reproduce them, written to -o as a profile (issue 13); all: every parameter"
-              " the runs identify, input rates only from runs whose includes_io column is yes.")
+              " the runs identify (each model's compute against its profile, network, input rates only from"
+              " runs whose includes_io column is yes, model-parallel mechanisms).")
 @click.option("--where", multiple=True, metavar="COL=VAL[,VAL]",
               help="The training runs to use (repeatable), e.g. model=vgg16 gpus=4,8. Keep the rest for validation.")
 @click.option("--overlay", metavar="FILE", help="A YAML mapping merged into the written system (documented implementation facts).")
