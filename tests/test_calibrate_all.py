@@ -141,6 +141,10 @@ def test_beyond_calibration_by_hand():
     assert beyond_calibration(outside, cal[:1]) == "4096 samples per replica; calibrated at 512"
     other = run(5, "alexnet", "data", 64, 32768)  # the same model, another strategy
     assert beyond_calibration(other, cal) == "no calibration run of alexnet data"
+    serial = [run(6, "alexnet", "serial", 1, 512)]  # a data-parallel replica is a serial run
+    assert beyond_calibration(other, serial) is None
+    assert beyond_calibration(replace(other, global_batch=65536.0), serial) == (
+        "1024 samples per replica; calibrated at 512")
 
 
 def test_abci_runs_beyond_the_calibrated_batch_are_summarised_apart(run):
@@ -298,3 +302,21 @@ def test_an_absurd_compute_column_is_set_aside_and_said(run, tmp_path):
     assert r.code == 0, r.err
     assert "line 2: measured compute" in r.out and "set aside as not this model's compute" in r.out
     assert "beta_inter" in r.out and "compute_factors" not in out.read_text()
+
+
+def test_dle_held_out_eight_gpus_with_the_compute_of_one(run):
+    """validation/dle-resnet50-runs.csv (NVIDIA's published PyTorch ResNet-50 AMP on a DGX
+    A100 80GB): calibrated on the one-GPU run, whose compute step 0 turns into a factor on
+    the (estimated) profile, the 8-GPU run is projected at 84.4% against 66.3% out of the
+    box; the naive projection (the one-GPU iteration) gives 84.1%."""
+    csv = ROOT / "validation" / "dle-resnet50-runs.csv"
+    plain = json.loads(run("compare", csv, "-f", "json").out)
+    r = run("compare", csv, "--calibrate-on", "gpus<=1", "-f", "json")
+    assert r.code == 0, r.err
+    out = json.loads(r.out)
+    assert [x["line"] for x in plain["rows"]][1] == out["rows"][0]["line"] == 3
+    assert plain["rows"][1]["accuracy"] == pytest.approx(0.663, abs=0.001)
+    assert out["rows"][0]["accuracy"] == pytest.approx(0.844, abs=0.001)
+    assert out["summary"]["naive"]["mean_accuracy"] == pytest.approx(0.841, abs=0.001)
+    assert out["rows"][0]["beyond_calibration"] is None  # 256 per replica, as the one-GPU run
+    assert "compute_factor (ResNet-50)" in out["summary"]["calibration"][0]["calibrated"]

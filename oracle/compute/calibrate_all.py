@@ -371,11 +371,11 @@ def run_filter(expr: str):
 
 def naive_projection(run, calibration_runs, iterations: float) -> tuple[float, object] | None:
     """The projection a user makes without a model: the time per iteration of the
-    nearest smaller calibration run of the same model and strategy (the largest GPU
-    count not above the run's), times the run's iterations; (seconds on the run's
-    basis, the run used) or None without such a run."""
+    nearest smaller calibration run of the same model and strategy (serial counting as
+    data parallelism; the largest GPU count not above the run's), times the run's
+    iterations; (seconds on the run's basis, the run used) or None without such a run."""
     same = [c for c in calibration_runs
-            if c.model == run.model and c.strategy == run.strategy and c.gpus <= run.gpus]  # fmt: skip
+            if c.model == run.model and _family(c.strategy) == _family(run.strategy) and c.gpus <= run.gpus]  # fmt: skip
     if not same:
         return None
     ref = max(same, key=lambda c: (c.gpus, c.global_batch))
@@ -384,6 +384,12 @@ def naive_projection(run, calibration_runs, iterations: float) -> tuple[float, o
         ref_iter = ref.epoch_s * ref.global_batch / _samples(ref, run, iterations)
     seconds = ref_iter * (iterations if run.basis == "epoch" else 1.0)
     return seconds, ref
+
+
+def _family(strategy: str) -> str:
+    """Serial and data parallelism are one strategy here: a data-parallel replica is a
+    serial run."""
+    return "data" if strategy == "serial" else strategy
 
 
 def samples_per_replica(run) -> float:
@@ -408,7 +414,7 @@ def beyond_calibration(run, calibration_runs) -> str | None:
     replica of its runs, and the cost model carries them to other batches linearly; a
     run whose samples per replica no calibration run of its model and strategy spans
     is an extrapolation in batch, not only in GPU count, and is reported apart."""
-    same = [c for c in calibration_runs if c.model == run.model and c.strategy == run.strategy]
+    same = [c for c in calibration_runs if c.model == run.model and _family(c.strategy) == _family(run.strategy)]
     if not same:
         return f"no calibration run of {run.model} {run.strategy}"
     have = sorted({samples_per_replica(c) for c in same})

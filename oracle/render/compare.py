@@ -94,12 +94,16 @@ def held_out_lines(summary: Summary) -> list[str]:
     if summary.naive is not None and summary.model_on_naive_runs is not None:
         out.append(
             f"naive projection (time per iteration of the nearest smaller calibrated run of the same model and"
-            f" strategy) on {summary.naive.n} runs: mean accuracy {_pct(summary.naive.mean_accuracy)}; the model on"
+            f" strategy) on {_runs(summary.naive.n)}: mean accuracy {_pct(summary.naive.mean_accuracy)}; the model on"
             f" the same runs: {_pct(summary.model_on_naive_runs.mean_accuracy)}"
         )
     elif summary.calibration:
         out.append("naive projection: no evaluated run has a smaller calibrated run of its model and strategy")
     return out + _range_lines(summary)
+
+
+def _runs(n: int) -> str:
+    return f"{n} run" if n == 1 else f"{n} runs"
 
 
 def _range_lines(summary: Summary) -> list[str]:
@@ -111,14 +115,15 @@ def _range_lines(summary: Summary) -> list[str]:
         naive = summary.naive_within_calibration
         out.append(
             f"within the calibrated batch (a calibration run of the same model and strategy has the run's samples"
-            f" per replica): {summary.within_calibration.n} runs, mean accuracy"
+            f" per replica): {_runs(summary.within_calibration.n)}, mean accuracy"
             f" {_pct(summary.within_calibration.mean_accuracy)}"
             + (f"; naive projection {_pct(naive.mean_accuracy)} on {naive.n} of them" if naive else "")
         )
     lines = ", ".join(map(str, summary.beyond_lines))
     out.append(
-        f"beyond it (extrapolated in batch, see notes): {summary.beyond_calibration.n} runs (lines {lines}), mean"
-        f" accuracy {_pct(summary.beyond_calibration.mean_accuracy)}"
+        f"beyond it (extrapolated in batch, see notes): {_runs(summary.beyond_calibration.n)} (line"
+        f"{'s' if summary.beyond_calibration.n > 1 else ''} {lines}), mean accuracy"
+        f" {_pct(summary.beyond_calibration.mean_accuracy)}"
     )
     return out
 
