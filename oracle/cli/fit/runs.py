@@ -58,7 +58,10 @@ def fit_runs_cmd(runs, system, kind, where, overlay, name, output, width) -> Non
     cal = calibrate_runs(req, sel)
     print_renderable(*calibration(cal, runs), width=width)
     if not cal.evidence:
-        raise OracleError(f"none of the {len(sel.chosen)} selected runs calibrates the {kind}", file=runs)
+        what = "identifies a parameter" if kind == "all" else f"calibrates the {kind}"
+        line = sel.chosen[0].line if len(sel.chosen) == 1 else None
+        raise OracleError(f"none of the {len(sel.chosen)} selected runs {what} (the table above says why)",
+                          file=runs, line=line)  # fmt: skip
     if output:
         emit(calibrated_system(req, sel, cal), output)
         click.echo(f"wrote {output}", err=True)
