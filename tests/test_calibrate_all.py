@@ -9,6 +9,8 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 
 from oracle.api import Inputs
 from oracle.compute.calibrate_all import (
@@ -320,3 +322,19 @@ def test_dle_held_out_eight_gpus_with_the_compute_of_one(run):
     assert out["summary"]["naive"]["mean_accuracy"] == pytest.approx(0.841, abs=0.001)
     assert out["rows"][0]["beyond_calibration"] is None  # 256 per replica, as the one-GPU run
     assert "compute_factor (ResNet-50)" in out["summary"]["calibration"][0]["calibrated"]
+
+
+@settings(max_examples=25, deadline=None)
+@given(k=st.floats(0.05, 20), strategy=st.sampled_from(["serial", "data", "filter", "channel", "spatial",
+                                                         "pipeline", "data+filter", "data+spatial"]),
+       gpus=st.sampled_from([1, 2, 4, 8, 16]))  # fmt: skip
+def test_a_compute_factor_scales_compute_only(k, strategy, gpus):
+    """Property: a model's compute factor k multiplies every strategy's compute by k
+    (the profile's times, before everything else) and leaves communication alone."""
+    assume((strategy == "serial") == (gpus == 1) and not (REGISTRY[strategy].hybrid and gpus < 8))
+    ctx = Inputs().context("vgg16", "abci", "vgg16_v100")
+    scaled = with_system(ctx, with_compute_factors(ctx.system, {"VGG16": k}))
+    r = run(1, "vgg16", strategy, gpus, 8 * gpus, p2=4 if REGISTRY[strategy].hybrid else None)
+    a, b = (REGISTRY[strategy].evaluate(c, config_for(r, c)) for c in (ctx, scaled))
+    assert b.compute_s == pytest.approx(k * a.compute_s, rel=1e-9)
+    assert b.communication_s == pytest.approx(a.communication_s, rel=1e-9)
