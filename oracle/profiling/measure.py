@@ -366,10 +366,10 @@ def _layer_times(torch, net, outs, params, timer: _Timer, batch, repeats, warmup
             for t in inputs:
                 t.grad = None
             holder: list = []
-            fts.append(timer.timed(lambda: holder.append(module(*inputs))))
+            fts.append(timer.timed(lambda m=module, xs=inputs: holder.append(m(*xs))))
             y = holder.pop()
-            if y.requires_grad:
-                bts.append(timer.timed(lambda: y.backward(upstream)))
+            if y.requires_grad:  # the lambdas bind their tensors: the loop deletes the names
+                bts.append(timer.timed(lambda out=y, g=upstream: out.backward(g)))
             else:
                 bts.append(0.0)
             del y
