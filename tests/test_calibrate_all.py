@@ -338,3 +338,17 @@ def test_a_compute_factor_scales_compute_only(k, strategy, gpus):
     a, b = (REGISTRY[strategy].evaluate(c, config_for(r, c)) for c in (ctx, scaled))
     assert b.compute_s == pytest.approx(k * a.compute_s, rel=1e-9)
     assert b.communication_s == pytest.approx(a.communication_s, rel=1e-9)
+
+
+def test_calibrate_input_takes_no_rate_from_runs_whose_times_exclude_loading(run, tmp_path):
+    """Issue 14: --calibrate input turned any excess time into a loading rate, also for
+    runs whose times exclude I/O; an includes_io column that says no now sets them aside
+    (without the column, --calibrate input takes the runs as including loading)."""
+    lines = RUNS.read_text().splitlines()
+    no_io = tmp_path / "no-io.csv"
+    no_io.write_text("\n".join([lines[0], *(x.replace(",yes,", ",no,", 1) for x in lines[1:5])]) + "\n")
+    r = run("fit", "runs", no_io, "-s", "abci", "--calibrate", "input", "--width", "200")
+    assert r.code == 2 and "none of the 4 selected runs calibrates the input" in r.err
+    assert r.out.count("its times exclude data loading (includes_io = no)") == 4
+    r = run("fit", "runs", RUNS, "-s", "abci", "--calibrate", "input", "--where", "gpus=1", "--where", "model=alexnet")
+    assert r.code == 0 and "loader rate: 1111 samples/s" in r.out

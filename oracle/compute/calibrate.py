@@ -81,6 +81,19 @@ def _label(run: MeasuredRun, ctx: Context) -> str:
     return f"{ctx.model.name} {run.strategy} {run.gpus} GPUs B={run.global_batch:g}"
 
 
+TRUE = ("yes", "true", "1", "y")
+
+
+def includes_io(run) -> bool:
+    """The runs file's ``includes_io`` column says the run's times include data loading."""
+    return str(run.get("includes_io") or "").strip().lower() in TRUE
+
+
+def excludes_io(run) -> bool:
+    """The runs file has an ``includes_io`` column, and it says no for this run."""
+    return bool(str(run.get("includes_io") or "").strip()) and not includes_io(run)
+
+
 def calibrate(kind: str, runs: list[tuple[MeasuredRun, Context]]) -> Calibration:
     evidence: list[Evidence] = []
     unused: list[tuple[int, str]] = []
@@ -88,6 +101,9 @@ def calibrate(kind: str, runs: list[tuple[MeasuredRun, Context]]) -> Calibration
         label = _label(run, ctx)
         if run.strategy not in ("data", "serial") and not (kind == "input" and REGISTRY[run.strategy].hybrid):
             unused.append((run.line, f"{label}: calibrates with data-parallel and serial runs (and hybrids for the leader rate)"))
+            continue
+        if kind == "input" and excludes_io(run):  # issue 14: no loading rate from times without loading
+            unused.append((run.line, f"{label}: its times exclude data loading (includes_io = {run.get('includes_io')})"))
             continue
         cfg = config_for(run, ctx)
         pt = REGISTRY[run.strategy].evaluate(ctx, cfg)

@@ -39,7 +39,15 @@ from __future__ import annotations
 import statistics
 from dataclasses import replace
 
-from oracle.compute.calibrate import Calibration, Evidence, _input, _label, _network, level_medians
+from oracle.compute.calibrate import (
+    Calibration,
+    Evidence,
+    _input,
+    _label,
+    _network,
+    includes_io,
+    level_medians,
+)
 from oracle.compute.calibrate_split import MECHANISMS, with_mechanisms
 from oracle.compute.compare import config_for
 from oracle.compute.context import Context
@@ -49,11 +57,6 @@ from oracle.model import InputPipeline, NetworkLevel, Protocol, System
 
 SLOWER = 1.5  # a run implying a β this much above the tightest one is not network-bound
 PARAMETERS = ("loader_rate", "beta_intra", "beta_inter", "node_rate", "leader_rate", *MECHANISMS)
-TRUE = ("yes", "true", "1", "y")
-
-
-def includes_io(run) -> bool:
-    return str(run.get("includes_io") or "").strip().lower() in TRUE
 
 
 def with_system(ctx: Context, system: System) -> Context:
