@@ -416,15 +416,10 @@ def mutated_runs(draw, header_=RUNS_HEADER, pool=RUNS_ROWS, max_rows=4, max_edit
 @given(mutated_runs(), st.sampled_from(["json", "csv", "table"]))
 def test_fuzz_compare_runs_csv(text, fmt):
     _count("compare_runs")
-    d = _fresh_dir()
-    f = d / "runs.csv"
-    f.write_text(text, encoding="utf-8", errors="surrogatepass")
-    r = run_cli("compare", f, "-f", fmt, "--width", "200", cwd=ROOT)
+    r, _ = _on_runs_csv(text, "compare", "-f", fmt, "--width", "200")
     assert_clean(r, "compare")
     if r.code == 0 and fmt == "json":
-        doc = json.loads(r.out, parse_constant=_reject_constant)
-        for path, v in _numbers(doc):
-            assert math.isfinite(v), (path, v)
+        _assert_finite_json(r.out)
     if r.code == 0 and fmt == "table":
         assert "nan" not in r.out.lower().replace("nanos", ""), r.out
 
@@ -443,10 +438,7 @@ CAL_ROWS = [
 @given(mutated_runs(CAL_HEADER, CAL_ROWS, max_rows=6, max_edits=3), st.sampled_from(["all", "input", "network"]))
 def test_fuzz_fit_runs_calibrate(text, kind):
     _count("fit_runs")
-    d = _fresh_dir()
-    f, out = d / "runs.csv", d / "cal.yaml"
-    f.write_text(text, encoding="utf-8", errors="surrogatepass")
-    r = run_cli("fit", "runs", f, "-s", "abci", "--calibrate", kind, "-o", out, "--width", "200", cwd=ROOT)
+    r, out = _on_runs_csv(text, "fit", "runs", "-s", "abci", "--calibrate", kind, "-o", "cal.yaml", "--width", "200")
     assert_clean(r, "fit runs", warnings=True)
     if r.code == 0:
         run_ok = run_cli("show", "system", out, "-f", "json", cwd=ROOT)  # what it wrote loads
@@ -459,14 +451,26 @@ def test_fuzz_fit_runs_calibrate(text, kind):
 @given(mutated_runs(CAL_HEADER, CAL_ROWS, max_rows=8, max_edits=2), st.sampled_from(["gpus<=8", "gpus<=1"]))
 def test_fuzz_compare_calibrate_on(text, expr):
     _count("compare_calibrate_on")
-    d = _fresh_dir()
-    f = d / "runs.csv"
-    f.write_text(text, encoding="utf-8", errors="surrogatepass")
-    r = run_cli("compare", f, "--calibrate-on", expr, "-f", "json", cwd=ROOT)
+    r, _ = _on_runs_csv(text, "compare", "--calibrate-on", expr, "-f", "json")
     assert_clean(r, "compare --calibrate-on", warnings=True)
     if r.code == 0:
-        for path, v in _numbers(json.loads(r.out, parse_constant=_reject_constant)):
-            assert math.isfinite(v), (path, v)
+        _assert_finite_json(r.out)
+
+
+def _on_runs_csv(text: str, *args: str):
+    """Run ``oracle ARGS RUNS.csv`` on ``text`` written to a fresh folder; an argument
+    "cal.yaml" becomes a path in that folder.  Returns (result, that path)."""
+    d = _fresh_dir()
+    f, out = d / "runs.csv", d / "cal.yaml"
+    f.write_text(text, encoding="utf-8", errors="surrogatepass")
+    args = tuple(out if a == "cal.yaml" else a for a in args)
+    cut = 2 if args[0] == "fit" else 1  # the runs file follows the (sub)command
+    return run_cli(*args[:cut], f, *args[cut:], cwd=ROOT), out
+
+
+def _assert_finite_json(text: str) -> None:
+    for path, v in _numbers(json.loads(text, parse_constant=_reject_constant)):
+        assert math.isfinite(v), (path, v)
 
 
 # --------------------------------------------------------------------------------------
