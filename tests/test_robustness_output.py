@@ -497,3 +497,16 @@ def one_error_line(r) -> str:
 def test_output_name_with_a_nul_byte_is_one_error(tmp_path):
     m, s, p = files(tmp_path)
     one_error(predict(m, s, p, "-o", str(tmp_path / "a\x00b")), "-o: is not a usable file name")
+
+
+def test_a_warning_keeps_a_users_control_characters_on_its_line(run, tmp_path):
+    """Fuzzing found it: a runs file's system name with a record separator (\\x1e, a
+    line break to Python) printed raw in fit runs' warning, which then took two lines."""
+    runs = tmp_path / "runs.csv"
+    runs.write_text("model,system,profile,strategy,gpus,global_batch,iteration_s,includes_io\n"
+                    "alexnet,0\x1e0,alexnet_v100,data,1,512,0.4608,yes\n", encoding="utf-8")  # fmt: skip
+    r = run("fit", "runs", runs, "-s", "abci", "--calibrate", "network")
+    assert r.code == 2 and "Traceback" not in r.err
+    lines = r.err.splitlines()
+    assert len(lines) == 2 and lines[0].startswith("oracle: warning: ") and "0\\x1e0" in lines[0], r.err
+    assert lines[1].startswith("oracle: error: ")

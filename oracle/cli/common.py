@@ -170,8 +170,11 @@ def render_points(points, meta, fmt, top, chart, width, output) -> None:
 
 def warn(text: str) -> None:
     """A problem that does not stop the command: one 'oracle: warning: ...' line on
-    standard error (docs/errors-and-robustness.md)."""
-    click.echo(f"oracle: warning: {text}", err=True)
+    standard error (docs/errors-and-robustness.md); a user's text in it (a system name
+    from a runs file, say) cannot break the line (control characters escaped)."""
+    from oracle.errors import one_line
+
+    click.echo(f"oracle: warning: {one_line(text)}", err=True)
 
 
 def print_renderable(*renderables, width: int | None = None) -> None:

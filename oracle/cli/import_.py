@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from oracle.cli.common import output_option
+from oracle.cli.common import output_option, warn
 from oracle.cli.types import PlainIntRange
 
 @click.command("import", context_settings={"max_content_width": 100})
@@ -63,5 +63,4 @@ def import_(
         model=model, system=system, profile=profile, strategy=strategy, gpus=gpus, batch=batch,
         batch_per_gpu=batch_per_gpu, p1=p1, p2=p2, segments=segments,
     )  # fmt: skip
-    warn = lambda message: click.echo(f"oracle: warning: {message}", err=True)  # noqa: E731
     emit(import_logs(paths, fixed, log_format, skip_unknown, append, output, warn), output)
