@@ -1,6 +1,6 @@
 """``oracle fit runs``: measured training runs in, a calibrated system file out.
 
-:func:`select_runs` loads the runs, keeps those ``--where`` selects and says which were
+:func:`fit_runs` does it all: :func:`select_runs` loads the runs, keeps those ``--where`` selects and says which were
 measured on another system than the base; :func:`calibrate_runs` inverts the cost model
 on them (:mod:`oracle.compute.calibrate`); :func:`calibrated_system` writes the result
 into the base system's document, recording the runs each number comes from.
@@ -31,6 +31,32 @@ class Selection:
     base_path: Path
     overlay: dict | None  # the --overlay mapping
     warnings: tuple[str, ...]  # runs measured on another system
+
+
+@dataclass(frozen=True)
+class FitRuns:
+    """What ``oracle fit runs`` computed: the calibration and the system to write, or
+    (``--calibrate compute``) the scaled profile, its factor and evidence."""
+
+    selected: int  # runs the --where filter kept
+    calibration: object | None = None
+    system_text: str | None = None  # with -o and something identified
+    profile: tuple | None = None  # (profile, factor, evidence) of --calibrate compute
+
+
+def fit_runs(req: RunsRequest, warn) -> FitRuns:
+    """The whole of ``oracle fit runs`` but the printing: select the runs (``warn`` gets
+    the runs measured on another description of the base), then calibrate."""
+    sel = select_runs(req)
+    for w in sel.warnings:
+        warn(w)
+    if req.kind == "compute":  # issue 13: a profile, not a system
+        from oracle.services.fit_compute import calibrate_compute
+
+        return FitRuns(len(sel.chosen), profile=calibrate_compute(req.runs, sel.chosen, str(sel.base_path)))
+    cal = calibrate_runs(req, sel)
+    text = calibrated_system(req, sel, cal) if req.output and cal.evidence else None
+    return FitRuns(len(sel.chosen), cal, text)
 
 
 def select_runs(req: RunsRequest) -> Selection:

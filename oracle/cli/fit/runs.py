@@ -46,32 +46,27 @@ def fit_runs_cmd(runs, system, kind, where, overlay, name, output, width) -> Non
     from oracle.load.values import parse_where
     from oracle.render.fit import calibration
     from oracle.render.output import emit
-    from oracle.services.fit_runs import RunsRequest, calibrate_runs, calibrated_system, select_runs
+    from oracle.services.fit_runs import RunsRequest, fit_runs
 
     command = "oracle " + " ".join(sys.argv[1:]) if sys.argv[1:2] == ["fit"] else f"oracle fit runs {runs} ..."
-    req = RunsRequest(runs, system, kind, parse_where(where), overlay, name, output, command)
-    sel = select_runs(req)
-    for w in sel.warnings:
-        warn(w)
-    if kind == "compute":  # issue 13: writes a profile, not a system
-        return _write_profile(runs, sel.chosen, str(sel.base_path), output)
-    cal = calibrate_runs(req, sel)
+    result = fit_runs(RunsRequest(runs, system, kind, parse_where(where), overlay, name, output, command), warn)
+    if result.profile is not None:  # --calibrate compute
+        return _write_profile(runs, *result.profile, output)
+    cal = result.calibration
     print_renderable(*calibration(cal, runs), width=width)
     if not cal.evidence:
         what = "identifies a parameter" if kind == "all" else f"calibrates the {kind}"
-        line = sel.chosen[0].line if len(sel.chosen) == 1 else None
-        raise OracleError(f"none of the {len(sel.chosen)} selected runs {what} (the table above says why)",
-                          file=runs, line=line)  # fmt: skip
+        raise OracleError(f"none of the {result.selected} selected runs {what} (the table above says why)",
+                          file=runs, line=cal.unused[0][0] if result.selected == 1 and cal.unused else None)  # fmt: skip
     if output:
-        emit(calibrated_system(req, sel, cal), output)
+        emit(result.system_text, output)
         click.echo(f"wrote {output}", err=True)
 
 
-def _write_profile(runs_file: str, chosen, base_system: str, output: str | None) -> None:
+def _write_profile(runs_file: str, profile, factor: float, evidence, output: str | None) -> None:
     from oracle.render.output import emit
-    from oracle.services.fit_compute import calibrate_compute, profile_text
+    from oracle.services.fit_compute import profile_text
 
-    profile, factor, evidence = calibrate_compute(runs_file, chosen, base_system)
     for line, label, f in evidence:
         click.echo(f"{runs_file}:{line} {label}: compute x {f:.4g}", err=True)
     click.echo(f"compute factor (median of {len(evidence)}): {factor:.4g}", err=True)
