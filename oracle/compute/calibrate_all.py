@@ -66,8 +66,7 @@ def with_system(ctx: Context, system: System) -> Context:
     compute factor for the model differs (the times change)."""
     import copy
 
-    name = ctx.model.name
-    if system.implementation.compute_factor(name) != ctx.system.implementation.compute_factor(name):
+    if system.implementation.compute_factor(ctx.model.name) != ctx.compute_factor:
         return Context(ctx.model, system, ctx.times, ctx.options, ctx.profile_kind, conversion=ctx.conversion)
     out = copy.copy(ctx)
     out.system = system

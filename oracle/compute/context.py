@@ -85,7 +85,8 @@ class Context:
         self.y = np.array([i.output_elements for i in info], dtype=float)
         self.w = np.array([i.parameters for i in info], dtype=float)
         self.times = times  # the profile's, before the implementation's compute factor
-        k = system.implementation.compute_factor(model.name)  # issue 14; 1 unless calibrated
+        # issue 14: the implementation's time factor on this model's profile (1 unless calibrated)
+        self.compute_factor = k = system.implementation.compute_factor(model.name)
         self.fw = np.array([t.fw_s for t in times], dtype=float) * k
         self.bw = np.array([t.bw_s for t in times], dtype=float) * k
         self.wu = np.array([t.wu_s for t in times], dtype=float) * k
@@ -312,7 +313,7 @@ class Context:
 
     def conversion_label(self, batch: float) -> str:
         label = self.conversion.label(batch) if self.conversion is not None else ""
-        k = self.system.implementation.compute_factor(self.model.name)  # issue 14
+        k = self.compute_factor  # issue 14
         return label if k == 1.0 else f"{label}; times x {k:.4g} (the system's compute factor)".lstrip("; ")
 
     def split_compute(self, sums: SplitSums, samples: float, q: int, iterations: float,
