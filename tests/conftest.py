@@ -42,7 +42,8 @@ class CliResult:
         return [line for line in self.err.splitlines() if line.strip()]
 
 
-def _runner() -> CliRunner:
+def cli_runner() -> CliRunner:
+    """A CliRunner that keeps stderr apart from stdout with every click the project allows."""
     try:  # click < 8.2 mixes stderr into stdout unless told otherwise
         return CliRunner(mix_stderr=False)  # type: ignore[call-arg]
     except TypeError:  # click >= 8.2: stderr is always separate
@@ -56,7 +57,7 @@ def run_cli(*args: str, env: dict | None = None, cwd: str | Path | None = None) 
     full_env = dict(CLEAN_ENV)
     if env:
         full_env.update(env)
-    runner = _runner()
+    runner = cli_runner()
     old = os.getcwd()
     if cwd is not None:
         os.chdir(cwd)

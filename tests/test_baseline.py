@@ -6,7 +6,7 @@ import json
 import shutil
 from pathlib import Path
 
-from click.testing import CliRunner
+from conftest import cli_runner
 
 from oracle.cli.main import cli
 
@@ -14,7 +14,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def invoke(*args):
-    return CliRunner().invoke(cli, [str(a) for a in args])
+    return cli_runner().invoke(cli, [str(a) for a in args])
 
 
 def test_shipped_baseline_passes():

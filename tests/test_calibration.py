@@ -10,7 +10,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
+from conftest import cli_runner
 
 from oracle import api
 from oracle.cli.main import cli
@@ -24,7 +24,7 @@ TRAINING_LINES = "2,4,14,31,32"  # the runs scripts/calibrate_abci2020.sh uses
 
 
 def invoke(*args):
-    return CliRunner().invoke(cli, [str(a) for a in args])
+    return cli_runner().invoke(cli, [str(a) for a in args])
 
 
 # -- input pipeline (compute/io.py) ---------------------------------------------------

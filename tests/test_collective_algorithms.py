@@ -8,7 +8,7 @@ import textwrap
 
 import numpy as np
 import pytest
-from click.testing import CliRunner
+from conftest import cli_runner
 
 from oracle import api
 from oracle.cli.main import cli
@@ -126,7 +126,7 @@ def test_system_algorithm_and_flag(tmp_path, system):
 def test_bad_algorithm_names_exit_2(tmp_path):
     bad = tmp_path / "b.yaml"
     bad.write_text(SYSTEM + "collectives: {algorithm: butterfly}\n")
-    res = CliRunner().invoke(cli, ["show", "system", str(bad)])
+    res = cli_runner().invoke(cli, ["show", "system", str(bad)])
     assert res.exit_code == 2 and "collectives.algorithm" in res.stderr
-    res = CliRunner().invoke(cli, ["predict", "-m", "alexnet", "-s", "abci", "-p", "alexnet_v100", "--collective", "fast"])
+    res = cli_runner().invoke(cli, ["predict", "-m", "alexnet", "-s", "abci", "-p", "alexnet_v100", "--collective", "fast"])
     assert res.exit_code == 2 and "--collective" in res.stderr

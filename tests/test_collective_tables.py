@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from click.testing import CliRunner
+from conftest import cli_runner
 
 from oracle import api
 from oracle.cli.main import cli
@@ -78,14 +78,14 @@ def test_alpha_beta_mode_ignores_tables(tmp_path):
 )
 def test_bad_tables_exit_2(tmp_path, bad, needle):
     s = _system(tmp_path, TABLES.replace(bad, needle))
-    res = CliRunner().invoke(cli, ["show", "system", str(s)])
+    res = cli_runner().invoke(cli, ["show", "system", str(s)])
     assert res.exit_code == 2 and "collectives.tables[0]" in res.stderr
 
 
 def test_fit_writes_tables_that_load(tmp_path):
     logs = sorted(str(p) for p in (REPO / "data" / "nccl-tests" / "abci-v100").glob("*.txt"))
     out = tmp_path / "abci-tables.yaml"
-    res = CliRunner().invoke(cli, ["fit", "network", "--system", "abci-nominal", "--collectives", "table", "-o", str(out), *logs])
+    res = cli_runner().invoke(cli, ["fit", "network", "--system", "abci-nominal", "--collectives", "table", "-o", str(out), *logs])
     assert res.exit_code == 0, res.stderr
     s = load_system(out)
     assert sorted((t.gpus, t.span) for t in s.collective_tables) == [(4, 4), (8, 8), (16, 16), (32, 32), (64, 64), (128, 128)]

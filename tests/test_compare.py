@@ -8,7 +8,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
+from conftest import cli_runner
 
 from oracle import api
 from oracle.cli.main import cli
@@ -116,12 +116,12 @@ def test_ranking_agreement_counts_concordant_strategy_pairs(files):
 def test_hybrid_needs_p1_or_p2_and_derives_the_other(files):
     rows, _ = api.compare(write_runs(files, "m.yaml,s.yaml,p.yaml,data+filter,8,,4,64,1,,,,A\n"))
     assert (rows[0].point.p1, rows[0].point.p2) == (2, 4)
-    res = CliRunner().invoke(cli, ["compare", str(write_runs(files, "m.yaml,s.yaml,p.yaml,data+filter,8,,,64,1,,,,A\n"))])
+    res = cli_runner().invoke(cli, ["compare", str(write_runs(files, "m.yaml,s.yaml,p.yaml,data+filter,8,,,64,1,,,,A\n"))])
     assert res.exit_code == 2 and "needs p1 or p2" in res.stderr and "runs.csv:2" in res.stderr
 
 
 def invoke(*args):
-    return CliRunner().invoke(cli, [str(a) for a in args])
+    return cli_runner().invoke(cli, [str(a) for a in args])
 
 
 def test_gates_exit_codes(files):

@@ -14,6 +14,17 @@ def test_cli_reference_is_current():
     assert doc == reference(), "docs/cli.md is stale: python -m oracle.render.clidoc > docs/cli.md"
 
 
+def test_help_names_no_internal_issue():
+    """Users read the help; the tracker's issue numbers mean nothing to them (issue 23:
+    `oracle profile --help` said "(issue 13)")."""
+    import re
+
+    from oracle.render.clidoc import reference
+
+    hits = [ln.strip() for ln in reference().splitlines() if re.search(r"\bissues? \d+", ln)]
+    assert not hits, hits
+
+
 def test_no_pointer_to_an_unshipped_document():
     """Help texts, errors, comments and docs point to docs/, never to a SPEC users do
     not have (issue 17)."""

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from click.testing import CliRunner
+from conftest import cli_runner
 
 from oracle.cli.main import cli
 from oracle.compute.fit import FitOptions, coefficients, fit_network
@@ -39,11 +39,7 @@ MIB = 1 << 20
 
 
 def run(*args: str):
-    try:  # click < 8.2 mixes stderr into stdout unless told otherwise
-        runner = CliRunner(mix_stderr=False)  # type: ignore[call-arg]
-    except TypeError:
-        runner = CliRunner()
-    return runner.invoke(cli, [str(a) for a in args], catch_exceptions=True)
+    return cli_runner().invoke(cli, [str(a) for a in args], catch_exceptions=True)
 
 
 # -- synthetic logs ---------------------------------------------------------------------

@@ -107,11 +107,11 @@ def test_pipeline_checkpointing_memory_and_recompute():
 
 
 def test_bad_memory_options_exit_2():
-    from click.testing import CliRunner
+    from conftest import cli_runner
 
     from oracle.cli.main import cli
 
-    res = CliRunner().invoke(cli, ["predict", "-m", "alexnet", "-s", "abci", "-p", "alexnet_v100", "--zero", "4"])
+    res = cli_runner().invoke(cli, ["predict", "-m", "alexnet", "-s", "abci", "-p", "alexnet_v100", "--zero", "4"])
     assert res.exit_code == 2 and "--zero" in res.stderr
-    res = CliRunner().invoke(cli, ["predict", "-m", "alexnet", "-s", "abci", "-p", "alexnet_v100", "--optimizer", "lamb"])
+    res = cli_runner().invoke(cli, ["predict", "-m", "alexnet", "-s", "abci", "-p", "alexnet_v100", "--optimizer", "lamb"])
     assert res.exit_code == 2 and "--optimizer" in res.stderr

@@ -6,7 +6,7 @@ import json
 
 import numpy as np
 import pytest
-from click.testing import CliRunner
+from conftest import cli_runner
 
 from oracle import api
 from oracle.cli.main import cli
@@ -103,12 +103,12 @@ def test_spatial_halo_overlap_hides_halos_behind_compute():
 
 
 def test_overlap_json_and_defaults():
-    r = CliRunner().invoke(cli, ["predict", "-m", "resnet50", "-s", "abci", "-p", "resnet50_v100", "--gpus", "16",
+    r = cli_runner().invoke(cli, ["predict", "-m", "resnet50", "-s", "abci", "-p", "resnet50_v100", "--gpus", "16",
                                  "--strategy", "data", "-b", "32", "--overlap", "buckets", "-f", "json"])  # fmt: skip
     (d,) = json.loads(r.stdout)
     assert d["communication_total_s"] >= d["communication_s"] and 0 <= d["overlap_ratio"] <= 1
     assert d["total_s"] == pytest.approx(d["compute_s"] + d["communication_s"])
-    r = CliRunner().invoke(cli, ["predict", "-m", "resnet50", "-s", "abci", "-p", "resnet50_v100", "--gpus", "16",
+    r = cli_runner().invoke(cli, ["predict", "-m", "resnet50", "-s", "abci", "-p", "resnet50_v100", "--gpus", "16",
                                  "--strategy", "data", "-b", "32", "-f", "json"])  # fmt: skip
     (d,) = json.loads(r.stdout)
     assert d["overlap_ratio"] == 0 and d["communication_total_s"] == d["communication_s"]

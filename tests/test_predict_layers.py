@@ -5,13 +5,13 @@ from __future__ import annotations
 import json
 
 import pytest
-from click.testing import CliRunner
+from conftest import cli_runner
 
 from oracle.cli.main import cli
 
 
 def run(*args):
-    return CliRunner().invoke(cli, [str(a) for a in args])
+    return cli_runner().invoke(cli, [str(a) for a in args])
 
 
 def test_layerwise_point_is_ranked_at_its_gpu_count(tmp_path):

@@ -391,21 +391,21 @@ def test_estimated_profiles_are_labelled_in_every_format(tmp_path):
     import io
     import json as _json
 
-    from click.testing import CliRunner
+    from conftest import cli_runner
 
     from oracle.cli.main import cli
 
     out = tmp_path / "est.yaml"
-    r = CliRunner().invoke(cli, ["profile", "alexnet", "--estimate", "--system", "abci", "-o", str(out)])
+    r = cli_runner().invoke(cli, ["profile", "alexnet", "--estimate", "--system", "abci", "-o", str(out)])
     assert r.exit_code == 0, r.stderr
     base = ["predict", "-m", "alexnet", "-s", "abci", "-p", str(out), "--gpus", "8"]
-    assert "ESTIMATED" in CliRunner().invoke(cli, base + ["--width", "150"]).stdout
-    assert "ESTIMATED" in CliRunner().invoke(cli, base + ["-f", "markdown"]).stdout
-    pts = _json.loads(CliRunner().invoke(cli, base + ["-f", "json"]).stdout)
+    assert "ESTIMATED" in cli_runner().invoke(cli, base + ["--width", "150"]).stdout
+    assert "ESTIMATED" in cli_runner().invoke(cli, base + ["-f", "markdown"]).stdout
+    pts = _json.loads(cli_runner().invoke(cli, base + ["-f", "json"]).stdout)
     assert {p["profile_kind"] for p in pts} == {"estimated"}
-    rows = list(csv.DictReader(io.StringIO(CliRunner().invoke(cli, base + ["-f", "csv"]).stdout)))
+    rows = list(csv.DictReader(io.StringIO(cli_runner().invoke(cli, base + ["-f", "csv"]).stdout)))
     assert {r["profile_kind"] for r in rows} == {"estimated"}
     runs = tmp_path / "runs.csv"
     runs.write_text(f"model,system,profile,strategy,gpus,global_batch,epoch_s\nalexnet,abci,{out},data,8,4096,100\n")
-    cmp = _json.loads(CliRunner().invoke(cli, ["compare", str(runs), "-f", "json"]).stdout)
+    cmp = _json.loads(cli_runner().invoke(cli, ["compare", str(runs), "-f", "json"]).stdout)
     assert cmp["rows"][0]["profile_kind"] == "estimated"

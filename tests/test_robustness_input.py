@@ -29,8 +29,11 @@ DEEP = 30_000
     "notes: " + "{a: " * DEEP + "1" + "}" * DEEP + "\n",
 ], ids=["flow-lists", "block-lists", "flow-maps"])  # fmt: skip
 def test_deep_nesting_is_one_error(tmp_path, body):
+    """The promise: one error naming the file, exit 2, no traceback. Which check stops it
+    first (oracle's MAX_DEPTH walk, or libyaml's own nesting limit since PyYAML 6.0.4,
+    which reads ahead in flow context) is not: oracle's own wording is pinned below."""
     m, s, p = files(tmp_path, profile=TINY_PROFILE + body)
-    one_error(predict(m, s, p), f"{p}:", "nested more than 100 levels deep")
+    one_error(predict(m, s, p), f"{p}:")
 
 
 def test_nesting_at_the_limit_still_loads(tmp_path):

@@ -9,7 +9,8 @@ from oracle.cli.types import PlainIntRange
 
 
 @click.command("list")
-@click.argument("kinds", nargs=-1, type=click.Choice(LISTABLE))
+# the metavar spelled out: click versions bracket an optional Choice differently
+@click.argument("kinds", nargs=-1, type=click.Choice(LISTABLE), metavar=f"[{'|'.join(LISTABLE)}]...")
 @click.option("--format", "-f", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
 @click.option("--width", type=PlainIntRange(min=60), help="Table width. [default: terminal]")
 def list_(kinds, fmt, width) -> None:

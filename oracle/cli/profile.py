@@ -50,7 +50,7 @@ _POSITIVE_FRACTION = FiniteRange(min=0, max=1, min_open=True)
 )  # fmt: skip
 @click.option(
     "--precision", type=click.Choice(["fp32", "tf32", "fp16", "bf16"]), default="fp32", show_default=True,
-    help="With --estimate: the precision conv/fc run at and the bytes per element (issue 13).",
+    help="With --estimate: the precision conv/fc run at and the bytes per element.",
 )  # fmt: skip
 @output_option
 def profile(model, batch, device, repeats, warmup, threads, estimate, system, efficiency,

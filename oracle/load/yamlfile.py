@@ -187,6 +187,8 @@ def load_yaml(path: str | Path, what: str = "YAML file") -> YMap:
         exc.file = name
         raise
     except yaml.MarkedYAMLError as exc:
+        if "nesting depth" in (exc.problem or ""):  # libyaml >= 0.2.5 (PyYAML 6.0.4) stops first
+            raise OracleError(f"YAML is nested more than {MAX_DEPTH} levels deep", file=name) from None
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark else None
         problem = exc.problem or exc.context or "syntax error"

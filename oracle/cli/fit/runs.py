@@ -16,7 +16,7 @@ from oracle.cli.types import PlainIntRange
 @click.option("--calibrate", "kind", type=click.Choice(["network", "input", "compute", "all"]), required=True,
               help="network: all-reduce bandwidth inside and across nodes (data-parallel runs that are not"
               " input-bound); input: loader and node sample rates (runs that are input-bound); compute: the runs'"
-              " profile scaled to reproduce them, written to -o as a profile (issue 13); all: every parameter"
+              " profile scaled to reproduce them, written to -o as a profile; all: every parameter"
               " the runs identify (each model's compute against its profile, network, input rates only from"
               " runs whose includes_io column is yes, model-parallel mechanisms).")
 @click.option("--where", multiple=True, metavar="COL=VAL[,VAL]",
