@@ -33,6 +33,13 @@ def _system(path) -> tuple[str, str, str]:
 
     s = load_system(str(path))
     what = f"{s.nodes:,} nodes x {s.gpus_per_node} {s.gpu_model} ({s.gpu_memory_bytes / 1e9:g} GB)"
+    bases = [lv.basis or "unstated" for lv in s.network]
+    if len(set(bases)) == 1:
+        what += f"; network {bases[0]}" if bases[0] != "unstated" else ""
+    else:
+        what += "; network: " + ", ".join(f"{lv.name} {b}" for lv, b in zip(s.network, bases))
+    if s.use_for:
+        what += f". Use for: {s.use_for}"
     return s.name, what, s.source
 
 

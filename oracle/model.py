@@ -176,6 +176,7 @@ class NetworkLevel:
     beta_s_per_byte: float
     source: str = ""
     protocols: tuple[Protocol, ...] = ()  # small-message regimes; () = one line (docs/cost-model.md)
+    basis: str = ""  # measured | fitted | calibrated | nominal: where α and β come from ("" unstated)
 
 
 @dataclass(frozen=True)
@@ -323,6 +324,7 @@ class System:
     # compute model (issue 13): dense peak FLOP/s per precision, SM count
     gpu_peaks: tuple[tuple[str, float], ...] = ()
     gpu_sm_count: int | None = None
+    use_for: str = ""  # what the file is good for, which parts are measured (oracle list systems)
 
     def gpu_peak(self, precision: str) -> float | None:
         for prec, value in self.gpu_peaks:

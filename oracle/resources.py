@@ -39,12 +39,28 @@ def exists(path: Path) -> bool:
         return False
 
 
+# Shipped names that were renamed because they did not say what the file describes
+# (issue 23): the old name is refused with the choice it hid, never mapped silently.
+RENAMED = {
+    "systems": {
+        "dgx-h100": "renamed: gcp-a3mega-h100 is H100 nodes on Google Cloud A3 Mega's measured"
+        " GPUDirect-TCPXO fabric (what dgx-h100 held); dgx-h100-superpod is a nominal"
+        " InfiniBand DGX H100 SuperPOD (oracle list systems)",
+        "h100-ndr": "renamed dgx-h100-superpod (a nominal InfiniBand DGX H100 SuperPOD);"
+        " gcp-a3mega-h100 has a measured (cloud) inter-node fabric",
+    },
+}
+
+
 def resolve(kind: str, name_or_path: str) -> Path:
     """A path for a user-given name: an existing path wins, then a shipped name."""
     text = str(name_or_path)
     p = Path(text)
     if exists(p):
         return p
+    if text in RENAMED.get(kind, {}):
+        raise OracleError(f"no shipped {kind.rstrip('s')} named '{text}' any more", file=text,
+                          hint=RENAMED[kind][text])
     looks_like_path = "/" in text or "\\" in text or p.suffix in (".yaml", ".yml", ".csv", ".json")
     if not looks_like_path:
         d = shipped_dir(kind)

@@ -106,7 +106,7 @@ def test_show_system_abci_json(run):
     assert math.isclose(levels[0]["beta_s_per_byte"], 1 / 20e9)
 
 
-@pytest.mark.parametrize("name", ["abci", "abci-chainermnx", "lassen", "h100-ndr"])
+@pytest.mark.parametrize("name", ["abci", "abci-chainermnx", "lassen", "dgx-h100-superpod"])
 def test_show_every_shipped_system(run, name):
     d = show_json(run, "system", name)
     assert d["network"] and d["gpus_per_node"] >= 1

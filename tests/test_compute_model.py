@@ -167,7 +167,7 @@ def test_own_device_precision_batch_is_exactly_the_profile(tmp_path):
 def test_conversion_follows_the_model_ratio(tmp_path):
     m = load_model("resnet50")
     pr = load_profile(_estimated(tmp_path / "p.yaml"))
-    conv = Conversion(m, Origin.of(pr), load_system("dgx-h100"), "fp32", True)
+    conv = Conversion(m, Origin.of(pr), load_system("gcp-a3mega-h100"), "fp32", True)
     fw, bw, add_fw, add_bw = conv.factors(32.0)
     assert not add_fw.any() and not add_bw.any()  # same fusion on both sides
     src = K.per_sample_times(m, A100, "fp16", 64)
@@ -179,7 +179,7 @@ def test_conversion_follows_the_model_ratio(tmp_path):
 
 def test_converted_profile_is_labelled_in_every_format(run, tmp_path):
     prof = _estimated(tmp_path / "p.yaml")
-    args = ["predict", "-m", "resnet50", "-s", "dgx-h100", "-p", str(prof), "--gpus", "16", "--strategy", "data",
+    args = ["predict", "-m", "resnet50", "-s", "gcp-a3mega-h100", "-p", str(prof), "--gpus", "16", "--strategy", "data",
             "-b", "128", "--mixed-precision"]  # fmt: skip
     label = "A100-SXM4-80GB fp16 b=64 → H100-SXM5-80GB fp16 b=128"
     table = run(*args)
@@ -260,7 +260,7 @@ def test_empty_peak_mapping_is_an_error(tmp_path):
 
 
 @pytest.mark.parametrize("name", ["dgx1-v100", "dgx2-v100", "dgx2h-v100", "dgx-a100-40gb", "dgx-a100-80gb",
-                                  "dgx-h100", "hgx-h200", "h100-ndr"])  # fmt: skip
+                                  "gcp-a3mega-h100", "hgx-h200", "dgx-h100-superpod"])  # fmt: skip
 def test_shipped_library_has_every_precision_it_should(name):
     s = load_system(name)
     assert s.gpu_peak("fp32") and s.gpu_peak("fp16") and s.gpu_memory_bandwidth_Bps and s.gpu_sm_count

@@ -853,7 +853,7 @@ def test_unknown_shipped_name_hint():
     assert "abcii" in msg and "no shipped system" in msg and "did you mean 'abci" in msg, msg
 
 
-@pytest.mark.parametrize("name", ["abci", "abci-nominal", "abci-chainermnx", "lassen", "h100-ndr"])
+@pytest.mark.parametrize("name", ["abci", "abci-nominal", "abci-chainermnx", "lassen", "dgx-h100-superpod"])
 def test_all_shipped_systems_load(name):
     from oracle.load import load_system as load_named
 

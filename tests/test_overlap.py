@@ -48,7 +48,7 @@ def test_exposed_halo():
 
 
 def _pts(**kw):
-    return api.predict("resnet50", "h100-ndr", "resnet50_v100", gpus=[64], strategies="data", batch_per_gpu=32, **kw)
+    return api.predict("resnet50", "dgx-h100-superpod", "resnet50_v100", gpus=[64], strategies="data", batch_per_gpu=32, **kw)
 
 
 def test_data_parallel_resnet50_becomes_compute_bound_on_a_fast_network():

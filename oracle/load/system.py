@@ -28,6 +28,9 @@ OPERATIONS = ("allreduce", "allgather", "halo", "p2p")
 PURPOSES = ("gradient_allreduce", "layer_allgather", "layer_allreduce", "tail_gather", "pipeline_p2p")
 
 
+# where a level's α and β come from (network[].basis; oracle list systems says it)
+BASES = ("measured", "fitted", "calibrated", "nominal")
+
 def load_system(path: str | Path) -> System:
     name = str(path)
     return parse_system(load_yaml(path, "system file"), name)
@@ -60,6 +63,7 @@ def parse_system(doc: dict, file: str) -> System:
     top = Fields(doc, file, "")
     name = top.req("name", string())
     source = top.opt("source", string(nonempty=False), "")
+    use_for = top.opt("use_for", string(nonempty=False), "")
     top.opt("notes", string(nonempty=False), "")
 
     gpu = top.sub("gpu")
@@ -110,6 +114,7 @@ def parse_system(doc: dict, file: str) -> System:
         ps_servers=ps_servers,
         gpu_workspace_bytes=workspace_GB * 1e9,
         framework=framework,
+        use_for=" ".join(use_for.split()),
     )
 
 
@@ -123,6 +128,7 @@ def _levels(top: Fields, file: str) -> list[NetworkLevel]:
         max_gpus = lf.req("max_gpus", integer(ge=1), "the largest span this level serves")
         alpha, beta = _alpha_beta(lf, required=True)
         lsource = lf.opt("source", string(nonempty=False), "")
+        basis = lf.opt("basis", choice(BASES), "")
         lf.opt("notes", string(nonempty=False), "")
         protocols = _protocols(lf, file)
         lf.done()
@@ -133,7 +139,7 @@ def _levels(top: Fields, file: str) -> list[NetworkLevel]:
                 f" (previous level has {levels[-1].max_gpus})",
             )
         assert alpha is not None and beta is not None
-        levels.append(NetworkLevel(lname, max_gpus, alpha, beta, lsource, protocols))
+        levels.append(NetworkLevel(lname, max_gpus, alpha, beta, lsource, protocols, basis))
     if not levels:
         raise top.error("network", "has no levels; expected at least one network level")
     return levels

@@ -365,6 +365,7 @@ def network_yaml(fit: NetworkFit) -> str:
     for lv in fit.levels:
         out.append(f"  - name: {lv.name}")
         out.append(f"    max_gpus: {lv.max_gpus}")
+        out.append("    basis: fitted")
         out.append(f"    alpha_s: {_num(lv.alpha_s)}")
         out.append(f"    beta_s_per_byte: {_num(lv.beta_s_per_byte)}   # 1/β = {fmt_rate(lv.bandwidth_Bps)}")
         out += _protocols_yaml(lv)
@@ -421,6 +422,7 @@ def system_yaml(base_doc: dict, fit: NetworkFit, head: str, name: str, source: s
     doc = plain(base_doc)
     doc["name"] = name
     doc["source"] = source
+    doc.pop("use_for", None)  # the base's purpose is not the fitted machine's
     if "network" not in doc:
         doc["network"] = []
     chunks = [head]

@@ -104,6 +104,7 @@ def calibrated_system(req: RunsRequest, sel: Selection, cal) -> str:
     doc = plain(load_yaml(sel.base_path, "system file"))
     base_name = doc.get("name", "system")
     doc["name"] = req.name or f"{base_name} (calibrated)"
+    doc.pop("use_for", None)  # the base's purpose is not the calibrated machine's (an --overlay may say)
     base_source = str(doc.get("source", "")).rstrip(". ")
     if req.kind in ("network", "all"):
         _set_network(doc, cal, base_name, req.runs)
@@ -191,6 +192,7 @@ def _set_network(doc: dict, cal, base_name: str, runs: str) -> None:
         spans = f"lines {', '.join(own)}" if own else (
             f"lines {_lines(cal, 'beta_intra' if inside else 'beta_inter')}, whose spans are on another level"
             " (no run spans this one)")  # fmt: skip
+        level["basis"] = "calibrated"
         level["source"] = (
             f"α: {base_name}. β {which} ({1 / beta / 1e9:.3g} GB/s): calibrated by `oracle fit runs`"
             f" on {runs} {spans} (data-parallel runs)"
