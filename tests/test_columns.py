@@ -64,3 +64,56 @@ def test_cells_are_text_not_markup():
     row = {"name": "[bold]x[/]", "time": "1 s", "big": "1", "bytes": "1 B", "note": "[/] unbalanced"}
     text = render_text(FitTable(COLUMNS, [Section([row])], notes=Column("note", "notes")), width=140)
     assert "[bold]x[/]" in text and "[/] unbalanced" in text
+
+
+# -- issue 23: a row's identity
+
+
+def test_the_layout_never_drops_an_identity_column():
+    """Whatever the priorities, the width and the notes, the identity columns are kept
+    (or, where nothing fits, every row is a paragraph that starts with them)."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    cell = st.text(alphabet="abcx0123456789.", min_size=1, max_size=14)
+
+    @settings(max_examples=150, deadline=None)
+    @given(
+        spec=st.lists(st.tuples(st.integers(0, 9), st.booleans()), min_size=1, max_size=7),
+        rows=st.lists(st.lists(cell, min_size=7, max_size=7), min_size=1, max_size=5),
+        note=st.text(alphabet="ab ", max_size=60),
+        width=st.integers(30, 140),
+    )
+    def check(spec, rows, note, width):
+        cols = tuple(Column(f"c{i}", f"h{i}", priority=p, identity=ident) for i, (p, ident) in enumerate(spec))
+        data = [{**{f"c{i}": f"r{n}v{r[i]}" for i in range(len(spec))}, "n": note} for n, r in enumerate(rows)]
+        t = FitTable(cols, [Section(data)], notes=Column("n", "notes"))
+        keep, _, _ = t.layout(width - 1)
+        assert all(c in keep for c in cols if c.identity)
+        text = render_text(t, width=width)
+        flat = " ".join(text.split())
+        for row in data:
+            for c in cols:
+                if c.identity:
+                    assert row[c.key] in flat
+
+    check()
+
+
+def test_notes_under_the_table_are_named_by_the_row_identity():
+    """Stacked notes say which row they belong to: with the GPU count shown once per group,
+    a note of the second point at 256 GPUs names its GPUs, strategy and p1×p2."""
+    cols = (Column("gpus", "GPUs", "right", identity=True), Column("strategy", "strategy", identity=True),
+            Column("parts", "p1×p2", "right", identity=True), Column("epoch", "epoch", "right"))  # fmt: skip
+    rows = [{"gpus": "256", "strategy": "data+spatial", "parts": "64×4", "epoch": "3.7 s", "n": ""},
+            {"gpus": "", "strategy": "data+spatial", "parts": "8×32", "epoch": "4.4 s", "n": "spatial split 8x4 exceeds"}]  # fmt: skip
+    t = FitTable(cols, [Section(rows)], notes=Column("n", "notes"), notes_min=40)
+    text = " ".join(render_text(t, width=60).split())
+    assert "GPUs 256 · strategy data+spatial · p1×p2 8×32: spatial split 8x4 exceeds" in text
+
+
+def test_a_row_too_wide_for_a_table_is_a_paragraph_that_starts_with_its_identity():
+    cols = (Column("value", "value", "right"), Column("name", "parameter", identity=True))
+    rows = [{"value": "x" * 50, "name": "beta_inter"}, {"value": "y" * 50, "name": "loader_rate"}]
+    lines = render_text(FitTable(cols, [Section(rows)]), width=60).splitlines()
+    assert lines == ["parameter beta_inter · value", "x" * 50, "parameter loader_rate · value", "y" * 50]

@@ -157,14 +157,14 @@ def render_points(points, meta, fmt, top, chart, width, output) -> None:
         emit(rp.markdown(points, meta, top), output)
         return
     if output:
-        table = rp.table(points, meta, top, width or 140)
+        table = rp.table(points, meta, top)
         text = rp.render_text(table, width=width or 140)
         if chart:
             text += rp.render_text(rp.bar_chart(shown, meta, width or 140), width=width or 140)
         emit(text, output)
         return
     w = make_console(width).width
-    parts = [rp.table(points, meta, top, w)] + ([rp.bar_chart(shown, meta, w)] if chart else [])
+    parts = [rp.table(points, meta, top)] + ([rp.bar_chart(shown, meta, w)] if chart else [])
     print_renderable(*parts, width=w)
 
 

@@ -29,8 +29,6 @@ def list_(kinds, fmt, width) -> None:
     if fmt == "json":
         click.echo(rc.to_json(chosen), nl=False)
         return
-    from oracle.cli.common import make_console
+    from oracle.cli.common import print_renderable
 
-    console = make_console(width)
-    for table in rc.tables(chosen):
-        console.print(table)
+    print_renderable(*rc.tables(chosen), width=width)

@@ -19,19 +19,19 @@ def short(text: str, limit: int = 90) -> str:
 
 
 def tables(chosen: dict) -> list:
-    from rich import box
-    from rich.markup import escape
-    from rich.table import Table
+    """One table per kind: the name (the row's identity, never dropped or cut), then what
+    it is and where its numbers come from, wrapped to the width."""
+    from oracle.render.columns import Column, FitTable, Section
 
     out = []
     for kind, items in chosen.items():
-        t = Table(title=f"{kind}: {HOW[kind]}", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
-        t.add_column("name", no_wrap=True)
-        t.add_column("what", overflow="fold", ratio=1)
-        t.add_column("source (first sentence; --format json for all)", overflow="fold", ratio=1)
-        for e in items:
-            t.add_row(escape(e.name), escape(f"{e.title}: {e.what}"), escape(short(e.source)))
-        out.append(t)
+        rows = [{"name": e.name, "what": f"{e.title}: {e.what}; source: {short(e.source)}"} for e in items]
+        out.append(FitTable(
+            (Column("name", "name", identity=True),), [Section(rows)],
+            notes=Column("what", "what it is; source"), expand=True,
+            title=("\n" if out else "") + f"{kind}: {HOW[kind]}\n",
+            caption="(each source's first sentence; --format json gives them whole)",
+        ))  # fmt: skip
     return out
 
 

@@ -5,8 +5,14 @@ every kept column is as wide as its widest cell (a number is never cut); columns
 the lowest priority are dropped until the rest fit; one optional notes column takes
 the remaining width and wraps on words.  When even the columns that are never
 dropped leave the notes too little room, the notes are stacked under the table,
-one paragraph per row, named by the row's first cell.  The caption says which
+one paragraph per row, named by the row's identity.  The caption says which
 columns were dropped.
+
+A row's identity (issue 23) is what tells it from the other rows: the GPUs, strategy
+and p1×p2 of a projected point, a fitted parameter's name, a layer.  Its columns are
+marked ``identity=True`` and are never dropped, whatever their priority; where even
+they and the other columns that are never dropped do not fit, each row becomes one
+paragraph that starts with its identity.
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ class Column:
     justify: str = "left"
     priority: int = KEEP  # lower ones are dropped first
     footer: str = ""
+    identity: bool = False  # tells the row from the others: never dropped
 
 
 @dataclass
@@ -66,7 +73,7 @@ def choose(columns, natural: dict[str, int], width: int, room: int) -> list[Colu
         return sum(natural[c.key] for c in cols) + overhead(len(cols) + extra) + room
 
     while used(keep) > width:
-        droppable = [c for c in keep if c.priority < KEEP]
+        droppable = [c for c in keep if c.priority < KEEP and not c.identity]
         if not droppable:
             break
         lowest = min(c.priority for c in droppable)
@@ -87,17 +94,48 @@ class FitTable:
     hint: str = "--width or --format json shows them"
     show_footer: bool = False
     styles: dict = field(default_factory=dict)  # id(row) -> rich style
+    expand: bool = False  # the notes take the whole width (less a margin as wide as the indent)
+    indent: int = INDENT
+
+    def identity_columns(self) -> list[Column]:
+        """The columns marked identity (a table that marks none: its first column)."""
+        return [c for c in self.columns if c.identity] or list(self.columns[:1])
+
+    def identities(self) -> list[tuple[str, ...]]:
+        """Each row's identity, in order: its section's label and its identity cells, a
+        blank cell read as the one above it in the section (a value printed once per group)."""
+        cols = self.identity_columns()
+        out = []
+        for section in self.sections:
+            above: dict[str, str] = {}
+            for r in section.rows:
+                for c in cols:
+                    above[c.key] = _plain(r.get(c.key, "")).strip() or above.get(c.key, "")
+                out.append((section.label or "", *(above[c.key] for c in cols)))
+        return out
+
+    def _names(self) -> list[str]:
+        """Each row named by the fewest identity columns (from the first) that tell the
+        rows apart, as 'header value' pairs: for notes stacked under the table."""
+        cols = self.identity_columns()
+        ids = self.identities()
+        n = next((k for k in range(1, len(cols)) if len({i[: k + 1] for i in ids}) == len(ids)), len(cols))
+        return [" · ".join(f"{c.header} {v}".strip() for c, v in zip(cols[:n], i[1 : n + 1])) for i in ids]
 
     def _records(self):
-        """One paragraph per row, 'header value' pairs: the layout of last resort."""
+        """One paragraph per row, its identity first, then 'header value' pairs: the
+        layout of last resort."""
         from rich.text import Text
 
-        every = [*self.columns, *([self.notes] if self.notes else [])]
+        cols = self.identity_columns()
+        rest = [c for c in [*self.columns, *([self.notes] if self.notes else [])] if c not in cols]
+        ids = iter(self.identities())
         for section in self.sections:
             if section.label:
                 yield Text(section.label, style="bold")
             for r in section.rows:
-                pairs = [f"{c.header} {_plain(r.get(c.key, ''))}" for c in every if _plain(r.get(c.key, ""))]
+                pairs = [f"{c.header} {v}".strip() for c, v in zip(cols, next(ids)[1:]) if v]
+                pairs += [f"{c.header} {_plain(r.get(c.key, ''))}" for c in rest if _plain(r.get(c.key, ""))]
                 yield Text(" · ".join(pairs), style=self.styles.get(id(r)))
         if self.caption:
             yield Text(self.caption, style="dim")
@@ -111,9 +149,18 @@ class FitTable:
         keep = choose(self.columns, natural, width, self.notes_min)
         room = width - sum(natural[c.key] for c in keep) - overhead(len(keep) + 1)
         if room >= self.notes_min:
+            if self.expand:
+                return keep, room - self.indent, False
             wanted = max([_cell_len(self.notes.header)] + [_cell_len(r.get(self.notes.key, "")) for r in rows])
             return keep, min(room, wanted), False
         return choose(self.columns, natural, width, 0), 0, True
+
+    def as_records(self, width: int) -> bool:
+        """Whether even the columns never dropped are too wide for ``width``: then each
+        row is a paragraph (``_records``)."""
+        keep = self.layout(width)[0]
+        rows = [r for s in self.sections for r in s.rows]
+        return sum(natural_widths(keep, rows).values()) + overhead(len(keep)) > width
 
     def __rich_console__(self, console, options):
         from rich import box
@@ -121,13 +168,13 @@ class FitTable:
         from rich.table import Table
         from rich.text import Text
 
-        width = options.max_width - INDENT
+        width = options.max_width - self.indent
         keep, notes_w, stacked = self.layout(width)
         rows = [r for s in self.sections for r in s.rows]
         natural = natural_widths(keep, rows)
         if self.title:
             yield Text(self.title)
-        if sum(natural.values()) + overhead(len(keep)) > width:
+        if self.as_records(width):
             yield from self._records()  # even the columns never dropped are too wide
             return
 
@@ -147,7 +194,7 @@ class FitTable:
         for i, section in enumerate(self.sections):
             if labelled:
                 if i == 0:
-                    yield Padding(t, (0, 0, 0, INDENT))  # the header alone, then each labelled group
+                    yield Padding(t, (0, 0, 0, self.indent))  # the header alone, then each labelled group
                 yield Text(section.label or "", style="bold")
                 t = new_table(False)
             elif i:
@@ -159,16 +206,15 @@ class FitTable:
                 cells = [Text(c) if isinstance(c, str) else c for c in cells]  # text, not markup
                 t.add_row(*cells, style=self.styles.get(id(r)))
             if labelled:
-                yield Padding(t, (0, 0, 0, INDENT))
+                yield Padding(t, (0, 0, 0, self.indent))
         if not labelled:
-            yield Padding(t, (0, 0, 0, INDENT))
+            yield Padding(t, (0, 0, 0, self.indent))
         if stacked:
-            ref, name = keep[0].key, keep[0].header
             yield Text("")
-            for r in rows:
+            for r, name in zip(rows, self._names()):
                 note = _plain(r.get(self.notes.key, ""))
                 if note:
-                    yield Text(f"{name} {_plain(r.get(ref, '')).strip()}: {note}", style=self.styles.get(id(r)))
+                    yield Text(f"{name}: {note}", style=self.styles.get(id(r)))
         caption = self.caption
         dropped = [c.header for c in self.columns if c not in keep]
         if dropped:

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from itertools import groupby
 
 from oracle.compute.compare import CompareRow, Stats, Summary
+from oracle.render.columns import Column
 from oracle.textsafe import csv_cell, csv_row, md
 from oracle.units import fmt_seconds
 
@@ -191,18 +192,19 @@ def profiles_line(rows: Sequence[CompareRow]) -> str:
 TABLE_MAX_RUNS = 1000  # a terminal table of more runs is unreadable and slow to lay out
 
 
-# (key, header, justify, priority): at a narrow width the lowest priorities go first
+# at a narrow width the lowest priorities go first; a run's line and configuration are its
+# identity (issue 23) and never dropped
 COLUMNS = (
-    ("line", "line", "right", 9),
-    ("strategy", "strategy", "left", 9),
-    ("gpus", "GPUs", "right", 9),
-    ("parts", "p1×p2", "right", 5),
-    ("batch", "batch", "right", 6),
-    ("basis", "on", "left", 3),
-    ("measured", "measured", "right", 9),
-    ("projected", "projected", "right", 9),
-    ("accuracy", "accuracy", "right", 9),
-    ("split", "comp/comm acc.", "right", 4),
+    Column("line", "line", "right", identity=True),
+    Column("strategy", "strategy", "left", identity=True),
+    Column("gpus", "GPUs", "right", identity=True),
+    Column("parts", "p1×p2", "right", 5, identity=True),
+    Column("batch", "batch", "right", 6, identity=True),
+    Column("basis", "on", "left", 3),
+    Column("measured", "measured", "right"),
+    Column("projected", "projected", "right"),
+    Column("accuracy", "accuracy", "right"),
+    Column("split", "comp/comm acc.", "right", 4),
 )
 
 
@@ -241,7 +243,7 @@ def table(rows: Sequence[CompareRow], summary: Summary, title: str = ""):
     from rich.console import Group
     from rich.text import Text
 
-    from oracle.render.columns import Column, FitTable, Section
+    from oracle.render.columns import FitTable, Section
 
     key = lambda r: (r.point.model, r.point.system)  # noqa: E731
     sections = [
@@ -249,7 +251,7 @@ def table(rows: Sequence[CompareRow], summary: Summary, title: str = ""):
         for (model, system), group in groupby(rows[:TABLE_MAX_RUNS], key=key)
     ]
     t = FitTable(
-        tuple(Column(*c) for c in COLUMNS),
+        COLUMNS,
         sections,
         notes=Column("anomaly", "notes"),
         title=title,
@@ -267,7 +269,7 @@ def summary_table(summary: Summary):
     the width they are rendered at."""
     from rich.text import Text
 
-    from oracle.render.columns import Column, FitTable, Section
+    from oracle.render.columns import FitTable, Section
 
     def row(label: str, s: Stats, style: str | None = None) -> dict:
         return {"label": Text(label, style=style), "runs": str(s.n),
@@ -290,7 +292,7 @@ def summary_table(summary: Summary):
     if summary.calibration:
         caption += "\n" + "\n".join(held_out_lines(summary))
     return FitTable(
-        (Column("label", ""), Column("runs", "runs", "right"), Column("mean", "mean accuracy", "right"),
+        (Column("label", "", identity=True), Column("runs", "runs", "right"), Column("mean", "mean accuracy", "right"),
          Column("min", "min accuracy", "right", 6), Column("mape", "MAPE", "right", 7),
          Column("bias", "bias", "right", 5)),
         [Section(rows)], title="\nsummary", caption=caption, hint="--width or --format json shows them",

@@ -81,8 +81,8 @@ def tables(fit: NetworkFit):
         for lv in fit.levels
     ]
     t = FitTable(
-        (Column("level", "level"), Column("max_gpus", "max GPUs", "right"), Column("alpha", "α", "right"),
-         Column("beta", "β (s/B)", "right", 5), Column("rate", "1/β", "right"),
+        (Column("level", "level", identity=True), Column("max_gpus", "max GPUs", "right"),
+         Column("alpha", "α", "right"), Column("beta", "β (s/B)", "right", 5), Column("rate", "1/β", "right"),
          Column("range", "fit range", "right", 4), Column("points", "pts", "right", 3),
          Column("in_range", "range med/max", "right", 6), Column("large", f">={check} med/max", "right")),
         [Section(levels)],
@@ -110,7 +110,7 @@ def tables(fit: NetworkFit):
         for lf in fit.logs
     ]
     u = FitTable(
-        (Column("log", "log"), Column("tool", "tool · op", priority=3), Column("gpus", "GPUs", "right"),
+        (Column("log", "log", identity=True), Column("tool", "tool · op", priority=3), Column("gpus", "GPUs", "right"),
          Column("nodes", "nodes", "right", 7), Column("level", "level"), Column("peak", "peak busbw", "right", 6),
          Column("range", "fit range", "right", 4), Column("in_range", "range med/max", "right", 5),
          Column("large", f">={check} med/max", "right")),
@@ -201,9 +201,9 @@ def calibration(cal, runs: str) -> list:
     ]  # fmt: skip
     unused = [{"line": str(line), "parameter": "unused", "how": why} for line, why in cal.unused]
     t = FitTable(
-        (Column("line", "line", "right"), Column("run", "run"), Column("measured", "measured/it", "right", 8),
-         Column("compute", "compute/it", "right", 5), Column("parameter", "parameter", priority=7),
-         Column("value", "value", "right")),
+        (Column("line", "line", "right", identity=True), Column("run", "run", priority=7),
+         Column("measured", "measured/it", "right", 8), Column("compute", "compute/it", "right", 5),
+         Column("parameter", "parameter", priority=7, identity=True), Column("value", "value", "right")),
         [Section(rows + unused)],
         notes=Column("how", "how"),
         title=f"calibration ({cal.kind}) from {runs}",

@@ -73,8 +73,10 @@ def _max_batch(pt: Point) -> str:
     return f"{int(b):,}" if b < 1e7 else f"{b:.3g}"
 
 
-# (key, header, justify, priority): at a narrow width the lowest priorities go first;
-# a kept column is as wide as its widest cell, so a number is never cut
+# (key, header, justify, priority): at a narrow width the lowest priorities go first (a kept
+# column is as wide as its widest cell, so a number is never cut); the GPUs, strategy and
+# p1×p2 of a point are its identity and never dropped (issue 23), nor the epoch it is ranked by
+IDENTITY = ("gpus", "strategy", "parts")
 COLUMNS = (
     ("gpus", "GPUs", "right", 9),
     ("rank", "#", "right", 2),
@@ -83,7 +85,7 @@ COLUMNS = (
     ("batch", "batch", "right", 3),
     ("compute", "compute", "right", 6),
     ("comm", "comm", "right", 5),
-    ("epoch", "epoch", "right", 8),
+    ("epoch", "epoch", "right", 9),
     ("iteration", "iteration", "right", 1),
     ("mem", "mem/GPU", "right", 7),
     ("maxb", "max b/GPU", "right", 6),
@@ -104,6 +106,7 @@ def _cells(pt: Point, first: bool) -> dict[str, str]:
         "iteration": fmt_seconds(pt.iteration_s),
         "mem": fmt_bytes(pt.memory_bytes),
         "maxb": _max_batch(pt),
+        "notes": _notes(pt),
     }
 
 
@@ -118,55 +121,31 @@ def _notes(pt: Point) -> str:
     return notes
 
 
-def fitting_columns(rows: list[dict[str, str]], wanted: list[str], width: int | None) -> list[str]:
-    """The columns to show at ``width``: each as wide as its widest cell (numbers are
-    never cut); the lowest priorities dropped until they and the notes fit."""
-    natural = {key: max([len(head)] + [len(r[key]) for r in rows]) for key, head, _, _ in COLUMNS}
-    keep = list(wanted)
-    prio = {key: p for key, _, _, p in COLUMNS}
-    while width is not None and sum(natural[k] + 3 for k in keep) + NOTES_MIN > width:
-        droppable = [k for k in keep if prio[k] < 9]
-        if not droppable:
-            break
-        keep.remove(min(droppable, key=lambda k: prio[k]))
-    return keep
-
-
-def table(points: Sequence[Point], meta: dict, top: int | None = None, width: int | None = None):
-    """The ranked projection: header lines, the table, the caption (a rich Group).
-    With ``width``, columns are dropped by priority until the table fits (never cut)."""
-    from rich import box
-    from rich.console import Group
-    from rich.table import Table
-    from rich.text import Text
+def table(points: Sequence[Point], meta: dict, top: int | None = None):
+    """The ranked projection: header lines, the table, the caption (a FitTable: its
+    columns are dropped by priority at the width it is printed at, never cut; a point's
+    identity is never dropped)."""
+    from oracle.render.columns import Column, FitTable, Section
 
     shown = select_top(points, top)
-    groups = [list(g) for _, g in groupby(shown, key=lambda p: p.gpus)]
-    rows = [_cells(pt, i == 0) for g in groups for i, pt in enumerate(g)]
-    wanted = [k for k, *_ in COLUMNS if k != "maxb" or meta.get("show_max_batch")]
-    keep = fitting_columns(rows, wanted, width)
-    t = Table(box=box.SIMPLE_HEAD, pad_edge=False)
-    natural = {k: max([len(h)] + [len(r[k]) for r in rows]) for k, h, _, _ in COLUMNS}
-    for key, head, justify, _ in COLUMNS:
-        if key in keep:
-            t.add_column(head, justify=justify, no_wrap=True, min_width=natural[key])  # type: ignore[arg-type]
-    t.add_column("limits / notes", ratio=1, min_width=min(NOTES_MIN, width or NOTES_MIN))
-    n = 0
-    for g_index, group in enumerate(groups):
-        if g_index:
-            t.add_section()
-        for pt in group:
+    sections, styles = [], {}
+    for _, group in groupby(shown, key=lambda p: p.gpus):
+        rows = []
+        for i, pt in enumerate(group):
+            rows.append(_cells(pt, i == 0))
             style = BEST_STYLE if pt.rank == 1 else (INFEASIBLE_STYLE if not pt.feasible else None)
-            t.add_row(*(rows[n][k] for k in keep), Text(_notes(pt)), style=style)
-            n += 1
+            if style:
+                styles[id(rows[-1])] = style
+        sections.append(Section(rows))
+    columns = tuple(Column(key, head, justify, priority, identity=key in IDENTITY)
+                    for key, head, justify, priority in COLUMNS if key != "maxb" or meta.get("show_max_batch"))  # fmt: skip
     caption = "best per GPU count in bold; infeasible points dimmed, with the limit they hit"
-    dropped = [head for key, head, _, _ in COLUMNS if key in wanted and key not in keep]
-    if dropped:
-        caption += f" (too narrow for: {', '.join(dropped)}; --width or --format csv shows them)"
     hint = nothing_fits_hint(points, meta)
-    if hint:
-        caption += "\n" + hint
-    return Group(Text("\n".join(header_lines(meta))), t, Text(caption))
+    return FitTable(
+        columns, sections, notes=Column("notes", "limits / notes"), notes_min=NOTES_MIN,
+        title="\n".join(header_lines(meta)) + "\n", caption=caption + ("\n" + hint if hint else ""),
+        hint="--width or --format csv shows them", styles=styles, expand=True,
+    )
 
 
 def nothing_fits_hint(points: Sequence[Point], meta: dict) -> str:

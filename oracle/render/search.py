@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from oracle.compute.cost import Point
 from oracle.compute.search import SearchResult
 from oracle.load.layerwise import ranges_of
+from oracle.render.columns import Column, FitTable, Section
 from oracle.units import fmt_bytes, fmt_seconds
 
 
@@ -206,9 +207,6 @@ def render_text(results: Sequence[SearchResult], meta: dict, top: int = 5, width
 
 def _print_counts(console, results: Sequence[SearchResult], best: SearchResult | None) -> None:
     """The answer over the GPU counts, then each count's winner."""
-    from rich import box
-    from rich.table import Table
-
     counts = ", ".join(str(r.gpus) for r in results)
     if best is None:
         console.print(f"No feasible configuration at any of {counts} GPUs.")
@@ -216,16 +214,13 @@ def _print_counts(console, results: Sequence[SearchResult], best: SearchResult |
     assert best.winner is not None
     console.print(f"Fastest over {counts} GPUs: {best.gpus} GPUs, {_winner_name(best)},"
                   f" {fmt_seconds(best.winner.total_s)} per epoch (in detail below)")  # fmt: skip
-    t = Table(box=box.SIMPLE_HEAD, pad_edge=False)
-    for col, justify in (("GPUs", "right"), ("winner", "left"), ("epoch", "right"), ("iteration", "right"),
-                         ("best uniform", "left"), ("its epoch", "right")):  # fmt: skip
-        t.add_column(col, justify=justify, no_wrap=True)
-    for r in results:
-        w, u = r.winner, r.best_uniform
-        t.add_row(str(r.gpus), _winner_name(r), fmt_seconds(w.total_s) if w else "–",
-                  fmt_seconds(w.iteration_s) if w else "–", _strategy(u) if u else "–",
-                  fmt_seconds(u.total_s) if u else "–")  # fmt: skip
-    console.print(t)
+    rows = [{"gpus": str(r.gpus), "winner": _winner_name(r),
+             "epoch": fmt_seconds(r.winner.total_s) if r.winner else "–",
+             "iteration": fmt_seconds(r.winner.iteration_s) if r.winner else "–",
+             "uniform": _strategy(r.best_uniform) if r.best_uniform else "–",
+             "its": fmt_seconds(r.best_uniform.total_s) if r.best_uniform else "–"} for r in results]  # fmt: skip
+    console.print()
+    console.print(FitTable(COUNT_COLUMNS, [Section(rows)]), "")
     console.print("(each count in detail: --gpus N, or --format json)")
 
 
@@ -234,13 +229,13 @@ def _print_one(console, r: SearchResult, meta: dict, top: int) -> None:
     _print_winner(console, r)
     _print_comparison(console, r)
     _print_memory(console, r.layerwise.assessment.point, r.layerwise.costs.ctx.system.gpu_memory_bytes)
-    console.print(_ranges_table(r, console.width))
+    console.print(_ranges_table(r), "")
     grads = {k: v for k, v in r.layerwise.assessment.gradient_s.items() if v > 0}
     if grads:
         console.print("Gradient all-reduces (one fused call per group of GPUs and iteration):")
         for k, v in sorted(grads.items(), key=lambda kv: -kv[1]):
             console.print(escape(f"  {k}: {fmt_seconds(v)} per epoch"))
-    console.print(_uniform_table(r, top, console.width))
+    console.print(_uniform_table(r, top), "")
     _print_search(console, r)
 
 
@@ -294,9 +289,6 @@ def _print_winner(console, r: SearchResult) -> None:
 
 def _print_comparison(console, r: SearchResult) -> None:
     """The time saved against the best uniform strategy, and where."""
-    from rich import box
-    from rich.table import Table
-
     lw = r.layerwise
     a = lw.assessment
     pt = a.point
@@ -327,15 +319,12 @@ def _print_comparison(console, r: SearchResult) -> None:
         ("input stall", pt.breakdown.input_s, bu.breakdown.input_s),
         ("total", pt.total_s, bu.total_s),
     ]  # fmt: skip
-    c = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
-    c.add_column("per epoch", no_wrap=True)
-    c.add_column("per-layer" if not lw.given else "given", justify="right", no_wrap=True)
-    c.add_column(escape(_strategy(bu)), justify="right", no_wrap=True)
-    c.add_column("difference", justify="right", no_wrap=True)
-    for name, x, y in rows:
-        if x or y or name == "total":
-            c.add_row(name, fmt_seconds(x), fmt_seconds(y), _diff(x, y))
-    console.print(c)
+    columns = (Column("name", "per epoch", identity=True),
+               Column("x", "per-layer" if not lw.given else "given", "right"),
+               Column("y", _strategy(bu), "right"), Column("diff", "difference", "right", 5))  # fmt: skip
+    cells = [{"name": name, "x": fmt_seconds(x), "y": fmt_seconds(y), "diff": _diff(x, y)}
+             for name, x, y in rows if x or y or name == "total"]  # fmt: skip
+    console.print(FitTable(columns, [Section(cells)], indent=0))
 
 
 def _print_memory(console, pt: Point, limit: float) -> None:
@@ -378,99 +367,38 @@ def _print_search(console, r: SearchResult) -> None:
         console.print(escape(f"  note: {note}"))
 
 
-# -- the two tables: every column as wide as its widest cell; at a narrow width the lowest
-# priorities are dropped (and named in the caption), so that numbers are never cut (issue 18,
-# as render/predict.py does for oracle predict)
+# -- the tables are FitTables: every column as wide as its widest cell; at a narrow width
+# the lowest priorities are dropped (and named in the caption), so that numbers are never
+# cut (issue 18); a row's identity is never dropped (issue 23)
 
-# (header, justify, priority); 9: never dropped
-RANGE_COLUMNS = (("#", "right", 9), ("layers", "right", 2), ("from", "left", 4), ("to", "left", 8),
-                 ("distribution", "left", 9), ("compute", "right", 7), ("comm", "right", 6),
-                 ("redistribution", "right", 3), ("memory", "right", 5))  # fmt: skip
-UNIFORM_COLUMNS = (("#", "right", 2), ("strategy", "left", 9), ("compute", "right", 6), ("comm", "right", 5),
-                   ("epoch", "right", 9), ("mem/GPU", "right", 7))  # fmt: skip
+COUNT_COLUMNS = (Column("gpus", "GPUs", "right", identity=True), Column("winner", "winner"),
+                 Column("epoch", "epoch", "right"), Column("iteration", "iteration", "right", 3),
+                 Column("uniform", "best uniform", priority=6), Column("its", "its epoch", "right", 5))  # fmt: skip
+RANGE_COLUMNS = (Column("i", "#", "right"), Column("layers", "layers", "right", 2),
+                 Column("from", "from", identity=True), Column("to", "to", identity=True),
+                 Column("distribution", "distribution"), Column("compute", "compute", "right", 7),
+                 Column("comm", "comm", "right", 6), Column("redistribution", "redistribution", "right", 3),
+                 Column("memory", "memory", "right", 5))  # fmt: skip
+UNIFORM_COLUMNS = (Column("rank", "#", "right", 2), Column("strategy", "strategy", identity=True),
+                   Column("compute", "compute", "right", 6), Column("comm", "comm", "right", 5),
+                   Column("epoch", "epoch", "right"), Column("mem", "mem/GPU", "right", 7))  # fmt: skip
 NOTES_MIN = 8
 
 
-def _fit(columns, rows: list[list[str]], width: int, notes_min: int) -> list[int] | None:
-    """The indices of the columns to keep at ``width`` (None: all fit as they are)."""
-    natural = [max([len(h)] + [len(r[i]) for r in rows]) for i, (h, _, _) in enumerate(columns)]
-    keep = list(range(len(columns)))
-    if sum(natural[i] + 3 for i in keep) + notes_min <= width:
-        return None
-    while sum(natural[i] + 3 for i in keep) + notes_min > width:
-        droppable = [i for i in keep if columns[i][2] < 9]
-        if not droppable:
-            break
-        keep.remove(min(droppable, key=lambda i: columns[i][2]))
-    for i in sorted(set(range(len(columns))) - set(keep), key=lambda i: -columns[i][2]):  # what fits again
-        if sum(natural[j] + 3 for j in keep) + natural[i] + 3 + notes_min <= width:
-            keep = sorted(keep + [i])
-    return keep
+def _ranges_table(r: SearchResult) -> FitTable:
+    rows = [{"i": str(i), "layers": str(row["layers"]), "from": row["from"], "to": row["to"],
+             "distribution": row["distribution"], "compute": fmt_seconds(row["compute_s"]),
+             "comm": fmt_seconds(row["communication_s"]), "redistribution": fmt_seconds(row["redistribution_s"]),
+             "memory": fmt_bytes(row["memory_bytes"]), "notes": "; ".join(row["limits"])}
+            for i, row in enumerate(layer_ranges(r), 1)]  # fmt: skip
+    return FitTable(RANGE_COLUMNS, [Section(rows)], notes=Column("notes", "notes"), notes_min=NOTES_MIN,
+                    title="Per-layer configuration (runs of consecutive layers)\n")  # fmt: skip
 
 
-def _narrow_table(title: str, columns, rows, keep: list[int], notes_head: str, notes: list[str]):
-    from rich import box
-    from rich.table import Table
-    from rich.text import Text
-
-    dropped = [columns[i][0] for i in range(len(columns)) if i not in keep]
-    caption = f"too narrow for: {', '.join(dropped)}; --width or --format json shows them" if dropped else None
-    t = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False, caption=caption,
-              caption_justify="left")  # fmt: skip
-    for i in keep:
-        head, justify, _ = columns[i]
-        width = max([len(head)] + [len(r[i]) for r in rows])
-        t.add_column(head, justify=justify, no_wrap=True, min_width=width)
-    t.add_column(notes_head, ratio=1, min_width=NOTES_MIN)
-    for r, note in zip(rows, notes):
-        t.add_row(*(escape(r[i]) for i in keep), Text(note))
-    return t
-
-
-def _ranges_table(r: SearchResult, width: int):
-    from rich import box
-    from rich.table import Table
-
-    ranges = layer_ranges(r)
-    rows = [[str(i), str(row["layers"]), row["from"], row["to"], row["distribution"],
-             fmt_seconds(row["compute_s"]), fmt_seconds(row["communication_s"]),
-             fmt_seconds(row["redistribution_s"]), fmt_bytes(row["memory_bytes"])]
-            for i, row in enumerate(ranges, 1)]  # fmt: skip
-    notes = ["; ".join(row["limits"]) for row in ranges]
-    title = "Per-layer configuration (runs of consecutive layers)"
-    keep = _fit(RANGE_COLUMNS, rows, width, NOTES_MIN)
-    if keep is not None:
-        return _narrow_table(title, RANGE_COLUMNS, rows, keep, "notes", notes)
-    t = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
-    t.add_column("#", justify="right", no_wrap=True, min_width=2)
-    t.add_column("layers", justify="right", no_wrap=True, min_width=6)
-    t.add_column("from", overflow="fold", ratio=1, min_width=8)
-    t.add_column("to", overflow="fold", ratio=1, min_width=8)
-    for col in ("distribution", "compute", "comm", "redistribution", "memory"):
-        t.add_column(col, justify="left" if col == "distribution" else "right", no_wrap=True, min_width=len(col))
-    t.add_column("notes", overflow="fold", ratio=1, min_width=8)
-    for row, note in zip(rows, notes):
-        t.add_row(*(escape(c) for c in row), escape(note))
-    return t
-
-
-def _uniform_table(r: SearchResult, top: int, width: int):
-    from rich import box
-    from rich.table import Table
-
-    shown = r.uniform[:top]
-    rows = [[str(pu.rank) if pu.rank else "–", _strategy(pu), fmt_seconds(pu.compute_s),
-             fmt_seconds(pu.communication_s), fmt_seconds(pu.total_s), fmt_bytes(pu.memory_bytes)]
-            for pu in shown]  # fmt: skip
-    notes = ["; ".join(lim.reason for lim in pu.limits) for pu in shown]
-    title = f"Best uniform strategies (top {top})"
-    keep = _fit(UNIFORM_COLUMNS, rows, width, 10)
-    if keep is not None:
-        return _narrow_table(title, UNIFORM_COLUMNS, rows, keep, "limits", notes)
-    u = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
-    for col, justify, _ in UNIFORM_COLUMNS:
-        u.add_column(col, justify=justify, no_wrap=True)
-    u.add_column("limits", overflow="fold", ratio=1, min_width=10)
-    for row, note in zip(rows, notes):
-        u.add_row(*row, escape(note))
-    return u
+def _uniform_table(r: SearchResult, top: int) -> FitTable:
+    rows = [{"rank": str(pu.rank) if pu.rank else "–", "strategy": _strategy(pu), "compute": fmt_seconds(pu.compute_s),
+             "comm": fmt_seconds(pu.communication_s), "epoch": fmt_seconds(pu.total_s),
+             "mem": fmt_bytes(pu.memory_bytes), "limits": "; ".join(lim.reason for lim in pu.limits)}
+            for pu in r.uniform[:top]]  # fmt: skip
+    return FitTable(UNIFORM_COLUMNS, [Section(rows)], notes=Column("limits", "limits"), notes_min=10,
+                    title=f"Best uniform strategies (top {top})\n")  # fmt: skip

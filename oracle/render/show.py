@@ -85,7 +85,7 @@ def model_table(m: Model, system=None):
         for i, (layer, info) in enumerate(zip(m.layers, m.info))
     ]
     columns = (
-        Column("i", "#", "right"), Column("layer", "layer", footer="total"),
+        Column("i", "#", "right", identity=True), Column("layer", "layer", footer="total", identity=True),
         Column("type", "type", priority=5, footer=f"{len(m.layers)} layers"),
         Column("input", "input", "right", 4), Column("output", "output", "right", 8),
         Column("parameters", "parameters", "right", 8, fmt_count(m.parameters)),
@@ -206,7 +206,8 @@ def _levels_table(s: System):
         for lv in s.network
     ]  # fmt: skip
     return FitTable(
-        (Column("level", "level"), Column("max_gpus", "max GPUs", "right"), Column("alpha", "latency α", "right"),
+        (Column("level", "level", identity=True), Column("max_gpus", "max GPUs", "right"),
+         Column("alpha", "latency α", "right"),
          Column("rate", "bandwidth 1/β", "right"), Column("beta", "β (s/byte)", "right", 5)),
         [Section(rows)], notes=Column("source", "source"), notes_min=40,
         title="network levels (innermost first)",
@@ -223,7 +224,7 @@ def _operations_table(s: System):
         for op, ov in s.operations
     ]  # fmt: skip
     return FitTable(
-        (Column("op", "operation"), Column("alpha", "α", "right"), Column("rate", "bandwidth", "right"),
+        (Column("op", "operation", identity=True), Column("alpha", "α", "right"), Column("rate", "bandwidth", "right"),
          Column("scales", "scales α / β", "right")),
         [Section(rows)], notes=Column("source", "source"), notes_min=40,
         title="operation overrides (docs/cost-model.md)",
@@ -367,7 +368,8 @@ def profile_table(pr: Profile, times=None, m=None):
             for x in d["layers"]
         ]  # fmt: skip
         t = FitTable(
-            (Column("layer", "layer", footer="total"), Column("fw", "fw/sample", "right", footer=fmt_seconds(fw_sum)),
+            (Column("layer", "layer", footer="total", identity=True),
+             Column("fw", "fw/sample", "right", footer=fmt_seconds(fw_sum)),
              Column("bw", "bw/sample", "right", footer=fmt_seconds(bw_sum)),
              Column("wu", "wu/iteration", "right", 5, fmt_seconds(d["wu_per_iteration_s"])),
              Column("share", "share", "right", 6, "100%")),
