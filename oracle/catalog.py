@@ -39,7 +39,7 @@ def _system(path) -> tuple[str, str, str]:
     else:
         what += "; network: " + ", ".join(f"{lv.name} {b}" for lv, b in zip(s.network, bases))
     if s.use_for:
-        what += f". Use for: {s.use_for}"
+        what += f". Use for: {s.use_for.rstrip('.')}"
     return s.name, what, s.source
 
 
