@@ -142,3 +142,15 @@ def test_compare_and_fit_runs_follow_the_profile(run, bf16, tmp_path):
     cmp = run("compare", column, "--precision", "fp32", "-f", "json")
     assert json.loads(cmp.out)["rows"][0]["compute_conversion"].endswith(f"→ {H100} tf32 b=64")
 
+def test_plot_titles_wrap_the_longer_captions(run, bf16):
+    """The stated conversions make the caption longer: plot titles wrap it at " · "
+    instead of widening the figure; the usual caption stays one line."""
+    from oracle.render.plots import TITLE_CHARS, title
+    from oracle.services.project import project
+
+    _, meta, _ = project("resnet50", "dgx-h100", str(bf16), gpus="8", precision="fp32", batch_per_gpu=32, gamma=None)
+    lines = title(meta, "time per epoch versus GPUs").splitlines()
+    assert len(lines) > 2 and all(len(line) <= TITLE_CHARS for line in lines[1:])
+    assert " · ".join(lines[1:]).count("converted") == 2
+    _, meta, _ = project("resnet50", "abci", "resnet50_v100", gpus="8", gamma=None)
+    assert len(title(meta, "x").splitlines()) == 2
