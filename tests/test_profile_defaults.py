@@ -154,3 +154,14 @@ def test_plot_titles_wrap_the_longer_captions(run, bf16):
     assert " · ".join(lines[1:]).count("converted") == 2
     _, meta, _ = project("resnet50", "abci", "resnet50_v100", gpus="8", gamma=None)
     assert len(title(meta, "x").splitlines()) == 2
+
+
+@pytest.mark.parametrize("name", ["dgx-h101", "no-such-cluster"])
+def test_unknown_system_lists_the_shipped_ones(run, name):
+    """Near a shipped name or not, one line on stderr naming every shipped system (the
+    near one only said "did you mean" before)."""
+    from oracle.resources import shipped_names
+
+    r = run("predict", "-m", "resnet50", "-s", name, "-p", "resnet50_v100")
+    assert r.code == 2 and r.out == "" and len(r.err_lines) == 1
+    assert name in r.err and all(s in r.err for s in shipped_names("systems"))
