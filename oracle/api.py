@@ -30,7 +30,7 @@ def predict(
     batch_per_gpu: float | None = None,
     p2: int | None = None,
     segments: int | None = None,
-    precision: str = "fp32",
+    precision: str | None = None,
     memory_reuse: float = 1.0,
     contention: float | None = None,
     samples: int | None = None,
@@ -50,17 +50,20 @@ def predict(
     Returns a list of :class:`oracle.compute.cost.Point` (or a pandas DataFrame with
     the columns of ``oracle predict --format csv`` when ``as_frame``).  Without a
     batch, weak scaling with the profile's ``measured_samples_per_gpu`` (else 32)
-    samples per GPU; without ``gpus``, the powers of two up to the system's size
-    (at most 1024).
+    samples per GPU; without ``precision``, the profile's; without ``gpus``, the
+    powers of two up to the system's size (at most 1024).
     """
     from oracle.compute.context import Options
+    from oracle.compute.options import profile_defaults
     from oracle.errors import OracleError
+    from oracle.load import load_profile
 
     if memory_reuse != 1.0 and memory_model != "paradl":
         raise OracleError("memory_reuse (γ) scales ParaDL's bound", path="memory_reuse", hint="memory_model='paradl'")
+    profile = load_profile(profile)
     options = Options(
         memory_model=memory_model,
-        precision=precision,
+        precision=profile_defaults(profile, precision).precision.value,
         memory_reuse=memory_reuse,
         contention=contention,
         segments=segments,
@@ -118,15 +121,16 @@ def run_sweep(req: SweepRequest) -> Sweep:
     """The one pipeline of ``api.predict`` and the CLI (``oracle predict``, ``plot``,
     ``report``): load, GPU counts, default batch, compute model, sweep."""
     from oracle.compute.conversion import prepare
+    from oracle.compute.options import profile_defaults
     from oracle.compute.sweep import sweep
     from oracle.load import load_model, load_profile, load_system
     from oracle.load.values import default_gpus, parse_gpus
 
     m, s, pr = load_model(req.model), load_system(req.system), load_profile(req.profile)
     counts = default_gpus(s.total_gpus) if req.gpus is None else parse_gpus(req.gpus)  # '' is an error
-    batch_per_gpu = req.batch_per_gpu
-    if req.batch is None and batch_per_gpu is None:
-        batch_per_gpu = float(pr.measured_samples_per_gpu or 32)
+    batch_per_gpu = req.batch_per_gpu  # both batches given: the sweep says which to drop
+    if req.batch is None:
+        batch_per_gpu = profile_defaults(pr, batch_per_gpu=batch_per_gpu).batch_per_gpu.value  # type: ignore[union-attr]
     times, conversion = prepare(m, s, pr, req.options)  # issue 13: the compute model
     points = sweep(m, s, times, counts, req.strategies, batch=req.batch, batch_per_gpu=batch_per_gpu, p2=req.p2,
                    options=req.options, profile_kind=pr.kind, conversion=conversion)  # fmt: skip
@@ -140,26 +144,29 @@ class Inputs:
     def __init__(self, **options) -> None:
         from oracle.compute.context import Options
 
+        self.precision = options.pop("precision", None)  # None: each profile's
         self.options = Options(**options)
         self._contexts: dict = {}
 
     def context(self, model: str, system: str, profile: str, run=None):
         """The context of (model, system, profile); ``run``: a measured run whose
-        ``precision`` column (issue 13) sets precision and mixed precision."""
+        ``precision`` column (issue 13) sets precision and mixed precision; else the
+        ``precision`` option, else the profile's."""
         from dataclasses import replace
 
         from oracle.compute.compare import run_precision_options
 
-        options = self.options
         prec = run_precision_options(run) if run is not None else None
-        if prec is not None:
-            options = replace(options, precision=prec[0], mixed_precision=prec[1])
-        key = (model, system, profile, options.precision, options.mixed_precision)
+        precision, mixed = prec if prec is not None else (self.precision, self.options.mixed_precision)
+        key = (model, system, profile, precision, mixed)
         if key not in self._contexts:
             from oracle.compute.conversion import build_context
+            from oracle.compute.options import profile_defaults
             from oracle.load import load_model, load_profile, load_system
 
             m, s, pr = load_model(model), load_system(system), load_profile(profile)
+            precision = profile_defaults(pr, precision).precision.value
+            options = replace(self.options, precision=precision, mixed_precision=mixed)
             self._contexts[key] = build_context(m, s, pr, options)
         return self._contexts[key]
 

@@ -70,8 +70,8 @@ def resolve(kind: str, name_or_path: str) -> Path:
                 return cand
     what = kind.rstrip("s")
     names = shipped_names(kind)
-    hint = did_you_mean(text, names) if not looks_like_path else None
-    if hint is None and names:
-        hint = f"shipped {kind}: " + ", ".join(names)
+    # the shipped names always (issue 23), after the closest one when a name is near one
+    close = did_you_mean(text, names) if not looks_like_path else None
+    hint = " ".join(filter(None, [close, f"shipped {kind}: " + ", ".join(names) if names else None])) or None
     shown = text if len(text) <= 200 else text[:197] + "..."
     raise OracleError(f"no such file, and no shipped {what} named '{shown}'", file=shown, hint=hint)

@@ -326,7 +326,7 @@ def test_precision_fp16_halves_memory(run):
     for k in ma:
         assert math.isclose(mb[k], ma[k] / 2, rel_tol=1e-12), k
     r = ok(run(*RESNET, "--gpus", "8", "-b", "32", "--precision", "fp16", "--width", "200"))
-    assert "fp16 (δ=2)" in r.out
+    assert "fp16 (δ=2; --precision, profile at fp32: converted)" in r.out  # issue 23: said, not silent
 
 
 def test_memory_reuse_and_contention_accepted(run):

@@ -136,14 +136,14 @@ def test_renderer_directly_matches_golden():
     from oracle.compute.sweep import sweep
     from oracle.load import load_model, load_profile, load_system
     from oracle.render import predict as rp
-    from oracle.services.project import conversion_caption, describe
+    from oracle.compute.options import profile_defaults
+    from oracle.services.project import describe
 
     m, s, pr = load_model("alexnet"), load_system("abci"), load_profile("alexnet_v100")
     options = Options()
     times, conversion = prepare(m, s, pr, options)
     points = sweep(m, s, times, [8, 64], "all", batch_per_gpu=512.0, options=options, conversion=conversion)
-    meta = describe(m, s, pr, "weak scaling, 512 samples/GPU", options)
-    meta["compute_conversion"] = conversion_caption(conversion, None, 512.0)
+    meta = describe(m, s, pr, options, profile_defaults(pr, batch_per_gpu=512.0), None, conversion)
     compare("predict_alexnet_abci.txt", rp.render_text(rp.table(points, meta), width=140))
     compare("predict_alexnet_abci_markdown.txt", rp.markdown(points, meta))
 

@@ -57,6 +57,13 @@ def memory_model_options(f):
                         show_default=True, help="framework: what PyTorch keeps; paradl: ParaDL's upper bound.")(f)
 
 
+def precision_option(also: str = ""):
+    """--precision: None when not given, so that the profile's applies (issue 23)."""
+    return click.option("--precision", type=click.Choice(["fp32", "tf32", "fp16", "bf16"]),
+                        help="Bytes per item δ (fp32/tf32 4, fp16/bf16 2) and the peak conv/fc run at; the"
+                        f" compute model converts the profile's times to it.{also} [default: the profile's precision]")
+
+
 def collective_option():
     """--collective (predict, plot, report, search)."""
     return click.option("--collective", type=click.Choice(["ring", "rhd", "tree", "hierarchical", "leader", "ps", "auto"]),
@@ -91,13 +98,12 @@ def sweep_options(f):
                      help="Comma-separated strategies (serial, data, spatial, filter, channel, pipeline,"
                      " data+filter, data+spatial) or all."),
         click.option("--batch-per-gpu", "-b", type=positive_float,
-                     help="Weak scaling: B = b·p samples per iteration."),
+                     help="Weak scaling: B = b·p samples per iteration. [default: the profile's"
+                     " measured_samples_per_gpu, else 32]"),
         click.option("--batch", "-B", type=positive_float, help="Strong scaling: global mini-batch B, fixed."),
         click.option("--p2", type=PlainIntRange(min=1), help="Hybrids: fix the model-part size p2 (p = p1·p2)."),
         click.option("--segments", "-S", type=PlainIntRange(min=1), help="Pipeline segments S. [default: min(B, 4p)]"),
-        click.option("--precision", type=click.Choice(["fp32", "tf32", "fp16", "bf16"]), default="fp32",
-                     show_default=True, help="Bytes per item δ (fp32/tf32 4, fp16/bf16 2) and, with"
-                     " --compute-scaling model, the peak conv/fc run at."),
+        precision_option(),
         click.option("--memory-model", type=click.Choice(["framework", "paradl"]), default="framework",
                      show_default=True,
                      help="framework: what PyTorch keeps (saved tensors, weights, gradients, optimizer,"

@@ -12,6 +12,7 @@ from oracle.cli.common import (
     model_system_profile_options,
     overlap_options,
     positive_float,
+    precision_option,
 )
 from oracle.cli.types import FiniteRange, PlainIntRange
 
@@ -34,7 +35,7 @@ MAX_SEARCH_GPUS = 65536
     "--batch-per-gpu",
     "-b",
     type=positive_float,
-    help="Weak scaling: B = b·p samples per iteration.",
+    help="Weak scaling: B = b·p samples per iteration. [default: the profile's measured_samples_per_gpu, else 32]",
 )
 @click.option(
     "--batch", "-B", type=positive_float, help="Strong scaling: global mini-batch B, fixed."
@@ -49,10 +50,7 @@ MAX_SEARCH_GPUS = 65536
     "--strategy", "strategies", default="all", show_default=True, metavar="NAMES",
     help="Uniform strategies to compare with (as oracle predict --strategy).",
 )  # fmt: skip
-@click.option(
-    "--precision", type=click.Choice(["fp32", "tf32", "fp16", "bf16"]), default="fp32", show_default=True,
-    help="Bytes per item δ: fp32 4, fp16/bf16 2.",
-)  # fmt: skip
+@precision_option()
 @memory_model_options
 @click.option(
     "--contention",

@@ -13,11 +13,12 @@ def run_search_command(model, system, profile, gpus, max_gpus, batch_per_gpu, ba
     """(results, meta, model, layer-wise config or None) for the options of oracle search."""
     from oracle.compute.context import Options
     from oracle.compute.conversion import build_context
+    from oracle.compute.options import profile_defaults
     from oracle.compute.search import evaluate_given
     from oracle.compute.search import search as run_search
     from oracle.compute.sweep import check_options, parse_strategies
     from oracle.errors import OracleError
-    from oracle.services.project import conversion_caption, describe, load_inputs
+    from oracle.services.project import describe, load_inputs
 
     if batch is not None and batch_per_gpu is not None:
         raise OracleError(
@@ -26,22 +27,16 @@ def run_search_command(model, system, profile, gpus, max_gpus, batch_per_gpu, ba
     kind_list = parse_kinds(kinds)
     parse_strategies(strategies)  # validate early
     m, s, pr, _ = load_inputs(model, system, profile)
-    options = Options(precision=precision, memory_reuse=memory_reuse(gamma, memory_model), contention=phi,
+    config, assignment, counts, batch = gpu_counts(m, gpus, max_gpus, batch, batch_per_gpu, evaluate_file)
+    run = profile_defaults(pr, precision, batch, batch_per_gpu)
+    options = Options(precision=run.precision.value, memory_reuse=memory_reuse(gamma, memory_model), contention=phi,
                       samples=samples, memory_model=memory_model, collective=collective, overlap=overlap,
                       bucket_bytes=bucket_mb * 2**20, bucket_layers=chunk_layers(bucket_layers),
                       delayed_update=layer_names(delayed_update))  # fmt: skip
     check_options(options)
     ctx = build_context(m, s, pr, options)  # issue 13: compute converted to the run
-    config, assignment, counts, batch = gpu_counts(m, gpus, max_gpus, batch, batch_per_gpu, evaluate_file)
-    if batch is None and batch_per_gpu is None:
-        batch_per_gpu = float(pr.measured_samples_per_gpu or 32)
-    scaling = (
-        f"strong scaling, B = {batch:g}"
-        if batch is not None
-        else f"weak scaling, {batch_per_gpu:g} samples/GPU"
-    )
-    meta = describe(m, s, pr, scaling, options)
-    meta["compute_conversion"] = conversion_caption(ctx.conversion, batch, batch_per_gpu, s, m)  # issue 13
+    batch_per_gpu = run.batch_per_gpu.value if run.batch_per_gpu is not None else None
+    meta = describe(m, s, pr, options, run, batch, ctx.conversion)
     results = []
     for p in counts:
         B = float(batch) if batch is not None else float(batch_per_gpu) * p

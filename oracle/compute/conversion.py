@@ -25,11 +25,10 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from oracle.compute import kernels as K
+from oracle.compute.options import DEFAULT_BATCH_PER_GPU
 from oracle.errors import OracleError
 from oracle.gpus import GpuSpec, lookup
 from oracle.model import Model, Profile, System
-
-DEFAULT_SPREAD_BATCH = 32  # predict's per-GPU batch when the profile records none
 
 
 @dataclass(frozen=True)
@@ -184,7 +183,7 @@ def spread_times(model: Model, profile: Profile, constants: K.KernelConstants = 
     origin = Origin.of(profile)
     if not spreads_by_model(profile):
         return None
-    batch = origin.batch or DEFAULT_SPREAD_BATCH
+    batch = origin.batch or DEFAULT_BATCH_PER_GPU  # predict's default, whatever the run
     arrays = arrays or K.ModelArrays.of(model, constants)
     assert origin.spec is not None  # spreads_by_model
     fw, bw = K.per_sample_array(arrays, origin.spec, origin.precision, batch, constants)

@@ -4,9 +4,13 @@ model, overlap, collectives, ...): one frozen record per run, shared by every st
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 PRECISION_BYTES = {"fp32": 4, "tf32": 4, "fp16": 2, "bf16": 2}
 MEMORY_MODELS = ("framework", "paradl")  # docs/memory.md and docs/cost-model.md
+# weak scaling's per-GPU batch when neither an option nor the profile gives one: the
+# documented CLI default (README, "Without a batch"), also the spread batch of conversion.py
+DEFAULT_BATCH_PER_GPU = 32
 
 
 @dataclass(frozen=True)
@@ -59,3 +63,35 @@ class Options:
         """Bytes per activation, gradient and message item: the precision's, or 2 with
         mixed precision (whose fp32 master weights are counted in memory only)."""
         return 2 if self.mixed_precision else PRECISION_BYTES[self.precision]
+
+
+@dataclass(frozen=True)
+class FromProfile:
+    """A run value that follows the profile unless an option sets it (issue 23)."""
+
+    value: Any
+    given: bool  # set by an option
+    recorded: Any  # what the profile records (None: nothing)
+
+
+@dataclass(frozen=True)
+class RunDefaults:
+    """The precision and per-GPU batch of a run and where they came from; batch_per_gpu
+    is None under strong scaling (a global batch given)."""
+
+    precision: FromProfile
+    batch_per_gpu: FromProfile | None
+
+
+def profile_defaults(profile, precision: str | None = None, batch: float | None = None,
+                     batch_per_gpu: float | None = None) -> RunDefaults:  # fmt: skip
+    """The one rule for what a run takes from its profile (issue 23): precision and per-GPU
+    batch are the options' where given (None: not given), else what the profile records
+    (its ``precision``, fp32 by the file format's default; its ``measured_samples_per_gpu``,
+    else :data:`DEFAULT_BATCH_PER_GPU`).  The device is always the system's GPU."""
+    prec = FromProfile(precision or profile.precision, precision is not None, profile.precision)
+    if batch is not None:
+        return RunDefaults(prec, None)
+    recorded = float(profile.measured_samples_per_gpu) if profile.measured_samples_per_gpu else None
+    value = batch_per_gpu if batch_per_gpu is not None else (recorded or float(DEFAULT_BATCH_PER_GPU))
+    return RunDefaults(prec, FromProfile(float(value), batch_per_gpu is not None, recorded))

@@ -228,6 +228,9 @@ def _capacity_label(meta: dict) -> str:
     return f"{fmt_bytes(cap)} ({gpu})" if gpu else fmt_bytes(cap)
 
 
+TITLE_CHARS = 100  # about what a line of the title font spans on the 10-inch scaling figure
+
+
 def title(meta: dict, what: str) -> str:
     first = f"{meta.get('model', '?')} on {meta.get('system', '?')}: {what}"
     profile = meta.get("profile") and f"profile {meta['profile']}"
@@ -238,8 +241,13 @@ def title(meta: dict, what: str) -> str:
         from oracle.render.predict import memory_label
 
         bits.append(memory_label(meta))
-    second = " · ".join(str(b) for b in bits if b)
-    return first + ("\n" + second if second else "")
+    lines: list[str] = []
+    for bit in (str(b) for b in bits if b):  # a line is as wide as the 10-inch figures hold
+        if lines and len(lines[-1]) + 3 + len(bit) <= TITLE_CHARS:
+            lines[-1] += " · " + bit
+        else:
+            lines.append(bit)
+    return "\n".join([first, *lines])
 
 
 def _log2_gpu_axis(ax, counts: Sequence[int]) -> None:

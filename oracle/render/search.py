@@ -139,6 +139,7 @@ def to_json(results: Sequence[SearchResult], meta: dict, top: int = 5) -> str:
         "compute_conversion": meta.get("compute_conversion", ""),
         "model_note": meta.get("model_note", ""),
         "scaling": meta["scaling"],
+        "precision": meta["precision"],
         "samples": meta["samples"],
         "winner": None if best is None else {"gpus": best.gpus, "strategy": _winner_name(best)},
         "searches": [result_dict(r, top) for r in results],
@@ -241,10 +242,11 @@ def _print_one(console, r: SearchResult, meta: dict, top: int) -> None:
 
 def _print_header(console, r: SearchResult, meta: dict) -> None:
     B = r.batch
+    note = f", {meta['batch_note']}" if meta.get("batch_note") else ""
     console.print(
         escape(f"{meta['model']} on {meta['system']}")
-        + f" · {r.gpus} GPUs · B = {B:,.0f} ({B / r.gpus:g} per GPU)"
-        + escape(f" · profile {meta['profile']} · D = {meta['samples']:,} · times per epoch")
+        + f" · {r.gpus} GPUs · B = {B:,.0f} ({B / r.gpus:g} per GPU{escape(note)})"
+        + escape(f" · profile {meta['profile']} · D = {meta['samples']:,} · {meta['precision']} · times per epoch")
     )
     for note in ("profile_note", "model_note"):
         if meta.get(note):

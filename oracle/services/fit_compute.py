@@ -7,7 +7,8 @@ The written profile keeps the original's device, precision and batch, so the com
 model still converts it when the GPU, precision or per-GPU batch change.
 
 A ``precision`` column in RUNS.csv (fp32, tf32, fp16, bf16, or DeepLearningExamples'
-FP32/TF32/AMP; AMP = mixed precision) sets each run's precision; without it fp32.
+FP32/TF32/AMP; AMP = mixed precision) sets each run's precision; without it the
+profile's (issue 23).
 """
 
 from __future__ import annotations
@@ -15,18 +16,19 @@ from __future__ import annotations
 from statistics import median
 
 
-def run_options(run, file: str):
-    """The Options of one run (its precision column, if any; else fp32)."""
+def run_options(run, file: str, profile):
+    """The Options of one run (its precision column, if any; else the profile's)."""
     from oracle.compute.compare import run_precision_options
     from oracle.compute.context import Options
+    from oracle.compute.options import profile_defaults
     from oracle.errors import OracleError
 
     try:
-        precision, mixed = run_precision_options(run) or ("fp32", False)
+        precision, mixed = run_precision_options(run) or (None, False)
     except OracleError as exc:
         exc.file = file
         raise
-    return Options(precision=precision, mixed_precision=mixed)
+    return Options(precision=profile_defaults(profile, precision).precision.value, mixed_precision=mixed)
 
 
 def calibrate_compute(runs_file: str, chosen, base_system: str):
@@ -43,10 +45,11 @@ def calibrate_compute(runs_file: str, chosen, base_system: str):
     if len(pairs) > 1:
         raise OracleError("--calibrate compute needs runs of one model and one profile; use --where", file=runs_file)
     model, system = load_model(chosen[0].model), load_system(base_system)
-    profile = _per_layer(model, system, load_profile(chosen[0].profile), run_options(chosen[0], runs_file))
+    original = load_profile(chosen[0].profile)
+    profile = _per_layer(model, system, original, run_options(chosen[0], runs_file, original))
     evidence = []
     for run in chosen:
-        ctx = build_context(model, system, profile, run_options(run, runs_file))
+        ctx = build_context(model, system, profile, run_options(run, runs_file, profile))
         pt = REGISTRY[run.strategy].evaluate(ctx, config_for(run, ctx))
         measured = run.measured_s / (pt.iterations_per_epoch if run.basis == "epoch" else 1.0)
         try:

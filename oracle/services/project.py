@@ -32,26 +32,58 @@ def profile_note(pr, options=None) -> str:
     return ""
 
 
-def describe(m, s, pr, scaling: str, options) -> dict:
+def describe(m, s, pr, options, run, batch, conversion) -> dict:
+    """The captions of a projection: ``run`` (compute.options.RunDefaults) says where its
+    precision and per-GPU batch came from, ``batch`` is the global batch (strong scaling)."""
     from pathlib import Path
 
+    converts = conversion is not None and conversion.active
+    per_gpu = run.batch_per_gpu.value if run.batch_per_gpu is not None else None
+    batch_note = batch_provenance(run.batch_per_gpu, converts) if per_gpu is not None else ""
     return {
         "model": m.name,
         "system": s.name,
         "profile": Path(pr.file).stem if pr.file else pr.model,
         "profile_note": profile_note(pr, options),
-        "scaling": scaling,
+        "scaling": f"strong scaling, B = {batch:g}" if per_gpu is None
+        else f"weak scaling, {per_gpu:g} samples/GPU" + (f" ({batch_note})" if batch_note else ""),
+        "batch_note": batch_note,
         "samples": int(options.samples or m.dataset_samples),
-        "precision": (
-            "mixed precision (δ=2, fp32 master weights)" if options.mixed_precision
-            else f"{options.precision} (δ={options.delta})"
-        ),
+        "precision": precision_caption(options, run.precision, converts),
         "gamma": options.memory_reuse,
         "memory_model": options.memory_model,
         "memory_note": memory_note(s, options, pr),
         "options_note": options_note(s, options),
         "model_note": model_note(m),
+        "compute_conversion": conversion_caption(conversion, batch, per_gpu, s, m),
     }
+
+
+def provenance(chosen, used, options: str, shown: str, converts: bool, default=None) -> str:
+    """Where a run value came from, for the header (issue 23): "from the profile" when no
+    option set it (silent for the profile's ``default``, which the file need not record),
+    the options and the profile's value when they differ from it, else nothing."""
+    if chosen.recorded is None or used == chosen.recorded:
+        return "" if chosen.given or chosen.recorded in (None, default) else "from the profile"
+    return f"{options}, profile at {shown}: " + ("converted" if converts else "times not converted")
+
+
+def batch_provenance(per_gpu, converts: bool) -> str:
+    """Where weak scaling's per-GPU batch (a FromProfile) came from."""
+    shown = f"b={per_gpu.recorded:g}" if per_gpu.recorded else ""
+    return provenance(per_gpu, per_gpu.value, "--batch-per-gpu", shown, converts)
+
+
+def precision_caption(options, chosen, converts: bool) -> str:
+    """δ, the arithmetic precision and where it came from (``chosen``: a FromProfile)."""
+    from oracle.compute.conversion import run_precision
+
+    used = run_precision(options.precision, options.mixed_precision)
+    given = [name for name, on in (("--precision", chosen.given), ("--mixed-precision", options.mixed_precision)) if on]
+    note = provenance(chosen, used, " and ".join(given), str(chosen.recorded), converts, default="fp32")
+    if options.mixed_precision:
+        return f"mixed precision {used} (δ=2, fp32 master weights" + (f"; {note})" if note else ")")
+    return f"{options.precision} (δ={options.delta}" + (f"; {note})" if note else ")")
 
 
 def model_note(model) -> str:
@@ -104,18 +136,19 @@ def options_note(system, options) -> str:
 
 
 def project(model, system, profile, gpus=None, strategies="all", batch_per_gpu=None, batch=None, p2=None,
-            segments=None, precision="fp32", gamma=1.0, phi=None, samples=None, collective=None,
+            segments=None, precision=None, gamma=1.0, phi=None, samples=None, collective=None,
             optimizer="sgd", mixed_precision=False, zero=0, checkpointing=False, overlap="none",
             bucket_mb=25.0, layers=None, memory_model="framework", spatial_split_after=None,
             compute_scaling="model", bucket_layers=None, delayed_update=None,
             replicated_gradients=None):  # fmt: skip
     """Load the inputs and run the sweep, as ``oracle predict`` does (keywords as the
-    options of :func:`sweep_options`).
+    options of :func:`sweep_options`; precision and batch None: the profile's).
 
     Returns (points, meta, inputs): ``meta`` labels tables, plots and the report,
     ``inputs`` is a dict with the loaded model, system, profile and options."""
     from oracle.api import SweepRequest, run_sweep
     from oracle.compute.context import Options
+    from oracle.compute.options import profile_defaults
     from oracle.errors import OracleError
     from oracle.load.values import default_gpus, parse_gpus
 
@@ -124,19 +157,19 @@ def project(model, system, profile, gpus=None, strategies="all", batch_per_gpu=N
     m, s, pr, _ = load_inputs(model, system, profile)  # a mismatched profile is the first error
     counts = parse_gpus(gpus) if gpus is not None else default_gpus(s.total_gpus)  # '' is an error
     gamma = memory_reuse(gamma, memory_model)
-    options = Options(precision=precision, memory_reuse=gamma, contention=phi, segments=segments, samples=samples,
-                      collective=collective, optimizer=optimizer, mixed_precision=mixed_precision, zero=zero,
-                      checkpointing=checkpointing, overlap=overlap, bucket_bytes=bucket_mb * 2**20,
+    run = profile_defaults(pr, precision, batch, batch_per_gpu)
+    batch_per_gpu = run.batch_per_gpu.value if run.batch_per_gpu is not None else None
+    options = Options(precision=run.precision.value, memory_reuse=gamma, contention=phi, segments=segments,
+                      samples=samples, collective=collective, optimizer=optimizer, mixed_precision=mixed_precision,
+                      zero=zero, checkpointing=checkpointing, overlap=overlap, bucket_bytes=bucket_mb * 2**20,
                       memory_model=memory_model, spatial_split_after=spatial_split_after,
                       compute_scaling=compute_scaling, bucket_layers=chunk_layers(bucket_layers),
                       delayed_update=layer_names(delayed_update), replicated_gradients=layer_names(replicated_gradients))
-    run = run_sweep(SweepRequest(m, s, pr, options, counts, strategies, batch, batch_per_gpu, p2))
-    points, batch_per_gpu, conversion = run.points, run.batch_per_gpu, run.conversion
+    sweep = run_sweep(SweepRequest(m, s, pr, options, counts, strategies, batch, batch_per_gpu, p2))
+    points = sweep.points
     if layers:
         points = with_layerwise(points, layers, m, s, pr, options, batch, batch_per_gpu)
-    scaling = f"strong scaling, B = {batch:g}" if batch is not None else f"weak scaling, {batch_per_gpu:g} samples/GPU"
-    meta = describe(m, s, pr, scaling, options)
-    meta["compute_conversion"] = conversion_caption(conversion, batch, batch_per_gpu, s, m)
+    meta = describe(m, s, pr, options, run, batch, sweep.conversion)
     meta.update(gpu_model=s.gpu_model, gpu_memory_bytes=s.gpu_memory_bytes)
     inputs = dict(model=m, system=s, profile=pr, options=options, gpus=counts, strategies=strategies,
                   batch=batch, batch_per_gpu=batch_per_gpu, p2=p2,
