@@ -120,3 +120,48 @@ def test_issue_23_configuration_on_the_command_line(inputs, run):
     for key in ("compute_s", "communication_s", "memory_bytes", "total_s", "iteration_s"):
         assert got[key] == want[key], key
 
+
+# -- a uniform layer-wise assignment is the uniform strategy ---------------------------------
+
+LAYERWISE = {"data": "data", "spatial": "spatial", "filter": "filter", "channel": "channel",
+             "data+filter": "filter", "data+spatial": "spatial"}  # fmt: skip
+PHASES = ("forward_backward_s", "weight_update_s", "gradient_exchange_s", "layer_collectives_s", "halo_s", "input_s")
+
+
+@pytest.mark.parametrize("model,system,profile,precision,scaling,gpus", CASES)
+def test_uniform_layerwise_assignment_is_the_uniform_strategy(inputs, model, system, profile, precision, scaling,
+                                                              gpus):  # fmt: skip
+    """What search and predict --layers cost for one distribution on every layer equals
+    the strategy, phase by phase and in memory, with the compute model and the framework
+    memory model (tests/test_layerwise.py: ParaDL's linear mode).  Equal to rounding, not
+    bitwise: the layer-wise sums per-layer columns, the strategies their cached sums
+    (docs/search.md).  One documented difference: spatial 1 x p runs the head replicated
+    on every GPU, whose gradients nothing all-reduces; the strategy still counts DDP's
+    bucket copy of them (a DDP-wrapped model), the layer-wise does not."""
+    from oracle.compute.context import Options
+    from oracle.compute.conversion import build_context
+    from oracle.compute.layerwise import Dist, evaluate
+    from oracle.load import load_model, load_profile, load_system
+
+    system, profile = inputs.get(system, system), inputs.get(profile, profile)
+    m, s, pr = load_model(model), load_system(system), load_profile(profile)
+    ctx = build_context(m, s, pr, Options(precision=precision))
+    predicted = predict_points(model, system, profile, precision, scaling, gpus)
+    checked = set()
+    for (p, *_), pt in predicted.items():
+        kind = LAYERWISE.get(pt.strategy)
+        if kind is None:
+            continue
+        d = Dist.data(p) if kind == "data" else Dist(kind, pt.p1, pt.p2)
+        got = evaluate(ctx, p, pt.global_batch, [d] * ctx.G).point
+        what = (p, pt.strategy, pt.p1, pt.p2)
+        for phase in PHASES:
+            assert getattr(got.breakdown, phase) == pytest.approx(getattr(pt.breakdown, phase), rel=1e-12,
+                                                              abs=1e-300), (what, phase)  # fmt: skip
+        memory = pt.memory_bytes
+        if pt.strategy == "spatial":  # the head's gradients: not all-reduced, no bucket (docstring)
+            memory -= ctx.delta * ctx.spatial_split.w_r * (1 + s.framework.allocator_overhead)
+        assert got.memory_bytes == pytest.approx(memory, rel=1e-12), what
+        assert got.feasible == pt.feasible, (what, got.limits, pt.limits)
+        checked.add(pt.strategy)
+    assert set(LAYERWISE) <= checked
