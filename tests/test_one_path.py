@@ -165,3 +165,34 @@ def test_uniform_layerwise_assignment_is_the_uniform_strategy(inputs, model, sys
         assert got.feasible == pt.feasible, (what, got.limits, pt.limits)
         checked.add(pt.strategy)
     assert set(LAYERWISE) <= checked
+
+
+COMMON = ("-m", "resnet50", "-s", "abci", "-p", "resnet50_v100", "--gpus", "8", "-b", "16", "--precision", "fp32")
+
+
+@pytest.mark.parametrize("command", ["predict", "search", "report", "plot"])
+def test_every_command_costs_configurations_through_one_function(run, monkeypatch, tmp_path, command):
+    """predict, search, report and plot reach the strategies only through
+    compute.sweep.evaluate_all (so the exact equality above holds for all four)."""
+    import oracle.compute.sweep as sweep_module
+
+    if command == "plot":
+        pytest.importorskip("matplotlib")
+    seen: list[str] = []
+    real = sweep_module.evaluate_all
+
+    def spy(ctx, configs):
+        configs = list(configs)
+        seen.extend(cfg.strategy for cfg in configs)
+        return real(ctx, configs)
+
+    monkeypatch.setattr(sweep_module, "evaluate_all", spy)
+    args = {
+        "predict": ["predict", *COMMON],
+        "search": ["search", *COMMON],
+        "report": ["report", *COMMON, "-o", tmp_path / "report.md"],
+        "plot": ["plot", "breakdown", *COMMON, "-o", tmp_path / "breakdown.png"],
+    }[command]
+    r = run(*args)
+    assert r.code == 0, r.err
+    assert {"data", "spatial", "filter", "channel", "pipeline", "data+filter", "data+spatial"} <= set(seen)
