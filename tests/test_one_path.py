@@ -66,8 +66,9 @@ def record(pt) -> str:
 
 def search_points(model, system, profile, precision, scaling, lo, hi):
     results, _, _, _ = run_search_command(
-        model, system, profile, lo, hi, scaling.get("batch_per_gpu"), scaling.get("batch"), "data", "all",
-        precision, "framework", None, None, None, None,
+        model, system, profile, gpus=lo, max_gpus=hi, batch_per_gpu=scaling.get("batch_per_gpu"),
+        batch=scaling.get("batch"), kinds="data", strategies="all", precision=precision, memory_model="framework",
+        gamma=None, phi=None, samples=None, evaluate_file=None,
     )  # fmt: skip
     return {r.gpus: r.uniform for r in results}
 
