@@ -30,8 +30,8 @@ group; docs/cost-model.md Table, restricted to one layer):
                 + 2|w_l| (2|w_l|/p2 when filter/channel split the weights) (docs/cost-model.md);
                 with the framework memory model the saved tensors of those samples
                 instead of 2(x+y), plus the backward's largest gradient working set and
-                DDP's buckets (Costs.memory; halo rows and a gathered head input, which
-                the spatial strategies count, are left out here)
+                DDP's buckets (Costs.memory), and under spatial the halo rows and the
+                gathered head input, as the spatial strategies (layerwise_build._halos)
 
 Redistribution (Dryden et al. §III-C): when a tensor's producer and consumer lay it out
 differently, it is shuffled with an all-to-all "where a processor sends indices it no
@@ -44,10 +44,10 @@ exchange data, p / gcd(p1 of the producer, p1 of the consumer), on the span of t
 contiguous block (docs/cost-model.md).  Layouts: data S(p,1); spatial split S(p1,p2) (sample
 block x spatial tile); everything else R(p1) (sample block, replicated in the group).
 
-Uniform assignments are the uniform strategies, with the same numbers
-(tests/test_layerwise.py): all data = data; all spatial 1 x p = spatial, p1 x p2 =
-data+spatial; all filter 1 x p = filter, p1 x p2 = data+filter; all channel 1 x p =
-channel (p1 x p2: a data+channel hybrid the sweep does not list).
+Uniform assignments are the uniform strategies to rounding (tests/test_one_path.py; docs/search.md:
+why not bitwise, why all spatial 1 x p keeps no bucket for the head's gradients): all data = data;
+all spatial 1 x p = spatial, p1 x p2 = data+spatial; all filter 1 x p = filter, p1 x p2 =
+data+filter; all channel 1 x p = channel (p1 x p2: a data+channel hybrid the sweep does not list).
 """
 
 from __future__ import annotations

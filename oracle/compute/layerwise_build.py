@@ -196,14 +196,23 @@ def fill_spatial(ctx: Context, cols: Columns, reg: Registry, k: int, d, B: float
 
 
 def _halos(ctx: Context, cols: Columns, reg: Registry, k: int, p2: int, b: float, I: float) -> None:
-    """Halo exchange of split conv/pool layers (ParaDL eq. 10, Dryden §V-A), and the
-    grid limits."""
+    """Halo exchange of split conv/pool layers (ParaDL eq. 10, Dryden §V-A), the grid
+    limits, and with the framework memory model what the spatial strategies hold beyond
+    the tiles (strategies/spatial.py spatial_memory): the halo rows each split conv/pool
+    layer appends to its saved input (Dryden et al. §V-B), b·halo(x_l), and the gathered
+    input of the replicated head, b·y_last, counted with the last split layer."""
     halo_rows = ctx._halo_layers  # split conv/pool layers (kernel half-widths, extents)
     grid = ctx.spatial_grid(p2)
+    framework = ctx.memory_model != "paradl"
+    last = ctx.spatial_split.last
+    if framework and p2 > 1 and 0 <= last < ctx.G - 1:
+        cols.mem[last, k] += b * ctx.y[last]
     if not halo_rows["index"].size:
         return
     idx = halo_rows["index"]
     hx, hdy = ctx.halo_elements(grid)
+    if framework:
+        cols.mem[idx, k] += b * hx
     h = hx + hdy
     lk = link(reg.system, span_neighbours(p2, reg.gpn), "halo")
     fw_x = halo_exchange(ctx, grid, 2 * np.asarray(p2p(b * ctx.delta * hx, lk)))

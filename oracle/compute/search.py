@@ -51,7 +51,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -367,31 +367,18 @@ def segment_counts(B: float, p: int) -> list[int]:
 
 
 def uniform_points(ctx: Context, p: int, batch: float, strategies="all") -> list[Point]:
-    """Every strategy at every factorization (compute.sweep), plus pipeline at several
-    segment counts; ranked (1 = fastest feasible)."""
-    from oracle.compute.strategies import REGISTRY
+    """Every strategy at every factorization, plus pipeline at several segment counts,
+    costed on this context by the sweep's own function (compute.sweep.evaluate_all: one
+    configuration, one number with predict); ranked (1 = fastest feasible)."""
     from oracle.compute.strategies.base import Config
-    from oracle.compute.sweep import rank, sweep
+    from oracle.compute.sweep import configurations, evaluate_all, parse_strategies, rank
 
-    points = sweep(
-        ctx.model, ctx.system, _times(ctx), [p], strategies, batch=batch, options=ctx.options,
-        profile_kind=ctx.profile_kind,
-    )  # fmt: skip
-    if p > 1 and any(pt.strategy == "pipeline" for pt in points) and ctx.options.segments is None:
-        seen = {pt.segments for pt in points if pt.strategy == "pipeline"}
-        pipe = REGISTRY["pipeline"]
-        for S in segment_counts(batch, p):
-            if S not in seen:
-                points.append(pipe.evaluate(ctx, Config("pipeline", p, 1, p, batch, S)))
-    return rank([replace(pt, rank=None) for pt in points])
-
-
-def _times(ctx: Context):
-    from oracle.model import LayerTimes
-
-    return tuple(
-        LayerTimes(float(f), float(b), float(u)) for f, b, u in zip(ctx.fw, ctx.bw, ctx.wu)
-    )
+    B = float(batch)
+    configs = configurations(ctx, p, B, *parse_strategies(strategies))
+    if p > 1 and ctx.options.segments is None and any(c.strategy == "pipeline" for c in configs):
+        seen = {c.segments for c in configs if c.strategy == "pipeline"}
+        configs += [Config("pipeline", p, 1, p, B, S) for S in segment_counts(B, p) if S not in seen]
+    return rank(evaluate_all(ctx, configs))
 
 
 # -- the whole search --------------------------------------------------------------------------

@@ -15,6 +15,7 @@ from oracle.compute.context import Context, Options
 from oracle.compute.cost import Point
 from oracle.compute.options import MEMORY_MODELS, PRECISION_BYTES
 from oracle.compute.strategies import NAMES, REGISTRY
+from oracle.compute.strategies.base import Config
 from oracle.errors import OracleError, did_you_mean
 from oracle.model import LayerTimes, Model, System
 
@@ -136,24 +137,37 @@ def sweep(
         raise OracleError(f"got {counts[0]}; GPU counts must be >= 1", path="--gpus")
 
     ctx = Context(model, system, times, options, profile_kind, conversion=conversion)
-    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-        # overflowing inputs become the "overflow" limit of a point, not warnings
-        return _sweep(ctx, counts, names, explicit, batch, batch_per_gpu, p2)
+    return _sweep(ctx, counts, names, explicit, batch, batch_per_gpu, p2)
 
 
 def _sweep(ctx, counts, names, explicit, batch, batch_per_gpu, p2) -> list[Point]:
     points: list[Point] = []
     for p in counts:
         B = float(batch) if batch is not None else float(batch_per_gpu) * p  # type: ignore[arg-type]
-        group: list[Point] = []
-        for name in names:
-            if not explicit and ((name == "serial") != (p == 1)):
-                continue  # with 'all': serial at 1 GPU only, the others from 2 GPUs
-            strategy = REGISTRY[name]
-            for cfg in strategy.configurations(ctx, p, B, p2):
-                group.append(strategy.evaluate(ctx, cfg))
-        points.extend(rank(group))
+        points.extend(rank(evaluate_all(ctx, configurations(ctx, p, B, names, explicit, p2))))
     return points
+
+
+def configurations(
+    ctx: Context, p: int, B: float, names: Sequence[str], explicit: bool = True, p2: int | None = None
+) -> list[Config]:
+    """Every configuration of the named strategies on p GPUs with global batch B (with
+    'all', not ``explicit``: serial at 1 GPU only, the others from 2 GPUs)."""
+    out: list[Config] = []
+    for name in names:
+        if not explicit and ((name == "serial") != (p == 1)):
+            continue
+        out += REGISTRY[name].configurations(ctx, p, B, p2)
+    return out
+
+
+def evaluate_all(ctx: Context, configs: Iterable[Config]) -> list[Point]:
+    """The points of configurations, unranked: the one function through which predict,
+    report and plot (the sweep) and search (its uniform strategies, compute/search.py)
+    cost a configuration, so that one configuration has one number (issue 23)."""
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        # overflowing inputs become the "overflow" limit of a point, not warnings
+        return [REGISTRY[cfg.strategy].evaluate(ctx, cfg) for cfg in configs]
 
 
 def rank(group: list[Point]) -> list[Point]:
