@@ -29,12 +29,12 @@ FACTOR = 1.3  # the calibrated system's compute factor on ResNet-50
 # model, system, profile, precision, scaling, (--gpus, --max-gpus): search tries lo, hi and
 # the powers of two between
 CASES = [
-    ("resnet152", "dgx-h100", "<estimated bf16>", "bf16", {"batch_per_gpu": 64}, (1, 1024)),  # issue 23's case
+    ("resnet152", "gcp-a3mega-h100", "<estimated bf16>", "bf16", {"batch_per_gpu": 64}, (1, 1024)),  # issue 23's case
     ("resnet50", "abci", "resnet50_v100", "fp32", {"batch_per_gpu": 32}, (3, 96)),  # 96 = 2^5·3: 10 grids
     ("vgg16", "dgx-a100-80gb", "vgg16_v100", "fp16", {"batch": 1536}, (2, 48)),  # strong scaling, V100 -> A100
     ("cosmoflow256", "abci-2020", "cosmoflow256_v100", "fp32", {"batch_per_gpu": 2}, (4, 64)),  # 3-D halos,
     # the leader all-reduce of data+spatial, an input pipeline
-    ("alexnet", "h100-ndr", "alexnet_v100", "bf16", {"batch_per_gpu": 128}, (1, 512)),
+    ("alexnet", "dgx-h100-superpod", "alexnet_v100", "bf16", {"batch_per_gpu": 128}, (1, 512)),
     ("resnet50", "<calibrated abci>", "resnet50_cpu", "fp32", {"batch_per_gpu": 16}, (6, 24)),  # compute
     # factor; a measured per-layer profile on another device
 ]
@@ -48,7 +48,7 @@ def inputs(tmp_path_factory) -> dict[str, str]:
 
     tmp = tmp_path_factory.mktemp("one_path")
     prof = tmp / "r152.yaml"
-    r = run_cli("profile", "resnet152", "--estimate", "--system", "dgx-h100", "--precision", "bf16", "--batch", "64",
+    r = run_cli("profile", "resnet152", "--estimate", "--system", "gcp-a3mega-h100", "--precision", "bf16", "--batch", "64",
                 "-o", str(prof))  # fmt: skip
     assert r.code == 0, r.err
     doc = yaml.safe_load((ROOT / "systems" / "abci.yaml").read_text())
@@ -110,8 +110,8 @@ def test_search_costs_every_uniform_configuration_as_predict_does(inputs, model,
 
 def test_issue_23_configuration_on_the_command_line(inputs, run):
     """The configuration of the issue: data+spatial 64x16 on 1,024 GPUs, ResNet-152 on
-    dgx-h100 in bf16 at 64 per GPU: search's JSON and predict's JSON agree exactly."""
-    args = ["-m", "resnet152", "-s", "dgx-h100", "-p", inputs["<estimated bf16>"], "--gpus", "1024",
+    gcp-a3mega-h100 in bf16 at 64 per GPU: search's JSON and predict's JSON agree exactly."""
+    args = ["-m", "resnet152", "-s", "gcp-a3mega-h100", "-p", inputs["<estimated bf16>"], "--gpus", "1024",
             "--precision", "bf16", "--batch-per-gpu", "64", "-f", "json"]  # fmt: skip
     s = run("search", *args, "--top", "100", "--distributions", "data")
     p = run("predict", *args, "--strategy", "data+spatial", "--p2", "16")
