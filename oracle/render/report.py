@@ -43,14 +43,16 @@ SECTIONS = {  # id -> heading
 }
 CAPTIONS = {
     "scaling": "Time per epoch versus GPUs (log-log), fastest configuration of each strategy. Ringed: the best "
-    "at each GPU count; dashed: ideal linear speed-up; hollow: out of GPU memory; grey band: nothing fits.",
+    "at each GPU count; dashed: ideal linear speed-up; hollow: out of GPU memory; grey band: nothing fits. "
+    "Strategies with about the same time are set side by side.",
     "breakdown": "Time per epoch by phase: compute (greys) and communication (gradient exchange, layer "
     "collectives, halo, pipeline transfers), per strategy and GPU count. Faded bars are infeasible, with the "
-    "reason.",
+    "reason; bars beyond the scale are cut, their time above them.",
     "memory": "Memory per GPU versus GPUs, against the GPU's capacity (dashed line); hollow markers are out "
-    "of memory, crosses past another limit.",
-    "compare": "Projected versus measured, per run (like ParaDL's Figure 3): hatched measured, solid projected "
-    "compute, light projected communication; the label is the accuracy.",
+    "of memory, crosses past another limit. Strategies with about the same memory are set side by side.",
+    "compare": "Projected versus measured, per run (like ParaDL's Figure 3): hatched measured, solid the "
+    "projected time, light the projected communication in it (each bar from the axis: the time axis is "
+    "logarithmic); the label is the accuracy.",
 }
 NO_PLOTS = "Plots need matplotlib: pip install 'oracle[plot]'"
 TOP = 3
