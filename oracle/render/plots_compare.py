@@ -7,6 +7,7 @@ from __future__ import annotations
 from itertools import groupby
 
 from oracle.errors import OracleError
+from oracle.render.compare import ratio_cell
 from oracle.render.plots import EDGE, RC, _figure, _finite, _plain_log_ticks, strategy_style
 
 
@@ -71,7 +72,8 @@ def compare_figure(rows, summary=None, title_text: str = ""):
         head = title_text or "projected versus measured"
         if summary is not None:
             s = summary.overall
-            head += f"\n{s.n} runs · mean accuracy {100 * s.mean_accuracy:.1f}% · MAPE {100 * s.mape:.1f}%"
+            head += (f"\n{s.n} runs · mean accuracy {100 * s.mean_accuracy:.1f}% · measured / projected"
+                     f" {ratio_cell(s)} (geometric mean)")
         head += " · label: accuracy = 1 − |projected − measured| / measured"
         fig.suptitle(head, x=0.01, ha="left", fontsize=10)
     return fig
