@@ -124,7 +124,8 @@ def test_compare_plot(run, mpl, tmp_path):
     ok(run("plot", "compare", RUNS, "-o", svg))
     check_png(png)
     text = check_svg(svg, "compare", ("data", "data+spatial"))
-    for words in ("AlexNet on ABCI", "VGG16 on ABCI", "measured", "projected compute", "projected communication",
+    for words in ("AlexNet on ABCI", "VGG16 on ABCI", "measured", "projected (compute + communication)",
+                  "of which communication",
                   "mean accuracy", "37 runs"):
         assert words in text, words
     # an accuracy label per run: 37 percentages, plus the ones of the titles

@@ -92,7 +92,7 @@ def compare(runs, where, precision, memory_model, gamma, phi, output, dpi) -> No
     """Projected versus measured (the input of 'oracle compare'), like ParaDL's Figure 3.
 
     One panel per model, system and strategy; per run the measured time beside the
-    projected compute and communication, with the accuracy above.
+    projected time and the projected communication in it, with the accuracy above.
     """
     from oracle import api
     from oracle.load.values import parse_where

@@ -3,7 +3,9 @@
 Accuracy is ParaDL's (§5.2): 1 - |projected - measured| / measured, floored at 0.
 MAPE is the mean of |projected - measured| / measured; bias the mean of
 (projected - measured) / measured (negative: the model under-predicts, i.e. runs are
-slower than projected).  Ranking agreement: within each group of runs with the same
+slower than projected).  Said to people as a ratio (issue 23): the geometric mean of
+measured / projected, with its lowest and highest; a run that took 2.7x its projection
+is a bias of -63%, and bias never goes below -100% however slow the runs.  Ranking agreement: within each group of runs with the same
 model, system and GPU count, the share of pairs of runs of different strategies that
 measurement and projection order the same way (Kendall-style concordance).
 """
@@ -22,6 +24,7 @@ from oracle.compute.strategies.base import Config
 from oracle.compute.strategies.pipeline import default_segments
 from oracle.errors import OracleError
 from oracle.load.runs import MeasuredRun
+from oracle.units import fmt_ratio
 
 if TYPE_CHECKING:
     import numpy as np
@@ -65,6 +68,10 @@ class Stats:
     min_accuracy: float
     mape: float
     bias: float
+    # measured / projected over the runs with a projection: geometric mean, lowest, highest
+    ratio: float = math.nan
+    ratio_min: float = math.nan
+    ratio_max: float = math.nan
 
 
 @dataclass(frozen=True)
@@ -179,10 +186,9 @@ def _anomaly(row: CompareRow, threshold: float) -> str | None:
     if err <= threshold:
         return None
     r = row.ratio
-    if r > 1:
-        text = f"measured {r:.1f}x the projection: congestion, input loading or an implementation overhead?"
-    else:
-        text = f"measured {1 / r:.1f}x faster than projected: a slow profile, or overlap the model does not see?"
+    why = "congestion, input loading or an implementation overhead?" if r > 1 else (
+        "a slow profile, or overlap the model does not see?")
+    text = f"measured {fmt_ratio(r)} the projection: {why}"
     run = row.run
     if run.compute_s is not None and run.comm_s is not None:
         d_comp = run.compute_s - (row.predicted_compute_s or 0.0)
@@ -202,9 +208,10 @@ def compare(
 
 def stats(rows: Sequence[CompareRow]) -> Stats:
     """Accuracy over every run (a run without a projection counts as 0, ParaDL's floor);
-    MAPE and bias over the runs that have a projection (NaN when none has)."""
+    MAPE, bias and the ratios over the runs that have a projection (NaN when none has)."""
     accs = [r.accuracy for r in rows]
     errs = [r.relative_error for r in rows if math.isfinite(r.predicted_s)]
+    logs = [math.log(r.ratio) for r in rows if 0 < r.predicted_s < math.inf and r.measured_s > 0]
     n = len(rows)
     return Stats(
         n=n,
@@ -212,6 +219,9 @@ def stats(rows: Sequence[CompareRow]) -> Stats:
         min_accuracy=min(accs),
         mape=sum(abs(e) for e in errs) / len(errs) if errs else math.nan,
         bias=sum(errs) / len(errs) if errs else math.nan,
+        ratio=math.exp(sum(logs) / len(logs)) if logs else math.nan,
+        ratio_min=math.exp(min(logs)) if logs else math.nan,
+        ratio_max=math.exp(max(logs)) if logs else math.nan,
     )
 
 

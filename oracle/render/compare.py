@@ -12,7 +12,7 @@ from itertools import groupby
 from oracle.compute.compare import CompareRow, Stats, Summary
 from oracle.render.columns import Column
 from oracle.textsafe import csv_cell, csv_row, md
-from oracle.units import fmt_seconds
+from oracle.units import fmt_ratio, fmt_seconds
 
 
 def _num(v):
@@ -60,7 +60,13 @@ def stats_dict(s: Stats) -> dict:
         "min_accuracy": _num(s.min_accuracy),
         "mape": _num(s.mape),  # null when a run's projection could not be computed
         "bias": _num(s.bias),
+        **_ratios(s),
     }
+
+
+def _ratios(s: Stats) -> dict:
+    """measured / projected: geometric mean, lowest, highest (null without projections)."""
+    return {"ratio": _num(s.ratio), "ratio_min": _num(s.ratio_min), "ratio_max": _num(s.ratio_max)}
 
 
 def summary_dict(s: Summary) -> dict:
@@ -70,6 +76,7 @@ def summary_dict(s: Summary) -> dict:
         "min_accuracy": _num(s.overall.min_accuracy),
         "mape": _num(s.overall.mape),
         "bias": _num(s.overall.bias),
+        **_ratios(s.overall),
         "by_strategy": {k: stats_dict(v) for k, v in s.by_strategy.items()},
         "by_model": {k: stats_dict(v) for k, v in s.by_model.items()},
         "ranking_agreement": _num(s.ranking_agreement),
@@ -166,8 +173,13 @@ def _pct(v: float | None) -> str:
     return "–" if v is None or not math.isfinite(v) else f"{100 * v:.1f}%"
 
 
-def _signed_pct(v: float) -> str:
-    return "–" if v is None or not math.isfinite(v) else f"{100 * v:+.1f}%"
+# how people read the direction of the error (issue 23: a ratio, not a bias of -63%)
+RATIO_HEAD = "meas./proj."
+RATIO_NOTE = "meas./proj.: geometric mean of measured / projected time (above 1x: runs slower than projected)"
+
+
+def ratio_cell(s: Stats) -> str:
+    return "–" if not math.isfinite(s.ratio) else fmt_ratio(s.ratio)
 
 
 def _acc_style(a: float | None) -> str | None:
@@ -274,7 +286,7 @@ def summary_table(summary: Summary):
     def row(label: str, s: Stats, style: str | None = None) -> dict:
         return {"label": Text(label, style=style), "runs": str(s.n),
                 "mean": Text(_pct(s.mean_accuracy), style=_acc_style(s.mean_accuracy)),
-                "min": _pct(s.min_accuracy), "mape": _pct(s.mape), "bias": _signed_pct(s.bias)}  # fmt: skip
+                "min": _pct(s.min_accuracy), "mape": _pct(s.mape), "ratio": ratio_cell(s)}  # fmt: skip
 
     rows = [row("all runs", summary.overall, "bold")]
     rows += [row(f"strategy {name}", s) for name, s in summary.by_strategy.items()]
@@ -287,14 +299,14 @@ def summary_table(summary: Summary):
     )
     caption = (
         f"{agree} · {summary.anomalies} anomal{'y' if summary.anomalies == 1 else 'ies'} flagged"
-        " · bias < 0: runs slower than projected"
+        f" · {RATIO_NOTE}"
     )
     if summary.calibration:
         caption += "\n" + "\n".join(held_out_lines(summary))
     return FitTable(
         (Column("label", "", identity=True), Column("runs", "runs", "right"), Column("mean", "mean accuracy", "right"),
-         Column("min", "min accuracy", "right", 6), Column("mape", "MAPE", "right", 7),
-         Column("bias", "bias", "right", 5)),
+         Column("min", "min accuracy", "right", 6), Column("mape", "MAPE", "right", 5),
+         Column("ratio", RATIO_HEAD, "right", 7)),
         [Section(rows)], title="\nsummary", caption=caption, hint="--width or --format json shows them",
     )  # fmt: skip
 
@@ -310,11 +322,11 @@ def markdown(rows: Sequence[CompareRow], summary: Summary) -> str:
             f"{r.point.p1}×{r.point.p2} | {r.run.global_batch:g} | {r.run.basis} | {fmt_seconds(r.measured_s)} | "
             f"{fmt_seconds(r.predicted_s)} | {_pct(r.accuracy)} | {md(_notes(r))} |"
         )
-    out += ["", "| | runs | mean accuracy | min accuracy | MAPE | bias |", "|---|---:|---:|---:|---:|---:|"]
+    out += ["", f"| | runs | mean accuracy | min accuracy | MAPE | {RATIO_HEAD} |", "|---|---:|---:|---:|---:|---:|"]
 
     def add(label: str, s: Stats) -> None:
         out.append(
-            f"| {md(label)} | {s.n} | {_pct(s.mean_accuracy)} | {_pct(s.min_accuracy)} | {_pct(s.mape)} | {_signed_pct(s.bias)} |"
+            f"| {md(label)} | {s.n} | {_pct(s.mean_accuracy)} | {_pct(s.min_accuracy)} | {_pct(s.mape)} | {ratio_cell(s)} |"
         )
 
     add("**all runs**", summary.overall)
@@ -322,7 +334,7 @@ def markdown(rows: Sequence[CompareRow], summary: Summary) -> str:
         add(f"strategy {name}", s)
     for name, s in summary.by_model.items():
         add(f"model {name}", s)
-    out.append("")
+    out += ["", md(RATIO_NOTE) + "."]
     if summary.ranking_agreement is not None:
         out.append(f"Ranking agreement: {_pct(summary.ranking_agreement)} of {summary.ranking_pairs} strategy pairs.")
     out += [f"{md(line)}." for line in held_out_lines(summary)]

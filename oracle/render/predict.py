@@ -8,7 +8,7 @@ from itertools import groupby
 
 from oracle.compute.cost import Point
 from oracle.textsafe import md
-from oracle.units import fmt_bytes, fmt_seconds
+from oracle.units import fmt_bytes, fmt_gap, fmt_seconds
 
 BEST_STYLE = "bold green"
 INFEASIBLE_STYLE = "dim"
@@ -236,7 +236,7 @@ def _chart_note(pt: Point, best: Point | None) -> str:
         return "✗ " + ", ".join(dict.fromkeys(lim.code for lim in pt.limits))
     if pt.rank == 1 or best is None:
         return "best"
-    return f"+{100 * (pt.total_s / best.total_s - 1):.0f}%"
+    return fmt_gap(pt.total_s / best.total_s, digits=0)
 
 
 def _bar(pt: Point, scale: float, bar_width: int):
