@@ -175,13 +175,13 @@ def compare(
     run's system.  Returns (rows,
     summary); see oracle.compute.compare."""
     from oracle.compute import compare as cmp
-    from oracle.compute.strategies import NAMES
+    from oracle.compute.strategies import names
     from oracle.errors import OracleError
     from oracle.load.runs import load_runs
 
     file = str(runs) if isinstance(runs, (str, Path)) else None
     if file is not None:
-        runs = load_runs(file, NAMES)
+        runs = load_runs(file, names())
     everything = runs  # --calibrate-on picks its runs from all of them; where/exclude: what is scored
     if where:
         runs = [r for r in runs if all(r.get(k) in v for k, v in where.items())]

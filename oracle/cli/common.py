@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import click
 
@@ -27,6 +28,32 @@ class _PositiveFloat(click.ParamType):
 
 
 positive_float = _PositiveFloat()
+
+
+class RegistryOption(click.Option):
+    """An option whose help (and default) say what the strategy registry holds when the
+    help is shown or the default used, not when the CLI is imported: the registry
+    imports numpy, and a strategy registered later shows too."""
+
+    def __init__(self, *args, help_from: Callable[[], str], default_from: Callable[[], str] | None = None,
+                 **kwargs) -> None:  # fmt: skip
+        super().__init__(*args, **kwargs)
+        self._help_from, self._default_from = help_from, default_from
+
+    def get_help_record(self, ctx):
+        self.help = self._help_from()
+        return super().get_help_record(ctx)
+
+    def get_default(self, ctx, call=True):
+        if self._default_from is not None:
+            return self._default_from()
+        return super().get_default(ctx, call)
+
+
+def strategy_help() -> str:
+    from oracle.compute.strategies import names
+
+    return f"Comma-separated strategies ({', '.join(names())}) or all."
 
 
 def model_system_profile_options(f):
@@ -88,8 +115,7 @@ def sweep_options(f):
                      help="GPU counts: 4,8,16 or 4-1024 (powers of two from A to B)."
                      "  [default: powers of two up to the system size, at most 1024]"),
         click.option("--strategy", "strategies", default="all", show_default=True, metavar="NAMES",
-                     help="Comma-separated strategies (serial, data, spatial, filter, channel, pipeline,"
-                     " data+filter, data+spatial) or all."),
+                     cls=RegistryOption, help_from=strategy_help),
         click.option("--batch-per-gpu", "-b", type=positive_float,
                      help="Weak scaling: B = b·p samples per iteration."),
         click.option("--batch", "-B", type=positive_float, help="Strong scaling: global mini-batch B, fixed."),

@@ -11,6 +11,7 @@ import numpy as np
 
 from oracle.compute.context import Context
 from oracle.compute.network import allgather_pieces, group_contiguous, link
+from oracle.compute.strategies.spatial import spatial_grid
 
 
 def shuffle_tables(ctx: Context, p: int, B: float, layouts: list[tuple[str, int, int]]):
@@ -36,7 +37,7 @@ def _received(ctx: Context, p: int, layouts) -> np.ndarray:
         s0[a] = np.where(inside, (g // (p2 * r)) * (p2 * r) / q, 0.0)  # sample block start (fraction of B)
         blk[a] = np.where(inside, p2 * r / q, 0.0)
         if mode == "S" and p2 > 1:
-            grid = ctx.spatial_grid(p2)
+            grid = spatial_grid(ctx, p2)
             coords = np.array(np.unravel_index((g // r) % p2, grid)).T  # (p, dims); r copies of each tile
             f = np.array(grid, dtype=float)
             tiles0[a] = coords / f

@@ -71,7 +71,6 @@ from oracle.compute.graphsearch import (  # noqa: F401  (re-exported: tests and 
     solve,
 )
 from oracle.compute.layerwise import (
-    DEFAULT_KINDS,
     Assessment,
     Costs,
     Dist,
@@ -103,9 +102,10 @@ class LayerwiseSearch:
 
 
 def search_layerwise(
-    ctx: Context, p: int, batch: float, kinds: Sequence[str] = DEFAULT_KINDS, costs: Costs | None = None
+    ctx: Context, p: int, batch: float, kinds: Sequence[str] | None = None, costs: Costs | None = None
 ) -> LayerwiseSearch:
-    """The fastest per-layer assignment of ``kinds`` distributions on p GPUs."""
+    """The fastest per-layer assignment of ``kinds`` distributions on p GPUs
+    (layerwise.default_kinds unless given)."""
     t0 = time.perf_counter()
     costs = costs or Costs(ctx, p, batch, distributions(p, kinds))
     bb = _BranchAndBound(costs)
@@ -445,7 +445,7 @@ def search(
     p: int,
     batch: float,
     *,
-    kinds: Sequence[str] = DEFAULT_KINDS,
+    kinds: Sequence[str] | None = None,
     strategies="all",
 ) -> SearchResult:
     """Uniform strategies and per-layer assignments on p GPUs with global batch B."""
@@ -461,7 +461,7 @@ def evaluate_given(
     batch: float,
     assignment: Sequence[Dist],
     *,
-    kinds: Sequence[str] = DEFAULT_KINDS,
+    kinds: Sequence[str] | None = None,
     strategies="all",
     compare: bool = True,
 ) -> SearchResult:

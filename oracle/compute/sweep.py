@@ -14,7 +14,8 @@ import numpy as np
 from oracle.compute.context import Context, Options
 from oracle.compute.cost import Point
 from oracle.compute.options import MEMORY_MODELS, PRECISION_BYTES
-from oracle.compute.strategies import NAMES, REGISTRY
+from oracle.compute.strategies import REGISTRY, names
+from oracle.compute.strategies.data import Data
 from oracle.errors import OracleError, did_you_mean
 from oracle.model import LayerTimes, Model, System
 
@@ -24,26 +25,26 @@ def parse_strategies(spec: str | Sequence[str] | None) -> tuple[list[str], bool]
     explicit.  With 'all', 1 GPU lists only serial (every strategy degenerates to it)
     and serial is not listed at more GPUs."""
     if spec is None or spec == "all" or (not isinstance(spec, str) and list(spec) == ["all"]):
-        return list(NAMES), False
+        return list(names()), False
     items = spec.split(",") if isinstance(spec, str) else list(spec)
-    names: list[str] = []
+    chosen: list[str] = []
     for raw in items:
         name = str(raw).strip().lower()
         if not name:
             continue
         if name == "all":
-            for n in NAMES:
-                if n not in names:
-                    names.append(n)
+            for n in names():
+                if n not in chosen:
+                    chosen.append(n)
             continue
         if name not in REGISTRY:
-            hint = did_you_mean(name, NAMES) or "strategies: " + ", ".join(NAMES) + ", all"
+            hint = did_you_mean(name, names()) or "strategies: " + ", ".join(names()) + ", all"
             raise OracleError(f"unknown strategy '{raw}'", path="--strategy", hint=hint)
-        if name not in names:
-            names.append(name)
-    if not names:
+        if name not in chosen:
+            chosen.append(name)
+    if not chosen:
         raise OracleError("no strategy given", path="--strategy", hint="e.g. data,filter or all")
-    return names, True
+    return chosen, True
 
 
 def check_options(options: Options) -> None:
@@ -115,8 +116,8 @@ def sweep(
     ``batch_per_gpu`` (weak scaling, B = b·p) must be given."""
     options = options or Options()
     check_options(options)
-    names, explicit = parse_strategies(strategies)
-    if options.replicated_gradients and "data" not in names:  # issue 18: Lee et al. replicate within data parallelism
+    chosen, explicit = parse_strategies(strategies)
+    if options.replicated_gradients and Data.name not in chosen:  # issue 18: Lee et al. replicate within data parallelism
         raise OracleError("applies to data parallelism, which --strategy leaves out",
                           path="--replicated-gradients", hint="add data to --strategy, or leave the option out")  # fmt: skip
     if (batch is None) == (batch_per_gpu is None):
@@ -138,18 +139,18 @@ def sweep(
     ctx = Context(model, system, times, options, profile_kind, conversion=conversion)
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
         # overflowing inputs become the "overflow" limit of a point, not warnings
-        return _sweep(ctx, counts, names, explicit, batch, batch_per_gpu, p2)
+        return _sweep(ctx, counts, chosen, explicit, batch, batch_per_gpu, p2)
 
 
-def _sweep(ctx, counts, names, explicit, batch, batch_per_gpu, p2) -> list[Point]:
+def _sweep(ctx, counts, chosen, explicit, batch, batch_per_gpu, p2) -> list[Point]:
     points: list[Point] = []
     for p in counts:
         B = float(batch) if batch is not None else float(batch_per_gpu) * p  # type: ignore[arg-type]
         group: list[Point] = []
-        for name in names:
-            if not explicit and ((name == "serial") != (p == 1)):
-                continue  # with 'all': serial at 1 GPU only, the others from 2 GPUs
+        for name in chosen:
             strategy = REGISTRY[name]
+            if not explicit and (strategy.one_gpu != (p == 1)):
+                continue  # with 'all': serial at 1 GPU only, the others from 2 GPUs
             for cfg in strategy.configurations(ctx, p, B, p2):
                 group.append(strategy.evaluate(ctx, cfg))
         points.extend(rank(group))
@@ -158,7 +159,7 @@ def _sweep(ctx, counts, names, explicit, batch, batch_per_gpu, p2) -> list[Point
 
 def rank(group: list[Point]) -> list[Point]:
     """Rank the points of one GPU count: feasible by total time, then the rest."""
-    order = {name: i for i, name in enumerate(NAMES)}
+    order = {name: i for i, name in enumerate(names())}
 
     def key(pt: Point) -> tuple:
         total = pt.total_s

@@ -4,13 +4,16 @@ from __future__ import annotations
 
 from oracle.compute.context import Context
 from oracle.compute.cost import Breakdown, Limit, Point
-from oracle.compute.strategies.base import Config, MemoryParts, Strategy, make_point, register
+from oracle.compute.strategies.base import Config, MemoryParts, Strategy, Style, make_point, register
 
 
 @register
 class Serial(Strategy):
     name = "serial"
+    order = 0
+    one_gpu = True
     description = "one GPU, no communication"
+    style = Style("#000000", "o")  # black (Okabe & Ito 2008)
 
     def parts(self, p: int) -> tuple[int, int]:
         return (1, 1)
