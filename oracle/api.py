@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from oracle.model import Model, Profile, System
+from oracle.vocabulary import FP32, FRAMEWORK, PARADL
 
 
 def predict(
@@ -30,7 +31,7 @@ def predict(
     batch_per_gpu: float | None = None,
     p2: int | None = None,
     segments: int | None = None,
-    precision: str = "fp32",
+    precision: str = FP32,
     memory_reuse: float = 1.0,
     contention: float | None = None,
     samples: int | None = None,
@@ -41,7 +42,7 @@ def predict(
     checkpointing: bool = False,
     overlap: str = "none",
     bucket_mb: float = 25.0,
-    memory_model: str = "framework",
+    memory_model: str = FRAMEWORK,
     as_frame: bool = False,
     compute_scaling: str = "model",
 ) -> Any:
@@ -56,8 +57,8 @@ def predict(
     from oracle.compute.context import Options
     from oracle.errors import OracleError
 
-    if memory_reuse != 1.0 and memory_model != "paradl":
-        raise OracleError("memory_reuse (γ) scales ParaDL's bound", path="memory_reuse", hint="memory_model='paradl'")
+    if memory_reuse != 1.0 and memory_model != PARADL:
+        raise OracleError("memory_reuse (γ) scales ParaDL's bound", path="memory_reuse", hint=f"memory_model='{PARADL}'")
     options = Options(
         memory_model=memory_model,
         precision=precision,

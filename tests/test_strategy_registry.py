@@ -72,8 +72,8 @@ def test_toy_in_the_breakdown_plot(toy, run, tmp_path):
 
 
 def test_toy_in_layerwise_files_and_search(toy, run, tmp_path):
-    from oracle.load.layerwise import parse_layerwise
     from oracle.load import load_model
+    from oracle.load.layerwise import parse_layerwise
 
     layers = load_model("alexnet").layers
     doc = {"model": "AlexNet", "gpus": 8, "batch": 256,

@@ -8,6 +8,7 @@ from collections.abc import Callable
 import click
 
 from oracle.cli.types import FiniteRange, PlainIntRange
+from oracle.vocabulary import ALGORITHMS, FP32, FRAMEWORK, MEMORY_MODELS, PARADL, PRECISIONS, precision_bytes_text
 
 FORMATS = ("table", "json", "csv", "markdown")
 
@@ -80,13 +81,13 @@ def memory_model_options(f):
     that project without a full sweep (compare, plot compare, search)."""
     f = click.option("--memory-reuse", "gamma", type=FiniteRange(min=0, max=1, min_open=True),
                      help="ParaDL memory model: reuse factor γ (0 < γ <= 1). [default: 1]")(f)
-    return click.option("--memory-model", type=click.Choice(["framework", "paradl"]), default="framework",
-                        show_default=True, help="framework: what PyTorch keeps; paradl: ParaDL's upper bound.")(f)
+    return click.option("--memory-model", type=click.Choice(MEMORY_MODELS), default=FRAMEWORK, show_default=True,
+                        help=f"{FRAMEWORK}: what PyTorch keeps; {PARADL}: ParaDL's upper bound.")(f)
 
 
 def collective_option():
     """--collective (predict, plot, report, search)."""
-    return click.option("--collective", type=click.Choice(["ring", "rhd", "tree", "hierarchical", "leader", "ps", "auto"]),
+    return click.option("--collective", type=click.Choice(ALGORITHMS),
                      help="All-reduce algorithm (auto: the cheapest per call; ps: parameter servers, collectives:"
                      " ps_servers in the system). [default: the system's, else ring]")
 
@@ -121,13 +122,12 @@ def sweep_options(f):
         click.option("--batch", "-B", type=positive_float, help="Strong scaling: global mini-batch B, fixed."),
         click.option("--p2", type=PlainIntRange(min=1), help="Hybrids: fix the model-part size p2 (p = p1·p2)."),
         click.option("--segments", "-S", type=PlainIntRange(min=1), help="Pipeline segments S. [default: min(B, 4p)]"),
-        click.option("--precision", type=click.Choice(["fp32", "tf32", "fp16", "bf16"]), default="fp32",
-                     show_default=True, help="Bytes per item δ (fp32/tf32 4, fp16/bf16 2) and, with"
+        click.option("--precision", type=click.Choice(PRECISIONS), default=FP32,
+                     show_default=True, help=f"Bytes per item δ ({precision_bytes_text()}) and, with"
                      " --compute-scaling model, the peak conv/fc run at."),
-        click.option("--memory-model", type=click.Choice(["framework", "paradl"]), default="framework",
-                     show_default=True,
-                     help="framework: what PyTorch keeps (saved tensors, weights, gradients, optimizer,"
-                     " buffers, workspace); paradl: ParaDL's upper bound Σ 2B(|x|+|y|) + 2|w|."),
+        click.option("--memory-model", type=click.Choice(MEMORY_MODELS), default=FRAMEWORK, show_default=True,
+                     help=f"{FRAMEWORK}: what PyTorch keeps (saved tensors, weights, gradients, optimizer,"
+                     f" buffers, workspace); {PARADL}: ParaDL's upper bound Σ 2B(|x|+|y|) + 2|w|."),
         click.option("--memory-reuse", "gamma", type=FiniteRange(min=0, max=1, min_open=True),
                      help="ParaDL memory model: reuse factor γ (0 < γ <= 1). [default: 1]"),
         click.option("--contention", "phi", type=FiniteRange(min=1, max=1000), help="Contention factor φ >= 1."),

@@ -10,6 +10,7 @@ from oracle.cli.common import FORMATS, memory_model_options, output_option, posi
 from oracle.cli.types import FiniteRange, PlainIntRange
 from oracle.load.values import parse_where
 from oracle.services.project import memory_reuse
+from oracle.vocabulary import FP32, PRECISIONS
 
 
 @click.command(context_settings={"max_content_width": 100})
@@ -30,7 +31,7 @@ from oracle.services.project import memory_reuse
 @click.option("--min-accuracy", type=FiniteRange(0, 1), help="Exit 1 when the mean accuracy is below this (e.g. 0.85).")
 @click.option("--max-mape", type=FiniteRange(min=0), help="Exit 1 when the mean absolute percentage error is above this (e.g. 0.15).")
 @click.option("--anomaly-threshold", type=FiniteRange(min=0), default=0.5, show_default=True, help="Flag runs off the projection by more than this share of the measured time.")
-@click.option("--precision", type=click.Choice(["fp32", "tf32", "fp16", "bf16"]), default="fp32", show_default=True)
+@click.option("--precision", type=click.Choice(PRECISIONS), default=FP32, show_default=True)
 @memory_model_options
 @click.option("--calibrate-on", metavar="EXPR",
               help="Calibrate each system on the runs EXPR selects (e.g. 'gpus<=8'; --calibrate all of oracle fit"

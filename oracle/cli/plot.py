@@ -12,6 +12,7 @@ import click
 from oracle.cli.common import memory_model_options, sweep_options
 from oracle.cli.types import FiniteRange, PlainIntRange
 from oracle.services.project import memory_reuse, project
+from oracle.vocabulary import FP32, PRECISIONS
 
 DPI_HELP = "Resolution of PNG output (dots per inch)."
 
@@ -83,7 +84,7 @@ for _kind, _help in _HELP.items():
 @plot.command("compare", short_help="Projected versus measured runs, with the accuracy of each.")
 @click.argument("runs", metavar="RUNS.csv")
 @click.option("--where", multiple=True, metavar="COL=VAL[,VAL]", help="Keep runs whose column has one of the values.")
-@click.option("--precision", type=click.Choice(["fp32", "tf32", "fp16", "bf16"]), default="fp32", show_default=True)
+@click.option("--precision", type=click.Choice(PRECISIONS), default=FP32, show_default=True)
 @memory_model_options
 @click.option("--contention", "phi", type=FiniteRange(min=1, max=1000), help="Contention factor φ (overrides the systems).")
 @output_required

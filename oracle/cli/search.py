@@ -15,6 +15,7 @@ from oracle.cli.common import (
     positive_float,
 )
 from oracle.cli.types import FiniteRange, PlainIntRange
+from oracle.vocabulary import FP32, PRECISIONS
 
 # the per-layer search keeps arrays of one entry per GPU for the redistribution costs;
 # far beyond any machine oracle describes (systems list at most a few thousand GPUs)
@@ -64,7 +65,7 @@ def _distributions_help() -> str:
     help="Uniform strategies to compare with (as oracle predict --strategy).",
 )  # fmt: skip
 @click.option(
-    "--precision", type=click.Choice(["fp32", "tf32", "fp16", "bf16"]), default="fp32", show_default=True,
+    "--precision", type=click.Choice(PRECISIONS), default=FP32, show_default=True,
     help="Bytes per item δ: fp32 4, fp16/bf16 2.",
 )  # fmt: skip
 @memory_model_options

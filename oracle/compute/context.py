@@ -24,6 +24,7 @@ from oracle.compute.options import Options
 from oracle.compute.partition import _partition_cached
 from oracle.compute.shapes_tokens import split_widths
 from oracle.model import MODEL_INPUT, WEIGHT_TYPES, LayerTimes, Model, System
+from oracle.vocabulary import PARADL
 
 
 @dataclass(frozen=True)
@@ -124,18 +125,18 @@ class Context:
         """Per layer and sample, the activation elements that the per-layer search's
         memory formula 2·n·(this) + 2|w| uses: x + y (ParaDL), or half the saved
         elements (the framework model, indices and masks in element equivalents)."""
-        if self.memory_model == "paradl":
+        if self.memory_model == PARADL:
             return self.x + self.y
         return 0.5 * (self.saved.elements + self.saved.fixed_bytes / self.delta)
 
     def memory_scale(self) -> float:
         """Bytes per element of the per-layer memory: γδ (ParaDL) or δ (framework)."""
-        return self.gamma * self.delta if self.memory_model == "paradl" else float(self.delta)
+        return self.gamma * self.delta if self.memory_model == PARADL else float(self.delta)
 
     def memory_total(self, tensors_bytes: float) -> float:
         """Per-GPU memory of a per-layer assignment from its tensors' bytes: as is
         (ParaDL), or with the framework's allocator overhead, workspace and context."""
-        if self.memory_model == "paradl":
+        if self.memory_model == PARADL:
             return tensors_bytes
         fw = self.system.framework
         fixed = self.system.gpu_workspace_bytes or (fw.workspace_bytes + fw.cuda_context_bytes)

@@ -68,6 +68,7 @@ from oracle.compute.strategies.base import epoch_limit
 from oracle.compute.strategies.data import Data
 from oracle.model import MODEL_INPUT
 from oracle.units import fmt_gb
+from oracle.vocabulary import PARADL
 
 STRATEGY = "layer-wise"
 
@@ -222,7 +223,7 @@ class Costs:
         c = np.asarray(choice, dtype=int)
         rows = np.arange(self.G)
         tensors = float(self.mem_bytes[rows, c].sum())
-        if self.ctx.memory_model == "paradl":
+        if self.ctx.memory_model == PARADL:
             return self.ctx.memory_total(tensors)
         trans = float(self.transient_bytes[rows, c].max()) if self.G else 0.0
         reduced = (self.grad_class[rows, c] >= 0) & self.ctx.system.framework.gradient_bucket_copy
@@ -247,7 +248,7 @@ class Costs:
         self.mem_bytes = ctx.memory_scale() * cols.mem
         # framework model: the backward's gradient working set (max over layers, not a sum)
         held = cols.held
-        self.transient_bytes = ctx.delta * ctx.transient[:, None] * held if ctx.memory_model != "paradl" else 0 * held
+        self.transient_bytes = ctx.delta * ctx.transient[:, None] * held if ctx.memory_model != PARADL else 0 * held
         self.grad_bytes = cols.gbytes
         self.grad_class = cols.gclass
         self.split, self.partial = cols.split, cols.partial

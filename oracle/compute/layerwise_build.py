@@ -23,6 +23,7 @@ from oracle.compute.strategies.base import REGISTRY, LayerwiseKind, changes, nam
 from oracle.compute.strategies.data import fill_data
 from oracle.compute.strategies.filter import Filter, layer_collectives
 from oracle.compute.strategies.spatial import Spatial, halos
+from oracle.vocabulary import RING
 
 
 @dataclass
@@ -83,7 +84,7 @@ class Registry:
         self.layouts: list[tuple[str, int, int, int, int]] = [("S", p, 1, p, 1)]
         self.layout_index = {("S", p, 1, p, 1): 0}
         self.ref_bytes = max(ctx.delta * ctx.sum_w, 1.0)  # linearize fused all-reduces up to all weights
-        self.algo = getattr(ctx, "algorithm", "ring")
+        self.algo = getattr(ctx, "algorithm", RING)
         self.all_p = group_contiguous(p, self.gpn)
         self.g_all = self.ar_group(self.all_p, 1.0, self.algo, f"all {p} GPUs")
 

@@ -371,18 +371,19 @@ def uniform_points(ctx: Context, p: int, batch: float, strategies="all") -> list
     segment counts; ranked (1 = fastest feasible)."""
     from oracle.compute.strategies import REGISTRY
     from oracle.compute.strategies.base import Config
+    from oracle.compute.strategies.pipeline import Pipeline
     from oracle.compute.sweep import rank, sweep
 
     points = sweep(
         ctx.model, ctx.system, _times(ctx), [p], strategies, batch=batch, options=ctx.options,
         profile_kind=ctx.profile_kind,
     )  # fmt: skip
-    if p > 1 and any(pt.strategy == "pipeline" for pt in points) and ctx.options.segments is None:
-        seen = {pt.segments for pt in points if pt.strategy == "pipeline"}
-        pipe = REGISTRY["pipeline"]
+    name = Pipeline.name
+    if p > 1 and any(pt.strategy == name for pt in points) and ctx.options.segments is None:
+        seen = {pt.segments for pt in points if pt.strategy == name}
         for S in segment_counts(batch, p):
             if S not in seen:
-                points.append(pipe.evaluate(ctx, Config("pipeline", p, 1, p, batch, S)))
+                points.append(REGISTRY[name].evaluate(ctx, Config(name, p, 1, p, batch, S)))
     return rank([replace(pt, rank=None) for pt in points])
 
 

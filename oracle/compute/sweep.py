@@ -13,11 +13,11 @@ import numpy as np
 
 from oracle.compute.context import Context, Options
 from oracle.compute.cost import Point
-from oracle.compute.options import MEMORY_MODELS, PRECISION_BYTES
 from oracle.compute.strategies import REGISTRY, names
 from oracle.compute.strategies.data import Data
 from oracle.errors import OracleError, did_you_mean
 from oracle.model import LayerTimes, Model, System
+from oracle.vocabulary import MEMORY_MODELS, PRECISION_BYTES
 
 
 def parse_strategies(spec: str | Sequence[str] | None) -> tuple[list[str], bool]:
@@ -55,7 +55,7 @@ def check_options(options: Options) -> None:
             hint="one of " + ", ".join(PRECISION_BYTES),
         )
     if options.collective is not None:
-        from oracle.compute.network import ALGORITHMS
+        from oracle.vocabulary import ALGORITHMS
 
         if options.collective not in ALGORITHMS:
             raise OracleError(

@@ -47,19 +47,19 @@ def phase_styles() -> dict[str, tuple[str, str, str | None]]:
     return {ph.name: (ph.label, ph.colour, ph.hatch) for ph in phases() if ph.label is not None}
 
 
-# limit code -> a few words for a plot label (the full reasons are in tables/reports)
+# limit code -> a few words for a plot label (the full reasons are in tables/reports): the
+# limits every strategy shares; each strategy's module declares its own (limit_words)
 LIMIT_WORDS: dict[str, str] = {
     "memory": "out of memory",
-    "filters": "p > filters of a layer",
-    "channels": "p > input channels",
-    "spatial": "spatial split too fine",
     "batch": "< 1 sample per GPU",
-    "layers": "more stages than layers",
-    "segments": "S > batch",
     "gpus": "more GPUs than the system",
-    "factorization": "p2 does not divide p",
-    "serial": "serial is 1 GPU",
 }
+
+
+def _limit_words() -> dict[str, str]:
+    from oracle.compute.strategies import REGISTRY, names
+
+    return {**LIMIT_WORDS, **{k: w for n in names() for k, w in REGISTRY[n].limit_words.items()}}
 
 RC = {
     "svg.fonttype": "none",  # text stays text in SVG: searchable, and tests can read it
@@ -189,9 +189,9 @@ def _label(pt: Point) -> str:
 
 def limit_words(pt: Point) -> str:
     """A short label of why a point is infeasible."""
-    words = []
+    words, known = [], _limit_words()
     for lim in pt.limits:
-        w = LIMIT_WORDS.get(lim.code, lim.code)
+        w = known.get(lim.code, lim.code)
         if lim.code == "memory" and _finite(pt.memory_bytes):
             w = f"out of memory ({fmt_bytes(pt.memory_bytes)})"
         if w not in words:

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from statistics import median
 
+from oracle.vocabulary import FP32
+
 
 def run_options(run, file: str):
     """The Options of one run (its precision column, if any; else fp32)."""
@@ -22,7 +24,7 @@ def run_options(run, file: str):
     from oracle.errors import OracleError
 
     try:
-        precision, mixed = run_precision_options(run) or ("fp32", False)
+        precision, mixed = run_precision_options(run) or (FP32, False)
     except OracleError as exc:
         exc.file = file
         raise

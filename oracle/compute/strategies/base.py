@@ -10,7 +10,15 @@ from dataclasses import dataclass
 import numpy as np
 
 from oracle.compute.context import Context
-from oracle.compute.cost import Breakdown, Limit, Phase, Point, declare_phase, forget_phase, phase_names
+from oracle.compute.cost import (
+    Breakdown,
+    Limit,
+    Phase,
+    Point,
+    declare_phase,
+    forget_phase,
+    phase_names,
+)
 from oracle.compute.memory import MemoryParts, memory_bytes
 from oracle.units import fmt_gb
 
@@ -68,6 +76,7 @@ class Strategy:
     phases: tuple[Phase, ...] = ()  # breakdown phases it adds to compute/cost.COMMON_PHASES
     style: Style = Style("#999999", "o")  # grey: declare a colour and marker of its own
     layerwise: LayerwiseKind | None = None  # None: no per-layer distribution
+    limit_words: dict[str, str] = {}  # limit code it reports -> a few words for plot labels
 
     @property
     def hybrid(self) -> bool:

@@ -18,6 +18,7 @@ class Channel(Filter):
     description = "input channels of conv/fc layers (but the first) split over p GPUs"
     style = Style("#F0E442", "v")  # yellow (Okabe & Ito 2008; markers get a dark edge to stay visible)
     limit_code = "channels"
+    limit_words = {limit_code: "p > input channels"}
     width_noun = "input channels"
 
     def split_layers(self, ctx: Context) -> tuple[np.ndarray, np.ndarray]:

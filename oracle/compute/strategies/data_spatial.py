@@ -28,7 +28,13 @@ from oracle.compute.strategies.base import (
 )
 from oracle.compute.strategies.data import Data
 from oracle.compute.strategies.data_filter import data_group_allreduce, factor_limit
-from oracle.compute.strategies.spatial import Spatial, gather_tail, halo_time, spatial_limits, spatial_memory
+from oracle.compute.strategies.spatial import (
+    Spatial,
+    gather_tail,
+    halo_time,
+    spatial_limits,
+    spatial_memory,
+)
 
 
 @register

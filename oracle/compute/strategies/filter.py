@@ -110,6 +110,7 @@ class Filter(Strategy):
     style = Style("#009E73", "^")  # bluish green (Okabe & Ito 2008)
     layerwise = LayerwiseKind(fill_split)
     limit_code = "filters"
+    limit_words = {limit_code: "p > filters of a layer"}
     width_noun = "filters"  # what a split layer's width counts (a layer-wise limit's words)
 
     def split_layers(self, ctx: Context) -> tuple[np.ndarray, np.ndarray]:

@@ -5,10 +5,9 @@ spatial output are split; the fc head runs replicated after an all-gather."""
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 import numpy as np
-
-from typing import TYPE_CHECKING
 
 from oracle.compute.context import Context
 from oracle.compute.cost import Breakdown, Limit, Phase, Point
@@ -152,7 +151,7 @@ def halo_time(ctx: Context, q: int, b: float) -> tuple[float, float, tuple[int, 
 
 
 def spatial_limits(ctx: Context, grid: tuple[int, ...]) -> list[Limit]:
-    return [Limit("spatial", r) for r in spatial_violations(ctx, grid)]
+    return [Limit(Spatial.name, r) for r in spatial_violations(ctx, grid)]
 
 
 def halo_exchange(ctx: Context, grid: tuple[int, ...], concurrent):
@@ -253,6 +252,7 @@ class Spatial(Strategy):
     style = Style("#E69F00", "s")  # orange (Okabe & Ito 2008, as every strategy colour)
     phases = (Phase("halo_s", "communication", "comm: halo exchange", "#DDCC77", ".."),)  # Paul Tol's muted
     layerwise = LayerwiseKind(fill_spatial)
+    limit_words = {name: "spatial split too fine"}  # the limit code is the name
 
     def split_layers(self, ctx: Context) -> tuple[np.ndarray, None]:
         """Every layer up to and including the last one whose output still has a spatial
