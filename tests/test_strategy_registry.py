@@ -121,6 +121,9 @@ def test_registry_refuses_duplicates_and_no_order():
         register(_strategy("made", order=None))
     with pytest.raises(ValueError, match="halo_s"):
         register(_strategy("made", phases=(Phase("halo_s", "communication"),)))
+    with pytest.raises(ValueError, match="part"):
+        register(_strategy("made", phases=(Phase("made_s", "communication"), Phase("made2_s", "comm"))))
+    assert "made_s" not in phase_names()
     assert "made" not in REGISTRY and "data" in names()
 
 

@@ -39,7 +39,7 @@ COMMON_PHASES = (
 # input_s: time the GPUs wait for data beyond compute and communication (exposed input
 # stall, docs/cost-model.md input pipeline); 0 unless the system describes its input pipeline
 INPUT_PHASE = Phase("input_s", "input")
-_PARTS = ("compute", "communication", "input")
+PARTS = ("compute", "communication", "input")
 _declared: dict[str, tuple[tuple, Phase]] = {}  # phases strategies add: name -> (sort key, phase)
 _cache: dict[str, tuple] = {}
 
@@ -47,8 +47,8 @@ _cache: dict[str, tuple] = {}
 def declare_phase(phase: Phase, key: tuple) -> None:
     """Add a strategy's phase (compute/strategies/base.register; ``key`` places it:
     the strategy's order, then its position there).  A name already used is refused."""
-    if phase.part not in _PARTS:
-        raise ValueError(f"phase '{phase.name}': part '{phase.part}' is not one of {', '.join(_PARTS)}")
+    if phase.part not in PARTS:
+        raise ValueError(f"phase '{phase.name}': part '{phase.part}' is not one of {', '.join(PARTS)}")
     if phase.name in phase_names():
         raise ValueError(f"phase '{phase.name}' is declared already")
     _declared[phase.name] = (key, phase)
@@ -66,9 +66,9 @@ def phases() -> tuple[Phase, ...]:
     if "all" not in _cache:
         common = (*COMMON_PHASES, INPUT_PHASE)
         added = [ph for _, ph in sorted(_declared.values(), key=lambda kv: kv[0])]
-        _cache["all"] = tuple(ph for part in _PARTS for ph in (*common, *added) if ph.part == part)
+        _cache["all"] = tuple(ph for part in PARTS for ph in (*common, *added) if ph.part == part)
         _cache["names"] = tuple(ph.name for ph in _cache["all"])
-        for part in _PARTS:
+        for part in PARTS:
             _cache[part] = tuple(ph.name for ph in _cache["all"] if ph.part == part)
     return _cache["all"]
 

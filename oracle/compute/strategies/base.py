@@ -11,6 +11,7 @@ import numpy as np
 
 from oracle.compute.context import Context
 from oracle.compute.cost import (
+    PARTS,
     Breakdown,
     Limit,
     Phase,
@@ -129,6 +130,8 @@ def register(cls: type[Strategy]) -> type[Strategy]:
     taken = [ph.name for ph in own if ph.name in phase_names()]
     if taken or len({ph.name for ph in own}) < len(own):
         raise ValueError(f"strategy '{name}': phase {(taken or [own[0].name])[0]!r} is declared already")
+    if any(ph.part not in PARTS for ph in own):
+        raise ValueError(f"strategy '{name}': a phase's part is one of {', '.join(PARTS)}")
     for i, ph in enumerate(own):
         declare_phase(ph, (cls.order, name, i))
     REGISTRY[name] = cls()
