@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from oracle.model import Model, Profile, System
+from oracle.vocabulary import FP32, FRAMEWORK, PARADL
 
 
 def predict(
@@ -41,7 +42,7 @@ def predict(
     checkpointing: bool = False,
     overlap: str = "none",
     bucket_mb: float = 25.0,
-    memory_model: str = "framework",
+    memory_model: str = FRAMEWORK,
     as_frame: bool = False,
     compute_scaling: str = "model",
 ) -> Any:
@@ -58,8 +59,8 @@ def predict(
     from oracle.errors import OracleError
     from oracle.load import load_profile
 
-    if memory_reuse != 1.0 and memory_model != "paradl":
-        raise OracleError("memory_reuse (γ) scales ParaDL's bound", path="memory_reuse", hint="memory_model='paradl'")
+    if memory_reuse != 1.0 and memory_model != PARADL:
+        raise OracleError("memory_reuse (γ) scales ParaDL's bound", path="memory_reuse", hint=f"memory_model='{PARADL}'")
     profile = load_profile(profile)
     options = Options(
         memory_model=memory_model,
@@ -182,13 +183,13 @@ def compare(
     run's system.  Returns (rows,
     summary); see oracle.compute.compare."""
     from oracle.compute import compare as cmp
-    from oracle.compute.strategies import NAMES
+    from oracle.compute.strategies import names
     from oracle.errors import OracleError
     from oracle.load.runs import load_runs
 
     file = str(runs) if isinstance(runs, (str, Path)) else None
     if file is not None:
-        runs = load_runs(file, NAMES)
+        runs = load_runs(file, names())
     everything = runs  # --calibrate-on picks its runs from all of them; where/exclude: what is scored
     if where:
         runs = [r for r in runs if all(r.get(k) in v for k, v in where.items())]

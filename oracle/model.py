@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import cached_property
 
+from oracle.vocabulary import FP32, RING
+
 # Layer types (docs/model-format.md).  Element-wise activations share one behaviour.
 ACTIVATIONS = (
     "relu", "relu6", "leakyrelu", "elu", "gelu", "silu", "sigmoid", "tanh",
@@ -317,7 +319,7 @@ class System:
     input: InputPipeline | None = None
     implementation: Implementation = field(default_factory=Implementation)
     collective_tables: tuple[CollectiveTable, ...] = ()
-    collective_algorithm: str = "ring"  # ring | rhd | tree | hierarchical | leader | ps | auto
+    collective_algorithm: str = RING  # one of vocabulary.ALGORITHMS
     ps_servers: int = 1  # parameter servers for the "ps" algorithm (collectives: ps_servers)
     gpu_workspace_bytes: float = 0.0  # memory the framework takes besides the model (issue 8)
     framework: FrameworkMemory = field(default_factory=FrameworkMemory)  # memory model (issue 12)
@@ -330,7 +332,7 @@ class System:
         for prec, value in self.gpu_peaks:
             if prec == precision:
                 return value
-        return self.gpu_peak_flops if precision == "fp32" else None
+        return self.gpu_peak_flops if precision == FP32 else None
 
     def table(self, op: str, gpus: int, span: int) -> CollectiveTable | None:
         for t in self.collective_tables:
@@ -372,7 +374,7 @@ class Profile:
     total_fw_bw_per_sample_s: float | None = None
     total_wu_per_iteration_s: float | None = None
     meta: tuple[tuple[str, str], ...] = ()
-    precision: str = "fp32"  # arithmetic precision the times were measured at (issue 13)
+    precision: str = FP32  # arithmetic precision the times were measured at (issue 13)
 
     def times(self) -> dict[str, LayerTimes]:
         return dict(self.layers)

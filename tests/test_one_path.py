@@ -161,7 +161,7 @@ def test_uniform_layerwise_assignment_is_the_uniform_strategy(inputs, model, sys
                                                               abs=1e-300), (what, phase)  # fmt: skip
         memory = pt.memory_bytes
         if pt.strategy == "spatial":  # the head's gradients: not all-reduced, no bucket (docstring)
-            memory -= ctx.delta * ctx.spatial_split.w_r * (1 + s.framework.allocator_overhead)
+            memory -= ctx.delta * ctx.split("spatial").w_r * (1 + s.framework.allocator_overhead)
         assert got.memory_bytes == pytest.approx(memory, rel=1e-12), what
         assert got.feasible == pt.feasible, (what, got.limits, pt.limits)
         checked.add(pt.strategy)

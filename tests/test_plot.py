@@ -146,14 +146,14 @@ def test_compare_plot_where(run, mpl, tmp_path):
 
 
 def test_one_colour_per_strategy():
-    from oracle.compute.strategies import NAMES
-    from oracle.render.plots import STRATEGY_STYLE, strategy_style
+    from oracle.compute.strategies import names
+    from oracle.render.plots import strategy_style, strategy_styles
 
-    colours = [strategy_style(n)[0] for n in NAMES]
-    assert len(set(colours)) == len(NAMES)  # distinct
+    colours = [strategy_style(n)[0] for n in names()]
+    assert len(set(colours)) == len(names())  # distinct
     assert {c.upper() for c in colours} <= OKABE_ITO  # colour-blind-safe palette
-    assert len({strategy_style(n)[1] for n in NAMES if n != "serial"}) == len(NAMES) - 1  # distinct markers too
-    assert set(STRATEGY_STYLE) >= set(NAMES)
+    assert len({strategy_style(n)[1] for n in names() if n != "serial"}) == len(names()) - 1  # distinct markers too
+    assert set(strategy_styles()) >= set(names())
     assert strategy_style("future-strategy")[0] not in colours
 
 

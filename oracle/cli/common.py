@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import click
 
 from oracle.cli.types import FiniteRange, PlainIntRange
+from oracle.vocabulary import ALGORITHMS, FP32, FRAMEWORK, MEMORY_MODELS, PARADL, PRECISIONS, precision_bytes_text
 
 FORMATS = ("table", "json", "csv", "markdown")
 
@@ -27,6 +29,32 @@ class _PositiveFloat(click.ParamType):
 
 
 positive_float = _PositiveFloat()
+
+
+class RegistryOption(click.Option):
+    """An option whose help (and default) say what the strategy registry holds when the
+    help is shown or the default used, not when the CLI is imported: the registry
+    imports numpy, and a strategy registered later shows too."""
+
+    def __init__(self, *args, help_from: Callable[[], str], default_from: Callable[[], str] | None = None,
+                 **kwargs) -> None:  # fmt: skip
+        super().__init__(*args, **kwargs)
+        self._help_from, self._default_from = help_from, default_from
+
+    def get_help_record(self, ctx):
+        self.help = self._help_from()
+        return super().get_help_record(ctx)
+
+    def get_default(self, ctx, call=True):
+        if self._default_from is not None:
+            return self._default_from()
+        return super().get_default(ctx, call)
+
+
+def strategy_help() -> str:
+    from oracle.compute.strategies import names
+
+    return f"Comma-separated strategies ({', '.join(names())}) or all."
 
 
 def model_system_profile_options(f):
@@ -53,20 +81,20 @@ def memory_model_options(f):
     that project without a full sweep (compare, plot compare, search)."""
     f = click.option("--memory-reuse", "gamma", type=FiniteRange(min=0, max=1, min_open=True),
                      help="ParaDL memory model: reuse factor γ (0 < γ <= 1). [default: 1]")(f)
-    return click.option("--memory-model", type=click.Choice(["framework", "paradl"]), default="framework",
-                        show_default=True, help="framework: what PyTorch keeps; paradl: ParaDL's upper bound.")(f)
+    return click.option("--memory-model", type=click.Choice(MEMORY_MODELS), default=FRAMEWORK, show_default=True,
+                        help=f"{FRAMEWORK}: what PyTorch keeps; {PARADL}: ParaDL's upper bound.")(f)
 
 
 def precision_option(also: str = ""):
     """--precision: None when not given, so that the profile's applies (issue 23)."""
-    return click.option("--precision", type=click.Choice(["fp32", "tf32", "fp16", "bf16"]),
-                        help="Bytes per item δ (fp32/tf32 4, fp16/bf16 2) and the peak conv/fc run at; the"
+    return click.option("--precision", type=click.Choice(PRECISIONS),
+                        help=f"Bytes per item δ ({precision_bytes_text()}) and the peak conv/fc run at; the"
                         f" compute model converts the profile's times to it.{also} [default: the profile's precision]")
 
 
 def collective_option():
     """--collective (predict, plot, report, search)."""
-    return click.option("--collective", type=click.Choice(["ring", "rhd", "tree", "hierarchical", "leader", "ps", "auto"]),
+    return click.option("--collective", type=click.Choice(ALGORITHMS),
                      help="All-reduce algorithm (auto: the cheapest per call; ps: parameter servers, collectives:"
                      " ps_servers in the system). [default: the system's, else ring]")
 
@@ -95,8 +123,7 @@ def sweep_options(f):
                      help="GPU counts: 4,8,16 or 4-1024 (powers of two from A to B)."
                      "  [default: powers of two up to the system size, at most 1024]"),
         click.option("--strategy", "strategies", default="all", show_default=True, metavar="NAMES",
-                     help="Comma-separated strategies (serial, data, spatial, filter, channel, pipeline,"
-                     " data+filter, data+spatial) or all."),
+                     cls=RegistryOption, help_from=strategy_help),
         click.option("--batch-per-gpu", "-b", type=positive_float,
                      help="Weak scaling: B = b·p samples per iteration. [default: the profile's"
                      " measured_samples_per_gpu, else 32]"),
@@ -104,10 +131,9 @@ def sweep_options(f):
         click.option("--p2", type=PlainIntRange(min=1), help="Hybrids: fix the model-part size p2 (p = p1·p2)."),
         click.option("--segments", "-S", type=PlainIntRange(min=1), help="Pipeline segments S. [default: min(B, 4p)]"),
         precision_option(),
-        click.option("--memory-model", type=click.Choice(["framework", "paradl"]), default="framework",
-                     show_default=True,
-                     help="framework: what PyTorch keeps (saved tensors, weights, gradients, optimizer,"
-                     " buffers, workspace); paradl: ParaDL's upper bound Σ 2B(|x|+|y|) + 2|w|."),
+        click.option("--memory-model", type=click.Choice(MEMORY_MODELS), default=FRAMEWORK, show_default=True,
+                     help=f"{FRAMEWORK}: what PyTorch keeps (saved tensors, weights, gradients, optimizer,"
+                     f" buffers, workspace); {PARADL}: ParaDL's upper bound Σ 2B(|x|+|y|) + 2|w|."),
         click.option("--memory-reuse", "gamma", type=FiniteRange(min=0, max=1, min_open=True),
                      help="ParaDL memory model: reuse factor γ (0 < γ <= 1). [default: 1]"),
         click.option("--contention", "phi", type=FiniteRange(min=1, max=1000), help="Contention factor φ >= 1."),

@@ -10,6 +10,7 @@ from oracle.cli.common import FORMATS, memory_model_options, output_option, posi
 from oracle.cli.types import FiniteRange, PlainIntRange
 from oracle.load.values import parse_where
 from oracle.services.project import memory_reuse
+from oracle.vocabulary import FP32, PRECISIONS
 
 
 @click.command(context_settings={"max_content_width": 100})
@@ -126,7 +127,7 @@ def _render(rows, summary, fmt, width, output, title) -> None:
 
 def _run_from_log(log, model, system, profile, strategy, gpus, batch, batch_per_gpu, p1, p2, segments):
     """A measured run from one log and the options that describe it."""
-    from oracle.compute.strategies import NAMES
+    from oracle.compute.strategies import names
     from oracle.errors import OracleError, did_you_mean
     from oracle.load.logs import parse_run_name, read_log
     from oracle.load.runs import MeasuredRun
@@ -144,8 +145,8 @@ def _run_from_log(log, model, system, profile, strategy, gpus, batch, batch_per_
     if missing:
         raise OracleError(f"--log needs {', '.join(missing)}")
     name = strategy.lower()
-    if name not in NAMES:
-        raise OracleError(f"unknown strategy '{strategy}'", path="--strategy", hint=did_you_mean(name, NAMES))
+    if name not in names():
+        raise OracleError(f"unknown strategy '{strategy}'", path="--strategy", hint=did_you_mean(name, names()))
     timing = read_log(log)
     if timing.epoch_s is None and timing.iteration_s is None:
         raise OracleError("the log holds no steady-state timing", file=log)

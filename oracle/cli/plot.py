@@ -12,6 +12,7 @@ import click
 from oracle.cli.common import memory_model_options, precision_option, sweep_options
 from oracle.cli.types import FiniteRange, PlainIntRange
 from oracle.services.project import memory_reuse, project
+from oracle.vocabulary import FP32, PRECISIONS
 
 DPI_HELP = "Resolution of PNG output (dots per inch)."
 

@@ -6,6 +6,7 @@ import click
 
 from oracle.cli.common import output_option
 from oracle.cli.types import FiniteRange, PlainIntRange
+from oracle.vocabulary import FP32, PRECISIONS
 
 _POSITIVE_FRACTION = FiniteRange(min=0, max=1, min_open=True)
 
@@ -49,7 +50,7 @@ _POSITIVE_FRACTION = FiniteRange(min=0, max=1, min_open=True)
     help="With --estimate: fraction of peak memory bandwidth reached (roofline). [default: 0.8 with --efficiency]",
 )  # fmt: skip
 @click.option(
-    "--precision", type=click.Choice(["fp32", "tf32", "fp16", "bf16"]), default="fp32", show_default=True,
+    "--precision", type=click.Choice(PRECISIONS), default=FP32, show_default=True,
     help="With --estimate: the precision conv/fc run at and the bytes per element.",
 )  # fmt: skip
 @output_option
@@ -86,7 +87,7 @@ def profile(model, batch, device, repeats, warmup, threads, estimate, system, ef
     else:
         for opt, value in (("--system", system), ("--efficiency", efficiency),
                            ("--memory-efficiency", memory_efficiency),
-                           ("--precision", None if precision == "fp32" else precision)):  # fmt: skip
+                           ("--precision", None if precision == FP32 else precision)):  # fmt: skip
             if value is not None:
                 raise OracleError(f"{opt} is only used with --estimate")
         from oracle.profiling import require_torch
@@ -119,7 +120,7 @@ def _say(text: str, output: str | None) -> None:
     click.echo(text, nl=False, err=output is None or output == "-")
 
 
-def _estimate(m, system, batch, efficiency, memory_efficiency, output, precision="fp32") -> None:
+def _estimate(m, system, batch, efficiency, memory_efficiency, output, precision=FP32) -> None:
     from oracle.load import load_system
     from oracle.profiling.estimate import (
         DEFAULT_COMPUTE_EFFICIENCY,

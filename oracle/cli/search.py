@@ -7,6 +7,7 @@ from __future__ import annotations
 import click
 
 from oracle.cli.common import (
+    RegistryOption,
     collective_option,
     memory_model_options,
     model_system_profile_options,
@@ -15,10 +16,26 @@ from oracle.cli.common import (
     precision_option,
 )
 from oracle.cli.types import FiniteRange, PlainIntRange
+from oracle.vocabulary import FP32, PRECISIONS
 
 # the per-layer search keeps arrays of one entry per GPU for the redistribution costs;
 # far beyond any machine oracle describes (systems list at most a few thousand GPUs)
 MAX_SEARCH_GPUS = 65536
+
+
+def _default_kinds() -> str:
+    from oracle.compute.layerwise_build import default_kinds
+
+    return ",".join(default_kinds())
+
+
+def _distributions_help() -> str:
+    from oracle.compute.layerwise_build import default_kinds
+
+    return (f"Per-layer distributions to consider ({', '.join(default_kinds())}), each at every p1 x p2 grid;"
+            " also replicated (Lee et al.'s replicated weight gradients), spatial+filter (samples x height/width"
+            " x filters on p1 x p2 x p3) and subsets (each of them on the first q GPUs, q dividing p): Jia et"
+            " al.'s wider space.")  # fmt: skip
 
 
 @click.command(context_settings={"max_content_width": 100})
@@ -41,10 +58,8 @@ MAX_SEARCH_GPUS = 65536
     "--batch", "-B", type=positive_float, help="Strong scaling: global mini-batch B, fixed."
 )
 @click.option(
-    "--distributions", "kinds", default="data,spatial,filter,channel", show_default=True, metavar="KINDS",
-    help="Per-layer distributions to consider (data, spatial, filter, channel), each at every p1 x p2 grid;"
-    " also replicated (Lee et al.'s replicated weight gradients), spatial+filter (samples x height/width x filters"
-    " on p1 x p2 x p3) and subsets (each of them on the first q GPUs, q dividing p): Jia et al.'s wider space.",
+    "--distributions", "kinds", show_default=True, metavar="KINDS", cls=RegistryOption,
+    help_from=_distributions_help, default_from=_default_kinds,
 )  # fmt: skip
 @click.option(
     "--strategy", "strategies", default="all", show_default=True, metavar="NAMES",

@@ -49,10 +49,10 @@ def run_search_command(model, system, profile, gpus, max_gpus, batch_per_gpu, ba
 
 def parse_kinds(kinds) -> list[str]:
     """--distributions: known kinds, in order, without repeats."""
-    from oracle.compute.layerwise import KINDS
+    from oracle.compute.layerwise_build import kind_names
     from oracle.errors import OracleError, did_you_mean
 
-    known = KINDS + ("subsets",)
+    known = (*kind_names(), "subsets")
     kind_list = []
     for raw in str(kinds).split(","):
         k = raw.strip().lower()

@@ -32,9 +32,12 @@ from oracle.compute.context import Context
 from oracle.compute.io import EVERY_GPU, loaders
 from oracle.compute.network import link, span_contiguous
 from oracle.compute.strategies import REGISTRY
+from oracle.compute.strategies.data import Data
+from oracle.compute.strategies.serial import Serial
 from oracle.load.runs import MeasuredRun
 
 KINDS = ("network", "input")
+REPLICAS = (Data.name, Serial.name)  # the strategies whose every GPU holds the whole model
 
 
 @dataclass(frozen=True)
@@ -99,7 +102,7 @@ def calibrate(kind: str, runs: list[tuple[MeasuredRun, Context]]) -> Calibration
     unused: list[tuple[int, str]] = []
     for run, ctx in runs:
         label = _label(run, ctx)
-        if run.strategy not in ("data", "serial") and not (kind == "input" and REGISTRY[run.strategy].hybrid):
+        if run.strategy not in REPLICAS and not (kind == "input" and REGISTRY[run.strategy].hybrid):
             unused.append((run.line, f"{label}: calibrates with data-parallel and serial runs (and hybrids for the leader rate)"))
             continue
         if kind == "input" and excludes_io(run):  # issue 14: no loading rate from times without loading
@@ -147,7 +150,7 @@ def level_medians(evidence) -> tuple[tuple[str, float], ...]:
 
 def _network(run: MeasuredRun, ctx: Context, label: str, t: float, compute: float) -> Evidence | str:
     p = run.gpus
-    if run.strategy != "data" or p < 2:
+    if run.strategy != Data.name or p < 2:
         return "a network needs a data-parallel run on 2 or more GPUs"
     comm = t - compute
     if comm <= 0:

@@ -40,6 +40,7 @@ import statistics
 from dataclasses import replace
 
 from oracle.compute.calibrate import (
+    REPLICAS,
     Calibration,
     Evidence,
     _input,
@@ -53,6 +54,8 @@ from oracle.compute.compare import config_for
 from oracle.compute.context import Context
 from oracle.compute.io import EVERY_GPU, loaders
 from oracle.compute.strategies import REGISTRY
+from oracle.compute.strategies.data import Data
+from oracle.compute.strategies.serial import Serial
 from oracle.model import InputPipeline, NetworkLevel, Protocol, System
 
 SLOWER = 1.5  # a run implying a β this much above the tightest one is not network-bound
@@ -139,14 +142,14 @@ def calibrate_all(pairs: list) -> Calibration:
     """The staged calibration of the module doc over (run, context) pairs."""
     evidence: list[Evidence] = []
     unused: dict[int, str] = {}
-    data = [(r, c) for r, c in pairs if r.strategy in ("data", "serial")]
+    data = [(r, c) for r, c in pairs if r.strategy in REPLICAS]
     # 0. compute: each model's factor on its profile, then every step projects with it
     notes: list[str] = []
     factors, whole = _compute_factors(data, evidence, notes)
     if factors:
         systems = {id(c.system): with_compute_factors(c.system, factors) for _, c in pairs}
         pairs = [(r, with_system(c, systems[id(c.system)])) for r, c in pairs]
-        data = [(r, c) for r, c in pairs if r.strategy in ("data", "serial") and r.line not in whole]
+        data = [(r, c) for r, c in pairs if r.strategy in REPLICAS and r.line not in whole]
     # 1. loader rate: one loading process on its node
     for run, ctx in data:
         cfg, t, compute, comm = _iteration(run, ctx)
@@ -162,7 +165,7 @@ def calibrate_all(pairs: list) -> Calibration:
     so_far = dict(beta_intra=_median(evidence, "beta_intra"), beta_inter=_median(evidence, "beta_inter"),
                   loader=loader, node=_median(evidence, "node_rate"), levels=level_medians(evidence))  # fmt: skip
     # 3. leader rate (input-bound hybrids), on the network calibrated so far
-    used = {r.line for r, _ in pairs if r.strategy in ("data", "serial")}
+    used = {r.line for r, _ in pairs if r.strategy in REPLICAS}
     rest = [(r, c) for r, c in pairs if r.line not in used]
     split_runs = _leader_rate(rest, so_far, evidence, unused)
     # 4. model-parallel mechanisms (compute/calibrate_split.py), on everything before
@@ -391,16 +394,14 @@ def naive_projection(run, calibration_runs, iterations: float) -> tuple[float, o
 def _family(strategy: str) -> str:
     """Serial and data parallelism are one strategy here: a data-parallel replica is a
     serial run."""
-    return "data" if strategy == "serial" else strategy
+    return Data.name if strategy == Serial.name else strategy
 
 
 def samples_per_replica(run) -> float:
     """Samples one data-parallel replica processes per iteration: B / p1, where p1 is
     the data-parallel width (p for data, the run's p1 for hybrids, 1 otherwise)."""
-    from oracle.compute.strategies import REGISTRY
-
     strategy = REGISTRY[run.strategy]
-    if run.strategy == "data":
+    if run.strategy == Data.name:
         width = run.gpus
     elif strategy.hybrid:
         width = run.p1 or (run.gpus // run.p2 if run.p2 else 1)

@@ -21,10 +21,11 @@ from oracle.compute.context import Context
 from oracle.compute.cost import Point
 from oracle.compute.strategies import REGISTRY
 from oracle.compute.strategies.base import Config
-from oracle.compute.strategies.pipeline import default_segments
+from oracle.compute.strategies.pipeline import Pipeline, default_segments
 from oracle.errors import OracleError
 from oracle.load.runs import MeasuredRun
 from oracle.units import fmt_ratio
+from oracle.vocabulary import FP32, PRECISIONS
 
 if TYPE_CHECKING:
     import numpy as np
@@ -125,15 +126,14 @@ def config_for(run: MeasuredRun, ctx: Context) -> Config:
     if p1 * p2 != p:
         raise OracleError(f"p1={p1} x p2={p2} is not gpus={p}", **where)
     segments = None
-    if name == "pipeline":
+    if name == Pipeline.name:
         segments = run.segments or ctx.options.segments or default_segments(run.global_batch, p)
     return Config(name, p, p1, p2, float(run.global_batch), segments)
 
 
 # a measured run's optional ``precision`` column (issue 13): fp32, tf32, fp16, bf16, or
 # DeepLearningExamples' FP32/TF32/AMP (AMP = mixed precision): (precision, mixed)
-PRECISION_COLUMN = {"fp32": ("fp32", False), "tf32": ("tf32", False), "fp16": ("fp16", False),
-                    "bf16": ("bf16", False), "amp": ("fp32", True)}  # fmt: skip
+PRECISION_COLUMN = {**{p: (p, False) for p in PRECISIONS}, "amp": (FP32, True)}
 
 
 def run_precision_options(run: MeasuredRun) -> tuple[str, bool] | None:

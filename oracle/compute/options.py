@@ -6,8 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-PRECISION_BYTES = {"fp32": 4, "tf32": 4, "fp16": 2, "bf16": 2}
-MEMORY_MODELS = ("framework", "paradl")  # docs/memory.md and docs/cost-model.md
+from oracle.vocabulary import FP32, FRAMEWORK, PRECISION_BYTES
+
 # weak scaling's per-GPU batch when neither an option nor the profile gives one: the
 # documented CLI default (README, "Without a batch"), also the spread batch of conversion.py
 DEFAULT_BATCH_PER_GPU = 32
@@ -17,15 +17,15 @@ DEFAULT_BATCH_PER_GPU = 32
 class Options:
     """Implementation parameters that are not part of the input files."""
 
-    precision: str = "fp32"  # δ: bytes per item (docs/cost-model.md)
-    # what GPU memory counts (docs/memory.md and docs/cost-model.md): "framework" (saved tensors, compute/memory.py)
-    # or "paradl" (Table 3's upper bound, scaled by γ)
-    memory_model: str = "framework"
+    precision: str = FP32  # δ: bytes per item (docs/cost-model.md)
+    # what GPU memory counts (docs/memory.md and docs/cost-model.md): FRAMEWORK (saved tensors, compute/memory.py)
+    # or PARADL (Table 3's upper bound, scaled by γ)
+    memory_model: str = FRAMEWORK
     memory_reuse: float = 1.0  # γ, 0 < γ <= 1 (ParaDL §4.2); paradl memory model only
     contention: float | None = None  # φ override (docs/cost-model.md)
     segments: int | None = None  # pipeline S; default min(B, 4p)
     samples: int | None = None  # D override (e.g. ParaDL's rounded 1.28M)
-    collective: str | None = None  # all-reduce algorithm override (network.ALGORITHMS)
+    collective: str | None = None  # all-reduce algorithm override (vocabulary.ALGORITHMS)
     # memory beyond ParaDL (issue 8; defaults reproduce ParaDL's formula)
     optimizer: str = "sgd"  # sgd | momentum | adam: optimizer state per parameter
     mixed_precision: bool = False  # 2-byte activations/weights/gradients + fp32 master weights

@@ -13,11 +13,12 @@ import numpy as np
 
 from oracle.compute.context import Context, Options
 from oracle.compute.cost import Point
-from oracle.compute.options import MEMORY_MODELS, PRECISION_BYTES
-from oracle.compute.strategies import NAMES, REGISTRY
+from oracle.compute.strategies import REGISTRY, names
 from oracle.compute.strategies.base import Config
+from oracle.compute.strategies.data import Data
 from oracle.errors import OracleError, did_you_mean
 from oracle.model import LayerTimes, Model, System
+from oracle.vocabulary import MEMORY_MODELS, PRECISION_BYTES
 
 
 def parse_strategies(spec: str | Sequence[str] | None) -> tuple[list[str], bool]:
@@ -25,26 +26,26 @@ def parse_strategies(spec: str | Sequence[str] | None) -> tuple[list[str], bool]
     explicit.  With 'all', 1 GPU lists only serial (every strategy degenerates to it)
     and serial is not listed at more GPUs."""
     if spec is None or spec == "all" or (not isinstance(spec, str) and list(spec) == ["all"]):
-        return list(NAMES), False
+        return list(names()), False
     items = spec.split(",") if isinstance(spec, str) else list(spec)
-    names: list[str] = []
+    chosen: list[str] = []
     for raw in items:
         name = str(raw).strip().lower()
         if not name:
             continue
         if name == "all":
-            for n in NAMES:
-                if n not in names:
-                    names.append(n)
+            for n in names():
+                if n not in chosen:
+                    chosen.append(n)
             continue
         if name not in REGISTRY:
-            hint = did_you_mean(name, NAMES) or "strategies: " + ", ".join(NAMES) + ", all"
+            hint = did_you_mean(name, names()) or "strategies: " + ", ".join(names()) + ", all"
             raise OracleError(f"unknown strategy '{raw}'", path="--strategy", hint=hint)
-        if name not in names:
-            names.append(name)
-    if not names:
+        if name not in chosen:
+            chosen.append(name)
+    if not chosen:
         raise OracleError("no strategy given", path="--strategy", hint="e.g. data,filter or all")
-    return names, True
+    return chosen, True
 
 
 def check_options(options: Options) -> None:
@@ -55,7 +56,7 @@ def check_options(options: Options) -> None:
             hint="one of " + ", ".join(PRECISION_BYTES),
         )
     if options.collective is not None:
-        from oracle.compute.network import ALGORITHMS
+        from oracle.vocabulary import ALGORITHMS
 
         if options.collective not in ALGORITHMS:
             raise OracleError(
@@ -116,8 +117,8 @@ def sweep(
     ``batch_per_gpu`` (weak scaling, B = b·p) must be given."""
     options = options or Options()
     check_options(options)
-    names, explicit = parse_strategies(strategies)
-    if options.replicated_gradients and "data" not in names:  # issue 18: Lee et al. replicate within data parallelism
+    chosen, explicit = parse_strategies(strategies)
+    if options.replicated_gradients and Data.name not in chosen:  # issue 18: Lee et al. replicate within data parallelism
         raise OracleError("applies to data parallelism, which --strategy leaves out",
                           path="--replicated-gradients", hint="add data to --strategy, or leave the option out")  # fmt: skip
     if (batch is None) == (batch_per_gpu is None):
@@ -137,14 +138,14 @@ def sweep(
         raise OracleError(f"got {counts[0]}; GPU counts must be >= 1", path="--gpus")
 
     ctx = Context(model, system, times, options, profile_kind, conversion=conversion)
-    return _sweep(ctx, counts, names, explicit, batch, batch_per_gpu, p2)
+    return _sweep(ctx, counts, chosen, explicit, batch, batch_per_gpu, p2)
 
 
-def _sweep(ctx, counts, names, explicit, batch, batch_per_gpu, p2) -> list[Point]:
+def _sweep(ctx, counts, chosen, explicit, batch, batch_per_gpu, p2) -> list[Point]:
     points: list[Point] = []
     for p in counts:
         B = float(batch) if batch is not None else float(batch_per_gpu) * p  # type: ignore[arg-type]
-        points.extend(rank(evaluate_all(ctx, configurations(ctx, p, B, names, explicit, p2))))
+        points.extend(rank(evaluate_all(ctx, configurations(ctx, p, B, chosen, explicit, p2))))
     return points
 
 
@@ -155,9 +156,10 @@ def configurations(
     'all', not ``explicit``: serial at 1 GPU only, the others from 2 GPUs)."""
     out: list[Config] = []
     for name in names:
-        if not explicit and ((name == "serial") != (p == 1)):
+        strategy = REGISTRY[name]
+        if not explicit and (strategy.one_gpu != (p == 1)):
             continue
-        out += REGISTRY[name].configurations(ctx, p, B, p2)
+        out += strategy.configurations(ctx, p, B, p2)
     return out
 
 
@@ -172,7 +174,7 @@ def evaluate_all(ctx: Context, configs: Iterable[Config]) -> list[Point]:
 
 def rank(group: list[Point]) -> list[Point]:
     """Rank the points of one GPU count: feasible by total time, then the rest."""
-    order = {name: i for i, name in enumerate(NAMES)}
+    order = {name: i for i, name in enumerate(names())}
 
     def key(pt: Point) -> tuple:
         total = pt.total_s

@@ -21,6 +21,7 @@ from oracle.model import (
     Protocol,
     System,
 )
+from oracle.vocabulary import ALGORITHMS, FP32, PRECISIONS, RING
 
 OPERATIONS = ("allreduce", "allgather", "halo", "p2p")
 # operations by purpose (issue 14): each may have its own transport, algorithm and factor;
@@ -95,7 +96,7 @@ def parse_system(doc: dict, file: str) -> System:
         name=name,
         gpu_model=gpu_model,
         gpu_memory_bytes=memory_GB * 1e9,
-        gpu_peak_flops=dict(peaks).get("fp32"),
+        gpu_peak_flops=dict(peaks).get(FP32),
         gpu_peaks=peaks,
         gpu_sm_count=sm_count,
         gpu_memory_bandwidth_Bps=mem_bw * 1e9 if mem_bw else None,
@@ -159,7 +160,7 @@ def _operations(top: Fields) -> list[tuple[str, OperationOverride]]:
             ascale = of.opt("alpha_scale", number(gt=0), 1.0)
             bscale = of.opt("beta_scale", number(gt=0), 1.0)
             osrc = of.opt("source", string(nonempty=False), "")
-            algo = of.opt("algorithm", choice(("ring", "rhd", "tree", "hierarchical", "leader", "ps", "auto")))
+            algo = of.opt("algorithm", choice(ALGORITHMS))
             factor = of.opt("factor", number(gt=0, le=1e6, what="a time factor"), 1.0)
             of.done()
             ops.append((op, OperationOverride(alpha, beta, ascale, bscale, osrc, algo, factor)))
@@ -184,12 +185,11 @@ def _peaks(gpu: Fields) -> tuple[tuple[str, float], ...]:
     """``gpu.peak_TFLOPS``: one number (the fp32 peak, as before issue 13) or a mapping
     from precision (fp32, tf32, fp16, bf16) to the dense peak of the units a conv/fc
     layer runs on in that precision (tensor cores for tf32/fp16/bf16), in FLOP/s."""
-    from oracle.gpus import PRECISIONS
 
     check = number(gt=0, what="a peak in TFLOP/s")
     if not gpu.has("peak_TFLOPS") or not isinstance(gpu.map["peak_TFLOPS"], dict):
         peak = gpu.opt("peak_TFLOPS", check)
-        return (("fp32", peak * 1e12),) if peak else ()
+        return ((FP32, peak * 1e12),) if peak else ()
     pf = gpu.sub("peak_TFLOPS")
     assert pf is not None
     peaks = [(prec, pf.opt(prec, check) * 1e12) for prec in PRECISIONS if pf.has(prec)]
@@ -226,12 +226,10 @@ def _collectives(top: Fields, gpus_per_node: int) -> tuple[tuple[CollectiveTable
     hierarchical, leader or auto; default ring, docs/cost-model.md); ``mode: table`` uses
     measured times (interpolated in message size) where a table covers the exact GPU
     count and span; ``mode: alpha-beta`` (the default) keeps every table unused."""
-    from oracle.compute.network import ALGORITHMS
-
     f = top.sub("collectives", required=False)
     if f is None:
-        return (), "ring", 1
-    algorithm = f.opt("algorithm", choice(ALGORITHMS), "ring")
+        return (), RING, 1
+    algorithm = f.opt("algorithm", choice(ALGORITHMS), RING)
     ps_servers = f.opt("ps_servers", integer(ge=1, le=10**7), 1)  # parameter servers (algorithm ps)
     mode = f.opt("mode", choice(("table", "alpha-beta")), "alpha-beta")
     out = []

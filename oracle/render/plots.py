@@ -6,11 +6,12 @@ cost is computed here.  matplotlib is the optional extra ``oracle[plot]`` and is
 imported inside the functions (never at module import), with the non-interactive
 Agg machinery (figures are created without pyplot, so no GUI backend is touched).
 
-Colours: one mapping strategy -> colour, :data:`STRATEGY_STYLE`, from the Okabe-Ito
+Colours: one mapping strategy -> colour, :func:`strategy_styles`, from the Okabe-Ito
 palette (safe for the common colour-vision deficiencies), each strategy also with its
 own marker so that the plots read in grey-scale print too.  Phases of the time
 breakdown use greys for compute and Paul Tol's "muted" colours (also colour-blind
-safe, and none equal to a strategy colour) with hatches for communication.
+safe, and none equal to a strategy colour) with hatches for communication.  Both are
+plain data declared where the strategy or phase is (compute/strategies, compute/cost.py).
 
 ``meta`` keys (all optional but ``model`` and ``system``): model, system, profile,
 scaling, precision, gamma, gpu_model, gpu_memory_bytes.
@@ -21,49 +22,44 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from oracle.compute.cost import Point
+from oracle.compute.cost import Point, phases
 from oracle.errors import OracleError
 from oracle.units import fmt_bytes
 
 INSTALL_HINT = "pip install 'oracle[plot]'"
 
-# strategy -> (colour, marker).  Okabe & Ito (2008), "Color Universal Design".
-STRATEGY_STYLE: dict[str, tuple[str, str]] = {
-    "serial": ("#000000", "o"),  # black
-    "data": ("#0072B2", "o"),  # blue
-    "spatial": ("#E69F00", "s"),  # orange
-    "filter": ("#009E73", "^"),  # bluish green
-    "channel": ("#F0E442", "v"),  # yellow (markers get a dark edge to stay visible)
-    "pipeline": ("#56B4E9", "D"),  # sky blue
-    "data+filter": ("#D55E00", "P"),  # vermillion
-    "data+spatial": ("#CC79A7", "X"),  # reddish purple
-}
 OTHER_STYLE = ("#999999", "o")  # a strategy added later and not given a colour yet
 EDGE = "#333333"  # marker edges: keeps the yellow visible on white
 
-# phase -> (legend label, fill colour, hatch)
-PHASE_STYLE: dict[str, tuple[str, str, str | None]] = {
-    "forward_backward_s": ("compute: forward + backward", "#BBBBBB", None),
-    "weight_update_s": ("compute: weight update", "#777777", None),
-    "gradient_exchange_s": ("comm: gradient exchange", "#332288", None),
-    "layer_collectives_s": ("comm: layer collectives", "#CC6677", "//"),
-    "halo_s": ("comm: halo exchange", "#DDCC77", ".."),
-    "pipeline_p2p_s": ("comm: pipeline transfers", "#44AA99", "xx"),
-}
 
-# limit code -> a few words for a plot label (the full reasons are in tables/reports)
+def strategy_styles() -> dict[str, tuple[str, str]]:
+    """strategy -> (colour, marker), in strategy order: what each strategy's module
+    declares (compute/strategies, the Okabe & Ito (2008) "Color Universal Design"
+    palette for the shipped ones)."""
+    from oracle.compute.strategies import REGISTRY, names
+
+    return {n: (REGISTRY[n].style.colour, REGISTRY[n].style.marker) for n in names()}
+
+
+def phase_styles() -> dict[str, tuple[str, str, str | None]]:
+    """phase -> (legend label, fill colour, hatch): what compute/cost.py and the
+    strategies declare for each phase (phases without a label have no style)."""
+    return {ph.name: (ph.label, ph.colour, ph.hatch) for ph in phases() if ph.label is not None}
+
+
+# limit code -> a few words for a plot label (the full reasons are in tables/reports): the
+# limits every strategy shares; each strategy's module declares its own (limit_words)
 LIMIT_WORDS: dict[str, str] = {
     "memory": "out of memory",
-    "filters": "p > filters of a layer",
-    "channels": "p > input channels",
-    "spatial": "spatial split too fine",
     "batch": "< 1 sample per GPU",
-    "layers": "more stages than layers",
-    "segments": "S > batch",
     "gpus": "more GPUs than the system",
-    "factorization": "p2 does not divide p",
-    "serial": "serial is 1 GPU",
 }
+
+
+def _limit_words() -> dict[str, str]:
+    from oracle.compute.strategies import REGISTRY, names
+
+    return {**LIMIT_WORDS, **{k: w for n in names() for k, w in REGISTRY[n].limit_words.items()}}
 
 RC = {
     "svg.fonttype": "none",  # text stays text in SVG: searchable, and tests can read it
@@ -109,7 +105,7 @@ def require() -> None:
 
 def strategy_style(name: str) -> tuple[str, str]:
     """(colour, marker) of a strategy: the one mapping every plot uses."""
-    return STRATEGY_STYLE.get(name, OTHER_STYLE)
+    return strategy_styles().get(name, OTHER_STYLE)
 
 
 def strategy_colour(name: str) -> str:
@@ -164,7 +160,7 @@ def _finite(v: float) -> bool:
 def representatives(points: Sequence[Point]) -> dict[str, dict[int, Point]]:
     """One point per (strategy, GPU count): the fastest feasible configuration, else
     the fastest that only runs out of memory, else the fastest with finite numbers.
-    Strategies in the order of :data:`STRATEGY_STYLE` (unknown ones last)."""
+    Strategies in strategy order (unknown ones last)."""
     groups: dict[str, dict[int, list[Point]]] = {}
     for pt in points:
         groups.setdefault(pt.strategy, {}).setdefault(pt.gpus, []).append(pt)
@@ -173,7 +169,7 @@ def representatives(points: Sequence[Point]) -> dict[str, dict[int, Point]]:
         total = pt.total_s
         return (_STATUS_ORDER[status(pt)], not _finite(total), total if _finite(total) else 0.0, pt.p2)
 
-    order = list(STRATEGY_STYLE)
+    order = list(strategy_styles())
     names = sorted(groups, key=lambda n: (order.index(n) if n in order else len(order), n))
     return {n: {g: min(pts, key=key) for g, pts in sorted(groups[n].items())} for n in names}
 
@@ -193,9 +189,9 @@ def _label(pt: Point) -> str:
 
 def limit_words(pt: Point) -> str:
     """A short label of why a point is infeasible."""
-    words = []
+    words, known = [], _limit_words()
     for lim in pt.limits:
-        w = LIMIT_WORDS.get(lim.code, lim.code)
+        w = known.get(lim.code, lim.code)
         if lim.code == "memory" and _finite(pt.memory_bytes):
             w = f"out of memory ({fmt_bytes(pt.memory_bytes)})"
         if w not in words:

@@ -7,15 +7,15 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from oracle.compute.cost import PHASES, Point
+from oracle.compute.cost import Point, phase_names
 from oracle.render.plots import (
     EDGE,
-    PHASE_STYLE,
     RC,
     _figure,
     _finite,
     _label,
     limit_words,
+    phase_styles,
     representatives,
     status,
     strategy_colour,
@@ -42,7 +42,8 @@ def breakdown_figure(points: Sequence[Point], meta: dict, columns: int = 3):
     reps = representatives(points)
     counts = sorted({pt.gpus for pt in points})
     names = list(reps)
-    used = [ph for ph in PHASES if any(_finite(getattr(pt.breakdown, ph)) and getattr(pt.breakdown, ph) > 0
+    styles = phase_styles()
+    used = [ph for ph in phase_names() if any(_finite(getattr(pt.breakdown, ph)) and getattr(pt.breakdown, ph) > 0
                                        for by in reps.values() for pt in by.values())]
     ncols = max(1, min(columns, len(counts)))
     nrows = max(1, math.ceil(len(counts) / ncols))
@@ -55,8 +56,8 @@ def breakdown_figure(points: Sequence[Point], meta: dict, columns: int = 3):
             ax.set_title(f"{g:,} GPU{'s' if g > 1 else ''}", loc="left", fontweight="bold")
         for j in range(len(counts), nrows * ncols):
             axes[j // ncols][j % ncols].set_visible(False)
-        handles = [Patch(facecolor=PHASE_STYLE[ph][1], hatch=PHASE_STYLE[ph][2], edgecolor="white",
-                         label=PHASE_STYLE[ph][0]) for ph in used if ph in PHASE_STYLE]
+        handles = [Patch(facecolor=styles[ph][1], hatch=styles[ph][2], edgecolor="white",
+                         label=styles[ph][0]) for ph in used if ph in styles]
         handles.append(Patch(facecolor="#BBBBBB", alpha=0.3, edgecolor="#888888",
                              label="infeasible (faded, ✗ reason)"))
         fig.legend(handles=handles, loc="outside lower center", ncol=min(4, len(handles)), frameon=False)
@@ -115,7 +116,7 @@ def _bar(ax, x: int, pt: Point, used: list[str], cut: float, div: float) -> None
         if not _finite(v) or v <= 0 or bottom >= cut:
             continue
         v = min(v, cut - bottom)
-        _, colour, hatch = PHASE_STYLE.get(ph, (ph, "#999999", None))
+        _, colour, hatch = phase_styles().get(ph, (ph, "#999999", None))
         ax.bar(x, v / div, bottom=bottom / div, width=0.72, color=colour, hatch=hatch,
                edgecolor="white" if pt.feasible else "#888888", lw=0.5, alpha=1.0 if pt.feasible else 0.3, zorder=2)
         bottom += v

@@ -9,6 +9,7 @@ from itertools import groupby
 from oracle.compute.cost import Point
 from oracle.textsafe import md
 from oracle.units import fmt_bytes, fmt_gap, fmt_seconds
+from oracle.vocabulary import PARADL
 
 BEST_STYLE = "bold green"
 INFEASIBLE_STYLE = "dim"
@@ -61,7 +62,7 @@ def header_lines(meta: dict) -> list[str]:
 
 def memory_label(meta: dict) -> str:
     """The memory model in a few words (docs/memory.md and docs/cost-model.md)."""
-    if meta.get("memory_model", "paradl") == "paradl":
+    if meta.get("memory_model", PARADL) == PARADL:
         return f"memory: ParaDL bound, γ = {meta.get('gamma', 1):g}"
     return "memory: framework model"
 
@@ -160,7 +161,7 @@ def nothing_fits_hint(points: Sequence[Point], meta: dict) -> str:
     if not counts:
         return ""
     where = ", ".join(counts) if len(counts) <= 6 else f"{counts[0]} to {counts[-1]}"
-    if meta.get("memory_model", "paradl") == "paradl":
+    if meta.get("memory_model", PARADL) == PARADL:
         gamma = meta.get("gamma", 1)
         return (
             f"nothing fits in GPU memory at {where} GPUs: memory is ParaDL's upper bound scaled by γ = {gamma:g};"

@@ -15,6 +15,7 @@ import textwrap
 from collections.abc import Sequence
 
 from oracle.model import Profile
+from oracle.vocabulary import FP32
 
 _PLAIN = re.compile(r"^[A-Za-z_][A-Za-z0-9_.\-]*$")
 _RESERVED = {"true", "false", "yes", "no", "on", "off", "null", "y", "n", "~"}
@@ -55,7 +56,7 @@ def profile_yaml(profile: Profile, header: Sequence[str] = ()) -> str:
     out += _string("framework", profile.framework)
     if profile.measured_samples_per_gpu is not None:
         out.append(f"measured_samples_per_gpu: {int(profile.measured_samples_per_gpu)}")
-    if profile.precision != "fp32":
+    if profile.precision != FP32:
         out.append(f"precision: {profile.precision}")
     meta = dict(profile.meta)
     for key in ("batch", "threads", "date", "framework_version", "efficiency", "peak_allocated_bytes"):

@@ -189,9 +189,9 @@ def _strategies(points: Sequence[Point]) -> list[str]:
     for p in points:
         if p.strategy not in seen:
             seen.append(p.strategy)
-    from oracle.render.plots import STRATEGY_STYLE
+    from oracle.compute.strategies import names
 
-    order = list(STRATEGY_STYLE)
+    order = list(names())
     return sorted(seen, key=lambda n: (order.index(n) if n in order else len(order), n))
 
 

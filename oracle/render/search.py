@@ -10,6 +10,7 @@ from collections.abc import Sequence
 
 from oracle.compute.cost import Point
 from oracle.compute.search import SearchResult
+from oracle.compute.strategies import REGISTRY
 from oracle.load.layerwise import ranges_of
 from oracle.render.columns import Column, FitTable, Section
 from oracle.units import fmt_bytes, fmt_seconds
@@ -166,7 +167,8 @@ def _winner_name(r: SearchResult) -> str:
 
 def _strategy(pt: Point) -> str:
     s = pt.strategy
-    if pt.strategy in ("data+filter", "data+spatial") or (pt.p2 > 1 and pt.p1 > 1):
+    hybrid = pt.strategy in REGISTRY and REGISTRY[pt.strategy].hybrid
+    if hybrid or (pt.p2 > 1 and pt.p1 > 1):
         s += f" {pt.p1}×{pt.p2}"
     if pt.segments:
         s += f" (S={pt.segments})"

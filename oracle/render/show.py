@@ -8,6 +8,7 @@ import math
 from oracle.compute.shapes import fmt_shape
 from oracle.model import LayerTimes, Model, Profile, System
 from oracle.units import fmt_bytes, fmt_count, fmt_rate, fmt_seconds, fmt_si
+from oracle.vocabulary import RING
 
 # -- models ---------------------------------------------------------------------------
 
@@ -267,7 +268,7 @@ def _system_notes(s: System) -> list[str]:
     extra = []
     if s.gpu_workspace_bytes:
         extra.append(f"framework workspace: {fmt_bytes(s.gpu_workspace_bytes)} per GPU")
-    if s.collective_algorithm != "ring":
+    if s.collective_algorithm != RING:
         extra.append(f"all-reduce algorithm: {s.collective_algorithm}")
     for t in s.collective_tables:
         extra.append(

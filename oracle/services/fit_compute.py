@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from statistics import median
 
+from oracle.vocabulary import FP32
+
 
 def run_options(run, file: str, profile):
     """The Options of one run (its precision column, if any; else the profile's)."""

@@ -60,7 +60,7 @@ def fit_runs(req: RunsRequest, warn) -> FitRuns:
 
 
 def select_runs(req: RunsRequest) -> Selection:
-    from oracle.compute.strategies import NAMES
+    from oracle.compute.strategies import names
     from oracle.errors import OracleError
     from oracle.load import load_system
     from oracle.load.runs import load_runs
@@ -68,7 +68,7 @@ def select_runs(req: RunsRequest) -> Selection:
     from oracle.render.fit import plain
     from oracle.resources import resolve
 
-    measured = load_runs(req.runs, NAMES)
+    measured = load_runs(req.runs, names())
     extra = plain(load_yaml(req.overlay, "YAML overlay file")) if req.overlay else None  # fail before the work
     chosen = [r for r in measured if all(r.get(k) in v for k, v in req.where.items())]
     if not chosen:

@@ -4,6 +4,8 @@ services that build on a projection (report, plot, search).  No click, no printi
 
 from __future__ import annotations
 
+from oracle.vocabulary import FP32, FRAMEWORK, PARADL, RING
+
 
 def load_inputs(model: str, system: str, profile: str):
     """Load and cross-check model, system and profile; return them and the times."""
@@ -80,9 +82,9 @@ def precision_caption(options, chosen, converts: bool) -> str:
 
     used = run_precision(options.precision, options.mixed_precision)
     given = [name for name, on in (("--precision", chosen.given), ("--mixed-precision", options.mixed_precision)) if on]
-    note = provenance(chosen, used, " and ".join(given), str(chosen.recorded), converts, default="fp32")
+    note = provenance(chosen, used, " and ".join(given), str(chosen.recorded), converts, default=FP32)
     if options.mixed_precision:
-        return f"mixed precision {used} (δ=2, fp32 master weights" + (f"; {note})" if note else ")")
+        return f"mixed precision {used} (δ=2, {FP32} master weights" + (f"; {note})" if note else ")")
     return f"{options.precision} (δ={options.delta}" + (f"; {note})" if note else ")")
 
 
@@ -95,7 +97,7 @@ def model_note(model) -> str:
 def memory_note(system, options, profile=None) -> str:
     """Which memory model the GPU memory column uses (docs/memory.md and docs/cost-model.md), and whether the saved
     activations were measured (a profile's saved_bytes) or follow the layer-type rules."""
-    if options.memory_model == "paradl":
+    if options.memory_model == PARADL:
         return f"memory: ParaDL's upper bound Σ 2B(|x|+|y|) + 2|w|, scaled by γ = {options.memory_reuse:g}"
     measured = profile is not None and profile.layers and all(t.saved_bytes is not None for _, t in profile.layers)
     saved = "measured by the profile" if measured else "by layer type"
@@ -109,7 +111,7 @@ def options_note(system, options) -> str:
     """The options beyond ParaDL in force (empty when the defaults reproduce it)."""
     bits = []
     algorithm = options.collective or system.collective_algorithm
-    if algorithm != "ring":
+    if algorithm != RING:
         bits.append(f"{algorithm} all-reduce")
     if system.collective_tables:
         bits.append("measured collective tables")
@@ -138,7 +140,7 @@ def options_note(system, options) -> str:
 def project(model, system, profile, gpus=None, strategies="all", batch_per_gpu=None, batch=None, p2=None,
             segments=None, precision=None, gamma=1.0, phi=None, samples=None, collective=None,
             optimizer="sgd", mixed_precision=False, zero=0, checkpointing=False, overlap="none",
-            bucket_mb=25.0, layers=None, memory_model="framework", spatial_split_after=None,
+            bucket_mb=25.0, layers=None, memory_model=FRAMEWORK, spatial_split_after=None,
             compute_scaling="model", bucket_layers=None, delayed_update=None,
             replicated_gradients=None):  # fmt: skip
     """Load the inputs and run the sweep, as ``oracle predict`` does (keywords as the
@@ -183,7 +185,7 @@ def memory_reuse(gamma: float | None, memory_model: str) -> float:
 
     if gamma is None:
         return 1.0
-    if memory_model != "paradl":
+    if memory_model != PARADL:
         raise OracleError(
             "γ scales ParaDL's memory bound; the framework memory model counts"
             " what is kept instead",
