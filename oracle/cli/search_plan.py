@@ -16,7 +16,7 @@ def run_search_command(model, system, profile, gpus, max_gpus, batch_per_gpu, ba
     from oracle.compute.options import profile_defaults
     from oracle.compute.search import evaluate_given
     from oracle.compute.search import search as run_search
-    from oracle.compute.sweep import check_options, parse_strategies
+    from oracle.compute.sweep import parse_strategies
     from oracle.errors import OracleError
     from oracle.services.project import describe, load_inputs
 
@@ -33,7 +33,6 @@ def run_search_command(model, system, profile, gpus, max_gpus, batch_per_gpu, ba
                       samples=samples, memory_model=memory_model, collective=collective, overlap=overlap,
                       bucket_bytes=bucket_mb * 2**20, bucket_layers=chunk_layers(bucket_layers),
                       delayed_update=layer_names(delayed_update))  # fmt: skip
-    check_options(options)
     ctx = build_context(m, s, pr, options)  # issue 13: compute converted to the run
     batch_per_gpu = run.batch_per_gpu.value if run.batch_per_gpu is not None else None
     meta = describe(m, s, pr, options, run, batch, ctx.conversion)

@@ -3,11 +3,15 @@ model, overlap, collectives, ...): one frozen record per run, shared by every st
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
+from oracle.errors import OracleError, did_you_mean
+
 PRECISION_BYTES = {"fp32": 4, "tf32": 4, "fp16": 2, "bf16": 2}
 MEMORY_MODELS = ("framework", "paradl")  # docs/memory.md and docs/cost-model.md
+COMPUTE_SCALINGS = ("model", "linear")  # issue 13, docs/cost-model.md
 # weak scaling's per-GPU batch when neither an option nor the profile gives one: the
 # documented CLI default (README, "Without a batch"), also the spread batch of conversion.py
 DEFAULT_BATCH_PER_GPU = 32
@@ -52,6 +56,9 @@ class Options:
     # profile's origin to Context); "linear" is ParaDL's per-sample arithmetic
     compute_scaling: str = "model"
 
+    def __post_init__(self) -> None:
+        check_options(self)  # an Options is valid wherever it was built
+
     @property
     def memory_model_extended(self) -> bool:
         return (
@@ -63,6 +70,67 @@ class Options:
         """Bytes per activation, gradient and message item: the precision's, or 2 with
         mixed precision (whose fp32 master weights are counted in memory only)."""
         return 2 if self.mixed_precision else PRECISION_BYTES[self.precision]
+
+
+
+
+def check_options(options: Options) -> None:
+    """Every rule an Options keeps, each with its error line (run by ``Options()`` itself)."""
+    if options.precision not in PRECISION_BYTES:
+        raise OracleError(
+            f"unknown precision '{options.precision}'",
+            path="--precision",
+            hint="one of " + ", ".join(PRECISION_BYTES),
+        )
+    if options.collective is not None:
+        from oracle.compute.network import ALGORITHMS
+
+        if options.collective not in ALGORITHMS:
+            raise OracleError(
+                f"unknown collective algorithm '{options.collective}'",
+                path="--collective",
+                hint=did_you_mean(options.collective, ALGORITHMS) or "one of " + ", ".join(ALGORITHMS),
+            )
+    from oracle.compute.memory import OPTIMIZER_BYTES
+
+    if options.optimizer not in OPTIMIZER_BYTES:
+        raise OracleError(
+            f"unknown optimizer '{options.optimizer}'", path="--optimizer", hint="one of " + ", ".join(OPTIMIZER_BYTES)
+        )
+    if options.memory_model not in MEMORY_MODELS:
+        raise OracleError(
+            f"unknown memory model '{options.memory_model}'", path="--memory-model",
+            hint=did_you_mean(options.memory_model, MEMORY_MODELS) or "framework or paradl",
+        )  # fmt: skip
+    _check_overlap(options)
+    if options.zero not in (0, 1, 2, 3):
+        raise OracleError(f"got {options.zero}; expected a ZeRO stage 0, 1, 2 or 3", path="--zero")
+    g = options.memory_reuse
+    if not (isinstance(g, (int, float)) and 0 < g <= 1):
+        raise OracleError(f"got {g}; expected 0 < γ <= 1", path="--memory-reuse")
+    if options.contention is not None and not (
+        math.isfinite(options.contention) and options.contention >= 1
+    ):
+        raise OracleError(f"got {options.contention}; expected φ >= 1", path="--contention")
+    if options.segments is not None and options.segments < 1:
+        raise OracleError(f"got {options.segments}; expected S >= 1", path="--segments")
+    if options.samples is not None and options.samples < 1:
+        raise OracleError(f"got {options.samples}; expected D >= 1", path="--samples")
+    if options.compute_scaling not in COMPUTE_SCALINGS:
+        raise OracleError(f"unknown compute scaling '{options.compute_scaling}'", path="--compute-scaling",
+                          hint="one of " + ", ".join(COMPUTE_SCALINGS))  # fmt: skip
+
+
+def _check_overlap(options: Options) -> None:
+    if (options.bucket_layers or options.delayed_update) and options.overlap != "buckets":
+        raise OracleError("--bucket-layers and --delayed-update shape the overlap", path="--overlap",
+                          hint="add --overlap buckets")  # fmt: skip
+    if options.bucket_layers < 0:
+        raise OracleError(f"got {options.bucket_layers}; expected a number of layers >= 0", path="--bucket-layers")
+    if options.overlap not in ("none", "buckets"):
+        raise OracleError(f"unknown overlap '{options.overlap}'", path="--overlap", hint="none or buckets")
+    if not (options.bucket_bytes >= 0):
+        raise OracleError(f"got {options.bucket_bytes}; expected a bucket size >= 0", path="--bucket-MB")
 
 
 @dataclass(frozen=True)
