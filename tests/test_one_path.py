@@ -68,13 +68,13 @@ def search_points(model, system, profile, precision, scaling, lo, hi):
     results, _, _, _ = run_search_command(
         model, system, profile, gpus=lo, max_gpus=hi, batch_per_gpu=scaling.get("batch_per_gpu"),
         batch=scaling.get("batch"), kinds="data", strategies="all", precision=precision, memory_model="framework",
-        gamma=None, phi=None, samples=None, evaluate_file=None,
+        samples=None, evaluate_file=None,
     )  # fmt: skip
     return {r.gpus: r.uniform for r in results}
 
 
 def predict_points(model, system, profile, precision, scaling, gpus, **more) -> dict:
-    points, _, _ = project(model, system, profile, gpus=",".join(map(str, gpus)), precision=precision, gamma=None, **scaling,
+    points, _, _ = project(model, system, profile, gpus=",".join(map(str, gpus)), precision=precision, **scaling,
                            **more)  # fmt: skip
     return {(pt.gpus, pt.strategy, pt.p1, pt.p2, pt.segments): pt for pt in points}
 

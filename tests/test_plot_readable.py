@@ -59,7 +59,7 @@ def build(kind: str, sweep: str | None = None, where: dict | None = None):
 def projected(sweep: str):
     from oracle.services.project import project
 
-    points, meta, _ = project(**SWEEPS[sweep], gamma=None)
+    points, meta, _ = project(**SWEEPS[sweep])
     return points, meta
 
 
@@ -185,9 +185,9 @@ def series_markers(ax) -> dict[str, list[tuple[float, float, float]]]:
     """Strategy colour -> (x, y, diameter) in pixels of each of that strategy's markers."""
     from matplotlib.colors import to_hex
 
-    from oracle.render.plots import STRATEGY_STYLE
+    from oracle.render.plots import strategy_styles
 
-    colours = {c.lower() for c, _ in STRATEGY_STYLE.values()}
+    colours = {c.lower() for c, _ in strategy_styles().values()}
     out: dict[str, list] = {}
     for ln in ax.lines:
         colour = to_hex(ln.get_color()).lower()

@@ -79,7 +79,7 @@ def output_option(f):
 def memory_model_options(f):
     """--memory-model and --memory-reuse (γ, ParaDL's bound only), for the commands
     that project without a full sweep (compare, plot compare, search)."""
-    f = click.option("--memory-reuse", "gamma", type=FiniteRange(min=0, max=1, min_open=True),
+    f = click.option("--memory-reuse", type=FiniteRange(min=0, max=1, min_open=True),
                      help="ParaDL memory model: reuse factor γ (0 < γ <= 1). [default: 1]")(f)
     return click.option("--memory-model", type=click.Choice(MEMORY_MODELS), default=FRAMEWORK, show_default=True,
                         help=f"{FRAMEWORK}: what PyTorch keeps; {PARADL}: ParaDL's upper bound.")(f)
@@ -134,9 +134,9 @@ def sweep_options(f):
         click.option("--memory-model", type=click.Choice(MEMORY_MODELS), default=FRAMEWORK, show_default=True,
                      help=f"{FRAMEWORK}: what PyTorch keeps (saved tensors, weights, gradients, optimizer,"
                      f" buffers, workspace); {PARADL}: ParaDL's upper bound Σ 2B(|x|+|y|) + 2|w|."),
-        click.option("--memory-reuse", "gamma", type=FiniteRange(min=0, max=1, min_open=True),
+        click.option("--memory-reuse", type=FiniteRange(min=0, max=1, min_open=True),
                      help="ParaDL memory model: reuse factor γ (0 < γ <= 1). [default: 1]"),
-        click.option("--contention", "phi", type=FiniteRange(min=1, max=1000), help="Contention factor φ >= 1."),
+        click.option("--contention", type=FiniteRange(min=1, max=1000), help="Contention factor φ >= 1."),
         click.option("--samples", type=PlainIntRange(min=1, max=10**15), help="Dataset size D (overrides the model's)."),
         collective_option(),
         click.option("--optimizer", type=click.Choice(["sgd", "momentum", "adam"]), default="sgd", show_default=True,

@@ -9,8 +9,6 @@ import click
 from oracle.cli.common import FORMATS, memory_model_options, output_option, positive_float, precision_option
 from oracle.cli.types import FiniteRange, PlainIntRange
 from oracle.load.values import parse_where
-from oracle.services.project import memory_reuse
-from oracle.vocabulary import FP32, PRECISIONS
 
 
 @click.command(context_settings={"max_content_width": 100})
@@ -38,14 +36,13 @@ from oracle.vocabulary import FP32, PRECISIONS
               " runs) and score only the others, next to the naive projection from the nearest smaller"
               " calibrated run; runs at a batch per replica no calibration run of their model and strategy"
               " has are noted and summarised apart. --where/--exclude choose the runs scored.")
-@click.option("--contention", "phi", type=FiniteRange(min=1, max=1000), help="Contention factor φ (overrides the systems).")
+@click.option("--contention", type=FiniteRange(min=1, max=1000), help="Contention factor φ (overrides the systems).")
 @click.option("--format", "-f", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
 @click.option("--width", type=PlainIntRange(min=60), help="Table width. [default: terminal]")
 @output_option
 def compare(
     runs, log, model, system, profile, strategy, gpus, batch, batch_per_gpu, p1, p2, segments, where,
-    exclude, min_accuracy, max_mape, anomaly_threshold, precision, memory_model, gamma, phi, fmt, width, output,
-    calibrate_on,
+    exclude, min_accuracy, max_mape, anomaly_threshold, fmt, width, output, calibrate_on, **flags,
 ):  # fmt: skip
     """Compare projections with measured runs: accuracy per run, summary, anomalies.
 
@@ -65,20 +62,18 @@ def compare(
 
     if (runs is None) == (log is None):
         raise OracleError("give a RUNS.csv file or --log FILE (with --model, --system, ...), not both")
-    options = dict(precision=precision, memory_reuse=memory_reuse(gamma, memory_model), contention=phi,
-                   memory_model=memory_model)  # fmt: skip
     if log is not None:
         if calibrate_on:
             raise OracleError("--calibrate-on needs a RUNS.csv file of several runs, not --log", path="--calibrate-on")
         measured = [_run_from_log(log, model, system, profile, strategy, gpus, batch, batch_per_gpu, p1, p2, segments)]
-        rows, summary = api.compare(measured, threshold=anomaly_threshold, where=parse_where(where), **options)
+        rows, summary = api.compare(measured, threshold=anomaly_threshold, where=parse_where(where), **flags)
         title = f"{log}"
         _render(rows, summary, fmt, width, output, title)
     else:
         with _without_gc():
             rows, summary = api.compare(
                 runs, threshold=anomaly_threshold, where=parse_where(where), exclude=parse_where(exclude, "--exclude"),
-                system=system, calibrate_on=calibrate_on, **options,
+                system=system, calibrate_on=calibrate_on, **flags,
             )
             title = f"{runs}: {summary.overall.n} measured runs against their projections"
             _render(rows, summary, fmt, width, output, title)

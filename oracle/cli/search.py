@@ -69,7 +69,6 @@ def _distributions_help() -> str:
 @memory_model_options
 @click.option(
     "--contention",
-    "phi",
     type=FiniteRange(min=1, max=1000),
     help="Contention factor φ >= 1 (overrides the system).",
 )
@@ -110,8 +109,7 @@ def _distributions_help() -> str:
 @overlap_options()[2]
 @overlap_options()[3]
 def search(
-    model, system, profile, gpus, max_gpus, batch_per_gpu, batch, kinds, strategies, precision, memory_model, gamma, phi, samples,
-    evaluate_file, fmt, top, width, output, **network,
+    model, system, profile, gpus, max_gpus, kinds, strategies, evaluate_file, fmt, top, width, output, **flags,
 ):  # fmt: skip
     """Find the fastest configuration for a GPU budget, per layer if that pays.
 
@@ -132,8 +130,7 @@ def search(
     from oracle.render.output import emit
 
     results, meta, m, config = run_search_command(
-        model, system, profile, gpus, max_gpus, batch_per_gpu, batch, kinds, strategies, precision, memory_model,
-        gamma, phi, samples, evaluate_file, **network,
+        model, system, profile, gpus, max_gpus, kinds, strategies, evaluate_file, **flags
     )  # fmt: skip
     if fmt == "json":
         text = rs.to_json(results, meta, top)

@@ -48,57 +48,6 @@ def parse_strategies(spec: str | Sequence[str] | None) -> tuple[list[str], bool]
     return chosen, True
 
 
-def check_options(options: Options) -> None:
-    if options.precision not in PRECISION_BYTES:
-        raise OracleError(
-            f"unknown precision '{options.precision}'",
-            path="--precision",
-            hint="one of " + ", ".join(PRECISION_BYTES),
-        )
-    if options.collective is not None:
-        from oracle.vocabulary import ALGORITHMS
-
-        if options.collective not in ALGORITHMS:
-            raise OracleError(
-                f"unknown collective algorithm '{options.collective}'",
-                path="--collective",
-                hint=did_you_mean(options.collective, ALGORITHMS) or "one of " + ", ".join(ALGORITHMS),
-            )
-    from oracle.compute.memory import OPTIMIZER_BYTES
-
-    if options.optimizer not in OPTIMIZER_BYTES:
-        raise OracleError(
-            f"unknown optimizer '{options.optimizer}'", path="--optimizer", hint="one of " + ", ".join(OPTIMIZER_BYTES)
-        )
-    if options.memory_model not in MEMORY_MODELS:
-        raise OracleError(
-            f"unknown memory model '{options.memory_model}'", path="--memory-model",
-            hint=did_you_mean(options.memory_model, MEMORY_MODELS) or "framework or paradl",
-        )  # fmt: skip
-    if (options.bucket_layers or options.delayed_update) and options.overlap != "buckets":
-        raise OracleError("--bucket-layers and --delayed-update shape the overlap", path="--overlap",
-                          hint="add --overlap buckets")  # fmt: skip
-    if options.bucket_layers < 0:
-        raise OracleError(f"got {options.bucket_layers}; expected a number of layers >= 0", path="--bucket-layers")
-    if options.overlap not in ("none", "buckets"):
-        raise OracleError(f"unknown overlap '{options.overlap}'", path="--overlap", hint="none or buckets")
-    if not (options.bucket_bytes >= 0):
-        raise OracleError(f"got {options.bucket_bytes}; expected a bucket size >= 0", path="--bucket-MB")
-    if options.zero not in (0, 1, 2, 3):
-        raise OracleError(f"got {options.zero}; expected a ZeRO stage 0, 1, 2 or 3", path="--zero")
-    g = options.memory_reuse
-    if not (isinstance(g, (int, float)) and 0 < g <= 1):
-        raise OracleError(f"got {g}; expected 0 < γ <= 1", path="--memory-reuse")
-    if options.contention is not None and not (
-        math.isfinite(options.contention) and options.contention >= 1
-    ):
-        raise OracleError(f"got {options.contention}; expected φ >= 1", path="--contention")
-    if options.segments is not None and options.segments < 1:
-        raise OracleError(f"got {options.segments}; expected S >= 1", path="--segments")
-    if options.samples is not None and options.samples < 1:
-        raise OracleError(f"got {options.samples}; expected D >= 1", path="--samples")
-
-
 def sweep(
     model: Model,
     system: System,
@@ -115,8 +64,7 @@ def sweep(
 ) -> list[Point]:
     """Evaluate and rank.  Exactly one of ``batch`` (strong scaling, B fixed) and
     ``batch_per_gpu`` (weak scaling, B = b·p) must be given."""
-    options = options or Options()
-    check_options(options)
+    options = options or Options()  # valid by construction (compute/options.check_options)
     chosen, explicit = parse_strategies(strategies)
     if options.replicated_gradients and Data.name not in chosen:  # issue 18: Lee et al. replicate within data parallelism
         raise OracleError("applies to data parallelism, which --strategy leaves out",

@@ -21,16 +21,15 @@ from oracle.vocabulary import FP32
 def run_options(run, file: str, profile):
     """The Options of one run (its precision column, if any; else the profile's)."""
     from oracle.compute.compare import run_precision_options
-    from oracle.compute.context import Options
-    from oracle.compute.options import profile_defaults
+    from oracle.compute.options import Flags
     from oracle.errors import OracleError
 
     try:
-        precision, mixed = run_precision_options(run) or (None, False)
+        precision, mixed = run_precision_options(run) or (None, None)
     except OracleError as exc:
         exc.file = file
         raise
-    return Options(precision=profile_defaults(profile, precision).precision.value, mixed_precision=mixed)
+    return Flags.parse().resolve(profile, precision, mixed).options
 
 
 def calibrate_compute(runs_file: str, chosen, base_system: str):
