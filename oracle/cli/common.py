@@ -66,9 +66,11 @@ def precision_option(also: str = ""):
 
 def collective_option():
     """--collective (predict, plot, report, search)."""
-    return click.option("--collective", type=click.Choice(["ring", "rhd", "tree", "hierarchical", "leader", "ps", "auto"]),
+    return click.option("--collective", type=click.Choice(["ring", "rhd", "tree", "hierarchical", "leader", "ps", "auto",
+                                                            "nccl"]),
                      help="All-reduce algorithm (auto: the cheapest per call; ps: parameter servers, collectives:"
-                     " ps_servers in the system). [default: the system's, else ring]")
+                     " ps_servers in the system; nccl: NCCL's choice of ring, tree, NVLS or CollNet and protocol per"
+                     " call, from the system's topology). [default: the system's, else ring]")
 
 
 def overlap_options() -> list:

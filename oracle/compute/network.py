@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from oracle.compute import nccl
 from oracle.model import CollectiveTable, NetworkLevel, System
 
 
@@ -38,6 +39,7 @@ class Link:
     protocols: tuple[tuple[float, float], ...] = ()
     factor: float = 1.0  # a measured table's time is scaled by it (α-β lines already are)
     algorithm: str | None = None  # the operation's own algorithm (system operations:)
+    names: tuple[str, ...] = ()  # the protocol lines' names (LL, LL128, ...; compute/nccl.py)
 
     def lines(self) -> tuple[tuple[float, float], ...]:
         return ((self.alpha_s, self.beta_s_per_byte), *self.protocols)
@@ -120,12 +122,13 @@ def _link(system: System, span: int, op: str, gpus: int | None) -> Link:
     level = level_for(system, span)
     alpha, beta = level.alpha_s, level.beta_s_per_byte
     protocols = tuple((pr.alpha_s, pr.beta_s_per_byte) for pr in level.protocols)
+    names = tuple(pr.name for pr in level.protocols)
     override = system.operation(op) or system.operation(primitive(op))
     if override is not None:
         # an α or β of its own is another transport: the level's protocol lines go;
         # scale factors apply to every line
         if override.alpha_s is not None or override.beta_s_per_byte is not None:
-            protocols = ()
+            protocols, names = (), ()
         protocols = tuple((a * override.alpha_scale, b * override.beta_scale) for a, b in protocols)
         alpha = override.alpha_s if override.alpha_s is not None else alpha * override.alpha_scale
         beta = (
@@ -138,7 +141,8 @@ def _link(system: System, span: int, op: str, gpus: int | None) -> Link:
         alpha, beta = alpha * factor, beta * factor
         protocols = tuple((a * factor, b * factor) for a, b in protocols)
     table = system.table(primitive(op), gpus, span) if gpus is not None and system.collective_tables else None
-    return Link(alpha, beta, level.name, span, table, protocols, factor, override.algorithm if override else None)
+    algorithm = override.algorithm if override else None
+    return Link(alpha, beta, level.name, span, table, protocols, factor, algorithm, names)
 
 
 # -- contention ---------------------------------------------------------------------
@@ -252,7 +256,9 @@ ALLREDUCE_ALGORITHMS = ("ring", "rhd", "tree", "hierarchical", "leader")
 # and the s servers (collectives: ps_servers) each move p·m/s both ways over a link of
 # the same level, so  t = 2α + 2·m·β·max(1, p/s)  — cost growing with the replicas.
 # Never chosen by "auto" (a deployment choice, not an algorithm a library picks).
-ALGORITHMS = (*ALLREDUCE_ALGORITHMS, "ps", "auto")
+# nccl: the algorithm and protocol NCCL's tuner picks per call (ring, tree, NVLS, CollNet x
+# LL, LL128, Simple; issue 25, compute/nccl.py), with the topology's intra- and inter-node steps
+ALGORITHMS = (*ALLREDUCE_ALGORITHMS, "ps", "auto", "nccl")
 
 
 @dataclass(frozen=True)
@@ -313,6 +319,9 @@ def allreduce_algorithm(
     if lk.table is not None and lk.table.gpus == p:
         return _out(lk.factor * table_time(lk.table, m * phi)), "measured"
     algorithm = lk.algorithm or algorithm
+    if algorithm == "nccl":
+        best, used = nccl.allreduce(system, group, m, phi, purpose, link)
+        return _out(np.asarray(best, dtype=float)), used
     names = ALLREDUCE_ALGORITHMS if algorithm == "auto" else (algorithm,)
     times = [np.broadcast_to(_allreduce_one(system, group, m, n, lk, phi, contention, purpose), m.shape)
              for n in names]  # fmt: skip
@@ -361,6 +370,8 @@ def allgather_pieces(system: System, group: Group, algorithm: str = "ring", purp
         t0 = lk.factor * float(table_time(lk.table, np.asarray(0.0)))
         return [(t0, (lk.factor * float(table_time(lk.table, np.asarray(p * 1e6))) - t0) / 1e6)]
     algorithm = lk.algorithm or algorithm
+    if algorithm == "nccl":
+        return nccl.allgather_pieces(system, group, purpose, link)
     if algorithm == "rhd":
         return [(math.ceil(math.log2(p)) * lk.alpha_s, (p - 1) * lk.beta_s_per_byte)]
     ring = [((p - 1) * a, (p - 1) * b) for a, b in lk.lines()]
@@ -384,6 +395,9 @@ def allgather_algorithm(
     if lk.table is not None and lk.table.gpus == p:
         return _out(lk.factor * table_time(lk.table, p * m * phi)), "measured"
     algorithm = lk.algorithm or algorithm
+    if algorithm == "nccl":
+        pieces = nccl.allgather_pieces(system, group, purpose, link)
+        return _out(np.min([t0 + m * slope * phi for t0, slope in pieces], axis=0)), "nccl ring"
     ring = np.asarray(allgather(p, m, lk, phi))
     rhd = math.ceil(math.log2(p)) * lk.alpha_s + (p - 1) * m * lk.beta_s_per_byte * phi
     if algorithm == "rhd":
