@@ -182,6 +182,19 @@ class NetworkLevel:
 
 
 @dataclass(frozen=True)
+class Interconnect:
+    """What the interconnect offers collectives (issue 25; docs/file-formats.md ``interconnect:``),
+    read by NCCL's choice of algorithm (compute/nccl.py).  The NICs per node (rails) are
+    :attr:`System.links_per_node`."""
+
+    nvlink_domain_gpus: int | None = None  # GPUs all-to-all over NVLink/NVSwitch (None: one node)
+    nvswitch_generation: int = 0  # 0: no NVSwitch; 1 V100 (DGX-2), 2 A100, 3 H100/H200, 4 Blackwell
+    nvls: bool = False  # NVLink SHARP: all-reduce inside the NVSwitch (generation 3 or later)
+    sharp: bool = False  # SHARP: the fabric's switches reduce (NCCL CollNet with the SHARP plugin)
+    source: str = ""
+
+
+@dataclass(frozen=True)
 class OperationOverride:
     """Per-operation transport (docs/cost-model.md): own α/β, or scale factors on the level's."""
 
@@ -320,6 +333,7 @@ class System:
     implementation: Implementation = field(default_factory=Implementation)
     collective_tables: tuple[CollectiveTable, ...] = ()
     collective_algorithm: str = RING  # one of vocabulary.ALGORITHMS
+    collnet: bool = False  # NCCL CollNet (SHARP) enabled (collectives: collnet; needs interconnect.sharp)
     ps_servers: int = 1  # parameter servers for the "ps" algorithm (collectives: ps_servers)
     gpu_workspace_bytes: float = 0.0  # memory the framework takes besides the model (issue 8)
     framework: FrameworkMemory = field(default_factory=FrameworkMemory)  # memory model (issue 12)
@@ -327,6 +341,7 @@ class System:
     gpu_peaks: tuple[tuple[str, float], ...] = ()
     gpu_sm_count: int | None = None
     use_for: str = ""  # what the file is good for, which parts are measured (oracle list systems)
+    interconnect: Interconnect = field(default_factory=Interconnect)  # issue 25
 
     def gpu_peak(self, precision: str) -> float | None:
         for prec, value in self.gpu_peaks:

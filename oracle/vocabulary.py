@@ -14,7 +14,10 @@ RING = "ring"  # ParaDL's all-reduce, the default
 AUTO = "auto"  # the cheapest algorithm per call
 ALLREDUCE_ALGORITHMS = (RING, "rhd", "tree", "hierarchical", "leader")
 # ps (parameter servers): never chosen by auto, a deployment choice (compute/network.py)
-ALGORITHMS = (*ALLREDUCE_ALGORITHMS, "ps", AUTO)
+# nccl: the algorithm and protocol NCCL's tuner picks per call (ring, tree, NVLS, CollNet x
+# LL, LL128, Simple; issue 25, compute/nccl.py), with the topology's intra- and inter-node steps
+NCCL = "nccl"
+ALGORITHMS = (*ALLREDUCE_ALGORITHMS, "ps", AUTO, NCCL)
 
 # -- precisions: bytes per item δ (ParaDL Table 2); tf32 keeps fp32's 4-byte storage and
 # rounds only inside the tensor cores (NVIDIA A100 Tensor Core GPU Architecture, 2020)

@@ -96,7 +96,8 @@ def collective_option():
     """--collective (predict, plot, report, search)."""
     return click.option("--collective", type=click.Choice(ALGORITHMS),
                      help="All-reduce algorithm (auto: the cheapest per call; ps: parameter servers, collectives:"
-                     " ps_servers in the system). [default: the system's, else ring]")
+                     " ps_servers in the system; nccl: NCCL's choice of ring, tree, NVLS or CollNet and protocol per"
+                     " call, from the system's topology). [default: the system's, else ring]")
 
 
 def overlap_options() -> list:

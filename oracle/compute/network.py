@@ -20,8 +20,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from oracle.compute import nccl
 from oracle.model import CollectiveTable, NetworkLevel, System
-from oracle.vocabulary import ALLREDUCE_ALGORITHMS, AUTO, RING
+from oracle.vocabulary import ALLREDUCE_ALGORITHMS, AUTO, NCCL, RING
 
 
 @dataclass(frozen=True)
@@ -39,6 +40,7 @@ class Link:
     protocols: tuple[tuple[float, float], ...] = ()
     factor: float = 1.0  # a measured table's time is scaled by it (α-β lines already are)
     algorithm: str | None = None  # the operation's own algorithm (system operations:)
+    names: tuple[str, ...] = ()  # the protocol lines' names (LL, LL128, ...; compute/nccl.py)
 
     def lines(self) -> tuple[tuple[float, float], ...]:
         return ((self.alpha_s, self.beta_s_per_byte), *self.protocols)
@@ -121,12 +123,13 @@ def _link(system: System, span: int, op: str, gpus: int | None) -> Link:
     level = level_for(system, span)
     alpha, beta = level.alpha_s, level.beta_s_per_byte
     protocols = tuple((pr.alpha_s, pr.beta_s_per_byte) for pr in level.protocols)
+    names = tuple(pr.name for pr in level.protocols)
     override = system.operation(op) or system.operation(primitive(op))
     if override is not None:
         # an α or β of its own is another transport: the level's protocol lines go;
         # scale factors apply to every line
         if override.alpha_s is not None or override.beta_s_per_byte is not None:
-            protocols = ()
+            protocols, names = (), ()
         protocols = tuple((a * override.alpha_scale, b * override.beta_scale) for a, b in protocols)
         alpha = override.alpha_s if override.alpha_s is not None else alpha * override.alpha_scale
         beta = (
@@ -139,7 +142,8 @@ def _link(system: System, span: int, op: str, gpus: int | None) -> Link:
         alpha, beta = alpha * factor, beta * factor
         protocols = tuple((a * factor, b * factor) for a, b in protocols)
     table = system.table(primitive(op), gpus, span) if gpus is not None and system.collective_tables else None
-    return Link(alpha, beta, level.name, span, table, protocols, factor, override.algorithm if override else None)
+    algorithm = override.algorithm if override else None
+    return Link(alpha, beta, level.name, span, table, protocols, factor, algorithm, names)
 
 
 # -- contention ---------------------------------------------------------------------
@@ -313,6 +317,9 @@ def allreduce_algorithm(
     if lk.table is not None and lk.table.gpus == p:
         return _out(lk.factor * table_time(lk.table, m * phi)), "measured"
     algorithm = lk.algorithm or algorithm
+    if algorithm == NCCL:
+        best, used = nccl.allreduce(system, group, m, phi, purpose, link)
+        return _out(np.asarray(best, dtype=float)), used
     names = ALLREDUCE_ALGORITHMS if algorithm == AUTO else (algorithm,)
     times = [np.broadcast_to(_allreduce_one(system, group, m, n, lk, phi, contention, purpose), m.shape)
              for n in names]  # fmt: skip
@@ -361,6 +368,8 @@ def allgather_pieces(system: System, group: Group, algorithm: str = RING, purpos
         t0 = lk.factor * float(table_time(lk.table, np.asarray(0.0)))
         return [(t0, (lk.factor * float(table_time(lk.table, np.asarray(p * 1e6))) - t0) / 1e6)]
     algorithm = lk.algorithm or algorithm
+    if algorithm == NCCL:
+        return nccl.allgather_pieces(system, group, purpose, link)
     if algorithm == "rhd":
         return [(math.ceil(math.log2(p)) * lk.alpha_s, (p - 1) * lk.beta_s_per_byte)]
     ring = [((p - 1) * a, (p - 1) * b) for a, b in lk.lines()]
@@ -384,6 +393,9 @@ def allgather_algorithm(
     if lk.table is not None and lk.table.gpus == p:
         return _out(lk.factor * table_time(lk.table, p * m * phi)), "measured"
     algorithm = lk.algorithm or algorithm
+    if algorithm == NCCL:
+        pieces = nccl.allgather_pieces(system, group, purpose, link)
+        return _out(np.min([t0 + m * slope * phi for t0, slope in pieces], axis=0)), "nccl ring"
     ring = np.asarray(allgather(p, m, lk, phi))
     rhd = math.ceil(math.log2(p)) * lk.alpha_s + (p - 1) * m * lk.beta_s_per_byte * phi
     if algorithm == "rhd":

@@ -16,6 +16,7 @@ from oracle.model import (
     FrameworkMemory,
     Implementation,
     InputPipeline,
+    Interconnect,
     NetworkLevel,
     OperationOverride,
     Protocol,
@@ -87,7 +88,8 @@ def parse_system(doc: dict, file: str) -> System:
     inp = _input(top)
     impl = _implementation(top)
     framework = _framework(top)
-    tables, algorithm, ps_servers = _collectives(top, gpus_per_node)
+    interconnect = _interconnect(top, gpus_per_node, nodes)
+    tables, algorithm, ps_servers, collnet = _collectives(top, gpus_per_node, interconnect)
     top.done()
 
     if memory_GB > 1e6:
@@ -116,6 +118,8 @@ def parse_system(doc: dict, file: str) -> System:
         gpu_workspace_bytes=workspace_GB * 1e9,
         framework=framework,
         use_for=" ".join(use_for.split()),
+        interconnect=interconnect,
+        collnet=collnet,
     )
 
 
@@ -221,16 +225,47 @@ def _input(top: Fields) -> InputPipeline | None:
     return out
 
 
-def _collectives(top: Fields, gpus_per_node: int) -> tuple[tuple[CollectiveTable, ...], str, int]:
-    """The optional ``collectives:`` section: ``algorithm`` (ring, rhd, tree,
-    hierarchical, leader or auto; default ring, docs/cost-model.md); ``mode: table`` uses
-    measured times (interpolated in message size) where a table covers the exact GPU
-    count and span; ``mode: alpha-beta`` (the default) keeps every table unused."""
+def _interconnect(top: Fields, gpus_per_node: int, nodes: int) -> Interconnect:
+    """The optional ``interconnect:`` section (issue 25): what the fabric offers collectives.
+    NVLS needs an NVSwitch of generation 3 or later; an NVLink domain is part of a host or
+    whole hosts."""
+    f = top.sub("interconnect", required=False)
+    if f is None:
+        return Interconnect()
+    domain = f.opt("nvlink_domain_gpus", integer(ge=1, le=10**7, what="GPUs in one NVLink domain"))
+    generation = f.opt("nvswitch_generation", integer(ge=0, le=9, what="an NVSwitch generation (0: none)"), 0)
+    nvls = f.opt("nvls", boolean(), False)
+    sharp = f.opt("sharp", boolean(), False)
+    source = f.opt("source", string(nonempty=False), "")
+    f.opt("notes", string(nonempty=False), "")
+    f.done()
+    if nvls and generation < 3:
+        raise f.error("nvls", "NVLink SHARP (NVLS) reduces inside an NVSwitch of generation 3 or later (H100/H200"
+                      f" systems); interconnect.nvswitch_generation is {generation}")  # fmt: skip
+    if domain is not None and domain % gpus_per_node and gpus_per_node % domain:
+        raise f.error("nvlink_domain_gpus", f"got {domain}; expected a divisor or a multiple of gpus_per_node"
+                      f" ({gpus_per_node}): part of a host or whole hosts")  # fmt: skip
+    if domain is not None and domain > gpus_per_node * nodes:
+        raise f.error("nvlink_domain_gpus", f"got {domain}; the system has only {gpus_per_node * nodes} GPUs")
+    return Interconnect(domain, generation, nvls, sharp, source)
+
+
+def _collectives(top: Fields, gpus_per_node: int, interconnect: Interconnect):
+    """The optional ``collectives:`` section: ``algorithm`` (vocabulary.ALGORITHMS;
+    default ring, docs/cost-model.md); ``collnet`` (NCCL's CollNet on a SHARP fabric,
+    NCCL_COLLNET_ENABLE; default off as in NCCL); ``mode: table`` uses measured times
+    (interpolated in message size) where a table covers the exact GPU count and span;
+    ``mode: alpha-beta`` (the default) keeps every table unused.  Returns (tables,
+    algorithm, parameter servers, collnet)."""
     f = top.sub("collectives", required=False)
     if f is None:
-        return (), RING, 1
+        return (), RING, 1, False
     algorithm = f.opt("algorithm", choice(ALGORITHMS), RING)
     ps_servers = f.opt("ps_servers", integer(ge=1, le=10**7), 1)  # parameter servers (algorithm ps)
+    collnet = f.opt("collnet", boolean(), False)
+    if collnet and not interconnect.sharp:
+        raise f.error("collnet", "CollNet needs switches that reduce in the network (SHARP);"
+                      " interconnect.sharp is false")  # fmt: skip
     mode = f.opt("mode", choice(("table", "alpha-beta")), "alpha-beta")
     out = []
     for i, raw, line in f.items("tables", required=mode == "table"):
@@ -251,7 +286,7 @@ def _collectives(top: Fields, gpus_per_node: int) -> tuple[tuple[CollectiveTable
         span = gpus if nodes == 1 else nodes * gpus_per_node
         out.append(CollectiveTable(op, gpus, span, tuple(sizes), tuple(times), src))
     f.done()
-    return (tuple(out) if mode == "table" else ()), algorithm, ps_servers
+    return (tuple(out) if mode == "table" else ()), algorithm, ps_servers, collnet
 
 
 def _numbers(f: Fields, key: str, gt: float) -> list[float]:

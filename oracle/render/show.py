@@ -171,6 +171,11 @@ def system_dict(s: System) -> dict:
         "source": s.source,
         "gpu_workspace_bytes": s.gpu_workspace_bytes,
         "collective_algorithm": s.collective_algorithm,
+        "collnet": s.collnet,
+        "interconnect": {"nvlink_domain_gpus": s.interconnect.nvlink_domain_gpus or s.gpus_per_node,
+                         "nvswitch_generation": s.interconnect.nvswitch_generation,
+                         "nvls": s.interconnect.nvls, "sharp": s.interconnect.sharp,
+                         "source": s.interconnect.source},
         "collective_tables": [
             {"operation": t.operation, "gpus": t.gpus, "span": t.span, "bytes": list(t.bytes),
              "seconds": list(t.seconds), "source": t.source}
@@ -269,7 +274,13 @@ def _system_notes(s: System) -> list[str]:
     if s.gpu_workspace_bytes:
         extra.append(f"framework workspace: {fmt_bytes(s.gpu_workspace_bytes)} per GPU")
     if s.collective_algorithm != RING:
-        extra.append(f"all-reduce algorithm: {s.collective_algorithm}")
+        extra.append(f"all-reduce algorithm: {s.collective_algorithm}" + (" (CollNet on)" if s.collnet else ""))
+    ic = s.interconnect
+    if ic != type(ic)():
+        switch = f"NVSwitch generation {ic.nvswitch_generation}" if ic.nvswitch_generation else "no NVSwitch"
+        offers = [name for name, on in (("NVLS", ic.nvls), ("SHARP", ic.sharp)) if on]
+        extra.append(f"interconnect: NVLink domain {ic.nvlink_domain_gpus or s.gpus_per_node} GPUs, {switch},"
+                     f" in-network reduction: {', '.join(offers) or 'none'}")
     for t in s.collective_tables:
         extra.append(
             f"measured {t.operation}: {t.gpus} GPUs (span {t.span}), {len(t.bytes)} sizes"
