@@ -320,4 +320,5 @@ def _calibration_note(cal) -> str:
 
     lines = sorted({e.line for e in cal.evidence})
     found = ", ".join(identified(cal)) or "nothing"
-    return f"calibrated {found} on lines {', '.join(map(str, lines)) or '-'}"
+    flagged = "".join(f"; flagged as unphysical: {u}" for _, u in cal.unphysical)  # issue 26
+    return f"calibrated {found} on lines {', '.join(map(str, lines)) or '-'}{flagged}"

@@ -72,6 +72,8 @@ class Calibration:
     # issue 14, step 0 of --calibrate all: (model name, time factor on its profile)
     compute_factors: tuple[tuple[str, float], ...] = ()
     notes: tuple[str, ...] = ()  # measurements a step set aside, with the reason
+    # issue 26: fitted values outside physical bounds (compute/calibrate_physics.py)
+    unphysical: tuple[tuple[tuple[int, ...], str], ...] = ()  # (lines, why)
 
     def lines_for(self, parameter: str) -> list[int]:
         return [e.line for e in self.evidence if e.parameter == parameter]

@@ -48,6 +48,7 @@ from oracle.compute.calibrate import (
     includes_io,
     level_medians,
 )
+from oracle.compute.calibrate_physics import prefer_compute, violations
 from oracle.compute.calibrate_split import MECHANISMS, with_mechanisms
 from oracle.compute.compare import config_for
 from oracle.compute.context import Context
@@ -143,6 +144,7 @@ def calibrate_all(pairs: list) -> Calibration:
     # 0. compute: each model's factor on its profile, then every step projects with it
     notes: list[str] = []
     factors, whole = _compute_factors(data, evidence, notes)
+    prefer_compute(data, factors, whole, evidence, notes, _iteration, _network)  # 0b: issue 26
     if factors:
         systems = {id(c.system): with_compute_factors(c.system, factors) for _, c in pairs}
         pairs = [(r, with_system(c, systems[id(c.system)])) for r, c in pairs]
@@ -168,7 +170,7 @@ def calibrate_all(pairs: list) -> Calibration:
     # 4. model-parallel mechanisms (compute/calibrate_split.py), on everything before
     leader = _median(evidence, "leader_rate")
     fit = _mechanisms(split_runs, so_far, leader, evidence, unused)
-    return Calibration(
+    cal = Calibration(
         kind="all",
         beta_intra=so_far["beta_intra"],
         beta_inter=so_far["beta_inter"],
@@ -183,6 +185,7 @@ def calibrate_all(pairs: list) -> Calibration:
         notes=tuple(notes),
         **fit.values,
     )
+    return replace(cal, unphysical=tuple(violations(cal, pairs)))
 
 
 def _compute_factors(data: list, evidence: list, notes: list) -> tuple[dict[str, float], set[int]]:
@@ -266,7 +269,7 @@ def _mechanisms(runs: list, so_far: dict, leader, evidence: list, unused: dict):
 
 def _network_or_input(data: list, evidence: list, unused: dict, loader: float | None) -> None:
     """Step 2 of the module doc."""
-    done = {e.line for e in evidence}
+    done = {e.line for e in evidence if e.parameter != "compute_factor"}  # a measured compute_s leaves comm
     implied = []
     for run, ctx in data:
         if run.line in done:

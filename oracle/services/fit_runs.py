@@ -55,7 +55,8 @@ def fit_runs(req: RunsRequest, warn) -> FitRuns:
 
         return FitRuns(len(sel.chosen), profile=calibrate_compute(req.runs, sel.chosen, str(sel.base_path)))
     cal = calibrate_runs(req, sel)
-    text = calibrated_system(req, sel, cal) if req.output and cal.evidence else None
+    # issue 26: an unphysical system is not written (the command refuses it)
+    text = calibrated_system(req, sel, cal) if req.output and cal.evidence and not cal.unphysical else None
     return FitRuns(len(sel.chosen), cal, text)
 
 
