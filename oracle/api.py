@@ -236,8 +236,8 @@ class HeldOut:
     the naive projection from the nearest smaller calibrated run."""
 
     def __init__(self, runs, expr: str, inputs: Inputs, file: str | None) -> None:
-        from oracle.compute.anchor import contradictions, per_model_systems
-        from oracle.compute.calibrate_all import apply, calibrate_all, run_filter
+        from oracle.compute.anchor import contradictions, per_model_systems, run_filter
+        from oracle.compute.calibrate_all import apply, calibrate_all
         from oracle.errors import OracleError
 
         try:
@@ -280,8 +280,7 @@ class HeldOut:
         from dataclasses import replace
 
         from oracle.compute import compare as cmp
-        from oracle.compute.anchor import anchor_rows
-        from oracle.compute.calibrate_all import beyond_calibration, naive_projection, samples_per_replica
+        from oracle.compute.anchor import anchor_rows, beyond_calibration, naive_projection, samples_per_replica
 
         anchors = [cmp.compare_run(r, self.context(r), threshold) for r in self.calibration_runs]
         rows = anchor_rows(rows, anchors, samples_per_replica, lambda r: self.context(r).system.gpus_per_node,

@@ -193,3 +193,101 @@ def contradictions(runs: list) -> list[str]:
                            " the anchor is the earlier; check or --exclude one of them")  # fmt: skip
         seen.setdefault(key, []).append(r)
     return out
+
+
+# -- honest validation (`oracle compare --calibrate-on EXPR`) ---------------------------
+
+_OPS = ("<=", ">=", "!=", "==", "<", ">", "=")
+
+
+def run_filter(expr: str):
+    """A predicate on measured runs from ``COL OP VALUE`` conditions joined by ``and``
+    or ``;`` (OP one of <= >= < > = == !=; numbers compare as numbers), e.g.
+    ``gpus<=8`` or ``model=vgg16 and gpus<16``.  Raises ValueError on bad syntax."""
+    import operator
+    import re
+
+    funcs = {"<=": operator.le, ">=": operator.ge, "<": operator.lt, ">": operator.gt,
+             "=": operator.eq, "==": operator.eq, "!=": operator.ne}  # fmt: skip
+    conds = []
+    for part in re.split(r"\s+and\s+|;", expr.strip()):
+        m = re.fullmatch(r"\s*([A-Za-z_][\w]*)\s*(<=|>=|!=|==|<|>|=)\s*([^\s<>=!](?:.*\S)?)\s*", part)
+        if not m:
+            raise ValueError(f"cannot read condition {part.strip()!r}; expected COL OP VALUE, e.g. gpus<=8")
+        conds.append((m.group(1), funcs[m.group(2)], m.group(3)))
+
+    def value(text):
+        try:
+            return float(text)
+        except (TypeError, ValueError):
+            return text
+
+    def keep(run) -> bool:
+        for col, fn, want in conds:
+            got = run.get(col)
+            if got is None:
+                return False
+            a, b = value(got), value(want)
+            if isinstance(a, float) != isinstance(b, float):
+                a, b = str(got), str(want)
+            if not fn(a, b):
+                return False
+        return True
+
+    return keep
+
+
+def naive_projection(run, calibration_runs, iterations: float) -> tuple[float, object] | None:
+    """The projection a user makes without a model: the time per iteration of the
+    nearest smaller calibration run of the same model and strategy (serial counting as
+    data parallelism; the largest GPU count not above the run's), times the run's
+    iterations; (seconds on the run's basis, the run used) or None without such a run."""
+    same = [c for c in calibration_runs
+            if c.model == run.model and family(c.strategy) == family(run.strategy) and c.gpus <= run.gpus]  # fmt: skip
+    if not same:
+        return None
+    ref = max(same, key=lambda c: (c.gpus, c.global_batch))
+    ref_iter = ref.iteration_s if ref.iteration_s is not None else None
+    if ref_iter is None:
+        ref_iter = ref.epoch_s * ref.global_batch / _samples(ref, run, iterations)
+    seconds = ref_iter * (iterations if run.basis == "epoch" else 1.0)
+    return seconds, ref
+
+
+def samples_per_replica(run) -> float:
+    """Samples one data-parallel replica processes per iteration: B / p1, where p1 is
+    the data-parallel width (p for data, the run's p1 for hybrids, 1 otherwise)."""
+    from oracle.compute.strategies import REGISTRY
+
+    strategy = REGISTRY[run.strategy]
+    if run.strategy == "data":
+        width = run.gpus
+    elif strategy.hybrid:
+        width = run.p1 or (run.gpus // run.p2 if run.p2 else 1)
+    else:
+        width = 1
+    return run.global_batch / max(1, width)
+
+
+def beyond_calibration(run, calibration_runs) -> str | None:
+    """Why a held-back run lies outside what its calibration runs covered, or None.
+
+    A calibration measures per-sample rates (loading, compute) at the samples per
+    replica of its runs, and the cost model carries them to other batches linearly; a
+    run whose samples per replica no calibration run of its model and strategy spans
+    is an extrapolation in batch, not only in GPU count, and is reported apart."""
+    same = [c for c in calibration_runs if c.model == run.model and family(c.strategy) == family(run.strategy)]
+    if not same:
+        return f"no calibration run of {run.model} {run.strategy}"
+    have = sorted({samples_per_replica(c) for c in same})
+    want = samples_per_replica(run)
+    if have[0] <= want <= have[-1]:
+        return None
+    span = f"{have[0]:g}" if have[0] == have[-1] else f"{have[0]:g}-{have[-1]:g}"
+    return f"{want:g} samples per replica; calibrated at {span}"
+
+
+def _samples(ref, run, iterations: float) -> float:
+    """Samples per epoch D of the reference run (the evaluated run's dataset: the same
+    model), from the evaluated run's iterations I = D / B."""
+    return iterations * run.global_batch

@@ -71,6 +71,7 @@ class Calibration:
     not_identified: tuple[tuple[str, str], ...] = ()  # mechanism -> why the runs leave it
     # issue 14, step 0 of --calibrate all: (model name, time factor on its profile)
     compute_factors: tuple[tuple[str, float], ...] = ()
+    compute_batches: tuple[tuple[str, float], ...] = ()  # issue 26: (model, samples per GPU measured at)
     notes: tuple[str, ...] = ()  # measurements a step set aside, with the reason
     # issue 26: fitted values outside physical bounds (compute/calibrate_physics.py)
     unphysical: tuple[tuple[tuple[int, ...], str], ...] = ()  # (lines, why)
