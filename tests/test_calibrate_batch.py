@@ -61,6 +61,11 @@ def test_fit_runs_writes_the_batch_and_the_written_system_keeps_the_curve(tmp_pa
     written = inputs.context("vgg16", str(tmp_path / "cal.yaml"), "vgg16_v100").system
     assert per_sample(written, 4, inputs) * 4 == pytest.approx(0.2, rel=1e-5)
     assert per_sample(written, 64, inputs) < per_sample(written, 4, inputs)
+    shown = run_cli("show", "system", "cal.yaml", cwd=tmp_path)
+    assert "x (measured at 4 per GPU)" in " ".join(shown.out.split())
+    pred = run_cli("predict", "-m", "vgg16", "-s", "cal.yaml", "-p", "vgg16_v100", "--gpus", "1", "--batch-per-gpu", "64",
+                   "--strategy", "data", cwd=tmp_path)  # fmt: skip
+    assert "measured at 4 per GPU (other batches: the compute model's curve)" in " ".join(pred.out.split())
 
 
 def test_several_batches_stay_flat_and_say_so():

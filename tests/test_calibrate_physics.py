@@ -7,6 +7,8 @@ without a word."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 import yaml
 
@@ -49,6 +51,13 @@ def test_one_and_two_nodes_give_a_plausible_system_and_say_compute_was_preferred
     assert factor > 2  # the estimated profile is 2.7x too fast for a 68 ms iteration
     text = " ".join(got.out.split())
     assert "cannot tell ResNet-152's compute from its link" in text
+    # the issue's symptom: 512 GPUs were projected faster (67.9 ms) than the 2-node run measured
+    pred = run_cli("predict", "-m", "resnet152", "-s", out.name, "-p", "P.yaml", "--gpus", "8,16,512",
+                   "--batch-per-gpu", "64", "--strategy", "data", "--precision", "bf16", "-f", "json", cwd=work)  # fmt: skip
+    assert pred.code == 0, pred.err
+    it = {p["gpus"]: p["iteration_s"] for p in json.loads(pred.out)}
+    assert it[8] == pytest.approx(0.068, rel=1e-3) and it[16] == pytest.approx(0.072, rel=1e-3)
+    assert it[512] >= it[16]
     assert "compute_s column" in text and "1-GPU run" in text and "nccl-tests" in text
 
 
