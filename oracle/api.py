@@ -190,7 +190,7 @@ def compare(
                 exc.hint = f"named on line {run.line} of {file}"
             raise
     if held is not None:
-        rows = held.with_naive(rows)
+        rows = held.with_naive(rows, limit)
         return rows, held.summary(rows)
     return rows, cmp.summarize(rows)
 
@@ -201,7 +201,8 @@ class HeldOut:
     the naive projection from the nearest smaller calibrated run."""
 
     def __init__(self, runs, expr: str, inputs: Inputs, file: str | None) -> None:
-        from oracle.compute.calibrate_all import apply, calibrate_all, run_filter
+        from oracle.compute.anchor import contradictions, per_model_systems, run_filter
+        from oracle.compute.calibrate_all import apply, calibrate_all
         from oracle.errors import OracleError
 
         try:
@@ -223,7 +224,10 @@ class HeldOut:
                 raise OracleError(f"no calibration run on system '{name}'", path="--calibrate-on", file=file)
             cal = calibrate_all(pairs)
             self.systems[name] = apply(pairs[0][1].system, cal)
-            self.notes.append((name, _calibration_note(cal)))
+            own, residual = per_model_systems(self.systems[name], pairs)  # issue 26
+            self.systems.update({(name, m): sys_m for m, sys_m in own.items()})
+            clash = contradictions([r for r, _ in pairs])
+            self.notes.append((name, "; ".join([_calibration_note(cal), *residual, *clash])))
         self._contexts: dict = {}
 
     def context(self, run):
@@ -231,15 +235,21 @@ class HeldOut:
 
         base = self.inputs.context(run.model, run.system, run.profile, run)
         if id(base) not in self._contexts:
-            self._contexts[id(base)] = with_system(base, self.systems[run.system])
+            self._contexts[id(base)] = with_system(base, self.systems.get((run.system, run.model),
+                                                                          self.systems[run.system]))
         return self._contexts[id(base)]
 
-    def with_naive(self, rows):
-        """Each row with its naive projection and whether it extrapolates in batch."""
+    def with_naive(self, rows, threshold: float):
+        """Each row anchored on its nearest calibration run (issue 26), with its naive
+        projection and whether it extrapolates in batch."""
         from dataclasses import replace
 
-        from oracle.compute.calibrate_all import beyond_calibration, naive_projection
+        from oracle.compute import compare as cmp
+        from oracle.compute.anchor import anchor_rows, beyond_calibration, naive_projection, samples_per_replica
 
+        anchors = [cmp.compare_run(r, self.context(r), threshold) for r in self.calibration_runs]
+        rows = anchor_rows(rows, anchors, samples_per_replica, lambda r: self.context(r).system.gpus_per_node,
+                           threshold)  # fmt: skip
         out = []
         for row in rows:
             naive = naive_projection(row.run, self.calibration_runs, row.point.iterations_per_epoch)
@@ -262,7 +272,19 @@ class HeldOut:
             naive_within_calibration=_naive_stats(within)[0] if within and beyond else None,
             beyond_calibration=cmp.stats(beyond) if beyond else None,
             beyond_lines=tuple(r.run.line for r in beyond),
+            unanchored=_unanchored(rows),
         )  # fmt: skip
+
+
+def _unanchored(rows):
+    """The calibrated model's own stats over the anchored rows (issue 26), or None."""
+    from dataclasses import replace
+
+    from oracle.compute import compare as cmp
+
+    moved = [replace(r, predicted_s=r.unanchored_s, accuracy=cmp.accuracy(r.unanchored_s, r.measured_s))
+             for r in rows if r.anchor is not None]  # fmt: skip
+    return cmp.stats(moved) if moved else None
 
 
 def _naive_stats(rows):
@@ -285,4 +307,5 @@ def _calibration_note(cal) -> str:
 
     lines = sorted({e.line for e in cal.evidence})
     found = ", ".join(identified(cal)) or "nothing"
-    return f"calibrated {found} on lines {', '.join(map(str, lines)) or '-'}"
+    flagged = "".join(f"; flagged as unphysical: {u}" for _, u in cal.unphysical)  # issue 26
+    return f"calibrated {found} on lines {', '.join(map(str, lines)) or '-'}{flagged}"

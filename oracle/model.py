@@ -279,10 +279,17 @@ class Implementation:
     # differ from the profile's; fitted by `oracle fit runs --calibrate all` from runs
     # that measure compute (docs/calibration.md); a model not listed runs at 1
     compute_factors: tuple[tuple[str, float], ...] = ()
+    # issue 26: the samples per GPU each model's factor was measured at; for a profile
+    # that records no batch, the compute model's batch curve is taken from there
+    compute_batches: tuple[tuple[str, float], ...] = ()
 
     def compute_factor(self, model_name: str) -> float:
         """The time factor on ``model_name``'s profile (1 when not calibrated)."""
         return dict(self.compute_factors).get(model_name, 1.0)
+
+    def compute_batch(self, model_name: str) -> float | None:
+        """The samples per GPU ``model_name``'s compute factor was measured at, or None."""
+        return dict(self.compute_batches).get(model_name)
 
 
 @dataclass(frozen=True)

@@ -33,8 +33,9 @@ from oracle.load.values import parse_where
 @memory_model_options
 @click.option("--calibrate-on", metavar="EXPR",
               help="Calibrate each system on the runs EXPR selects (e.g. 'gpus<=8'; --calibrate all of oracle fit"
-              " runs) and score only the others, next to the naive projection from the nearest smaller"
-              " calibrated run; runs at a batch per replica no calibration run of their model and strategy"
+              " runs) and score only the others, each anchored on its nearest calibration run (its measured"
+              " time times the model's ratio; the notes name it), next to the naive projection from the nearest"
+              " smaller calibrated run; runs at a batch per replica no calibration run of their model and strategy"
               " has are noted and summarised apart. --where/--exclude choose the runs scored.")
 @click.option("--contention", type=FiniteRange(min=1, max=1000), help="Contention factor φ (overrides the systems).")
 @click.option("--format", "-f", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)

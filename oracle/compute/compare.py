@@ -46,6 +46,8 @@ class CompareRow:
     anomaly: str | None = None
     naive_s: float | None = None  # --calibrate-on: the nearest smaller calibrated run's time
     beyond_calibration: str | None = None  # --calibrate-on: why the run extrapolates in batch
+    anchor: str | None = None  # --calibrate-on: the run it is anchored on, how far (compute/anchor.py)
+    unanchored_s: float | None = None  # --calibrate-on: the calibrated model's own projection
 
     @property
     def measured_s(self) -> float:
@@ -95,6 +97,7 @@ class Summary:
     naive_within_calibration: Stats | None = None
     beyond_calibration: Stats | None = None
     beyond_lines: tuple[int, ...] = ()
+    unanchored: Stats | None = None  # --calibrate-on: the calibrated model without its anchors
 
 
 def accuracy(predicted: float, measured: float) -> float:

@@ -203,8 +203,31 @@ def prepare(model: Model, system: System, profile: Profile, options) -> tuple[tu
     arrays = K.ModelArrays.of(model)  # once for spreading and conversion
     spread = None if profile.layers else spread_times(model, profile, arrays=arrays)
     times = bind_profile(model, profile, spread)
-    origin = Origin.of(profile)
+    origin = calibrated_origin(Origin.of(profile), system, model.name)
     return times, Conversion(model, origin, system, options.precision, options.mixed_precision, arrays=arrays)
+
+
+def calibrated_origin(origin: Origin, system: System, model_name: str) -> Origin:
+    """A profile that records no batch, whose system's compute factor for the model was
+    measured at a batch (issue 26, implementation.compute_samples_per_gpu): that batch is
+    its origin, so the compute model's batch curve carries the calibrated times to other
+    batches instead of a flat factor."""
+    b = system.implementation.compute_batch(model_name)
+    return replace(origin, batch=float(b)) if origin.batch is None and b else origin
+
+
+def recalibrated(conversion: Conversion | None, system: System, model_name: str) -> Conversion | None:
+    """``conversion`` with the origin :func:`calibrated_origin` gives on ``system``."""
+    import copy
+
+    if conversion is None:
+        return None
+    origin = calibrated_origin(conversion.origin, system, model_name)
+    if origin == conversion.origin:
+        return conversion
+    out = copy.copy(conversion)
+    out.origin, out._cache, out._origin_times = origin, {}, {}
+    return out
 
 
 def build_context(model: Model, system: System, profile: Profile, options):

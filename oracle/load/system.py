@@ -322,19 +322,22 @@ def _implementation(top: Fields) -> Implementation:
         spatial_decomposition=f.opt("spatial_decomposition", choice(("grid", "strips")), "grid"),
         halo_chain=f.opt("halo_chain", boolean(), False),
         halo_sync_s=f.opt("halo_sync_s", number(ge=0, le=1e3, what="seconds per halo exchange"), 0.0),
-        compute_factors=_compute_factors(f),
+        compute_factors=_per_model(
+            f, "compute_factors", number(gt=0, le=1e3, what="a time factor on the model's profile")
+        ),
+        compute_batches=_per_model(f, "compute_samples_per_gpu", number(gt=0, what="samples per GPU")),
     )
     f.opt("notes", string(nonempty=False), "")
     f.done()
     return out
 
 
-def _compute_factors(impl: Fields) -> tuple[tuple[str, float], ...]:
-    """``implementation.compute_factors``: model name -> time factor on its profile."""
-    f = impl.sub("compute_factors", required=False)
+def _per_model(impl: Fields, key: str, check) -> tuple[tuple[str, float], ...]:
+    """``implementation.<key>``: model name -> a number (``compute_factors``: the time
+    factor on its profile; ``compute_samples_per_gpu``: the batch it was measured at)."""
+    f = impl.sub(key, required=False)
     if f is None:
         return ()
-    check = number(gt=0, le=1e3, what="a time factor on the model's profile")
     out = tuple((str(name), f.req(str(name), check)) for name in f.map)
     f.done()
     return out

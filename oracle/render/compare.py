@@ -27,6 +27,7 @@ ROW_FIELDS = (
     "measured_compute_s", "measured_comm_s", "compute_accuracy", "comm_accuracy", "anomaly",
     "naive_s",  # --calibrate-on: the nearest smaller calibrated run's time
     "beyond_calibration",  # --calibrate-on: why the run extrapolates in batch
+    "anchor", "unanchored_s",  # --calibrate-on: the run it is anchored on; the calibrated model alone (issue 26)
     "feasible", "limits", "profile_kind",
     "compute_conversion",  # issue 13
     "source",
@@ -41,7 +42,8 @@ def _row_values(r: CompareRow) -> tuple:
         int(run.global_batch) if float(run.global_batch).is_integer() else run.global_batch,
         pt.segments, run.basis, run.measured_s, _num(r.predicted_s), _num(r.accuracy), _num(r.ratio),
         _num(r.predicted_compute_s), _num(r.predicted_comm_s), run.compute_s, run.comm_s,
-        _num(r.compute_accuracy), _num(r.comm_accuracy), r.anomaly, _num(r.naive_s), r.beyond_calibration, pt.feasible,
+        _num(r.compute_accuracy), _num(r.comm_accuracy), r.anomaly, _num(r.naive_s), r.beyond_calibration, r.anchor,
+        _num(r.unanchored_s), pt.feasible,
         [lim.reason for lim in pt.limits], pt.profile_kind, pt.compute_conversion, run.source,
     )  # fmt: skip
 
@@ -89,6 +91,7 @@ def summary_dict(s: Summary) -> dict:
         "naive_within_calibration": _stats_or_none(s.naive_within_calibration),
         "beyond_calibration": _stats_or_none(s.beyond_calibration),
         "beyond_calibration_lines": list(s.beyond_lines),
+        "unanchored": _stats_or_none(s.unanchored),
     }
 
 
@@ -107,6 +110,10 @@ def held_out_lines(summary: Summary) -> list[str]:
         )
     elif summary.calibration:
         out.append("naive projection: no evaluated run has a smaller calibrated run of its model and strategy")
+    if summary.unanchored is not None:
+        out.append(f"anchored: {_runs(summary.unanchored.n)} projected from the measured time of their nearest"
+                   f" calibration run times the model's ratio (see notes); the calibrated model alone on them:"
+                   f" {_pct(summary.unanchored.mean_accuracy)}")  # fmt: skip
     return out + _range_lines(summary)
 
 
@@ -246,6 +253,8 @@ def _notes(r: CompareRow) -> str:
     parts = [r.anomaly] if r.anomaly else []
     if r.beyond_calibration:
         parts.append(f"beyond calibration: {r.beyond_calibration}")
+    if r.anchor:
+        parts.append(r.anchor)
     return "; ".join(parts)
 
 

@@ -298,7 +298,9 @@ def _system_notes(s: System) -> list[str]:
             f" {fmt_seconds(impl.split_overhead_s)} overhead per split layer and iteration"
         )
     if impl.compute_factors:
-        extra.append("compute against the profile: " + ", ".join(f"{m} {k:.4g}x" for m, k in impl.compute_factors))
+        at = dict(impl.compute_batches)  # issue 26: the batch each was measured at
+        extra.append("compute against the profile: " + ", ".join(
+            f"{m} {k:.4g}x" + (f" (measured at {at[m]:g} per GPU)" if m in at else "") for m, k in impl.compute_factors))
     if s.input is not None:
         i = s.input
         rates = [

@@ -55,7 +55,8 @@ def fit_runs(req: RunsRequest, warn) -> FitRuns:
 
         return FitRuns(len(sel.chosen), profile=calibrate_compute(req.runs, sel.chosen, str(sel.base_path)))
     cal = calibrate_runs(req, sel)
-    text = calibrated_system(req, sel, cal) if req.output and cal.evidence else None
+    # issue 26: an unphysical system is not written (the command refuses it)
+    text = calibrated_system(req, sel, cal) if req.output and cal.evidence and not cal.unphysical else None
     return FitRuns(len(sel.chosen), cal, text)
 
 
@@ -158,6 +159,9 @@ def _set_compute(doc: dict, cal, runs: str) -> None:
     impl = dict(doc.get("implementation") or {})
     impl["compute_factors"] = {**dict(impl.get("compute_factors") or {}),
                                **{m: float(f"{k:.6g}") for m, k in cal.compute_factors}}  # fmt: skip
+    if cal.compute_batches:  # issue 26: where the batch curve starts
+        impl["compute_samples_per_gpu"] = {**dict(impl.get("compute_samples_per_gpu") or {}),
+                                           **{m: float(f"{b:.6g}") for m, b in cal.compute_batches}}  # fmt: skip
     note = f"compute_factors fitted by `oracle fit runs --calibrate all` on {runs} lines {_lines(cal, 'compute_factor')}"
     impl["source"] = f"{impl['source']}; {note}" if impl.get("source") else note
     doc["implementation"] = impl

@@ -157,6 +157,8 @@ def conversion_caption(conversion, batch, batch_per_gpu, system=None, model=None
     system's calibrated compute factor for the model, if any (issue 14)."""
     k = system.implementation.compute_factor(model.name) if system is not None and model is not None else 1.0
     factor = f"; times x {k:.4g}, the system's calibrated compute factor for {model.name}" if k != 1.0 else ""
+    b = system.implementation.compute_batch(model.name) if factor else None  # issue 26
+    factor += f", measured at {b:g} per GPU (other batches: the compute model's curve)" if b else ""
     if conversion is None:
         return "linear (ParaDL: profile times x samples)" + factor
     per_gpu = batch_per_gpu if batch is None else None

@@ -58,6 +58,11 @@ def fit_runs_cmd(runs, system, kind, where, overlay, name, output, width) -> Non
         what = "identifies a parameter" if kind == "all" else f"calibrates the {kind}"
         raise OracleError(f"none of the {result.selected} selected runs {what} (the table above says why)",
                           file=runs, line=cal.unused[0][0] if result.selected == 1 and cal.unused else None)  # fmt: skip
+    if cal.unphysical:  # issue 26: refused, nothing written
+        lines = {n for found, _ in cal.unphysical for n in found}
+        raise OracleError("the runs give an unphysical system: " + "; ".join(t for _, t in cal.unphysical),
+                          file=runs, line=lines.pop() if len(lines) == 1 else None,
+                          hint="select other runs with --where, or add the measurement named")  # fmt: skip
     if output:
         emit(result.system_text, output)
         click.echo(f"wrote {output}", err=True)
