@@ -13,17 +13,9 @@ that escapes is a bug and is reported as an internal error.
 from __future__ import annotations
 
 import difflib
-import re
 from collections.abc import Iterable
 
-# Characters that end a line somewhere (str.splitlines, terminals) or are invisible
-# control characters; a user's text quoted in a message must not break the one line.
-_LINE_BREAKING = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029]")
-
-
-def one_line(text: str) -> str:
-    """``text`` with line breaks and control characters shown as escapes (\\n, \\u2028)."""
-    return _LINE_BREAKING.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
+from oracle.textsafe import one_line  # noqa: F401  (re-exported: the messages' escaping)
 
 
 class OracleError(Exception):

@@ -183,6 +183,14 @@ def warn(text: str) -> None:
     click.echo(f"oracle: warning: {one_line(text)}", err=True)
 
 
+def echo(text: str, *, err: bool = False, nl: bool = True) -> None:
+    """A plain line (a summary, 'wrote FILE') with a user's text in it: control
+    characters escaped (textsafe.terminal), as in tables and messages."""
+    from oracle.textsafe import terminal
+
+    click.echo(terminal(text), err=err, nl=nl)
+
+
 def print_renderable(*renderables, width: int | None = None) -> None:
     """Rich output to standard output: styled on a terminal; piped, plain text at the
     console's width without trailing spaces (issue 17)."""
@@ -202,14 +210,8 @@ def make_console(width: int | None = None):
     import os
     import sys
 
-    from rich.console import Console
-
-    class _Console(Console):
-        def on_broken_pipe(self) -> None:  # rich would exit 1 silently; say it in one line
-            import errno
-
-            raise BrokenPipeError(errno.EPIPE, "Broken pipe")
+    from oracle.textsafe import console  # control characters escaped; a broken pipe is an error
 
     if width is None and not sys.stdout.isatty() and "COLUMNS" not in os.environ:
         width = 140
-    return _Console(width=width) if width else _Console()
+    return console(width=width) if width else console()

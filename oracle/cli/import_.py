@@ -50,7 +50,9 @@ def import_(
           --profile vgg16_v100 --strategy data -o runs.csv
     """
     from oracle.errors import OracleError
-    from oracle.render.output import emit
+    import contextlib
+
+    from oracle.render.output import append_lock, emit
     from oracle.services.import_logs import check_strategy, import_logs
 
     if batch is not None and batch_per_gpu is not None:
@@ -63,4 +65,5 @@ def import_(
         model=model, system=system, profile=profile, strategy=strategy, gpus=gpus, batch=batch,
         batch_per_gpu=batch_per_gpu, p1=p1, p2=p2, segments=segments,
     )  # fmt: skip
-    emit(import_logs(paths, fixed, log_format, skip_unknown, append, output, warn), output)
+    with append_lock(output) if append else contextlib.nullcontext():  # concurrent appenders keep every row
+        emit(import_logs(paths, fixed, log_format, skip_unknown, append, output, warn), output)

@@ -27,7 +27,9 @@ def list_(kinds, fmt, width) -> None:
 
     chosen = {k: entries(k) for k in (kinds or LISTABLE)}
     if fmt == "json":
-        click.echo(rc.to_json(chosen), nl=False)
+        from oracle.render.output import write_stdout
+
+        write_stdout(rc.to_json(chosen))
         return
     from oracle.cli.common import print_renderable
 

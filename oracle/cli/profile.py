@@ -116,7 +116,9 @@ def _write(text: str, output: str | None, m) -> None:
 
 def _say(text: str, output: str | None) -> None:
     # the profile itself goes to stdout when there is no -o; the summary then to stderr
-    click.echo(text, nl=False, err=output is None or output == "-")
+    from oracle.cli.common import echo
+
+    echo(text, nl=False, err=output is None or output == "-")
 
 
 def _estimate(m, system, batch, efficiency, memory_efficiency, output, precision="fp32") -> None:
@@ -156,7 +158,6 @@ def _measure(m, batch, device, repeats, warmup, threads, output) -> None:
 
     settings = dict(batch=batch, device=device, repeats=repeats, warmup=warmup, threads=threads)
     if sys.stderr.isatty():
-        from rich.console import Console
         from rich.progress import (
             BarColumn,
             MofNCompleteColumn,
@@ -164,14 +165,17 @@ def _measure(m, batch, device, repeats, warmup, threads, output) -> None:
             TextColumn,
             TimeElapsedColumn,
         )
+        from rich.markup import escape
+
+        from oracle.textsafe import console as safe_console
 
         bar = Progress(
-            TextColumn(f"profiling {m.name}"),
+            TextColumn(f"profiling {escape(m.name)}"),
             BarColumn(bar_width=20),
             MofNCompleteColumn(),
             TimeElapsedColumn(),
             TextColumn("{task.description}"),
-            console=Console(stderr=True),
+            console=safe_console(stderr=True),
             transient=True,
             auto_refresh=False,  # no refresh thread competing with the timed runs
         )

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import click
 
-from oracle.cli.common import output_option
+from oracle.cli.common import echo, output_option
 from oracle.cli.types import FiniteRange, PlainIntRange
 
 
@@ -32,7 +32,7 @@ def snapshot(cases_file: str, output: str | None) -> None:
     text, n_points, n_cases = snapshot_text(cases_file, output)
     emit(text, output)
     if output:
-        click.echo(f"wrote {n_points} points of {n_cases} cases to {output}", err=True)
+        echo(f"wrote {n_points} points of {n_cases} cases to {output}", err=True)
 
 
 @click.command()
@@ -46,14 +46,14 @@ def check(baseline: str, rtol: float, max_lines: int) -> None:
 
     n_points, n_cases, by_point = check_baseline(baseline, rtol)
     if not by_point:
-        click.echo(f"baseline {baseline}: {n_points} points of {n_cases} cases unchanged (rtol {rtol:g})")
+        echo(f"baseline {baseline}: {n_points} points of {n_cases} cases unchanged (rtol {rtol:g})")
         return
     for i, ((case, point), ms) in enumerate(by_point.items()):
         if i == max_lines:
-            click.echo(f"... and {len(by_point) - max_lines} more points")
+            echo(f"... and {len(by_point) - max_lines} more points")
             break
         more = f" (and {len(ms) - 2} more fields)" if len(ms) > 2 else ""
-        click.echo(f"{case}: {point}: " + "; ".join(m.describe_change() for m in ms[:2]) + more)
+        echo(f"{case}: {point}: " + "; ".join(m.describe_change() for m in ms[:2]) + more)
     raise CheckFailed(
         f"{len(by_point)} point(s) moved by more than rtol {rtol:g} against {baseline};"
         " if the change is intended, regenerate it with oracle snapshot"

@@ -36,6 +36,19 @@ def parse_input(text: str) -> tuple[int, ...]:
     return dims
 
 
+def _check_source_file(source: str) -> None:
+    """A source that names a file (``FILE.onnx``, ``FILE.py:CALLABLE``): refused before
+    anything opens it unless it is a regular file (a FIFO would block, /dev/zero never
+    ends), and remembered as an input, so that -o cannot replace it."""
+    from oracle.load.source import check_readable
+
+    where = source.rpartition(":")[0]
+    if source.lower().endswith(".onnx"):
+        check_readable(source, "model in ONNX format", remember=True)
+    elif where.endswith(".py"):
+        check_readable(where, "Python file", remember=True)
+
+
 def import_model(
     source: str,
     input_shape: tuple[int, ...] | None,
@@ -49,6 +62,7 @@ def import_model(
 ) -> Imported:
     """Import ``source``; ``header`` replaces the generated comment lines (the shipped
     files' script writes its own, free of versions, so they regenerate identically)."""
+    _check_source_file(source)
     if source.lower().endswith(".onnx"):
         from oracle.importer import onnx as onnx_import
 

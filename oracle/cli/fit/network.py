@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import click
 
+from oracle.cli.common import echo
 from oracle.cli.fit import fit
 from oracle.cli.types import ByteSize, Count, FiniteRange, PlainIntRange
 
@@ -125,4 +126,4 @@ def fit_network_cmd(
         return
     emit(job.text, None if yaml_to_stdout else output)
     if not yaml_to_stdout and fmt == "table":
-        click.echo(f"wrote {output}", err=True)
+        echo(f"wrote {output}", err=True)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import click
 
+from oracle.cli.common import echo
 from oracle.cli.fit import fit
 from oracle.cli.types import PlainIntRange
 
@@ -60,7 +61,7 @@ def fit_runs_cmd(runs, system, kind, where, overlay, name, output, width) -> Non
                           file=runs, line=cal.unused[0][0] if result.selected == 1 and cal.unused else None)  # fmt: skip
     if output:
         emit(result.system_text, output)
-        click.echo(f"wrote {output}", err=True)
+        echo(f"wrote {output}", err=True)
 
 
 def _write_profile(runs_file: str, profile, factor: float, evidence, output: str | None) -> None:
@@ -68,9 +69,9 @@ def _write_profile(runs_file: str, profile, factor: float, evidence, output: str
     from oracle.services.fit_compute import profile_text
 
     for line, label, f in evidence:
-        click.echo(f"{runs_file}:{line} {label}: compute x {f:.4g}", err=True)
-    click.echo(f"compute factor (median of {len(evidence)}): {factor:.4g}", err=True)
+        echo(f"{runs_file}:{line} {label}: compute x {f:.4g}", err=True)
+    echo(f"compute factor (median of {len(evidence)}): {factor:.4g}", err=True)
     if not output:
         return
     emit(profile_text(runs_file, profile, factor, evidence), output)
-    click.echo(f"wrote {output}", err=True)
+    echo(f"wrote {output}", err=True)

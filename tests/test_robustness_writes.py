@@ -1,0 +1,154 @@
+"""Robustness, round three (issue 28), outputs: ``-o`` never destroys an input or a
+protected file and never writes into /dev, whatever the path; any legal file name can
+be written; concurrent ``oracle import --append`` keep every row.  The one place this
+lives is oracle/render/output.py (check_target, the temporary file, append_lock) and,
+for what import-model reads, oracle/load/source.check_readable."""
+
+from __future__ import annotations
+
+import csv
+import os
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import ROOT, run_cli
+from test_robustness import files, one_error, predict
+
+ORACLE = [sys.executable, "-c", "from oracle.cli.main import main; main()"]
+
+
+def _tiny_onnx(path: Path) -> Path:
+    onnx = pytest.importorskip("onnx")
+    from test_robustness_names import tiny_onnx
+
+    return tiny_onnx(onnx, path)
+
+
+def test_import_model_onnx_never_overwrites_its_source(tmp_path):
+    src = _tiny_onnx(tmp_path / "m.onnx")
+    before = src.read_bytes()
+    link = tmp_path / "link.onnx"
+    link.symlink_to(src)
+    hard = tmp_path / "hard.onnx"
+    os.link(src, hard)
+    for target in (src, link, hard, tmp_path / "sub" / ".." / "m.onnx"):
+        (tmp_path / "sub").mkdir(exist_ok=True)
+        one_error(run_cli("import-model", src, "-o", target), "is also an input of this command")
+        assert src.read_bytes() == before and link.is_symlink()
+
+
+def test_import_model_python_never_overwrites_its_source(tmp_path):
+    pytest.importorskip("torch")
+    net = tmp_path / "net.py"
+    net.write_text("import torch\n\ndef f():\n    return torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3))\n")
+    before = net.read_text()
+    one_error(run_cli("import-model", f"{net}:f", "--input", "3,8,8", "-o", net), "is also an input")
+    assert net.read_text() == before
+
+
+def test_import_model_registers_a_python_source_as_an_input(tmp_path):
+    """Without PyTorch too: the file is checked and remembered before anything else."""
+    from oracle.importer.build import _check_source_file
+    from oracle.load.source import forget_inputs, is_input
+
+    net = tmp_path / "net.py"
+    net.write_text("x = 1\n")
+    forget_inputs()
+    _check_source_file(f"{net}:f")
+    assert is_input(os.stat(net))
+    forget_inputs()
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
+@pytest.mark.parametrize("source", ["m.onnx", "net.py:f"])
+def test_import_model_refuses_a_fifo_without_blocking(tmp_path, source):
+    fifo = tmp_path / source.split(":")[0]
+    os.mkfifo(fifo)
+    r = subprocess.run([*ORACLE, "import-model", str(tmp_path / source), "--input", "3,8,8"],
+                       capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert r.returncode == 2 and "FIFO" in r.stderr, r.stderr
+
+
+def _limited() -> None:
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_AS, (2 * 2**30, 2 * 2**30))  # reading /dev/zero must not eat the machine
+
+
+def test_import_model_refuses_a_link_to_a_device(tmp_path):
+    link = tmp_path / "zero.onnx"
+    link.symlink_to("/dev/zero")
+    r = subprocess.run([*ORACLE, "import-model", str(link)], capture_output=True, text=True, timeout=60,
+                       preexec_fn=_limited)  # fmt: skip
+    assert r.returncode == 2 and "is a device" in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize("mode", [0o444, 0o400, 0o555], ids=oct)
+def test_a_write_protected_output_is_kept(tmp_path, mode):
+    m, s, p = files(tmp_path)
+    out = tmp_path / "out.json"
+    out.write_text("keep me")
+    out.chmod(mode)
+    one_error(predict(m, s, p, "-o", out), "is write-protected", "chmod u+w")
+    assert out.read_text() == "keep me" and stat.S_IMODE(out.stat().st_mode) == mode
+
+
+def test_a_write_protected_folder_is_refused(tmp_path):
+    m, s, p = files(tmp_path)
+    folder = tmp_path / "ro"
+    folder.mkdir()
+    folder.chmod(0o555)
+    try:
+        one_error(predict(m, s, p, "-o", folder / "out.json"), "is write-protected")
+        assert list(folder.iterdir()) == []
+    finally:
+        folder.chmod(0o755)
+
+
+@pytest.mark.skipif(not os.path.isdir("/dev/shm"), reason="needs /dev/shm")
+def test_output_through_a_folder_link_into_dev_is_refused(tmp_path):
+    m, s, p = files(tmp_path)
+    link = tmp_path / "shm"
+    link.symlink_to("/dev/shm")
+    name = f"oracle-test-{os.getpid()}.json"
+    one_error(predict(m, s, p, "-o", link / name), "/dev/shm")
+    assert not os.path.exists(f"/dev/shm/{name}")
+
+
+@pytest.mark.parametrize("length", [250, 255])
+def test_any_legal_file_name_can_be_written(tmp_path, length):
+    m, s, p = files(tmp_path)
+    out = tmp_path / ("a" * (length - 5) + ".json")
+    r = predict(m, s, p, "-o", out)
+    assert r.code == 0, r.err
+    assert out.read_text().startswith("[")
+    assert sorted(x.name for x in tmp_path.iterdir() if x.name.startswith(".")) == []  # no temporary left
+
+
+def test_a_multibyte_255_byte_name_can_be_written(tmp_path):
+    m, s, p = files(tmp_path)
+    out = tmp_path / ("é" * 125 + ".json")  # 250 + 5 bytes
+    assert len(out.name.encode()) == 255
+    r = predict(m, s, p, "-o", out)
+    assert r.code == 0, r.err and out.exists()
+
+
+def test_concurrent_appends_keep_every_row(tmp_path):
+    """The issue's case: a CSV of one run, then seven concurrent --append of one run each."""
+    log = ROOT / "tests" / "data" / "logs" / "chainer-iter-trigger.json"
+    runs = tmp_path / "runs.csv"
+    args = ["import", str(log), "--model", "vgg16", "--system", "abci", "--profile", "vgg16_v100",
+            "--strategy", "data", "--gpus", "4", "--batch-per-gpu", "32"]  # fmt: skip
+    r = run_cli(*args, "-o", runs)
+    assert r.code == 0, r.err
+    procs = [subprocess.Popen([*ORACLE, *args, "--append", "-o", str(runs)], stderr=subprocess.PIPE, text=True)
+             for _ in range(7)]  # fmt: skip
+    for proc in procs:
+        assert proc.wait(timeout=120) == 0, proc.stderr.read() if proc.stderr else ""
+        if proc.stderr:
+            proc.stderr.close()
+    with runs.open(newline="") as fh:
+        assert len(list(csv.DictReader(fh))) == 8
