@@ -18,6 +18,9 @@ from collections.abc import Iterable
 from oracle.textsafe import one_line  # noqa: F401  (re-exported: the messages' escaping)
 
 
+MAX_MESSAGE = 600  # characters of a message shown; longer ones lose their middle
+
+
 class OracleError(Exception):
     """A user mistake: bad input file, bad key, bad command-line value."""
 
@@ -49,7 +52,10 @@ class OracleError(Exception):
 
     def __str__(self) -> str:
         where = self.where()
-        text = f"{where}: {self.message}" if where else self.message
+        message = self.message
+        if len(message) > MAX_MESSAGE:  # a user's 100 kB token quoted whole is no longer one line
+            message = f"{message[: MAX_MESSAGE - 100]} ... ({len(message) - MAX_MESSAGE + 50:,} characters left out) ... {message[-50:]}"
+        text = f"{where}: {message}" if where else message
         if self.hint:
             # a question ("did you mean 'x'?") reads as a second clause; other hints in brackets
             text += f"; {self.hint}" if self.hint.startswith("did you mean") else f" ({self.hint})"

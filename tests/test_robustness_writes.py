@@ -7,6 +7,7 @@ for what import-model reads, oracle/load/source.check_readable."""
 from __future__ import annotations
 
 import csv
+import math
 import os
 import stat
 import subprocess
@@ -152,3 +153,100 @@ def test_concurrent_appends_keep_every_row(tmp_path):
             proc.stderr.close()
     with runs.open(newline="") as fh:
         assert len(list(csv.DictReader(fh))) == 8
+
+
+# ======================================================================================
+# Bounded work: a long line costs linear time.  A backtracking regular expression took
+# minutes on these (16 kB of digits: 40 s); the timeouts only stop a hang, they are
+# hundreds of times what the linear parse needs.
+# ======================================================================================
+
+
+def _oracle(*args, timeout=120):
+    return subprocess.run([*ORACLE, *map(str, args)], capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.mark.parametrize("tail", ["x", ",x", "e"])
+def test_a_log_line_of_digits_is_parsed_in_linear_time(tmp_path, tail):
+    log = tmp_path / "train.log"
+    log.write_text("1" * 100_000 + tail + "\n0.5\n0.6\n")
+    r = _oracle("import", log, "--model", "vgg16", "--system", "abci", "--profile", "vgg16_v100",
+                "--strategy", "data", "--gpus", "4", "--batch-per-gpu", "32")  # fmt: skip
+    assert r.returncode == 2 and len(r.stderr) < 1000, r.stderr[:300]
+
+
+def test_a_long_nccl_tests_comment_line_is_parsed_in_linear_time(tmp_path):
+    log = tmp_path / "allreduce_8gpus.txt"
+    log.write_text("#" + " size" * 20_000 + " x\n" + "# nThread 1 nGpus 1\n")
+    r = _oracle("fit", "network", "--gpus-per-node", "4", "--gpus", "8", log)
+    assert r.returncode == 2, r.stderr[:300]
+
+
+# ======================================================================================
+# Every number checked where it enters: no option value is an internal error (exit 3)
+# ======================================================================================
+
+HUGE = "9" * 400
+
+
+def _params():
+    """(command path, parameter) for every numeric option of every command."""
+    import click
+
+    from oracle.cli.main import cli
+
+    ctx = click.Context(cli)
+
+    def walk(cmd, path):
+        if isinstance(cmd, click.Group):  # subcommands are loaded on demand
+            for name in cmd.list_commands(ctx):
+                yield from walk(cmd.get_command(ctx, name), (*path, name))
+        else:
+            for p in cmd.params:
+                if isinstance(p, click.Option) and not p.is_flag and not isinstance(p.type, click.Choice):
+                    yield " ".join(path), p
+
+    return list(walk(cli, ()))
+
+
+@pytest.mark.parametrize("value", [HUGE, "-" + HUGE, "1e400", "nan", "inf", "-inf", "1" + "0" * 30])
+def test_every_numeric_option_refuses_implausible_values(value):
+    """Each option's type converts ``value`` or refuses it with a user error: never an
+    OverflowError; a count it converts stays below 10^16, a float is finite."""
+    import click
+
+    from oracle.errors import OracleError
+
+    checked = 0
+    for command, param in _params():
+        if isinstance(param.type, (click.types.StringParamType, click.Path, click.File, click.types.BoolParamType)):
+            continue
+        checked += 1
+        try:
+            got = param.type.convert(value, param, None)
+        except (click.BadParameter, OracleError):
+            continue
+        numbers = got if isinstance(got, (tuple, list)) else (got,)
+        for n in numbers:
+            if isinstance(n, int) and not isinstance(n, bool):
+                assert abs(n) < 1e16, (command, param.name, value, got)  # a count oracle can compute with
+            if isinstance(n, float):
+                assert math.isfinite(n), (command, param.name, value, got)
+    assert checked > 30
+
+
+@pytest.mark.parametrize("args", [
+    ("predict", "-m", "alexnet", "-s", "abci", "-p", "alexnet_v100", "--gpus", "4", "-S", HUGE),
+    ("compare", "--log", "x.json", "-m", "alexnet", "-s", "abci", "-p", "alexnet_v100", "--strategy", "data",
+     "--gpus", "1" + "0" * 21, "--batch", "64"),
+    ("compare", ROOT / "validation" / "abci-paradl.csv", "--width", HUGE),
+    ("fit", "network", "--gpus-per-node", HUGE, "--gpus", "8", ROOT / "data" / "nccl-tests" / "abci-v100" / "inter_vnode_2nodes.txt"),
+    ("fit", "network", "--min-bytes", HUGE, ROOT / "data" / "nccl-tests" / "abci-v100" / "inter_vnode_2nodes.txt"),
+    ("fit", "network", "--gpus", HUGE, ROOT / "data" / "nccl-tests" / "abci-v100" / "inter_vnode_2nodes.txt"),
+    ("profile", "alexnet", "-t", HUGE),
+    ("search", "-m", "alexnet", "-s", "abci", "-p", "alexnet_v100", "--gpus", "4", "--top", HUGE),
+])  # fmt: skip
+def test_the_issues_huge_integers_are_one_error(args):
+    r = run_cli(*args)
+    assert r.code == 2 and r.exception is None, (r.code, r.err[-300:])
+    assert len(r.err_lines) == 1 and HUGE not in r.err and len(r.err) < 400, r.err

@@ -6,7 +6,7 @@ import math
 
 import click
 
-from oracle.cli.types import FiniteRange, PlainIntRange
+from oracle.cli.types import FiniteRange, PlainIntRange, count_type
 
 FORMATS = ("table", "json", "csv", "markdown")
 
@@ -79,7 +79,7 @@ def overlap_options() -> list:
                      " behind interior compute (communication_s is then the exposed part)."),
         click.option("--bucket-MB", "bucket_mb", type=FiniteRange(min=0), default=25.0, show_default=True,
                      help="Gradient bucket size in MiB (PyTorch DDP's default); 0: one bucket per layer."),
-        click.option("--bucket-layers", type=PlainIntRange(min=0), default=None,
+        click.option("--bucket-layers", type=count_type(min=0), default=None,
                      help="With --overlap buckets: all-reduce gradients in chunks of K layers (Lee et al. 2017)"
                      " instead of by size. [default: by --bucket-MB]"),
         click.option("--delayed-update", metavar="LAYERS",
@@ -101,8 +101,8 @@ def sweep_options(f):
                      help="Weak scaling: B = b·p samples per iteration. [default: the profile's"
                      " measured_samples_per_gpu, else 32]"),
         click.option("--batch", "-B", type=positive_float, help="Strong scaling: global mini-batch B, fixed."),
-        click.option("--p2", type=PlainIntRange(min=1), help="Hybrids: fix the model-part size p2 (p = p1·p2)."),
-        click.option("--segments", "-S", type=PlainIntRange(min=1), help="Pipeline segments S. [default: min(B, 4p)]"),
+        click.option("--p2", type=count_type(), help="Hybrids: fix the model-part size p2 (p = p1·p2)."),
+        click.option("--segments", "-S", type=count_type(), help="Pipeline segments S. [default: min(B, 4p)]"),
         precision_option(),
         click.option("--memory-model", type=click.Choice(["framework", "paradl"]), default="framework",
                      show_default=True,

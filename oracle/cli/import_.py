@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from oracle.cli.common import output_option, warn
-from oracle.cli.types import PlainIntRange
+from oracle.cli.types import PlainIntRange, count_type, gpu_count_type
 
 @click.command("import", context_settings={"max_content_width": 100})
 @click.argument("paths", nargs=-1, required=True, metavar="PATH...")
@@ -13,7 +13,7 @@ from oracle.cli.types import PlainIntRange
 @click.option("--system", "-s", metavar="NAME|FILE", help="System the runs ran on.")
 @click.option("--profile", "-p", metavar="NAME|FILE", help="Timing profile to project them with.")
 @click.option("--strategy", metavar="NAME", help="Strategy of the runs (data, spatial, filter, ..., data+spatial).")
-@click.option("--gpus", "-g", type=PlainIntRange(min=1), help="GPUs of every run.  [default: from the file name]")
+@click.option("--gpus", "-g", type=gpu_count_type(), help="GPUs of every run.  [default: from the file name]")
 @click.option("--batch", "-B", type=PlainIntRange(min=1), help="Global mini-batch B of every run.")
 @click.option(
     "--batch-per-gpu",
@@ -21,9 +21,9 @@ from oracle.cli.types import PlainIntRange
     type=PlainIntRange(min=1),
     help="Samples per GPU b; B = b x gpus.  [default: from the file name]",
 )
-@click.option("--p1", type=PlainIntRange(min=1), help="Hybrids: data-parallel groups p1 (p = p1·p2).")
-@click.option("--p2", type=PlainIntRange(min=1), help="Hybrids: model-part size p2 (p = p1·p2).")
-@click.option("--segments", "-S", type=PlainIntRange(min=1), help="Pipeline segments S.")
+@click.option("--p1", type=count_type(), help="Hybrids: data-parallel groups p1 (p = p1·p2).")
+@click.option("--p2", type=count_type(), help="Hybrids: model-part size p2 (p = p1·p2).")
+@click.option("--segments", "-S", type=count_type(), help="Pipeline segments S.")
 @click.option(
     "--log-format",
     type=click.Choice(["chainer", "plain", "step-csv"]),

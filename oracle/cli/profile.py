@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from oracle.cli.common import output_option
-from oracle.cli.types import FiniteRange, PlainIntRange
+from oracle.cli.types import FiniteRange, MAX_THREADS, PlainIntRange, count_type
 
 _POSITIVE_FRACTION = FiniteRange(min=0, max=1, min_open=True)
 
@@ -20,15 +20,15 @@ _POSITIVE_FRACTION = FiniteRange(min=0, max=1, min_open=True)
     "--device", type=click.Choice(["cpu", "cuda"]), help="Where to measure. [default: cpu]"
 )
 @click.option(
-    "--repeats", "-r", type=PlainIntRange(min=1),
+    "--repeats", "-r", type=count_type(),
     help="Timed repeats; the median is kept. [default: 10]",
 )  # fmt: skip
 @click.option(
-    "--warmup", "-w", type=PlainIntRange(min=0),
+    "--warmup", "-w", type=count_type(min=0),
     help="Untimed warm-up runs before the repeats. [default: 3]",
 )  # fmt: skip
 @click.option(
-    "--threads", "-t", type=PlainIntRange(min=1),
+    "--threads", "-t", type=PlainIntRange(min=1, limit=MAX_THREADS),
     help="CPU threads for PyTorch. [default: PyTorch's choice]",
 )  # fmt: skip
 @click.option(

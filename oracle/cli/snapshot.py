@@ -18,7 +18,7 @@ from __future__ import annotations
 import click
 
 from oracle.cli.common import echo, output_option
-from oracle.cli.types import FiniteRange, PlainIntRange
+from oracle.cli.types import FiniteRange, count_type
 
 
 @click.command()
@@ -38,7 +38,7 @@ def snapshot(cases_file: str, output: str | None) -> None:
 @click.command()
 @click.argument("baseline", metavar="BASELINE.json")
 @click.option("--rtol", type=FiniteRange(min=0), default=1e-6, show_default=True, help="Relative tolerance.")
-@click.option("--max-lines", type=PlainIntRange(min=1), default=50, show_default=True, help="Moved points listed at most.")
+@click.option("--max-lines", type=count_type(), default=50, show_default=True, help="Moved points listed at most.")
 def check(baseline: str, rtol: float, max_lines: int) -> None:
     """Recompute a baseline; exit 1 listing every point that moved by more than --rtol."""
     from oracle.errors import CheckFailed

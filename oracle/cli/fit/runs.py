@@ -8,7 +8,7 @@ import click
 
 from oracle.cli.common import echo
 from oracle.cli.fit import fit
-from oracle.cli.types import PlainIntRange
+from oracle.cli.types import width_type
 
 
 @fit.command("runs", context_settings={"max_content_width": 100})
@@ -25,7 +25,7 @@ from oracle.cli.types import PlainIntRange
 @click.option("--overlay", metavar="FILE", help="A YAML mapping merged into the written system (documented implementation facts).")
 @click.option("--name", metavar="TEXT", help="Name of the written system. [default: BASE's name + ' (calibrated)']")
 @click.option("--output", "-o", metavar="FILE", help="Write the calibrated system YAML (atomically).")
-@click.option("--width", type=PlainIntRange(min=60), help="Table width. [default: terminal]")
+@click.option("--width", type=width_type(), help="Table width. [default: terminal]")
 def fit_runs_cmd(runs, system, kind, where, overlay, name, output, width) -> None:
     """Calibrate a system from measured training runs (held-out runs then validate it).
 
