@@ -13,6 +13,7 @@ from oracle.load.model import parse_model
 from oracle.model import Model
 
 DEFAULT_DATASET = ("ImageNet-1k", 1281167)  # an assumption the header says to edit
+MAX_EXTENT = 10**6  # channels or pixels along one axis of --input: beyond any image or volume
 
 
 @dataclass(frozen=True)
@@ -24,13 +25,14 @@ class Imported:
 
 
 def parse_input(text: str) -> tuple[int, ...]:
-    try:
-        dims = tuple(int(v) for v in text.split(","))
-    except ValueError:
+    parts = text.split(",")
+    if all(p.strip().isascii() and p.strip().isdigit() and len(p.strip()) <= 7 for p in parts):
+        dims = tuple(int(v) for v in parts)
+    else:
         dims = ()
-    if not 2 <= len(dims) <= 4 or min(dims) < 1:
+    if not 2 <= len(dims) <= 4 or min(dims) < 1 or max(dims) > MAX_EXTENT:
         raise OracleError(
-            f"got {text!r}; expected channels then 1-3 spatial extents, e.g. 3,224,224",
+            f"got {text[:60]!r}; expected channels then 1-3 spatial extents of at most {MAX_EXTENT:,}, e.g. 3,224,224",
             path="--input",
         )
     return dims

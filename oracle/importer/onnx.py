@@ -278,7 +278,7 @@ def _walk(graph, input_name: str, consts: dict, source: str, allow: bool, numpy_
     out = Layers()
     for node in graph.node:
         if node.op_type == "Constant":
-            consts[node.output[0]] = numpy_helper.to_array(node.attribute[0].t)
+            consts[node.output[0]] = _constant(node, numpy_helper, source)
             continue
         data = [i for i in node.input if i in name]
         if not data:  # computes on constants only (shape arithmetic, shared initializers)
@@ -290,11 +290,27 @@ def _walk(graph, input_name: str, consts: dict, source: str, allow: bool, numpy_
         in_shapes = [tuple(shapes.get(i, ())[1:]) for i in data]
         n = Node(node, attrs, in_shapes, tuple(shapes.get(node.output[0], ())[1:]), consts)
         _one(n, data, name, out, source, allow)
+    if not graph.output:
+        raise OracleError("has no graph output; expected one computed from its input", file=source)
     result = graph.output[0].name
     if result not in name or name[result] == MODEL_INPUT:
         raise OracleError("has no output computed from its input", file=source)
     out.keep_live(name[result])
     return out
+
+
+def _constant(node, numpy_helper, source: str):
+    """The value of a ``Constant`` node, whichever attribute holds it (value, value_float,
+    value_ints, ...)."""
+    import numpy as np
+    import onnx
+
+    try:
+        value = onnx.helper.get_attribute_value(node.attribute[0])
+        return numpy_helper.to_array(value) if isinstance(value, onnx.TensorProto) else np.asarray(value)
+    except Exception as exc:  # no attribute, a tensor without data or of no type
+        raise OracleError(f"Constant '{node.name or node.output[0]}' holds no value oracle can read:"
+                          f" {type(exc).__name__}: {exc}", file=source) from None  # fmt: skip
 
 
 # the inputs of an operator that are trainable parameters (ONNX operator specs)
