@@ -7,10 +7,10 @@ function per destination.
   write the clipboard (OSC 52); :func:`console` makes the rich console every command
   prints through, which applies it to every segment it renders (tables, headers,
   captions: no caller can forget), and :func:`one_line` (errors, warnings) escapes
-  line breaks too.
-
-* Markdown: control characters are escaped as for the terminal; ``&`` and ``<`` become entities (no raw HTML such as ``<script>`` or
-  ``<img onerror=...>``: without ``<`` no tag opens, so ``>`` stays readable, as in
+  line breaks too; :func:`stdout_text` is the last guard of text written to standard
+  output in any format.
+* Markdown: control characters are escaped as for the terminal; ``&`` and ``<`` become
+  entities (no raw HTML such as ``<script>`` or ``<img onerror=...>``: without ``<`` no tag opens, so ``>`` stays readable, as in
   ``A100 -> H100``), ``\\ ` [ ] |`` get a backslash (no code spans, links, images or
   broken table cells), line breaks become spaces; ``://``, ``www.`` and ``@`` are written
   with an entity (``&#58;``, ``&#46;``, ``&#64;``) so that no name becomes a live link
@@ -19,8 +19,9 @@ function per destination.
   with ``'`` so that spreadsheets do not run it as a formula (OWASP's rule); numbers,
   negative ones included, are left alone.  :func:`csv_unescape` undoes it on reading.
   Control characters other than line breaks and tabs are shown as escapes.
-* YAML: :func:`yaml_scalar` (a quoted scalar, on one line) and :func:`yaml_comment`
-  (the text of a ``#`` comment, on one line).
+* YAML: :func:`yaml_quoted` (a double-quoted scalar on one line that reads back as the
+  text), :func:`yaml_scalar` (plain where that reads back the same, else quoted) and
+  :func:`yaml_comment` / :func:`yaml_comments` (``#`` comment lines that stay one line).
 * HTML: :func:`html` (entities, control characters escaped).
 """
 
