@@ -18,9 +18,22 @@ pytest.importorskip("hypothesis")
 
 from hypothesis import given  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
-from test_fuzz import _count, _fresh_dir, assert_clean, fuzz_settings  # noqa: E402
+from test_fuzz import _COUNTS, _count, _fresh_dir, assert_clean, fuzz_settings  # noqa: E402
 
 from conftest import ROOT, TINY_MODEL, TINY_PROFILE, TINY_SYSTEM, run_cli  # noqa: E402
+
+OWN = ("names", "import_model_onnx", "output_targets_round3", "numeric_options")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _report_own_counts():
+    """This module's example counts for scripts/fuzz.sh (test_fuzz.py reports its own)."""
+    yield
+    path = os.environ.get("ORACLE_FUZZ_COUNT_FILE")
+    if path:
+        with open(path, "a", encoding="utf-8") as fh:
+            fh.writelines(f"{name} {_COUNTS[name]}\n" for name in OWN if name in _COUNTS)
+
 
 RAW = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 NAME_PIECES = ["\x1b]52;c;aGk=\x07", "\x1b]0;t\x07", "\x1b[2J", "\x1b[8m", "\x9b2J", "\x9d0;t\x9c", "\n", "\r",
