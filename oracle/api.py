@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any
 
 from oracle.model import Model, Profile, System
-from oracle.vocabulary import FP32, FRAMEWORK, PARADL
 
 
 def predict(

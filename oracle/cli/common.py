@@ -7,8 +7,8 @@ from collections.abc import Callable
 
 import click
 
-from oracle.cli.types import FiniteRange, PlainIntRange
-from oracle.vocabulary import ALGORITHMS, FP32, FRAMEWORK, MEMORY_MODELS, PARADL, PRECISIONS, precision_bytes_text
+from oracle.cli.types import FiniteRange, PlainIntRange, count_type
+from oracle.vocabulary import ALGORITHMS, FRAMEWORK, MEMORY_MODELS, PARADL, PRECISIONS, precision_bytes_text
 
 FORMATS = ("table", "json", "csv", "markdown")
 
@@ -108,7 +108,7 @@ def overlap_options() -> list:
                      " behind interior compute (communication_s is then the exposed part)."),
         click.option("--bucket-MB", "bucket_mb", type=FiniteRange(min=0), default=25.0, show_default=True,
                      help="Gradient bucket size in MiB (PyTorch DDP's default); 0: one bucket per layer."),
-        click.option("--bucket-layers", type=PlainIntRange(min=0), default=None,
+        click.option("--bucket-layers", type=count_type(min=0), default=None,
                      help="With --overlap buckets: all-reduce gradients in chunks of K layers (Lee et al. 2017)"
                      " instead of by size. [default: by --bucket-MB]"),
         click.option("--delayed-update", metavar="LAYERS",
@@ -129,8 +129,8 @@ def sweep_options(f):
                      help="Weak scaling: B = b·p samples per iteration. [default: the profile's"
                      " measured_samples_per_gpu, else 32]"),
         click.option("--batch", "-B", type=positive_float, help="Strong scaling: global mini-batch B, fixed."),
-        click.option("--p2", type=PlainIntRange(min=1), help="Hybrids: fix the model-part size p2 (p = p1·p2)."),
-        click.option("--segments", "-S", type=PlainIntRange(min=1), help="Pipeline segments S. [default: min(B, 4p)]"),
+        click.option("--p2", type=count_type(), help="Hybrids: fix the model-part size p2 (p = p1·p2)."),
+        click.option("--segments", "-S", type=count_type(), help="Pipeline segments S. [default: min(B, 4p)]"),
         precision_option(),
         click.option("--memory-model", type=click.Choice(MEMORY_MODELS), default=FRAMEWORK, show_default=True,
                      help=f"{FRAMEWORK}: what PyTorch keeps (saved tensors, weights, gradients, optimizer,"
@@ -210,6 +210,14 @@ def warn(text: str) -> None:
     click.echo(f"oracle: warning: {one_line(text)}", err=True)
 
 
+def echo(text: str, *, err: bool = False, nl: bool = True) -> None:
+    """A plain line (a summary, 'wrote FILE') with a user's text in it: control
+    characters escaped (textsafe.terminal), as in tables and messages."""
+    from oracle.textsafe import terminal
+
+    click.echo(terminal(text), err=err, nl=nl)
+
+
 def print_renderable(*renderables, width: int | None = None) -> None:
     """Rich output to standard output: styled on a terminal; piped, plain text at the
     console's width without trailing spaces (issue 17)."""
@@ -229,14 +237,8 @@ def make_console(width: int | None = None):
     import os
     import sys
 
-    from rich.console import Console
-
-    class _Console(Console):
-        def on_broken_pipe(self) -> None:  # rich would exit 1 silently; say it in one line
-            import errno
-
-            raise BrokenPipeError(errno.EPIPE, "Broken pipe")
+    from oracle.textsafe import console  # control characters escaped; a broken pipe is an error
 
     if width is None and not sys.stdout.isatty() and "COLUMNS" not in os.environ:
         width = 140
-    return _Console(width=width) if width else _Console()
+    return console(width=width) if width else console()

@@ -7,7 +7,7 @@ from contextlib import contextmanager
 import click
 
 from oracle.cli.common import FORMATS, memory_model_options, output_option, positive_float, precision_option
-from oracle.cli.types import FiniteRange, PlainIntRange
+from oracle.cli.types import FiniteRange, count_type, gpu_count_type, width_type
 from oracle.load.values import parse_where
 
 
@@ -18,12 +18,12 @@ from oracle.load.values import parse_where
 @click.option("--system", "-s", metavar="NAME|FILE", help="With --log: the system. With RUNS.csv: use this system for every run instead of the file's column.")
 @click.option("--profile", "-p", metavar="NAME|FILE", help="With --log: the profile.")
 @click.option("--strategy", metavar="NAME", help="With --log: the strategy.")
-@click.option("--gpus", "-g", type=PlainIntRange(min=1), help="With --log: GPUs.")
+@click.option("--gpus", "-g", type=gpu_count_type(), help="With --log: GPUs.")
 @click.option("--batch", "-B", type=positive_float, help="With --log: global mini-batch.")
 @click.option("--batch-per-gpu", "-b", type=positive_float, help="With --log: samples per GPU (B = b·gpus).")
-@click.option("--p1", type=PlainIntRange(min=1), help="With --log: data-parallel part of a hybrid.")
-@click.option("--p2", type=PlainIntRange(min=1), help="With --log: model part of a hybrid.")
-@click.option("--segments", type=PlainIntRange(min=1), help="With --log: pipeline segments.")
+@click.option("--p1", type=count_type(), help="With --log: data-parallel part of a hybrid.")
+@click.option("--p2", type=count_type(), help="With --log: model part of a hybrid.")
+@click.option("--segments", type=count_type(), help="With --log: pipeline segments.")
 @click.option("--where", multiple=True, metavar="COL=VAL[,VAL]", help="Keep runs whose column has one of the values (repeatable), e.g. quality=A.")
 @click.option("--exclude", multiple=True, metavar="COL=VAL[,VAL]", help="Drop runs whose column has one of the values (repeatable), e.g. line=31,32 to hold out calibration runs.")
 @click.option("--min-accuracy", type=FiniteRange(0, 1), help="Exit 1 when the mean accuracy is below this (e.g. 0.85).")
@@ -39,7 +39,7 @@ from oracle.load.values import parse_where
               " has are noted and summarised apart. --where/--exclude choose the runs scored.")
 @click.option("--contention", type=FiniteRange(min=1, max=1000), help="Contention factor φ (overrides the systems).")
 @click.option("--format", "-f", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
-@click.option("--width", type=PlainIntRange(min=60), help="Table width. [default: terminal]")
+@click.option("--width", type=width_type(), help="Table width. [default: terminal]")
 @output_option
 def compare(
     runs, log, model, system, profile, strategy, gpus, batch, batch_per_gpu, p1, p2, segments, where,

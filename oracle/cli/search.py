@@ -15,8 +15,7 @@ from oracle.cli.common import (
     positive_float,
     precision_option,
 )
-from oracle.cli.types import FiniteRange, PlainIntRange
-from oracle.vocabulary import FP32, PRECISIONS
+from oracle.cli.types import FiniteRange, PlainIntRange, count_type, width_type
 
 # the per-layer search keeps arrays of one entry per GPU for the redistribution costs;
 # far beyond any machine oracle describes (systems list at most a few thousand GPUs)
@@ -89,14 +88,14 @@ def _distributions_help() -> str:
 )
 @click.option(
     "--top",
-    type=PlainIntRange(min=1),
+    type=count_type(),
     default=5,
     show_default=True,
     help="Uniform strategies shown.",
 )
 @click.option(
     "--width",
-    type=PlainIntRange(min=60),
+    type=width_type(),
     help="Table width in characters. [default: terminal, 140 in pipes]",
 )
 @click.option(

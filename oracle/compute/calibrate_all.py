@@ -61,8 +61,6 @@ from oracle.compute.compare import config_for
 from oracle.compute.context import Context
 from oracle.compute.io import EVERY_GPU, loaders
 from oracle.compute.strategies import REGISTRY
-from oracle.compute.strategies.data import Data
-from oracle.compute.strategies.serial import Serial
 from oracle.model import InputPipeline, NetworkLevel, Protocol, System
 
 SLOWER = 1.5  # a run implying a β this much above the tightest one is not network-bound

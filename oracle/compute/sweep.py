@@ -18,7 +18,6 @@ from oracle.compute.strategies.base import Config
 from oracle.compute.strategies.data import Data
 from oracle.errors import OracleError, did_you_mean
 from oracle.model import LayerTimes, Model, System
-from oracle.vocabulary import MEMORY_MODELS, PRECISION_BYTES
 
 
 def parse_strategies(spec: str | Sequence[str] | None) -> tuple[list[str], bool]:

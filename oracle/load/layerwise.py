@@ -261,7 +261,10 @@ def dump_layerwise(
     source: str = "",
 ) -> str:
     """A layer-wise configuration file for ``assignment`` (loadable again)."""
-    lines = [f"# {c}".rstrip() for c in comments]
+    from oracle.textsafe import yaml_comments
+    from oracle.textsafe import yaml_scalar as _scalar
+
+    lines = yaml_comments(comments)
     lines.append(f"model: {_scalar(model.name)}")
     lines.append(f"gpus: {gpus}")
     if batch is not None:
@@ -283,13 +286,3 @@ def dump_layerwise(
         )
     return "\n".join(lines) + "\n"
 
-
-def _scalar(text: str) -> str:
-    import json
-    import re
-
-    if re.match(r"^[A-Za-z_][A-Za-z0-9_.\-]*$", text) and text.lower() not in {
-        "true", "false", "yes", "no", "on", "off", "null", "y", "n",
-    }:  # fmt: skip
-        return text
-    return json.dumps(text, ensure_ascii=False)

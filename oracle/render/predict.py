@@ -175,10 +175,10 @@ def nothing_fits_hint(points: Sequence[Point], meta: dict) -> str:
 
 def render_text(renderable, width: int = 140, color: bool = False) -> str:
     """Render a rich object to a string of fixed width (files, golden tests)."""
-    from rich.console import Console
+    from oracle.textsafe import console as safe_console
 
     buf = io.StringIO()
-    console = Console(
+    console = safe_console(
         file=buf,
         width=width,
         color_system="truecolor" if color else None,

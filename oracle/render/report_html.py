@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import base64
-import html
 
 from oracle.render.compare import RATIO_HEAD, RATIO_NOTE, ratio_cell
 from oracle.render.predict import memory_label
@@ -26,6 +25,7 @@ from oracle.render.report import (
     limits,
     recommendation,
 )
+from oracle.textsafe import html
 from oracle.units import fmt_seconds
 
 
@@ -67,11 +67,11 @@ footer { margin-top: 3em; color: var(--muted); font-size: 0.85em; border-top: 1p
 
 def _e(text: object) -> str:
     """Escape text content (quotes stay readable: 'oracle[plot]')."""
-    return html.escape(str(text), quote=False)
+    return html(text)
 
 
 def _attr(text: object) -> str:
-    return html.escape(str(text), quote=True)
+    return html(text, quote=True)
 
 
 def _swatch(name: str) -> str:

@@ -193,10 +193,10 @@ def render_text(results: Sequence[SearchResult], meta: dict, top: int = 5, width
     """One GPU count in detail; with several (--max-gpus) the answer first, a line per
     count, then the fastest count in detail (issue 17: not every count before the answer;
     --format json keeps them all)."""
-    from rich.console import Console
+    from oracle.textsafe import console as safe_console
 
     buf = io.StringIO()
-    console = Console(file=buf, width=width, color_system=None, force_terminal=False, soft_wrap=False,
+    console = safe_console(file=buf, width=width, color_system=None, force_terminal=False, soft_wrap=False,
                       emoji=False, highlight=False, legacy_windows=False)  # fmt: skip
     best = overall_winner(results) if len(results) > 1 else None
     if len(results) > 1:

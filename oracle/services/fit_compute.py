@@ -15,7 +15,6 @@ from __future__ import annotations
 
 from statistics import median
 
-from oracle.vocabulary import FP32
 
 
 def run_options(run, file: str, profile):

@@ -12,6 +12,8 @@ import datetime
 from dataclasses import dataclass
 from pathlib import Path
 
+from oracle.textsafe import yaml_comments
+
 
 @dataclass(frozen=True)
 class RunsRequest:
@@ -140,7 +142,7 @@ def calibrated_system(req: RunsRequest, sel: Selection, cal) -> str:
     ]
     for e in cal.evidence:
         head.append(f"#   {req.runs}:{e.line} {e.run}: {e.parameter} = {fmt_param(e.parameter, e.value)} ({e.note})")
-    text = "\n".join(head) + "\n" + yaml.safe_dump(doc, sort_keys=False, allow_unicode=True, width=100)
+    text = "\n".join(yaml_comments(h[2:] for h in head)) + "\n" + yaml.safe_dump(doc, sort_keys=False, allow_unicode=True, width=100)
     try:
         check_loads(text, str(req.output))
     except OracleError as exc:

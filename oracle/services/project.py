@@ -4,7 +4,7 @@ services that build on a projection (report, plot, search).  No click, no printi
 
 from __future__ import annotations
 
-from oracle.vocabulary import FP32, FRAMEWORK, PARADL, RING
+from oracle.vocabulary import FP32, PARADL, RING
 
 
 def profile_note(pr, options=None) -> str:

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import click
 
+from oracle.cli.common import echo
 from oracle.cli.fit import fit
-from oracle.cli.types import PlainIntRange
+from oracle.cli.types import width_type
 
 
 @fit.command("runs", context_settings={"max_content_width": 100})
@@ -24,7 +25,7 @@ from oracle.cli.types import PlainIntRange
 @click.option("--overlay", metavar="FILE", help="A YAML mapping merged into the written system (documented implementation facts).")
 @click.option("--name", metavar="TEXT", help="Name of the written system. [default: BASE's name + ' (calibrated)']")
 @click.option("--output", "-o", metavar="FILE", help="Write the calibrated system YAML (atomically).")
-@click.option("--width", type=PlainIntRange(min=60), help="Table width. [default: terminal]")
+@click.option("--width", type=width_type(), help="Table width. [default: terminal]")
 def fit_runs_cmd(runs, system, kind, where, overlay, name, output, width) -> None:
     """Calibrate a system from measured training runs (held-out runs then validate it).
 
@@ -65,7 +66,7 @@ def fit_runs_cmd(runs, system, kind, where, overlay, name, output, width) -> Non
                           hint="select other runs with --where, or add the measurement named")  # fmt: skip
     if output:
         emit(result.system_text, output)
-        click.echo(f"wrote {output}", err=True)
+        echo(f"wrote {output}", err=True)
 
 
 def _write_profile(runs_file: str, profile, factor: float, evidence, output: str | None) -> None:
@@ -73,9 +74,9 @@ def _write_profile(runs_file: str, profile, factor: float, evidence, output: str
     from oracle.services.fit_compute import profile_text
 
     for line, label, f in evidence:
-        click.echo(f"{runs_file}:{line} {label}: compute x {f:.4g}", err=True)
-    click.echo(f"compute factor (median of {len(evidence)}): {factor:.4g}", err=True)
+        echo(f"{runs_file}:{line} {label}: compute x {f:.4g}", err=True)
+    echo(f"compute factor (median of {len(evidence)}): {factor:.4g}", err=True)
     if not output:
         return
     emit(profile_text(runs_file, profile, factor, evidence), output)
-    click.echo(f"wrote {output}", err=True)
+    echo(f"wrote {output}", err=True)
