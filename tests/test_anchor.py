@@ -19,7 +19,7 @@ from oracle.compute.anchor import anchored, family
 from oracle.compute.calibrate_all import samples_per_replica
 from oracle.compute.calibrate_split import with_mechanisms
 from oracle.compute.compare import accuracy, compare_run
-from tests.conftest import run_cli
+from conftest import run_cli
 
 RUNS = Path(__file__).resolve().parent.parent / "validation" / "abci-paradl.csv"
 

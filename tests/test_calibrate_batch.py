@@ -12,7 +12,7 @@ from oracle.compute.calibrate_all import apply, calibrate_all, with_compute_fact
 from oracle.compute.compare import config_for
 from oracle.compute.strategies import REGISTRY
 from oracle.load.runs import MeasuredRun
-from tests.conftest import run_cli
+from conftest import run_cli
 
 
 def one_gpu(line, batch, seconds=None):

@@ -12,7 +12,7 @@ import json
 import pytest
 import yaml
 
-from tests.conftest import run_cli
+from conftest import run_cli
 
 SYSTEM = "gcp-a3mega-h100"
 HEAD = "model,system,profile,strategy,gpus,global_batch,iteration_s,precision"

@@ -44,7 +44,7 @@ CASES = [
 def inputs(tmp_path_factory) -> dict[str, str]:
     """The two inputs made for these tests: issue 23's estimated bf16 ResNet-152 profile,
     and ABCI with a calibrated compute factor for ResNet-50 (as oracle fit runs writes)."""
-    from tests.conftest import run_cli
+    from conftest import run_cli
 
     tmp = tmp_path_factory.mktemp("one_path")
     prof = tmp / "r152.yaml"
