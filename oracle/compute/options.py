@@ -51,6 +51,8 @@ class Options:
     # the run's precision and each point's per-GPU batch (when the caller passes the
     # profile's origin to Context); "linear" is ParaDL's per-sample arithmetic
     compute_scaling: str = "model"
+    # issue 25: the software stack in force (oracle/stack.py, applied by compute/stack.py); None: none named
+    stack: Any = None
 
     @property
     def memory_model_extended(self) -> bool:

@@ -35,4 +35,14 @@ def load_profile(name_or_path: str | Path | Profile) -> Profile:
     return _load(resolve("profiles", str(name_or_path)))
 
 
-__all__ = ["load_model", "load_system", "load_profile"]
+def load_stack(name_or_path):
+    """A software stack (issue 25) by shipped name (``pytorch``) or path."""
+    from oracle.load.stack import load_stack as _load
+    from oracle.stack import Stack
+
+    if isinstance(name_or_path, Stack):
+        return name_or_path
+    return _load(resolve("stacks", str(name_or_path)))
+
+
+__all__ = ["load_model", "load_system", "load_profile", "load_stack"]

@@ -56,7 +56,16 @@ def describe(m, s, pr, options, run, batch, conversion) -> dict:
         "options_note": options_note(s, options),
         "model_note": model_note(m),
         "compute_conversion": conversion_caption(conversion, batch, per_gpu, s, m),
+        "stack": options.stack.name if options.stack is not None else "",
+        "stack_note": stack_caption(options.stack),
     }
+
+
+def stack_caption(stack) -> str:
+    """The software stack in force (issue 25), for headers and reports."""
+    if stack is None:
+        return ""
+    return f"stack: {stack.name} ({stack.description})"
 
 
 def provenance(chosen, used, options: str, shown: str, converts: bool, default=None) -> str:
@@ -140,7 +149,7 @@ def project(model, system, profile, gpus=None, strategies="all", batch_per_gpu=N
             optimizer="sgd", mixed_precision=False, zero=0, checkpointing=False, overlap="none",
             bucket_mb=25.0, layers=None, memory_model="framework", spatial_split_after=None,
             compute_scaling="model", bucket_layers=None, delayed_update=None,
-            replicated_gradients=None):  # fmt: skip
+            replicated_gradients=None, stack=None):  # fmt: skip
     """Load the inputs and run the sweep, as ``oracle predict`` does (keywords as the
     options of :func:`sweep_options`; precision and batch None: the profile's).
 
@@ -148,23 +157,29 @@ def project(model, system, profile, gpus=None, strategies="all", batch_per_gpu=N
     ``inputs`` is a dict with the loaded model, system, profile and options."""
     from oracle.api import SweepRequest, run_sweep
     from oracle.compute.context import Options
+    from dataclasses import replace
+
     from oracle.compute.options import profile_defaults
     from oracle.errors import OracleError
+    from oracle.load import load_stack
     from oracle.load.values import default_gpus, parse_gpus
 
     if batch is not None and batch_per_gpu is not None:
         raise OracleError("give either --batch (strong scaling) or --batch-per-gpu (weak scaling), not both")
     m, s, pr, _ = load_inputs(model, system, profile)  # a mismatched profile is the first error
+    st = load_stack(stack) if stack is not None else None
     counts = parse_gpus(gpus) if gpus is not None else default_gpus(s.total_gpus)  # '' is an error
-    gamma = memory_reuse(gamma, memory_model)
     run = profile_defaults(pr, precision, batch, batch_per_gpu)
     batch_per_gpu = run.batch_per_gpu.value if run.batch_per_gpu is not None else None
-    options = Options(precision=run.precision.value, memory_reuse=gamma, contention=phi, segments=segments,
+    options = Options(precision=run.precision.value, contention=phi, segments=segments,
                       samples=samples, collective=collective, optimizer=optimizer, mixed_precision=mixed_precision,
                       zero=zero, checkpointing=checkpointing, overlap=overlap, bucket_bytes=bucket_mb * 2**20,
                       memory_model=memory_model, spatial_split_after=spatial_split_after,
                       compute_scaling=compute_scaling, bucket_layers=chunk_layers(bucket_layers),
                       delayed_update=layer_names(delayed_update), replicated_gradients=layer_names(replicated_gradients))
+    if st is not None:
+        options, s = with_stack(options, s, st)
+    options = replace(options, memory_reuse=memory_reuse(gamma, options.memory_model))
     sweep = run_sweep(SweepRequest(m, s, pr, options, counts, strategies, batch, batch_per_gpu, p2))
     points = sweep.points
     if layers:
@@ -175,6 +190,19 @@ def project(model, system, profile, gpus=None, strategies="all", batch_per_gpu=N
                   batch=batch, batch_per_gpu=batch_per_gpu, p2=p2,
                   args=dict(model=model, system=system, profile=profile))
     return points, meta, inputs
+
+
+def with_stack(options, system, stack):
+    """Options and system under ``stack`` (compute/stack.py): the stack's communication, memory
+    and compute-scaling choices for the options left at their defaults (an option given at
+    another value wins), its input pipeline where the system file has none."""
+    from oracle.compute.context import Options
+    from oracle.compute.stack import stack_options, stack_system
+
+    plain = Options()
+    given = frozenset(k for k in ("overlap", "bucket_bytes", "collective", "memory_model", "compute_scaling")
+                      if getattr(options, k) != getattr(plain, k))  # fmt: skip
+    return stack_options(options, stack, given), stack_system(system, stack)
 
 
 def memory_reuse(gamma: float | None, memory_model: str) -> float:

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from oracle.compute.context import Context
 from oracle.compute.cost import NAN_BREAKDOWN, Breakdown, Limit, Point
 from oracle.compute.memory import MemoryParts, memory_bytes
+from oracle.compute.stack import per_iteration
 from oracle.units import fmt_gb
 
 
@@ -91,9 +92,11 @@ def make_point(
     if ctx.options.zero >= 3 and breakdown.gradient_exchange_s:
         # ZeRO-3 all-gathers the weights in forward and backward besides the gradient
         # reduce-scatter: 1.5x the all-reduce volume (Rajbhandari et al., SC 2020, §7.2)
-        from dataclasses import replace as _replace
-
-        breakdown = _replace(breakdown, gradient_exchange_s=1.5 * breakdown.gradient_exchange_s)
+        breakdown = replace(breakdown, gradient_exchange_s=1.5 * breakdown.gradient_exchange_s)
+    if ctx.options.stack is not None and cfg.batch > 0:  # issue 25: the stack's per-iteration costs
+        fb, wu = per_iteration(ctx.options, cfg.gpus, ctx.D / cfg.batch, len(ctx.model.layers),
+                               breakdown.forward_backward_s, breakdown.weight_update_s)  # fmt: skip
+        breakdown = replace(breakdown, forward_backward_s=fb, weight_update_s=wu)
     if system.input is not None and cfg.batch > 0:
         breakdown = _with_input(ctx, cfg, breakdown)
     limits = list(limits) + epoch_limit(ctx, cfg.batch)
@@ -137,6 +140,7 @@ def make_point(
         profile_kind=ctx.profile_kind,
         memory_model=ctx.memory_model,
         compute_conversion=ctx.conversion_label(cfg.batch / cfg.gpus) if cfg.gpus > 0 else "",
+        stack=ctx.options.stack.name if ctx.options.stack is not None else "",
     )
 
 
@@ -210,8 +214,6 @@ def _memory(ctx: Context, cfg: Config, memory: MemoryParts) -> tuple[float, dict
 
 def _with_input(ctx: Context, cfg: Config, bd: Breakdown) -> Breakdown:
     """Add the exposed input stall (docs/cost-model.md input pipeline, compute/io.py)."""
-    from dataclasses import replace
-
     from oracle.compute.io import exposed, input_time
 
     pipe = ctx.system.input

@@ -1,0 +1,76 @@
+"""Applying a software stack (issue 25, oracle/stack.py) to a projection.
+
+- Options: the stack's overlap, bucket size, all-reduce algorithm policy ("system": the
+  system file decides), memory model and compute scaling, unless the user set them.
+- Compute: an ESTIMATED profile's times (the compute model's, ``oracle profile
+  --estimate``) are divided by the stack's efficiency for the run's precision class on the
+  system's GPU; measured profiles already carry their software's speed and are left alone.
+- Beyond one GPU the forward and backward run at the stack's data-parallel efficiency
+  (a fitted fraction: collective kernels overlapped with the backward and the input
+  pipeline share the GPU's SMs and memory bandwidth and the host's CPUs).
+- Per iteration: ``fixed_s`` is added to the weight update (the optimizer step's overhead,
+  synchronisations, loss and BatchNorm reductions beyond the kernels), and the forward and
+  backward last at least ``layers x launch_floor_s_per_layer`` (the host launching kernels
+  one by one; 0 with CUDA graphs).
+- Input: the stack's loader rates become the system's input pipeline (prefetched, as
+  DataLoader workers and DALI do) where the system file describes none.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from oracle.compute.options import Options
+from oracle.model import InputPipeline, System
+from oracle.stack import Stack
+
+
+def precision_class(options: Options) -> str:
+    return "mixed" if options.mixed_precision or options.precision in ("fp16", "bf16") else "fp32"
+
+
+def stack_options(options: Options, stack: Stack, given: frozenset[str] = frozenset()) -> Options:
+    """``options`` with the stack's communication, memory and compute-scaling choices, except
+    the fields named in ``given`` (set by the user)."""
+    algorithm = stack.algorithm.value
+    values = {
+        "overlap": stack.overlap.value,
+        "bucket_bytes": float(stack.bucket_MB.value) * 2**20,
+        "collective": None if algorithm == "system" else algorithm,
+        "memory_model": stack.memory_model.value,
+        "compute_scaling": stack.compute_scaling.value,
+    }
+    return replace(options, stack=stack, **{k: v for k, v in values.items() if k not in given})
+
+
+def stack_system(system: System, stack: Stack) -> System:
+    """The system with the stack's input pipeline where its file describes none."""
+    if system.input is not None or (stack.input_samples_per_s_per_gpu is None and stack.input_samples_per_s_per_node is None):
+        return system
+    gpu, node = stack.input_samples_per_s_per_gpu, stack.input_samples_per_s_per_node
+    pipe = InputPipeline(loader_samples_per_s=gpu.value if gpu else None, node_samples_per_s=node.value if node else None,
+                         overlap=True, source=f"stack {stack.name}: " + "; ".join(s.source for s in (gpu, node) if s))  # fmt: skip
+    return replace(system, input=pipe)
+
+
+def compute_factor(options: Options, system: System, profile_kind: str) -> float:
+    """The time factor on the profile's compute times: 1 / the stack's efficiency for an
+    estimated profile, else 1."""
+    stack = options.stack
+    if stack is None or profile_kind != "estimated":
+        return 1.0
+    eff = stack.efficiency_for(system.gpu_model, precision_class(options))
+    return 1.0 / float(eff.value) if eff is not None else 1.0
+
+
+def per_iteration(options: Options, gpus: int, iterations: float, layers: int, forward_backward_s: float,
+                  weight_update_s: float) -> tuple[float, float]:  # fmt: skip
+    """(forward_backward_s, weight_update_s) per epoch with the stack's per-GPU costs: its
+    data-parallel efficiency beyond one GPU, launch floor and fixed cost per iteration."""
+    stack = options.stack
+    if stack is None:
+        return forward_backward_s, weight_update_s
+    if gpus > 1:
+        forward_backward_s /= stack.data_parallel_efficiency_for(precision_class(options))
+    floor = iterations * layers * float(stack.launch_floor_s_per_layer.value)
+    return max(forward_backward_s, floor), weight_update_s + iterations * float(stack.fixed_s.value)
