@@ -145,28 +145,33 @@ class Inputs:
         from oracle.compute.context import Options
 
         self.precision = options.pop("precision", None)  # None: each profile's
+        self.stack = options.pop("stack", None)  # issue 25: a run's stack column comes first
         self.options = Options(**options)
         self._contexts: dict = {}
 
     def context(self, model: str, system: str, profile: str, run=None):
         """The context of (model, system, profile); ``run``: a measured run whose
         ``precision`` column (issue 13) sets precision and mixed precision; else the
-        ``precision`` option, else the profile's."""
+        ``precision`` option, else the profile's; likewise its ``stack`` column (issue 25),
+        else the ``stack`` option, else none."""
         from dataclasses import replace
 
         from oracle.compute.compare import run_precision_options
 
         prec = run_precision_options(run) if run is not None else None
         precision, mixed = prec if prec is not None else (self.precision, self.options.mixed_precision)
-        key = (model, system, profile, precision, mixed)
+        stack = (run.stack if run is not None else "") or self.stack
+        key = (model, system, profile, precision, mixed, stack)
         if key not in self._contexts:
             from oracle.compute.conversion import build_context
             from oracle.compute.options import profile_defaults
-            from oracle.load import load_model, load_profile, load_system
+            from oracle.compute.stack import apply_stack
+            from oracle.load import load_model, load_profile, load_stack, load_system
 
             m, s, pr = load_model(model), load_system(system), load_profile(profile)
             precision = profile_defaults(pr, precision).precision.value
             options = replace(self.options, precision=precision, mixed_precision=mixed)
+            options, s = apply_stack(options, s, load_stack(stack) if stack else None)
             self._contexts[key] = build_context(m, s, pr, options)
         return self._contexts[key]
 

@@ -160,3 +160,24 @@ def test_list_and_show_stack():
     assert j["values"]["communication.bucket_MB"]["value"] == 25
     assert "distributed.py" in j["values"]["communication.bucket_MB"]["source"]
     assert math.isclose(j["values"]["compute.data_parallel_efficiency.mixed"]["value"], 0.85)
+
+
+def test_runs_file_stack_column_comes_before_the_option(tmp_path):
+    import csv
+
+    src = ROOT / "validation" / "dle-resnet50-runs.csv"
+    rows = list(csv.DictReader(src.open()))
+    runs = tmp_path / "runs.csv"
+    with runs.open("w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=[*rows[0], "stack"])
+        w.writeheader()
+        w.writerows(dict(r, stack="pytorch") for r in rows)
+    plain = json.loads(run_cli("compare", str(src), "-f", "json").out)["rows"]
+    col = json.loads(run_cli("compare", str(runs), "-f", "json").out)["rows"]
+    opt = json.loads(run_cli("compare", str(src), "--stack", "pytorch", "-f", "json").out)["rows"]
+    both = json.loads(run_cli("compare", str(runs), "--stack", "tensorflow", "-f", "json").out)["rows"]
+    assert [r["stack"] for r in plain] == ["", ""]
+    assert [r["stack"] for r in col] == [r["stack"] for r in both] == ["pytorch", "pytorch"]
+    assert [r["predicted_s"] for r in col] == [r["predicted_s"] for r in opt] == [r["predicted_s"] for r in both]
+    # the 8-GPU AMP run moves (data-parallel efficiency and overlap), the 1-GPU run does not (efficiency 1.0)
+    assert col[0]["predicted_s"] == plain[0]["predicted_s"] and col[1]["predicted_s"] != plain[1]["predicted_s"]

@@ -64,12 +64,12 @@ def precision_option(also: str = ""):
                         f" compute model converts the profile's times to it.{also} [default: the profile's precision]")
 
 
-def stack_option():
+def stack_option(also: str = ""):
     """--stack NAME|FILE (issue 25): the training software stack (stacks/, oracle list stacks)."""
     return click.option("--stack", metavar="NAME|FILE",
                         help="Software stack (shipped name, e.g. pytorch, or path; oracle list stacks): its compute"
                         " efficiency, per-iteration costs, overlap, buckets, collectives and memory model, for the"
-                        " options left at their defaults. [default: none: the options as given]")
+                        f" options left at their defaults.{also} [default: none: the options as given]")
 
 
 def collective_option():

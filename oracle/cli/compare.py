@@ -6,7 +6,14 @@ from contextlib import contextmanager
 
 import click
 
-from oracle.cli.common import FORMATS, memory_model_options, output_option, positive_float, precision_option
+from oracle.cli.common import (
+    FORMATS,
+    memory_model_options,
+    output_option,
+    positive_float,
+    precision_option,
+    stack_option,
+)
 from oracle.cli.types import FiniteRange, PlainIntRange
 from oracle.load.values import parse_where
 from oracle.services.project import memory_reuse
@@ -32,6 +39,7 @@ from oracle.services.project import memory_reuse
 @click.option("--anomaly-threshold", type=FiniteRange(min=0), default=0.5, show_default=True, help="Flag runs off the projection by more than this share of the measured time.")
 @precision_option(" A run's precision column comes first.")
 @memory_model_options
+@stack_option(" A run's stack column comes first.")
 @click.option("--calibrate-on", metavar="EXPR",
               help="Calibrate each system on the runs EXPR selects (e.g. 'gpus<=8'; --calibrate all of oracle fit"
               " runs) and score only the others, next to the naive projection from the nearest smaller"
@@ -44,7 +52,7 @@ from oracle.services.project import memory_reuse
 def compare(
     runs, log, model, system, profile, strategy, gpus, batch, batch_per_gpu, p1, p2, segments, where,
     exclude, min_accuracy, max_mape, anomaly_threshold, precision, memory_model, gamma, phi, fmt, width, output,
-    calibrate_on,
+    calibrate_on, stack,
 ):  # fmt: skip
     """Compare projections with measured runs: accuracy per run, summary, anomalies.
 
@@ -65,7 +73,7 @@ def compare(
     if (runs is None) == (log is None):
         raise OracleError("give a RUNS.csv file or --log FILE (with --model, --system, ...), not both")
     options = dict(precision=precision, memory_reuse=memory_reuse(gamma, memory_model), contention=phi,
-                   memory_model=memory_model)  # fmt: skip
+                   memory_model=memory_model, stack=stack)  # fmt: skip
     if log is not None:
         if calibrate_on:
             raise OracleError("--calibrate-on needs a RUNS.csv file of several runs, not --log", path="--calibrate-on")

@@ -43,6 +43,18 @@ def stack_options(options: Options, stack: Stack, given: frozenset[str] = frozen
     return replace(options, stack=stack, **{k: v for k, v in values.items() if k not in given})
 
 
+def apply_stack(options: Options, system: System, stack: Stack | None) -> tuple[Options, System]:
+    """Options and system under ``stack`` (None: unchanged): the stack's choices for the
+    options left at their defaults (an option given at another value wins), its input
+    pipeline where the system file has none."""
+    if stack is None:
+        return options, system
+    plain = Options()
+    given = frozenset(k for k in ("overlap", "bucket_bytes", "collective", "memory_model", "compute_scaling")
+                      if getattr(options, k) != getattr(plain, k))  # fmt: skip
+    return stack_options(options, stack, given), stack_system(system, stack)
+
+
 def stack_system(system: System, stack: Stack) -> System:
     """The system with the stack's input pipeline where its file describes none."""
     if system.input is not None or (stack.input_samples_per_s_per_gpu is None and stack.input_samples_per_s_per_node is None):

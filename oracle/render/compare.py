@@ -29,6 +29,7 @@ ROW_FIELDS = (
     "beyond_calibration",  # --calibrate-on: why the run extrapolates in batch
     "feasible", "limits", "profile_kind",
     "compute_conversion",  # issue 13
+    "stack",  # issue 25: the software stack in force
     "source",
 )  # fmt: skip
 
@@ -42,7 +43,7 @@ def _row_values(r: CompareRow) -> tuple:
         pt.segments, run.basis, run.measured_s, _num(r.predicted_s), _num(r.accuracy), _num(r.ratio),
         _num(r.predicted_compute_s), _num(r.predicted_comm_s), run.compute_s, run.comm_s,
         _num(r.compute_accuracy), _num(r.comm_accuracy), r.anomaly, _num(r.naive_s), r.beyond_calibration, pt.feasible,
-        [lim.reason for lim in pt.limits], pt.profile_kind, pt.compute_conversion, run.source,
+        [lim.reason for lim in pt.limits], pt.profile_kind, pt.compute_conversion, pt.stack, run.source,
     )  # fmt: skip
 
 

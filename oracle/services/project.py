@@ -160,6 +160,7 @@ def project(model, system, profile, gpus=None, strategies="all", batch_per_gpu=N
     from dataclasses import replace
 
     from oracle.compute.options import profile_defaults
+    from oracle.compute.stack import apply_stack
     from oracle.errors import OracleError
     from oracle.load import load_stack
     from oracle.load.values import default_gpus, parse_gpus
@@ -177,8 +178,7 @@ def project(model, system, profile, gpus=None, strategies="all", batch_per_gpu=N
                       memory_model=memory_model, spatial_split_after=spatial_split_after,
                       compute_scaling=compute_scaling, bucket_layers=chunk_layers(bucket_layers),
                       delayed_update=layer_names(delayed_update), replicated_gradients=layer_names(replicated_gradients))
-    if st is not None:
-        options, s = with_stack(options, s, st)
+    options, s = apply_stack(options, s, st)
     options = replace(options, memory_reuse=memory_reuse(gamma, options.memory_model))
     sweep = run_sweep(SweepRequest(m, s, pr, options, counts, strategies, batch, batch_per_gpu, p2))
     points = sweep.points
@@ -190,19 +190,6 @@ def project(model, system, profile, gpus=None, strategies="all", batch_per_gpu=N
                   batch=batch, batch_per_gpu=batch_per_gpu, p2=p2,
                   args=dict(model=model, system=system, profile=profile))
     return points, meta, inputs
-
-
-def with_stack(options, system, stack):
-    """Options and system under ``stack`` (compute/stack.py): the stack's communication, memory
-    and compute-scaling choices for the options left at their defaults (an option given at
-    another value wins), its input pipeline where the system file has none."""
-    from oracle.compute.context import Options
-    from oracle.compute.stack import stack_options, stack_system
-
-    plain = Options()
-    given = frozenset(k for k in ("overlap", "bucket_bytes", "collective", "memory_model", "compute_scaling")
-                      if getattr(options, k) != getattr(plain, k))  # fmt: skip
-    return stack_options(options, stack, given), stack_system(system, stack)
 
 
 def memory_reuse(gamma: float | None, memory_model: str) -> float:
