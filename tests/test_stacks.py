@@ -181,3 +181,33 @@ def test_runs_file_stack_column_comes_before_the_option(tmp_path):
     assert [r["predicted_s"] for r in col] == [r["predicted_s"] for r in opt] == [r["predicted_s"] for r in both]
     # the 8-GPU AMP run moves (data-parallel efficiency and overlap), the 1-GPU run does not (efficiency 1.0)
     assert col[0]["predicted_s"] == plain[0]["predicted_s"] and col[1]["predicted_s"] != plain[1]["predicted_s"]
+
+
+def test_layer_wise_all_data_equals_data_under_a_stack():
+    """The per-layer search charges the stack's per-GPU costs as the strategies do."""
+    from oracle.compute.context import Context
+    from oracle.compute.layerwise import Dist, evaluate
+    from oracle.compute.sweep import sweep
+    from oracle.load import load_model, load_profile
+    from oracle.load.profile import bind_profile
+
+    st = replace(load_stack("pytorch"), fixed_s=Sourced(0.003, "t"), launch_floor_s_per_layer=Sourced(2e-4, "t"))
+    m, s, pr = load_model("resnet50"), load_system("abci"), load_profile("resnet50_v100")
+    options = stack_options(Options(overlap="none"), st, frozenset({"overlap"}))  # the layer-wise path has no overlap
+    times = bind_profile(m, pr)
+    ctx = Context(m, s, times, options, pr.kind)
+    for p in (1, 8, 64):
+        B = 4.0 * p  # small batch: the launch floor binds
+        (pt,) = sweep(m, s, times, [p], "data" if p > 1 else "serial", batch=B, options=options, profile_kind=pr.kind)
+        got = evaluate(ctx, p, B, [Dist.data(p)] * ctx.G).point
+        assert got.stack == pt.stack == "pytorch"
+        assert got.compute_s == pytest.approx(pt.compute_s, rel=1e-12)
+        assert got.total_s == pytest.approx(pt.total_s, rel=1e-12)
+
+
+def test_search_names_the_stack():
+    args = ("search", "-m", "resnet50", "-s", "dgx-a100-80gb", "-p", "resnet50_a100_fp16_estimated", "--gpus", "16",
+            "-b", "64")  # fmt: skip
+    with_, without = (run_cli(*args, *extra, "-f", "json") for extra in (("--stack", "pytorch"), ()))
+    assert json.loads(with_.out)["stack"] == "pytorch" and json.loads(without.out)["stack"] == ""
+    assert "stack: pytorch" in run_cli(*args, "--stack", "pytorch", "--width", "120").out

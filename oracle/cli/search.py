@@ -13,6 +13,7 @@ from oracle.cli.common import (
     overlap_options,
     positive_float,
     precision_option,
+    stack_option,
 )
 from oracle.cli.types import FiniteRange, PlainIntRange
 
@@ -94,6 +95,7 @@ MAX_SEARCH_GPUS = 65536
 @overlap_options()[1]
 @overlap_options()[2]
 @overlap_options()[3]
+@stack_option()
 def search(
     model, system, profile, gpus, max_gpus, batch_per_gpu, batch, kinds, strategies, precision, memory_model, gamma, phi, samples,
     evaluate_file, fmt, top, width, output, **network,

@@ -9,15 +9,19 @@ from oracle.services.project import chunk_layers, layer_names, memory_reuse
 
 def run_search_command(model, system, profile, gpus, max_gpus, batch_per_gpu, batch, kinds, strategies, precision,
                        memory_model, gamma, phi, samples, evaluate_file, collective=None, overlap="none",
-                       bucket_mb=25.0, bucket_layers=None, delayed_update=None):  # fmt: skip
+                       bucket_mb=25.0, bucket_layers=None, delayed_update=None, stack=None):  # fmt: skip
     """(results, meta, model, layer-wise config or None) for the options of oracle search."""
+    from dataclasses import replace
+
     from oracle.compute.context import Options
     from oracle.compute.conversion import build_context
     from oracle.compute.options import profile_defaults
     from oracle.compute.search import evaluate_given
     from oracle.compute.search import search as run_search
+    from oracle.compute.stack import apply_stack
     from oracle.compute.sweep import check_options, parse_strategies
     from oracle.errors import OracleError
+    from oracle.load import load_stack
     from oracle.services.project import describe, load_inputs
 
     if batch is not None and batch_per_gpu is not None:
@@ -29,10 +33,12 @@ def run_search_command(model, system, profile, gpus, max_gpus, batch_per_gpu, ba
     m, s, pr, _ = load_inputs(model, system, profile)
     config, assignment, counts, batch = gpu_counts(m, gpus, max_gpus, batch, batch_per_gpu, evaluate_file)
     run = profile_defaults(pr, precision, batch, batch_per_gpu)
-    options = Options(precision=run.precision.value, memory_reuse=memory_reuse(gamma, memory_model), contention=phi,
+    options = Options(precision=run.precision.value, contention=phi,
                       samples=samples, memory_model=memory_model, collective=collective, overlap=overlap,
                       bucket_bytes=bucket_mb * 2**20, bucket_layers=chunk_layers(bucket_layers),
                       delayed_update=layer_names(delayed_update))  # fmt: skip
+    options, s = apply_stack(options, s, load_stack(stack) if stack is not None else None)  # issue 25
+    options = replace(options, memory_reuse=memory_reuse(gamma, options.memory_model))
     check_options(options)
     ctx = build_context(m, s, pr, options)  # issue 13: compute converted to the run
     batch_per_gpu = run.batch_per_gpu.value if run.batch_per_gpu is not None else None

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from oracle.compute.cost import Breakdown
 from oracle.compute.options import Options
 from oracle.model import InputPipeline, System
 from oracle.stack import Stack
@@ -86,3 +87,15 @@ def per_iteration(options: Options, gpus: int, iterations: float, layers: int, f
         forward_backward_s /= stack.data_parallel_efficiency_for(precision_class(options))
     floor = iterations * layers * float(stack.launch_floor_s_per_layer.value)
     return max(forward_backward_s, floor), weight_update_s + iterations * float(stack.fixed_s.value)
+
+
+def with_stack_costs(options: Options, gpus: int, iterations: float, layers: int, bd: Breakdown) -> Breakdown:
+    """A point's breakdown with the stack's per-GPU costs (:func:`per_iteration`)."""
+    if options.stack is None or not iterations > 0:
+        return bd
+    fb, wu = per_iteration(options, gpus, iterations, layers, bd.forward_backward_s, bd.weight_update_s)
+    return replace(bd, forward_backward_s=fb, weight_update_s=wu)
+
+
+def stack_name(options: Options) -> str:
+    return options.stack.name if options.stack is not None else ""

@@ -12,7 +12,7 @@ import numpy as np
 from oracle.compute.context import Context
 from oracle.compute.cost import NAN_BREAKDOWN, Breakdown, Limit, Point
 from oracle.compute.memory import MemoryParts, memory_bytes
-from oracle.compute.stack import per_iteration
+from oracle.compute.stack import stack_name, with_stack_costs
 from oracle.units import fmt_gb
 
 
@@ -93,10 +93,8 @@ def make_point(
         # ZeRO-3 all-gathers the weights in forward and backward besides the gradient
         # reduce-scatter: 1.5x the all-reduce volume (Rajbhandari et al., SC 2020, §7.2)
         breakdown = replace(breakdown, gradient_exchange_s=1.5 * breakdown.gradient_exchange_s)
-    if ctx.options.stack is not None and cfg.batch > 0:  # issue 25: the stack's per-iteration costs
-        fb, wu = per_iteration(ctx.options, cfg.gpus, ctx.D / cfg.batch, len(ctx.model.layers),
-                               breakdown.forward_backward_s, breakdown.weight_update_s)  # fmt: skip
-        breakdown = replace(breakdown, forward_backward_s=fb, weight_update_s=wu)
+    if cfg.batch > 0:  # issue 25: the stack's per-GPU costs (none without a stack)
+        breakdown = with_stack_costs(ctx.options, cfg.gpus, ctx.D / cfg.batch, len(ctx.model.layers), breakdown)
     if system.input is not None and cfg.batch > 0:
         breakdown = _with_input(ctx, cfg, breakdown)
     limits = list(limits) + epoch_limit(ctx, cfg.batch)
@@ -140,7 +138,7 @@ def make_point(
         profile_kind=ctx.profile_kind,
         memory_model=ctx.memory_model,
         compute_conversion=ctx.conversion_label(cfg.batch / cfg.gpus) if cfg.gpus > 0 else "",
-        stack=ctx.options.stack.name if ctx.options.stack is not None else "",
+        stack=stack_name(ctx.options),
     )
 
 
