@@ -49,6 +49,9 @@ class Stack:
     algorithm: Sourced  # "system": the system file's choice; else compute/network.ALGORITHMS
     overlap: Sourced  # "buckets" | "none" (compute/overlap.py)
     bucket_MB: Sourced  # gradient bucket / fusion buffer, MiB
+    # a background loop that starts collectives only at cycle boundaries (Horovod): the last
+    # gradients wait half a cycle on average; 0 when collectives start as soon as ready (DDP)
+    cycle_time_s: Sourced
     memory_model: Sourced  # "framework" | "paradl" (docs/memory.md)
 
     def data_parallel_efficiency_for(self, precision_class: str) -> float:

@@ -211,3 +211,15 @@ def test_search_names_the_stack():
     with_, without = (run_cli(*args, *extra, "-f", "json") for extra in (("--stack", "pytorch"), ()))
     assert json.loads(with_.out)["stack"] == "pytorch" and json.loads(without.out)["stack"] == ""
     assert "stack: pytorch" in run_cli(*args, "--stack", "pytorch", "--width", "120").out
+
+
+def test_horovod_cycle_adds_half_a_cycle_per_iteration_beyond_one_gpu():
+    from oracle.compute.cost import Breakdown
+    from oracle.compute.stack import with_stack_costs
+
+    st = load_stack("tensorflow")  # cycle 5 ms (horovod/common/operations.cc)
+    assert st.cycle_time_s.value == 0.005 and load_stack("pytorch").cycle_time_s.value == 0.0
+    o = Options(stack=replace(st, launch_floor_s_per_layer=Sourced(0.0, "t")))
+    bd = Breakdown(forward_backward_s=10.0, gradient_exchange_s=1.0)
+    assert with_stack_costs(o, 8, 100, 50, bd).gradient_exchange_s == pytest.approx(1.0 + 100 * 0.0025)
+    assert with_stack_costs(o, 1, 100, 50, Breakdown(forward_backward_s=10.0)).gradient_exchange_s == 0.0

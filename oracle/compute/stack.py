@@ -12,6 +12,8 @@
   synchronisations, loss and BatchNorm reductions beyond the kernels), and the forward and
   backward last at least ``layers x launch_floor_s_per_layer`` (the host launching kernels
   one by one; 0 with CUDA graphs).
+- Collectives started in cycles (Horovod's background loop): the last gradients wait half
+  a cycle on average, added to the gradient exchange beyond one GPU.
 - Input: the stack's loader rates become the system's input pipeline (prefetched, as
   DataLoader workers and DALI do) where the system file describes none.
 """
@@ -94,7 +96,9 @@ def with_stack_costs(options: Options, gpus: int, iterations: float, layers: int
     if options.stack is None or not iterations > 0:
         return bd
     fb, wu = per_iteration(options, gpus, iterations, layers, bd.forward_backward_s, bd.weight_update_s)
-    return replace(bd, forward_backward_s=fb, weight_update_s=wu)
+    # a collective loop in cycles: the last gradients wait half a cycle on average
+    wait = iterations * float(options.stack.cycle_time_s.value) / 2 if gpus > 1 and bd.gradient_exchange_s > 0 else 0.0
+    return replace(bd, forward_backward_s=fb, weight_update_s=wu, gradient_exchange_s=bd.gradient_exchange_s + wait)
 
 
 def stack_name(options: Options) -> str:

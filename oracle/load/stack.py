@@ -82,10 +82,11 @@ def parse_stack(doc: dict, file: str) -> Stack:
     algorithm = sourced(comm, "algorithm", choice(algorithms()))
     overlap = sourced(comm, "overlap", choice(OVERLAPS))
     bucket = sourced(comm, "bucket_MB", number(ge=0, what="MiB (0: one bucket per layer)"))
+    cycle = sourced(comm, "cycle_time_s", number(ge=0, what="seconds"))
     comm.done()
     mem = top.sub("memory")
     memory_model = sourced(mem, "model", choice(MEMORY_MODELS))
     mem.done()
     top.done()
     return Stack(name, file, description, efficiency, data_parallel, scaling, fixed, floor, per_gpu, per_node,
-                 library, algorithm, overlap, bucket, memory_model)  # fmt: skip
+                 library, algorithm, overlap, bucket, cycle, memory_model)  # fmt: skip

@@ -18,6 +18,7 @@ def stack_values(st: Stack) -> list[tuple[str, Sourced]]:
                                             ("samples_per_s_per_node", st.input_samples_per_s_per_node)) if v]  # fmt: skip
     out += [("communication.library", st.library), ("communication.algorithm", st.algorithm),
             ("communication.overlap", st.overlap), ("communication.bucket_MB", st.bucket_MB),
+            ("communication.cycle_time_s", st.cycle_time_s),
             ("memory.model", st.memory_model)]  # fmt: skip
     return out
 
