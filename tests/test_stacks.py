@@ -223,3 +223,15 @@ def test_horovod_cycle_adds_half_a_cycle_per_iteration_beyond_one_gpu():
     bd = Breakdown(forward_backward_s=10.0, gradient_exchange_s=1.0)
     assert with_stack_costs(o, 8, 100, 50, bd).gradient_exchange_s == pytest.approx(1.0 + 100 * 0.0025)
     assert with_stack_costs(o, 1, 100, 50, Breakdown(forward_backward_s=10.0)).gradient_exchange_s == 0.0
+
+
+def test_report_and_plot_titles_name_the_stack(tmp_path):
+    pytest.importorskip("matplotlib")
+    from oracle.render.plots import title
+
+    out = tmp_path / "r.md"
+    r = run_cli("report", "-m", "resnet50", "-s", "dgx-a100-80gb", "-p", "resnet50_a100_fp16_estimated", "--gpus", "8",
+                "-b", "64", "--strategy", "data", "--stack", "pytorch", "-o", str(out))  # fmt: skip
+    assert r.code == 0 and "Software stack: pytorch" in out.read_text()
+    assert "stack pytorch" in title({"model": "m", "system": "s", "stack": "pytorch"}, "x")
+    assert "stack" not in title({"model": "m", "system": "s", "stack": ""}, "x")
