@@ -235,3 +235,15 @@ def test_report_and_plot_titles_name_the_stack(tmp_path):
     assert r.code == 0 and "Software stack: pytorch" in out.read_text()
     assert "stack pytorch" in title({"model": "m", "system": "s", "stack": "pytorch"}, "x")
     assert "stack" not in title({"model": "m", "system": "s", "stack": ""}, "x")
+
+
+def test_fit_runs_compute_profile_reproduces_the_run_under_the_stack(tmp_path):
+    """--calibrate compute under a stack writes a (measured) profile that, projected under
+    the same stack, reproduces the run (validation/dle-resnet50-runs.csv:3, 8 GPUs AMP)."""
+    out = tmp_path / "p.yaml"
+    r = run_cli("fit", "runs", str(ROOT / "validation" / "dle-resnet50-runs.csv"), "-s", "dgx-a100-80gb",
+                "--calibrate", "compute", "--where", "gpus=8", "-o", str(out), "--stack", "pytorch")  # fmt: skip
+    assert r.code == 0, r.err
+    p = run_cli("predict", "-m", "resnet50", "-s", "dgx-a100-80gb", "-p", str(out), "--strategy", "data", "--gpus", "8",
+                "-B", "2048", "--precision", "fp32", "--mixed-precision", "--stack", "pytorch", "-f", "json")  # fmt: skip
+    assert json.loads(p.out)[0]["iteration_s"] == pytest.approx(0.123218, rel=1e-5)

@@ -16,22 +16,33 @@ from __future__ import annotations
 from statistics import median
 
 
-def run_options(run, file: str, profile):
-    """The Options of one run (its precision column, if any; else the profile's)."""
+def run_options(run, file: str, profile, stack: str | None = None):
+    """The Options of one run (its precision column, if any; else the profile's), under its
+    stack column, else ``stack`` (issue 25; compute/stack.py)."""
+    from dataclasses import replace
+
     from oracle.compute.compare import run_precision_options
     from oracle.compute.context import Options
     from oracle.compute.options import profile_defaults
+    from oracle.compute.stack import stack_options
     from oracle.errors import OracleError
+    from oracle.load import load_stack
 
     try:
         precision, mixed = run_precision_options(run) or (None, False)
     except OracleError as exc:
         exc.file = file
         raise
-    return Options(precision=profile_defaults(profile, precision).precision.value, mixed_precision=mixed)
+    options = Options(precision=profile_defaults(profile, precision).precision.value, mixed_precision=mixed)
+    name = run.stack or stack
+    if not name:
+        return options
+    # the written profile is measured (a stack's efficiency never applies to it): the runs are
+    # inverted under everything else the stack adds
+    return stack_options(options, replace(load_stack(name), efficiency=()))
 
 
-def calibrate_compute(runs_file: str, chosen, base_system: str):
+def calibrate_compute(runs_file: str, chosen, base_system: str, stack: str | None = None):
     """(profile, factor, evidence) from the chosen runs, which must share one model and
     one profile.  Evidence: (line, label, factor) per run."""
     from oracle.compute.calibrate import compute_scale, scaled_profile
@@ -46,10 +57,10 @@ def calibrate_compute(runs_file: str, chosen, base_system: str):
         raise OracleError("--calibrate compute needs runs of one model and one profile; use --where", file=runs_file)
     model, system = load_model(chosen[0].model), load_system(base_system)
     original = load_profile(chosen[0].profile)
-    profile = _per_layer(model, system, original, run_options(chosen[0], runs_file, original))
+    profile = _per_layer(model, system, original, run_options(chosen[0], runs_file, original, stack))
     evidence = []
     for run in chosen:
-        ctx = build_context(model, system, profile, run_options(run, runs_file, profile))
+        ctx = build_context(model, system, profile, run_options(run, runs_file, profile, stack))
         pt = REGISTRY[run.strategy].evaluate(ctx, config_for(run, ctx))
         measured = run.measured_s / (pt.iterations_per_epoch if run.basis == "epoch" else 1.0)
         try:
