@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import click
 
-from oracle.cli.common import memory_model_options, precision_option, sweep_options
+from oracle.cli.common import memory_model_options, precision_option, stack_option, sweep_options
 from oracle.cli.types import FiniteRange, PlainIntRange
 from oracle.services.project import memory_reuse, project
 
@@ -86,9 +86,10 @@ for _kind, _help in _HELP.items():
 @precision_option(" A run's precision column comes first.")
 @memory_model_options
 @click.option("--contention", "phi", type=FiniteRange(min=1, max=1000), help="Contention factor φ (overrides the systems).")
+@stack_option(" A run's stack column comes first.")
 @output_required
 @dpi_option
-def compare(runs, where, precision, memory_model, gamma, phi, output, dpi) -> None:
+def compare(runs, where, precision, memory_model, gamma, phi, stack, output, dpi) -> None:
     """Projected versus measured (the input of 'oracle compare'), like ParaDL's Figure 3.
 
     One panel per model, system and strategy; per run the measured time beside the
@@ -102,7 +103,8 @@ def compare(runs, where, precision, memory_model, gamma, phi, output, dpi) -> No
     fmt = _check_output(output)
     with progress("drawing the compare plot"):
         rows, summary = api.compare(runs, where=parse_where(where), precision=precision, contention=phi,
-                                    memory_reuse=memory_reuse(gamma, memory_model), memory_model=memory_model)
-        data = plots.render("compare", fmt, dpi, rows=rows, summary=summary,
-                            title_text=f"{runs}: projected versus measured")
+                                    memory_reuse=memory_reuse(gamma, memory_model), memory_model=memory_model,
+                                    stack=stack)  # fmt: skip
+        title = f"{runs}: projected versus measured" + (f" (stack {stack})" if stack else "")
+        data = plots.render("compare", fmt, dpi, rows=rows, summary=summary, title_text=title)
     _write(data, output)
