@@ -1,6 +1,6 @@
 """A software stack (issue 25): what the training software adds to the hardware.
 
-A stack file (``stacks/NAME.yaml``, docs/file-formats.md "Stack files") describes the
+A stack file (``stacks/NAME.yaml``, docs/file-formats.md "Stack") describes the
 training software the way a system file describes the hardware: its compute efficiency
 relative to oracle's compute model, per precision and GPU generation; its fixed costs per
 iteration; its input pipeline's rate; its collective library, algorithm policy, gradient
@@ -28,7 +28,7 @@ class Sourced:
 
 @dataclass(frozen=True)
 class Stack:
-    """A training software stack (docs/file-formats.md "Stack files")."""
+    """A training software stack (docs/file-formats.md "Stack")."""
 
     name: str
     file: str

@@ -1,4 +1,4 @@
-"""Load a software stack file (docs/file-formats.md "Stack files") into a frozen
+"""Load a software stack file (docs/file-formats.md "Stack") into a frozen
 :class:`oracle.stack.Stack`.  Every parameter is a mapping ``{value, source}`` with an
 optional ``fitted_on`` (the rows it was fitted on); a missing, negative or non-finite
 value is one error naming the file and the key."""
