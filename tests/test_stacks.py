@@ -247,3 +247,25 @@ def test_fit_runs_compute_profile_reproduces_the_run_under_the_stack(tmp_path):
     p = run_cli("predict", "-m", "resnet50", "-s", "dgx-a100-80gb", "-p", str(out), "--strategy", "data", "--gpus", "8",
                 "-B", "2048", "--precision", "fp32", "--mixed-precision", "--stack", "pytorch", "-f", "json")  # fmt: skip
     assert json.loads(p.out)[0]["iteration_s"] == pytest.approx(0.123218, rel=1e-5)
+
+
+@pytest.mark.parametrize("edit, key", [
+    (lambda d: d["communication"]["algorithm"].__setitem__("value", "nvlss"), "communication.algorithm.value"),
+    (lambda d: d["compute"]["data_parallel_efficiency"]["mixed"].__setitem__("value", 1.5),
+     "compute.data_parallel_efficiency.mixed.value"),
+    (lambda d: d["compute"]["efficiency"].__setitem__("fp16", d["compute"]["efficiency"]["mixed"]), "compute.efficiency"),
+    (lambda d: d["iteration"].__setitem__("fixed_s", 0.001), "iteration.fixed_s"),  # a bare number: no source
+])  # fmt: skip
+def test_bad_stack_values_name_the_key(edit, key):
+    doc = _doc()
+    edit(doc)
+    with pytest.raises(OracleError) as e:
+        parse_stack(doc, "s.yaml")
+    assert key in str(e.value)
+
+
+def test_a_stack_file_that_is_not_a_mapping_is_one_error(tmp_path):
+    bad = tmp_path / "s.yaml"
+    bad.write_text("- pytorch\n")
+    r = run_cli("show", "stack", str(bad))
+    assert r.code == 2 and len(r.err_lines) == 1 and "s.yaml" in r.err
