@@ -44,6 +44,7 @@ def predict(
     memory_model: str = "framework",
     as_frame: bool = False,
     compute_scaling: str = "model",
+    stack: Any = None,
 ) -> Any:
     """Project every strategy at every GPU count and rank them (docs/cost-model.md-5).
 
@@ -51,15 +52,15 @@ def predict(
     the columns of ``oracle predict --format csv`` when ``as_frame``).  Without a
     batch, weak scaling with the profile's ``measured_samples_per_gpu`` (else 32)
     samples per GPU; without ``precision``, the profile's; without ``gpus``, the
-    powers of two up to the system's size (at most 1024).
+    powers of two up to the system's size (at most 1024); ``stack``: a software stack
+    (name, path or Stack) for the options left at their defaults (docs/cost-model.md).
     """
     from oracle.compute.context import Options
     from oracle.compute.options import profile_defaults
+    from oracle.compute.stack import apply_stack
     from oracle.errors import OracleError
-    from oracle.load import load_profile
+    from oracle.load import load_profile, load_stack, load_system
 
-    if memory_reuse != 1.0 and memory_model != "paradl":
-        raise OracleError("memory_reuse (γ) scales ParaDL's bound", path="memory_reuse", hint="memory_model='paradl'")
     profile = load_profile(profile)
     options = Options(
         memory_model=memory_model,
@@ -77,6 +78,9 @@ def predict(
         bucket_bytes=bucket_mb * 2**20,
         compute_scaling=compute_scaling,
     )
+    options, system = apply_stack(options, load_system(system), load_stack(stack) if stack is not None else None)
+    if memory_reuse != 1.0 and options.memory_model != "paradl":
+        raise OracleError("memory_reuse (γ) scales ParaDL's bound", path="memory_reuse", hint="memory_model='paradl'")
     points = run_sweep(SweepRequest(model, system, profile, options, gpus, strategies, batch, batch_per_gpu, p2)).points
     if as_frame:
         from oracle.render.records import to_frame

@@ -269,3 +269,15 @@ def test_a_stack_file_that_is_not_a_mapping_is_one_error(tmp_path):
     bad.write_text("- pytorch\n")
     r = run_cli("show", "stack", str(bad))
     assert r.code == 2 and len(r.err_lines) == 1 and "s.yaml" in r.err
+
+
+def test_python_api_takes_a_stack():
+    import oracle
+
+    args = ("resnet50", "dgx-a100-80gb", "resnet50_a100_fp16_estimated")
+    kw = dict(gpus=[8], strategies="data", batch_per_gpu=64)
+    (a,), (b,) = oracle.predict(*args, **kw), oracle.predict(*args, stack="pytorch", **kw)
+    assert a.stack == "" and b.stack == "pytorch"
+    assert b.breakdown.forward_backward_s == pytest.approx(a.breakdown.forward_backward_s / 0.85, rel=1e-9)
+    (c,) = oracle.predict(*args, stack="paradl", memory_reuse=0.5, **kw)  # γ with the stack's ParaDL bound
+    assert c.memory_model == "paradl"
