@@ -16,7 +16,7 @@ from oracle.load.stack import parse_stack
 from oracle.load.yamlfile import load_yaml
 from oracle.resources import shipped_names
 from oracle.stack import Sourced
-from tests.conftest import ROOT, run_cli
+from conftest import ROOT, run_cli
 
 SHIPPED = ("chainermnx", "mxnet", "paradl", "pytorch", "tensorflow")
 
