@@ -26,62 +26,23 @@ def predict(
     gpus: str | int | Sequence[int] | None = None,
     strategies: str | Sequence[str] = "all",
     *,
-    batch: float | None = None,
-    batch_per_gpu: float | None = None,
     p2: int | None = None,
-    segments: int | None = None,
-    precision: str | None = None,
-    memory_reuse: float = 1.0,
-    contention: float | None = None,
-    samples: int | None = None,
-    collective: str | None = None,
-    optimizer: str = "sgd",
-    mixed_precision: bool = False,
-    zero: int = 0,
-    checkpointing: bool = False,
-    overlap: str = "none",
-    bucket_mb: float = 25.0,
-    memory_model: str = "framework",
     as_frame: bool = False,
-    compute_scaling: str = "model",
-    stack: Any = None,
+    **flags: Any,
 ) -> Any:
     """Project every strategy at every GPU count and rank them (docs/cost-model.md-5).
 
-    Returns a list of :class:`oracle.compute.cost.Point` (or a pandas DataFrame with
-    the columns of ``oracle predict --format csv`` when ``as_frame``).  Without a
-    batch, weak scaling with the profile's ``measured_samples_per_gpu`` (else 32)
-    samples per GPU; without ``precision``, the profile's; without ``gpus``, the
-    powers of two up to the system's size (at most 1024); ``stack``: a software stack
-    (name, path or Stack) for the options left at their defaults (docs/cost-model.md).
+    ``flags`` are the options of ``oracle predict`` (docs/cli.md) by their names:
+    ``batch``, ``batch_per_gpu``, ``precision``, ``memory_model``, ``memory_reuse`` (for
+    --memory-reuse), ``bucket_mb`` (--bucket-MB), ...; the CLI and this function build
+    them with the same :meth:`oracle.compute.options.Flags.parse`.  Returns a list of
+    :class:`oracle.compute.cost.Point` (or a pandas DataFrame with the columns of
+    ``oracle predict --format csv`` when ``as_frame``).  Without a batch, weak scaling
+    with the profile's ``measured_samples_per_gpu`` (else 32) samples per GPU; without
+    ``precision``, the profile's; without ``gpus``, the powers of two up to the system's
+    size (at most 1024).
     """
-    from oracle.compute.context import Options
-    from oracle.compute.options import profile_defaults
-    from oracle.compute.stack import apply_stack
-    from oracle.errors import OracleError
-    from oracle.load import load_profile, load_stack, load_system
-
-    profile = load_profile(profile)
-    options = Options(
-        memory_model=memory_model,
-        precision=profile_defaults(profile, precision).precision.value,
-        memory_reuse=memory_reuse,
-        contention=contention,
-        segments=segments,
-        samples=samples,
-        collective=collective,
-        optimizer=optimizer,
-        mixed_precision=mixed_precision,
-        zero=zero,
-        checkpointing=checkpointing,
-        overlap=overlap,
-        bucket_bytes=bucket_mb * 2**20,
-        compute_scaling=compute_scaling,
-    )
-    options, system = apply_stack(options, load_system(system), load_stack(stack) if stack is not None else None)
-    if memory_reuse != 1.0 and options.memory_model != "paradl":
-        raise OracleError("memory_reuse (γ) scales ParaDL's bound", path="memory_reuse", hint="memory_model='paradl'")
-    points = run_sweep(SweepRequest(model, system, profile, options, gpus, strategies, batch, batch_per_gpu, p2)).points
+    points = run_sweep(request(model, system, profile, gpus, strategies, p2, **flags)).points
     if as_frame:
         from oracle.render.records import to_frame
 
@@ -91,113 +52,125 @@ def predict(
 
 @dataclass(frozen=True)
 class SweepRequest:
-    """What to project: inputs (names, paths or loaded objects), options, GPU counts
-    (None: the powers of two up to the system, at most 1024), strategies and batch
-    (neither batch nor batch_per_gpu: the profile's measured samples per GPU, else 32)."""
+    """What to project: the loaded inputs, the run (compute.options.Run: options and
+    batch), the GPU counts, the strategies and p2."""
 
     model: Any
     system: Any
     profile: Any
-    options: Any  # compute.context.Options
-    gpus: Any = None
+    run: Any
+    counts: list
     strategies: Any = "all"
-    batch: float | None = None
-    batch_per_gpu: float | None = None
     p2: int | None = None
 
 
 @dataclass(frozen=True)
 class Sweep:
-    """A projection and what it was made from (batch_per_gpu with its default filled in)."""
+    """A projection's points and the compute conversion (compute/conversion.py) they used."""
 
-    model: Any
-    system: Any
-    profile: Any
-    options: Any
-    counts: list
-    batch: float | None
-    batch_per_gpu: float | None
-    conversion: Any
     points: list
+    conversion: Any
+
+
+def request(model, system, profile, gpus=None, strategies="all", p2=None, files=None, **flags) -> SweepRequest:
+    """What ``oracle predict`` (and plot, report, api.predict) projects, each input loaded
+    and parsed once: the flags checked first (compute.options.Flags.parse), then model,
+    system and profile (names, paths or loaded objects, read through ``files``, a
+    load.Files), the GPU counts (None: the powers of two up to the system, at most 1024)
+    and what the profile gives that the flags do not."""
+    from oracle.compute.options import Flags
+    from oracle.compute.stack import stack_system
+    from oracle.load import Files
+    from oracle.load.values import default_gpus, parse_gpus
+
+    files = files or Files()
+    checked = Flags.parse(**with_stack(files, flags))
+    m, s, pr = files.inputs(model, system, profile)
+    s = stack_system(s, checked.options.stack)  # issue 25: the stack's input pipeline, if any
+    counts = default_gpus(s.total_gpus) if gpus is None else parse_gpus(gpus)  # '' is an error
+    return SweepRequest(m, s, pr, checked.resolve(pr), counts, strategies, p2)
+
+
+def with_stack(files, flags: dict) -> dict:
+    """The flags with ``stack`` (a name or path, issue 25) loaded through ``files``."""
+    if flags.get("stack") is None or not isinstance(flags["stack"], (str, Path)):
+        return flags
+    return {**flags, "stack": files.stack(flags["stack"])}
 
 
 def run_sweep(req: SweepRequest) -> Sweep:
     """The one pipeline of ``api.predict`` and the CLI (``oracle predict``, ``plot``,
-    ``report``): load, GPU counts, default batch, compute model, sweep."""
+    ``report``): the compute model, then the sweep."""
     from oracle.compute.conversion import prepare
-    from oracle.compute.options import profile_defaults
     from oracle.compute.sweep import sweep
-    from oracle.load import load_model, load_profile, load_system
-    from oracle.load.values import default_gpus, parse_gpus
 
-    m, s, pr = load_model(req.model), load_system(req.system), load_profile(req.profile)
-    counts = default_gpus(s.total_gpus) if req.gpus is None else parse_gpus(req.gpus)  # '' is an error
-    batch_per_gpu = req.batch_per_gpu  # both batches given: the sweep says which to drop
-    if req.batch is None:
-        batch_per_gpu = profile_defaults(pr, batch_per_gpu=batch_per_gpu).batch_per_gpu.value  # type: ignore[union-attr]
-    times, conversion = prepare(m, s, pr, req.options)  # issue 13: the compute model
-    points = sweep(m, s, times, counts, req.strategies, batch=req.batch, batch_per_gpu=batch_per_gpu, p2=req.p2,
-                   options=req.options, profile_kind=pr.kind, conversion=conversion)  # fmt: skip
-    return Sweep(m, s, pr, req.options, counts, req.batch, batch_per_gpu, conversion, points)
+    run = req.run
+    times, conversion = prepare(req.model, req.system, req.profile, run.options)  # issue 13: the compute model
+    points = sweep(req.model, req.system, times, req.counts, req.strategies, batch=run.batch,
+                   batch_per_gpu=run.per_gpu, p2=req.p2, options=run.options, profile_kind=req.profile.kind,
+                   conversion=conversion)  # fmt: skip
+    return Sweep(points, conversion)
 
 
 class Inputs:
-    """Loads models, systems and profiles once per name and builds cost contexts,
-    for commands that evaluate many configurations (compare, snapshot, check)."""
+    """Builds cost contexts for commands that evaluate many configurations (compare,
+    fit runs), each input file loaded once (``files``, a load.Files) and the options
+    built once: ``flags`` as :meth:`oracle.compute.options.Flags.parse` takes them."""
 
-    def __init__(self, **options) -> None:
-        from oracle.compute.context import Options
+    def __init__(self, files=None, **flags) -> None:
+        from oracle.compute.options import Flags
+        from oracle.load import Files
 
-        self.precision = options.pop("precision", None)  # None: each profile's
-        self.stack = options.pop("stack", None)  # issue 25: a run's stack column comes first
-        self.options = Options(**options)
+        self.files = files or Files()
+        self._flags = flags  # a run's stack column parses them again under its stack (issue 25)
+        self.flags = Flags.parse(**with_stack(self.files, flags))
         self._contexts: dict = {}
 
     def context(self, model: str, system: str, profile: str, run=None):
         """The context of (model, system, profile); ``run``: a measured run whose
         ``precision`` column (issue 13) sets precision and mixed precision; else the
-        ``precision`` option, else the profile's; likewise its ``stack`` column (issue 25),
-        else the ``stack`` option, else none."""
-        from dataclasses import replace
-
+        ``precision`` option, else the profile's; likewise its ``stack`` column (issue 25)
+        before the ``stack`` option."""
         from oracle.compute.compare import run_precision_options
 
         prec = run_precision_options(run) if run is not None else None
-        precision, mixed = prec if prec is not None else (self.precision, self.options.mixed_precision)
-        stack = (run.stack if run is not None else "") or self.stack
+        precision, mixed = prec or (None, None)
+        stack = run.stack if run is not None and run.stack else None
         key = (model, system, profile, precision, mixed, stack)
         if key not in self._contexts:
             from oracle.compute.conversion import build_context
-            from oracle.compute.options import profile_defaults
-            from oracle.compute.stack import apply_stack
-            from oracle.load import load_model, load_profile, load_stack, load_system
+            from oracle.compute.options import Flags
+            from oracle.compute.stack import stack_system
 
-            m, s, pr = load_model(model), load_system(system), load_profile(profile)
-            precision = profile_defaults(pr, precision).precision.value
-            options = replace(self.options, precision=precision, mixed_precision=mixed)
-            options, s = apply_stack(options, s, load_stack(stack) if stack else None)
+            files = self.files
+            flags = Flags.parse(**with_stack(files, {**self._flags, "stack": stack})) if stack else self.flags
+            m, s, pr = files.model(model), files.system(system), files.profile(profile)
+            options = flags.resolve(pr, precision, mixed).options
+            s = stack_system(s, options.stack)
             self._contexts[key] = build_context(m, s, pr, options)
         return self._contexts[key]
 
 
 def compare(
     runs, *, threshold: float | None = None, where: dict | None = None, exclude: dict | None = None,
-    system=None, calibrate_on: str | None = None, **options,
+    system=None, calibrate_on: str | None = None, files=None, **flags,
 ):  # fmt: skip
     """Compare projections with measured runs (a RUNS.csv path or MeasuredRun list).
 
     ``where`` keeps runs whose column values are in the given sets, e.g.
     {"quality": {"A"}}, ``exclude`` drops runs likewise; ``system`` replaces every
-    run's system.  Returns (rows,
+    run's system; ``files``: a load.Files of input files already loaded; ``flags``: the
+    options of ``oracle compare`` by their names (as :func:`predict`).  Returns (rows,
     summary); see oracle.compute.compare."""
     from oracle.compute import compare as cmp
-    from oracle.compute.strategies import NAMES
+    from oracle.compute.strategies import names
     from oracle.errors import OracleError
     from oracle.load.runs import load_runs
 
+    inputs = Inputs(files, **flags)  # the options first, before any file
     file = str(runs) if isinstance(runs, (str, Path)) else None
     if file is not None:
-        runs = load_runs(file, NAMES)
+        runs = load_runs(file, names())
     everything = runs  # --calibrate-on picks its runs from all of them; where/exclude: what is scored
     if where:
         runs = [r for r in runs if all(r.get(k) in v for k, v in where.items())]
@@ -212,7 +185,6 @@ def compare(
 
         runs = [replace(r, system=str(system)) for r in runs]
         everything = [replace(r, system=str(system)) for r in everything]
-    inputs = Inputs(**options)
     limit = cmp.DEFAULT_ANOMALY if threshold is None else threshold
     held = None
     if calibrate_on is not None:
@@ -234,7 +206,7 @@ def compare(
                 exc.hint = f"named on line {run.line} of {file}"
             raise
     if held is not None:
-        rows = held.with_naive(rows)
+        rows = held.with_naive(rows, limit)
         return rows, held.summary(rows)
     return rows, cmp.summarize(rows)
 
@@ -245,7 +217,8 @@ class HeldOut:
     the naive projection from the nearest smaller calibrated run."""
 
     def __init__(self, runs, expr: str, inputs: Inputs, file: str | None) -> None:
-        from oracle.compute.calibrate_all import apply, calibrate_all, run_filter
+        from oracle.compute.anchor import contradictions, per_model_systems, run_filter
+        from oracle.compute.calibrate_all import apply, calibrate_all
         from oracle.errors import OracleError
 
         try:
@@ -267,7 +240,10 @@ class HeldOut:
                 raise OracleError(f"no calibration run on system '{name}'", path="--calibrate-on", file=file)
             cal = calibrate_all(pairs)
             self.systems[name] = apply(pairs[0][1].system, cal)
-            self.notes.append((name, _calibration_note(cal)))
+            own, residual = per_model_systems(self.systems[name], pairs)  # issue 26
+            self.systems.update({(name, m): sys_m for m, sys_m in own.items()})
+            clash = contradictions([r for r, _ in pairs])
+            self.notes.append((name, "; ".join([_calibration_note(cal), *residual, *clash])))
         self._contexts: dict = {}
 
     def context(self, run):
@@ -275,15 +251,21 @@ class HeldOut:
 
         base = self.inputs.context(run.model, run.system, run.profile, run)
         if id(base) not in self._contexts:
-            self._contexts[id(base)] = with_system(base, self.systems[run.system])
+            self._contexts[id(base)] = with_system(base, self.systems.get((run.system, run.model),
+                                                                          self.systems[run.system]))
         return self._contexts[id(base)]
 
-    def with_naive(self, rows):
-        """Each row with its naive projection and whether it extrapolates in batch."""
+    def with_naive(self, rows, threshold: float):
+        """Each row anchored on its nearest calibration run (issue 26), with its naive
+        projection and whether it extrapolates in batch."""
         from dataclasses import replace
 
-        from oracle.compute.calibrate_all import beyond_calibration, naive_projection
+        from oracle.compute import compare as cmp
+        from oracle.compute.anchor import anchor_rows, beyond_calibration, naive_projection, samples_per_replica
 
+        anchors = [cmp.compare_run(r, self.context(r), threshold) for r in self.calibration_runs]
+        rows = anchor_rows(rows, anchors, samples_per_replica, lambda r: self.context(r).system.gpus_per_node,
+                           threshold)  # fmt: skip
         out = []
         for row in rows:
             naive = naive_projection(row.run, self.calibration_runs, row.point.iterations_per_epoch)
@@ -306,7 +288,19 @@ class HeldOut:
             naive_within_calibration=_naive_stats(within)[0] if within and beyond else None,
             beyond_calibration=cmp.stats(beyond) if beyond else None,
             beyond_lines=tuple(r.run.line for r in beyond),
+            unanchored=_unanchored(rows),
         )  # fmt: skip
+
+
+def _unanchored(rows):
+    """The calibrated model's own stats over the anchored rows (issue 26), or None."""
+    from dataclasses import replace
+
+    from oracle.compute import compare as cmp
+
+    moved = [replace(r, predicted_s=r.unanchored_s, accuracy=cmp.accuracy(r.unanchored_s, r.measured_s))
+             for r in rows if r.anchor is not None]  # fmt: skip
+    return cmp.stats(moved) if moved else None
 
 
 def _naive_stats(rows):
@@ -329,4 +323,5 @@ def _calibration_note(cal) -> str:
 
     lines = sorted({e.line for e in cal.evidence})
     found = ", ".join(identified(cal)) or "nothing"
-    return f"calibrated {found} on lines {', '.join(map(str, lines)) or '-'}"
+    flagged = "".join(f"; flagged as unphysical: {u}" for _, u in cal.unphysical)  # issue 26
+    return f"calibrated {found} on lines {', '.join(map(str, lines)) or '-'}{flagged}"

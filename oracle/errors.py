@@ -13,17 +13,12 @@ that escapes is a bug and is reported as an internal error.
 from __future__ import annotations
 
 import difflib
-import re
 from collections.abc import Iterable
 
-# Characters that end a line somewhere (str.splitlines, terminals) or are invisible
-# control characters; a user's text quoted in a message must not break the one line.
-_LINE_BREAKING = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029]")
+from oracle.textsafe import one_line  # noqa: F401  (re-exported: the messages' escaping)
 
 
-def one_line(text: str) -> str:
-    """``text`` with line breaks and control characters shown as escapes (\\n, \\u2028)."""
-    return _LINE_BREAKING.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
+MAX_MESSAGE = 600  # characters of a message shown; longer ones lose their middle
 
 
 class OracleError(Exception):
@@ -57,7 +52,10 @@ class OracleError(Exception):
 
     def __str__(self) -> str:
         where = self.where()
-        text = f"{where}: {self.message}" if where else self.message
+        message = self.message
+        if len(message) > MAX_MESSAGE:  # a user's 100 kB token quoted whole is no longer one line
+            message = f"{message[: MAX_MESSAGE - 100]} ... ({len(message) - MAX_MESSAGE + 50:,} characters left out) ... {message[-50:]}"
+        text = f"{where}: {message}" if where else message
         if self.hint:
             # a question ("did you mean 'x'?") reads as a second clause; other hints in brackets
             text += f"; {self.hint}" if self.hint.startswith("did you mean") else f" ({self.hint})"

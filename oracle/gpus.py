@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-PRECISIONS = ("fp32", "tf32", "fp16", "bf16")
+from oracle.vocabulary import PRECISIONS
 
 
 @dataclass(frozen=True)

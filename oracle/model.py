@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import cached_property
 
+from oracle.vocabulary import FP32, RING
+
 # Layer types (docs/model-format.md).  Element-wise activations share one behaviour.
 ACTIVATIONS = (
     "relu", "relu6", "leakyrelu", "elu", "gelu", "silu", "sigmoid", "tanh",
@@ -180,6 +182,19 @@ class NetworkLevel:
 
 
 @dataclass(frozen=True)
+class Interconnect:
+    """What the interconnect offers collectives (issue 25; docs/file-formats.md ``interconnect:``),
+    read by NCCL's choice of algorithm (compute/nccl.py).  The NICs per node (rails) are
+    :attr:`System.links_per_node`."""
+
+    nvlink_domain_gpus: int | None = None  # GPUs all-to-all over NVLink/NVSwitch (None: one node)
+    nvswitch_generation: int = 0  # 0: no NVSwitch; 1 V100 (DGX-2), 2 A100, 3 H100/H200, 4 Blackwell
+    nvls: bool = False  # NVLink SHARP: all-reduce inside the NVSwitch (generation 3 or later)
+    sharp: bool = False  # SHARP: the fabric's switches reduce (NCCL CollNet with the SHARP plugin)
+    source: str = ""
+
+
+@dataclass(frozen=True)
 class OperationOverride:
     """Per-operation transport (docs/cost-model.md): own α/β, or scale factors on the level's."""
 
@@ -264,10 +279,17 @@ class Implementation:
     # differ from the profile's; fitted by `oracle fit runs --calibrate all` from runs
     # that measure compute (docs/calibration.md); a model not listed runs at 1
     compute_factors: tuple[tuple[str, float], ...] = ()
+    # issue 26: the samples per GPU each model's factor was measured at; for a profile
+    # that records no batch, the compute model's batch curve is taken from there
+    compute_batches: tuple[tuple[str, float], ...] = ()
 
     def compute_factor(self, model_name: str) -> float:
         """The time factor on ``model_name``'s profile (1 when not calibrated)."""
         return dict(self.compute_factors).get(model_name, 1.0)
+
+    def compute_batch(self, model_name: str) -> float | None:
+        """The samples per GPU ``model_name``'s compute factor was measured at, or None."""
+        return dict(self.compute_batches).get(model_name)
 
 
 @dataclass(frozen=True)
@@ -317,7 +339,8 @@ class System:
     input: InputPipeline | None = None
     implementation: Implementation = field(default_factory=Implementation)
     collective_tables: tuple[CollectiveTable, ...] = ()
-    collective_algorithm: str = "ring"  # ring | rhd | tree | hierarchical | leader | ps | auto
+    collective_algorithm: str = RING  # one of vocabulary.ALGORITHMS
+    collnet: bool = False  # NCCL CollNet (SHARP) enabled (collectives: collnet; needs interconnect.sharp)
     ps_servers: int = 1  # parameter servers for the "ps" algorithm (collectives: ps_servers)
     gpu_workspace_bytes: float = 0.0  # memory the framework takes besides the model (issue 8)
     framework: FrameworkMemory = field(default_factory=FrameworkMemory)  # memory model (issue 12)
@@ -325,12 +348,13 @@ class System:
     gpu_peaks: tuple[tuple[str, float], ...] = ()
     gpu_sm_count: int | None = None
     use_for: str = ""  # what the file is good for, which parts are measured (oracle list systems)
+    interconnect: Interconnect = field(default_factory=Interconnect)  # issue 25
 
     def gpu_peak(self, precision: str) -> float | None:
         for prec, value in self.gpu_peaks:
             if prec == precision:
                 return value
-        return self.gpu_peak_flops if precision == "fp32" else None
+        return self.gpu_peak_flops if precision == FP32 else None
 
     def table(self, op: str, gpus: int, span: int) -> CollectiveTable | None:
         for t in self.collective_tables:
@@ -372,7 +396,7 @@ class Profile:
     total_fw_bw_per_sample_s: float | None = None
     total_wu_per_iteration_s: float | None = None
     meta: tuple[tuple[str, str], ...] = ()
-    precision: str = "fp32"  # arithmetic precision the times were measured at (issue 13)
+    precision: str = FP32  # arithmetic precision the times were measured at (issue 13)
 
     def times(self) -> dict[str, LayerTimes]:
         return dict(self.layers)

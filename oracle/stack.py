@@ -12,9 +12,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from oracle.vocabulary import BF16, FP16, FP32
+
 # precision classes of a stack's compute efficiency: "fp32" covers fp32 and tf32 (the
 # compute model already carries tf32's tensor cores), "mixed" is --mixed-precision / fp16 / bf16
-PRECISION_CLASSES = ("fp32", "mixed")
+PRECISION_CLASSES = (FP32, "mixed")
+TWO_BYTE = (FP16, BF16)  # precisions of the "mixed" class without --mixed-precision
 
 
 @dataclass(frozen=True)

@@ -26,15 +26,20 @@ def _big(v: float) -> str:
     return f"{v:.2e}"
 
 
+def _unusual(v: float | None) -> str | None:
+    """'n/a' for None and NaN, 'inf' or '-inf'; None for a finite number."""
+    if v is None or math.isnan(v):
+        return "n/a"
+    if math.isinf(v):
+        return "inf" if v > 0 else "-inf"
+    return None
+
+
 def fmt_seconds(s: float | None) -> str:
     """3.2 ms, 41.7 s, 12.5 min, 3.4 h, 2.1 d, 3.2 y; huge values stay readable."""
-    if s is None:
-        return "n/a"
-    s = _float(s)
-    if math.isnan(s):
-        return "n/a"
-    if math.isinf(s):
-        return "inf" if s > 0 else "-inf"
+    s = None if s is None else _float(s)
+    if _unusual(s):
+        return _unusual(s)
     a = abs(s)
     if a == 0:
         return "0 s"
@@ -106,6 +111,23 @@ def fmt_si(v: float, unit: str = "") -> str:
         if a >= scale:
             return f"{_big(v / scale) if prefix == 'P' else f'{v / scale:.3g}'} {prefix}{unit}"
     return f"{v:.3g} {unit}".rstrip()
+
+
+def fmt_ratio(r: float | None) -> str:
+    """A ratio as a multiple (issue 23: ratios said as ratios): 0.83x, 2.7x, 15x, 1,234x;
+    three digits near 1 (1.04x, 0.95x), where two would read as 1x."""
+    r = None if r is None else _float(r)
+    if _unusual(r):
+        return _unusual(r)
+    if r >= 100:
+        return f"{r:,.0f}x"
+    return f"{r:.3g}x" if 0.9 <= r < 1.1 else f"{r:.2g}x"
+
+
+def fmt_gap(r: float, digits: int = 1) -> str:
+    """How much longer than the best a time ``r`` times the best's is: +2.2% below twice
+    the best, then as a multiple (2.7x), never +170%."""
+    return f"+{100 * (r - 1):.{digits}f}%" if r < 2 else fmt_ratio(r)
 
 
 def fmt_rate(bytes_per_s: float) -> str:

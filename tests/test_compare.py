@@ -76,16 +76,29 @@ def test_rows_and_summary_by_hand(files):
     assert rows[1].accuracy == pytest.approx(1 - 0.2 / 0.8, rel=1e-12)
     assert rows[2].accuracy == pytest.approx(1 / 3)  # measured 3x projected: 1 - 2/3
     assert rows[2].compute_accuracy == pytest.approx(1.0)
-    assert rows[2].anomaly.startswith("measured 3.0x the projection")
+    assert rows[2].anomaly.startswith("measured 3x the projection")
     assert "communication explains most" in rows[2].anomaly
     assert rows[0].anomaly is None
     errs = [(1 - 1.1) / 1.1, (1 - 0.8) / 0.8, (1 - 3) / 3]
     assert summary.overall.mape == pytest.approx(sum(abs(e) for e in errs) / 3)
     assert summary.overall.bias == pytest.approx(sum(errs) / 3)
+    # measured / projected said as a ratio (issue 23): 1.1, 0.8 and 3, geometric mean (1.1·0.8·3)^(1/3)
+    assert summary.overall.ratio == pytest.approx((1.1 * 0.8 * 3) ** (1 / 3), rel=1e-12)
+    assert (summary.overall.ratio_min, summary.overall.ratio_max) == pytest.approx((0.8, 3.0), rel=1e-12)
     assert summary.overall.min_accuracy == pytest.approx(1 / 3)
     assert summary.overall.mean_accuracy == pytest.approx((1 - 0.1 / 1.1 + 1 - 0.25 + 1 / 3) / 3)
     assert summary.by_strategy["data"].n == 3
     assert summary.anomalies == 1
+
+
+def test_runs_faster_than_projected_are_a_ratio_below_one(files):
+    """A run that took half its projection is 'measured 0.5x the projection' (not '2.0x
+    faster', issue 23), and the summary's ratio is 0.5 where the bias is +100%."""
+    c1, m1 = data_epoch(1, 32)
+    runs = write_runs(files, f"m.yaml,s.yaml,p.yaml,data,1,,,32,{(c1 + m1) / 2},,,,A\n")
+    rows, summary = api.compare(runs)
+    assert rows[0].anomaly.startswith("measured 0.5x the projection: a slow profile")
+    assert summary.overall.bias == pytest.approx(1.0) and summary.overall.ratio == pytest.approx(0.5)
 
 
 def test_accuracy_is_floored_at_zero():

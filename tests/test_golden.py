@@ -131,19 +131,18 @@ def test_renderer_directly_matches_golden():
     """oracle.render.predict.render_text(table, width=140) gives the golden table."""
     if UPDATE:
         pytest.skip("updating golden files")
-    from oracle.compute.context import Options
     from oracle.compute.conversion import prepare
+    from oracle.compute.options import Flags
     from oracle.compute.sweep import sweep
     from oracle.load import load_model, load_profile, load_system
     from oracle.render import predict as rp
-    from oracle.compute.options import profile_defaults
     from oracle.services.project import describe
 
     m, s, pr = load_model("alexnet"), load_system("abci"), load_profile("alexnet_v100")
-    options = Options()
-    times, conversion = prepare(m, s, pr, options)
-    points = sweep(m, s, times, [8, 64], "all", batch_per_gpu=512.0, options=options, conversion=conversion)
-    meta = describe(m, s, pr, options, profile_defaults(pr, batch_per_gpu=512.0), None, conversion)
+    run = Flags.parse(batch_per_gpu=512.0).resolve(pr)
+    times, conversion = prepare(m, s, pr, run.options)
+    points = sweep(m, s, times, [8, 64], "all", batch_per_gpu=512.0, options=run.options, conversion=conversion)
+    meta = describe(m, s, pr, run, conversion)
     compare("predict_alexnet_abci.txt", rp.render_text(rp.table(points, meta), width=140))
     compare("predict_alexnet_abci_markdown.txt", rp.markdown(points, meta))
 

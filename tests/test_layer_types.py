@@ -9,7 +9,8 @@ import math
 import numpy as np
 import pytest
 
-from oracle.compute.context import Context, Options, halo_half_widths
+from oracle.compute.context import Context, Options
+from oracle.compute.geometry import halo_half_widths
 from oracle.compute.memory import SAVE_RULES, saved_activations
 from oracle.compute.shapes import SHAPE_RULES
 from oracle.compute.strategies.filter import horizontal_collectives, layer_collectives
@@ -264,7 +265,7 @@ def context(m):
 @pytest.mark.parametrize("q", [2, 4])
 def test_filter_split_depthwise_consumer_needs_no_reduction(q):
     ctx = context(mobile_block())
-    s = ctx.filter_split
+    s = ctx.split("filter")
     b, d = 8, 4  # samples, bytes per item
     # collectives after pw1 (consumer dw: depthwise, 8 groups), dw (consumer pw2:
     # dense), pw2 (consumer g2: 2 groups, aligned only when q divides 2), g2 (fc: dense)
@@ -279,7 +280,7 @@ def test_filter_split_depthwise_consumer_needs_no_reduction(q):
 
 def test_channel_split_depthwise_layer_has_no_output_reduction():
     ctx = context(mobile_block())
-    s = ctx.channel_split  # dw, pw2, g2, fc (pw1 reads the data)
+    s = ctx.split("channel")  # dw, pw2, g2, fc (pw1 reads the data)
     q, b, d = 4, 8, 4
     got = layer_collectives(ctx, s, q, b)
     dw = 2 * ring_ag(q, d * b * 128 / q)  # its outputs are complete per channel slice
@@ -294,8 +295,8 @@ def test_dense_models_keep_paradl_collectives():
     ctx = context(m)
     q, b = 4, 2
     expected = ring_ag(q, 4 * b * 128 / q) + ring_ar(q, 4 * b * 128)
-    assert horizontal_collectives(ctx, ctx.filter_split, q, b) == pytest.approx(expected, rel=1e-12)
-    assert math.isclose(np.sum(layer_collectives(ctx, ctx.filter_split, 1, b)), 0.0)
+    assert horizontal_collectives(ctx, ctx.split("filter"), q, b) == pytest.approx(expected, rel=1e-12)
+    assert math.isclose(np.sum(layer_collectives(ctx, ctx.split("filter"), 1, b)), 0.0)
 
 
 # -- every type end to end: PyTorch build and every strategy ------------------------------
@@ -344,7 +345,7 @@ def test_every_type_builds_in_pytorch_with_oracle_shapes_and_parameters():
 
 
 def test_every_type_has_a_cost_under_every_strategy():
-    from oracle.compute.strategies import NAMES
+    from oracle.compute.strategies import names
     from oracle.compute.sweep import sweep
     from oracle.load.profile import bind_profile
     from oracle.profiling.estimate import estimate
@@ -353,8 +354,8 @@ def test_every_type_has_a_cost_under_every_strategy():
     system = parse_system({**SYSTEM, "gpu": {"model": "G", "memory_GB": 16, "peak_TFLOPS": 15,
                                              "memory_bandwidth_GB_per_s": 900}}, "s.yaml")  # fmt: skip
     times = bind_profile(m, estimate(m, system, date="2026-01-01"))
-    points = sweep(m, system, times, [1, 2, 4], list(NAMES), batch=8, options=Options())
-    assert {pt.strategy for pt in points} == set(NAMES)
+    points = sweep(m, system, times, [1, 2, 4], list(names()), batch=8, options=Options())
+    assert {pt.strategy for pt in points} == set(names())
     for pt in points:
         assert math.isfinite(pt.total_s) and pt.total_s > 0 or pt.limits, pt
 

@@ -36,3 +36,15 @@ def test_no_layer_imports_one_above_it(package, banned):
            for line, name in _imports(path)
            if any(name == b or name.startswith(b + ".") for b in banned)]  # fmt: skip
     assert not bad, "\n".join(bad)
+
+
+def test_tests_import_conftest_as_pytest_puts_it_on_the_path():
+    """The README runs plain `pytest`, which puts tests/ on sys.path but not the repository
+    root: `from tests.conftest import ...` only works under `python -m pytest` (it broke CI)."""
+    import re
+
+    here = Path(__file__).resolve().parent
+    bad = [f"{p.name}:{i}" for p in sorted(here.glob("*.py"))
+           for i, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1)
+           if re.match(r"\s*(from tests(\.| import)|import tests\b)", line)]  # fmt: skip
+    assert not bad, bad

@@ -44,7 +44,7 @@ CASES = [
 def inputs(tmp_path_factory) -> dict[str, str]:
     """The two inputs made for these tests: issue 23's estimated bf16 ResNet-152 profile,
     and ABCI with a calibrated compute factor for ResNet-50 (as oracle fit runs writes)."""
-    from tests.conftest import run_cli
+    from conftest import run_cli
 
     tmp = tmp_path_factory.mktemp("one_path")
     prof = tmp / "r152.yaml"
@@ -68,13 +68,13 @@ def search_points(model, system, profile, precision, scaling, lo, hi):
     results, _, _, _ = run_search_command(
         model, system, profile, gpus=lo, max_gpus=hi, batch_per_gpu=scaling.get("batch_per_gpu"),
         batch=scaling.get("batch"), kinds="data", strategies="all", precision=precision, memory_model="framework",
-        gamma=None, phi=None, samples=None, evaluate_file=None,
+        samples=None, evaluate_file=None,
     )  # fmt: skip
     return {r.gpus: r.uniform for r in results}
 
 
 def predict_points(model, system, profile, precision, scaling, gpus, **more) -> dict:
-    points, _, _ = project(model, system, profile, gpus=",".join(map(str, gpus)), precision=precision, gamma=None, **scaling,
+    points, _, _ = project(model, system, profile, gpus=",".join(map(str, gpus)), precision=precision, **scaling,
                            **more)  # fmt: skip
     return {(pt.gpus, pt.strategy, pt.p1, pt.p2, pt.segments): pt for pt in points}
 
@@ -161,7 +161,7 @@ def test_uniform_layerwise_assignment_is_the_uniform_strategy(inputs, model, sys
                                                               abs=1e-300), (what, phase)  # fmt: skip
         memory = pt.memory_bytes
         if pt.strategy == "spatial":  # the head's gradients: not all-reduced, no bucket (docstring)
-            memory -= ctx.delta * ctx.spatial_split.w_r * (1 + s.framework.allocator_overhead)
+            memory -= ctx.delta * ctx.split("spatial").w_r * (1 + s.framework.allocator_overhead)
         assert got.memory_bytes == pytest.approx(memory, rel=1e-12), what
         assert got.feasible == pt.feasible, (what, got.limits, pt.limits)
         checked.add(pt.strategy)

@@ -13,6 +13,7 @@ import yaml
 
 from oracle.compute.context import Context, Options
 from oracle.compute.network import allgather_algorithm, allreduce_algorithm, group_contiguous, link
+from oracle.compute.strategies.spatial import halo_elements
 from oracle.compute.sweep import sweep
 from oracle.load import load_model, load_profile
 from oracle.load.profile import bind_profile
@@ -81,7 +82,7 @@ def test_filter_backward_patterns_by_hand(pattern):
     grp = group_contiguous(q, 4)
     lk = link(s, grp.span, "allreduce", q)
     total = 0.0
-    for y in ctx.filter_split.coll_y:
+    for y in ctx.split("filter").coll_y:
         m = 4 * B * y
         total += allgather_algorithm(s, grp, m / q)[0]
         total += {
@@ -122,12 +123,12 @@ def test_spatial_split_point():
     times = bind_profile(m, load_profile("cosmoflow256_v100"))
     s = system()
     default = Context(m, s, times, Options())
-    last = default.names[int(default.spatial_split.last)]
+    last = default.names[int(default.split("spatial").last)]
     same = Context(m, s, times, Options(spatial_split_after=last))
-    assert (same.spatial_split.mask == default.spatial_split.mask).all()
+    assert (same.split("spatial").mask == default.split("spatial").mask).all()
     early = Context(m, s, times, Options(spatial_split_after="pool2"))
-    assert early.spatial_split.last == m.index["pool2"] < default.spatial_split.last
-    assert early.spatial_split.mask.sum() == m.index["pool2"] + 1
+    assert early.split("spatial").last == m.index["pool2"] < default.split("spatial").last
+    assert early.split("spatial").mask.sum() == m.index["pool2"] + 1
 
 
 @pytest.mark.parametrize(
@@ -168,7 +169,7 @@ def test_halo_chain_by_hand():
     grid = conc.detail("grid")
     m = load_model("cosmoflow256")
     ctx = Context(m, system(), bind_profile(m, load_profile("cosmoflow256_v100")), Options())
-    hx, hdy = ctx.halo_elements(grid)
+    hx, hdy = halo_elements(ctx, grid)
     layers = int(((hx + hdy) > 0).sum())
     I = ctx.D / 64.0
     expected = (max(grid) - 1) * conc.breakdown.halo_s + I * 2 * layers * 1e-4

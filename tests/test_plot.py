@@ -124,7 +124,8 @@ def test_compare_plot(run, mpl, tmp_path):
     ok(run("plot", "compare", RUNS, "-o", svg))
     check_png(png)
     text = check_svg(svg, "compare", ("data", "data+spatial"))
-    for words in ("AlexNet on ABCI", "VGG16 on ABCI", "measured", "projected compute", "projected communication",
+    for words in ("AlexNet on ABCI", "VGG16 on ABCI", "measured", "projected (compute + communication)",
+                  "of which communication",
                   "mean accuracy", "37 runs"):
         assert words in text, words
     # an accuracy label per run: 37 percentages, plus the ones of the titles
@@ -145,14 +146,14 @@ def test_compare_plot_where(run, mpl, tmp_path):
 
 
 def test_one_colour_per_strategy():
-    from oracle.compute.strategies import NAMES
-    from oracle.render.plots import STRATEGY_STYLE, strategy_style
+    from oracle.compute.strategies import names
+    from oracle.render.plots import strategy_style, strategy_styles
 
-    colours = [strategy_style(n)[0] for n in NAMES]
-    assert len(set(colours)) == len(NAMES)  # distinct
+    colours = [strategy_style(n)[0] for n in names()]
+    assert len(set(colours)) == len(names())  # distinct
     assert {c.upper() for c in colours} <= OKABE_ITO  # colour-blind-safe palette
-    assert len({strategy_style(n)[1] for n in NAMES if n != "serial"}) == len(NAMES) - 1  # distinct markers too
-    assert set(STRATEGY_STYLE) >= set(NAMES)
+    assert len({strategy_style(n)[1] for n in names() if n != "serial"}) == len(names()) - 1  # distinct markers too
+    assert set(strategy_styles()) >= set(names())
     assert strategy_style("future-strategy")[0] not in colours
 
 

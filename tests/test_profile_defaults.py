@@ -148,11 +148,11 @@ def test_plot_titles_wrap_the_longer_captions(run, bf16):
     from oracle.render.plots import TITLE_CHARS, title
     from oracle.services.project import project
 
-    _, meta, _ = project("resnet50", "gcp-a3mega-h100", str(bf16), gpus="8", precision="fp32", batch_per_gpu=32, gamma=None)
+    _, meta, _ = project("resnet50", "gcp-a3mega-h100", str(bf16), gpus="8", precision="fp32", batch_per_gpu=32)
     lines = title(meta, "time per epoch versus GPUs").splitlines()
     assert len(lines) > 2 and all(len(line) <= TITLE_CHARS for line in lines[1:])
     assert " · ".join(lines[1:]).count("converted") == 2
-    _, meta, _ = project("resnet50", "abci", "resnet50_v100", gpus="8", gamma=None)
+    _, meta, _ = project("resnet50", "abci", "resnet50_v100", gpus="8")
     assert len(title(meta, "x").splitlines()) == 2
 
 

@@ -23,7 +23,7 @@ from oracle.compute.context import Options as _Options
 def Options(**kw):  # noqa: N802 - these tests pin ParaDL's Table 3 memory (SPEC §4.6 ParaDL mode)
     kw.setdefault("memory_model", "paradl")
     return _Options(**kw)
-from oracle.compute.cost import PHASES
+from oracle.compute.cost import phase_names
 from oracle.compute.sweep import sweep
 from oracle.load.model import parse_model
 from oracle.load.profile import bind_profile, parse_profile
@@ -311,7 +311,7 @@ def test_totals_add_up_and_numbers_are_sane(sc):
     assert pts
     for pt in pts:
         bd = pt.breakdown.as_dict()
-        assert set(bd) == set(PHASES)
+        assert set(bd) == set(phase_names())
         rec = point_to_dict(pt)
         if finite(pt):
             phases = sum(bd.values())

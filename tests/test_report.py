@@ -131,6 +131,31 @@ def test_report_without_matplotlib(run, tmp_path, no_matplotlib):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["report.html", "report.md"]
 
 
+def test_report_says_ratios_as_ratios(run, tmp_path, no_matplotlib):
+    """Issue 23: the shipped runs took 5.4x their projections (geometric mean of measured /
+    projected over the 37 runs, 0.99x to 24x); the report said "on average 67.9% slower than
+    projected".  Ratios are multiples in the summary, the accuracy table and the gaps."""
+    out = tmp_path / "r.md"
+    ok(run("report", *RESNET, "--measured", RUNS, "-o", out))
+    md = out.read_text(encoding="utf-8")
+    assert ("The runs took 5.4x their projected time (geometric mean of measured / projected; from 0.993x to 24x)"
+            in md)  # fmt: skip
+    assert "| all runs | 37 | 32.1% | 4.2% | 67.9% | 5.4x |" in md
+    assert "% slower" not in md and "% faster" not in md and "× faster" not in md
+    assert "a 59.3× speed-up on 64× the GPUs" in md  # 9.05 min / 9.15 s
+
+
+def test_a_gap_of_twice_the_best_or_more_is_a_multiple(run, tmp_path, no_matplotlib):
+    """Filter parallelism on 4 GPUs fits and takes 2870 s to data's 1012 s: '2.8x', not '+183.7%'
+    (the report's recommendation and predict's chart)."""
+    args = ("-m", "resnet50", "-s", "abci", "-p", "resnet50_v100", "--gpus", "4", "--batch-per-gpu", "32",
+            "--strategy", "data,filter")  # fmt: skip
+    ok(run("report", *args, "-o", tmp_path / "r.md"))
+    assert re.search(r"^\|  \| 2 \| filter \|.*\| 2\.8x \|$", (tmp_path / "r.md").read_text(encoding="utf-8"), re.M)
+    chart = ok(run("predict", *args, "--chart", "--width", "120")).out
+    assert re.search(r"filter .* 2\.8x$", chart, re.M) and "%" not in chart.split("time per epoch (")[1]
+
+
 # --------------------------------------------------------------------------------------
 # Markdown
 # --------------------------------------------------------------------------------------

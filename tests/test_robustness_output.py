@@ -333,7 +333,7 @@ def test_csv_outputs_neutralize_formulas(tmp_path):
 
 
 def test_import_escapes_source_cells_and_compare_reads_them_back(tmp_path):
-    from oracle.compute.strategies import NAMES
+    from oracle.compute.strategies import names
     from oracle.load.runs import load_runs
 
     (tmp_path / "=x 8gpus-32pergpu.log").write_text("0.5\n0.5\n0.5\n")
@@ -342,7 +342,7 @@ def test_import_escapes_source_cells_and_compare_reads_them_back(tmp_path):
                 "--strategy", "data", "-o", out, cwd=tmp_path)  # fmt: skip
     assert r.code == 0, r.err
     assert ",'=x 8gpus-32pergpu.log (per-iteration time log)\n" in out.read_text()
-    assert load_runs(out, NAMES)[0].source == "=x 8gpus-32pergpu.log (per-iteration time log)"
+    assert load_runs(out, names())[0].source == "=x 8gpus-32pergpu.log (per-iteration time log)"
 
 
 # ======================================================================================

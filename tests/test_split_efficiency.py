@@ -36,7 +36,7 @@ def test_defaults_keep_spec(tmp_path):
 def test_amdahl_fraction_and_overhead_by_hand(tmp_path):
     m = load_model("resnet50")
     ctx = Context(m, load_system("abci"), bind_profile(m, load_profile("resnet50_v100")), Options())
-    s = ctx.filter_split
+    s = ctx.split("filter")
     D, B, p, f, o = 1_281_167, 64, 8, 0.25, 1e-4
     I = D / B
     (pt,) = _filter(_system(tmp_path, f, o), p)
@@ -54,7 +54,7 @@ def test_hybrids_split_only_the_model_part(tmp_path):
     (b,) = _filter("abci", 16, "data+filter", **kw)
     m = load_model("resnet50")
     ctx = Context(m, load_system("abci"), bind_profile(m, load_profile("resnet50_v100")), Options())
-    s = ctx.filter_split
+    s = ctx.split("filter")
     D = 1_281_167
     # the D/p1 samples of a group are split p2 = 4 ways: (0.5 + 0.5/4) instead of 1/4
     assert a.breakdown.forward_backward_s - b.breakdown.forward_backward_s == pytest.approx(

@@ -33,6 +33,7 @@ from oracle.compute.context import Options as _Options
 def Options(**kw):  # noqa: N802 - these tests pin ParaDL's Table 3 memory (SPEC §4.6 ParaDL mode)
     kw.setdefault("memory_model", "paradl")
     return _Options(**kw)
+from oracle.compute.strategies.spatial import halo_elements
 from oracle.compute.sweep import sweep
 from oracle.load.model import load_model
 from oracle.load.profile import bind_profile, load_profile
@@ -461,7 +462,7 @@ def test_spatial_halo_elements_per_layer(files, grid):
     # the per-layer halo sizes behind the sums above (conv3 is 1x1: no halo)
     model, times = files["net2d"]
     ctx = Context(model, files["system_two"], times, Options())
-    hx, hdy = ctx.halo_elements(grid)
+    hx, hdy = halo_elements(ctx, grid)
     assert [(float(a), float(b)) for a, b in zip(hx, hdy)] == HALO_2D[grid]
 
 
@@ -540,7 +541,7 @@ HALO_3D = {  # (conv1, pool1): (halo(x), halo(dy))
 def test_spatial_halo_elements_per_layer_3d(files, grid):
     model, times = files["net3d"]
     ctx = Context(model, files["system_two"], times, Options())
-    hx, hdy = ctx.halo_elements(grid)
+    hx, hdy = halo_elements(ctx, grid)
     assert [(float(a), float(b)) for a, b in zip(hx, hdy)] == HALO_3D[grid]
 
 

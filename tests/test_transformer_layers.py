@@ -137,15 +137,15 @@ def _system():
 
 
 def test_every_strategy_costs_the_transformer_layers_or_states_a_limit():
-    from oracle.compute.strategies import NAMES
+    from oracle.compute.strategies import names
     from oracle.compute.sweep import sweep
     from oracle.load.profile import bind_profile
     from oracle.profiling.estimate import estimate
 
     m, system = model([3, 8, 8], VIT_LIKE), _system()
     times = bind_profile(m, estimate(m, system, date="2026-01-01"))
-    points = sweep(m, system, times, [1, 2, 4, 8], list(NAMES), batch=8, options=Options())
-    assert {pt.strategy for pt in points} == set(NAMES)
+    points = sweep(m, system, times, [1, 2, 4, 8], list(names()), batch=8, options=Options())
+    assert {pt.strategy for pt in points} == set(names())
     for pt in points:
         assert math.isfinite(pt.total_s) and pt.total_s > 0 or pt.limits, pt
     # filter parallelism splits attention by heads: 8 GPUs exceed a2's 2 heads
@@ -161,10 +161,10 @@ def test_attention_is_split_and_communicated_by_filter_parallelism():
 
     m, system = model([3, 8, 8], VIT_LIKE), _system()
     ctx = Context(m, system, bind_profile(m, estimate(m, system, date="2026-01-01")), Options())
-    split = [n for n, keep in zip(ctx.names, ctx.filter_split.mask) if keep]
+    split = [n for n, keep in zip(ctx.names, ctx.split("filter").mask) if keep]
     assert split == ["c", "a", "a2", "fc"]
     assert [int(ctx.F[ctx.names.index(n)]) for n in ("a", "a2")] == [4, 2]  # heads
-    assert list(ctx.filter_split.coll_y) == [256, 17 * 16, 17 * 16]  # after c, a and a2
+    assert list(ctx.split("filter").coll_y) == [256, 17 * 16, 17 * 16]  # after c, a and a2
 
 
 def test_the_docs_example_loads():

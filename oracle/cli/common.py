@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import click
 
-from oracle.cli.types import FiniteRange, PlainIntRange
+from oracle.cli.types import FiniteRange, PlainIntRange, count_type
+from oracle.vocabulary import ALGORITHMS, FRAMEWORK, MEMORY_MODELS, PARADL, PRECISIONS, precision_bytes_text
 
 FORMATS = ("table", "json", "csv", "markdown")
 
@@ -27,6 +29,32 @@ class _PositiveFloat(click.ParamType):
 
 
 positive_float = _PositiveFloat()
+
+
+class RegistryOption(click.Option):
+    """An option whose help (and default) say what the strategy registry holds when the
+    help is shown or the default used, not when the CLI is imported: the registry
+    imports numpy, and a strategy registered later shows too."""
+
+    def __init__(self, *args, help_from: Callable[[], str], default_from: Callable[[], str] | None = None,
+                 **kwargs) -> None:  # fmt: skip
+        super().__init__(*args, **kwargs)
+        self._help_from, self._default_from = help_from, default_from
+
+    def get_help_record(self, ctx):
+        self.help = self._help_from()
+        return super().get_help_record(ctx)
+
+    def get_default(self, ctx, call=True):
+        if self._default_from is not None:
+            return self._default_from()
+        return super().get_default(ctx, call)
+
+
+def strategy_help() -> str:
+    from oracle.compute.strategies import names
+
+    return f"Comma-separated strategies ({', '.join(names())}) or all."
 
 
 def model_system_profile_options(f):
@@ -51,16 +79,16 @@ def output_option(f):
 def memory_model_options(f):
     """--memory-model and --memory-reuse (γ, ParaDL's bound only), for the commands
     that project without a full sweep (compare, plot compare, search)."""
-    f = click.option("--memory-reuse", "gamma", type=FiniteRange(min=0, max=1, min_open=True),
+    f = click.option("--memory-reuse", type=FiniteRange(min=0, max=1, min_open=True),
                      help="ParaDL memory model: reuse factor γ (0 < γ <= 1). [default: 1]")(f)
-    return click.option("--memory-model", type=click.Choice(["framework", "paradl"]), default="framework",
-                        show_default=True, help="framework: what PyTorch keeps; paradl: ParaDL's upper bound.")(f)
+    return click.option("--memory-model", type=click.Choice(MEMORY_MODELS), default=FRAMEWORK, show_default=True,
+                        help=f"{FRAMEWORK}: what PyTorch keeps; {PARADL}: ParaDL's upper bound.")(f)
 
 
 def precision_option(also: str = ""):
     """--precision: None when not given, so that the profile's applies (issue 23)."""
-    return click.option("--precision", type=click.Choice(["fp32", "tf32", "fp16", "bf16"]),
-                        help="Bytes per item δ (fp32/tf32 4, fp16/bf16 2) and the peak conv/fc run at; the"
+    return click.option("--precision", type=click.Choice(PRECISIONS),
+                        help=f"Bytes per item δ ({precision_bytes_text()}) and the peak conv/fc run at; the"
                         f" compute model converts the profile's times to it.{also} [default: the profile's precision]")
 
 
@@ -74,9 +102,10 @@ def stack_option(also: str = ""):
 
 def collective_option():
     """--collective (predict, plot, report, search)."""
-    return click.option("--collective", type=click.Choice(["ring", "rhd", "tree", "hierarchical", "leader", "ps", "auto"]),
+    return click.option("--collective", type=click.Choice(ALGORITHMS),
                      help="All-reduce algorithm (auto: the cheapest per call; ps: parameter servers, collectives:"
-                     " ps_servers in the system). [default: the system's, else ring]")
+                     " ps_servers in the system; nccl: NCCL's choice of ring, tree, NVLS or CollNet and protocol per"
+                     " call, from the system's topology). [default: the system's, else ring]")
 
 
 def overlap_options() -> list:
@@ -87,7 +116,7 @@ def overlap_options() -> list:
                      " behind interior compute (communication_s is then the exposed part)."),
         click.option("--bucket-MB", "bucket_mb", type=FiniteRange(min=0), default=25.0, show_default=True,
                      help="Gradient bucket size in MiB (PyTorch DDP's default); 0: one bucket per layer."),
-        click.option("--bucket-layers", type=PlainIntRange(min=0), default=None,
+        click.option("--bucket-layers", type=count_type(min=0), default=None,
                      help="With --overlap buckets: all-reduce gradients in chunks of K layers (Lee et al. 2017)"
                      " instead of by size. [default: by --bucket-MB]"),
         click.option("--delayed-update", metavar="LAYERS",
@@ -103,22 +132,20 @@ def sweep_options(f):
                      help="GPU counts: 4,8,16 or 4-1024 (powers of two from A to B)."
                      "  [default: powers of two up to the system size, at most 1024]"),
         click.option("--strategy", "strategies", default="all", show_default=True, metavar="NAMES",
-                     help="Comma-separated strategies (serial, data, spatial, filter, channel, pipeline,"
-                     " data+filter, data+spatial) or all."),
+                     cls=RegistryOption, help_from=strategy_help),
         click.option("--batch-per-gpu", "-b", type=positive_float,
                      help="Weak scaling: B = b·p samples per iteration. [default: the profile's"
                      " measured_samples_per_gpu, else 32]"),
         click.option("--batch", "-B", type=positive_float, help="Strong scaling: global mini-batch B, fixed."),
-        click.option("--p2", type=PlainIntRange(min=1), help="Hybrids: fix the model-part size p2 (p = p1·p2)."),
-        click.option("--segments", "-S", type=PlainIntRange(min=1), help="Pipeline segments S. [default: min(B, 4p)]"),
+        click.option("--p2", type=count_type(), help="Hybrids: fix the model-part size p2 (p = p1·p2)."),
+        click.option("--segments", "-S", type=count_type(), help="Pipeline segments S. [default: min(B, 4p)]"),
         precision_option(),
-        click.option("--memory-model", type=click.Choice(["framework", "paradl"]), default="framework",
-                     show_default=True,
-                     help="framework: what PyTorch keeps (saved tensors, weights, gradients, optimizer,"
-                     " buffers, workspace); paradl: ParaDL's upper bound Σ 2B(|x|+|y|) + 2|w|."),
-        click.option("--memory-reuse", "gamma", type=FiniteRange(min=0, max=1, min_open=True),
+        click.option("--memory-model", type=click.Choice(MEMORY_MODELS), default=FRAMEWORK, show_default=True,
+                     help=f"{FRAMEWORK}: what PyTorch keeps (saved tensors, weights, gradients, optimizer,"
+                     f" buffers, workspace); {PARADL}: ParaDL's upper bound Σ 2B(|x|+|y|) + 2|w|."),
+        click.option("--memory-reuse", type=FiniteRange(min=0, max=1, min_open=True),
                      help="ParaDL memory model: reuse factor γ (0 < γ <= 1). [default: 1]"),
-        click.option("--contention", "phi", type=FiniteRange(min=1, max=1000), help="Contention factor φ >= 1."),
+        click.option("--contention", type=FiniteRange(min=1, max=1000), help="Contention factor φ >= 1."),
         click.option("--samples", type=PlainIntRange(min=1, max=10**15), help="Dataset size D (overrides the model's)."),
         collective_option(),
         click.option("--optimizer", type=click.Choice(["sgd", "momentum", "adam"]), default="sgd", show_default=True,
@@ -192,6 +219,14 @@ def warn(text: str) -> None:
     click.echo(f"oracle: warning: {one_line(text)}", err=True)
 
 
+def echo(text: str, *, err: bool = False, nl: bool = True) -> None:
+    """A plain line (a summary, 'wrote FILE') with a user's text in it: control
+    characters escaped (textsafe.terminal), as in tables and messages."""
+    from oracle.textsafe import terminal
+
+    click.echo(terminal(text), err=err, nl=nl)
+
+
 def print_renderable(*renderables, width: int | None = None) -> None:
     """Rich output to standard output: styled on a terminal; piped, plain text at the
     console's width without trailing spaces (issue 17)."""
@@ -211,14 +246,8 @@ def make_console(width: int | None = None):
     import os
     import sys
 
-    from rich.console import Console
-
-    class _Console(Console):
-        def on_broken_pipe(self) -> None:  # rich would exit 1 silently; say it in one line
-            import errno
-
-            raise BrokenPipeError(errno.EPIPE, "Broken pipe")
+    from oracle.textsafe import console  # control characters escaped; a broken pipe is an error
 
     if width is None and not sys.stdout.isatty() and "COLUMNS" not in os.environ:
         width = 140
-    return _Console(width=width) if width else _Console()
+    return console(width=width) if width else console()

@@ -14,9 +14,8 @@ from oracle.cli.common import (
     precision_option,
     stack_option,
 )
-from oracle.cli.types import FiniteRange, PlainIntRange
+from oracle.cli.types import FiniteRange, count_type, gpu_count_type, width_type
 from oracle.load.values import parse_where
-from oracle.services.project import memory_reuse
 
 
 @click.command(context_settings={"max_content_width": 100})
@@ -26,12 +25,12 @@ from oracle.services.project import memory_reuse
 @click.option("--system", "-s", metavar="NAME|FILE", help="With --log: the system. With RUNS.csv: use this system for every run instead of the file's column.")
 @click.option("--profile", "-p", metavar="NAME|FILE", help="With --log: the profile.")
 @click.option("--strategy", metavar="NAME", help="With --log: the strategy.")
-@click.option("--gpus", "-g", type=PlainIntRange(min=1), help="With --log: GPUs.")
+@click.option("--gpus", "-g", type=gpu_count_type(), help="With --log: GPUs.")
 @click.option("--batch", "-B", type=positive_float, help="With --log: global mini-batch.")
 @click.option("--batch-per-gpu", "-b", type=positive_float, help="With --log: samples per GPU (B = b·gpus).")
-@click.option("--p1", type=PlainIntRange(min=1), help="With --log: data-parallel part of a hybrid.")
-@click.option("--p2", type=PlainIntRange(min=1), help="With --log: model part of a hybrid.")
-@click.option("--segments", type=PlainIntRange(min=1), help="With --log: pipeline segments.")
+@click.option("--p1", type=count_type(), help="With --log: data-parallel part of a hybrid.")
+@click.option("--p2", type=count_type(), help="With --log: model part of a hybrid.")
+@click.option("--segments", type=count_type(), help="With --log: pipeline segments.")
 @click.option("--where", multiple=True, metavar="COL=VAL[,VAL]", help="Keep runs whose column has one of the values (repeatable), e.g. quality=A.")
 @click.option("--exclude", multiple=True, metavar="COL=VAL[,VAL]", help="Drop runs whose column has one of the values (repeatable), e.g. line=31,32 to hold out calibration runs.")
 @click.option("--min-accuracy", type=FiniteRange(0, 1), help="Exit 1 when the mean accuracy is below this (e.g. 0.85).")
@@ -42,17 +41,17 @@ from oracle.services.project import memory_reuse
 @stack_option(" A run's stack column comes first.")
 @click.option("--calibrate-on", metavar="EXPR",
               help="Calibrate each system on the runs EXPR selects (e.g. 'gpus<=8'; --calibrate all of oracle fit"
-              " runs) and score only the others, next to the naive projection from the nearest smaller"
-              " calibrated run; runs at a batch per replica no calibration run of their model and strategy"
+              " runs) and score only the others, each anchored on its nearest calibration run (its measured"
+              " time times the model's ratio; the notes name it), next to the naive projection from the nearest"
+              " smaller calibrated run; runs at a batch per replica no calibration run of their model and strategy"
               " has are noted and summarised apart. --where/--exclude choose the runs scored.")
-@click.option("--contention", "phi", type=FiniteRange(min=1, max=1000), help="Contention factor φ (overrides the systems).")
+@click.option("--contention", type=FiniteRange(min=1, max=1000), help="Contention factor φ (overrides the systems).")
 @click.option("--format", "-f", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
-@click.option("--width", type=PlainIntRange(min=60), help="Table width. [default: terminal]")
+@click.option("--width", type=width_type(), help="Table width. [default: terminal]")
 @output_option
 def compare(
     runs, log, model, system, profile, strategy, gpus, batch, batch_per_gpu, p1, p2, segments, where,
-    exclude, min_accuracy, max_mape, anomaly_threshold, precision, memory_model, gamma, phi, fmt, width, output,
-    calibrate_on, stack,
+    exclude, min_accuracy, max_mape, anomaly_threshold, fmt, width, output, calibrate_on, **flags,
 ):  # fmt: skip
     """Compare projections with measured runs: accuracy per run, summary, anomalies.
 
@@ -72,20 +71,18 @@ def compare(
 
     if (runs is None) == (log is None):
         raise OracleError("give a RUNS.csv file or --log FILE (with --model, --system, ...), not both")
-    options = dict(precision=precision, memory_reuse=memory_reuse(gamma, memory_model), contention=phi,
-                   memory_model=memory_model, stack=stack)  # fmt: skip
     if log is not None:
         if calibrate_on:
             raise OracleError("--calibrate-on needs a RUNS.csv file of several runs, not --log", path="--calibrate-on")
         measured = [_run_from_log(log, model, system, profile, strategy, gpus, batch, batch_per_gpu, p1, p2, segments)]
-        rows, summary = api.compare(measured, threshold=anomaly_threshold, where=parse_where(where), **options)
+        rows, summary = api.compare(measured, threshold=anomaly_threshold, where=parse_where(where), **flags)
         title = f"{log}"
         _render(rows, summary, fmt, width, output, title)
     else:
         with _without_gc():
             rows, summary = api.compare(
                 runs, threshold=anomaly_threshold, where=parse_where(where), exclude=parse_where(exclude, "--exclude"),
-                system=system, calibrate_on=calibrate_on, **options,
+                system=system, calibrate_on=calibrate_on, **flags,
             )
             title = f"{runs}: {summary.overall.n} measured runs against their projections"
             _render(rows, summary, fmt, width, output, title)
@@ -134,7 +131,7 @@ def _render(rows, summary, fmt, width, output, title) -> None:
 
 def _run_from_log(log, model, system, profile, strategy, gpus, batch, batch_per_gpu, p1, p2, segments):
     """A measured run from one log and the options that describe it."""
-    from oracle.compute.strategies import NAMES
+    from oracle.compute.strategies import names
     from oracle.errors import OracleError, did_you_mean
     from oracle.load.logs import parse_run_name, read_log
     from oracle.load.runs import MeasuredRun
@@ -152,8 +149,8 @@ def _run_from_log(log, model, system, profile, strategy, gpus, batch, batch_per_
     if missing:
         raise OracleError(f"--log needs {', '.join(missing)}")
     name = strategy.lower()
-    if name not in NAMES:
-        raise OracleError(f"unknown strategy '{strategy}'", path="--strategy", hint=did_you_mean(name, NAMES))
+    if name not in names():
+        raise OracleError(f"unknown strategy '{strategy}'", path="--strategy", hint=did_you_mean(name, names()))
     timing = read_log(log)
     if timing.epoch_s is None and timing.iteration_s is None:
         raise OracleError("the log holds no steady-state timing", file=log)

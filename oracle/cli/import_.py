@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from oracle.cli.common import output_option, warn
-from oracle.cli.types import PlainIntRange
+from oracle.cli.types import PlainIntRange, count_type, gpu_count_type
 
 @click.command("import", context_settings={"max_content_width": 100})
 @click.argument("paths", nargs=-1, required=True, metavar="PATH...")
@@ -13,7 +13,7 @@ from oracle.cli.types import PlainIntRange
 @click.option("--system", "-s", metavar="NAME|FILE", help="System the runs ran on.")
 @click.option("--profile", "-p", metavar="NAME|FILE", help="Timing profile to project them with.")
 @click.option("--strategy", metavar="NAME", help="Strategy of the runs (data, spatial, filter, ..., data+spatial).")
-@click.option("--gpus", "-g", type=PlainIntRange(min=1), help="GPUs of every run.  [default: from the file name]")
+@click.option("--gpus", "-g", type=gpu_count_type(), help="GPUs of every run.  [default: from the file name]")
 @click.option("--batch", "-B", type=PlainIntRange(min=1), help="Global mini-batch B of every run.")
 @click.option(
     "--batch-per-gpu",
@@ -21,9 +21,9 @@ from oracle.cli.types import PlainIntRange
     type=PlainIntRange(min=1),
     help="Samples per GPU b; B = b x gpus.  [default: from the file name]",
 )
-@click.option("--p1", type=PlainIntRange(min=1), help="Hybrids: data-parallel groups p1 (p = p1·p2).")
-@click.option("--p2", type=PlainIntRange(min=1), help="Hybrids: model-part size p2 (p = p1·p2).")
-@click.option("--segments", "-S", type=PlainIntRange(min=1), help="Pipeline segments S.")
+@click.option("--p1", type=count_type(), help="Hybrids: data-parallel groups p1 (p = p1·p2).")
+@click.option("--p2", type=count_type(), help="Hybrids: model-part size p2 (p = p1·p2).")
+@click.option("--segments", "-S", type=count_type(), help="Pipeline segments S.")
 @click.option(
     "--log-format",
     type=click.Choice(["chainer", "plain", "step-csv"]),
@@ -50,7 +50,9 @@ def import_(
           --profile vgg16_v100 --strategy data -o runs.csv
     """
     from oracle.errors import OracleError
-    from oracle.render.output import emit
+    import contextlib
+
+    from oracle.render.output import append_lock, emit
     from oracle.services.import_logs import check_strategy, import_logs
 
     if batch is not None and batch_per_gpu is not None:
@@ -63,4 +65,5 @@ def import_(
         model=model, system=system, profile=profile, strategy=strategy, gpus=gpus, batch=batch,
         batch_per_gpu=batch_per_gpu, p1=p1, p2=p2, segments=segments,
     )  # fmt: skip
-    emit(import_logs(paths, fixed, log_format, skip_unknown, append, output, warn), output)
+    with append_lock(output) if append else contextlib.nullcontext():  # concurrent appenders keep every row
+        emit(import_logs(paths, fixed, log_format, skip_unknown, append, output, warn), output)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from oracle.cli.common import output_option
+from oracle.cli.common import echo, output_option
 
 
 def _dataset(text: str) -> tuple[str, int]:
@@ -52,7 +52,7 @@ def import_model(source, input_, name, dataset, allow_unsupported, output):
                      allow_unsupported=allow_unsupported, command=" ".join(args))  # fmt: skip
     emit(got.text, output)
     if output and output != "-":
-        click.echo(
+        echo(
             f"wrote {output}: {len(got.model.layers)} layers, {got.model.parameters:,} parameters,"
             f" {got.model.flops / 1e9:.4g} GFLOPs per sample"
             + (f", {len(got.unsupported)} unsupported operation(s) at zero cost" if got.unsupported else ""),

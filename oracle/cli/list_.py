@@ -5,14 +5,14 @@ from __future__ import annotations
 import click
 
 from oracle.catalog import LISTABLE
-from oracle.cli.types import PlainIntRange
+from oracle.cli.types import width_type
 
 
 @click.command("list")
 # the metavar spelled out: click versions bracket an optional Choice differently
 @click.argument("kinds", nargs=-1, type=click.Choice(LISTABLE), metavar=f"[{'|'.join(LISTABLE)}]...")
 @click.option("--format", "-f", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
-@click.option("--width", type=PlainIntRange(min=60), help="Table width. [default: terminal]")
+@click.option("--width", type=width_type(), help="Table width. [default: terminal]")
 def list_(kinds, fmt, width) -> None:
     """List the shipped models, systems, profiles and stacks: the name to pass to -m/-s/-p/--stack,
     what each is, and where its numbers come from.
@@ -27,7 +27,9 @@ def list_(kinds, fmt, width) -> None:
 
     chosen = {k: entries(k) for k in (kinds or LISTABLE)}
     if fmt == "json":
-        click.echo(rc.to_json(chosen), nl=False)
+        from oracle.render.output import write_stdout
+
+        write_stdout(rc.to_json(chosen))
         return
     from oracle.cli.common import print_renderable
 

@@ -11,7 +11,7 @@ import click
 
 from oracle.cli.common import memory_model_options, precision_option, stack_option, sweep_options
 from oracle.cli.types import FiniteRange, PlainIntRange
-from oracle.services.project import memory_reuse, project
+from oracle.services.project import project
 
 DPI_HELP = "Resolution of PNG output (dots per inch)."
 
@@ -85,15 +85,15 @@ for _kind, _help in _HELP.items():
 @click.option("--where", multiple=True, metavar="COL=VAL[,VAL]", help="Keep runs whose column has one of the values.")
 @precision_option(" A run's precision column comes first.")
 @memory_model_options
-@click.option("--contention", "phi", type=FiniteRange(min=1, max=1000), help="Contention factor φ (overrides the systems).")
+@click.option("--contention", type=FiniteRange(min=1, max=1000), help="Contention factor φ (overrides the systems).")
 @stack_option(" A run's stack column comes first.")
 @output_required
 @dpi_option
-def compare(runs, where, precision, memory_model, gamma, phi, stack, output, dpi) -> None:
+def compare(runs, where, output, dpi, **flags) -> None:
     """Projected versus measured (the input of 'oracle compare'), like ParaDL's Figure 3.
 
     One panel per model, system and strategy; per run the measured time beside the
-    projected compute and communication, with the accuracy above.
+    projected time and the projected communication in it, with the accuracy above.
     """
     from oracle import api
     from oracle.load.values import parse_where
@@ -102,9 +102,8 @@ def compare(runs, where, precision, memory_model, gamma, phi, stack, output, dpi
 
     fmt = _check_output(output)
     with progress("drawing the compare plot"):
-        rows, summary = api.compare(runs, where=parse_where(where), precision=precision, contention=phi,
-                                    memory_reuse=memory_reuse(gamma, memory_model), memory_model=memory_model,
-                                    stack=stack)  # fmt: skip
+        rows, summary = api.compare(runs, where=parse_where(where), **flags)
+        stack = flags.get("stack")
         title = f"{runs}: projected versus measured" + (f" (stack {stack})" if stack else "")
         data = plots.render("compare", fmt, dpi, rows=rows, summary=summary, title_text=title)
     _write(data, output)

@@ -5,15 +5,15 @@ from __future__ import annotations
 import click
 
 from oracle.cli.common import FORMATS, output_option, sweep_options
-from oracle.cli.types import PlainIntRange
+from oracle.cli.types import count_type, width_type
 
 
 @click.command(context_settings={"max_content_width": 100})
 @sweep_options
 @click.option("--format", "-f", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
-@click.option("--top", type=PlainIntRange(min=1), help="Show the N best points per GPU count.")
+@click.option("--top", type=count_type(), help="Show the N best points per GPU count.")
 @click.option("--chart", is_flag=True, help="Also draw a bar chart of total time per strategy (table format).")
-@click.option("--width", type=PlainIntRange(min=60), help="Table width in characters. [default: terminal]")
+@click.option("--width", type=width_type(), help="Table width in characters. [default: terminal]")
 @click.option("--max-batch", is_flag=True,
               help="Add a column: the largest per-GPU batch that fits in GPU memory (always in JSON/CSV).")
 @output_option

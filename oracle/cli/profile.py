@@ -5,7 +5,8 @@ from __future__ import annotations
 import click
 
 from oracle.cli.common import output_option
-from oracle.cli.types import FiniteRange, PlainIntRange
+from oracle.cli.types import FiniteRange, MAX_THREADS, PlainIntRange, count_type
+from oracle.vocabulary import FP32, PRECISIONS
 
 _POSITIVE_FRACTION = FiniteRange(min=0, max=1, min_open=True)
 
@@ -20,15 +21,15 @@ _POSITIVE_FRACTION = FiniteRange(min=0, max=1, min_open=True)
     "--device", type=click.Choice(["cpu", "cuda"]), help="Where to measure. [default: cpu]"
 )
 @click.option(
-    "--repeats", "-r", type=PlainIntRange(min=1),
+    "--repeats", "-r", type=count_type(),
     help="Timed repeats; the median is kept. [default: 10]",
 )  # fmt: skip
 @click.option(
-    "--warmup", "-w", type=PlainIntRange(min=0),
+    "--warmup", "-w", type=count_type(min=0),
     help="Untimed warm-up runs before the repeats. [default: 3]",
 )  # fmt: skip
 @click.option(
-    "--threads", "-t", type=PlainIntRange(min=1),
+    "--threads", "-t", type=PlainIntRange(min=1, limit=MAX_THREADS),
     help="CPU threads for PyTorch. [default: PyTorch's choice]",
 )  # fmt: skip
 @click.option(
@@ -49,7 +50,7 @@ _POSITIVE_FRACTION = FiniteRange(min=0, max=1, min_open=True)
     help="With --estimate: fraction of peak memory bandwidth reached (roofline). [default: 0.8 with --efficiency]",
 )  # fmt: skip
 @click.option(
-    "--precision", type=click.Choice(["fp32", "tf32", "fp16", "bf16"]), default="fp32", show_default=True,
+    "--precision", type=click.Choice(PRECISIONS), default=FP32, show_default=True,
     help="With --estimate: the precision conv/fc run at and the bytes per element.",
 )  # fmt: skip
 @output_option
@@ -86,7 +87,7 @@ def profile(model, batch, device, repeats, warmup, threads, estimate, system, ef
     else:
         for opt, value in (("--system", system), ("--efficiency", efficiency),
                            ("--memory-efficiency", memory_efficiency),
-                           ("--precision", None if precision == "fp32" else precision)):  # fmt: skip
+                           ("--precision", None if precision == FP32 else precision)):  # fmt: skip
             if value is not None:
                 raise OracleError(f"{opt} is only used with --estimate")
         from oracle.profiling import require_torch
@@ -116,10 +117,12 @@ def _write(text: str, output: str | None, m) -> None:
 
 def _say(text: str, output: str | None) -> None:
     # the profile itself goes to stdout when there is no -o; the summary then to stderr
-    click.echo(text, nl=False, err=output is None or output == "-")
+    from oracle.cli.common import echo
+
+    echo(text, nl=False, err=output is None or output == "-")
 
 
-def _estimate(m, system, batch, efficiency, memory_efficiency, output, precision="fp32") -> None:
+def _estimate(m, system, batch, efficiency, memory_efficiency, output, precision=FP32) -> None:
     from oracle.load import load_system
     from oracle.profiling.estimate import (
         DEFAULT_COMPUTE_EFFICIENCY,
@@ -156,7 +159,6 @@ def _measure(m, batch, device, repeats, warmup, threads, output) -> None:
 
     settings = dict(batch=batch, device=device, repeats=repeats, warmup=warmup, threads=threads)
     if sys.stderr.isatty():
-        from rich.console import Console
         from rich.progress import (
             BarColumn,
             MofNCompleteColumn,
@@ -164,14 +166,17 @@ def _measure(m, batch, device, repeats, warmup, threads, output) -> None:
             TextColumn,
             TimeElapsedColumn,
         )
+        from rich.markup import escape
+
+        from oracle.textsafe import console as safe_console
 
         bar = Progress(
-            TextColumn(f"profiling {m.name}"),
+            TextColumn(f"profiling {escape(m.name)}"),
             BarColumn(bar_width=20),
             MofNCompleteColumn(),
             TimeElapsedColumn(),
             TextColumn("{task.description}"),
-            console=Console(stderr=True),
+            console=safe_console(stderr=True),
             transient=True,
             auto_refresh=False,  # no refresh thread competing with the timed runs
         )

@@ -7,6 +7,7 @@ from __future__ import annotations
 import click
 
 from oracle.cli.common import (
+    RegistryOption,
     collective_option,
     memory_model_options,
     model_system_profile_options,
@@ -15,11 +16,26 @@ from oracle.cli.common import (
     precision_option,
     stack_option,
 )
-from oracle.cli.types import FiniteRange, PlainIntRange
+from oracle.cli.types import FiniteRange, PlainIntRange, count_type, width_type
 
 # the per-layer search keeps arrays of one entry per GPU for the redistribution costs;
 # far beyond any machine oracle describes (systems list at most a few thousand GPUs)
 MAX_SEARCH_GPUS = 65536
+
+
+def _default_kinds() -> str:
+    from oracle.compute.layerwise_build import default_kinds
+
+    return ",".join(default_kinds())
+
+
+def _distributions_help() -> str:
+    from oracle.compute.layerwise_build import default_kinds
+
+    return (f"Per-layer distributions to consider ({', '.join(default_kinds())}), each at every p1 x p2 grid;"
+            " also replicated (Lee et al.'s replicated weight gradients), spatial+filter (samples x height/width"
+            " x filters on p1 x p2 x p3) and subsets (each of them on the first q GPUs, q dividing p): Jia et"
+            " al.'s wider space.")  # fmt: skip
 
 
 @click.command(context_settings={"max_content_width": 100})
@@ -42,10 +58,8 @@ MAX_SEARCH_GPUS = 65536
     "--batch", "-B", type=positive_float, help="Strong scaling: global mini-batch B, fixed."
 )
 @click.option(
-    "--distributions", "kinds", default="data,spatial,filter,channel", show_default=True, metavar="KINDS",
-    help="Per-layer distributions to consider (data, spatial, filter, channel), each at every p1 x p2 grid;"
-    " also replicated (Lee et al.'s replicated weight gradients), spatial+filter (samples x height/width x filters"
-    " on p1 x p2 x p3) and subsets (each of them on the first q GPUs, q dividing p): Jia et al.'s wider space.",
+    "--distributions", "kinds", show_default=True, metavar="KINDS", cls=RegistryOption,
+    help_from=_distributions_help, default_from=_default_kinds,
 )  # fmt: skip
 @click.option(
     "--strategy", "strategies", default="all", show_default=True, metavar="NAMES",
@@ -55,7 +69,6 @@ MAX_SEARCH_GPUS = 65536
 @memory_model_options
 @click.option(
     "--contention",
-    "phi",
     type=FiniteRange(min=1, max=1000),
     help="Contention factor φ >= 1 (overrides the system).",
 )
@@ -76,14 +89,14 @@ MAX_SEARCH_GPUS = 65536
 )
 @click.option(
     "--top",
-    type=PlainIntRange(min=1),
+    type=count_type(),
     default=5,
     show_default=True,
     help="Uniform strategies shown.",
 )
 @click.option(
     "--width",
-    type=PlainIntRange(min=60),
+    type=width_type(),
     help="Table width in characters. [default: terminal, 140 in pipes]",
 )
 @click.option(
@@ -97,8 +110,7 @@ MAX_SEARCH_GPUS = 65536
 @overlap_options()[3]
 @stack_option()
 def search(
-    model, system, profile, gpus, max_gpus, batch_per_gpu, batch, kinds, strategies, precision, memory_model, gamma, phi, samples,
-    evaluate_file, fmt, top, width, output, **network,
+    model, system, profile, gpus, max_gpus, kinds, strategies, evaluate_file, fmt, top, width, output, **flags,
 ):  # fmt: skip
     """Find the fastest configuration for a GPU budget, per layer if that pays.
 
@@ -119,8 +131,7 @@ def search(
     from oracle.render.output import emit
 
     results, meta, m, config = run_search_command(
-        model, system, profile, gpus, max_gpus, batch_per_gpu, batch, kinds, strategies, precision, memory_model,
-        gamma, phi, samples, evaluate_file, **network,
+        model, system, profile, gpus, max_gpus, kinds, strategies, evaluate_file, **flags
     )  # fmt: skip
     if fmt == "json":
         text = rs.to_json(results, meta, top)

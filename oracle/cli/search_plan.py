@@ -4,48 +4,36 @@ renders; oracle/cli/search.py)."""
 
 from __future__ import annotations
 
-from oracle.services.project import chunk_layers, layer_names, memory_reuse
 
-
-def run_search_command(model, system, profile, gpus, max_gpus, batch_per_gpu, batch, kinds, strategies, precision,
-                       memory_model, gamma, phi, samples, evaluate_file, collective=None, overlap="none",
-                       bucket_mb=25.0, bucket_layers=None, delayed_update=None, stack=None):  # fmt: skip
-    """(results, meta, model, layer-wise config or None) for the options of oracle search."""
+def run_search_command(model, system, profile, gpus, max_gpus, kinds, strategies, evaluate_file, **flags):
+    """(results, meta, model, layer-wise config or None) for the options of oracle search
+    (``flags``: those of the projection, as compute.options.Flags.parse takes them)."""
     from dataclasses import replace
 
-    from oracle.compute.context import Options
     from oracle.compute.conversion import build_context
-    from oracle.compute.options import profile_defaults
+    from oracle.compute.options import Flags
     from oracle.compute.search import evaluate_given
     from oracle.compute.search import search as run_search
-    from oracle.compute.stack import apply_stack
-    from oracle.compute.sweep import check_options, parse_strategies
-    from oracle.errors import OracleError
-    from oracle.load import load_stack
-    from oracle.services.project import describe, load_inputs
+    from oracle.api import with_stack
+    from oracle.compute.stack import stack_system
+    from oracle.compute.sweep import parse_strategies
+    from oracle.load import Files
+    from oracle.services.project import describe
 
-    if batch is not None and batch_per_gpu is not None:
-        raise OracleError(
-            "give either --batch (strong scaling) or --batch-per-gpu (weak scaling), not both"
-        )
+    files = Files()
+    checked = Flags.parse(**with_stack(files, flags))  # issue 25: --stack loaded once
     kind_list = parse_kinds(kinds)
     parse_strategies(strategies)  # validate early
-    m, s, pr, _ = load_inputs(model, system, profile)
-    config, assignment, counts, batch = gpu_counts(m, gpus, max_gpus, batch, batch_per_gpu, evaluate_file)
-    run = profile_defaults(pr, precision, batch, batch_per_gpu)
-    options = Options(precision=run.precision.value, contention=phi,
-                      samples=samples, memory_model=memory_model, collective=collective, overlap=overlap,
-                      bucket_bytes=bucket_mb * 2**20, bucket_layers=chunk_layers(bucket_layers),
-                      delayed_update=layer_names(delayed_update))  # fmt: skip
-    options, s = apply_stack(options, s, load_stack(stack) if stack is not None else None)  # issue 25
-    options = replace(options, memory_reuse=memory_reuse(gamma, options.memory_model))
-    check_options(options)
-    ctx = build_context(m, s, pr, options)  # issue 13: compute converted to the run
-    batch_per_gpu = run.batch_per_gpu.value if run.batch_per_gpu is not None else None
-    meta = describe(m, s, pr, options, run, batch, ctx.conversion)
+    m, s, pr = files.inputs(model, system, profile)
+    s = stack_system(s, checked.options.stack)
+    config, assignment, counts, batch = gpu_counts(m, gpus, max_gpus, checked.batch, checked.batch_per_gpu,
+                                                   evaluate_file)  # fmt: skip
+    run = replace(checked, batch=batch).resolve(pr)
+    ctx = build_context(m, s, pr, run.options)  # issue 13: compute converted to the run
+    meta = describe(m, s, pr, run, ctx.conversion)
     results = []
     for p in counts:
-        B = float(batch) if batch is not None else float(batch_per_gpu) * p
+        B = run.batch if run.batch is not None else run.per_gpu * p
         if config is not None:
             results.append(evaluate_given(ctx, p, B, assignment, kinds=kind_list, strategies=strategies))
         else:
@@ -55,10 +43,10 @@ def run_search_command(model, system, profile, gpus, max_gpus, batch_per_gpu, ba
 
 def parse_kinds(kinds) -> list[str]:
     """--distributions: known kinds, in order, without repeats."""
-    from oracle.compute.layerwise import KINDS
+    from oracle.compute.layerwise_build import kind_names
     from oracle.errors import OracleError, did_you_mean
 
-    known = KINDS + ("subsets",)
+    known = (*kind_names(), "subsets")
     kind_list = []
     for raw in str(kinds).split(","):
         k = raw.strip().lower()

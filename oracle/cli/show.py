@@ -5,12 +5,12 @@ from __future__ import annotations
 import click
 
 from oracle.cli.common import output_option
-from oracle.cli.types import PlainIntRange
+from oracle.cli.types import width_type
 
 _FORMAT = click.option(
     "--format", "-f", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True
 )
-_WIDTH = click.option("--width", type=PlainIntRange(min=60), help="Table width. [default: terminal]")
+_WIDTH = click.option("--width", type=width_type(), help="Table width. [default: terminal]")
 
 
 def _list(kind: str, width: int | None) -> None:

@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import click
 
-from oracle.cli.common import output_option
-from oracle.cli.types import FiniteRange, PlainIntRange
+from oracle.cli.common import echo, output_option
+from oracle.cli.types import FiniteRange, count_type
 
 
 @click.command()
@@ -32,13 +32,13 @@ def snapshot(cases_file: str, output: str | None) -> None:
     text, n_points, n_cases = snapshot_text(cases_file, output)
     emit(text, output)
     if output:
-        click.echo(f"wrote {n_points} points of {n_cases} cases to {output}", err=True)
+        echo(f"wrote {n_points} points of {n_cases} cases to {output}", err=True)
 
 
 @click.command()
 @click.argument("baseline", metavar="BASELINE.json")
 @click.option("--rtol", type=FiniteRange(min=0), default=1e-6, show_default=True, help="Relative tolerance.")
-@click.option("--max-lines", type=PlainIntRange(min=1), default=50, show_default=True, help="Moved points listed at most.")
+@click.option("--max-lines", type=count_type(), default=50, show_default=True, help="Moved points listed at most.")
 def check(baseline: str, rtol: float, max_lines: int) -> None:
     """Recompute a baseline; exit 1 listing every point that moved by more than --rtol."""
     from oracle.errors import CheckFailed
@@ -46,14 +46,14 @@ def check(baseline: str, rtol: float, max_lines: int) -> None:
 
     n_points, n_cases, by_point = check_baseline(baseline, rtol)
     if not by_point:
-        click.echo(f"baseline {baseline}: {n_points} points of {n_cases} cases unchanged (rtol {rtol:g})")
+        echo(f"baseline {baseline}: {n_points} points of {n_cases} cases unchanged (rtol {rtol:g})")
         return
     for i, ((case, point), ms) in enumerate(by_point.items()):
         if i == max_lines:
-            click.echo(f"... and {len(by_point) - max_lines} more points")
+            echo(f"... and {len(by_point) - max_lines} more points")
             break
         more = f" (and {len(ms) - 2} more fields)" if len(ms) > 2 else ""
-        click.echo(f"{case}: {point}: " + "; ".join(m.describe_change() for m in ms[:2]) + more)
+        echo(f"{case}: {point}: " + "; ".join(m.describe_change() for m in ms[:2]) + more)
     raise CheckFailed(
         f"{len(by_point)} point(s) moved by more than rtol {rtol:g} against {baseline};"
         " if the change is intended, regenerate it with oracle snapshot"

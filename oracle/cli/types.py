@@ -1,4 +1,7 @@
-"""Click parameter types shared by the commands."""
+"""Click parameter types shared by the commands: one validated type per kind of number
+(GPU counts, widths, counts of things, byte sizes), each with the plausible limits that
+the files' loaders use too, so that no value reaches the arithmetic unchecked (a
+400-digit integer is one error line, exit 2, never an overflow, issue 28)."""
 
 from __future__ import annotations
 
@@ -8,6 +11,11 @@ import re
 import click
 
 _PLAIN_INT = re.compile(r"[+-]?[0-9]+", re.ASCII)
+
+MAX_INT = 10**15  # any integer option: beyond every count oracle takes (a dataset's samples)
+MAX_WIDTH = 10_000  # characters of a table: wider than any terminal
+MAX_BYTES = 2**60  # a message size: 1 EiB
+MAX_THREADS = 4096  # CPU threads of a profiling run
 
 
 class FiniteRange(click.FloatRange):
@@ -23,12 +31,49 @@ class FiniteRange(click.FloatRange):
 
 class PlainIntRange(click.IntRange):
     """click.IntRange that reads only plain ASCII digits: Python's int() would also take
-    '1_6' as 16 and full-width or Arabic-Indic digits as their ASCII values."""
+    '1_6' as 16 and full-width or Arabic-Indic digits as their ASCII values.  ``limit``
+    (default MAX_INT) bounds it where ``max`` does not: the plausible ceiling of the kind
+    of number, checked but not shown in the help."""
+
+    def __init__(self, min=None, max=None, *, limit: int = MAX_INT, **kwargs):  # noqa: A002 (click's names)
+        super().__init__(min, max, **kwargs)
+        self.limit = limit if max is None or max > limit else max
 
     def convert(self, value, param, ctx):  # type: ignore[override]
-        if isinstance(value, str) and not _PLAIN_INT.fullmatch(value.strip()):
-            self.fail(f"{value!r} is not a whole number (plain digits 0-9).", param, ctx)
-        return super().convert(value, param, ctx)
+        if isinstance(value, str):
+            text = value.strip()
+            if not _PLAIN_INT.fullmatch(text):
+                self.fail(f"{value!r} is not a whole number (plain digits 0-9).", param, ctx)
+            if len(text.lstrip("+-").lstrip("0")) > 30:  # before int(): no 400-digit numbers in messages
+                self.fail(f"{_short(text)} is more than {self.limit:,}.", param, ctx)
+        number = super().convert(value, param, ctx)
+        if number > self.limit:
+            self.fail(f"{number:,} is more than {self.limit:,}, which is not plausible here.", param, ctx)
+        return number
+
+
+
+def _short(text: str) -> str:
+    return text if len(text) <= 40 else f"{text[:20]}...({len(text)} digits)"
+
+
+def gpu_count_type() -> PlainIntRange:
+    """A GPU count: 1 to MAX_GPUS, as in every file (oracle/load/values.py)."""
+    from oracle.load.values import MAX_GPUS
+
+    return PlainIntRange(min=1, limit=MAX_GPUS)
+
+
+def count_type(min: int = 1) -> PlainIntRange:  # noqa: A002
+    """A count of things bounded by the GPUs (p1, p2, segments, GPUs per node, layers)."""
+    from oracle.load.values import MAX_GPUS
+
+    return PlainIntRange(min=min, limit=MAX_GPUS)
+
+
+def width_type() -> PlainIntRange:
+    """A table width in characters."""
+    return PlainIntRange(min=60, limit=MAX_WIDTH)
 
 
 _UNITS = {
@@ -63,10 +108,12 @@ class ByteSize(click.ParamType):
 
         if isinstance(value, int):
             return value
-        m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([A-Za-z]*)\s*", str(value))
+        m = re.fullmatch(r"(\d+(?:\.\d+)?)\s*([A-Za-z]*)", str(value).strip())
         if not m or m.group(2).lower() not in _UNITS:
-            _bad(param, f"{value!r} is not a byte count (e.g. 1048576, 1M, 1MiB, 1MB)")
+            _bad(param, f"{_short(str(value))!r} is not a byte count (e.g. 1048576, 1M, 1MiB, 1MB)")
         n = float(m.group(1)) * _UNITS[m.group(2).lower()]
+        if not n <= MAX_BYTES:  # also inf, from 400 digits
+            _bad(param, f"{_short(str(value).strip())} is more than 2^60 bytes; expected a message size")
         if n != int(n):
             _bad(param, f"{value!r} is not a whole number of bytes")
         return int(n)
@@ -84,6 +131,8 @@ class Count(click.ParamType):
         file, sep, num = text.rpartition("=")
         if not sep:
             file, num = "", text
-        if not num.isdigit() or int(num) < 1:
-            _bad(param, f"got {value!r}; expected N or FILE=N with N a positive integer")
+        from oracle.load.values import MAX_GPUS
+
+        if not (num.isascii() and num.isdigit()) or len(num) > 30 or not 1 <= int(num) <= MAX_GPUS:
+            _bad(param, f"got {_short(text)!r}; expected N or FILE=N with N a positive integer of at most {MAX_GPUS:,}")
         return (file, int(num))

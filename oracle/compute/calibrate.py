@@ -32,9 +32,13 @@ from oracle.compute.context import Context
 from oracle.compute.io import EVERY_GPU, loaders
 from oracle.compute.network import link, span_contiguous
 from oracle.compute.strategies import REGISTRY
+from oracle.compute.strategies.data import Data
+from oracle.compute.strategies.serial import Serial
 from oracle.load.runs import MeasuredRun
+from oracle.vocabulary import RING
 
 KINDS = ("network", "input")
+REPLICAS = (Data.name, Serial.name)  # the strategies whose every GPU holds the whole model
 
 
 @dataclass(frozen=True)
@@ -71,7 +75,10 @@ class Calibration:
     not_identified: tuple[tuple[str, str], ...] = ()  # mechanism -> why the runs leave it
     # issue 14, step 0 of --calibrate all: (model name, time factor on its profile)
     compute_factors: tuple[tuple[str, float], ...] = ()
+    compute_batches: tuple[tuple[str, float], ...] = ()  # issue 26: (model, samples per GPU measured at)
     notes: tuple[str, ...] = ()  # measurements a step set aside, with the reason
+    # issue 26: fitted values outside physical bounds (compute/calibrate_physics.py)
+    unphysical: tuple[tuple[tuple[int, ...], str], ...] = ()  # (lines, why)
 
     def lines_for(self, parameter: str) -> list[int]:
         return [e.line for e in self.evidence if e.parameter == parameter]
@@ -99,7 +106,7 @@ def calibrate(kind: str, runs: list[tuple[MeasuredRun, Context]]) -> Calibration
     unused: list[tuple[int, str]] = []
     for run, ctx in runs:
         label = _label(run, ctx)
-        if run.strategy not in ("data", "serial") and not (kind == "input" and REGISTRY[run.strategy].hybrid):
+        if run.strategy not in REPLICAS and not (kind == "input" and REGISTRY[run.strategy].hybrid):
             unused.append((run.line, f"{label}: calibrates with data-parallel and serial runs (and hybrids for the leader rate)"))
             continue
         if kind == "input" and excludes_io(run):  # issue 14: no loading rate from times without loading
@@ -147,7 +154,7 @@ def level_medians(evidence) -> tuple[tuple[str, float], ...]:
 
 def _network(run: MeasuredRun, ctx: Context, label: str, t: float, compute: float) -> Evidence | str:
     p = run.gpus
-    if run.strategy != "data" or p < 2:
+    if run.strategy != Data.name or p < 2:
         return "a network needs a data-parallel run on 2 or more GPUs"
     comm = t - compute
     if comm <= 0:
@@ -157,11 +164,44 @@ def _network(run: MeasuredRun, ctx: Context, label: str, t: float, compute: floa
     lk = link(ctx.system, span, "allreduce")
     m = ctx.delta * ctx.sum_w
     beta = (comm / (2 * (p - 1)) - lk.alpha_s) * p / m
-    if beta <= 0:
+    if ctx.algorithm != RING:  # the closed form is the ring's: invert the system's own algorithm
+        beta = _through_algorithm(ctx, p, m, comm, lk.level)
+    if beta is None or beta <= 0:
         return f"communication {comm:.4g} s is within the latency term of level {lk.level}"
     parameter = "beta_intra" if span <= gpn else "beta_inter"
     note = f"all-reduce of {m / 1e6:.1f} MB over span {span} ({lk.level}, α {lk.alpha_s:.3g} s): {comm:.4g} s"
     return Evidence(run.line, label, parameter, beta, t, compute, note, lk.level)
+
+
+def _through_algorithm(ctx: Context, p: int, m: float, comm: float, level: str) -> float | None:
+    """β of ``level`` (its protocol lines scaled alike, as fit runs writes them) at which
+    the all-reduce the data strategy charges (strategies/data.py: the system's algorithm,
+    e.g. nccl's choice per call, on GPUs 0..p-1) takes ``comm`` seconds; found by
+    bisection on a log scale (the time grows with β). None when even a β 10^4 times
+    smaller leaves more than ``comm`` (the latency alone is longer)."""
+    from dataclasses import replace
+
+    from oracle.compute.network import allreduce_algorithm, group_contiguous
+
+    group = group_contiguous(p, ctx.system.gpus_per_node)
+    base = next(lv for lv in ctx.system.network if lv.name == level)
+
+    def seconds(k: float) -> float:
+        lv = replace(base, beta_s_per_byte=base.beta_s_per_byte * k,
+                     protocols=tuple(replace(pr, beta_s_per_byte=pr.beta_s_per_byte * k) for pr in base.protocols))
+        system = replace(ctx.system, network=tuple(lv if x.name == level else x for x in ctx.system.network))
+        return float(allreduce_algorithm(system, group, m, ctx.algorithm, contention=ctx.options.contention,
+                                         purpose="gradient_allreduce")[0])  # fmt: skip
+
+    lo, hi = -4.0, 4.0  # log10 of the factor on the level's β
+    if seconds(10**lo) > comm:
+        return None
+    while seconds(10**hi) < comm and hi < 12:
+        hi += 4.0
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if seconds(10**mid) < comm else (lo, mid)
+    return base.beta_s_per_byte * 10 ** ((lo + hi) / 2)
 
 
 def _input(run: MeasuredRun, ctx: Context, cfg, label: str, t: float, busy: float) -> Evidence | str:

@@ -39,7 +39,14 @@ from __future__ import annotations
 import statistics
 from dataclasses import replace
 
+from oracle.compute.anchor import (  # noqa: F401  (re-exported: the held-out validation lives there)
+    beyond_calibration,
+    naive_projection,
+    run_filter,
+    samples_per_replica,
+)
 from oracle.compute.calibrate import (
+    REPLICAS,
     Calibration,
     Evidence,
     _input,
@@ -48,6 +55,7 @@ from oracle.compute.calibrate import (
     includes_io,
     level_medians,
 )
+from oracle.compute.calibrate_physics import prefer_compute, violations
 from oracle.compute.calibrate_split import MECHANISMS, with_mechanisms
 from oracle.compute.compare import config_for
 from oracle.compute.context import Context
@@ -66,8 +74,11 @@ def with_system(ctx: Context, system: System) -> Context:
     compute factor for the model differs (the times change)."""
     import copy
 
-    if system.implementation.compute_factor(ctx.model.name) != ctx.compute_factor:
-        return Context(ctx.model, system, ctx.times, ctx.options, ctx.profile_kind, conversion=ctx.conversion)
+    from oracle.compute.conversion import recalibrated
+
+    conversion = recalibrated(ctx.conversion, system, ctx.model.name)
+    if system.implementation.compute_factor(ctx.model.name) != ctx.compute_factor or conversion is not ctx.conversion:
+        return Context(ctx.model, system, ctx.times, ctx.options, ctx.profile_kind, conversion=conversion)
     out = copy.copy(ctx)
     out.system = system
     out.algorithm = ctx.options.collective or system.collective_algorithm
@@ -139,14 +150,16 @@ def calibrate_all(pairs: list) -> Calibration:
     """The staged calibration of the module doc over (run, context) pairs."""
     evidence: list[Evidence] = []
     unused: dict[int, str] = {}
-    data = [(r, c) for r, c in pairs if r.strategy in ("data", "serial")]
+    data = [(r, c) for r, c in pairs if r.strategy in REPLICAS]
     # 0. compute: each model's factor on its profile, then every step projects with it
     notes: list[str] = []
     factors, whole = _compute_factors(data, evidence, notes)
+    prefer_compute(data, factors, whole, evidence, notes, _iteration, _network)  # 0b: issue 26
+    batches = _compute_batches(data, evidence, notes)
     if factors:
-        systems = {id(c.system): with_compute_factors(c.system, factors) for _, c in pairs}
+        systems = {id(c.system): with_compute_factors(c.system, factors, batches) for _, c in pairs}
         pairs = [(r, with_system(c, systems[id(c.system)])) for r, c in pairs]
-        data = [(r, c) for r, c in pairs if r.strategy in ("data", "serial") and r.line not in whole]
+        data = [(r, c) for r, c in pairs if r.strategy in REPLICAS and r.line not in whole]
     # 1. loader rate: one loading process on its node
     for run, ctx in data:
         cfg, t, compute, comm = _iteration(run, ctx)
@@ -162,13 +175,13 @@ def calibrate_all(pairs: list) -> Calibration:
     so_far = dict(beta_intra=_median(evidence, "beta_intra"), beta_inter=_median(evidence, "beta_inter"),
                   loader=loader, node=_median(evidence, "node_rate"), levels=level_medians(evidence))  # fmt: skip
     # 3. leader rate (input-bound hybrids), on the network calibrated so far
-    used = {r.line for r, _ in pairs if r.strategy in ("data", "serial")}
+    used = {r.line for r, _ in pairs if r.strategy in REPLICAS}
     rest = [(r, c) for r, c in pairs if r.line not in used]
     split_runs = _leader_rate(rest, so_far, evidence, unused)
     # 4. model-parallel mechanisms (compute/calibrate_split.py), on everything before
     leader = _median(evidence, "leader_rate")
     fit = _mechanisms(split_runs, so_far, leader, evidence, unused)
-    return Calibration(
+    cal = Calibration(
         kind="all",
         beta_intra=so_far["beta_intra"],
         beta_inter=so_far["beta_inter"],
@@ -180,9 +193,11 @@ def calibrate_all(pairs: list) -> Calibration:
         beta_levels=so_far["levels"],
         not_identified=tuple(fit.not_identified.items()),
         compute_factors=tuple(sorted(factors.items())),
+        compute_batches=tuple(sorted(batches.items())),
         notes=tuple(notes),
         **fit.values,
     )
+    return replace(cal, unphysical=tuple(violations(cal, pairs)))
 
 
 def _compute_factors(data: list, evidence: list, notes: list) -> tuple[dict[str, float], set[int]]:
@@ -214,11 +229,38 @@ def _compute_factors(data: list, evidence: list, notes: list) -> tuple[dict[str,
     return {m: statistics.median(v) for m, v in per_model.items()}, whole
 
 
-def with_compute_factors(system: System, factors: dict[str, float]) -> System:
-    """``system`` whose implementation runs each model's profile ``factors`` times as long."""
+def _compute_batches(data: list, evidence: list, notes: list) -> dict[str, float]:
+    """Step 0, issue 26: the samples per GPU each model's compute factor was measured at,
+    for a profile that records none (with one, the compute model's batch curve already
+    carries the factor from the measured batch); one batch per model, else flat."""
+    lines = {e.line for e in evidence if e.parameter == "compute_factor"}
+    found: dict[str, tuple] = {}
+    for run, ctx in data:
+        if run.line in lines:
+            found.setdefault(ctx.model.name, (ctx, set()))[1].add(run.global_batch / run.gpus)
+    out = {}
+    for name, (ctx, at) in found.items():
+        conv = ctx.conversion
+        if conv is None or not conv.active or conv.origin.batch is not None:
+            continue
+        if len(at) == 1:
+            out[name] = at.pop()
+            notes.append(f"{name}: compute measured at {out[name]:g} samples per GPU; its profile records no batch,"
+                         " so the compute model's batch curve carries the factor from there")  # fmt: skip
+        else:
+            notes.append(f"{name}: compute measured at {', '.join(f'{b:g}' for b in sorted(at))} samples per GPU;"
+                         " the factor is their median, flat in batch")  # fmt: skip
+    return out
+
+
+def with_compute_factors(system: System, factors: dict[str, float], batches: dict | None = None) -> System:
+    """``system`` whose implementation runs each model's profile ``factors`` times as long
+    (``batches``: the samples per GPU each was measured at, issue 26)."""
     impl = system.implementation
     merged = {**dict(impl.compute_factors), **factors}
-    return replace(system, implementation=replace(impl, compute_factors=tuple(sorted(merged.items()))))
+    at = {**dict(impl.compute_batches), **(batches or {})}
+    return replace(system, implementation=replace(impl, compute_factors=tuple(sorted(merged.items())),
+                                                  compute_batches=tuple(sorted(at.items()))))  # fmt: skip
 
 
 def _leader_rate(rest: list, so_far: dict, evidence: list, unused: dict) -> list:
@@ -266,7 +308,7 @@ def _mechanisms(runs: list, so_far: dict, leader, evidence: list, unused: dict):
 
 def _network_or_input(data: list, evidence: list, unused: dict, loader: float | None) -> None:
     """Step 2 of the module doc."""
-    done = {e.line for e in evidence}
+    done = {e.line for e in evidence if e.parameter != "compute_factor"}  # a measured compute_s leaves comm
     implied = []
     for run, ctx in data:
         if run.line in done:
@@ -315,7 +357,7 @@ def apply(system: System, cal: Calibration) -> System:
     out = calibrated_system(system, cal.beta_intra, cal.beta_inter, cal.loader_rate, cal.node_rate,
                             cal.leader_rate, cal.beta_levels)  # fmt: skip
     if cal.compute_factors:
-        out = with_compute_factors(out, dict(cal.compute_factors))
+        out = with_compute_factors(out, dict(cal.compute_factors), dict(cal.compute_batches))
     return with_mechanisms(out, mechanisms(cal))
 
 
@@ -328,106 +370,3 @@ def identified(cal: Calibration) -> list[str]:
     compute = [f"compute_factor ({', '.join(m for m, _ in cal.compute_factors)})"] if cal.compute_factors else []
     return compute + [p for p in PARAMETERS if getattr(cal, p) is not None]
 
-
-# -- honest validation (`oracle compare --calibrate-on EXPR`) ---------------------------
-
-_OPS = ("<=", ">=", "!=", "==", "<", ">", "=")
-
-
-def run_filter(expr: str):
-    """A predicate on measured runs from ``COL OP VALUE`` conditions joined by ``and``
-    or ``;`` (OP one of <= >= < > = == !=; numbers compare as numbers), e.g.
-    ``gpus<=8`` or ``model=vgg16 and gpus<16``.  Raises ValueError on bad syntax."""
-    import operator
-    import re
-
-    funcs = {"<=": operator.le, ">=": operator.ge, "<": operator.lt, ">": operator.gt,
-             "=": operator.eq, "==": operator.eq, "!=": operator.ne}  # fmt: skip
-    conds = []
-    for part in re.split(r"\s+and\s+|;", expr.strip()):
-        m = re.fullmatch(r"\s*([A-Za-z_][\w]*)\s*(<=|>=|!=|==|<|>|=)\s*([^\s<>=!](?:.*\S)?)\s*", part)
-        if not m:
-            raise ValueError(f"cannot read condition {part.strip()!r}; expected COL OP VALUE, e.g. gpus<=8")
-        conds.append((m.group(1), funcs[m.group(2)], m.group(3)))
-
-    def value(text):
-        try:
-            return float(text)
-        except (TypeError, ValueError):
-            return text
-
-    def keep(run) -> bool:
-        for col, fn, want in conds:
-            got = run.get(col)
-            if got is None:
-                return False
-            a, b = value(got), value(want)
-            if isinstance(a, float) != isinstance(b, float):
-                a, b = str(got), str(want)
-            if not fn(a, b):
-                return False
-        return True
-
-    return keep
-
-
-def naive_projection(run, calibration_runs, iterations: float) -> tuple[float, object] | None:
-    """The projection a user makes without a model: the time per iteration of the
-    nearest smaller calibration run of the same model and strategy (serial counting as
-    data parallelism; the largest GPU count not above the run's), times the run's
-    iterations; (seconds on the run's basis, the run used) or None without such a run."""
-    same = [c for c in calibration_runs
-            if c.model == run.model and _family(c.strategy) == _family(run.strategy) and c.gpus <= run.gpus]  # fmt: skip
-    if not same:
-        return None
-    ref = max(same, key=lambda c: (c.gpus, c.global_batch))
-    ref_iter = ref.iteration_s if ref.iteration_s is not None else None
-    if ref_iter is None:
-        ref_iter = ref.epoch_s * ref.global_batch / _samples(ref, run, iterations)
-    seconds = ref_iter * (iterations if run.basis == "epoch" else 1.0)
-    return seconds, ref
-
-
-def _family(strategy: str) -> str:
-    """Serial and data parallelism are one strategy here: a data-parallel replica is a
-    serial run."""
-    return "data" if strategy == "serial" else strategy
-
-
-def samples_per_replica(run) -> float:
-    """Samples one data-parallel replica processes per iteration: B / p1, where p1 is
-    the data-parallel width (p for data, the run's p1 for hybrids, 1 otherwise)."""
-    from oracle.compute.strategies import REGISTRY
-
-    strategy = REGISTRY[run.strategy]
-    if run.strategy == "data":
-        width = run.gpus
-    elif strategy.hybrid:
-        width = run.p1 or (run.gpus // run.p2 if run.p2 else 1)
-    else:
-        width = 1
-    return run.global_batch / max(1, width)
-
-
-def beyond_calibration(run, calibration_runs) -> str | None:
-    """Why a held-back run lies outside what its calibration runs covered, or None.
-
-    A calibration measures per-sample rates (loading, compute) at the samples per
-    replica of its runs, and the cost model carries them to other batches linearly; a
-    run whose samples per replica no calibration run of its model and strategy spans
-    is an extrapolation in batch, not only in GPU count, and is reported apart."""
-    same = [c for c in calibration_runs if c.model == run.model and _family(c.strategy) == _family(run.strategy)]
-    if not same:
-        return f"no calibration run of {run.model} {run.strategy}"
-    have = sorted({samples_per_replica(c) for c in same})
-    want = samples_per_replica(run)
-    if have[0] <= want <= have[-1]:
-        return None
-    span = f"{have[0]:g}" if have[0] == have[-1] else f"{have[0]:g}-{have[-1]:g}"
-    return f"{want:g} samples per replica; calibrated at {span}"
-
-
-def _samples(ref, run, iterations: float) -> float:
-    """Samples per epoch D of the reference run (the evaluated run's dataset: the same
-    model), from the evaluated run's iterations I = D / B."""
-    return iterations * run.global_batch

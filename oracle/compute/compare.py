@@ -3,7 +3,9 @@
 Accuracy is ParaDL's (§5.2): 1 - |projected - measured| / measured, floored at 0.
 MAPE is the mean of |projected - measured| / measured; bias the mean of
 (projected - measured) / measured (negative: the model under-predicts, i.e. runs are
-slower than projected).  Ranking agreement: within each group of runs with the same
+slower than projected).  Said to people as a ratio (issue 23): the geometric mean of
+measured / projected, with its lowest and highest; a run that took 2.7x its projection
+is a bias of -63%, and bias never goes below -100% however slow the runs.  Ranking agreement: within each group of runs with the same
 model, system and GPU count, the share of pairs of runs of different strategies that
 measurement and projection order the same way (Kendall-style concordance).
 """
@@ -19,9 +21,11 @@ from oracle.compute.context import Context
 from oracle.compute.cost import Point
 from oracle.compute.strategies import REGISTRY
 from oracle.compute.strategies.base import Config
-from oracle.compute.strategies.pipeline import default_segments
+from oracle.compute.strategies.pipeline import Pipeline, default_segments
 from oracle.errors import OracleError
 from oracle.load.runs import MeasuredRun
+from oracle.units import fmt_ratio
+from oracle.vocabulary import FP32, PRECISIONS
 
 if TYPE_CHECKING:
     import numpy as np
@@ -42,6 +46,8 @@ class CompareRow:
     anomaly: str | None = None
     naive_s: float | None = None  # --calibrate-on: the nearest smaller calibrated run's time
     beyond_calibration: str | None = None  # --calibrate-on: why the run extrapolates in batch
+    anchor: str | None = None  # --calibrate-on: the run it is anchored on, how far (compute/anchor.py)
+    unanchored_s: float | None = None  # --calibrate-on: the calibrated model's own projection
 
     @property
     def measured_s(self) -> float:
@@ -65,6 +71,10 @@ class Stats:
     min_accuracy: float
     mape: float
     bias: float
+    # measured / projected over the runs with a projection: geometric mean, lowest, highest
+    ratio: float = math.nan
+    ratio_min: float = math.nan
+    ratio_max: float = math.nan
 
 
 @dataclass(frozen=True)
@@ -87,6 +97,7 @@ class Summary:
     naive_within_calibration: Stats | None = None
     beyond_calibration: Stats | None = None
     beyond_lines: tuple[int, ...] = ()
+    unanchored: Stats | None = None  # --calibrate-on: the calibrated model without its anchors
 
 
 def accuracy(predicted: float, measured: float) -> float:
@@ -118,15 +129,14 @@ def config_for(run: MeasuredRun, ctx: Context) -> Config:
     if p1 * p2 != p:
         raise OracleError(f"p1={p1} x p2={p2} is not gpus={p}", **where)
     segments = None
-    if name == "pipeline":
+    if name == Pipeline.name:
         segments = run.segments or ctx.options.segments or default_segments(run.global_batch, p)
     return Config(name, p, p1, p2, float(run.global_batch), segments)
 
 
 # a measured run's optional ``precision`` column (issue 13): fp32, tf32, fp16, bf16, or
 # DeepLearningExamples' FP32/TF32/AMP (AMP = mixed precision): (precision, mixed)
-PRECISION_COLUMN = {"fp32": ("fp32", False), "tf32": ("tf32", False), "fp16": ("fp16", False),
-                    "bf16": ("bf16", False), "amp": ("fp32", True)}  # fmt: skip
+PRECISION_COLUMN = {**{p: (p, False) for p in PRECISIONS}, "amp": (FP32, True)}
 
 
 def run_precision_options(run: MeasuredRun) -> tuple[str, bool] | None:
@@ -179,10 +189,9 @@ def _anomaly(row: CompareRow, threshold: float) -> str | None:
     if err <= threshold:
         return None
     r = row.ratio
-    if r > 1:
-        text = f"measured {r:.1f}x the projection: congestion, input loading or an implementation overhead?"
-    else:
-        text = f"measured {1 / r:.1f}x faster than projected: a slow profile, or overlap the model does not see?"
+    why = "congestion, input loading or an implementation overhead?" if r > 1 else (
+        "a slow profile, or overlap the model does not see?")
+    text = f"measured {fmt_ratio(r)} the projection: {why}"
     run = row.run
     if run.compute_s is not None and run.comm_s is not None:
         d_comp = run.compute_s - (row.predicted_compute_s or 0.0)
@@ -202,9 +211,10 @@ def compare(
 
 def stats(rows: Sequence[CompareRow]) -> Stats:
     """Accuracy over every run (a run without a projection counts as 0, ParaDL's floor);
-    MAPE and bias over the runs that have a projection (NaN when none has)."""
+    MAPE, bias and the ratios over the runs that have a projection (NaN when none has)."""
     accs = [r.accuracy for r in rows]
     errs = [r.relative_error for r in rows if math.isfinite(r.predicted_s)]
+    logs = [math.log(r.ratio) for r in rows if 0 < r.predicted_s < math.inf and r.measured_s > 0]
     n = len(rows)
     return Stats(
         n=n,
@@ -212,6 +222,9 @@ def stats(rows: Sequence[CompareRow]) -> Stats:
         min_accuracy=min(accs),
         mape=sum(abs(e) for e in errs) / len(errs) if errs else math.nan,
         bias=sum(errs) / len(errs) if errs else math.nan,
+        ratio=math.exp(sum(logs) / len(logs)) if logs else math.nan,
+        ratio_min=math.exp(min(logs)) if logs else math.nan,
+        ratio_max=math.exp(max(logs)) if logs else math.nan,
     )
 
 

@@ -6,8 +6,8 @@ Per-layer quantities become numpy arrays (ParaDL Table 2 notation):
     fw, bw forward / backward seconds per sample                    (FW_l, BW_l)
     wu     weight-update seconds per iteration                      (WU_l)
     C, F   input channels / output channels                        (C_l, F_l)
-and each strategy's *split set* (docs/cost-model.md, "Split layers") is a boolean mask with its
-sums cached, so that a point costs O(1) arithmetic plus a few vector operations.
+and each strategy's *split set* (docs/cost-model.md, "Split layers"; the strategy's module
+says which layers) is a boolean mask with its sums cached, so that a point costs O(1) arithmetic plus a few vector operations.
 """
 
 from __future__ import annotations
@@ -18,14 +18,14 @@ from functools import cached_property
 
 import numpy as np
 
-from oracle.compute.geometry import balanced_grid, halo_half_widths  # noqa: F401  (re-exported)
 from oracle.compute.memory import SavedActivations, saved_activations, transient_elements
 from oracle.compute.named_layers import check_named_layers
 from oracle.compute.options import Options
 from oracle.compute.partition import _partition_cached
 from oracle.compute.shapes_tokens import split_widths
 from oracle.compute.stack import compute_factor as stack_factor
-from oracle.model import MODEL_INPUT, SPATIAL_TYPES, WEIGHT_TYPES, LayerTimes, Model, System
+from oracle.model import MODEL_INPUT, WEIGHT_TYPES, LayerTimes, Model, System
+from oracle.vocabulary import PARADL
 
 
 @dataclass(frozen=True)
@@ -126,18 +126,18 @@ class Context:
         """Per layer and sample, the activation elements that the per-layer search's
         memory formula 2·n·(this) + 2|w| uses: x + y (ParaDL), or half the saved
         elements (the framework model, indices and masks in element equivalents)."""
-        if self.memory_model == "paradl":
+        if self.memory_model == PARADL:
             return self.x + self.y
         return 0.5 * (self.saved.elements + self.saved.fixed_bytes / self.delta)
 
     def memory_scale(self) -> float:
         """Bytes per element of the per-layer memory: γδ (ParaDL) or δ (framework)."""
-        return self.gamma * self.delta if self.memory_model == "paradl" else float(self.delta)
+        return self.gamma * self.delta if self.memory_model == PARADL else float(self.delta)
 
     def memory_total(self, tensors_bytes: float) -> float:
         """Per-GPU memory of a per-layer assignment from its tensors' bytes: as is
         (ParaDL), or with the framework's allocator overhead, workspace and context."""
-        if self.memory_model == "paradl":
+        if self.memory_model == PARADL:
             return tensors_bytes
         fw = self.system.framework
         fixed = self.system.gpu_workspace_bytes or (fw.workspace_bytes + fw.cuda_context_bytes)
@@ -205,49 +205,29 @@ class Context:
             coll_groups=coll_groups,
         )
 
-    @cached_property
-    def all_layers(self) -> SplitSums:
-        """data, pipeline: every layer is split."""
-        return self._sums(np.ones(self.G, dtype=bool))
+    def split(self, strategy: str) -> SplitSums:
+        """The layers ``strategy`` splits (its module's ``split_layers``), with their sums,
+        computed once per context."""
+        cache = self.__dict__.setdefault("_splits", {})
+        if strategy not in cache:
+            from oracle.compute.strategies import REGISTRY
 
-    @cached_property
-    def filter_split(self) -> SplitSums:
-        """filter: every conv, convtranspose, fc and attention layer.  The gradient of a split
-        layer's output is a sum over the next split layer's filters unless that layer
-        is grouped: its groups decide (filter.py)."""
-        mask = np.array([t in WEIGHT_TYPES for t in self.types])
-        idx = np.flatnonzero(mask)
-        return self._sums(mask, self.groups[idx[1:]])
-
-    @cached_property
-    def channel_split(self) -> SplitSums:
-        """channel: every conv, convtranspose, fc and attention layer except those reading the
-        model's input (their input channels are the data's; the cost model says "except the
-        first layer").  A split layer's output is a sum over its input channels unless
-        the layer itself is grouped (filter.py)."""
-        mask = np.array([
-            t in WEIGHT_TYPES and MODEL_INPUT not in layer.inputs
-            for t, layer in zip(self.types, self.model.layers)
-        ])  # fmt: skip
-        idx = np.flatnonzero(mask)
-        return self._sums(mask, self.groups[idx[:-1]])
-
-    @cached_property
-    def spatial_split(self) -> SplitSums:
-        """spatial: every layer up to and including the last one whose output still has
-        a spatial extent > 1 (the fc head and what follows run replicated)."""
-        last = self.default_spatial_last()
-        if self.options.spatial_split_after is not None:
-            last = self._split_point(self.options.spatial_split_after, last)
-        mask = np.zeros(self.G, dtype=bool)
-        mask[: last + 1] = True
-        return self._sums(mask)
+            cache[strategy] = self._sums(*REGISTRY[strategy].split_layers(self))
+        return cache[strategy]
 
     def delayed_mask(self, field: str = "delayed_update") -> np.ndarray:
         """The layers --delayed-update (or ``field``, e.g. replicated_gradients) names
         (by name or by layer type)."""
         want = set(getattr(self.options, field))
         return np.array([n in want or t in want for n, t in zip(self.names, self.types)], dtype=bool)
+
+    def spatial_last(self) -> int:
+        """The last layer spatial parallelism splits: --spatial-split-after's, else
+        :meth:`default_spatial_last`."""
+        last = self.default_spatial_last()
+        if self.options.spatial_split_after is not None:
+            last = self._split_point(self.options.spatial_split_after, last)
+        return last
 
     def default_spatial_last(self) -> int:
         """docs/cost-model.md: the last layer with a spatial extent > 1 before one changes the rank (flatten, tokens)."""
@@ -332,79 +312,17 @@ class Context:
             t += iterations * int(sums.mask.sum()) * impl.split_overhead_s
         return t
 
-    # -- spatial decomposition and halos ------------------------------------------------
-    @cached_property
-    def _halo_layers(self) -> dict[str, np.ndarray]:
-        """Split conv/pool layers: kernel half-widths and extents, for halo sizes."""
-        mask = self.spatial_split.mask
-        rows = []
-        for i, (layer, info) in enumerate(zip(self.model.layers, self.model.info)):
-            if not mask[i] or layer.type not in SPATIAL_TYPES:
-                continue
-            xin = info.input_shapes[0]
-            rows.append((i, halo_half_widths(layer, len(xin) - 1), xin[1:], info.output_shape[1:], xin[0], info.output_shape[0]))
-        if not rows:
-            return {"index": np.zeros(0, dtype=int)}
-        return {
-            "index": np.array([r[0] for r in rows]),
-            "half": np.array([r[1] for r in rows], dtype=float),
-            "X": np.array([r[2] for r in rows], dtype=float),
-            "Y": np.array([r[3] for r in rows], dtype=float),
-            "C": np.array([r[4] for r in rows], dtype=float),
-            "F": np.array([r[5] for r in rows], dtype=float),
-        }
-
-    @property
-    def halo_layer_index(self) -> np.ndarray:
-        """Indices of the split conv/pool layers, aligned with :meth:`halo_elements`."""
-        return self._halo_layers["index"]
-
-    def spatial_grid(self, p: int) -> tuple[int, ...]:
-        """p split over the spatial dimensions as evenly as possible, larger factors on
-        earlier dimensions (docs/cost-model.md: p=8 on 2-D is 4 x 2)."""
-        if self.system.implementation.spatial_decomposition == "strips":
-            return (p,) + (1,) * (self.model.spatial_dims - 1)
-        return balanced_grid(p, self.model.spatial_dims)
-
-    def halo_elements(self, grid: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
-        """Per split conv/pool layer: halo(x_l) and halo(dy_l) in elements of one sample.
-
-        docs/cost-model.md: for each split dimension with factor f > 1, 2·floor(K/2)·(product of the
-        other dimensions' local extents ceil(extent/factor))·C_l; likewise on the output
-        extents with F_l for dy.  Only kernels > 1 have halos (floor(1/2) = 0).
-        """
-        h = self._halo_layers
-        if h["index"].size == 0:
-            z = np.zeros(0)
-            return z, z
-        f = np.array(grid, dtype=float)
-        split = f > 1
-
-        def side(extents: np.ndarray, channels: np.ndarray) -> np.ndarray:
-            local = np.ceil(extents / f)
-            prod_all = local.prod(axis=1)
-            others = prod_all[:, None] / local
-            return channels * (2.0 * h["half"] * others * split).sum(axis=1)
-
-        return side(h["X"], h["C"]), side(h["Y"], h["F"])
-
-    def spatial_violations(self, grid: tuple[int, ...]) -> list[str]:
-        """Reasons why a spatial grid does not fit: each factor must be <= that extent
-        of every split conv/pool output (docs/cost-model.md limits)."""
-        h = self._halo_layers
-        if h["index"].size == 0:
-            return []
-        f = np.array(grid, dtype=float)
-        bad = (h["Y"] < f).any(axis=1)
-        if not bad.any():
-            return []
-        first = int(np.flatnonzero(bad)[0])
-        i = int(h["index"][first])
-        out_shape = "x".join(str(int(v)) for v in h["Y"][first])
-        return [
-            f"spatial split {'x'.join(map(str, grid))} exceeds the {out_shape} output of"
-            f" {self.names[i]}"
-        ]
+    def layer_split_fb(self, split: np.ndarray, D: float, p1: int, p2: int, I: float, B: float) -> np.ndarray:
+        """Per layer FW+BW per epoch (the per-layer search): a split layer's D/p1 samples
+        split p2 ways, with the system's split efficiency (as :meth:`split_compute`); a
+        replicated one's D/p1.  Compute model (issue 13): split layers work on
+        B/(p1·p2) samples per kernel, replicated ones on B/p1."""
+        impl = self.system.implementation
+        f = impl.split_serial_fraction if p2 > 1 else 0.0
+        split_t = D / p1 * self.times_at(B / (p1 * p2))[2] * (f + (1.0 - f) / p2)
+        if p2 > 1 and impl.split_overhead_s:
+            split_t = split_t + I * impl.split_overhead_s
+        return np.where(split, split_t, D / p1 * self.times_at(B / p1)[2])
 
     # -- pipeline (optimal contiguous partition) -------------------------------------
     @cached_property

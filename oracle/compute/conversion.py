@@ -29,6 +29,7 @@ from oracle.compute.options import DEFAULT_BATCH_PER_GPU
 from oracle.errors import OracleError
 from oracle.gpus import GpuSpec, lookup
 from oracle.model import Model, Profile, System
+from oracle.vocabulary import BF16, FP16, FP32, PRECISION_BYTES
 
 
 @dataclass(frozen=True)
@@ -54,7 +55,7 @@ class Origin:
 def run_precision(precision: str, mixed: bool) -> str:
     """The arithmetic precision of conv/fc: the run's, or fp16 (bf16 if asked) when mixed."""
     if mixed:
-        return "bf16" if precision == "bf16" else "fp16"
+        return BF16 if precision == BF16 else FP16
     return precision
 
 
@@ -63,7 +64,7 @@ def system_spec(system: System) -> GpuSpec | None:
     none), or None when the file lacks peak or bandwidth."""
     if not system.gpu_memory_bandwidth_Bps or not (system.gpu_peaks or system.gpu_peak_flops):
         return None
-    peaks = system.gpu_peaks or (("fp32", system.gpu_peak_flops),)
+    peaks = system.gpu_peaks or ((FP32, system.gpu_peak_flops),)
     known = lookup(system.gpu_model)
     sms = system.gpu_sm_count or (known.sm_count if known else 0)
     return GpuSpec(system.gpu_model, tuple(peaks), system.gpu_memory_bandwidth_Bps, sms)
@@ -153,8 +154,8 @@ class Conversion:
         if not self.active:
             return 1.0
         o, t = self.origin, self.target
-        src = K.ELEMENT_BYTES[o.precision] / o.spec.memory_bandwidth_Bps  # type: ignore[union-attr]
-        dst = (4 if self.mixed else K.ELEMENT_BYTES[self.precision]) / t.memory_bandwidth_Bps  # type: ignore[union-attr]
+        src = PRECISION_BYTES[o.precision] / o.spec.memory_bandwidth_Bps  # type: ignore[union-attr]
+        dst = (4 if self.mixed else PRECISION_BYTES[self.precision]) / t.memory_bandwidth_Bps  # type: ignore[union-attr]
         return dst / src
 
     def label(self, batch: float | None = None) -> str:
@@ -202,8 +203,31 @@ def prepare(model: Model, system: System, profile: Profile, options) -> tuple[tu
     arrays = K.ModelArrays.of(model)  # once for spreading and conversion
     spread = None if profile.layers else spread_times(model, profile, arrays=arrays)
     times = bind_profile(model, profile, spread)
-    origin = Origin.of(profile)
+    origin = calibrated_origin(Origin.of(profile), system, model.name)
     return times, Conversion(model, origin, system, options.precision, options.mixed_precision, arrays=arrays)
+
+
+def calibrated_origin(origin: Origin, system: System, model_name: str) -> Origin:
+    """A profile that records no batch, whose system's compute factor for the model was
+    measured at a batch (issue 26, implementation.compute_samples_per_gpu): that batch is
+    its origin, so the compute model's batch curve carries the calibrated times to other
+    batches instead of a flat factor."""
+    b = system.implementation.compute_batch(model_name)
+    return replace(origin, batch=float(b)) if origin.batch is None and b else origin
+
+
+def recalibrated(conversion: Conversion | None, system: System, model_name: str) -> Conversion | None:
+    """``conversion`` with the origin :func:`calibrated_origin` gives on ``system``."""
+    import copy
+
+    if conversion is None:
+        return None
+    origin = calibrated_origin(conversion.origin, system, model_name)
+    if origin == conversion.origin:
+        return conversion
+    out = copy.copy(conversion)
+    out.origin, out._cache, out._origin_times = origin, {}, {}
+    return out
 
 
 def build_context(model: Model, system: System, profile: Profile, options):

@@ -10,51 +10,145 @@ than layers) are NaN and render as "n/a" / JSON null.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, fields, replace
-
-PHASES = (
-    "forward_backward_s",
-    "weight_update_s",
-    "gradient_exchange_s",
-    "layer_collectives_s",
-    "halo_s",
-    "pipeline_p2p_s",
-    "input_s",
-)
-COMPUTE_PHASES = ("forward_backward_s", "weight_update_s")
-COMM_PHASES = ("gradient_exchange_s", "layer_collectives_s", "halo_s", "pipeline_p2p_s")
-# input_s: time the GPUs wait for data beyond compute and communication (exposed input
-# stall, docs/cost-model.md input pipeline); 0 unless the system describes its input pipeline
+from dataclasses import dataclass, field, replace
 
 
 @dataclass(frozen=True)
-class Breakdown:
-    """Per-epoch seconds by phase (docs/cli.md)."""
+class Phase:
+    """A phase of the per-epoch time breakdown: its key (seconds per epoch), the sum it
+    joins (compute, communication or input) and how plots draw it.  The style is plain
+    data (matplotlib stays in oracle/render): a legend label (None: no style of its
+    own), a fill colour and a hatch."""
 
-    forward_backward_s: float = 0.0
-    weight_update_s: float = 0.0
-    gradient_exchange_s: float = 0.0
-    layer_collectives_s: float = 0.0
-    halo_s: float = 0.0
-    pipeline_p2p_s: float = 0.0
-    input_s: float = 0.0
+    name: str
+    part: str  # "compute" | "communication" | "input"
+    label: str | None = None
+    colour: str = "#999999"
+    hatch: str | None = None
+
+
+# The phases every strategy may use; a strategy's module declares the ones it adds
+# (spatial: halo_s, pipeline: pipeline_p2p_s), placed by the strategy's order.  Colours:
+# greys for compute, Paul Tol's "muted" (colour-blind safe) with hatches for communication.
+COMMON_PHASES = (
+    Phase("forward_backward_s", "compute", "compute: forward + backward", "#BBBBBB"),
+    Phase("weight_update_s", "compute", "compute: weight update", "#777777"),
+    Phase("gradient_exchange_s", "communication", "comm: gradient exchange", "#332288"),
+    Phase("layer_collectives_s", "communication", "comm: layer collectives", "#CC6677", "//"),
+)
+# input_s: time the GPUs wait for data beyond compute and communication (exposed input
+# stall, docs/cost-model.md input pipeline); 0 unless the system describes its input pipeline
+INPUT_PHASE = Phase("input_s", "input")
+PARTS = ("compute", "communication", "input")
+_declared: dict[str, tuple[tuple, Phase]] = {}  # phases strategies add: name -> (sort key, phase)
+_cache: dict[str, tuple] = {}
+
+
+def declare_phase(phase: Phase, key: tuple) -> None:
+    """Add a strategy's phase (compute/strategies/base.register; ``key`` places it:
+    the strategy's order, then its position there).  A name already used is refused."""
+    if phase.part not in PARTS:
+        raise ValueError(f"phase '{phase.name}': part '{phase.part}' is not one of {', '.join(PARTS)}")
+    if phase.name in phase_names():
+        raise ValueError(f"phase '{phase.name}' is declared already")
+    _declared[phase.name] = (key, phase)
+    _cache.clear()
+
+
+def forget_phase(name: str) -> None:
+    _declared.pop(name, None)
+    _cache.clear()
+
+
+def phases() -> tuple[Phase, ...]:
+    """Every phase in breakdown order: compute, communication (the common ones first,
+    then the strategies' in strategy order), the input stall last."""
+    if "all" not in _cache:
+        common = (*COMMON_PHASES, INPUT_PHASE)
+        added = [ph for _, ph in sorted(_declared.values(), key=lambda kv: kv[0])]
+        _cache["all"] = tuple(ph for part in PARTS for ph in (*common, *added) if ph.part == part)
+        _cache["names"] = tuple(ph.name for ph in _cache["all"])
+        for part in PARTS:
+            _cache[part] = tuple(ph.name for ph in _cache["all"] if ph.part == part)
+    return _cache["all"]
+
+
+def phase_names(part: str | None = None) -> tuple[str, ...]:
+    """The keys of :func:`phases` (of one part)."""
+    phases()
+    return _cache["names" if part is None else part]
+
+
+def _sum(values: list) -> float:
+    """Left to right, as ``a + b + c`` (the same float whatever the number of terms)."""
+    total = values[0]
+    for v in values[1:]:
+        total = total + v
+    return total
+
+
+class Breakdown:
+    """Per-epoch seconds by phase (docs/cli.md): ``Breakdown(forward_backward_s=...,
+    halo_s=...)``, each phase of :func:`phases` an attribute (0 unless given).
+    Immutable."""
+
+    __slots__ = ("_s",)
+
+    def __init__(self, **seconds: float) -> None:
+        names = phase_names()
+        unknown = [k for k in seconds if k not in names]
+        if unknown:
+            raise TypeError(f"unknown phase {unknown[0]!r}; phases: {', '.join(names)}")
+        object.__setattr__(self, "_s", {n: seconds.get(n, 0.0) for n in names})
+
+    @staticmethod
+    def filled(value: float) -> Breakdown:
+        """Every phase ``value`` (NaN: a point whose numbers cannot be formed)."""
+        return Breakdown(**{n: value for n in phase_names()})
+
+    def __getattr__(self, name: str) -> float:
+        if name in self._s:
+            return self._s[name]
+        if name in phase_names():  # a phase declared after this breakdown was made
+            return 0.0
+        raise AttributeError(f"'Breakdown' has no phase '{name}'")
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError("a Breakdown is immutable: use replace()")
+
+    def __reduce__(self):
+        return (_from_dict, (self._s,))
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Breakdown) and self.as_dict() == other.as_dict()
+
+    def __hash__(self) -> int:
+        return hash(tuple(self.as_dict().items()))
+
+    def __repr__(self) -> str:
+        return "Breakdown(" + ", ".join(f"{k}={v!r}" for k, v in self.as_dict().items()) + ")"
+
+    def replace(self, **seconds: float) -> Breakdown:
+        return Breakdown(**{**self._s, **seconds})
 
     @property
     def compute_s(self) -> float:
-        return self.forward_backward_s + self.weight_update_s
+        return _sum([self._get(n) for n in phase_names("compute")])
 
     @property
     def communication_s(self) -> float:
-        return self.gradient_exchange_s + self.layer_collectives_s + self.halo_s + self.pipeline_p2p_s
+        return _sum([self._get(n) for n in phase_names("communication")])
 
-    def scaled(self, factor: float) -> Breakdown:
-        return Breakdown(**{f.name: getattr(self, f.name) * factor for f in fields(self)})
+    def _get(self, name: str) -> float:
+        return self._s.get(name, 0.0)
 
     def as_dict(self) -> dict[str, float]:
-        return {name: getattr(self, name) for name in PHASES}
+        return {name: self._get(name) for name in phase_names()}
 
 
-NAN_BREAKDOWN = Breakdown(*(math.nan,) * len(PHASES))
+def _from_dict(seconds: dict) -> Breakdown:
+    return Breakdown(**seconds)
+
 
 
 @dataclass(frozen=True)

@@ -55,8 +55,8 @@ from dataclasses import dataclass
 from oracle.compute.shapes_tokens import internal_traffic
 from oracle.gpus import GpuSpec
 from oracle.model import ACTIVATIONS, Layer, LayerInfo, Model
+from oracle.vocabulary import FP32, PRECISION_BYTES, TF32
 
-ELEMENT_BYTES = {"fp32": 4, "tf32": 4, "fp16": 2, "bf16": 2}
 MATMUL_TYPES = ("conv", "fc", "attention")  # attention: cuBLAS GEMMs and batched GEMMs
 VIEW_TYPES = ("flatten", "slice")  # no kernel
 WU_PASSES = 5  # SGD momentum: read w, grad, m; write w, m (oracle.profiling.estimate)
@@ -90,9 +90,9 @@ class KernelConstants:
     tf32_efficiency: float | None = 0.25
 
     def matmul_efficiency(self, precision: str) -> float:
-        if precision == "fp32":
+        if precision == FP32:
             return self.simt_efficiency
-        if precision == "tf32" and self.tf32_efficiency is not None:
+        if precision == TF32 and self.tf32_efficiency is not None:
             return self.tf32_efficiency
         return self.tensor_efficiency
 
@@ -152,7 +152,7 @@ def layer_time(
 
     ``precision`` is the arithmetic precision of conv/fc (fp32, tf32, fp16, bf16); it also
     sets the bytes per element.  Raises KeyError if the GPU has no peak for it."""
-    delta = ELEMENT_BYTES[precision]
+    delta = PRECISION_BYTES[precision]
     work = forward_work(layer, info, batch, delta)
     if work.kernels == 0:
         return 0.0, 0.0
@@ -168,7 +168,7 @@ def layer_time(
         waves = waves_factor(batch * info.output_elements, reduction, gpu.sm_count, k.tile_elements, k.k_split)
         fw = kernel_time(work.flops, work.bytes, rate, byte_rate, waves, k.launch_s)
         return fw, 2.0 * fw  # input gradient + weight gradient, each like the forward
-    rate = k.simt_efficiency * (gpu.peak("fp32") or gpu.peak_flops[0][1])
+    rate = k.simt_efficiency * (gpu.peak(FP32) or gpu.peak_flops[0][1])
     fw = kernel_time(work.flops, work.bytes, rate, byte_rate, 1.0, k.launch_s)
     bw = kernel_time(work.flops, 2.0 * work.bytes, rate, byte_rate, 1.0, k.launch_s)
     return fw, bw
@@ -178,7 +178,7 @@ def update_time(info: LayerInfo, gpu: GpuSpec, precision: str, mixed: bool,
                 k: KernelConstants = DEFAULT_CONSTANTS) -> float:  # fmt: skip
     """Weight update per iteration: WU_PASSES passes over the weights at memory bandwidth,
     4 bytes each (fp32 or fp32 master weights) unless the run is all fp16/bf16."""
-    delta = 4 if mixed else ELEMENT_BYTES[precision]
+    delta = 4 if mixed else PRECISION_BYTES[precision]
     return WU_PASSES * delta * info.parameters / (k.memory_efficiency * gpu.memory_bandwidth_Bps)
 
 
@@ -206,7 +206,6 @@ def per_sample_times(
 
 __all__ = [
     "DEFAULT_CONSTANTS",
-    "ELEMENT_BYTES",
     "KernelConstants",
     "LayerWork",
     "forward_work",
@@ -258,11 +257,11 @@ def per_sample_array(arrays: ModelArrays, gpu: GpuSpec, precision: str, batch: f
     import numpy as np
 
     a = arrays
-    delta = ELEMENT_BYTES[precision]
+    delta = PRECISION_BYTES[precision]
     byte_rate = k.memory_efficiency * gpu.memory_bandwidth_Bps
     flops = a.flops * batch
     nbytes = delta * (batch * a.io + a.params)
-    simt = k.simt_efficiency * (gpu.peak("fp32") or gpu.peak_flops[0][1])
+    simt = k.simt_efficiency * (gpu.peak(FP32) or gpu.peak_flops[0][1])
     peak = gpu.peak(precision)
     if peak is None and bool(a.matmul.any()):
         raise KeyError(precision)

@@ -60,16 +60,17 @@ import numpy as np
 
 from oracle.compute.context import Context
 from oracle.compute.cost import Breakdown, Limit, Point
-from oracle.compute.layerwise_build import FILL, Columns, Registry, batch_limit
+from oracle.compute.layerwise_build import (
+    Columns, Registry, batch_limit, default_kinds, kind_names, kind_table, strategy_kinds,
+)  # fmt: skip
 from oracle.compute.layerwise_shuffle import shuffle_tables
 from oracle.compute.stack import stack_name, with_stack_costs
 from oracle.compute.strategies.base import epoch_limit
+from oracle.compute.strategies.data import Data
 from oracle.model import MODEL_INPUT
 from oracle.units import fmt_gb
+from oracle.vocabulary import PARADL
 
-KINDS = ("data", "spatial", "filter", "channel", "replicated", "spatial+filter")  # every kind a file or
-# --distributions may name
-DEFAULT_KINDS = KINDS[:4]  # what oracle search considers unless told (replicated: Lee et al., opt in)
 STRATEGY = "layer-wise"
 
 
@@ -94,7 +95,7 @@ class Dist:
 
     @property
     def label(self) -> str:
-        base = self.kind if self.kind in ("data", "replicated") else f"{self.kind} {self.p1}×{self.p2}"
+        base = f"{self.kind} {self.p1}×{self.p2}" if kind_table()[self.kind].grid else self.kind
         base += f"×{self.p3}" if self.p3 > 1 else ""
         return f"{base} on {self.gpus}" if self.of else base
 
@@ -105,7 +106,7 @@ class Dist:
 
     @staticmethod
     def data(p: int) -> Dist:
-        return Dist("data", p, 1)
+        return Dist(Data.name, p, 1)
 
 
 MAX_GRIDS = 16  # p1 x p2 grids per kind at most (p = 2^k has k of them)
@@ -137,16 +138,18 @@ def factorizations(p: int, limit: int | None = None) -> list[tuple[int, int]]:
 
 
 def distributions(
-    p: int, kinds: Sequence[str] = DEFAULT_KINDS, limit: int | None = MAX_GRIDS
+    p: int, kinds: Sequence[str] | None = None, limit: int | None = MAX_GRIDS
 ) -> list[Dist]:
-    """Every distribution of p GPUs of the given kinds: data, and each kind at every
-    factorization p1 x p2 (Gholami et al.'s P_r x P_c grid; p2 = 1 is data); at most
-    ``limit`` grids per kind (see :func:`factorizations`)."""
-    out = [Dist.data(p)] if "data" in kinds else []
+    """Every distribution of p GPUs of the given kinds (:func:`default_kinds` unless
+    given): data, and each grid kind of a strategy at every factorization p1 x p2
+    (Gholami et al.'s P_r x P_c grid; p2 = 1 is data); at most ``limit`` grids per kind
+    (see :func:`factorizations`)."""
+    kinds = default_kinds() if kinds is None else kinds
+    own = {n: kind for n, kind in strategy_kinds().items() if n in kinds}
+    grids = [n for n, kind in own.items() if kind.grid]
+    out = [Dist(n, p, 1) for n, kind in own.items() if not kind.grid]
     for p1, p2 in factorizations(p, limit):
-        for kind in ("spatial", "filter", "channel"):
-            if kind in kinds:
-                out.append(Dist(kind, p1, p2))
+        out += [Dist(n, p1, p2) for n in grids]
     if "replicated" in kinds and p > 1:
         out.append(Dist("replicated", p, 1))
     if "spatial+filter" in kinds:  # samples x space x filters, p1·p2·p3 = p (Jia et al. §4, {n, h, w, c})
@@ -157,9 +160,10 @@ def distributions(
     return out
 
 
-def subset_distributions(p: int, kinds: Sequence[str] = DEFAULT_KINDS, limit: int | None = MAX_GRIDS) -> list[Dist]:
+def subset_distributions(p: int, kinds: Sequence[str] | None = None, limit: int | None = MAX_GRIDS) -> list[Dist]:
     """The distributions of every proper divisor q of p GPUs (the first q GPUs; q = 1:
     one GPU), Jia et al.'s configurations with fewer devices (§4)."""
+    kinds = default_kinds() if kinds is None else kinds
     out = []
     for q in divisors(p)[:-1]:
         for d in distributions(q, [k for k in kinds if k not in ("replicated", "subsets")], limit) or [Dist.data(q)]:
@@ -220,7 +224,7 @@ class Costs:
         c = np.asarray(choice, dtype=int)
         rows = np.arange(self.G)
         tensors = float(self.mem_bytes[rows, c].sum())
-        if self.ctx.memory_model == "paradl":
+        if self.ctx.memory_model == PARADL:
             return self.ctx.memory_total(tensors)
         trans = float(self.transient_bytes[rows, c].max()) if self.G else 0.0
         reduced = (self.grad_class[rows, c] >= 0) & self.ctx.system.framework.gradient_bucket_copy
@@ -234,9 +238,10 @@ class Costs:
         ctx, I = self.ctx, self.I
         cols = Columns.empty(self.G, self.nd)
         reg = Registry(ctx, self.p)
+        table = kind_table()
         for k, d in enumerate(self.dists):
-            batch_limit(cols, k, d.kind, d.p1, self.B)
-            FILL[d.kind](ctx, cols, reg, k, d, self.B)
+            batch_limit(cols, k, table[d.kind].grid, d.p1, self.B)
+            table[d.kind].fill(ctx, cols, reg, k, d, self.B)
         self.reasons, self.groups = cols.reasons, reg.groups
         self.fb, self.wu, self.halo, self.lc = cols.fb, cols.wu, cols.halo, cols.lc
         self.gather = cols.gather  # replicated layers' all-gathers (bytes per GPU), to overlap
@@ -244,7 +249,7 @@ class Costs:
         self.mem_bytes = ctx.memory_scale() * cols.mem
         # framework model: the backward's gradient working set (max over layers, not a sum)
         held = cols.held
-        self.transient_bytes = ctx.delta * ctx.transient[:, None] * held if ctx.memory_model != "paradl" else 0 * held
+        self.transient_bytes = ctx.delta * ctx.transient[:, None] * held if ctx.memory_model != PARADL else 0 * held
         self.grad_bytes = cols.gbytes
         self.grad_class = cols.gclass
         self.split, self.partial = cols.split, cols.partial
@@ -431,8 +436,6 @@ class Costs:
         pipe = ctx.system.input
         if pipe is None or self.B <= 0:
             return bd
-        from dataclasses import replace
-
         from oracle.compute.io import EVERY_GPU, LEADER, PER_GROUP, exposed, input_time
 
         first = next(
@@ -443,13 +446,13 @@ class Costs:
             ),
             assignment[0],
         )
-        kind = EVERY_GPU if first.kind == "data" else (LEADER if first.p1 == 1 else PER_GROUP)
+        kind = EVERY_GPU if first.kind == Data.name else (LEADER if first.p1 == 1 else PER_GROUP)
         t_io = input_time(
             pipe, kind, self.B, self.p, first.p1, first.p2, ctx.system.gpus_per_node,
             ctx.model.dataset_bytes_per_sample,
         )  # fmt: skip
         busy = (bd.compute_s + bd.communication_s) / self.I
-        return replace(bd, input_s=self.I * exposed(pipe, t_io, busy))
+        return bd.replace(input_s=self.I * exposed(pipe, t_io, busy))
 
     def choice_of(self, assignment: Sequence[Dist]) -> list[int]:
         """Distribution indices of an assignment (adding unknown distributions is not
@@ -491,7 +494,7 @@ def evaluate(ctx: Context, p: int, batch: float, assignment: Sequence[Dist]) -> 
 
 
 def _order(d: Dist) -> tuple:
-    return (d.of != 0, -d.gpus, KINDS.index(d.kind), d.p2)
+    return (d.of != 0, -d.gpus, kind_names().index(d.kind), d.p2)
 
 
 def uniform(ctx: Context, d: Dist) -> list[Dist]:

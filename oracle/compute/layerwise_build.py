@@ -1,6 +1,8 @@
 """The (layers x distributions) cost arrays of compute/layerwise.py's Costs, one
-distribution kind at a time (formulas and sources in compute/layerwise.py's docstring;
-the replicated kind: compute/replicated.py, Lee et al. HiPC 2017 §III-C-2)."""
+distribution kind at a time (formulas and sources in compute/layerwise.py's docstring).
+A strategy's kind is filled by its module (its ``layerwise``); the two kinds that are no
+strategy are here: replicated (compute/replicated.py, Lee et al. HiPC 2017 §III-C-2) and
+spatial+filter (Jia et al. ICML 2018 §4)."""
 
 from __future__ import annotations
 
@@ -16,12 +18,12 @@ from oracle.compute.network import (
     data_group_flows_per_node,
     group_contiguous,
     group_strided,
-    link,
-    p2p,
-    span_neighbours,
 )
-from oracle.compute.strategies.filter import layer_collectives
-from oracle.compute.strategies.spatial import halo_exchange
+from oracle.compute.strategies.base import REGISTRY, LayerwiseKind, changes, names
+from oracle.compute.strategies.data import fill_data
+from oracle.compute.strategies.filter import Filter, layer_collectives
+from oracle.compute.strategies.spatial import Spatial, halos
+from oracle.vocabulary import RING
 
 
 @dataclass
@@ -82,7 +84,7 @@ class Registry:
         self.layouts: list[tuple[str, int, int, int, int]] = [("S", p, 1, p, 1)]
         self.layout_index = {("S", p, 1, p, 1): 0}
         self.ref_bytes = max(ctx.delta * ctx.sum_w, 1.0)  # linearize fused all-reduces up to all weights
-        self.algo = getattr(ctx, "algorithm", "ring")
+        self.algo = getattr(ctx, "algorithm", RING)
         self.all_p = group_contiguous(p, self.gpn)
         self.g_all = self.ar_group(self.all_p, 1.0, self.algo, f"all {p} GPUs")
 
@@ -127,25 +129,13 @@ class Registry:
                              f"{p1} data groups (GPUs every {p2})")  # fmt: skip
 
 
-def batch_limit(cols: Columns, k: int, kind: str, p1: int, B: float) -> None:
-    """Fewer than one sample per data-parallel group: infeasible."""
+def batch_limit(cols: Columns, k: int, grid: bool, p1: int, B: float) -> None:
+    """Fewer than one sample per data-parallel group (a GPU when not a grid): infeasible."""
     if p1 > B:
         cols.feasible[:, k] = False
-        what = "GPU" if kind in ("data", "replicated") else "data-parallel group"
+        what = "data-parallel group" if grid else "GPU"
         for l in range(cols.fb.shape[0]):
             cols.reasons[(l, k)] = f"fewer than one sample per {what}: B={B:g} over {p1}"
-
-
-def fill_data(ctx: Context, cols: Columns, reg: Registry, k: int, d, B: float) -> None:
-    p, D, I = d.gpus, ctx.D, ctx.D / B
-    cols.fb[:, k] = D / p * ctx.times_at(B / p)[2]
-    cols.wu[:, k] = I * ctx.wu
-    cols.mem[:, k] = 2 * B / p * ctx.layer_memory_elements() + 2 * ctx.w
-    cols.held[:, k] = B / p
-    cols.gbytes[:, k] = ctx.delta * ctx.w
-    cols.gclass[:, k] = reg.all_of(p)
-    cols.split[:, k] = True
-    cols.lay[:, k] = reg.layout(("S", p, 1), p)
 
 
 def fill_replicated(ctx: Context, cols: Columns, reg: Registry, k: int, d, B: float) -> None:
@@ -168,92 +158,6 @@ def fill_replicated(ctx: Context, cols: Columns, reg: Registry, k: int, d, B: fl
     cols.gclass[rep, k] = -1
 
 
-def fill_spatial(ctx: Context, cols: Columns, reg: Registry, k: int, d, B: float) -> None:
-    p, p1, p2, D, I = d.gpus, d.p1, d.p2, ctx.D, ctx.D / B
-    s = ctx.spatial_split.mask
-    act = ctx.layer_memory_elements()
-    cols.fb[:, k] = split_fb(ctx, s, D, p1, p2, I, B)
-    cols.wu[:, k] = I * ctx.wu
-    cols.mem[:, k] = np.where(s, 2 * B / p, 2 * B / p1) * act + 2 * ctx.w
-    cols.held[:, k] = np.where(s, B / p, B / p1)
-    cols.gbytes[:, k] = ctx.delta * ctx.w
-    cols.split[:, k] = s
-    # split layers: all-reduce over all p GPUs (spatial: AR(p); data+spatial: AR_φ(p) or
-    # ParaDL's leader all-reduce); replicated head: data groups
-    if p1 == 1:
-        g_split = reg.all_of(p)
-    else:
-        phi = contention_factor(reg.system, 1 if p > reg.gpn else 0, ctx.options.contention)
-        leader = reg.system.implementation.data_spatial_allreduce == "leader"
-        where = f"all {p} GPUs" if p == reg.p else f"first {p} GPUs"
-        grp = reg.all_p if p == reg.p else group_contiguous(p, reg.gpn)
-        g_split = reg.ar_group(grp, phi, "leader" if leader else reg.algo,
-                               where + (" (leader all-reduce)" if leader else ""))  # fmt: skip
-    g_rest = reg.strided_group(p1, p2) if p1 > 1 else -1
-    cols.gclass[:, k] = np.where(s, g_split, g_rest)
-    cols.lay[:, k] = np.where(s, reg.layout(("S", p1, p2), p), reg.layout(("R", p1, p2), p))
-    _halos(ctx, cols, reg, k, p2, B / p1, I)
-
-
-def _halos(ctx: Context, cols: Columns, reg: Registry, k: int, p2: int, b: float, I: float) -> None:
-    """Halo exchange of split conv/pool layers (ParaDL eq. 10, Dryden §V-A), the grid
-    limits, and with the framework memory model what the spatial strategies hold beyond
-    the tiles (strategies/spatial.py spatial_memory): the halo rows each split conv/pool
-    layer appends to its saved input (Dryden et al. §V-B), b·halo(x_l), and the gathered
-    input of the replicated head, b·y_last, counted with the last split layer."""
-    halo_rows = ctx._halo_layers  # split conv/pool layers (kernel half-widths, extents)
-    grid = ctx.spatial_grid(p2)
-    framework = ctx.memory_model != "paradl"
-    last = ctx.spatial_split.last
-    if framework and p2 > 1 and 0 <= last < ctx.G - 1:
-        cols.mem[last, k] += b * ctx.y[last]
-    if not halo_rows["index"].size:
-        return
-    idx = halo_rows["index"]
-    hx, hdy = ctx.halo_elements(grid)
-    if framework:
-        cols.mem[idx, k] += b * hx
-    h = hx + hdy
-    lk = link(reg.system, span_neighbours(p2, reg.gpn), "halo")
-    fw_x = halo_exchange(ctx, grid, 2 * np.asarray(p2p(b * ctx.delta * hx, lk)))
-    bw_x = halo_exchange(ctx, grid, 2 * np.asarray(p2p(b * ctx.delta * hdy, lk)))
-    cols.halo[idx, k] = I * np.where(h > 0, fw_x + bw_x, 0.0)
-    f = np.array(grid, dtype=float)
-    bad = (halo_rows["Y"] < f).any(axis=1)
-    for r in np.flatnonzero(bad):
-        l = int(idx[r])
-        cols.feasible[l, k] = False
-        ext = "x".join(str(int(v)) for v in halo_rows["Y"][r])
-        cols.reasons[(l, k)] = f"spatial split {'x'.join(map(str, grid))} exceeds its {ext} output"
-
-
-def fill_split(ctx: Context, cols: Columns, reg: Registry, k: int, d, B: float) -> None:
-    """filter / channel p1 x p2 (ParaDL eq. 15 for the layer collectives)."""
-    p1, p2, D, I = d.p1, d.p2, ctx.D, ctx.D / B
-    b = B / p1
-    sums = ctx.filter_split if d.kind == "filter" else ctx.channel_split
-    s = sums.mask
-    width = ctx.F if d.kind == "filter" else ctx.C
-    cols.fb[:, k] = split_fb(ctx, s, D, p1, p2, I, B)
-    cols.wu[:, k] = np.where(s, I / p2, I) * ctx.wu
-    cols.mem[:, k] = 2 * b * ctx.layer_memory_elements() + np.where(s, 2 * ctx.w / p2, 2 * ctx.w)
-    cols.held[:, k] = b
-    cols.gbytes[:, k] = np.where(s, ctx.delta * ctx.w / p2, ctx.delta * ctx.w)
-    cols.gclass[:, k] = reg.strided_group(p1, p2) if p1 > 1 else -1
-    cols.split[:, k] = s
-    cols.partial[:, k] = s
-    cols.lay[:, k] = reg.layout(("R", p1, p2), d.gpus)
-    coll = s.copy()
-    if sums.last >= 0:
-        coll[sums.last] = False
-    if coll.any():
-        cols.lc[coll, k] = I * layer_collectives(ctx, sums, p2, b)
-    noun = "filters" if d.kind == "filter" else "input channels"
-    for l in np.flatnonzero(s & (width < p2)):
-        cols.feasible[l, k] = False
-        cols.reasons[(int(l), k)] = f"p2={p2} exceeds its {int(width[l])} {noun}"
-
-
 def fill_spatial_filter(ctx: Context, cols: Columns, reg: Registry, k: int, d, B: float) -> None:
     """Samples over p1 groups, height/width over p2 and filters over p3 (Jia et al. §4,
     a {n, h, w, c} configuration): a conv layer's work splits p2·p3 ways; layers with
@@ -264,12 +168,12 @@ def fill_spatial_filter(ctx: Context, cols: Columns, reg: Registry, k: int, d, B
     the p1·p2 GPUs that hold the same filter slice."""
     p1, p2, p3, D, I = d.p1, d.p2, d.p3, ctx.D, ctx.D / B
     b = B / p1
-    sp, sums = ctx.spatial_split.mask, ctx.filter_split
+    sp, sums = ctx.split(Spatial.name).mask, ctx.split(Filter.name)
     sf = sums.mask
     every = np.ones(ctx.G, dtype=bool)
-    cols.fb[:, k] = np.where(sp & sf, split_fb(ctx, every, D, p1, p2 * p3, I, B),
-                             np.where(sp, split_fb(ctx, every, D, p1, p2, I, B),
-                                      np.where(sf, split_fb(ctx, every, D, p1, p3, I, B), D / p1 * ctx.times_at(b)[2])))  # fmt: skip
+    cols.fb[:, k] = np.where(sp & sf, ctx.layer_split_fb(every, D, p1, p2 * p3, I, B),
+                             np.where(sp, ctx.layer_split_fb(every, D, p1, p2, I, B),
+                                      np.where(sf, ctx.layer_split_fb(every, D, p1, p3, I, B), D / p1 * ctx.times_at(b)[2])))  # fmt: skip
     cols.wu[:, k] = np.where(sf, I / p3, I) * ctx.wu
     cols.mem[:, k] = np.where(sp, 2 * b / p2, 2 * b) * ctx.layer_memory_elements() + np.where(sf, 2 * ctx.w / p3, 2 * ctx.w)
     cols.held[:, k] = np.where(sp, b / p2, b)
@@ -285,24 +189,43 @@ def fill_spatial_filter(ctx: Context, cols: Columns, reg: Registry, k: int, d, B
         # a spatially split layer's output on a GPU is its tile: b/p2 samples' worth
         cols.lc[coll, k] = I * np.where(sp[coll], layer_collectives(ctx, sums, p3, b / p2),
                                         layer_collectives(ctx, sums, p3, b))  # fmt: skip
-    _halos(ctx, cols, reg, k, p2, b, I)
+    halos(ctx, cols, reg, k, p2, b, I)
     for l in np.flatnonzero(sf & (ctx.F < p3)):
         cols.feasible[l, k] = False
         cols.reasons[(int(l), k)] = f"p3={p3} exceeds its {int(ctx.F[l])} filters"
 
 
-FILL = {"data": fill_data, "replicated": fill_replicated, "spatial": fill_spatial, "filter": fill_split,
-        "channel": fill_split, "spatial+filter": fill_spatial_filter}  # fmt: skip
+# the per-layer distributions that are no strategy of their own (the strategies' kinds:
+# their modules' ``layerwise``)
+EXTRA_KINDS = {
+    "replicated": LayerwiseKind(fill_replicated, grid=False, default=False),
+    "spatial+filter": LayerwiseKind(fill_spatial_filter, default=False),
+}
 
 
-def split_fb(ctx: Context, split: np.ndarray, D: float, p1: int, p2: int, I: float, B: float) -> np.ndarray:
-    """Per layer FW+BW per epoch: a split layer's D/p1 samples split p2 ways, with the
-    system's split efficiency (as Context.split_compute); a replicated one's D/p1.
-    Compute model (issue 13): split layers work on B/(p1·p2) samples per kernel,
-    replicated ones on B/p1."""
-    impl = ctx.system.implementation
-    f = impl.split_serial_fraction if p2 > 1 else 0.0
-    split_t = D / p1 * ctx.times_at(B / (p1 * p2))[2] * (f + (1.0 - f) / p2)
-    if p2 > 1 and impl.split_overhead_s:
-        split_t = split_t + I * impl.split_overhead_s
-    return np.where(split, split_t, D / p1 * ctx.times_at(B / p1)[2])
+def strategy_kinds() -> dict[str, LayerwiseKind]:
+    """The strategies' per-layer distributions (their modules' ``layerwise``), in
+    strategy order."""
+    return {n: REGISTRY[n].layerwise for n in names() if REGISTRY[n].layerwise is not None}
+
+
+def kind_table() -> dict[str, LayerwiseKind]:
+    """Every per-layer distribution a file or --distributions may name: the
+    strategies', then :data:`EXTRA_KINDS` (once per change of the registry)."""
+    if _table.get("at") != changes():
+        _table.update(at=changes(), kinds={**strategy_kinds(), **EXTRA_KINDS})
+    return _table["kinds"]
+
+
+_table: dict = {}
+
+
+
+def kind_names() -> tuple[str, ...]:
+    """Every kind a file or --distributions may name."""
+    return tuple(kind_table())
+
+
+def default_kinds() -> tuple[str, ...]:
+    """What oracle search considers unless told (replicated: Lee et al., opt in)."""
+    return tuple(n for n, kind in kind_table().items() if kind.default)

@@ -11,6 +11,8 @@ import numpy as np
 
 from oracle.compute.context import Context
 from oracle.compute.network import allgather_pieces, group_contiguous, link
+from oracle.compute.strategies.spatial import spatial_grid
+from oracle.vocabulary import AUTO, RING
 
 
 def shuffle_tables(ctx: Context, p: int, B: float, layouts: list[tuple[str, int, int]]):
@@ -36,7 +38,7 @@ def _received(ctx: Context, p: int, layouts) -> np.ndarray:
         s0[a] = np.where(inside, (g // (p2 * r)) * (p2 * r) / q, 0.0)  # sample block start (fraction of B)
         blk[a] = np.where(inside, p2 * r / q, 0.0)
         if mode == "S" and p2 > 1:
-            grid = ctx.spatial_grid(p2)
+            grid = spatial_grid(ctx, p2)
             coords = np.array(np.unravel_index((g // r) % p2, grid)).T  # (p, dims); r copies of each tile
             f = np.array(grid, dtype=float)
             tiles0[a] = coords / f
@@ -73,8 +75,8 @@ def _pieces(ctx: Context, p: int, B: float, layouts, recv: np.ndarray):
     nL = len(L)
     # each pair's cost is the minimum of a few affine pieces lat + y·slope (one per
     # all-gather algorithm the context may pick; one for an all-to-all)
-    algo = getattr(ctx, "algorithm", "ring")
-    algos = ("ring", "rhd") if algo == "auto" else (algo,)
+    algo = getattr(ctx, "algorithm", RING)
+    algos = (RING, "rhd") if algo == AUTO else (algo,)
     # pieces: per algorithm one per protocol line, one more for an operation's own "auto"
     lines = 2 + max((len(level.protocols) for level in system.network), default=0)
     lat = np.full((len(algos) * lines, nL, nL), np.inf)

@@ -68,6 +68,7 @@ import numpy as np
 
 from oracle.compute.shapes_tokens import attention_saved, saves_input
 from oracle.model import ACTIVATIONS, MODEL_INPUT, Layer, LayerInfo, Model
+from oracle.vocabulary import FP32, PARADL
 
 INT64_BYTES = 8  # max-pool argmax indices (PyTorch's kLong)
 MASK_BYTES = 1  # dropout masks (PyTorch's kBool)
@@ -259,7 +260,7 @@ def _weight_parts(ctx, parts: MemoryParts, scale: float) -> dict[str, float]:
 def memory_bytes(ctx, parts: MemoryParts) -> tuple[dict[str, float], float]:
     """The parts of one GPU's memory under the context's memory model, and the bytes
     among them that grow in proportion to the batch (for the largest batch that fits)."""
-    if ctx.options.memory_model == "paradl":
+    if ctx.options.memory_model == PARADL:
         return paradl_memory(ctx, parts)
     return framework_memory(ctx, parts)
 
@@ -277,15 +278,17 @@ def largest_batches(model: Model, system) -> list[LargestBatch]:
     """The largest batch per GPU that fits ``system``'s GPU memory under the framework
     model, at fp32 and with mixed precision, on one GPU and in data parallelism."""
     from oracle.compute.context import Options
+    from oracle.compute.strategies.data import Data
+    from oracle.compute.strategies.serial import Serial
     from oracle.compute.sweep import sweep
     from oracle.model import LayerTimes
 
     times = tuple(LayerTimes(0.0, 0.0, 0.0) for _ in model.layers)  # memory needs no times
     out = []
-    for label, mixed in (("fp32", False), ("mixed precision", True)):
+    for label, mixed in ((FP32, False), ("mixed precision", True)):
         options = Options(mixed_precision=mixed)
         found = []
-        for gpus, strategy in ((1, "serial"), (2, "data")):
+        for gpus, strategy in ((1, Serial.name), (2, Data.name)):
             (pt,) = sweep(model, system, times, [gpus], strategy, batch_per_gpu=1.0, options=options)
             found.append(pt.detail("max_batch_per_gpu") or 0.0)
         out.append(LargestBatch(label, *found))

@@ -20,7 +20,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from oracle.compute import nccl
 from oracle.model import CollectiveTable, NetworkLevel, System
+from oracle.vocabulary import ALLREDUCE_ALGORITHMS, AUTO, NCCL, RING
 
 
 @dataclass(frozen=True)
@@ -38,6 +40,7 @@ class Link:
     protocols: tuple[tuple[float, float], ...] = ()
     factor: float = 1.0  # a measured table's time is scaled by it (α-β lines already are)
     algorithm: str | None = None  # the operation's own algorithm (system operations:)
+    names: tuple[str, ...] = ()  # the protocol lines' names (LL, LL128, ...; compute/nccl.py)
 
     def lines(self) -> tuple[tuple[float, float], ...]:
         return ((self.alpha_s, self.beta_s_per_byte), *self.protocols)
@@ -120,12 +123,13 @@ def _link(system: System, span: int, op: str, gpus: int | None) -> Link:
     level = level_for(system, span)
     alpha, beta = level.alpha_s, level.beta_s_per_byte
     protocols = tuple((pr.alpha_s, pr.beta_s_per_byte) for pr in level.protocols)
+    names = tuple(pr.name for pr in level.protocols)
     override = system.operation(op) or system.operation(primitive(op))
     if override is not None:
         # an α or β of its own is another transport: the level's protocol lines go;
         # scale factors apply to every line
         if override.alpha_s is not None or override.beta_s_per_byte is not None:
-            protocols = ()
+            protocols, names = (), ()
         protocols = tuple((a * override.alpha_scale, b * override.beta_scale) for a, b in protocols)
         alpha = override.alpha_s if override.alpha_s is not None else alpha * override.alpha_scale
         beta = (
@@ -138,7 +142,8 @@ def _link(system: System, span: int, op: str, gpus: int | None) -> Link:
         alpha, beta = alpha * factor, beta * factor
         protocols = tuple((a * factor, b * factor) for a, b in protocols)
     table = system.table(primitive(op), gpus, span) if gpus is not None and system.collective_tables else None
-    return Link(alpha, beta, level.name, span, table, protocols, factor, override.algorithm if override else None)
+    algorithm = override.algorithm if override else None
+    return Link(alpha, beta, level.name, span, table, protocols, factor, algorithm, names)
 
 
 # -- contention ---------------------------------------------------------------------
@@ -245,14 +250,13 @@ def _cheapest(lk: Link, cost) -> np.ndarray:
 #                 back (ParaDL §4.5.1): 4(g-1)(α_i + mβ_i/g) + 2(n-1)(α_o + mβ_o/n)
 #   auto          the cheapest of these for every call (per message size and span)
 
-ALLREDUCE_ALGORITHMS = ("ring", "rhd", "tree", "hierarchical", "leader")
 # ps: a parameter server (issue 18; Li et al., "Scaling Distributed Machine Learning with
 # the Parameter Server", OSDI 2014; the synchronisation of Jia et al.'s ICML 2018
 # baselines): every worker pushes its m bytes of gradients and pulls m bytes of weights,
 # and the s servers (collectives: ps_servers) each move p·m/s both ways over a link of
 # the same level, so  t = 2α + 2·m·β·max(1, p/s)  — cost growing with the replicas.
 # Never chosen by "auto" (a deployment choice, not an algorithm a library picks).
-ALGORITHMS = (*ALLREDUCE_ALGORITHMS, "ps", "auto")
+# The names: oracle/vocabulary.py (ALLREDUCE_ALGORITHMS, ALGORITHMS).
 
 
 @dataclass(frozen=True)
@@ -295,7 +299,7 @@ def allreduce_algorithm(
     system: System,
     group: Group,
     m_bytes,
-    algorithm: str = "ring",
+    algorithm: str = RING,
     phi: float = 1.0,
     contention: float | None = None,
     purpose: str = "allreduce",
@@ -313,20 +317,23 @@ def allreduce_algorithm(
     if lk.table is not None and lk.table.gpus == p:
         return _out(lk.factor * table_time(lk.table, m * phi)), "measured"
     algorithm = lk.algorithm or algorithm
-    names = ALLREDUCE_ALGORITHMS if algorithm == "auto" else (algorithm,)
+    if algorithm == NCCL:
+        best, used = nccl.allreduce(system, group, m, phi, purpose, link)
+        return _out(np.asarray(best, dtype=float)), used
+    names = ALLREDUCE_ALGORITHMS if algorithm == AUTO else (algorithm,)
     times = [np.broadcast_to(_allreduce_one(system, group, m, n, lk, phi, contention, purpose), m.shape)
              for n in names]  # fmt: skip
     if len(names) == 1:
         return _out(np.asarray(times[0], dtype=float)), names[0]
     stacked = np.stack(times)
     best = stacked.min(axis=0)
-    used = names[int(stacked.argmin(axis=0))] if m.ndim == 0 else "auto"
+    used = names[int(stacked.argmin(axis=0))] if m.ndim == 0 else AUTO
     return _out(np.asarray(best, dtype=float)), used
 
 
 def _allreduce_one(system, group, m, name, lk, phi, contention, purpose="allreduce"):
     p = group.p
-    if name == "ring":
+    if name == RING:
         return np.asarray(allreduce(p, m, lk, phi))
     if name == "rhd":
         return 2.0 * math.ceil(math.log2(p)) * lk.alpha_s + 2.0 * (p - 1) / p * m * lk.beta_s_per_byte * phi
@@ -348,7 +355,7 @@ def _allreduce_one(system, group, m, name, lk, phi, contention, purpose="allredu
     return local + 2.0 * (n - 1) * (outer.alpha_s + m / (g * n) * outer.beta_s_per_byte * phi_g)
 
 
-def allgather_pieces(system: System, group: Group, algorithm: str = "ring", purpose: str = "allgather") -> list[tuple[float, float]]:
+def allgather_pieces(system: System, group: Group, algorithm: str = RING, purpose: str = "allgather") -> list[tuple[float, float]]:
     """The all-gather of :func:`allgather_algorithm` as affine pieces (seconds at 0
     bytes, seconds per byte each GPU contributes): its time is their minimum.  Ring: one
     piece per protocol line, (p-1)(α_k + m_i β_k); rhd: ⌈log2 p⌉α + (p-1) m_i β; a
@@ -361,16 +368,18 @@ def allgather_pieces(system: System, group: Group, algorithm: str = "ring", purp
         t0 = lk.factor * float(table_time(lk.table, np.asarray(0.0)))
         return [(t0, (lk.factor * float(table_time(lk.table, np.asarray(p * 1e6))) - t0) / 1e6)]
     algorithm = lk.algorithm or algorithm
+    if algorithm == NCCL:
+        return nccl.allgather_pieces(system, group, purpose, link)
     if algorithm == "rhd":
         return [(math.ceil(math.log2(p)) * lk.alpha_s, (p - 1) * lk.beta_s_per_byte)]
     ring = [((p - 1) * a, (p - 1) * b) for a, b in lk.lines()]
-    if algorithm == "auto":
+    if algorithm == AUTO:
         return ring + [(math.ceil(math.log2(p)) * lk.alpha_s, (p - 1) * lk.beta_s_per_byte)]
     return ring
 
 
 def allgather_algorithm(
-    system: System, group: Group, m_each_bytes, algorithm: str = "ring", phi: float = 1.0,
+    system: System, group: Group, m_each_bytes, algorithm: str = RING, phi: float = 1.0,
     purpose: str = "allgather",
 ) -> tuple:  # fmt: skip
     """All-gather, each PE contributing m_i bytes: ring, or recursive doubling (rhd);
@@ -384,10 +393,13 @@ def allgather_algorithm(
     if lk.table is not None and lk.table.gpus == p:
         return _out(lk.factor * table_time(lk.table, p * m * phi)), "measured"
     algorithm = lk.algorithm or algorithm
+    if algorithm == NCCL:
+        pieces = nccl.allgather_pieces(system, group, purpose, link)
+        return _out(np.min([t0 + m * slope * phi for t0, slope in pieces], axis=0)), "nccl ring"
     ring = np.asarray(allgather(p, m, lk, phi))
     rhd = math.ceil(math.log2(p)) * lk.alpha_s + (p - 1) * m * lk.beta_s_per_byte * phi
     if algorithm == "rhd":
         return _out(rhd), "rhd"
-    if algorithm == "auto":
-        return _out(np.minimum(ring, rhd)), "auto"
-    return _out(ring), "ring"
+    if algorithm == AUTO:
+        return _out(np.minimum(ring, rhd)), AUTO
+    return _out(ring), RING

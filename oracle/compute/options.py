@@ -3,11 +3,14 @@ model, overlap, collectives, ...): one frozen record per run, shared by every st
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, replace
 from typing import Any
 
-PRECISION_BYTES = {"fp32": 4, "tf32": 4, "fp16": 2, "bf16": 2}
-MEMORY_MODELS = ("framework", "paradl")  # docs/memory.md and docs/cost-model.md
+from oracle.errors import OracleError, did_you_mean
+from oracle.vocabulary import ALGORITHMS, FP32, FRAMEWORK, MEMORY_MODELS, PARADL, PRECISION_BYTES
+
+COMPUTE_SCALINGS = ("model", "linear")  # issue 13, docs/cost-model.md
 # weak scaling's per-GPU batch when neither an option nor the profile gives one: the
 # documented CLI default (README, "Without a batch"), also the spread batch of conversion.py
 DEFAULT_BATCH_PER_GPU = 32
@@ -17,15 +20,15 @@ DEFAULT_BATCH_PER_GPU = 32
 class Options:
     """Implementation parameters that are not part of the input files."""
 
-    precision: str = "fp32"  # δ: bytes per item (docs/cost-model.md)
-    # what GPU memory counts (docs/memory.md and docs/cost-model.md): "framework" (saved tensors, compute/memory.py)
-    # or "paradl" (Table 3's upper bound, scaled by γ)
-    memory_model: str = "framework"
+    precision: str = FP32  # δ: bytes per item (docs/cost-model.md)
+    # what GPU memory counts (docs/memory.md and docs/cost-model.md): FRAMEWORK (saved tensors, compute/memory.py)
+    # or PARADL (Table 3's upper bound, scaled by γ)
+    memory_model: str = FRAMEWORK
     memory_reuse: float = 1.0  # γ, 0 < γ <= 1 (ParaDL §4.2); paradl memory model only
     contention: float | None = None  # φ override (docs/cost-model.md)
     segments: int | None = None  # pipeline S; default min(B, 4p)
     samples: int | None = None  # D override (e.g. ParaDL's rounded 1.28M)
-    collective: str | None = None  # all-reduce algorithm override (network.ALGORITHMS)
+    collective: str | None = None  # all-reduce algorithm override (vocabulary.ALGORITHMS)
     # memory beyond ParaDL (issue 8; defaults reproduce ParaDL's formula)
     optimizer: str = "sgd"  # sgd | momentum | adam: optimizer state per parameter
     mixed_precision: bool = False  # 2-byte activations/weights/gradients + fp32 master weights
@@ -54,6 +57,9 @@ class Options:
     # issue 25: the software stack in force (oracle/stack.py, applied by compute/stack.py); None: none named
     stack: Any = None
 
+    def __post_init__(self) -> None:
+        check_options(self)  # an Options is valid wherever it was built
+
     @property
     def memory_model_extended(self) -> bool:
         return (
@@ -67,6 +73,65 @@ class Options:
         return 2 if self.mixed_precision else PRECISION_BYTES[self.precision]
 
 
+
+
+def check_options(options: Options) -> None:
+    """Every rule an Options keeps, each with its error line (run by ``Options()`` itself)."""
+    if options.precision not in PRECISION_BYTES:
+        raise OracleError(
+            f"unknown precision '{options.precision}'",
+            path="--precision",
+            hint="one of " + ", ".join(PRECISION_BYTES),
+        )
+    if options.collective is not None:
+        if options.collective not in ALGORITHMS:
+            raise OracleError(
+                f"unknown collective algorithm '{options.collective}'",
+                path="--collective",
+                hint=did_you_mean(options.collective, ALGORITHMS) or "one of " + ", ".join(ALGORITHMS),
+            )
+    from oracle.compute.memory import OPTIMIZER_BYTES
+
+    if options.optimizer not in OPTIMIZER_BYTES:
+        raise OracleError(
+            f"unknown optimizer '{options.optimizer}'", path="--optimizer", hint="one of " + ", ".join(OPTIMIZER_BYTES)
+        )
+    if options.memory_model not in MEMORY_MODELS:
+        raise OracleError(
+            f"unknown memory model '{options.memory_model}'", path="--memory-model",
+            hint=did_you_mean(options.memory_model, MEMORY_MODELS) or " or ".join(MEMORY_MODELS),
+        )  # fmt: skip
+    _check_overlap(options)
+    if options.zero not in (0, 1, 2, 3):
+        raise OracleError(f"got {options.zero}; expected a ZeRO stage 0, 1, 2 or 3", path="--zero")
+    g = options.memory_reuse
+    if not (isinstance(g, (int, float)) and 0 < g <= 1):
+        raise OracleError(f"got {g}; expected 0 < γ <= 1", path="--memory-reuse")
+    if options.contention is not None and not (
+        math.isfinite(options.contention) and options.contention >= 1
+    ):
+        raise OracleError(f"got {options.contention}; expected φ >= 1", path="--contention")
+    if options.segments is not None and options.segments < 1:
+        raise OracleError(f"got {options.segments}; expected S >= 1", path="--segments")
+    if options.samples is not None and options.samples < 1:
+        raise OracleError(f"got {options.samples}; expected D >= 1", path="--samples")
+    if options.compute_scaling not in COMPUTE_SCALINGS:
+        raise OracleError(f"unknown compute scaling '{options.compute_scaling}'", path="--compute-scaling",
+                          hint="one of " + ", ".join(COMPUTE_SCALINGS))  # fmt: skip
+
+
+def _check_overlap(options: Options) -> None:
+    if (options.bucket_layers or options.delayed_update) and options.overlap != "buckets":
+        raise OracleError("--bucket-layers and --delayed-update shape the overlap", path="--overlap",
+                          hint="add --overlap buckets")  # fmt: skip
+    if options.bucket_layers < 0:
+        raise OracleError(f"got {options.bucket_layers}; expected a number of layers >= 0", path="--bucket-layers")
+    if options.overlap not in ("none", "buckets"):
+        raise OracleError(f"unknown overlap '{options.overlap}'", path="--overlap", hint="none or buckets")
+    if not (options.bucket_bytes >= 0):
+        raise OracleError(f"got {options.bucket_bytes}; expected a bucket size >= 0", path="--bucket-MB")
+
+
 @dataclass(frozen=True)
 class FromProfile:
     """A run value that follows the profile unless an option sets it (issue 23)."""
@@ -77,23 +142,98 @@ class FromProfile:
 
 
 @dataclass(frozen=True)
-class RunDefaults:
-    """The precision and per-GPU batch of a run and where they came from; batch_per_gpu
-    is None under strong scaling (a global batch given)."""
+class Run:
+    """What one projection runs with: its options, and its precision and batch with where
+    they came from (issue 23).  ``batch`` is strong scaling's global batch (then
+    ``batch_per_gpu`` is None), else ``batch_per_gpu`` weak scaling's per-GPU batch."""
 
+    options: Options
     precision: FromProfile
+    batch: float | None
     batch_per_gpu: FromProfile | None
 
+    @property
+    def per_gpu(self) -> float | None:
+        """Weak scaling's samples per GPU (None under strong scaling)."""
+        return self.batch_per_gpu.value if self.batch_per_gpu is not None else None
 
-def profile_defaults(profile, precision: str | None = None, batch: float | None = None,
-                     batch_per_gpu: float | None = None) -> RunDefaults:  # fmt: skip
-    """The one rule for what a run takes from its profile (issue 23): precision and per-GPU
-    batch are the options' where given (None: not given), else what the profile records
-    (its ``precision``, fp32 by the file format's default; its ``measured_samples_per_gpu``,
-    else :data:`DEFAULT_BATCH_PER_GPU`).  The device is always the system's GPU."""
-    prec = FromProfile(precision or profile.precision, precision is not None, profile.precision)
-    if batch is not None:
-        return RunDefaults(prec, None)
-    recorded = float(profile.measured_samples_per_gpu) if profile.measured_samples_per_gpu else None
-    value = batch_per_gpu if batch_per_gpu is not None else (recorded or float(DEFAULT_BATCH_PER_GPU))
-    return RunDefaults(prec, FromProfile(float(value), batch_per_gpu is not None, recorded))
+
+@dataclass(frozen=True)
+class Flags:
+    """A projection's options as a command's flags or the Python API's keywords give them,
+    every rule checked: the one builder of every command and of oracle.api (issue 24).
+    What they leave to the input files (precision, batch) :meth:`resolve` fills in."""
+
+    options: Options  # its precision the flag's, else the file format's fp32 until resolved
+    precision: str | None = None  # None: the profile's
+    batch: float | None = None  # strong scaling: the global mini-batch
+    batch_per_gpu: float | None = None  # weak scaling; None (and no batch): the profile's
+
+    @classmethod
+    def parse(cls, *, precision: str | None = None, memory_reuse: float | None = None, bucket_mb: float | None = None,
+              bucket_layers: int | None = None, delayed_update=None, replicated_gradients=None,
+              batch: float | None = None, batch_per_gpu: float | None = None, stack=None, **same) -> Flags:  # fmt: skip
+        """From the flags by their names (``--memory-reuse`` is ``memory_reuse``, ``--bucket-MB``
+        ``bucket_mb``; None: not given); the others keep the names and defaults of
+        :class:`Options`.  Layer lists are comma-separated text or a sequence of names."""
+        if batch is not None and batch_per_gpu is not None:
+            raise OracleError("give either --batch (strong scaling) or --batch-per-gpu (weak scaling), not both")
+        if bucket_mb is not None:
+            same["bucket_bytes"] = bucket_mb * 2**20
+        if stack is not None:  # issue 25: a loaded oracle.stack.Stack, for the options left at their defaults
+            from oracle.compute.stack import stack_flags
+
+            same = stack_flags(stack, same)
+        options = Options(
+            precision=precision or Options.precision, memory_reuse=_memory_reuse(memory_reuse, same),
+            bucket_layers=_chunk_layers(bucket_layers), delayed_update=_layer_names(delayed_update),
+            replicated_gradients=_layer_names(replicated_gradients), **same,
+        )  # fmt: skip
+        return cls(options, precision, batch, batch_per_gpu)
+
+    def resolve(self, profile, precision: str | None = None, mixed_precision: bool | None = None) -> Run:
+        """The run of these flags on ``profile`` (issue 23): precision and per-GPU batch are
+        the flags' where given, else what the profile records (its ``precision``, fp32 by
+        the file format's default; its ``measured_samples_per_gpu``, else
+        :data:`DEFAULT_BATCH_PER_GPU`).  ``precision``/``mixed_precision``: a measured
+        run's own (its precision column), before the flags.  The device is always the
+        system's GPU."""
+        given = precision or self.precision
+        chosen = FromProfile(given or profile.precision, given is not None, profile.precision)
+        mixed = self.options.mixed_precision if mixed_precision is None else mixed_precision
+        options = replace(self.options, precision=chosen.value, mixed_precision=mixed)
+        if self.batch is not None:
+            return Run(options, chosen, float(self.batch), None)
+        recorded = float(profile.measured_samples_per_gpu) if profile.measured_samples_per_gpu else None
+        value = self.batch_per_gpu if self.batch_per_gpu is not None else (recorded or float(DEFAULT_BATCH_PER_GPU))
+        return Run(options, chosen, None, FromProfile(float(value), self.batch_per_gpu is not None, recorded))
+
+
+def _memory_reuse(gamma: float | None, same: dict) -> float:
+    """γ applies to ParaDL's bound only: with the framework model it is a usage error."""
+    if gamma is None:
+        return Options.memory_reuse
+    if same.get("memory_model", Options.memory_model) != PARADL:
+        raise OracleError(
+            "γ scales ParaDL's memory bound; the framework memory model counts"
+            " what is kept instead",
+            path="--memory-reuse",
+            hint="add --memory-model paradl, or drop --memory-reuse",
+        )
+    return gamma
+
+
+def _layer_names(text) -> tuple[str, ...]:
+    """A comma-separated list of layer names or types (or a sequence of them)."""
+    items = text.split(",") if isinstance(text, str) else [str(x) for x in text or ()]
+    return tuple(x.strip() for x in items if x.strip())
+
+
+def _chunk_layers(k) -> int:
+    """--bucket-layers K: None (not given) is 0, chunks by size; an explicit 0 is an error."""
+    if k is None:
+        return 0
+    if k < 1:
+        raise OracleError(f"got {k}; a chunk holds at least 1 layer", path="--bucket-layers",
+                          hint="leave it out to chunk by --bucket-MB")  # fmt: skip
+    return k

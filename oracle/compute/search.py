@@ -71,7 +71,6 @@ from oracle.compute.graphsearch import (  # noqa: F401  (re-exported: tests and 
     solve,
 )
 from oracle.compute.layerwise import (
-    DEFAULT_KINDS,
     Assessment,
     Costs,
     Dist,
@@ -103,9 +102,10 @@ class LayerwiseSearch:
 
 
 def search_layerwise(
-    ctx: Context, p: int, batch: float, kinds: Sequence[str] = DEFAULT_KINDS, costs: Costs | None = None
+    ctx: Context, p: int, batch: float, kinds: Sequence[str] | None = None, costs: Costs | None = None
 ) -> LayerwiseSearch:
-    """The fastest per-layer assignment of ``kinds`` distributions on p GPUs."""
+    """The fastest per-layer assignment of ``kinds`` distributions on p GPUs
+    (layerwise.default_kinds unless given)."""
     t0 = time.perf_counter()
     costs = costs or Costs(ctx, p, batch, distributions(p, kinds))
     bb = _BranchAndBound(costs)
@@ -371,13 +371,15 @@ def uniform_points(ctx: Context, p: int, batch: float, strategies="all") -> list
     costed on this context by the sweep's own function (compute.sweep.evaluate_all: one
     configuration, one number with predict); ranked (1 = fastest feasible)."""
     from oracle.compute.strategies.base import Config
+    from oracle.compute.strategies.pipeline import Pipeline
     from oracle.compute.sweep import configurations, evaluate_all, parse_strategies, rank
 
     B = float(batch)
+    name = Pipeline.name
     configs = configurations(ctx, p, B, *parse_strategies(strategies))
-    if p > 1 and ctx.options.segments is None and any(c.strategy == "pipeline" for c in configs):
-        seen = {c.segments for c in configs if c.strategy == "pipeline"}
-        configs += [Config("pipeline", p, 1, p, B, S) for S in segment_counts(B, p) if S not in seen]
+    if p > 1 and ctx.options.segments is None and any(c.strategy == name for c in configs):
+        seen = {c.segments for c in configs if c.strategy == name}
+        configs += [Config(name, p, 1, p, B, S) for S in segment_counts(B, p) if S not in seen]
     return rank(evaluate_all(ctx, configs))
 
 
@@ -432,7 +434,7 @@ def search(
     p: int,
     batch: float,
     *,
-    kinds: Sequence[str] = DEFAULT_KINDS,
+    kinds: Sequence[str] | None = None,
     strategies="all",
 ) -> SearchResult:
     """Uniform strategies and per-layer assignments on p GPUs with global batch B."""
@@ -448,7 +450,7 @@ def evaluate_given(
     batch: float,
     assignment: Sequence[Dist],
     *,
-    kinds: Sequence[str] = DEFAULT_KINDS,
+    kinds: Sequence[str] | None = None,
     strategies="all",
     compare: bool = True,
 ) -> SearchResult:

@@ -25,42 +25,44 @@ from dataclasses import replace
 from oracle.compute.cost import Breakdown
 from oracle.compute.options import Options
 from oracle.model import InputPipeline, System
-from oracle.stack import Stack
+from oracle.stack import PRECISION_CLASSES, TWO_BYTE, Stack
 
 
 def precision_class(options: Options) -> str:
-    return "mixed" if options.mixed_precision or options.precision in ("fp16", "bf16") else "fp32"
+    return PRECISION_CLASSES[1] if options.mixed_precision or options.precision in TWO_BYTE else PRECISION_CLASSES[0]
 
 
-def stack_options(options: Options, stack: Stack, given: frozenset[str] = frozenset()) -> Options:
-    """``options`` with the stack's communication, memory and compute-scaling choices, except
-    the fields named in ``given`` (set by the user)."""
+def stack_values(stack: Stack) -> dict:
+    """The options a stack sets (compute/options.Options fields)."""
     algorithm = stack.algorithm.value
-    values = {
+    return {
         "overlap": stack.overlap.value,
         "bucket_bytes": float(stack.bucket_MB.value) * 2**20,
         "collective": None if algorithm == "system" else algorithm,
         "memory_model": stack.memory_model.value,
         "compute_scaling": stack.compute_scaling.value,
     }
-    return replace(options, stack=stack, **{k: v for k, v in values.items() if k not in given})
 
 
-def apply_stack(options: Options, system: System, stack: Stack | None) -> tuple[Options, System]:
-    """Options and system under ``stack`` (None: unchanged): the stack's choices for the
-    options left at their defaults (an option given at another value wins), its input
-    pipeline where the system file has none."""
-    if stack is None:
-        return options, system
+def stack_flags(stack: Stack, flags: dict) -> dict:
+    """Options keywords (compute/options.Flags.parse) with the stack's values for those left
+    out or at their defaults (an option given at another value wins), and the stack."""
     plain = Options()
-    given = frozenset(k for k in ("overlap", "bucket_bytes", "collective", "memory_model", "compute_scaling")
-                      if getattr(options, k) != getattr(plain, k))  # fmt: skip
-    return stack_options(options, stack, given), stack_system(system, stack)
+    out = dict(flags, stack=stack)
+    for key, value in stack_values(stack).items():
+        if flags.get(key, getattr(plain, key)) == getattr(plain, key):
+            out[key] = value
+    return out
 
 
-def stack_system(system: System, stack: Stack) -> System:
+def stack_options(options: Options, stack: Stack, given: frozenset[str] = frozenset()) -> Options:
+    """``options`` with the stack's values, except the fields named in ``given``."""
+    return replace(options, stack=stack, **{k: v for k, v in stack_values(stack).items() if k not in given})
+
+
+def stack_system(system: System, stack: Stack | None) -> System:
     """The system with the stack's input pipeline where its file describes none."""
-    if system.input is not None or (stack.input_samples_per_s_per_gpu is None and stack.input_samples_per_s_per_node is None):
+    if stack is None or system.input is not None or (stack.input_samples_per_s_per_gpu is None and stack.input_samples_per_s_per_node is None):
         return system
     gpu, node = stack.input_samples_per_s_per_gpu, stack.input_samples_per_s_per_node
     pipe = InputPipeline(loader_samples_per_s=gpu.value if gpu else None, node_samples_per_s=node.value if node else None,
@@ -98,7 +100,7 @@ def with_stack_costs(options: Options, gpus: int, iterations: float, layers: int
     fb, wu = per_iteration(options, gpus, iterations, layers, bd.forward_backward_s, bd.weight_update_s)
     # a collective loop in cycles: the last gradients wait half a cycle on average
     wait = iterations * float(options.stack.cycle_time_s.value) / 2 if gpus > 1 and bd.gradient_exchange_s > 0 else 0.0
-    return replace(bd, forward_backward_s=fb, weight_update_s=wu, gradient_exchange_s=bd.gradient_exchange_s + wait)
+    return bd.replace(forward_backward_s=fb, weight_update_s=wu, gradient_exchange_s=bd.gradient_exchange_s + wait)
 
 
 def stack_name(options: Options) -> str:

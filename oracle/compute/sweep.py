@@ -13,9 +13,9 @@ import numpy as np
 
 from oracle.compute.context import Context, Options
 from oracle.compute.cost import Point
-from oracle.compute.options import MEMORY_MODELS, PRECISION_BYTES
-from oracle.compute.strategies import NAMES, REGISTRY
+from oracle.compute.strategies import REGISTRY, names
 from oracle.compute.strategies.base import Config
+from oracle.compute.strategies.data import Data
 from oracle.errors import OracleError, did_you_mean
 from oracle.model import LayerTimes, Model, System
 
@@ -25,77 +25,26 @@ def parse_strategies(spec: str | Sequence[str] | None) -> tuple[list[str], bool]
     explicit.  With 'all', 1 GPU lists only serial (every strategy degenerates to it)
     and serial is not listed at more GPUs."""
     if spec is None or spec == "all" or (not isinstance(spec, str) and list(spec) == ["all"]):
-        return list(NAMES), False
+        return list(names()), False
     items = spec.split(",") if isinstance(spec, str) else list(spec)
-    names: list[str] = []
+    chosen: list[str] = []
     for raw in items:
         name = str(raw).strip().lower()
         if not name:
             continue
         if name == "all":
-            for n in NAMES:
-                if n not in names:
-                    names.append(n)
+            for n in names():
+                if n not in chosen:
+                    chosen.append(n)
             continue
         if name not in REGISTRY:
-            hint = did_you_mean(name, NAMES) or "strategies: " + ", ".join(NAMES) + ", all"
+            hint = did_you_mean(name, names()) or "strategies: " + ", ".join(names()) + ", all"
             raise OracleError(f"unknown strategy '{raw}'", path="--strategy", hint=hint)
-        if name not in names:
-            names.append(name)
-    if not names:
+        if name not in chosen:
+            chosen.append(name)
+    if not chosen:
         raise OracleError("no strategy given", path="--strategy", hint="e.g. data,filter or all")
-    return names, True
-
-
-def check_options(options: Options) -> None:
-    if options.precision not in PRECISION_BYTES:
-        raise OracleError(
-            f"unknown precision '{options.precision}'",
-            path="--precision",
-            hint="one of " + ", ".join(PRECISION_BYTES),
-        )
-    if options.collective is not None:
-        from oracle.compute.network import ALGORITHMS
-
-        if options.collective not in ALGORITHMS:
-            raise OracleError(
-                f"unknown collective algorithm '{options.collective}'",
-                path="--collective",
-                hint=did_you_mean(options.collective, ALGORITHMS) or "one of " + ", ".join(ALGORITHMS),
-            )
-    from oracle.compute.memory import OPTIMIZER_BYTES
-
-    if options.optimizer not in OPTIMIZER_BYTES:
-        raise OracleError(
-            f"unknown optimizer '{options.optimizer}'", path="--optimizer", hint="one of " + ", ".join(OPTIMIZER_BYTES)
-        )
-    if options.memory_model not in MEMORY_MODELS:
-        raise OracleError(
-            f"unknown memory model '{options.memory_model}'", path="--memory-model",
-            hint=did_you_mean(options.memory_model, MEMORY_MODELS) or "framework or paradl",
-        )  # fmt: skip
-    if (options.bucket_layers or options.delayed_update) and options.overlap != "buckets":
-        raise OracleError("--bucket-layers and --delayed-update shape the overlap", path="--overlap",
-                          hint="add --overlap buckets")  # fmt: skip
-    if options.bucket_layers < 0:
-        raise OracleError(f"got {options.bucket_layers}; expected a number of layers >= 0", path="--bucket-layers")
-    if options.overlap not in ("none", "buckets"):
-        raise OracleError(f"unknown overlap '{options.overlap}'", path="--overlap", hint="none or buckets")
-    if not (options.bucket_bytes >= 0):
-        raise OracleError(f"got {options.bucket_bytes}; expected a bucket size >= 0", path="--bucket-MB")
-    if options.zero not in (0, 1, 2, 3):
-        raise OracleError(f"got {options.zero}; expected a ZeRO stage 0, 1, 2 or 3", path="--zero")
-    g = options.memory_reuse
-    if not (isinstance(g, (int, float)) and 0 < g <= 1):
-        raise OracleError(f"got {g}; expected 0 < γ <= 1", path="--memory-reuse")
-    if options.contention is not None and not (
-        math.isfinite(options.contention) and options.contention >= 1
-    ):
-        raise OracleError(f"got {options.contention}; expected φ >= 1", path="--contention")
-    if options.segments is not None and options.segments < 1:
-        raise OracleError(f"got {options.segments}; expected S >= 1", path="--segments")
-    if options.samples is not None and options.samples < 1:
-        raise OracleError(f"got {options.samples}; expected D >= 1", path="--samples")
+    return chosen, True
 
 
 def sweep(
@@ -114,10 +63,9 @@ def sweep(
 ) -> list[Point]:
     """Evaluate and rank.  Exactly one of ``batch`` (strong scaling, B fixed) and
     ``batch_per_gpu`` (weak scaling, B = b·p) must be given."""
-    options = options or Options()
-    check_options(options)
-    names, explicit = parse_strategies(strategies)
-    if options.replicated_gradients and "data" not in names:  # issue 18: Lee et al. replicate within data parallelism
+    options = options or Options()  # valid by construction (compute/options.check_options)
+    chosen, explicit = parse_strategies(strategies)
+    if options.replicated_gradients and Data.name not in chosen:  # issue 18: Lee et al. replicate within data parallelism
         raise OracleError("applies to data parallelism, which --strategy leaves out",
                           path="--replicated-gradients", hint="add data to --strategy, or leave the option out")  # fmt: skip
     if (batch is None) == (batch_per_gpu is None):
@@ -137,14 +85,14 @@ def sweep(
         raise OracleError(f"got {counts[0]}; GPU counts must be >= 1", path="--gpus")
 
     ctx = Context(model, system, times, options, profile_kind, conversion=conversion)
-    return _sweep(ctx, counts, names, explicit, batch, batch_per_gpu, p2)
+    return _sweep(ctx, counts, chosen, explicit, batch, batch_per_gpu, p2)
 
 
-def _sweep(ctx, counts, names, explicit, batch, batch_per_gpu, p2) -> list[Point]:
+def _sweep(ctx, counts, chosen, explicit, batch, batch_per_gpu, p2) -> list[Point]:
     points: list[Point] = []
     for p in counts:
         B = float(batch) if batch is not None else float(batch_per_gpu) * p  # type: ignore[arg-type]
-        points.extend(rank(evaluate_all(ctx, configurations(ctx, p, B, names, explicit, p2))))
+        points.extend(rank(evaluate_all(ctx, configurations(ctx, p, B, chosen, explicit, p2))))
     return points
 
 
@@ -155,9 +103,10 @@ def configurations(
     'all', not ``explicit``: serial at 1 GPU only, the others from 2 GPUs)."""
     out: list[Config] = []
     for name in names:
-        if not explicit and ((name == "serial") != (p == 1)):
+        strategy = REGISTRY[name]
+        if not explicit and (strategy.one_gpu != (p == 1)):
             continue
-        out += REGISTRY[name].configurations(ctx, p, B, p2)
+        out += strategy.configurations(ctx, p, B, p2)
     return out
 
 
@@ -172,7 +121,7 @@ def evaluate_all(ctx: Context, configs: Iterable[Config]) -> list[Point]:
 
 def rank(group: list[Point]) -> list[Point]:
     """Rank the points of one GPU count: feasible by total time, then the rest."""
-    order = {name: i for i, name in enumerate(NAMES)}
+    order = {name: i for i, name in enumerate(names())}
 
     def key(pt: Point) -> tuple:
         total = pt.total_s

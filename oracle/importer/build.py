@@ -13,6 +13,7 @@ from oracle.load.model import parse_model
 from oracle.model import Model
 
 DEFAULT_DATASET = ("ImageNet-1k", 1281167)  # an assumption the header says to edit
+MAX_EXTENT = 10**6  # channels or pixels along one axis of --input: beyond any image or volume
 
 
 @dataclass(frozen=True)
@@ -24,16 +25,30 @@ class Imported:
 
 
 def parse_input(text: str) -> tuple[int, ...]:
-    try:
-        dims = tuple(int(v) for v in text.split(","))
-    except ValueError:
+    parts = text.split(",")
+    if all(p.strip().isascii() and p.strip().isdigit() and len(p.strip()) <= 7 for p in parts):
+        dims = tuple(int(v) for v in parts)
+    else:
         dims = ()
-    if not 2 <= len(dims) <= 4 or min(dims) < 1:
+    if not 2 <= len(dims) <= 4 or min(dims) < 1 or max(dims) > MAX_EXTENT:
         raise OracleError(
-            f"got {text!r}; expected channels then 1-3 spatial extents, e.g. 3,224,224",
+            f"got {text[:60]!r}; expected channels then 1-3 spatial extents of at most {MAX_EXTENT:,}, e.g. 3,224,224",
             path="--input",
         )
     return dims
+
+
+def _check_source_file(source: str) -> None:
+    """A source that names a file (``FILE.onnx``, ``FILE.py:CALLABLE``): refused before
+    anything opens it unless it is a regular file (a FIFO would block, /dev/zero never
+    ends), and remembered as an input, so that -o cannot replace it."""
+    from oracle.load.source import check_readable
+
+    where = source.rpartition(":")[0]
+    if source.lower().endswith(".onnx"):
+        check_readable(source, "model in ONNX format", remember=True)
+    elif where.endswith(".py"):
+        check_readable(where, "Python file", remember=True)
 
 
 def import_model(
@@ -49,6 +64,7 @@ def import_model(
 ) -> Imported:
     """Import ``source``; ``header`` replaces the generated comment lines (the shipped
     files' script writes its own, free of versions, so they regenerate identically)."""
+    _check_source_file(source)
     if source.lower().endswith(".onnx"):
         from oracle.importer import onnx as onnx_import
 

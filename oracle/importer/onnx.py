@@ -203,14 +203,12 @@ def load(source: str, input_shape: tuple[int, ...] | None, allow_unsupported: bo
     onnx = need("onnx", "onnx", source)
     from onnx import numpy_helper, shape_inference
 
-    try:
-        model = onnx.load(source)
-    except FileNotFoundError:
-        raise OracleError("no such file", file=source) from None
-    except Exception as exc:
-        raise OracleError(f"is not an ONNX model: {type(exc).__name__}: {exc}", file=source) from None
+    model = _read(onnx, source)
     graph = model.graph
-    consts = {t.name: numpy_helper.to_array(t) for t in graph.initializer}
+    try:
+        consts = {t.name: numpy_helper.to_array(t) for t in graph.initializer}
+    except Exception as exc:  # no data, data of the wrong size
+        raise OracleError(f"has an initializer oracle cannot read: {type(exc).__name__}: {exc}", file=source) from None
     inputs = [i for i in graph.input if i.name not in consts]
     if len(inputs) != 1:
         raise OracleError(f"has {len(inputs)} inputs; oracle models take one image tensor", file=source)
@@ -235,6 +233,41 @@ def load(source: str, input_shape: tuple[int, ...] | None, allow_unsupported: bo
     return out.layers, out.shapes, out.unsupported, tuple(input_shape), described, reference
 
 
+MAX_ONNX_BYTES = 2**31  # protobuf's own limit; larger models keep their weights as external data
+
+
+def _read(onnx, source: str):
+    """The ONNX model in ``source``, read as every input is (load.source.read_bytes: a
+    regular file, capped, remembered so that -o cannot replace it), with its external
+    data, each file of which must be a regular file too."""
+    import os
+    import stat
+
+    from oracle.load.source import check_readable, read_bytes
+
+    data = read_bytes(source, "model in ONNX format", limit=MAX_ONNX_BYTES)
+    try:
+        model = onnx.load_model_from_string(data)
+    except Exception as exc:
+        raise OracleError(f"is not an ONNX model: {type(exc).__name__}: {exc}", file=source) from None
+    from onnx.external_data_helper import ExternalDataInfo, _get_all_tensors, uses_external_data
+
+    base = os.path.dirname(os.path.abspath(source))
+    try:
+        external = [t for t in _get_all_tensors(model) if uses_external_data(t)]
+        for t in external:
+            location = os.path.join(base, ExternalDataInfo(t).location)
+            if not stat.S_ISREG(check_readable(location, "ONNX external data file", remember=True).st_mode):
+                raise OracleError("is not a regular file; expected ONNX external data", file=location)
+        if external:
+            onnx.load_external_data_for_model(model, base)
+    except OracleError:
+        raise
+    except Exception as exc:
+        raise OracleError(f"cannot load its external data: {type(exc).__name__}: {exc}", file=source) from None
+    return model
+
+
 def _walk(graph, input_name: str, consts: dict, source: str, allow: bool, numpy_helper) -> Layers:
     import onnx
 
@@ -245,7 +278,7 @@ def _walk(graph, input_name: str, consts: dict, source: str, allow: bool, numpy_
     out = Layers()
     for node in graph.node:
         if node.op_type == "Constant":
-            consts[node.output[0]] = numpy_helper.to_array(node.attribute[0].t)
+            consts[node.output[0]] = _constant(node, numpy_helper, source)
             continue
         data = [i for i in node.input if i in name]
         if not data:  # computes on constants only (shape arithmetic, shared initializers)
@@ -257,11 +290,27 @@ def _walk(graph, input_name: str, consts: dict, source: str, allow: bool, numpy_
         in_shapes = [tuple(shapes.get(i, ())[1:]) for i in data]
         n = Node(node, attrs, in_shapes, tuple(shapes.get(node.output[0], ())[1:]), consts)
         _one(n, data, name, out, source, allow)
+    if not graph.output:
+        raise OracleError("has no graph output; expected one computed from its input", file=source)
     result = graph.output[0].name
     if result not in name or name[result] == MODEL_INPUT:
         raise OracleError("has no output computed from its input", file=source)
     out.keep_live(name[result])
     return out
+
+
+def _constant(node, numpy_helper, source: str):
+    """The value of a ``Constant`` node, whichever attribute holds it (value, value_float,
+    value_ints, ...)."""
+    import numpy as np
+    import onnx
+
+    try:
+        value = onnx.helper.get_attribute_value(node.attribute[0])
+        return numpy_helper.to_array(value) if isinstance(value, onnx.TensorProto) else np.asarray(value)
+    except Exception as exc:  # no attribute, a tensor without data or of no type
+        raise OracleError(f"Constant '{node.name or node.output[0]}' holds no value oracle can read:"
+                          f" {type(exc).__name__}: {exc}", file=source) from None  # fmt: skip
 
 
 # the inputs of an operator that are trainable parameters (ONNX operator specs)

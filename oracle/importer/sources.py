@@ -95,10 +95,17 @@ def _callable(source: str, where: str, attr: str):
         assert spec is not None and spec.loader is not None
         mod = importlib.util.module_from_spec(spec)
         sys.modules[spec.name] = mod  # dataclasses and pickling look modules up by name
+        argv, sys.argv = sys.argv, [str(path)]  # a script's own argument parser sees no oracle options
         try:
             spec.loader.exec_module(mod)
+        except SystemExit as exc:  # sys.exit() or argparse at the top level of the file
+            raise OracleError(f"exited (status {exc.code!r}) while being imported; expected a file that"
+                              " defines the model and leaves running to `if __name__ == '__main__':`",
+                              file=where) from None  # fmt: skip
         except Exception as exc:
             raise OracleError(f"failed to run: {type(exc).__name__}: {exc}", file=where) from None
+        finally:
+            sys.argv = argv
         origin = f"{attr} of {path.name}"
     else:
         try:
@@ -113,5 +120,7 @@ def _callable(source: str, where: str, attr: str):
         raise OracleError(f"'{attr}' is not callable (got {type(target).__name__})", file=source)
     try:
         return target(), f"{origin}()"
+    except SystemExit as exc:
+        raise OracleError(f"calling '{attr}()' exited (status {exc.code!r})", file=source) from None
     except Exception as exc:
         raise OracleError(f"calling '{attr}()' failed: {type(exc).__name__}: {exc}", file=source) from None

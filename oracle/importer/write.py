@@ -5,11 +5,8 @@ the files of ``oracle import-model``, so both round-trip through the loader alik
 
 from __future__ import annotations
 
-import json
-import re
+from oracle.textsafe import yaml_comments, yaml_scalar
 
-_PLAIN = re.compile(r"^[A-Za-z_][A-Za-z0-9_.\-]*$")
-_RESERVED = {"true", "false", "yes", "no", "on", "off", "null", "y", "n", "~"}
 TOP_KEYS = ("name", "input", "dataset", "source", "description", "notes")
 
 
@@ -22,19 +19,17 @@ def scalar(value) -> str:
     if isinstance(value, float):
         return repr(value)
     if isinstance(value, str):
-        if _PLAIN.match(value) and value.lower() not in _RESERVED:
-            return value
-        return json.dumps(value, ensure_ascii=True)  # a valid YAML double-quoted scalar
+        return yaml_scalar(value)
     if isinstance(value, (list, tuple)):
         return "[" + ", ".join(scalar(v) for v in value) + "]"
     if isinstance(value, dict):
-        return "{" + ", ".join(f"{k}: {scalar(v)}" for k, v in value.items()) + "}"
+        return "{" + ", ".join(f"{yaml_scalar(k)}: {scalar(v)}" for k, v in value.items()) + "}"
     raise TypeError(f"cannot write {value!r}")
 
 
 def render(doc: dict, header: list[str]) -> str:
     """The model file: ``header`` as comment lines, the top keys, one line per layer."""
-    out = [f"# {line}".rstrip() for line in header]
+    out = yaml_comments(header)
     out.append("")
     for key in TOP_KEYS:
         if key in doc:

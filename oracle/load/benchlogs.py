@@ -96,7 +96,6 @@ class BenchLog:
 
 # -- helpers ----------------------------------------------------------------------------
 
-_NUM = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
 _DATA_START = re.compile(r"^\s*\d+\s+[-+.\d]")  # "size  number ...": looks like a data row
 _RANK = re.compile(
     r"^#\s*Rank\s+(\d+)\s+(?:Group\s+\d+\s+)?Pid\s+\d+\s+on\s+(\S+)\s+device\s+(\d+)", re.I

@@ -17,9 +17,12 @@ def _item_lines(text: str, count: int) -> list[int]:
     ws = re.compile(r"\s*")
     i = ws.match(text, 0).end() + 1  # past '['
     lines = []
+    line, counted = 1, 0  # lines up to position `counted` (counted once: linear in the text)
     for _ in range(count):
         i = ws.match(text, i).end()
-        lines.append(text.count("\n", 0, i) + 1)
+        line += text.count("\n", counted, i)
+        counted = i
+        lines.append(line)
         _, i = dec.raw_decode(text, i)
         i = ws.match(text, i).end()
         if i < len(text) and text[i] == ",":

@@ -29,7 +29,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from oracle.compute.layerwise import KINDS, Dist
+from oracle.compute.layerwise import Dist
+from oracle.compute.layerwise_build import kind_names, kind_table, strategy_kinds
+from oracle.compute.strategies.data import Data
+from oracle.compute.strategies.spatial import Spatial
 from oracle.errors import OracleError, did_you_mean
 from oracle.load.fields import Fields, choice, integer, number, string
 from oracle.load.yamlfile import load_yaml
@@ -91,7 +94,7 @@ def parse_layerwise(doc: dict, file: str) -> LayerwiseConfig:
         single = f.opt("layer", string())
         first = f.opt("from", string())
         last = f.opt("to", string())
-        kind = f.req("distribution", choice(KINDS), " | ".join(KINDS))
+        kind = f.req("distribution", choice(kind_names()), " | ".join(kind_names()))
         p1 = f.opt("p1", integer(ge=1))
         p2 = f.opt("p2", integer(ge=1))
         subset = f.opt("gpus", integer(ge=1))  # issue 18: the layer on the first N GPUs (N divides gpus)
@@ -128,7 +131,7 @@ def _subset_dist(f: Fields, kind: str, p: int, p1: int | None, p2: int | None, q
         whole = q or p
         if whole % p3:
             raise f.error("p3", f"p3={p3} does not divide gpus={whole}")
-        d = _dist(f, "spatial", whole // p3, p1, p2)
+        d = _dist(f, Spatial.name, whole // p3, p1, p2)
         return Dist(kind, d.p1, d.p2, of=p if whole != p else 0, p3=p3)
     if q is None or q == p:
         return _dist(f, kind, p, p1, p2)
@@ -137,19 +140,20 @@ def _subset_dist(f: Fields, kind: str, p: int, p1: int | None, p2: int | None, q
                       hint="one of " + ", ".join(str(d) for d in range(1, p + 1) if p % d == 0))  # fmt: skip
     if kind == "replicated":
         raise f.error("gpus", "replicated uses every GPU", hint="leave out gpus, or use data")
-    d = _dist(f, kind, q, p1, p2) if q > 1 or kind == "data" else None
+    d = _dist(f, kind, q, p1, p2) if q > 1 or not kind_table()[kind].grid else None
     if d is None:
         raise f.error("gpus", f"{kind} needs at least 2 GPUs", hint="use data on 1 GPU")
     return Dist(d.kind, d.p1, d.p2, of=p)
 
 
 def _dist(f: Fields, kind: str, p: int, p1: int | None, p2: int | None) -> Dist:
-    if kind in ("data", "replicated"):
+    if not kind_table()[kind].grid:
         if (p2 is not None and p2 != 1) or (p1 is not None and p1 != p):
+            grids = [n for n, k in strategy_kinds().items() if k.grid]
             raise f.error(
                 "p2" if p2 is not None else "p1",
                 f"{kind} uses all {p} GPUs for samples (p1 = {p}, p2 = 1)",
-                hint="for a p1 x p2 grid use spatial, filter or channel",
+                hint=f"for a p1 x p2 grid use {', '.join(grids[:-1])} or {grids[-1]}",
             )
         return Dist(kind, p, 1)
     if p1 is None and p2 is None:
@@ -257,7 +261,10 @@ def dump_layerwise(
     source: str = "",
 ) -> str:
     """A layer-wise configuration file for ``assignment`` (loadable again)."""
-    lines = [f"# {c}".rstrip() for c in comments]
+    from oracle.textsafe import yaml_comments
+    from oracle.textsafe import yaml_scalar as _scalar
+
+    lines = yaml_comments(comments)
     lines.append(f"model: {_scalar(model.name)}")
     lines.append(f"gpus: {gpus}")
     if batch is not None:
@@ -270,7 +277,7 @@ def dump_layerwise(
         where = (
             f"layer: {_scalar(first)}" if a == b else f"from: {_scalar(first)}, to: {_scalar(last)}"
         )
-        grid = "" if d.kind == "data" else f", p1: {d.p1}, p2: {d.p2}"
+        grid = "" if d.kind == Data.name else f", p1: {d.p1}, p2: {d.p2}"
         grid += f", p3: {d.p3}" if d.p3 > 1 else ""
         grid += f", gpus: {d.gpus}" if d.of else ""
         count = b - a + 1
@@ -279,13 +286,3 @@ def dump_layerwise(
         )
     return "\n".join(lines) + "\n"
 
-
-def _scalar(text: str) -> str:
-    import json
-    import re
-
-    if re.match(r"^[A-Za-z_][A-Za-z0-9_.\-]*$", text) and text.lower() not in {
-        "true", "false", "yes", "no", "on", "off", "null", "y", "n",
-    }:  # fmt: skip
-        return text
-    return json.dumps(text, ensure_ascii=False)

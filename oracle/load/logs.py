@@ -209,17 +209,19 @@ def _looks_like_header(line: str) -> bool:
 # Numbers
 # --------------------------------------------------------------------------------------
 
-_NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
+# one way to match each number (\d+ then an optional fraction, never \d+\.?\d*, which
+# backtracks quadratically on a long run of digits that is not a number: issue 28)
+_NUMBER = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")
 
 
 def _number(token: str, name: str, line: int, what: str) -> float:
     t = token.strip()
+    shown = t if len(t) <= 40 else t[:37] + "..."
     if not _NUMBER.fullmatch(t):
-        shown = t if len(t) <= 40 else t[:37] + "..."
         raise OracleError(f"{what}: '{shown}' is not a number", file=name, line=line)
     v = float(t)
     if not math.isfinite(v):
-        raise OracleError(f"{what}: {t} is too large", file=name, line=line)
+        raise OracleError(f"{what}: {shown} is too large", file=name, line=line)
     return v
 
 

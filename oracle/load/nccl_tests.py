@@ -123,8 +123,13 @@ def _comment(scan: _Scan, s: str, no: int, file: str) -> None:
             )
         scan.declared_op, scan.declared_line = op, no
         return
-    if re.search(r"\bsize\b.*\bcount\b", s):
+    size = _SIZE.search(s)  # "size ... count", in linear time (not \bsize\b.*\bcount\b: quadratic)
+    if size and _COUNT.search(s, size.end()):
         scan.header_line = no
+
+
+_SIZE = re.compile(r"\bsize\b")
+_COUNT = re.compile(r"\bcount\b")
 
 
 def _row(scan: _Scan, s: str, no: int, file: str) -> None:

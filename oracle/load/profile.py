@@ -11,10 +11,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from oracle.errors import OracleError
-from oracle.gpus import PRECISIONS
 from oracle.load.fields import Fields, choice, integer, number, string
 from oracle.load.yamlfile import load_yaml
 from oracle.model import LayerTimes, Model, Profile
+from oracle.vocabulary import FP32, PRECISIONS
 
 KINDS = ("measured", "estimated", "total")
 _time = number(ge=0, what="a time in seconds")
@@ -31,7 +31,7 @@ def parse_profile(doc: dict, file: str) -> Profile:
     device = top.opt("device", string(), "unknown device")
     framework = top.opt("framework", string(), "unknown framework")
     samples = top.opt("measured_samples_per_gpu", integer(ge=1))
-    precision = top.opt("precision", choice(PRECISIONS), "fp32")
+    precision = top.opt("precision", choice(PRECISIONS), FP32)
     source = top.opt("source", string(nonempty=False), "")
     kind = top.opt("kind", choice(KINDS), None)
     meta = []

@@ -77,22 +77,33 @@ def _too_large(name: str, what: str, limit: int) -> OracleError:
                        hint=f"oracle reads a {what} of at most {limit // 2**20} MiB")
 
 
+def check_readable(path: str | Path, what: str = "file", remember: bool = False) -> os.stat_result:
+    """The stat of ``path`` after refusing, before anything opens it, a folder and what is
+    not a regular file (a FIFO would block, /dev/zero never ends); ``remember``: note it
+    as an input (for a file another library then reads)."""
+    name = shown(path)
+    st = _stat(Path(path), name, what)
+    if stat.S_ISDIR(st.st_mode):
+        raise OracleError(f"is a directory; expected a {what}", file=name)
+    pipes_ok = os.environ.get(PIPES_ENV, "") not in ("", "0")
+    if not stat.S_ISREG(st.st_mode) and not (pipes_ok and (stat.S_ISFIFO(st.st_mode) or stat.S_ISCHR(st.st_mode))):
+        raise OracleError(
+            f"is {_kind(st.st_mode)}; expected a {what} (a regular file)",
+            file=name, hint=f"{PIPES_ENV}=1 lets pipes and devices be read",
+        )  # fmt: skip
+    if remember:
+        _inputs.add((st.st_dev, st.st_ino))
+    return st
+
+
 def read_bytes(path: str | Path, what: str = "file", limit: int | None = None) -> bytes:
     """The bytes of a regular input file, every OS problem turned into an OracleError;
     more than ``limit`` bytes (default MAX_INPUT_BYTES) is an error."""
     limit = MAX_INPUT_BYTES if limit is None else limit
     p = Path(path)
     name = shown(path)
-    st = _stat(p, name, what)
-    if stat.S_ISDIR(st.st_mode):
-        raise OracleError(f"is a directory; expected a {what}", file=name)
+    st = check_readable(path, what)
     regular = stat.S_ISREG(st.st_mode)
-    pipes_ok = os.environ.get(PIPES_ENV, "") not in ("", "0")
-    if not regular and not (pipes_ok and (stat.S_ISFIFO(st.st_mode) or stat.S_ISCHR(st.st_mode))):
-        raise OracleError(
-            f"is {_kind(st.st_mode)}; expected a {what} (a regular file)",
-            file=name, hint=f"{PIPES_ENV}=1 lets pipes and devices be read",
-        )  # fmt: skip
     if regular and st.st_size > limit:
         raise _too_large(name, what, limit)
     try:

@@ -10,17 +10,12 @@ from pathlib import Path
 from oracle.load.fields import Checker, Fields, choice, number, string
 from oracle.load.yamlfile import load_yaml
 from oracle.stack import PRECISION_CLASSES, Sourced, Stack
+from oracle.vocabulary import ALGORITHMS, MEMORY_MODELS
 
 OVERLAPS = ("none", "buckets")  # compute/overlap.py
-MEMORY_MODELS = ("framework", "paradl")  # compute/options.MEMORY_MODELS
 COMPUTE_SCALINGS = ("model", "linear")  # compute/options.Options.compute_scaling
-
-
-def algorithms() -> tuple[str, ...]:
-    """"system" (the system file decides, from its topology) or an all-reduce algorithm."""
-    from oracle.compute.network import ALGORITHMS
-
-    return ("system", *ALGORITHMS)
+# "system": the system file decides, from its topology; else an all-reduce algorithm
+STACK_ALGORITHMS = ("system", *ALGORITHMS)
 
 
 def load_stack(path: str | Path) -> Stack:
@@ -79,7 +74,7 @@ def parse_stack(doc: dict, file: str) -> Stack:
     inp.done()
     comm = top.sub("communication")
     library = sourced(comm, "library", string())
-    algorithm = sourced(comm, "algorithm", choice(algorithms()))
+    algorithm = sourced(comm, "algorithm", choice(STACK_ALGORITHMS))
     overlap = sourced(comm, "overlap", choice(OVERLAPS))
     bucket = sourced(comm, "bucket_MB", number(ge=0, what="MiB (0: one bucket per layer)"))
     cycle = sourced(comm, "cycle_time_s", number(ge=0, what="seconds"))

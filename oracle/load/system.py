@@ -16,11 +16,13 @@ from oracle.model import (
     FrameworkMemory,
     Implementation,
     InputPipeline,
+    Interconnect,
     NetworkLevel,
     OperationOverride,
     Protocol,
     System,
 )
+from oracle.vocabulary import ALGORITHMS, FP32, PRECISIONS, RING
 
 OPERATIONS = ("allreduce", "allgather", "halo", "p2p")
 # operations by purpose (issue 14): each may have its own transport, algorithm and factor;
@@ -86,7 +88,8 @@ def parse_system(doc: dict, file: str) -> System:
     inp = _input(top)
     impl = _implementation(top)
     framework = _framework(top)
-    tables, algorithm, ps_servers = _collectives(top, gpus_per_node)
+    interconnect = _interconnect(top, gpus_per_node, nodes)
+    tables, algorithm, ps_servers, collnet = _collectives(top, gpus_per_node, interconnect)
     top.done()
 
     if memory_GB > 1e6:
@@ -95,7 +98,7 @@ def parse_system(doc: dict, file: str) -> System:
         name=name,
         gpu_model=gpu_model,
         gpu_memory_bytes=memory_GB * 1e9,
-        gpu_peak_flops=dict(peaks).get("fp32"),
+        gpu_peak_flops=dict(peaks).get(FP32),
         gpu_peaks=peaks,
         gpu_sm_count=sm_count,
         gpu_memory_bandwidth_Bps=mem_bw * 1e9 if mem_bw else None,
@@ -115,6 +118,8 @@ def parse_system(doc: dict, file: str) -> System:
         gpu_workspace_bytes=workspace_GB * 1e9,
         framework=framework,
         use_for=" ".join(use_for.split()),
+        interconnect=interconnect,
+        collnet=collnet,
     )
 
 
@@ -159,7 +164,7 @@ def _operations(top: Fields) -> list[tuple[str, OperationOverride]]:
             ascale = of.opt("alpha_scale", number(gt=0), 1.0)
             bscale = of.opt("beta_scale", number(gt=0), 1.0)
             osrc = of.opt("source", string(nonempty=False), "")
-            algo = of.opt("algorithm", choice(("ring", "rhd", "tree", "hierarchical", "leader", "ps", "auto")))
+            algo = of.opt("algorithm", choice(ALGORITHMS))
             factor = of.opt("factor", number(gt=0, le=1e6, what="a time factor"), 1.0)
             of.done()
             ops.append((op, OperationOverride(alpha, beta, ascale, bscale, osrc, algo, factor)))
@@ -184,12 +189,11 @@ def _peaks(gpu: Fields) -> tuple[tuple[str, float], ...]:
     """``gpu.peak_TFLOPS``: one number (the fp32 peak, as before issue 13) or a mapping
     from precision (fp32, tf32, fp16, bf16) to the dense peak of the units a conv/fc
     layer runs on in that precision (tensor cores for tf32/fp16/bf16), in FLOP/s."""
-    from oracle.gpus import PRECISIONS
 
     check = number(gt=0, what="a peak in TFLOP/s")
     if not gpu.has("peak_TFLOPS") or not isinstance(gpu.map["peak_TFLOPS"], dict):
         peak = gpu.opt("peak_TFLOPS", check)
-        return (("fp32", peak * 1e12),) if peak else ()
+        return ((FP32, peak * 1e12),) if peak else ()
     pf = gpu.sub("peak_TFLOPS")
     assert pf is not None
     peaks = [(prec, pf.opt(prec, check) * 1e12) for prec in PRECISIONS if pf.has(prec)]
@@ -221,18 +225,47 @@ def _input(top: Fields) -> InputPipeline | None:
     return out
 
 
-def _collectives(top: Fields, gpus_per_node: int) -> tuple[tuple[CollectiveTable, ...], str, int]:
-    """The optional ``collectives:`` section: ``algorithm`` (ring, rhd, tree,
-    hierarchical, leader or auto; default ring, docs/cost-model.md); ``mode: table`` uses
-    measured times (interpolated in message size) where a table covers the exact GPU
-    count and span; ``mode: alpha-beta`` (the default) keeps every table unused."""
-    from oracle.compute.network import ALGORITHMS
+def _interconnect(top: Fields, gpus_per_node: int, nodes: int) -> Interconnect:
+    """The optional ``interconnect:`` section (issue 25): what the fabric offers collectives.
+    NVLS needs an NVSwitch of generation 3 or later; an NVLink domain is part of a host or
+    whole hosts."""
+    f = top.sub("interconnect", required=False)
+    if f is None:
+        return Interconnect()
+    domain = f.opt("nvlink_domain_gpus", integer(ge=1, le=10**7, what="GPUs in one NVLink domain"))
+    generation = f.opt("nvswitch_generation", integer(ge=0, le=9, what="an NVSwitch generation (0: none)"), 0)
+    nvls = f.opt("nvls", boolean(), False)
+    sharp = f.opt("sharp", boolean(), False)
+    source = f.opt("source", string(nonempty=False), "")
+    f.opt("notes", string(nonempty=False), "")
+    f.done()
+    if nvls and generation < 3:
+        raise f.error("nvls", "NVLink SHARP (NVLS) reduces inside an NVSwitch of generation 3 or later (H100/H200"
+                      f" systems); interconnect.nvswitch_generation is {generation}")  # fmt: skip
+    if domain is not None and domain % gpus_per_node and gpus_per_node % domain:
+        raise f.error("nvlink_domain_gpus", f"got {domain}; expected a divisor or a multiple of gpus_per_node"
+                      f" ({gpus_per_node}): part of a host or whole hosts")  # fmt: skip
+    if domain is not None and domain > gpus_per_node * nodes:
+        raise f.error("nvlink_domain_gpus", f"got {domain}; the system has only {gpus_per_node * nodes} GPUs")
+    return Interconnect(domain, generation, nvls, sharp, source)
 
+
+def _collectives(top: Fields, gpus_per_node: int, interconnect: Interconnect):
+    """The optional ``collectives:`` section: ``algorithm`` (vocabulary.ALGORITHMS;
+    default ring, docs/cost-model.md); ``collnet`` (NCCL's CollNet on a SHARP fabric,
+    NCCL_COLLNET_ENABLE; default off as in NCCL); ``mode: table`` uses measured times
+    (interpolated in message size) where a table covers the exact GPU count and span;
+    ``mode: alpha-beta`` (the default) keeps every table unused.  Returns (tables,
+    algorithm, parameter servers, collnet)."""
     f = top.sub("collectives", required=False)
     if f is None:
-        return (), "ring", 1
-    algorithm = f.opt("algorithm", choice(ALGORITHMS), "ring")
+        return (), RING, 1, False
+    algorithm = f.opt("algorithm", choice(ALGORITHMS), RING)
     ps_servers = f.opt("ps_servers", integer(ge=1, le=10**7), 1)  # parameter servers (algorithm ps)
+    collnet = f.opt("collnet", boolean(), False)
+    if collnet and not interconnect.sharp:
+        raise f.error("collnet", "CollNet needs switches that reduce in the network (SHARP);"
+                      " interconnect.sharp is false")  # fmt: skip
     mode = f.opt("mode", choice(("table", "alpha-beta")), "alpha-beta")
     out = []
     for i, raw, line in f.items("tables", required=mode == "table"):
@@ -253,7 +286,7 @@ def _collectives(top: Fields, gpus_per_node: int) -> tuple[tuple[CollectiveTable
         span = gpus if nodes == 1 else nodes * gpus_per_node
         out.append(CollectiveTable(op, gpus, span, tuple(sizes), tuple(times), src))
     f.done()
-    return (tuple(out) if mode == "table" else ()), algorithm, ps_servers
+    return (tuple(out) if mode == "table" else ()), algorithm, ps_servers, collnet
 
 
 def _numbers(f: Fields, key: str, gt: float) -> list[float]:
@@ -289,19 +322,22 @@ def _implementation(top: Fields) -> Implementation:
         spatial_decomposition=f.opt("spatial_decomposition", choice(("grid", "strips")), "grid"),
         halo_chain=f.opt("halo_chain", boolean(), False),
         halo_sync_s=f.opt("halo_sync_s", number(ge=0, le=1e3, what="seconds per halo exchange"), 0.0),
-        compute_factors=_compute_factors(f),
+        compute_factors=_per_model(
+            f, "compute_factors", number(gt=0, le=1e3, what="a time factor on the model's profile")
+        ),
+        compute_batches=_per_model(f, "compute_samples_per_gpu", number(gt=0, what="samples per GPU")),
     )
     f.opt("notes", string(nonempty=False), "")
     f.done()
     return out
 
 
-def _compute_factors(impl: Fields) -> tuple[tuple[str, float], ...]:
-    """``implementation.compute_factors``: model name -> time factor on its profile."""
-    f = impl.sub("compute_factors", required=False)
+def _per_model(impl: Fields, key: str, check) -> tuple[tuple[str, float], ...]:
+    """``implementation.<key>``: model name -> a number (``compute_factors``: the time
+    factor on its profile; ``compute_samples_per_gpu``: the batch it was measured at)."""
+    f = impl.sub(key, required=False)
     if f is None:
         return ()
-    check = number(gt=0, le=1e3, what="a time factor on the model's profile")
     out = tuple((str(name), f.req(str(name), check)) for name in f.map)
     f.done()
     return out

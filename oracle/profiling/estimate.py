@@ -54,6 +54,7 @@ from datetime import datetime, timezone
 from oracle.compute.shapes_tokens import internal_traffic
 from oracle.errors import OracleError
 from oracle.model import LAYER_TYPES, Layer, LayerInfo, LayerTimes, Model, Profile, System
+from oracle.vocabulary import BF16, FP16, FP32, PRECISION_BYTES
 
 DEFAULT_COMPUTE_EFFICIENCY = 0.5
 DEFAULT_MEMORY_EFFICIENCY = 0.8
@@ -117,7 +118,7 @@ def estimate(
     batch: int = 32,
     delta: float | None = None,
     date: str | None = None,
-    precision: str = "fp32",
+    precision: str = FP32,
 ) -> Profile:
     """The roofline profile of ``model`` on the GPU of ``system`` at ``batch`` per GPU
     and ``precision``; with both efficiencies None, the compute model's (issue 13)."""
@@ -125,7 +126,7 @@ def estimate(
         return _by_compute_model(model, system, batch, precision, date)
     compute_efficiency = compute_efficiency or DEFAULT_COMPUTE_EFFICIENCY
     memory_efficiency = memory_efficiency or DEFAULT_MEMORY_EFFICIENCY
-    delta = delta or _ELEMENT_BYTES[precision]
+    delta = delta or PRECISION_BYTES[precision]
     _check_efficiency(compute_efficiency, "--efficiency")
     _check_efficiency(memory_efficiency, "--memory-efficiency")
     peak = _roofline_peak(system, batch, precision)
@@ -205,7 +206,6 @@ def _roofline_peak(system: System, batch: int, precision: str) -> float:
     return peak
 
 
-_ELEMENT_BYTES = {"fp32": 4, "tf32": 4, "fp16": 2, "bf16": 2}
 
 
 def _by_compute_model(model: Model, system: System, batch: int, precision: str, date: str | None) -> Profile:
@@ -225,7 +225,7 @@ def _by_compute_model(model: Model, system: System, batch: int, precision: str, 
                           file=system.file or None, path=f"gpu.peak_TFLOPS.{precision}",
                           hint="give that precision's peak in TFLOP/s")  # fmt: skip
     k = K.DEFAULT_CONSTANTS
-    mixed = precision in ("fp16", "bf16")  # estimates of fp16/bf16 runs assume mixed precision (fp32 master weights)
+    mixed = precision in (FP16, BF16)  # estimates of fp16/bf16 runs assume mixed precision (fp32 master weights)
     fwbw = K.per_sample_times(model, spec, precision, batch, k)
     layers = tuple(
         (layer.name, LayerTimes(fw, bw, K.update_time(info, spec, precision, mixed, k)))

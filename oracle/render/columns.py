@@ -13,11 +13,17 @@ and p1×p2 of a projected point, a fitted parameter's name, a layer.  Its column
 marked ``identity=True`` and are never dropped, whatever their priority; where even
 they and the other columns that are never dropped do not fit, each row becomes one
 paragraph that starts with its identity.
+
+Every text a table shows (cells, headers, footers, title, caption, section labels)
+passes ``textsafe.terminal`` before it is laid out: a name holding ESC or BEL is shown
+as ``\x1b``/``\x07`` at its escaped width, never sent to the terminal (issue 28).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+
+from oracle.textsafe import has_control, terminal
 
 KEEP = 9  # priority of a column that is never dropped
 INDENT = 1  # tables are set in by one space from their title and notes
@@ -39,6 +45,18 @@ class Section:
 
     rows: list[dict] = field(default_factory=list)
     label: str | None = None
+
+
+def _safe(cell):
+    """``cell`` (text or rich Text) with its control characters escaped."""
+    if isinstance(cell, str):
+        return terminal(cell) if has_control(cell) else cell
+    plain = getattr(cell, "plain", None)
+    if plain is None or not has_control(plain):
+        return cell
+    cell = cell.copy()
+    cell.plain = terminal(plain)
+    return cell
 
 
 def _plain(cell) -> str:
@@ -96,6 +114,22 @@ class FitTable:
     styles: dict = field(default_factory=dict)  # id(row) -> rich style
     expand: bool = False  # the notes take the whole width (less a margin as wide as the indent)
     indent: int = INDENT
+
+    def __post_init__(self) -> None:
+        self._escape_controls()
+
+    def _escape_controls(self) -> None:
+        """Every text of the table with its control characters escaped (in place: a row
+        keeps its identity, which ``styles`` is keyed by)."""
+        self.title, self.caption = _safe(self.title), _safe(self.caption)
+        self.columns = tuple(replace(c, header=_safe(c.header), footer=_safe(c.footer)) for c in self.columns)
+        if self.notes is not None:
+            self.notes = replace(self.notes, header=_safe(self.notes.header))
+        for section in self.sections:
+            section.label = _safe(section.label) if section.label else section.label
+            for r in section.rows:
+                for k, v in r.items():
+                    r[k] = _safe(v)
 
     def identity_columns(self) -> list[Column]:
         """The columns marked identity (a table that marks none: its first column)."""
@@ -168,6 +202,7 @@ class FitTable:
         from rich.table import Table
         from rich.text import Text
 
+        self._escape_controls()  # rows may have been added since
         width = options.max_width - self.indent
         keep, notes_w, stacked = self.layout(width)
         rows = [r for s in self.sections for r in s.rows]

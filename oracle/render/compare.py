@@ -12,7 +12,7 @@ from itertools import groupby
 from oracle.compute.compare import CompareRow, Stats, Summary
 from oracle.render.columns import Column
 from oracle.textsafe import csv_cell, csv_row, md
-from oracle.units import fmt_seconds
+from oracle.units import fmt_ratio, fmt_seconds
 
 
 def _num(v):
@@ -27,6 +27,7 @@ ROW_FIELDS = (
     "measured_compute_s", "measured_comm_s", "compute_accuracy", "comm_accuracy", "anomaly",
     "naive_s",  # --calibrate-on: the nearest smaller calibrated run's time
     "beyond_calibration",  # --calibrate-on: why the run extrapolates in batch
+    "anchor", "unanchored_s",  # --calibrate-on: the run it is anchored on; the calibrated model alone (issue 26)
     "feasible", "limits", "profile_kind",
     "compute_conversion",  # issue 13
     "stack",  # issue 25: the software stack in force
@@ -42,7 +43,8 @@ def _row_values(r: CompareRow) -> tuple:
         int(run.global_batch) if float(run.global_batch).is_integer() else run.global_batch,
         pt.segments, run.basis, run.measured_s, _num(r.predicted_s), _num(r.accuracy), _num(r.ratio),
         _num(r.predicted_compute_s), _num(r.predicted_comm_s), run.compute_s, run.comm_s,
-        _num(r.compute_accuracy), _num(r.comm_accuracy), r.anomaly, _num(r.naive_s), r.beyond_calibration, pt.feasible,
+        _num(r.compute_accuracy), _num(r.comm_accuracy), r.anomaly, _num(r.naive_s), r.beyond_calibration, r.anchor,
+        _num(r.unanchored_s), pt.feasible,
         [lim.reason for lim in pt.limits], pt.profile_kind, pt.compute_conversion, pt.stack, run.source,
     )  # fmt: skip
 
@@ -61,7 +63,13 @@ def stats_dict(s: Stats) -> dict:
         "min_accuracy": _num(s.min_accuracy),
         "mape": _num(s.mape),  # null when a run's projection could not be computed
         "bias": _num(s.bias),
+        **_ratios(s),
     }
+
+
+def _ratios(s: Stats) -> dict:
+    """measured / projected: geometric mean, lowest, highest (null without projections)."""
+    return {"ratio": _num(s.ratio), "ratio_min": _num(s.ratio_min), "ratio_max": _num(s.ratio_max)}
 
 
 def summary_dict(s: Summary) -> dict:
@@ -71,6 +79,7 @@ def summary_dict(s: Summary) -> dict:
         "min_accuracy": _num(s.overall.min_accuracy),
         "mape": _num(s.overall.mape),
         "bias": _num(s.overall.bias),
+        **_ratios(s.overall),
         "by_strategy": {k: stats_dict(v) for k, v in s.by_strategy.items()},
         "by_model": {k: stats_dict(v) for k, v in s.by_model.items()},
         "ranking_agreement": _num(s.ranking_agreement),
@@ -83,6 +92,7 @@ def summary_dict(s: Summary) -> dict:
         "naive_within_calibration": _stats_or_none(s.naive_within_calibration),
         "beyond_calibration": _stats_or_none(s.beyond_calibration),
         "beyond_calibration_lines": list(s.beyond_lines),
+        "unanchored": _stats_or_none(s.unanchored),
     }
 
 
@@ -101,6 +111,10 @@ def held_out_lines(summary: Summary) -> list[str]:
         )
     elif summary.calibration:
         out.append("naive projection: no evaluated run has a smaller calibrated run of its model and strategy")
+    if summary.unanchored is not None:
+        out.append(f"anchored: {_runs(summary.unanchored.n)} projected from the measured time of their nearest"
+                   f" calibration run times the model's ratio (see notes); the calibrated model alone on them:"
+                   f" {_pct(summary.unanchored.mean_accuracy)}")  # fmt: skip
     return out + _range_lines(summary)
 
 
@@ -167,8 +181,13 @@ def _pct(v: float | None) -> str:
     return "–" if v is None or not math.isfinite(v) else f"{100 * v:.1f}%"
 
 
-def _signed_pct(v: float) -> str:
-    return "–" if v is None or not math.isfinite(v) else f"{100 * v:+.1f}%"
+# how people read the direction of the error (issue 23: a ratio, not a bias of -63%)
+RATIO_HEAD = "meas./proj."
+RATIO_NOTE = "meas./proj.: geometric mean of measured / projected time (above 1x: runs slower than projected)"
+
+
+def ratio_cell(s: Stats) -> str:
+    return "–" if not math.isfinite(s.ratio) else fmt_ratio(s.ratio)
 
 
 def _acc_style(a: float | None) -> str | None:
@@ -235,6 +254,8 @@ def _notes(r: CompareRow) -> str:
     parts = [r.anomaly] if r.anomaly else []
     if r.beyond_calibration:
         parts.append(f"beyond calibration: {r.beyond_calibration}")
+    if r.anchor:
+        parts.append(r.anchor)
     return "; ".join(parts)
 
 
@@ -275,7 +296,7 @@ def summary_table(summary: Summary):
     def row(label: str, s: Stats, style: str | None = None) -> dict:
         return {"label": Text(label, style=style), "runs": str(s.n),
                 "mean": Text(_pct(s.mean_accuracy), style=_acc_style(s.mean_accuracy)),
-                "min": _pct(s.min_accuracy), "mape": _pct(s.mape), "bias": _signed_pct(s.bias)}  # fmt: skip
+                "min": _pct(s.min_accuracy), "mape": _pct(s.mape), "ratio": ratio_cell(s)}  # fmt: skip
 
     rows = [row("all runs", summary.overall, "bold")]
     rows += [row(f"strategy {name}", s) for name, s in summary.by_strategy.items()]
@@ -288,14 +309,14 @@ def summary_table(summary: Summary):
     )
     caption = (
         f"{agree} · {summary.anomalies} anomal{'y' if summary.anomalies == 1 else 'ies'} flagged"
-        " · bias < 0: runs slower than projected"
+        f" · {RATIO_NOTE}"
     )
     if summary.calibration:
         caption += "\n" + "\n".join(held_out_lines(summary))
     return FitTable(
         (Column("label", "", identity=True), Column("runs", "runs", "right"), Column("mean", "mean accuracy", "right"),
-         Column("min", "min accuracy", "right", 6), Column("mape", "MAPE", "right", 7),
-         Column("bias", "bias", "right", 5)),
+         Column("min", "min accuracy", "right", 6), Column("mape", "MAPE", "right", 5),
+         Column("ratio", RATIO_HEAD, "right", 7)),
         [Section(rows)], title="\nsummary", caption=caption, hint="--width or --format json shows them",
     )  # fmt: skip
 
@@ -311,11 +332,11 @@ def markdown(rows: Sequence[CompareRow], summary: Summary) -> str:
             f"{r.point.p1}×{r.point.p2} | {r.run.global_batch:g} | {r.run.basis} | {fmt_seconds(r.measured_s)} | "
             f"{fmt_seconds(r.predicted_s)} | {_pct(r.accuracy)} | {md(_notes(r))} |"
         )
-    out += ["", "| | runs | mean accuracy | min accuracy | MAPE | bias |", "|---|---:|---:|---:|---:|---:|"]
+    out += ["", f"| | runs | mean accuracy | min accuracy | MAPE | {RATIO_HEAD} |", "|---|---:|---:|---:|---:|---:|"]
 
     def add(label: str, s: Stats) -> None:
         out.append(
-            f"| {md(label)} | {s.n} | {_pct(s.mean_accuracy)} | {_pct(s.min_accuracy)} | {_pct(s.mape)} | {_signed_pct(s.bias)} |"
+            f"| {md(label)} | {s.n} | {_pct(s.mean_accuracy)} | {_pct(s.min_accuracy)} | {_pct(s.mape)} | {ratio_cell(s)} |"
         )
 
     add("**all runs**", summary.overall)
@@ -323,7 +344,7 @@ def markdown(rows: Sequence[CompareRow], summary: Summary) -> str:
         add(f"strategy {name}", s)
     for name, s in summary.by_model.items():
         add(f"model {name}", s)
-    out.append("")
+    out += ["", md(RATIO_NOTE) + "."]
     if summary.ranking_agreement is not None:
         out.append(f"Ranking agreement: {_pct(summary.ranking_agreement)} of {summary.ranking_pairs} strategy pairs.")
     out += [f"{md(line)}." for line in held_out_lines(summary)]

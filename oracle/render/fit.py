@@ -7,6 +7,7 @@ import json
 import textwrap
 
 from oracle.compute.fit import LevelFit, LogFit, NetworkFit, Residuals
+from oracle.textsafe import yaml_comment
 from oracle.units import fmt_rate, fmt_seconds
 
 
@@ -397,7 +398,7 @@ def header(fit: NetworkFit, command: str, date: str, logs_info: list[str], data_
         lines.append("Everything but `network:` is copied from the base system file; see its comments for")
         lines.append("the sources of the GPU and node data.")
     out = []
-    for line in lines:
+    for line in map(yaml_comment, lines):
         indent = " " * (len(line) - len(line.lstrip(" ")))
         wrapped = textwrap.wrap(line.strip(), width=94, initial_indent=indent,
                                 subsequent_indent=indent + "  ", break_long_words=False,

@@ -25,6 +25,7 @@ def encode(fig, fmt: str, dpi: int, rc: dict, compact: bool = True) -> bytes:
             f"the image would be {width:,} x {height:,} pixels at {dpi} dpi; at most {MAX_PIXELS // 10**6} million",
             path="--dpi", hint="lower --dpi, plot fewer GPU counts, or write SVG",
         )  # fmt: skip
+    _escape_controls(fig)
     buf = io.BytesIO()
     # no dates or producer versions: outputs are reproducible
     metadata = {"png": {"Software": None}, "svg": {"Date": None}, "pdf": {"CreationDate": None, "Producer": None}}[fmt]
@@ -34,6 +35,18 @@ def encode(fig, fmt: str, dpi: int, rc: dict, compact: bool = True) -> bytes:
     if fmt == "png" and compact:
         data = _palette_png(data)
     return data
+
+
+def _escape_controls(fig) -> None:
+    """Every text of the figure (titles, labels, legends: names from the user's files)
+    with its control characters shown as escapes (textsafe.terminal), as on a terminal."""
+    from matplotlib.text import Text
+
+    from oracle.textsafe import has_control, terminal
+
+    for t in fig.findobj(Text):
+        if has_control(t.get_text()):
+            t.set_text(terminal(t.get_text()))
 
 
 def _palette_png(data: bytes) -> bytes:

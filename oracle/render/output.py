@@ -2,18 +2,25 @@
 so that an error or an interrupt never leaves a partial file or clobbers the old one.
 
 ``-o`` writes regular files only: a device, FIFO or socket (also through a symlink, and
-anything under /dev or /proc) is refused, so is a folder, a name ending in '/' and a
-file that is an input of the same command.  A symlink to a regular file is written
-through (the link stays).  Several files that belong together (a Markdown report and
-its images) are all written to temporary names first and renamed last.
+anything under /dev, /proc or /sys, however reached: a symlinked folder, a bind mount)
+is refused, so is a folder, a name ending in '/', a file that is an input of the same
+command (by device and inode, so also through a symlink or a hard link) and a
+write-protected file or folder (checked on the mode bits: root would not get EACCES).
+A symlink to a regular file is written through (the link stays).  Several files that
+belong together (a Markdown report and its images) are all written to temporary names
+first and renamed last; a temporary name is short whatever the target's (a legal
+255-byte name stays writable).  :func:`append_lock` serializes commands that read a
+file and write it back (``oracle import --append``), so that none loses another's rows.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
 import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 from oracle.errors import OracleError
@@ -28,6 +35,21 @@ def _refuse(path: str, message: str, hint: str | None = None) -> OracleError:
 def _is_special(p: Path) -> bool:
     text = str(p.absolute()) + "/"
     return text.startswith(_SPECIAL)
+
+
+def _special_devices() -> set[int]:
+    """The file systems of /dev, /dev/shm, /proc and /sys where they are not the root's."""
+    def dev(root: str) -> int | None:
+        try:
+            return os.stat(root).st_dev
+        except OSError:
+            return None
+
+    return {dev(r) for r in ("/dev", "/dev/shm", "/proc", "/sys")} - {dev("/"), None}  # type: ignore[return-value]
+
+
+def _write_protected(mode: int) -> bool:
+    return not mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH)
 
 
 def check_target(path: str | Path) -> Path:
@@ -49,7 +71,7 @@ def check_target(path: str | Path) -> Path:
         raise _refuse(text, f"cannot write: {exc.strerror or exc}") from None
     except ValueError:  # a NUL byte
         raise _refuse(text, "is not a usable file name") from None
-    real = Path(os.path.realpath(target)) if target.is_symlink() else target
+    real = Path(os.path.realpath(target))  # every symlink resolved, folders' too
     if _is_special(real):
         raise _refuse(text, f"leads to {real}; -o writes regular files only", "use '-o -' for standard output")
     if st is not None:
@@ -61,9 +83,21 @@ def check_target(path: str | Path) -> Path:
         if is_input(st):
             raise _refuse(text, "is also an input of this command; refusing to overwrite it",
                           "write the output to another file")
-    parent = real.parent if str(real.parent) else Path(".")
-    if not parent.is_dir():
+        if _write_protected(st.st_mode):
+            raise _refuse(text, f"is write-protected (mode {stat.S_IMODE(st.st_mode):04o}); refusing to replace it",
+                          "make it writable (chmod u+w) or write to another file")
+    parent = real.parent
+    try:
+        pst = os.stat(parent)
+    except OSError:
+        raise _refuse(text, f"folder '{parent}' does not exist") from None
+    if not stat.S_ISDIR(pst.st_mode):
         raise _refuse(text, f"folder '{parent}' does not exist")
+    if pst.st_dev in _special_devices():
+        raise _refuse(text, f"is in {parent}, a system file system; -o writes regular files only",
+                      "use '-o -' for standard output")
+    if _write_protected(pst.st_mode):
+        raise _refuse(text, f"folder '{parent}' is write-protected (mode {stat.S_IMODE(pst.st_mode):04o})")
     return real
 
 
@@ -71,7 +105,8 @@ def _write_temp(target: Path, data: str | bytes) -> str:
     """``data`` in a new temporary file next to ``target``, with target's permissions."""
     mode = "wb" if isinstance(data, bytes) else "w"
     parent = target.parent if str(target.parent) else Path(".")
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=parent)
+    short = target.name.encode("utf-8", "surrogateescape")[:64].decode("utf-8", "ignore")
+    fd, tmp = tempfile.mkstemp(prefix=f".{short}.", suffix=".tmp", dir=parent)  # < 100 bytes
     try:
         with os.fdopen(fd, mode, **({} if mode == "wb" else {"encoding": "utf-8", "newline": ""})) as fh:
             fh.write(data)
@@ -142,7 +177,9 @@ def write_stdout(text: str) -> None:
     """Print ``text``; a closed, full or broken standard output is one clear error."""
     if sys.stdout is None:  # started with standard output closed (>&-)
         raise OracleError("cannot write to standard output: it is closed", hint="use -o FILE")
-    sys.stdout.write(text)  # a failure here is reported by the command group (one line, exit 2)
+    from oracle.textsafe import stdout_text
+
+    sys.stdout.write(stdout_text(text))  # a failure here is reported by the command group (one line, exit 2)
     sys.stdout.flush()
 
 
@@ -152,3 +189,26 @@ def emit(text: str, output: str | Path | None) -> None:
         write_stdout(text)
     else:
         write_file(output, text)
+
+
+@contextlib.contextmanager
+def append_lock(path: str | Path) -> Iterator[None]:
+    """Hold an exclusive lock (fcntl.flock on the folder of ``path``) while a command
+    reads ``path`` and writes it back, so that concurrent appenders keep every row:
+    the file itself is replaced by a rename, so the lock is on its folder."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover (Windows): no locking
+        yield
+        return
+    parent = Path(os.path.realpath(path)).parent
+    try:
+        fd = os.open(parent, os.O_RDONLY)
+    except OSError:
+        yield  # a missing folder: check_target reports it
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # releases the lock

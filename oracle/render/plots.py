@@ -6,11 +6,12 @@ cost is computed here.  matplotlib is the optional extra ``oracle[plot]`` and is
 imported inside the functions (never at module import), with the non-interactive
 Agg machinery (figures are created without pyplot, so no GUI backend is touched).
 
-Colours: one mapping strategy -> colour, :data:`STRATEGY_STYLE`, from the Okabe-Ito
+Colours: one mapping strategy -> colour, :func:`strategy_styles`, from the Okabe-Ito
 palette (safe for the common colour-vision deficiencies), each strategy also with its
 own marker so that the plots read in grey-scale print too.  Phases of the time
 breakdown use greys for compute and Paul Tol's "muted" colours (also colour-blind
-safe, and none equal to a strategy colour) with hatches for communication.
+safe, and none equal to a strategy colour) with hatches for communication.  Both are
+plain data declared where the strategy or phase is (compute/strategies, compute/cost.py).
 
 ``meta`` keys (all optional but ``model`` and ``system``): model, system, profile,
 scaling, precision, gamma, gpu_model, gpu_memory_bytes.
@@ -21,49 +22,44 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from oracle.compute.cost import Point
+from oracle.compute.cost import Point, phases
 from oracle.errors import OracleError
 from oracle.units import fmt_bytes
 
 INSTALL_HINT = "pip install 'oracle[plot]'"
 
-# strategy -> (colour, marker).  Okabe & Ito (2008), "Color Universal Design".
-STRATEGY_STYLE: dict[str, tuple[str, str]] = {
-    "serial": ("#000000", "o"),  # black
-    "data": ("#0072B2", "o"),  # blue
-    "spatial": ("#E69F00", "s"),  # orange
-    "filter": ("#009E73", "^"),  # bluish green
-    "channel": ("#F0E442", "v"),  # yellow (markers get a dark edge to stay visible)
-    "pipeline": ("#56B4E9", "D"),  # sky blue
-    "data+filter": ("#D55E00", "P"),  # vermillion
-    "data+spatial": ("#CC79A7", "X"),  # reddish purple
-}
 OTHER_STYLE = ("#999999", "o")  # a strategy added later and not given a colour yet
 EDGE = "#333333"  # marker edges: keeps the yellow visible on white
 
-# phase -> (legend label, fill colour, hatch)
-PHASE_STYLE: dict[str, tuple[str, str, str | None]] = {
-    "forward_backward_s": ("compute: forward + backward", "#BBBBBB", None),
-    "weight_update_s": ("compute: weight update", "#777777", None),
-    "gradient_exchange_s": ("comm: gradient exchange", "#332288", None),
-    "layer_collectives_s": ("comm: layer collectives", "#CC6677", "//"),
-    "halo_s": ("comm: halo exchange", "#DDCC77", ".."),
-    "pipeline_p2p_s": ("comm: pipeline transfers", "#44AA99", "xx"),
-}
 
-# limit code -> a few words for a plot label (the full reasons are in tables/reports)
+def strategy_styles() -> dict[str, tuple[str, str]]:
+    """strategy -> (colour, marker), in strategy order: what each strategy's module
+    declares (compute/strategies, the Okabe & Ito (2008) "Color Universal Design"
+    palette for the shipped ones)."""
+    from oracle.compute.strategies import REGISTRY, names
+
+    return {n: (REGISTRY[n].style.colour, REGISTRY[n].style.marker) for n in names()}
+
+
+def phase_styles() -> dict[str, tuple[str, str, str | None]]:
+    """phase -> (legend label, fill colour, hatch): what compute/cost.py and the
+    strategies declare for each phase (phases without a label have no style)."""
+    return {ph.name: (ph.label, ph.colour, ph.hatch) for ph in phases() if ph.label is not None}
+
+
+# limit code -> a few words for a plot label (the full reasons are in tables/reports): the
+# limits every strategy shares; each strategy's module declares its own (limit_words)
 LIMIT_WORDS: dict[str, str] = {
     "memory": "out of memory",
-    "filters": "p > filters of a layer",
-    "channels": "p > input channels",
-    "spatial": "spatial split too fine",
     "batch": "< 1 sample per GPU",
-    "layers": "more stages than layers",
-    "segments": "S > batch",
     "gpus": "more GPUs than the system",
-    "factorization": "p2 does not divide p",
-    "serial": "serial is 1 GPU",
 }
+
+
+def _limit_words() -> dict[str, str]:
+    from oracle.compute.strategies import REGISTRY, names
+
+    return {**LIMIT_WORDS, **{k: w for n in names() for k, w in REGISTRY[n].limit_words.items()}}
 
 RC = {
     "svg.fonttype": "none",  # text stays text in SVG: searchable, and tests can read it
@@ -109,7 +105,7 @@ def require() -> None:
 
 def strategy_style(name: str) -> tuple[str, str]:
     """(colour, marker) of a strategy: the one mapping every plot uses."""
-    return STRATEGY_STYLE.get(name, OTHER_STYLE)
+    return strategy_styles().get(name, OTHER_STYLE)
 
 
 def strategy_colour(name: str) -> str:
@@ -164,7 +160,7 @@ def _finite(v: float) -> bool:
 def representatives(points: Sequence[Point]) -> dict[str, dict[int, Point]]:
     """One point per (strategy, GPU count): the fastest feasible configuration, else
     the fastest that only runs out of memory, else the fastest with finite numbers.
-    Strategies in the order of :data:`STRATEGY_STYLE` (unknown ones last)."""
+    Strategies in strategy order (unknown ones last)."""
     groups: dict[str, dict[int, list[Point]]] = {}
     for pt in points:
         groups.setdefault(pt.strategy, {}).setdefault(pt.gpus, []).append(pt)
@@ -173,7 +169,7 @@ def representatives(points: Sequence[Point]) -> dict[str, dict[int, Point]]:
         total = pt.total_s
         return (_STATUS_ORDER[status(pt)], not _finite(total), total if _finite(total) else 0.0, pt.p2)
 
-    order = list(STRATEGY_STYLE)
+    order = list(strategy_styles())
     names = sorted(groups, key=lambda n: (order.index(n) if n in order else len(order), n))
     return {n: {g: min(pts, key=key) for g, pts in sorted(groups[n].items())} for n in names}
 
@@ -193,9 +189,9 @@ def _label(pt: Point) -> str:
 
 def limit_words(pt: Point) -> str:
     """A short label of why a point is infeasible."""
-    words = []
+    words, known = [], _limit_words()
     for lim in pt.limits:
-        w = LIMIT_WORDS.get(lim.code, lim.code)
+        w = known.get(lim.code, lim.code)
         if lim.code == "memory" and _finite(pt.memory_bytes):
             w = f"out of memory ({fmt_bytes(pt.memory_bytes)})"
         if w not in words:
@@ -275,190 +271,6 @@ def _gid(name: str) -> str:
     return "series-" + "".join(c if c.isalnum() else "-" for c in name)
 
 
-# -- scaling ------------------------------------------------------------------------
-
-
-def scaling_figure(points: Sequence[Point], meta: dict):
-    """Time per epoch versus GPUs, log-log: a line per strategy (fastest configuration
-    of each), the ideal linear speed-up, the best strategy per GPU count ringed, and
-    points that only exceed the GPU memory drawn hollow (GPU counts where nothing fits
-    shaded).  Points past a structural limit are not drawn."""
-    import matplotlib
-
-    with matplotlib.rc_context(RC):
-        fig = _figure(10.0, 5.4)
-        ax = fig.add_subplot()
-        reps = representatives(points)
-        counts = sorted({pt.gpus for pt in points})
-        best = best_per_gpus(points)
-        handles, omitted = _scaling_lines(ax, reps, counts)
-        _ideal_line(ax, reps, counts, best, handles)
-        _best_rings(ax, counts, best, handles)
-        _memory_marks(ax, meta, points, reps, counts, best, handles)
-        _log2_gpu_axis(ax, counts)
-        ax.set_yscale("log")
-        _plain_log_ticks(ax.yaxis)
-        ax.set_ylabel("time per epoch (s, log scale)")
-        ax.set_title(title(meta, "time per epoch versus GPUs"), loc="left")
-        ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
-        if omitted:
-            names = sorted({pt.strategy for pt in omitted}, key=lambda n: list(reps).index(n))
-            fig.text(0.0, -0.01, "not drawn: points past a structural limit (" + ", ".join(names) +
-                     "); see the limits in `oracle predict` or the report", fontsize=7, color="#555555",
-                     ha="left", va="top")
-    return fig
-
-
-def _scaling_lines(ax, reps, counts):
-    """A line per strategy (its drawable points; dotted where memory does not fit), drawn
-    in reverse order so that the first strategies (data, ...) end on top.
-    Returns (legend handles, the points not drawn)."""
-    from matplotlib.lines import Line2D
-
-    handles = []
-    omitted = []
-    series = {}
-    # drawn in reverse order, so that the first strategies (data, ...) end on top
-    for name, by_gpus in reversed(list(reps.items())):
-        colour, marker = strategy_style(name)
-        drawn = [(g, pt) for g, pt in by_gpus.items() if status(pt) != "other" and _finite(pt.total_s)]
-        omitted += [pt for pt in by_gpus.values() if status(pt) == "other" or not _finite(pt.total_s)]
-        if not drawn:
-            continue
-        for (g0, a), (g1, b) in zip(drawn, drawn[1:]):
-            if counts.index(g1) - counts.index(g0) != 1:
-                continue  # a gap: a structural limit in between
-            solid = status(a) == "ok" and status(b) == "ok"
-            ax.plot([g0, g1], [a.total_s, b.total_s], color=colour, lw=2.0 if solid else 1.3,
-                    ls="-" if solid else ":", zorder=3, gid=_gid(name))
-        for g, pt in drawn:
-            ok = status(pt) == "ok"
-            ax.plot([g], [pt.total_s], marker=marker, ms=6.5, color=colour, mec=EDGE if ok else colour,
-                    mew=0.6 if ok else 1.4, mfc=colour if ok else "white", ls="none", zorder=4)
-        series[name] = Line2D([], [], color=colour, marker=marker, mec=EDGE, mew=0.6, lw=2, label=name)
-    handles = [series[n] for n in reps if n in series]
-    return handles, omitted
-
-
-def _ideal_line(ax, reps, counts, best, handles) -> None:
-    from matplotlib.lines import Line2D
-
-    # ideal linear speed-up from the first GPU count with a point to start from
-    ref = None
-    for g in counts:
-        cands = [by[g] for by in reps.values() if g in by and status(by[g]) != "other" and _finite(by[g].total_s)]
-        if cands:
-            ref = best.get(g) or min(cands, key=lambda p: p.total_s)
-            break
-    if ref is not None and len(counts) > 1:
-        xs = [g for g in counts if g >= ref.gpus]
-        ax.plot(xs, [ref.total_s * ref.gpus / g for g in xs], color="#555555", lw=1.2, ls="--", zorder=2)
-        handles.append(Line2D([], [], color="#555555", lw=1.2, ls="--",
-                              label=f"ideal: linear speed-up from {ref.gpus:,} GPU{'s' if ref.gpus > 1 else ''}"))
-
-
-def _best_rings(ax, counts, best, handles) -> None:
-    from matplotlib.lines import Line2D
-
-    # the best strategy per GPU count: ringed, named where it changes
-    previous = None
-    for g in counts:
-        pt = best.get(g)
-        if pt is None:
-            previous = None
-            continue
-        ax.plot([g], [pt.total_s], marker="o", ms=15, mfc="none", mec="black", mew=1.6, ls="none", zorder=5)
-        if pt.strategy != previous:
-            right = counts.index(g) >= len(counts) / 2  # label on the left of points in the right half
-            ax.annotate(f"best: {pt.strategy}", (g, pt.total_s), xytext=(-10 if right else 10, 10),
-                        textcoords="offset points", ha="right" if right else "left", fontsize=8,
-                        fontweight="bold", zorder=6)
-        previous = pt.strategy
-    if best:
-        handles.append(Line2D([], [], marker="o", ms=11, mfc="none", mec="black", mew=1.6, ls="none",
-                              label="best at this GPU count"))
-
-
-def _memory_marks(ax, meta, points, reps, counts, best, handles) -> None:
-    """Hollow points out of GPU memory in the legend; GPU counts where nothing fits shaded."""
-    from matplotlib.lines import Line2D
-    from matplotlib.patches import Patch
-
-    # the memory limit
-    cap = _gpu_memory(meta, points)
-    if any(status(pt) == "memory" for by in reps.values() for pt in by.values()):
-        handles.append(Line2D([], [], marker="o", ms=6.5, mfc="white", mec="#444444", mew=1.4, ls=":",
-                              color="#444444", label=f"hollow: out of GPU memory, {_capacity_label(meta)}"))
-    none_fit = [g for g in counts if g not in best and any(status(p) == "memory" for p in points if p.gpus == g)]
-    for g in none_fit:
-        ax.axvspan(g / 2**0.5, g * 2**0.5, color="#EEEEEE", zorder=0, lw=0)
-    if none_fit:
-        fits = fmt_bytes(cap) if cap else "GPU memory"
-        handles.append(Patch(color="#EEEEEE", label=f"no strategy fits in {fits}"))
-
-
-# -- memory -------------------------------------------------------------------------
-
-
-def memory_figure(points: Sequence[Point], meta: dict):
-    """Memory per GPU versus GPUs per strategy (its fastest configuration), log-log,
-    against the GPU's capacity."""
-    import matplotlib
-    from matplotlib.lines import Line2D
-    from matplotlib.patches import Patch
-
-    with matplotlib.rc_context(RC):
-        fig = _figure(9.0, 5.0)
-        ax = fig.add_subplot()
-        reps = representatives(points)
-        counts = sorted({pt.gpus for pt in points})
-        handles = []
-        values = []
-        series = {}
-        for name, by_gpus in reversed(list(reps.items())):  # the first strategies on top
-            colour, marker = strategy_style(name)
-            drawn = [(g, pt) for g, pt in by_gpus.items() if _finite(pt.memory_bytes) and pt.memory_bytes > 0]
-            if not drawn:
-                continue
-            xs = [g for g, _ in drawn]
-            ys = [pt.memory_bytes / 1e9 for _, pt in drawn]
-            values += ys
-            ax.plot(xs, ys, color=colour, lw=1.8, zorder=3, gid=_gid(name))
-            for g, pt in drawn:
-                st = status(pt)
-                if st == "other":
-                    ax.plot([g], [pt.memory_bytes / 1e9], marker="x", ms=7, mew=1.8, color=colour, ls="none", zorder=4)
-                else:
-                    ok = st == "ok"
-                    ax.plot([g], [pt.memory_bytes / 1e9], marker=marker, ms=6.5, color=colour,
-                            mec=EDGE if ok else colour, mew=0.6 if ok else 1.4,
-                            mfc=colour if ok else "white", ls="none", zorder=4)
-            series[name] = Line2D([], [], color=colour, marker=marker, mec=EDGE, mew=0.6, lw=1.8, label=name)
-        handles += [series[n] for n in reps if n in series]
-        cap = _gpu_memory(meta, points)
-        if cap:
-            gb = cap / 1e9
-            top = max(values + [gb]) * 2.0
-            ax.axhspan(gb, top, color="#F2F2F2", zorder=0, lw=0)
-            ax.axhline(gb, color="black", lw=1.6, ls="--", zorder=2)
-            handles.append(Line2D([], [], color="black", lw=1.6, ls="--",
-                                  label=f"GPU capacity: {_capacity_label(meta)}"))
-            handles.append(Patch(color="#F2F2F2", label="above capacity: does not fit"))
-            low = min(values + [gb]) / 2.0
-            ax.set_ylim(low, top)
-        handles.append(Line2D([], [], marker="o", ms=6.5, mfc="white", mec="#444444", mew=1.4, ls="none",
-                              label="hollow: out of memory only"))
-        handles.append(Line2D([], [], marker="x", ms=7, mew=1.8, color="#444444", ls="none",
-                              label="×: past another limit"))
-        _log2_gpu_axis(ax, counts)
-        ax.set_yscale("log")
-        _plain_log_ticks(ax.yaxis)
-        ax.set_ylabel("memory per GPU (GB, log scale)")
-        ax.set_title(title(meta, "memory per GPU versus GPUs"), loc="left")
-        ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
-    return fig
-
-
 # -- one entry point ----------------------------------------------------------------
 
 
@@ -467,6 +279,8 @@ def figure(kind: str, points: Sequence[Point] | None = None, meta: dict | None =
     """Build the figure of ``kind`` (one of :data:`KINDS`)."""
     from oracle.render.plots_breakdown import breakdown_figure
     from oracle.render.plots_compare import compare_figure
+    from oracle.render.plots_memory import memory_figure
+    from oracle.render.plots_scaling import scaling_figure
 
     require()
     if kind == "compare":

@@ -7,13 +7,15 @@ from __future__ import annotations
 from itertools import groupby
 
 from oracle.errors import OracleError
+from oracle.render.compare import ratio_cell
 from oracle.render.plots import EDGE, RC, _figure, _finite, _plain_log_ticks, strategy_style
 
 
 def compare_figure(rows, summary=None, title_text: str = ""):
     """Projected versus measured, like ParaDL's Figure 3: one panel per model, system
-    and strategy; per run a measured bar (hatched) beside the projected one (compute,
-    then communication on top), with the accuracy above the pair.  Log time axis."""
+    and strategy; per run a measured bar (hatched), the projected time and the projected
+    communication beside it, with the accuracy above.  Log time axis: every bar stands
+    on the axis (a part stacked on another would not read as its value)."""
     import matplotlib
     from matplotlib.patches import Patch
 
@@ -41,19 +43,10 @@ def compare_figure(rows, summary=None, title_text: str = ""):
                                                                             for r in grp}) > 1
             values = []
             for x, r in enumerate(grp):
-                m = r.measured_s
-                ax.bar(x - 0.2, m, width=0.38, color="white", edgecolor=colour, hatch="////", lw=1.2, zorder=2)
-                pc = r.predicted_compute_s or 0.0
-                pm = r.predicted_comm_s or 0.0
-                if _finite(pc) and _finite(pm) and r.predicted_s > 0:
-                    ax.bar(x + 0.2, pc, width=0.38, color=colour, edgecolor=EDGE, lw=0.5, zorder=2)
-                    ax.bar(x + 0.2, pm, bottom=pc, width=0.38, color=colour, alpha=0.45, edgecolor=EDGE,
-                           lw=0.5, zorder=2)
-                    values.append(r.predicted_s)
-                values.append(m)
-                ax.annotate(f"{100 * r.accuracy:.0f}%", (x, max(m, r.predicted_s if _finite(r.predicted_s) else m)),
-                            xytext=(0, 3), textcoords="offset points", ha="center", va="bottom", fontsize=7,
-                            fontweight="bold" if r.accuracy < 0.75 else "normal",
+                values += _run_bars(ax, x, r, colour)
+                top = max(v for v in (r.measured_s, r.predicted_s) if _finite(v))
+                ax.annotate(f"{100 * r.accuracy:.0f}%", (x, top), xytext=(0, 3), textcoords="offset points",
+                            ha="center", va="bottom", fontsize=7, fontweight="bold" if r.accuracy < 0.75 else "normal",
                             rotation=90 if len(grp) > 14 else 0)
             ax.set_yscale("log")
             lo = min(v for v in values if v > 0)
@@ -73,13 +66,30 @@ def compare_figure(rows, summary=None, title_text: str = ""):
                          loc="left", fontweight="bold")
             ax.legend(handles=[
                 Patch(facecolor="white", edgecolor=colour, hatch="////", label="measured"),
-                Patch(facecolor=colour, edgecolor=EDGE, label="projected compute"),
-                Patch(facecolor=colour, alpha=0.45, edgecolor=EDGE, label="projected communication"),
+                Patch(facecolor=colour, edgecolor=EDGE, label="projected (compute + communication)"),
+                Patch(facecolor=colour, alpha=0.45, edgecolor=EDGE, label="of which communication"),
             ], loc="upper right", fontsize=7, frameon=False, ncol=3)
         head = title_text or "projected versus measured"
         if summary is not None:
             s = summary.overall
-            head += f"\n{s.n} runs · mean accuracy {100 * s.mean_accuracy:.1f}% · MAPE {100 * s.mape:.1f}%"
+            head += (f"\n{s.n} runs · mean accuracy {100 * s.mean_accuracy:.1f}% · measured / projected"
+                     f" {ratio_cell(s)} (geometric mean)")
         head += " · label: accuracy = 1 − |projected − measured| / measured"
         fig.suptitle(head, x=0.01, ha="left", fontsize=10)
     return fig
+
+
+def _run_bars(ax, x: int, r, colour: str) -> list[float]:
+    """One run's bars: measured, projected, projected communication (each from the
+    axis); the values drawn."""
+    m = r.measured_s
+    ax.bar(x - 0.28, m, width=0.26, color="white", edgecolor=colour, hatch="////", lw=1.2, zorder=2)
+    drawn = [m]
+    if _finite(r.predicted_s) and r.predicted_s > 0:
+        ax.bar(x, r.predicted_s, width=0.26, color=colour, edgecolor=EDGE, lw=0.5, zorder=2)
+        drawn.append(r.predicted_s)
+        comm = r.predicted_comm_s
+        if comm is not None and _finite(comm) and comm > 0:
+            ax.bar(x + 0.28, comm, width=0.26, color=colour, alpha=0.45, edgecolor=EDGE, lw=0.5, zorder=2)
+            drawn.append(comm)
+    return drawn

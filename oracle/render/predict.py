@@ -8,7 +8,8 @@ from itertools import groupby
 
 from oracle.compute.cost import Point
 from oracle.textsafe import md
-from oracle.units import fmt_bytes, fmt_seconds
+from oracle.units import fmt_bytes, fmt_gap, fmt_seconds
+from oracle.vocabulary import PARADL
 
 BEST_STYLE = "bold green"
 INFEASIBLE_STYLE = "dim"
@@ -63,7 +64,7 @@ def header_lines(meta: dict) -> list[str]:
 
 def memory_label(meta: dict) -> str:
     """The memory model in a few words (docs/memory.md and docs/cost-model.md)."""
-    if meta.get("memory_model", "paradl") == "paradl":
+    if meta.get("memory_model", PARADL) == PARADL:
         return f"memory: ParaDL bound, γ = {meta.get('gamma', 1):g}"
     return "memory: framework model"
 
@@ -162,7 +163,7 @@ def nothing_fits_hint(points: Sequence[Point], meta: dict) -> str:
     if not counts:
         return ""
     where = ", ".join(counts) if len(counts) <= 6 else f"{counts[0]} to {counts[-1]}"
-    if meta.get("memory_model", "paradl") == "paradl":
+    if meta.get("memory_model", PARADL) == PARADL:
         gamma = meta.get("gamma", 1)
         return (
             f"nothing fits in GPU memory at {where} GPUs: memory is ParaDL's upper bound scaled by γ = {gamma:g};"
@@ -176,10 +177,10 @@ def nothing_fits_hint(points: Sequence[Point], meta: dict) -> str:
 
 def render_text(renderable, width: int = 140, color: bool = False) -> str:
     """Render a rich object to a string of fixed width (files, golden tests)."""
-    from rich.console import Console
+    from oracle.textsafe import console as safe_console
 
     buf = io.StringIO()
-    console = Console(
+    console = safe_console(
         file=buf,
         width=width,
         color_system="truecolor" if color else None,
@@ -238,7 +239,7 @@ def _chart_note(pt: Point, best: Point | None) -> str:
         return "✗ " + ", ".join(dict.fromkeys(lim.code for lim in pt.limits))
     if pt.rank == 1 or best is None:
         return "best"
-    return f"+{100 * (pt.total_s / best.total_s - 1):.0f}%"
+    return fmt_gap(pt.total_s / best.total_s, digits=0)
 
 
 def _bar(pt: Point, scale: float, bar_width: int):

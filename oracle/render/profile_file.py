@@ -9,23 +9,15 @@ five significant digits.
 
 from __future__ import annotations
 
-import json
-import re
 import textwrap
 from collections.abc import Sequence
 
 from oracle.model import Profile
+from oracle.textsafe import yaml_comments, yaml_quoted, yaml_scalar
+from oracle.vocabulary import FP32
 
-_PLAIN = re.compile(r"^[A-Za-z_][A-Za-z0-9_.\-]*$")
-_RESERVED = {"true", "false", "yes", "no", "on", "off", "null", "y", "n", "~"}
 _INT_META = ("batch", "threads", "peak_allocated_bytes")
 _WIDTH = 88
-
-
-def _key(name: str) -> str:
-    if _PLAIN.match(name) and name.lower() not in _RESERVED:
-        return name
-    return json.dumps(name, ensure_ascii=True)
 
 
 def _time(value: float) -> str:
@@ -34,8 +26,8 @@ def _time(value: float) -> str:
 
 def _string(key: str, value: str) -> list[str]:
     """``key: value`` as one line, or as a folded block when it is long."""
-    one = f"{key}: {json.dumps(value, ensure_ascii=False)}"
-    if len(one) <= _WIDTH:
+    one = f"{key}: {yaml_quoted(value)}"
+    if len(one) <= _WIDTH or one != f'{key}: "{value}"':  # short, or holding escapes: one line
         return [one]
     # folded block: single spaces between words fold back exactly
     if "  " in value or "\n" in value or value != value.strip() or "\t" in value:
@@ -48,14 +40,14 @@ def _string(key: str, value: str) -> list[str]:
 
 def profile_yaml(profile: Profile, header: Sequence[str] = ()) -> str:
     """The text of a profile file for ``profile`` (per-layer form)."""
-    out = [f"# {line}".rstrip() for line in header]
+    out = yaml_comments(header)
     out += _string("model", profile.model)
     out.append(f"kind: {profile.kind}")
     out += _string("device", profile.device)
     out += _string("framework", profile.framework)
     if profile.measured_samples_per_gpu is not None:
         out.append(f"measured_samples_per_gpu: {int(profile.measured_samples_per_gpu)}")
-    if profile.precision != "fp32":
+    if profile.precision != FP32:
         out.append(f"precision: {profile.precision}")
     meta = dict(profile.meta)
     for key in ("batch", "threads", "date", "framework_version", "efficiency", "peak_allocated_bytes"):
@@ -74,7 +66,7 @@ def profile_yaml(profile: Profile, header: Sequence[str] = ()) -> str:
         times = f"fw_s: {_time(t.fw_s)}, bw_s: {_time(t.bw_s)}, wu_s: {_time(t.wu_s)}"
         if t.saved_bytes is not None:
             times += f", saved_bytes: {t.saved_bytes:.0f}"
-        out.append(f"  {_key(name)}: {{{times}}}")
+        out.append(f"  {yaml_scalar(name)}: {{{times}}}")
     return "\n".join(out) + "\n"
 
 

@@ -87,7 +87,7 @@ def progress(description: str, total: float | None = None, *, enabled: bool | No
     if not enabled:
         yield Bar()
         return
-    from rich.console import Console
+    from oracle.textsafe import console as safe_console
     from rich.progress import (
         BarColumn,
         MofNCompleteColumn,
@@ -102,7 +102,7 @@ def progress(description: str, total: float | None = None, *, enabled: bool | No
         columns.append(MofNCompleteColumn())
     columns.append(TimeElapsedColumn())
     forced = os.environ.get(ENV, "").strip().lower() in ("1", "yes", "on", "true")
-    console = Console(stderr=True, force_terminal=True) if forced else Console(stderr=True)
+    console = safe_console(stderr=True, force_terminal=True) if forced else safe_console(stderr=True)
     with Progress(*columns, console=console, transient=True) as prog:
         task = prog.add_task(description, total=total)
         yield Bar(prog, task)

@@ -8,7 +8,7 @@ import json
 import math
 from collections.abc import Sequence
 
-from oracle.compute.cost import PHASES, Point
+from oracle.compute.cost import Point, phase_names
 from oracle.textsafe import csv_cell
 
 
@@ -92,7 +92,12 @@ def to_json(points: Sequence[Point]) -> str:
     return json.dumps([point_to_dict(p) for p in points], indent=2, allow_nan=False) + "\n"
 
 
-CSV_COLUMNS = [
+def csv_columns() -> list[str]:
+    """The CSV header: the JSON fields flattened, every breakdown phase its own column."""
+    return [*_CSV_HEAD, *phase_names(), *_CSV_TAIL]
+
+
+_CSV_HEAD = [
     "model",
     "system",
     "strategy",
@@ -109,7 +114,8 @@ CSV_COLUMNS = [
     "memory_bytes",
     "feasible",
     "rank",
-    *PHASES,
+]
+_CSV_TAIL = [
     "limits",
     "profile_kind",
     "memory_model",
@@ -124,7 +130,7 @@ def to_rows(points: Sequence[Point]) -> list[dict]:
     rows = []
     for pt in points:
         d = point_to_dict(pt)
-        row = {k: d[k] for k in CSV_COLUMNS if k in d and k not in ("limits",)}
+        row = {k: d[k] for k in csv_columns() if k in d and k not in ("limits",)}
         row.update(d["breakdown"])
         row["limits"] = "; ".join(d["limits"])
         row["profile_kind"] = d["profile_kind"]
@@ -139,7 +145,7 @@ def to_rows(points: Sequence[Point]) -> list[dict]:
 
 def to_csv(points: Sequence[Point]) -> str:
     buf = io.StringIO()
-    writer = csv.DictWriter(buf, fieldnames=CSV_COLUMNS, lineterminator="\n")
+    writer = csv.DictWriter(buf, fieldnames=csv_columns(), lineterminator="\n")
     writer.writeheader()
     for row in to_rows(points):
         writer.writerow({k: csv_cell("" if v is None else repr(v) if isinstance(v, float) else v) for k, v in row.items()})
@@ -149,4 +155,4 @@ def to_csv(points: Sequence[Point]) -> str:
 def to_frame(points: Sequence[Point]):
     import pandas as pd
 
-    return pd.DataFrame(to_rows(points), columns=CSV_COLUMNS)
+    return pd.DataFrame(to_rows(points), columns=csv_columns())

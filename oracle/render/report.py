@@ -30,7 +30,7 @@ from pathlib import Path
 
 from oracle.compute.cost import Point
 from oracle.render.predict import memory_label
-from oracle.units import fmt_bytes, fmt_count, fmt_rate, fmt_seconds, fmt_si
+from oracle.units import fmt_bytes, fmt_count, fmt_gap, fmt_rate, fmt_seconds, fmt_si
 
 PLOT_KINDS = ("scaling", "breakdown", "memory")
 SECTIONS = {  # id -> heading
@@ -43,14 +43,16 @@ SECTIONS = {  # id -> heading
 }
 CAPTIONS = {
     "scaling": "Time per epoch versus GPUs (log-log), fastest configuration of each strategy. Ringed: the best "
-    "at each GPU count; dashed: ideal linear speed-up; hollow: out of GPU memory; grey band: nothing fits.",
+    "at each GPU count; dashed: ideal linear speed-up; hollow: out of GPU memory; grey band: nothing fits. "
+    "Strategies with about the same time are set side by side.",
     "breakdown": "Time per epoch by phase: compute (greys) and communication (gradient exchange, layer "
     "collectives, halo, pipeline transfers), per strategy and GPU count. Faded bars are infeasible, with the "
-    "reason.",
+    "reason; bars beyond the scale are cut, their time above them.",
     "memory": "Memory per GPU versus GPUs, against the GPU's capacity (dashed line); hollow markers are out "
-    "of memory, crosses past another limit.",
-    "compare": "Projected versus measured, per run (like ParaDL's Figure 3): hatched measured, solid projected "
-    "compute, light projected communication; the label is the accuracy.",
+    "of memory, crosses past another limit. Strategies with about the same memory are set side by side.",
+    "compare": "Projected versus measured, per run (like ParaDL's Figure 3): hatched measured, solid the "
+    "projected time, light the projected communication in it (each bar from the axis: the time axis is "
+    "logarithmic); the label is the accuracy.",
 }
 NO_PLOTS = "Plots need matplotlib: pip install 'oracle[plot]'"
 TOP = 3
@@ -146,7 +148,7 @@ def findings(data: ReportData) -> list[str]:
             eff = speedup / (hi / lo)
             out.append(
                 f"From {lo:,} to {hi:,} GPUs the best time per epoch goes from {fmt_seconds(best[lo].total_s)} to "
-                f"{fmt_seconds(best[hi].total_s)}: {speedup:.3g}× faster on {hi // lo:,}× the GPUs "
+                f"{fmt_seconds(best[hi].total_s)}: a {speedup:.3g}× speed-up on {hi // lo:,}× the GPUs "
                 f"({100 * eff:.0f}% scaling efficiency)."
             )
     no_fit = [g for g in counts if g not in best and any(
@@ -179,7 +181,8 @@ def _accuracy_findings(data: ReportData, fastest: Point | None) -> list[str]:
     margin = None
     if fastest is not None:
         margin = lead([p.total_s for p in data.points if p.gpus == fastest.gpus and p.feasible])
-    return accuracy_sentences(s.n, data.measured.file, s.mean_accuracy, s.min_accuracy, s.bias, margin,
+    return accuracy_sentences(s.n, data.measured.file, s.mean_accuracy, s.min_accuracy,
+                              (s.ratio, s.ratio_min, s.ratio_max), margin,
                               fastest.gpus if fastest is not None else None)  # fmt: skip
 
 
@@ -188,9 +191,9 @@ def _strategies(points: Sequence[Point]) -> list[str]:
     for p in points:
         if p.strategy not in seen:
             seen.append(p.strategy)
-    from oracle.render.plots import STRATEGY_STYLE
+    from oracle.compute.strategies import names
 
-    order = list(STRATEGY_STYLE)
+    order = list(names())
     return sorted(seen, key=lambda n: (order.index(n) if n in order else len(order), n))
 
 
@@ -360,7 +363,7 @@ _NUMERIC = {"GPUs", "rank", "p1×p2", "batch", "epoch", "iteration", "compute", 
 
 
 def _rec_cells(pt: Point, best: Point) -> list[str]:
-    gap = "best" if pt is best else f"+{100 * (pt.total_s / best.total_s - 1):.1f}%"
+    gap = "best" if pt is best else fmt_gap(pt.total_s / best.total_s)
     return [
         str(pt.rank),
         _config(pt),

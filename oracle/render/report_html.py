@@ -4,8 +4,8 @@
 from __future__ import annotations
 
 import base64
-import html
 
+from oracle.render.compare import RATIO_HEAD, RATIO_NOTE, ratio_cell
 from oracle.render.predict import memory_label
 from oracle.render.report import (
     CAPTIONS,
@@ -25,6 +25,7 @@ from oracle.render.report import (
     limits,
     recommendation,
 )
+from oracle.textsafe import html
 from oracle.units import fmt_seconds
 
 
@@ -66,11 +67,11 @@ footer { margin-top: 3em; color: var(--muted); font-size: 0.85em; border-top: 1p
 
 def _e(text: object) -> str:
     """Escape text content (quotes stay readable: 'oracle[plot]')."""
-    return html.escape(str(text), quote=False)
+    return html(text)
 
 
 def _attr(text: object) -> str:
-    return html.escape(str(text), quote=True)
+    return html(text, quote=True)
 
 
 def _swatch(name: str) -> str:
@@ -205,18 +206,17 @@ def _html_accuracy(data: ReportData, images, image_type: str) -> str:
     assert meas is not None
     s = meas.summary
     out = [f"<p>{s.overall.n} measured runs from <code>{_e(meas.file)}</code>, each compared with its projection. "
-           "Accuracy is ParaDL's 1 − |projected − measured| / measured; bias &lt; 0 means runs are slower than "
-           "projected.</p>"]
+           f"Accuracy is ParaDL's 1 − |projected − measured| / measured; {_e(RATIO_NOTE)}.</p>"]
     models = {r.point.model for r in meas.rows}
     if data.meta.get("model") not in models:
         out.append(f'<p class="note">None of these runs is of {_e(data.meta.get("model"))}: they check the cost '
                    f"model on {_e(', '.join(sorted(models)))}.</p>")
     head = "<tr><th></th><th class='n'>runs</th><th class='n'>mean accuracy</th><th class='n'>min accuracy</th>" \
-           "<th class='n'>MAPE</th><th class='n'>bias</th></tr>"
+           f"<th class='n'>MAPE</th><th class='n'>{_e(RATIO_HEAD)}</th></tr>"
     body = "".join(
         f"<tr><td>{_e(label)}</td><td class='n'>{st.n}</td><td class='n'>{_pct(st.mean_accuracy)}</td>"
         f"<td class='n'>{_pct(st.min_accuracy)}</td><td class='n'>{_pct(st.mape)}</td>"
-        f"<td class='n'>{100 * st.bias:+.1f}%</td></tr>" for label, st in _stats_rows(s))
+        f"<td class='n'>{ratio_cell(st)}</td></tr>" for label, st in _stats_rows(s))
     out.append(f"<table><thead>{head}</thead><tbody>{body}</tbody></table>")
     agree = (f"Ranking agreement: {_pct(s.ranking_agreement)} of {s.ranking_pairs} pairs of strategies."
              if s.ranking_agreement is not None else

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from oracle.render.compare import RATIO_HEAD, RATIO_NOTE, ratio_cell
 from oracle.render.predict import memory_label
 from oracle.render.report import (
     CAPTIONS,
@@ -90,12 +91,12 @@ def markdown_report(data: ReportData, image_files: dict[str, str] | None) -> str
         s = meas.summary
         out += [f"## {SECTIONS['accuracy']}", "",
                 f"{s.overall.n} measured runs from {md(meas.file)}. "
-                "Accuracy is 1 − |projected − measured| / measured.",
+                f"Accuracy is 1 − |projected − measured| / measured; {md(RATIO_NOTE)}.",
                 ""]
-        out += _md_table(["", "runs", "mean accuracy", "min accuracy", "MAPE", "bias"],
+        out += _md_table(["", "runs", "mean accuracy", "min accuracy", "MAPE", RATIO_HEAD],
                          [[label, str(st.n), _pct(st.mean_accuracy), _pct(st.min_accuracy), _pct(st.mape),
-                           f"{100 * st.bias:+.1f}%"] for label, st in _stats_rows(s)],
-                         {"runs", "mean accuracy", "min accuracy", "MAPE", "bias"})
+                           ratio_cell(st)] for label, st in _stats_rows(s)],
+                         {"runs", "mean accuracy", "min accuracy", "MAPE", RATIO_HEAD})
         if image_files and "compare" in image_files:
             out += [f"![compare plot]({image_files['compare']})", "", f"*{CAPTIONS['compare']}*", ""]
         out += ["<details><summary>Every run</summary>", ""]

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 
 from oracle.compute.cost import Point
 from oracle.compute.search import SearchResult
+from oracle.compute.strategies import REGISTRY
 from oracle.load.layerwise import ranges_of
 from oracle.render.columns import Column, FitTable, Section
 from oracle.units import fmt_bytes, fmt_seconds
@@ -167,7 +168,8 @@ def _winner_name(r: SearchResult) -> str:
 
 def _strategy(pt: Point) -> str:
     s = pt.strategy
-    if pt.strategy in ("data+filter", "data+spatial") or (pt.p2 > 1 and pt.p1 > 1):
+    hybrid = pt.strategy in REGISTRY and REGISTRY[pt.strategy].hybrid
+    if hybrid or (pt.p2 > 1 and pt.p1 > 1):
         s += f" {pt.p1}×{pt.p2}"
     if pt.segments:
         s += f" (S={pt.segments})"
@@ -192,10 +194,10 @@ def render_text(results: Sequence[SearchResult], meta: dict, top: int = 5, width
     """One GPU count in detail; with several (--max-gpus) the answer first, a line per
     count, then the fastest count in detail (issue 17: not every count before the answer;
     --format json keeps them all)."""
-    from rich.console import Console
+    from oracle.textsafe import console as safe_console
 
     buf = io.StringIO()
-    console = Console(file=buf, width=width, color_system=None, force_terminal=False, soft_wrap=False,
+    console = safe_console(file=buf, width=width, color_system=None, force_terminal=False, soft_wrap=False,
                       emoji=False, highlight=False, legacy_windows=False)  # fmt: skip
     best = overall_winner(results) if len(results) > 1 else None
     if len(results) > 1:

@@ -8,6 +8,7 @@ import math
 from oracle.compute.shapes import fmt_shape
 from oracle.model import LayerTimes, Model, Profile, System
 from oracle.units import fmt_bytes, fmt_count, fmt_rate, fmt_seconds, fmt_si
+from oracle.vocabulary import RING
 
 # -- models ---------------------------------------------------------------------------
 
@@ -170,6 +171,11 @@ def system_dict(s: System) -> dict:
         "source": s.source,
         "gpu_workspace_bytes": s.gpu_workspace_bytes,
         "collective_algorithm": s.collective_algorithm,
+        "collnet": s.collnet,
+        "interconnect": {"nvlink_domain_gpus": s.interconnect.nvlink_domain_gpus or s.gpus_per_node,
+                         "nvswitch_generation": s.interconnect.nvswitch_generation,
+                         "nvls": s.interconnect.nvls, "sharp": s.interconnect.sharp,
+                         "source": s.interconnect.source},
         "collective_tables": [
             {"operation": t.operation, "gpus": t.gpus, "span": t.span, "bytes": list(t.bytes),
              "seconds": list(t.seconds), "source": t.source}
@@ -267,8 +273,14 @@ def _system_notes(s: System) -> list[str]:
     extra = []
     if s.gpu_workspace_bytes:
         extra.append(f"framework workspace: {fmt_bytes(s.gpu_workspace_bytes)} per GPU")
-    if s.collective_algorithm != "ring":
-        extra.append(f"all-reduce algorithm: {s.collective_algorithm}")
+    if s.collective_algorithm != RING:
+        extra.append(f"all-reduce algorithm: {s.collective_algorithm}" + (" (CollNet on)" if s.collnet else ""))
+    ic = s.interconnect
+    if ic != type(ic)():
+        switch = f"NVSwitch generation {ic.nvswitch_generation}" if ic.nvswitch_generation else "no NVSwitch"
+        offers = [name for name, on in (("NVLS", ic.nvls), ("SHARP", ic.sharp)) if on]
+        extra.append(f"interconnect: NVLink domain {ic.nvlink_domain_gpus or s.gpus_per_node} GPUs, {switch},"
+                     f" in-network reduction: {', '.join(offers) or 'none'}")
     for t in s.collective_tables:
         extra.append(
             f"measured {t.operation}: {t.gpus} GPUs (span {t.span}), {len(t.bytes)} sizes"
@@ -286,7 +298,9 @@ def _system_notes(s: System) -> list[str]:
             f" {fmt_seconds(impl.split_overhead_s)} overhead per split layer and iteration"
         )
     if impl.compute_factors:
-        extra.append("compute against the profile: " + ", ".join(f"{m} {k:.4g}x" for m, k in impl.compute_factors))
+        at = dict(impl.compute_batches)  # issue 26: the batch each was measured at
+        extra.append("compute against the profile: " + ", ".join(
+            f"{m} {k:.4g}x" + (f" (measured at {at[m]:g} per GPU)" if m in at else "") for m, k in impl.compute_factors))
     if s.input is not None:
         i = s.input
         rates = [

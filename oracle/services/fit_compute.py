@@ -22,24 +22,20 @@ def run_options(run, file: str, profile, stack: str | None = None):
     from dataclasses import replace
 
     from oracle.compute.compare import run_precision_options
-    from oracle.compute.context import Options
-    from oracle.compute.options import profile_defaults
-    from oracle.compute.stack import stack_options
+    from oracle.compute.options import Flags
     from oracle.errors import OracleError
     from oracle.load import load_stack
 
     try:
-        precision, mixed = run_precision_options(run) or (None, False)
+        precision, mixed = run_precision_options(run) or (None, None)
     except OracleError as exc:
         exc.file = file
         raise
-    options = Options(precision=profile_defaults(profile, precision).precision.value, mixed_precision=mixed)
     name = run.stack or stack
-    if not name:
-        return options
     # the written profile is measured (a stack's efficiency never applies to it): the runs are
     # inverted under everything else the stack adds
-    return stack_options(options, replace(load_stack(name), efficiency=()))
+    st = replace(load_stack(name), efficiency=()) if name else None
+    return Flags.parse(stack=st).resolve(profile, precision, mixed).options
 
 
 def calibrate_compute(runs_file: str, chosen, base_system: str, stack: str | None = None):

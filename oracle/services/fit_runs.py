@@ -12,6 +12,8 @@ import datetime
 from dataclasses import dataclass
 from pathlib import Path
 
+from oracle.textsafe import yaml_comments
+
 
 @dataclass(frozen=True)
 class RunsRequest:
@@ -56,12 +58,13 @@ def fit_runs(req: RunsRequest, warn) -> FitRuns:
 
         return FitRuns(len(sel.chosen), profile=calibrate_compute(req.runs, sel.chosen, str(sel.base_path), req.stack))
     cal = calibrate_runs(req, sel)
-    text = calibrated_system(req, sel, cal) if req.output and cal.evidence else None
+    # issue 26: an unphysical system is not written (the command refuses it)
+    text = calibrated_system(req, sel, cal) if req.output and cal.evidence and not cal.unphysical else None
     return FitRuns(len(sel.chosen), cal, text)
 
 
 def select_runs(req: RunsRequest) -> Selection:
-    from oracle.compute.strategies import NAMES
+    from oracle.compute.strategies import names
     from oracle.errors import OracleError
     from oracle.load import load_system
     from oracle.load.runs import load_runs
@@ -69,7 +72,7 @@ def select_runs(req: RunsRequest) -> Selection:
     from oracle.render.fit import plain
     from oracle.resources import resolve
 
-    measured = load_runs(req.runs, NAMES)
+    measured = load_runs(req.runs, names())
     extra = plain(load_yaml(req.overlay, "YAML overlay file")) if req.overlay else None  # fail before the work
     chosen = [r for r in measured if all(r.get(k) in v for k, v in req.where.items())]
     if not chosen:
@@ -140,7 +143,7 @@ def calibrated_system(req: RunsRequest, sel: Selection, cal) -> str:
     ]
     for e in cal.evidence:
         head.append(f"#   {req.runs}:{e.line} {e.run}: {e.parameter} = {fmt_param(e.parameter, e.value)} ({e.note})")
-    text = "\n".join(head) + "\n" + yaml.safe_dump(doc, sort_keys=False, allow_unicode=True, width=100)
+    text = "\n".join(yaml_comments(h[2:] for h in head)) + "\n" + yaml.safe_dump(doc, sort_keys=False, allow_unicode=True, width=100)
     try:
         check_loads(text, str(req.output))
     except OracleError as exc:
@@ -159,6 +162,9 @@ def _set_compute(doc: dict, cal, runs: str) -> None:
     impl = dict(doc.get("implementation") or {})
     impl["compute_factors"] = {**dict(impl.get("compute_factors") or {}),
                                **{m: float(f"{k:.6g}") for m, k in cal.compute_factors}}  # fmt: skip
+    if cal.compute_batches:  # issue 26: where the batch curve starts
+        impl["compute_samples_per_gpu"] = {**dict(impl.get("compute_samples_per_gpu") or {}),
+                                           **{m: float(f"{b:.6g}") for m, b in cal.compute_batches}}  # fmt: skip
     note = f"compute_factors fitted by `oracle fit runs --calibrate all` on {runs} lines {_lines(cal, 'compute_factor')}"
     impl["source"] = f"{impl['source']}; {note}" if impl.get("source") else note
     doc["implementation"] = impl

@@ -23,7 +23,6 @@ COLUMNS = (
     "iteration_s",
     "source",
 )
-HYBRIDS = ("data+filter", "data+spatial")
 
 
 def import_logs(paths, fixed: dict, log_format: str | None, skip_unknown: bool, append: bool, output: str | None,
@@ -42,15 +41,15 @@ def import_logs(paths, fixed: dict, log_format: str | None, skip_unknown: bool, 
 
 
 def check_strategy(name: str) -> str:
-    from oracle.compute.strategies import NAMES
+    from oracle.compute.strategies import names
     from oracle.errors import OracleError, did_you_mean
 
     s = name.strip().lower()
-    if s not in NAMES:
+    if s not in names():
         raise OracleError(
             f"unknown strategy '{name}'",
             path="--strategy",
-            hint=did_you_mean(s, NAMES) or "expected one of " + ", ".join(NAMES),
+            hint=did_you_mean(s, names()) or "expected one of " + ", ".join(names()),
         )
     return s
 
@@ -91,6 +90,7 @@ def files(paths) -> list[str]:
 
 
 def _row(path: str, fixed: dict, log_format: str | None, skip_unknown: bool, warn) -> dict | None:
+    from oracle.compute.strategies import REGISTRY
     from oracle.errors import OracleError
     from oracle.load.logs import FORMAT_NAMES, UnknownLogFormat, parse_run_name, read_log
 
@@ -128,7 +128,7 @@ def _row(path: str, fixed: dict, log_format: str | None, skip_unknown: bool, war
         raise missing("batch size", "--batch or --batch-per-gpu (the file name has none, e.g. 32pergpu)")
     p1 = fixed["p1"] or found.get("p1")
     p2 = fixed["p2"] or found.get("p2")
-    if row["strategy"] in HYBRIDS:
+    if REGISTRY[row["strategy"]].hybrid:
         if p1 is None and p2 is None:
             raise missing("hybrid split", "--p2 (p = p1·p2)")
         if p1 is None or p2 is None:
@@ -155,12 +155,12 @@ def _row(path: str, fixed: dict, log_format: str | None, skip_unknown: bool, war
 
 def _as_compare_reads_it(row: dict, path: str) -> None:
     """Refuse a row that ``oracle compare`` would refuse (e.g. 1e+308 seconds)."""
-    from oracle.compute.strategies import NAMES
+    from oracle.compute.strategies import names
     from oracle.errors import OracleError
     from oracle.load.runs import parse_row
 
     try:
-        parse_row({c: str(row[c]) for c in COLUMNS}, path, None, NAMES)
+        parse_row({c: str(row[c]) for c in COLUMNS}, path, None, names())
     except OracleError as exc:
         raise OracleError(f"{exc.path}: {exc.message}; oracle compare would refuse this row",
                           file=path, hint=exc.hint) from None

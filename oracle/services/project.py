@@ -4,16 +4,7 @@ services that build on a projection (report, plot, search).  No click, no printi
 
 from __future__ import annotations
 
-
-def load_inputs(model: str, system: str, profile: str):
-    """Load and cross-check model, system and profile; return them and the times."""
-    from oracle.load import load_model, load_profile, load_system
-    from oracle.load.profile import bind_profile
-
-    m = load_model(model)
-    s = load_system(system)
-    pr = load_profile(profile)
-    return m, s, pr, bind_profile(m, pr)
+from oracle.vocabulary import FP32, PARADL, RING
 
 
 def profile_note(pr, options=None) -> str:
@@ -32,13 +23,13 @@ def profile_note(pr, options=None) -> str:
     return ""
 
 
-def describe(m, s, pr, options, run, batch, conversion) -> dict:
-    """The captions of a projection: ``run`` (compute.options.RunDefaults) says where its
-    precision and per-GPU batch came from, ``batch`` is the global batch (strong scaling)."""
+def describe(m, s, pr, run, conversion) -> dict:
+    """The captions of a projection: ``run`` (compute.options.Run) holds its options and
+    says where its precision and per-GPU batch came from."""
     from pathlib import Path
 
     converts = conversion is not None and conversion.active
-    per_gpu = run.batch_per_gpu.value if run.batch_per_gpu is not None else None
+    options, batch, per_gpu = run.options, run.batch, run.per_gpu
     batch_note = batch_provenance(run.batch_per_gpu, converts) if per_gpu is not None else ""
     return {
         "model": m.name,
@@ -89,9 +80,9 @@ def precision_caption(options, chosen, converts: bool) -> str:
 
     used = run_precision(options.precision, options.mixed_precision)
     given = [name for name, on in (("--precision", chosen.given), ("--mixed-precision", options.mixed_precision)) if on]
-    note = provenance(chosen, used, " and ".join(given), str(chosen.recorded), converts, default="fp32")
+    note = provenance(chosen, used, " and ".join(given), str(chosen.recorded), converts, default=FP32)
     if options.mixed_precision:
-        return f"mixed precision {used} (δ=2, fp32 master weights" + (f"; {note})" if note else ")")
+        return f"mixed precision {used} (δ=2, {FP32} master weights" + (f"; {note})" if note else ")")
     return f"{options.precision} (δ={options.delta}" + (f"; {note})" if note else ")")
 
 
@@ -104,7 +95,7 @@ def model_note(model) -> str:
 def memory_note(system, options, profile=None) -> str:
     """Which memory model the GPU memory column uses (docs/memory.md and docs/cost-model.md), and whether the saved
     activations were measured (a profile's saved_bytes) or follow the layer-type rules."""
-    if options.memory_model == "paradl":
+    if options.memory_model == PARADL:
         return f"memory: ParaDL's upper bound Σ 2B(|x|+|y|) + 2|w|, scaled by γ = {options.memory_reuse:g}"
     measured = profile is not None and profile.layers and all(t.saved_bytes is not None for _, t in profile.layers)
     saved = "measured by the profile" if measured else "by layer type"
@@ -118,7 +109,7 @@ def options_note(system, options) -> str:
     """The options beyond ParaDL in force (empty when the defaults reproduce it)."""
     bits = []
     algorithm = options.collective or system.collective_algorithm
-    if algorithm != "ring":
+    if algorithm != RING:
         bits.append(f"{algorithm} all-reduce")
     if system.collective_tables:
         bits.append("measured collective tables")
@@ -144,85 +135,29 @@ def options_note(system, options) -> str:
     return " · ".join(bits)
 
 
-def project(model, system, profile, gpus=None, strategies="all", batch_per_gpu=None, batch=None, p2=None,
-            segments=None, precision=None, gamma=1.0, phi=None, samples=None, collective=None,
-            optimizer="sgd", mixed_precision=False, zero=0, checkpointing=False, overlap="none",
-            bucket_mb=25.0, layers=None, memory_model="framework", spatial_split_after=None,
-            compute_scaling="model", bucket_layers=None, delayed_update=None,
-            replicated_gradients=None, stack=None):  # fmt: skip
-    """Load the inputs and run the sweep, as ``oracle predict`` does (keywords as the
-    options of :func:`sweep_options`; precision and batch None: the profile's).
+def project(model, system, profile, gpus=None, strategies="all", p2=None, layers=None, **flags):
+    """Load the inputs and run the sweep, as ``oracle predict`` does (``flags``: its
+    options by their names, as compute.options.Flags.parse takes them; precision and
+    batch not given: the profile's).
 
     Returns (points, meta, inputs): ``meta`` labels tables, plots and the report,
-    ``inputs`` is a dict with the loaded model, system, profile and options."""
-    from oracle.api import SweepRequest, run_sweep
-    from oracle.compute.context import Options
-    from dataclasses import replace
+    ``inputs`` is a dict with the loaded model, system, profile, options, GPU counts and
+    ``files`` (the load.Files that read them, for the command's further projections)."""
+    from oracle.api import request, run_sweep
+    from oracle.load import Files
 
-    from oracle.compute.options import profile_defaults
-    from oracle.compute.stack import apply_stack
-    from oracle.errors import OracleError
-    from oracle.load import load_stack
-    from oracle.load.values import default_gpus, parse_gpus
-
-    if batch is not None and batch_per_gpu is not None:
-        raise OracleError("give either --batch (strong scaling) or --batch-per-gpu (weak scaling), not both")
-    m, s, pr, _ = load_inputs(model, system, profile)  # a mismatched profile is the first error
-    st = load_stack(stack) if stack is not None else None
-    counts = parse_gpus(gpus) if gpus is not None else default_gpus(s.total_gpus)  # '' is an error
-    run = profile_defaults(pr, precision, batch, batch_per_gpu)
-    batch_per_gpu = run.batch_per_gpu.value if run.batch_per_gpu is not None else None
-    options = Options(precision=run.precision.value, contention=phi, segments=segments,
-                      samples=samples, collective=collective, optimizer=optimizer, mixed_precision=mixed_precision,
-                      zero=zero, checkpointing=checkpointing, overlap=overlap, bucket_bytes=bucket_mb * 2**20,
-                      memory_model=memory_model, spatial_split_after=spatial_split_after,
-                      compute_scaling=compute_scaling, bucket_layers=chunk_layers(bucket_layers),
-                      delayed_update=layer_names(delayed_update), replicated_gradients=layer_names(replicated_gradients))
-    options, s = apply_stack(options, s, st)
-    options = replace(options, memory_reuse=memory_reuse(gamma, options.memory_model))
-    sweep = run_sweep(SweepRequest(m, s, pr, options, counts, strategies, batch, batch_per_gpu, p2))
+    files = Files()
+    req = request(model, system, profile, gpus, strategies, p2, files=files, **flags)
+    sweep = run_sweep(req)
     points = sweep.points
     if layers:
-        points = with_layerwise(points, layers, m, s, pr, options, batch, batch_per_gpu)
-    meta = describe(m, s, pr, options, run, batch, sweep.conversion)
+        points = with_layerwise(points, layers, req)
+    m, s = req.model, req.system
+    meta = describe(m, s, req.profile, req.run, sweep.conversion)
     meta.update(gpu_model=s.gpu_model, gpu_memory_bytes=s.gpu_memory_bytes)
-    inputs = dict(model=m, system=s, profile=pr, options=options, gpus=counts, strategies=strategies,
-                  batch=batch, batch_per_gpu=batch_per_gpu, p2=p2,
-                  args=dict(model=model, system=system, profile=profile))
+    inputs = dict(model=m, system=s, profile=req.profile, options=req.run.options, gpus=req.counts, files=files,
+                  args=dict(model=model, system=system, profile=profile))  # fmt: skip
     return points, meta, inputs
-
-
-def memory_reuse(gamma: float | None, memory_model: str) -> float:
-    """γ applies to ParaDL's bound only: with the framework model it is a usage error."""
-    from oracle.errors import OracleError
-
-    if gamma is None:
-        return 1.0
-    if memory_model != "paradl":
-        raise OracleError(
-            "γ scales ParaDL's memory bound; the framework memory model counts"
-            " what is kept instead",
-            path="--memory-reuse",
-            hint="add --memory-model paradl, or drop --memory-reuse",
-        )
-    return gamma
-
-
-def layer_names(text) -> tuple[str, ...]:
-    """A comma-separated list of layer names or types."""
-    return tuple(x.strip() for x in (text or "").split(",") if x.strip())
-
-
-def chunk_layers(k) -> int:
-    """--bucket-layers K: None (not given) is 0, chunks by size; an explicit 0 is an error."""
-    from oracle.errors import OracleError
-
-    if k is None:
-        return 0
-    if k < 1:
-        raise OracleError(f"got {k}; a chunk holds at least 1 layer", path="--bucket-layers",
-                          hint="leave it out to chunk by --bucket-MB")  # fmt: skip
-    return k
 
 
 def conversion_caption(conversion, batch, batch_per_gpu, system=None, model=None) -> str:
@@ -231,6 +166,8 @@ def conversion_caption(conversion, batch, batch_per_gpu, system=None, model=None
     system's calibrated compute factor for the model, if any (issue 14)."""
     k = system.implementation.compute_factor(model.name) if system is not None and model is not None else 1.0
     factor = f"; times x {k:.4g}, the system's calibrated compute factor for {model.name}" if k != 1.0 else ""
+    b = system.implementation.compute_batch(model.name) if factor else None  # issue 26
+    factor += f", measured at {b:g} per GPU (other batches: the compute model's curve)" if b else ""
     if conversion is None:
         return "linear (ParaDL: profile times x samples)" + factor
     per_gpu = batch_per_gpu if batch is None else None
@@ -238,15 +175,16 @@ def conversion_caption(conversion, batch, batch_per_gpu, system=None, model=None
     return text + ("" if per_gpu is not None or not conversion.active else " (b = B/p per point)") + factor
 
 
-def with_layerwise(points, path, m, s, pr, options, batch, batch_per_gpu):
-    """A layer-wise configuration file (oracle search -o) ranked with the sweep at its
-    GPU count, as strategy "layer-wise"."""
+def with_layerwise(points, path, req):
+    """A layer-wise configuration file (oracle search -o) ranked with the sweep of
+    ``req`` (api.SweepRequest) at its GPU count, as strategy "layer-wise"."""
     from oracle.compute import layerwise
     from oracle.compute.conversion import build_context
     from oracle.compute.sweep import rank
     from oracle.errors import OracleError
     from oracle.load.layerwise import bind_layerwise, load_layerwise
 
+    m, options = req.model, req.run.options
     if options.overlap != "none" or options.memory_model_extended:
         raise OracleError(
             "--layers does not support --overlap or the memory options (optimizer, mixed precision,"
@@ -258,8 +196,8 @@ def with_layerwise(points, path, m, s, pr, options, batch, batch_per_gpu):
     p = config.gpus
     B = config.global_batch()
     if B is None:
-        B = float(batch) if batch is not None else float(batch_per_gpu) * p
-    ctx = build_context(m, s, pr, options)
+        B = req.run.batch if req.run.batch is not None else req.run.per_gpu * p
+    ctx = build_context(m, req.system, req.profile, options)
     point = layerwise.evaluate(ctx, p, B, assignment).point
     others = [pt for pt in points if pt.gpus != p]
     group = rank([pt for pt in points if pt.gpus == p] + [point])

@@ -17,7 +17,7 @@ def write_report(sweep: dict, measured: str | None, where, exclude, output: str,
     markdown = Path(output).suffix.lower() in (".md", ".markdown")
     points, meta, inputs = project(**sweep)
     bar.advance("comparing measured runs" if measured else "drawing plots")
-    meas = _measured(measured, where, exclude, sweep, inputs["options"]) if measured else None
+    meas = _measured(measured, where, exclude, sweep, inputs["files"]) if measured else None
     data = rr.ReportData(
         points=points, meta=meta, model=inputs["model"], system=inputs["system"], profile=inputs["profile"],
         options=inputs["options"], gpus=inputs["gpus"], strategies=sweep["strategies"], args=inputs["args"],
@@ -39,14 +39,16 @@ def write_report(sweep: dict, measured: str | None, where, exclude, output: str,
     atomic_write_all(files)
 
 
-def _measured(measured: str, where, exclude, sweep: dict, options):
+def _measured(measured: str, where, exclude, sweep: dict, files):
+    """The measured runs projected on the sweep's system with its options (those that
+    ``oracle compare`` has), reading the files the sweep read once (``files``)."""
     from oracle import api
     from oracle.load.values import parse_where
     from oracle.render import report as rr
 
+    flags = {k: sweep[k] for k in ("precision", "memory_model", "memory_reuse", "contention")}
     rows, summary = api.compare(
         measured, where=parse_where(where), exclude=parse_where(exclude, "--exclude"), system=sweep["system"],
-        precision=sweep["precision"], memory_reuse=options.memory_reuse, contention=sweep["phi"],
-        memory_model=options.memory_model,
+        files=files, **flags,
     )  # fmt: skip
     return rr.Measured(measured, rows, summary)

@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import click
 
+from oracle.cli.common import echo
 from oracle.cli.fit import fit
-from oracle.cli.types import ByteSize, Count, FiniteRange, PlainIntRange
+from oracle.cli.types import ByteSize, Count, FiniteRange, PlainIntRange, count_type, width_type
 
 
 def _command_line(params: dict, logs: list[str]) -> str:
@@ -66,7 +67,7 @@ def _command_line(params: dict, logs: list[str]) -> str:
               help="GPUs of logs without a rank table (OSU): N for all, FILE=N for one; repeatable.")
 @click.option("--nodes", "nodes", type=Count(), multiple=True,
               help="Nodes of logs without a rank table: N or FILE=N. [default: file-name rule]")
-@click.option("--gpus-per-node", type=PlainIntRange(min=1),
+@click.option("--gpus-per-node", type=count_type(),
               help="GPUs per node for logs without a rank table. [default: the base system's]")
 @click.option("--name", metavar="TEXT", help="Name of the written system. [default: BASE's name + ' (fitted network)']")
 @click.option("--source", metavar="TEXT", help="Where the logs come from (written into the file's provenance).")
@@ -79,7 +80,7 @@ def _command_line(params: dict, logs: list[str]) -> str:
 @click.option("--protocols", type=PlainIntRange(1, 4), default=1, show_default=True,
               help="α-β lines per level: 1 = the ring model above n½; 3 = NCCL's LL, LL128 and Simple"
               " regimes fitted to every message size (collectives take the cheapest line).")
-@click.option("--width", type=PlainIntRange(min=60), help="Table width. [default: terminal]")
+@click.option("--width", type=width_type(), help="Table width. [default: terminal]")
 @click.pass_context
 def fit_network_cmd(
     ctx, logs, system, output, fmt, min_bytes, max_bytes, bw_fraction, in_place, operation, gpus, nodes,
@@ -125,4 +126,4 @@ def fit_network_cmd(
         return
     emit(job.text, None if yaml_to_stdout else output)
     if not yaml_to_stdout and fmt == "table":
-        click.echo(f"wrote {output}", err=True)
+        echo(f"wrote {output}", err=True)

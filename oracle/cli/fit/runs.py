@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import click
 
-from oracle.cli.common import stack_option
+from oracle.cli.common import echo, stack_option
 from oracle.cli.fit import fit
-from oracle.cli.types import PlainIntRange
+from oracle.cli.types import width_type
 
 
 @fit.command("runs", context_settings={"max_content_width": 100})
@@ -25,7 +25,7 @@ from oracle.cli.types import PlainIntRange
 @click.option("--overlay", metavar="FILE", help="A YAML mapping merged into the written system (documented implementation facts).")
 @click.option("--name", metavar="TEXT", help="Name of the written system. [default: BASE's name + ' (calibrated)']")
 @click.option("--output", "-o", metavar="FILE", help="Write the calibrated system YAML (atomically).")
-@click.option("--width", type=PlainIntRange(min=60), help="Table width. [default: terminal]")
+@click.option("--width", type=width_type(), help="Table width. [default: terminal]")
 @stack_option(" The runs are inverted under it; a run's stack column comes first.")
 def fit_runs_cmd(runs, system, kind, where, overlay, name, output, width, stack) -> None:
     """Calibrate a system from measured training runs (held-out runs then validate it).
@@ -60,9 +60,14 @@ def fit_runs_cmd(runs, system, kind, where, overlay, name, output, width, stack)
         what = "identifies a parameter" if kind == "all" else f"calibrates the {kind}"
         raise OracleError(f"none of the {result.selected} selected runs {what} (the table above says why)",
                           file=runs, line=cal.unused[0][0] if result.selected == 1 and cal.unused else None)  # fmt: skip
+    if cal.unphysical:  # issue 26: refused, nothing written
+        lines = {n for found, _ in cal.unphysical for n in found}
+        raise OracleError("the runs give an unphysical system: " + "; ".join(t for _, t in cal.unphysical),
+                          file=runs, line=lines.pop() if len(lines) == 1 else None,
+                          hint="select other runs with --where, or add the measurement named")  # fmt: skip
     if output:
         emit(result.system_text, output)
-        click.echo(f"wrote {output}", err=True)
+        echo(f"wrote {output}", err=True)
 
 
 def _write_profile(runs_file: str, profile, factor: float, evidence, output: str | None) -> None:
@@ -70,9 +75,9 @@ def _write_profile(runs_file: str, profile, factor: float, evidence, output: str
     from oracle.services.fit_compute import profile_text
 
     for line, label, f in evidence:
-        click.echo(f"{runs_file}:{line} {label}: compute x {f:.4g}", err=True)
-    click.echo(f"compute factor (median of {len(evidence)}): {factor:.4g}", err=True)
+        echo(f"{runs_file}:{line} {label}: compute x {f:.4g}", err=True)
+    echo(f"compute factor (median of {len(evidence)}): {factor:.4g}", err=True)
     if not output:
         return
     emit(profile_text(runs_file, profile, factor, evidence), output)
-    click.echo(f"wrote {output}", err=True)
+    echo(f"wrote {output}", err=True)

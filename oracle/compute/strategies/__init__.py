@@ -1,23 +1,19 @@
-"""The strategy registry: one module per strategy, each registering itself.
+"""The strategy registry: one module per strategy, each declaring and registering itself
+(``@register``: name, order, split layers, phases, plot style, hybrid parts, per-layer
+distribution; docs/development.md "How to add a strategy").  Every module of this
+package is imported here, so a new one needs no line elsewhere.
 
 ``REGISTRY[name]`` is a :class:`~oracle.compute.strategies.base.Strategy` whose
 ``configurations()`` lists the points for p GPUs and ``evaluate()`` returns a
-:class:`~oracle.compute.cost.Point`.
+:class:`~oracle.compute.cost.Point`; :func:`names` lists them in their order.
 """
 
-from oracle.compute.strategies import (  # noqa: F401 - imported to register
-    channel,
-    data,
-    data_filter,
-    data_spatial,
-    filter,
-    pipeline,
-    serial,
-    spatial,
-)
-from oracle.compute.strategies.base import REGISTRY, Config, Strategy
+import importlib
+import pkgutil
 
-ORDER = ("serial", "data", "spatial", "filter", "channel", "pipeline", "data+filter", "data+spatial")
-NAMES = tuple(n for n in ORDER if n in REGISTRY)
+from oracle.compute.strategies.base import REGISTRY, Config, Strategy, names
 
-__all__ = ["REGISTRY", "NAMES", "Config", "Strategy"]
+for _module in pkgutil.iter_modules(__path__):
+    importlib.import_module(f"{__name__}.{_module.name}")
+
+__all__ = ["REGISTRY", "Config", "Strategy", "names"]

@@ -5,12 +5,21 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 
 from oracle.compute.context import Context
-from oracle.compute.cost import NAN_BREAKDOWN, Breakdown, Limit, Point
+from oracle.compute.cost import (
+    PARTS,
+    Breakdown,
+    Limit,
+    Phase,
+    Point,
+    declare_phase,
+    forget_phase,
+    phase_names,
+)
 from oracle.compute.memory import MemoryParts, memory_bytes
 from oracle.compute.stack import stack_name, with_stack_costs
 from oracle.units import fmt_gb
@@ -28,15 +37,61 @@ class Config:
     segments: int | None = None  # pipeline S
 
 
+@dataclass(frozen=True)
+class Style:
+    """How plots draw a strategy: plain data, so that compute never imports matplotlib
+    (oracle/render/plots.py reads it)."""
+
+    colour: str  # "#RRGGBB"
+    marker: str  # a matplotlib marker code
+
+
+@dataclass(frozen=True)
+class LayerwiseKind:
+    """A strategy as a per-layer distribution (compute/layerwise.py).  ``fill`` writes
+    one distribution's column of every layer's costs (compute/layerwise_build.Columns),
+    called as fill(ctx, cols, reg, k, dist, B); ``grid``: p1 sample groups each split
+    the layer over p2 GPUs, at every factorization p = p1·p2 (else all p GPUs split the
+    samples, p1 = p, p2 = 1); ``default``: oracle search considers it unless
+    --distributions says otherwise."""
+
+    fill: Callable
+    grid: bool = True
+    default: bool = True
+
+
 class Strategy:
-    """A parallelization strategy: which configurations exist for p GPUs, and the cost
-    of one.  Subclasses implement :meth:`evaluate`; hybrids override
-    :meth:`configurations` to list factorizations."""
+    """A parallelization strategy, declared in one module: its name, its place in the
+    order (--strategy all, tables, plots), the layers it splits, the breakdown phases
+    it adds, its plot style, its hybrid parts and its per-layer distribution; which
+    configurations exist for p GPUs and the cost of one.  Subclasses implement
+    :meth:`evaluate`; hybrids override :meth:`configurations` to list factorizations.
+    ``register`` adds a subclass to :data:`REGISTRY` (docs/development.md: how to add a
+    strategy)."""
 
     name: str = ""
-    hybrid: bool = False
+    order: float | None = None  # position among the strategies (smaller first); required
     description: str = ""
+    hybrid_parts: tuple[str, str] | None = None  # (data part, model part) of a hybrid p = p1·p2
+    one_gpu: bool = False  # runs on one GPU only (--strategy all lists it at 1 GPU, the others from 2)
     loading: str = "leader"  # who reads the input: every_gpu, leader, per_group (compute/io.py)
+    phases: tuple[Phase, ...] = ()  # breakdown phases it adds to compute/cost.COMMON_PHASES
+    style: Style = Style("#999999", "o")  # grey: declare a colour and marker of its own
+    layerwise: LayerwiseKind | None = None  # None: no per-layer distribution
+    limit_words: dict[str, str] = {}  # limit code it reports -> a few words for plot labels
+
+    @property
+    def hybrid(self) -> bool:
+        return self.hybrid_parts is not None
+
+    def split_layers(self, ctx: Context) -> tuple[np.ndarray, np.ndarray | None]:
+        """The layers this strategy splits (docs/cost-model.md "Split layers"), as a mask,
+        and per split layer but the first the groups of the convolution that decide
+        whether a gradient is a reduction (filter.py; None: dense).  Every layer by
+        default; a hybrid's are its model part's.  Context.split(name) sums them once."""
+        if self.hybrid_parts is not None:
+            return REGISTRY[self.hybrid_parts[1]].split_layers(ctx)
+        return np.ones(ctx.G, dtype=bool), None
 
     def configurations(
         self, ctx: Context, p: int, batch: float, p2: int | None = None
@@ -52,11 +107,55 @@ class Strategy:
 
 
 REGISTRY: dict[str, Strategy] = {}
+_changes = [0]  # register/unregister count: what caches of the registry's contents key on
+
+
+def changes() -> int:
+    """How often the registry changed (a key for what is derived from it)."""
+    return _changes[0]
 
 
 def register(cls: type[Strategy]) -> type[Strategy]:
-    REGISTRY[cls.name] = cls()
+    """Class decorator: add a strategy to :data:`REGISTRY`, and the phases it declares
+    to the breakdown.  Refuses a name --strategy could not select (empty, upper case,
+    spaces or commas, 'all'), a name or phase registered already, and no order."""
+    name = cls.name
+    if not isinstance(name, str) or not name or name != name.strip().lower() or "," in name or name == "all":
+        raise ValueError(f"{cls.__name__}: a strategy needs a name --strategy can select (lower case, no"
+                         f" spaces or commas, not 'all'); got {name!r}")  # fmt: skip
+    if name in REGISTRY:
+        raise ValueError(f"strategy '{name}' is registered already (by {type(REGISTRY[name]).__qualname__})")
+    if not isinstance(cls.order, (int, float)):
+        raise ValueError(f"strategy '{name}' needs an order (a number: its place among the strategies)")
+    own = vars(cls).get("phases", ())  # a subclass does not declare its parent's phases again
+    taken = [ph.name for ph in own if ph.name in phase_names()]
+    if taken or len({ph.name for ph in own}) < len(own):
+        raise ValueError(f"strategy '{name}': phase {(taken or [own[0].name])[0]!r} is declared already")
+    if any(ph.part not in PARTS for ph in own):
+        raise ValueError(f"strategy '{name}': a phase's part is one of {', '.join(PARTS)}")
+    for i, ph in enumerate(own):
+        declare_phase(ph, (cls.order, name, i))
+    REGISTRY[name] = cls()
+    _changes[0] += 1
     return cls
+
+
+def unregister(name: str) -> None:
+    """Remove a strategy and the phases it declared (a test that adds a toy one)."""
+    strategy = REGISTRY.pop(name)
+    for ph in vars(type(strategy)).get("phases", ()):
+        forget_phase(ph.name)
+    _changes[0] += 1
+
+
+def names() -> tuple[str, ...]:
+    """The registered strategies in their order (what --strategy all evaluates)."""
+    if _names.get("at") != changes():
+        _names.update(at=changes(), names=tuple(sorted(REGISTRY, key=lambda n: (REGISTRY[n].order, n))))
+    return _names["names"]
+
+
+_names: dict = {}
 
 
 def hybrid_configurations(
@@ -92,7 +191,7 @@ def make_point(
     if ctx.options.zero >= 3 and breakdown.gradient_exchange_s:
         # ZeRO-3 all-gathers the weights in forward and backward besides the gradient
         # reduce-scatter: 1.5x the all-reduce volume (Rajbhandari et al., SC 2020, §7.2)
-        breakdown = replace(breakdown, gradient_exchange_s=1.5 * breakdown.gradient_exchange_s)
+        breakdown = breakdown.replace(gradient_exchange_s=1.5 * breakdown.gradient_exchange_s)
     if cfg.batch > 0:  # issue 25: the stack's per-GPU costs (none without a stack)
         breakdown = with_stack_costs(ctx.options, cfg.gpus, ctx.D / cfg.batch, len(ctx.model.layers), breakdown)
     if system.input is not None and cfg.batch > 0:
@@ -223,12 +322,12 @@ def _with_input(ctx: Context, cfg: Config, bd: Breakdown) -> Breakdown:
     )  # fmt: skip
     I = ctx.D / cfg.batch
     busy = (bd.compute_s + bd.communication_s) / I
-    return replace(bd, input_s=I * exposed(pipe, t_io, busy))
+    return bd.replace(input_s=I * exposed(pipe, t_io, busy))
 
 
 def not_computable(ctx: Context, cfg: Config, limits: list[Limit]) -> Point:
     """A point whose numbers cannot be formed (e.g. more stages than layers)."""
-    return make_point(ctx, cfg, NAN_BREAKDOWN, math.nan, limits)
+    return make_point(ctx, cfg, Breakdown.filled(math.nan), math.nan, limits)
 
 
 def batch_limit(B: float, parts: int, what: str = "GPU") -> list[Limit]:

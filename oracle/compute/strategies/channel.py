@@ -3,25 +3,35 @@ filter parallelism, split by input channels, so not the layers reading the data.
 
 from __future__ import annotations
 
-from oracle.compute.context import Context, SplitSums
-from oracle.compute.cost import Limit
-from oracle.compute.strategies.base import min_layer, register
+import numpy as np
+
+from oracle.compute.context import Context
+from oracle.compute.strategies.base import Style, register
 from oracle.compute.strategies.filter import Filter
+from oracle.model import MODEL_INPUT, WEIGHT_TYPES
 
 
 @register
 class Channel(Filter):
     name = "channel"
+    order = 40
     description = "input channels of conv/fc layers (but the first) split over p GPUs"
+    style = Style("#F0E442", "v")  # yellow (Okabe & Ito 2008; markers get a dark edge to stay visible)
     limit_code = "channels"
+    limit_words = {limit_code: "p > input channels"}
+    width_noun = "input channels"
 
-    def split(self, ctx: Context) -> SplitSums:
-        return ctx.channel_split
+    def split_layers(self, ctx: Context) -> tuple[np.ndarray, np.ndarray]:
+        """Every conv, convtranspose, fc and attention layer except those reading the
+        model's input (their input channels are the data's; the cost model says "except
+        the first layer").  A split layer's output is a sum over its input channels
+        unless the layer itself is grouped (filter.py)."""
+        mask = np.array([
+            t in WEIGHT_TYPES and MODEL_INPUT not in layer.inputs
+            for t, layer in zip(ctx.types, ctx.model.layers)
+        ])  # fmt: skip
+        return mask, ctx.groups[np.flatnonzero(mask)[:-1]]
 
-    def width_limit(self, ctx: Context, sums: SplitSums, q: int, label: str) -> list[Limit]:
-        """p <= min_s C_l (input channels of the split layers)."""
-        cmin, name = min_layer(ctx, sums.mask, ctx.C)
-        if name and q > cmin:
-            what = "heads" if ctx.types[ctx.model.index[name]] == "attention" else "input channels"
-            return [Limit(self.limit_code, f"{label}={q} exceeds the {cmin} {what} of {name}")]
-        return []
+    def widths(self, ctx: Context) -> np.ndarray:
+        """Per layer, the width the split divides (input channels, C_l)."""
+        return ctx.C

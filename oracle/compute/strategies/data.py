@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from oracle.compute.context import Context
@@ -15,8 +17,10 @@ from oracle.compute.network import (
 from oracle.compute.replicated import replicated_layers
 from oracle.compute.strategies.base import (
     Config,
+    LayerwiseKind,
     MemoryParts,
     Strategy,
+    Style,
     batch_limit,
     make_point,
     overlap_details,
@@ -24,12 +28,32 @@ from oracle.compute.strategies.base import (
     register,
 )
 
+if TYPE_CHECKING:
+    from oracle.compute.layerwise_build import Columns, Registry
+
+
+def fill_data(ctx: Context, cols: Columns, reg: Registry, k: int, d, B: float) -> None:
+    """data on p GPUs as a per-layer distribution (compute/layerwise.py): every layer's
+    samples split p ways, its gradient in the all-reduce of those p GPUs."""
+    p, D, I = d.gpus, ctx.D, ctx.D / B
+    cols.fb[:, k] = D / p * ctx.times_at(B / p)[2]
+    cols.wu[:, k] = I * ctx.wu
+    cols.mem[:, k] = 2 * B / p * ctx.layer_memory_elements() + 2 * ctx.w
+    cols.held[:, k] = B / p
+    cols.gbytes[:, k] = ctx.delta * ctx.w
+    cols.gclass[:, k] = reg.all_of(p)
+    cols.split[:, k] = True
+    cols.lay[:, k] = reg.layout(("S", p, 1), p)
+
 
 @register
 class Data(Strategy):
     name = "data"
+    order = 10
     loading = "every_gpu"
     description = "samples split over p GPUs; gradients all-reduced"
+    style = Style("#0072B2", "o")  # blue (Okabe & Ito 2008)
+    layerwise = LayerwiseKind(fill_data, grid=False)
 
     def evaluate(self, ctx: Context, cfg: Config) -> Point:
         p, B, D = cfg.gpus, cfg.batch, ctx.D

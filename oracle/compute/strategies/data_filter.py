@@ -16,9 +16,11 @@ from oracle.compute.network import (
     level_for,
 )
 from oracle.compute.strategies.base import (
+    REGISTRY,
     Config,
     MemoryParts,
     Strategy,
+    Style,
     batch_limit,
     hybrid_configurations,
     make_point,
@@ -27,6 +29,7 @@ from oracle.compute.strategies.base import (
     overlapped_gradients,
     register,
 )
+from oracle.compute.strategies.data import Data
 from oracle.compute.strategies.filter import Filter, horizontal_collectives
 
 
@@ -53,9 +56,12 @@ def data_group_allreduce(ctx: Context, p1: int, p2: int, m_bytes: float) -> tupl
 @register
 class DataFilter(Strategy):
     name = "data+filter"
+    order = 60
     loading = "per_group"
-    hybrid = True
+    hybrid_parts = (Data.name, Filter.name)
     description = "filter parallelism in groups of p2, data parallelism across p1 groups"
+    style = Style("#D55E00", "P")  # vermillion (Okabe & Ito 2008)
+    limit_words = {"factorization": "p2 does not divide p"}  # data+spatial's too (factor_limit)
 
     def configurations(self, ctx, p, batch, p2=None):
         return hybrid_configurations(self.name, p, batch, p2)
@@ -65,7 +71,7 @@ class DataFilter(Strategy):
             return not_computable(ctx, cfg, factor_limit(cfg))
         p, p1, p2, B, D = cfg.gpus, cfg.p1, cfg.p2, cfg.batch, ctx.D
         I = D / B
-        s = ctx.filter_split
+        s = ctx.split(self.name)
         # compute = (D/p) Σs FB + (D/p1) Σr FB + (I/p2) Σs WU + I Σr WU        docs/cost-model.md
         fb = ctx.split_compute(s, D / p1, p2, I, B / p) + D / p1 * ctx.fb_sum(B / p1, s, "r")
         wu = I / p2 * s.wu_s + I * s.wu_r
@@ -90,7 +96,7 @@ class DataFilter(Strategy):
             gradient_exchange_s=I * ar,
             layer_collectives_s=lc,
         )
-        limits = batch_limit(B, p1, "data-parallel group") + Filter().width_limit(ctx, s, p2, "p2")
+        limits = batch_limit(B, p1, "data-parallel group") + REGISTRY[Filter.name].width_limit(ctx, s, p2, "p2")
         details = {"contention": phi, "allreduce_level": level}
         if ctx.options.overlap != "none":
             overlap_details(details, bd, I * hidden)

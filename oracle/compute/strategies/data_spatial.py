@@ -17,6 +17,7 @@ from oracle.compute.network import (
 from oracle.compute.strategies.base import (
     Config,
     Strategy,
+    Style,
     batch_limit,
     hybrid_configurations,
     make_point,
@@ -25,16 +26,25 @@ from oracle.compute.strategies.base import (
     overlapped_gradients,
     register,
 )
+from oracle.compute.strategies.data import Data
 from oracle.compute.strategies.data_filter import data_group_allreduce, factor_limit
-from oracle.compute.strategies.spatial import gather_tail, halo_time, spatial_limits, spatial_memory
+from oracle.compute.strategies.spatial import (
+    Spatial,
+    gather_tail,
+    halo_time,
+    spatial_limits,
+    spatial_memory,
+)
 
 
 @register
 class DataSpatial(Strategy):
     name = "data+spatial"
+    order = 70
     loading = "per_group"
-    hybrid = True
+    hybrid_parts = (Data.name, Spatial.name)
     description = "spatial parallelism in groups of p2, data parallelism across p1 groups"
+    style = Style("#CC79A7", "X")  # reddish purple (Okabe & Ito 2008)
 
     def configurations(self, ctx, p, batch, p2=None):
         return hybrid_configurations(self.name, p, batch, p2)
@@ -44,7 +54,7 @@ class DataSpatial(Strategy):
             return not_computable(ctx, cfg, factor_limit(cfg))
         p, p1, p2, B, D = cfg.gpus, cfg.p1, cfg.p2, cfg.batch, ctx.D
         I = D / B
-        s = ctx.spatial_split
+        s = ctx.split(self.name)
         b = B / p1  # samples per spatial group
         # compute = (D/p) Σs FB + (D/p1) Σr FB + I ΣWU                           docs/cost-model.md
         fb = ctx.split_compute(s, D / p1, p2, I, B / p) + D / p1 * ctx.fb_sum(b, s, "r")

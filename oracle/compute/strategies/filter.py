@@ -4,19 +4,28 @@ only conv, fc and attention layers (attention by heads); the other layers run re
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from oracle.compute.context import Context, SplitSums
 from oracle.compute.cost import Breakdown, Limit, Point
 from oracle.compute.network import allgather_algorithm, allreduce_algorithm, group_contiguous
 from oracle.compute.strategies.base import (
+    REGISTRY,
     Config,
+    LayerwiseKind,
     MemoryParts,
     Strategy,
+    Style,
     make_point,
     min_layer,
     register,
 )
+from oracle.model import WEIGHT_TYPES
+
+if TYPE_CHECKING:
+    from oracle.compute.layerwise_build import Columns, Registry
 
 
 def horizontal_collectives(ctx: Context, sums: SplitSums, q: int, b: float) -> float:
@@ -65,30 +74,71 @@ def backward_collective(ctx: Context, group, m):
                                purpose="layer_allreduce")[0]  # fmt: skip
 
 
+def fill_split(ctx: Context, cols: Columns, reg: Registry, k: int, d, B: float) -> None:
+    """filter / channel p1 x p2 (ParaDL eq. 15 for the layer collectives): the split
+    layers of the strategy named ``d.kind`` over p2 GPUs in each of p1 sample groups."""
+    p1, p2, D, I = d.p1, d.p2, ctx.D, ctx.D / B
+    b = B / p1
+    sums = ctx.split(d.kind)
+    s = sums.mask
+    strategy = REGISTRY[d.kind]
+    width = strategy.widths(ctx)
+    cols.fb[:, k] = ctx.layer_split_fb(s, D, p1, p2, I, B)
+    cols.wu[:, k] = np.where(s, I / p2, I) * ctx.wu
+    cols.mem[:, k] = 2 * b * ctx.layer_memory_elements() + np.where(s, 2 * ctx.w / p2, 2 * ctx.w)
+    cols.held[:, k] = b
+    cols.gbytes[:, k] = np.where(s, ctx.delta * ctx.w / p2, ctx.delta * ctx.w)
+    cols.gclass[:, k] = reg.strided_group(p1, p2) if p1 > 1 else -1
+    cols.split[:, k] = s
+    cols.partial[:, k] = s
+    cols.lay[:, k] = reg.layout(("R", p1, p2), d.gpus)
+    coll = s.copy()
+    if sums.last >= 0:
+        coll[sums.last] = False
+    if coll.any():
+        cols.lc[coll, k] = I * layer_collectives(ctx, sums, p2, b)
+    for l in np.flatnonzero(s & (width < p2)):
+        cols.feasible[l, k] = False
+        cols.reasons[(int(l), k)] = f"p2={p2} exceeds its {int(width[l])} {strategy.width_noun}"
+
+
 @register
 class Filter(Strategy):
     name = "filter"
+    order = 30
     description = "filters of conv/fc layers split over p GPUs"
+    style = Style("#009E73", "^")  # bluish green (Okabe & Ito 2008)
+    layerwise = LayerwiseKind(fill_split)
     limit_code = "filters"
+    limit_words = {limit_code: "p > filters of a layer"}
+    width_noun = "filters"  # what a split layer's width counts (a layer-wise limit's words)
 
-    def split(self, ctx: Context) -> SplitSums:
-        return ctx.filter_split
+    def split_layers(self, ctx: Context) -> tuple[np.ndarray, np.ndarray]:
+        """Every conv, convtranspose, fc and attention layer.  The gradient of a split
+        layer's output is a sum over the next split layer's filters unless that layer
+        is grouped: its groups decide (:func:`layer_collectives`)."""
+        mask = np.array([t in WEIGHT_TYPES for t in ctx.types])
+        return mask, ctx.groups[np.flatnonzero(mask)[1:]]
+
+    def widths(self, ctx: Context) -> np.ndarray:
+        """Per layer, the width the split divides (filters, F_l)."""
+        return ctx.F
 
     def parts(self, p: int) -> tuple[int, int]:
         return (1, p)
 
     def width_limit(self, ctx: Context, sums: SplitSums, q: int, label: str) -> list[Limit]:
-        """p <= min_s F_l (filters of the split layers)."""
-        fmin, name = min_layer(ctx, sums.mask, ctx.F)
-        if name and q > fmin:
-            what = "heads" if ctx.types[ctx.model.index[name]] == "attention" else "filters"
-            return [Limit(self.limit_code, f"{label}={q} exceeds the {fmin} {what} of {name}")]
+        """p <= the smallest width of the split layers (filters; heads of attention)."""
+        least, name = min_layer(ctx, sums.mask, self.widths(ctx))
+        if name and q > least:
+            what = "heads" if ctx.types[ctx.model.index[name]] == "attention" else self.width_noun
+            return [Limit(self.limit_code, f"{label}={q} exceeds the {least} {what} of {name}")]
         return []
 
     def evaluate(self, ctx: Context, cfg: Config) -> Point:
         p, B, D = cfg.gpus, cfg.batch, ctx.D
         I = D / B
-        s = self.split(ctx)
+        s = ctx.split(self.name)
         # compute = (D/p) Σs(FW+BW) + D Σr(FW+BW) + (I/p) Σs WU + I Σr WU    docs/cost-model.md
         fb = ctx.split_compute(s, D, p, I, B / p) + D * ctx.fb_sum(B, s, "r")
         wu = I / p * s.wu_s + I * s.wu_r

@@ -7,12 +7,13 @@ from __future__ import annotations
 import numpy as np
 
 from oracle.compute.context import Context, Stages
-from oracle.compute.cost import Breakdown, Limit, Point
+from oracle.compute.cost import Breakdown, Limit, Phase, Point
 from oracle.compute.network import link, p2p, span_pair
 from oracle.compute.strategies.base import (
     Config,
     MemoryParts,
     Strategy,
+    Style,
     make_point,
     not_computable,
     register,
@@ -43,7 +44,11 @@ def stage_memory(ctx: Context, groups: list[tuple[int, int]], B: float, S: int) 
 @register
 class Pipeline(Strategy):
     name = "pipeline"
+    order = 50
     description = "layers split into p stages; S micro-batches in flight"
+    style = Style("#56B4E9", "D")  # sky blue (Okabe & Ito 2008)
+    limit_words = {"layers": "more stages than layers", "segments": "S > batch"}
+    phases = (Phase("pipeline_p2p_s", "communication", "comm: pipeline transfers", "#44AA99", "xx"),)  # Paul Tol's muted
 
     def parts(self, p: int) -> tuple[int, int]:
         return (1, p)

@@ -4,13 +4,24 @@ from __future__ import annotations
 
 from oracle.compute.context import Context
 from oracle.compute.cost import Breakdown, Limit, Point
-from oracle.compute.strategies.base import Config, MemoryParts, Strategy, make_point, register
+from oracle.compute.strategies.base import (
+    Config,
+    MemoryParts,
+    Strategy,
+    Style,
+    make_point,
+    register,
+)
 
 
 @register
 class Serial(Strategy):
     name = "serial"
+    order = 0
+    one_gpu = True
     description = "one GPU, no communication"
+    style = Style("#000000", "o")  # black (Okabe & Ito 2008)
+    limit_words = {name: "serial is 1 GPU"}  # the limit code is the name
 
     def parts(self, p: int) -> tuple[int, int]:
         return (1, 1)
@@ -23,5 +34,5 @@ class Serial(Strategy):
         # memory / (γδ) = Σ 2B(x+y) + 2w                                ParaDL eq. 4
         # (framework model: the saved tensors of B samples, compute/memory.py)
         mem = MemoryParts(2 * B * ctx.sum_act, ctx.sum_w, split_samples=B)
-        limits = [] if cfg.gpus == 1 else [Limit("serial", f"serial runs on one GPU, not {cfg.gpus}")]
+        limits = [] if cfg.gpus == 1 else [Limit(self.name, f"serial runs on one GPU, not {cfg.gpus}")]
         return make_point(ctx, cfg, bd, mem, limits)

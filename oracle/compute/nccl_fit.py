@@ -1,0 +1,174 @@
+"""Fit the per-protocol lines of NCCL's collective model (compute/nccl.py) to all-reduce logs.
+
+One set of lines -- per protocol (LL, LL128, Simple) an α and a β inside a node and across
+nodes -- for every log at once, whatever its node count: the model, not a level per span
+(compute/fit.py), carries the node counts.  Each measured size is explained by the
+candidate (ring or tree, protocol) the model finds cheapest, as NCCL's tuner picks one,
+and its time is linear in the lines' α and β once that candidate and the link bounding its
+bandwidth are known.  So the fit alternates: assign each size its cheapest candidate, then
+solve the non-negative least squares of the relative error (Lawson & Hanson, "Solving
+Least Squares Problems", 1974, ch. 23), reweighted towards the median (iteratively
+reweighted least squares for the absolute relative error, weights 1/max(|r|, 2%)); it
+stops when no assignment changes and keeps the best sum of absolute relative errors.
+Lines given in ``fixed`` (e.g. a nominal NVSwitch level when only multi-node logs exist)
+are not fitted.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+
+import numpy as np
+
+from oracle.compute.nccl import PROTOCOLS, Offers, correction, protocol_kind, term_time, terms
+
+ALPHA_FLOOR_S = 1e-9  # 1 ns: far below any real per-step latency (as compute/fit.py)
+BETA_FLOOR = 1e-15  # 1 PB/s: above any real link
+
+
+@dataclass(frozen=True)
+class Sample:
+    p: int  # GPUs
+    n: int  # nodes
+    g: int  # GPUs per node
+    m: float  # bytes
+    t: float  # seconds
+
+
+def samples_of(log) -> list[Sample]:
+    """The all-reduce sizes of a BenchLog (out-of-place times)."""
+    return [Sample(log.gpus, log.nodes, log.gpus_per_node, float(m), float(t)) for m, t in log.rows]
+
+
+def _candidates(s: Sample, protocols, offers: Offers = Offers()):
+    return terms(s.p, s.n, s.g, tuple((lb, protocol_kind(lb)) for lb in protocols), offers)
+
+
+def _choose(samples: list[Sample], lines: dict, protocols, offers: Offers = Offers()) -> tuple[np.ndarray, list]:
+    """Model seconds of every sample and the candidate (Term) it takes, vectorised over the
+    sizes of each layout."""
+    out, used = np.zeros(len(samples)), [None] * len(samples)
+    layouts: dict[tuple[int, int, int], list[int]] = {}
+    for i, s in enumerate(samples):
+        layouts.setdefault((s.p, s.n, s.g), []).append(i)
+    for idx in layouts.values():
+        cands = _candidates(samples[idx[0]], protocols, offers)
+        m = np.array([samples[i].m for i in idx])
+        times = np.stack([np.broadcast_to(term_time(c, lines, m), m.shape) for c in cands])
+        best = times.argmin(axis=0)
+        for j, i in enumerate(idx):
+            out[i], used[i] = times[best[j], j], cands[best[j]]
+    return out, used
+
+
+def predict(samples: list[Sample], lines: dict, protocols=PROTOCOLS, offers: Offers = Offers()):
+    """Model seconds of every sample and the label of the candidate it takes."""
+    out, used = _choose(samples, lines, protocols, offers)
+    return out, [c.label for c in used]
+
+
+@functools.lru_cache(maxsize=4096)
+def _correction(kind: str, m: float) -> float:
+    return float(correction(kind, np.asarray(m)))
+
+
+def nnls(a: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """min ||a x - y|| subject to x >= 0 (Lawson & Hanson's active-set method)."""
+    n = a.shape[1]
+    x, passive = np.zeros(n), []
+    for _ in range(3 * n + 10):
+        grad = a.T @ (y - a @ x)
+        free = [j for j in range(n) if j not in passive]
+        if not free or max(grad[free]) <= 1e-12:
+            break
+        passive.append(free[int(np.argmax(grad[free]))])
+        while True:
+            z = np.zeros(n)
+            z[passive] = np.linalg.lstsq(a[:, passive], y, rcond=None)[0]
+            if min(z[passive]) > 0:
+                x = z
+                break
+            step = min(x[j] / (x[j] - z[j]) for j in passive if z[j] <= 0)
+            x = x + step * (z - x)
+            passive = [j for j in passive if x[j] > 1e-18]
+    return x
+
+
+def _row(s: Sample, term, lines: dict, keys: dict, fixed: dict, floors: dict) -> tuple[np.ndarray, float]:
+    """Coefficients of the free parameters in this sample's time (a β above its floor), and
+    the fixed part."""
+    row, const = np.zeros(len(keys)), term.const_s
+    for where, c in term.latency:
+        key = (where, term.protocol)
+        if key in fixed:
+            const += c * fixed[key][0]
+        else:
+            row[keys[(*key, "a")]] += c
+    where, c = max(term.bandwidth, key=lambda wc: wc[1] * lines[(wc[0], term.protocol)][1])
+    scale = s.m * c
+    if term.correction is not None:
+        scale /= _correction(term.correction, s.m)
+    key = (where, term.protocol)
+    if key in fixed:
+        const += scale * fixed[key][1]
+    else:
+        const += scale * floors.get(key, 0.0)
+        row[keys[(*key, "b")]] += scale
+    return row, const
+
+
+def fit_lines(samples: list[Sample], protocols=PROTOCOLS, fixed: dict | None = None, floors: dict | None = None,
+              offers: Offers = Offers(), rounds: int = 40) -> dict:  # fmt: skip
+    """Lines {(where, protocol): (α, β)} of the model for the samples (module doc).  ``fixed``:
+    lines not fitted; ``floors``: {(where, protocol): least β}, e.g. what the NICs allow;
+    ``offers``: NVLS/CollNet candidates the system has (compute/nccl.offers)."""
+    fixed, floors = dict(fixed or {}), dict(floors or {})
+    wheres = ("intra", "inter") if any(s.n > 1 for s in samples) else ("intra",)
+    keys = {(w, lb, ab): i for i, (w, lb, ab) in enumerate(
+        (w, lb, ab) for w in wheres for lb in protocols for ab in "ab" if (w, lb) not in fixed)}  # fmt: skip
+    start = {"intra": (1e-6, 1e-11), "inter": (1e-6, 1e-10)}  # the network slower than NVLink
+    lines = {(w, lb): fixed.get((w, lb), start[w]) for w in ("intra", "inter") for lb in protocols}
+    t = np.array([s.t for s in samples])
+    assign = [_initial(s, _candidates(s, protocols, offers), protocols) for s in samples]
+    best: tuple[float, dict] | None = None
+    stale = 0
+    for _ in range(rounds):
+        rows = [_row(s, term, lines, keys, fixed, floors) for s, term in zip(samples, assign)]
+        a = np.array([r for r, _ in rows]).reshape(len(samples), len(keys))
+        y = t - np.array([c for _, c in rows])
+        x = _irls(a, y, t)
+        for (w, lb, ab), i in keys.items():
+            al, be = lines[(w, lb)]
+            beta = max(x[i] + floors.get((w, lb), 0.0), BETA_FLOOR)
+            lines[(w, lb)] = (max(x[i], ALPHA_FLOOR_S), be) if ab == "a" else (al, beta)
+        pred, new = _choose(samples, lines, protocols, offers)
+        score = float(np.sum(np.abs(pred - t) / t))
+        if best is None or score < best[0]:
+            best, stale = (score, dict(lines)), 0
+        stale += 1
+        if stale > 8 or [c.label for c in new] == [c.label for c in assign]:
+            break
+        assign = new
+    assert best is not None
+    return best[1]
+
+
+def _initial(s: Sample, cands, protocols):
+    """Start: LL below 8 KiB, LL128 below 1 MiB, Simple above (NCCL's usual regimes); trees
+    beyond two nodes."""
+    want = "LL" if s.m < 8192 else "LL128" if s.m < 1 << 20 else "Simple"
+    label = next((lb for lb in protocols if protocol_kind(lb) == want), protocols[-1])
+    algo = "tree" if s.n > 2 else "ring"
+    return next(c for c in cands if c.algorithm == algo and c.protocol == label)
+
+
+def _irls(a: np.ndarray, y: np.ndarray, t: np.ndarray, rounds: int = 8, eps: float = 0.02) -> np.ndarray:
+    """Non-negative fit of a·x ≈ y minimising Σ |a·x - y| / t (reweighted)."""
+    w = 1.0 / t
+    x = np.zeros(a.shape[1])
+    for _ in range(rounds):
+        x = nnls(a * w[:, None], y * w)
+        r = np.abs(a @ x - y) / t
+        w = 1.0 / t / np.sqrt(np.maximum(r, eps))
+    return x

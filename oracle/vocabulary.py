@@ -1,0 +1,32 @@
+"""The words options, files, help texts, validation and the cost model share, each
+defined here once (issue 24): memory models, collective algorithms, precisions.
+Strategy names are the strategy registry's (oracle/compute/strategies: each module
+declares its own).  Ground floor: imports nothing, so the CLI can build its choices
+from it without loading numpy."""
+
+# -- memory models (docs/memory.md and docs/cost-model.md) ---------------------------------
+FRAMEWORK = "framework"  # what PyTorch keeps: saved tensors, weights, gradients, ... (compute/memory.py)
+PARADL = "paradl"  # ParaDL's upper bound Σ 2B(|x|+|y|) + 2|w|, scaled by γ (Table 3)
+MEMORY_MODELS = (FRAMEWORK, PARADL)
+
+# -- collective algorithms (compute/network.py: their costs and sources) -----------------
+RING = "ring"  # ParaDL's all-reduce, the default
+AUTO = "auto"  # the cheapest algorithm per call
+ALLREDUCE_ALGORITHMS = (RING, "rhd", "tree", "hierarchical", "leader")
+# ps (parameter servers): never chosen by auto, a deployment choice (compute/network.py)
+# nccl: the algorithm and protocol NCCL's tuner picks per call (ring, tree, NVLS, CollNet x
+# LL, LL128, Simple; issue 25, compute/nccl.py), with the topology's intra- and inter-node steps
+NCCL = "nccl"
+ALGORITHMS = (*ALLREDUCE_ALGORITHMS, "ps", AUTO, NCCL)
+
+# -- precisions: bytes per item δ (ParaDL Table 2); tf32 keeps fp32's 4-byte storage and
+# rounds only inside the tensor cores (NVIDIA A100 Tensor Core GPU Architecture, 2020)
+FP32, TF32, FP16, BF16 = "fp32", "tf32", "fp16", "bf16"
+PRECISION_BYTES = {FP32: 4, TF32: 4, FP16: 2, BF16: 2}
+PRECISIONS = tuple(PRECISION_BYTES)
+
+
+def precision_bytes_text() -> str:
+    """'fp32/tf32 4, fp16/bf16 2': the precisions by their bytes per item."""
+    sizes = dict.fromkeys(PRECISION_BYTES.values())
+    return ", ".join("/".join(p for p, b in PRECISION_BYTES.items() if b == size) + f" {size}" for size in sizes)
