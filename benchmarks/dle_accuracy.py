@@ -78,9 +78,15 @@ def rows() -> list[dict]:
         return out
 
 
-def predict(model, system, profile, gpus: int, batch: float, precision: str, mixed: bool, k=K.DEFAULT_CONSTANTS):
-    """(images/s, point) of data parallelism (serial at 1 GPU) with ``profile``."""
+def predict(model, system, profile, gpus: int, batch: float, precision: str, mixed: bool, k=K.DEFAULT_CONSTANTS,
+            stack=None):  # fmt: skip
+    """(images/s, point) of data parallelism (serial at 1 GPU) with ``profile``, under
+    ``stack`` (oracle/stack.py; None: no stack, today's defaults)."""
     options = Options(precision=precision, mixed_precision=mixed)
+    if stack is not None:
+        from oracle.compute.stack import stack_options, stack_system
+
+        options, system = stack_options(options, stack), stack_system(system, stack)
     conversion = Conversion(model, Origin.of(profile), system, precision, mixed, k)
     times = bind_profile(model, profile)
     strategy = "serial" if gpus == 1 else "data"

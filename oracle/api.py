@@ -79,13 +79,23 @@ def request(model, system, profile, gpus=None, strategies="all", p2=None, files=
     load.Files), the GPU counts (None: the powers of two up to the system, at most 1024)
     and what the profile gives that the flags do not."""
     from oracle.compute.options import Flags
+    from oracle.compute.stack import stack_system
     from oracle.load import Files
     from oracle.load.values import default_gpus, parse_gpus
 
-    checked = Flags.parse(**flags)
-    m, s, pr = (files or Files()).inputs(model, system, profile)
+    files = files or Files()
+    checked = Flags.parse(**with_stack(files, flags))
+    m, s, pr = files.inputs(model, system, profile)
+    s = stack_system(s, checked.options.stack)  # issue 25: the stack's input pipeline, if any
     counts = default_gpus(s.total_gpus) if gpus is None else parse_gpus(gpus)  # '' is an error
     return SweepRequest(m, s, pr, checked.resolve(pr), counts, strategies, p2)
+
+
+def with_stack(files, flags: dict) -> dict:
+    """The flags with ``stack`` (a name or path, issue 25) loaded through ``files``."""
+    if flags.get("stack") is None or not isinstance(flags["stack"], (str, Path)):
+        return flags
+    return {**flags, "stack": files.stack(flags["stack"])}
 
 
 def run_sweep(req: SweepRequest) -> Sweep:
@@ -111,25 +121,32 @@ class Inputs:
         from oracle.compute.options import Flags
         from oracle.load import Files
 
-        self.flags = Flags.parse(**flags)
         self.files = files or Files()
+        self._flags = flags  # a run's stack column parses them again under its stack (issue 25)
+        self.flags = Flags.parse(**with_stack(self.files, flags))
         self._contexts: dict = {}
 
     def context(self, model: str, system: str, profile: str, run=None):
         """The context of (model, system, profile); ``run``: a measured run whose
         ``precision`` column (issue 13) sets precision and mixed precision; else the
-        ``precision`` option, else the profile's."""
+        ``precision`` option, else the profile's; likewise its ``stack`` column (issue 25)
+        before the ``stack`` option."""
         from oracle.compute.compare import run_precision_options
 
         prec = run_precision_options(run) if run is not None else None
         precision, mixed = prec or (None, None)
-        key = (model, system, profile, precision, mixed)
+        stack = run.stack if run is not None and run.stack else None
+        key = (model, system, profile, precision, mixed, stack)
         if key not in self._contexts:
             from oracle.compute.conversion import build_context
+            from oracle.compute.options import Flags
+            from oracle.compute.stack import stack_system
 
             files = self.files
+            flags = Flags.parse(**with_stack(files, {**self._flags, "stack": stack})) if stack else self.flags
             m, s, pr = files.model(model), files.system(system), files.profile(profile)
-            options = self.flags.resolve(pr, precision, mixed).options
+            options = flags.resolve(pr, precision, mixed).options
+            s = stack_system(s, options.stack)
             self._contexts[key] = build_context(m, s, pr, options)
         return self._contexts[key]
 

@@ -1,4 +1,4 @@
-"""What ships with oracle: one entry per model, system and profile file (``oracle list``).
+"""What ships with oracle: one entry per model, system, profile and stack file (``oracle list``).
 
 Each entry is read with the ordinary loaders, so a listed file is one that loads; its
 description is what the file says of itself (name, size, source).
@@ -8,12 +8,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-LISTABLE = ("models", "systems", "profiles")
+LISTABLE = ("models", "systems", "profiles", "stacks")
 
 
 @dataclass(frozen=True)
 class Entry:
-    kind: str  # models | systems | profiles
+    kind: str  # models | systems | profiles | stacks
     name: str  # what to pass to -m/-s/-p
     title: str  # the file's own name for it
     what: str  # a few facts
@@ -50,12 +50,22 @@ def _profile(path) -> tuple[str, str, str]:
     return p.model, f"{p.kind} on {p.device}", p.source
 
 
+def _stack(path) -> tuple[str, str, str]:
+    from oracle.load import load_stack
+
+    st = load_stack(str(path))
+    what = (f"{st.library.value} {st.algorithm.value} all-reduce, overlap {st.overlap.value}"
+            f" ({st.bucket_MB.value:g} MiB), {st.memory_model.value} memory, compute scaling {st.compute_scaling.value}")
+    fitted = sorted({v.fitted_on.split(":")[0] for _, _, v in st.efficiency if v.fitted_on})
+    return st.description, what, ("fitted on " + ", ".join(fitted) + ". " if fitted else "") + "oracle show stack " + st.name
+
+
 def entries(kind: str) -> list[Entry]:
     """The shipped files of one kind, each loaded (a file that does not load is an
     error: shipped files are tested)."""
     from oracle.resources import shipped_dir, shipped_names
 
-    read = {"models": _model, "systems": _system, "profiles": _profile}[kind]
+    read = {"models": _model, "systems": _system, "profiles": _profile, "stacks": _stack}[kind]
     out = []
     for name in shipped_names(kind):
         path = next(p for p in shipped_dir(kind).iterdir() if p.stem == name and p.suffix in (".yaml", ".yml"))

@@ -1,4 +1,4 @@
-"""Where the shipped models, systems, profiles and validation files live.
+"""Where the shipped models, systems, profiles, stacks and validation files live.
 
 In a source checkout they are the top-level folders (``models/``, ``systems/``, ...); in
 an installed wheel they are packaged under ``oracle/_data/`` (see pyproject.toml).
@@ -11,7 +11,7 @@ from pathlib import Path
 
 from oracle.errors import OracleError, did_you_mean
 
-KINDS = ("models", "systems", "profiles", "validation", "baselines")
+KINDS = ("models", "systems", "profiles", "validation", "baselines", "stacks")
 _PKG = Path(__file__).resolve().parent
 
 

@@ -92,6 +92,14 @@ def precision_option(also: str = ""):
                         f" compute model converts the profile's times to it.{also} [default: the profile's precision]")
 
 
+def stack_option(also: str = ""):
+    """--stack NAME|FILE (issue 25): the training software stack (stacks/, oracle list stacks)."""
+    return click.option("--stack", metavar="NAME|FILE",
+                        help="Software stack (shipped name, e.g. pytorch, or path; oracle list stacks): its compute"
+                        " efficiency, per-iteration costs, overlap, buckets, collectives and memory model, for the"
+                        f" options left at their defaults.{also} [default: none: the options as given]")
+
+
 def collective_option():
     """--collective (predict, plot, report, search)."""
     return click.option("--collective", type=click.Choice(ALGORITHMS),
@@ -157,6 +165,7 @@ def sweep_options(f):
                      help="Spatial strategies: split the layers up to LAYER only, then gather (e.g. CosmoFlow"
                      " codes gather after pool2). [default: the last layer with a spatial output]"),
         # issue 13 (compute model)
+        stack_option(),
         click.option("--compute-scaling", type=click.Choice(["model", "linear"]), default="model",
                      show_default=True, help="model: convert profile times to this GPU, precision and per-GPU"
                      " batch (docs/memory.md and docs/cost-model.md); linear: ParaDL's profile times x samples."),

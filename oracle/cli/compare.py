@@ -6,7 +6,14 @@ from contextlib import contextmanager
 
 import click
 
-from oracle.cli.common import FORMATS, memory_model_options, output_option, positive_float, precision_option
+from oracle.cli.common import (
+    FORMATS,
+    memory_model_options,
+    output_option,
+    positive_float,
+    precision_option,
+    stack_option,
+)
 from oracle.cli.types import FiniteRange, count_type, gpu_count_type, width_type
 from oracle.load.values import parse_where
 
@@ -31,6 +38,7 @@ from oracle.load.values import parse_where
 @click.option("--anomaly-threshold", type=FiniteRange(min=0), default=0.5, show_default=True, help="Flag runs off the projection by more than this share of the measured time.")
 @precision_option(" A run's precision column comes first.")
 @memory_model_options
+@stack_option(" A run's stack column comes first.")
 @click.option("--calibrate-on", metavar="EXPR",
               help="Calibrate each system on the runs EXPR selects (e.g. 'gpus<=8'; --calibrate all of oracle fit"
               " runs) and score only the others, each anchored on its nearest calibration run (its measured"

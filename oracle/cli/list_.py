@@ -1,4 +1,4 @@
-"""``oracle list [models|systems|profiles]``: the shipped files, one line each."""
+"""``oracle list [models|systems|profiles|stacks]``: the shipped files, one line each."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from oracle.cli.types import width_type
 @click.option("--format", "-f", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
 @click.option("--width", type=width_type(), help="Table width. [default: terminal]")
 def list_(kinds, fmt, width) -> None:
-    """List the shipped models, systems and profiles: the name to pass to -m/-s/-p,
+    """List the shipped models, systems, profiles and stacks: the name to pass to -m/-s/-p/--stack,
     what each is, and where its numbers come from.
 
     \b

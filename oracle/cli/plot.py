@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import click
 
-from oracle.cli.common import memory_model_options, precision_option, sweep_options
+from oracle.cli.common import memory_model_options, precision_option, stack_option, sweep_options
 from oracle.cli.types import FiniteRange, PlainIntRange
 from oracle.services.project import project
 
@@ -86,6 +86,7 @@ for _kind, _help in _HELP.items():
 @precision_option(" A run's precision column comes first.")
 @memory_model_options
 @click.option("--contention", type=FiniteRange(min=1, max=1000), help="Contention factor φ (overrides the systems).")
+@stack_option(" A run's stack column comes first.")
 @output_required
 @dpi_option
 def compare(runs, where, output, dpi, **flags) -> None:
@@ -102,6 +103,7 @@ def compare(runs, where, output, dpi, **flags) -> None:
     fmt = _check_output(output)
     with progress("drawing the compare plot"):
         rows, summary = api.compare(runs, where=parse_where(where), **flags)
-        data = plots.render("compare", fmt, dpi, rows=rows, summary=summary,
-                            title_text=f"{runs}: projected versus measured")
+        stack = flags.get("stack")
+        title = f"{runs}: projected versus measured" + (f" (stack {stack})" if stack else "")
+        data = plots.render("compare", fmt, dpi, rows=rows, summary=summary, title_text=title)
     _write(data, output)

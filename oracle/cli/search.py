@@ -14,6 +14,7 @@ from oracle.cli.common import (
     overlap_options,
     positive_float,
     precision_option,
+    stack_option,
 )
 from oracle.cli.types import FiniteRange, PlainIntRange, count_type, width_type
 
@@ -107,6 +108,7 @@ def _distributions_help() -> str:
 @overlap_options()[1]
 @overlap_options()[2]
 @overlap_options()[3]
+@stack_option()
 def search(
     model, system, profile, gpus, max_gpus, kinds, strategies, evaluate_file, fmt, top, width, output, **flags,
 ):  # fmt: skip

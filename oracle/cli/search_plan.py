@@ -14,14 +14,18 @@ def run_search_command(model, system, profile, gpus, max_gpus, kinds, strategies
     from oracle.compute.options import Flags
     from oracle.compute.search import evaluate_given
     from oracle.compute.search import search as run_search
+    from oracle.api import with_stack
+    from oracle.compute.stack import stack_system
     from oracle.compute.sweep import parse_strategies
     from oracle.load import Files
     from oracle.services.project import describe
 
-    checked = Flags.parse(**flags)
+    files = Files()
+    checked = Flags.parse(**with_stack(files, flags))  # issue 25: --stack loaded once
     kind_list = parse_kinds(kinds)
     parse_strategies(strategies)  # validate early
-    m, s, pr = Files().inputs(model, system, profile)
+    m, s, pr = files.inputs(model, system, profile)
+    s = stack_system(s, checked.options.stack)
     config, assignment, counts, batch = gpu_counts(m, gpus, max_gpus, checked.batch, checked.batch_per_gpu,
                                                    evaluate_file)  # fmt: skip
     run = replace(checked, batch=batch).resolve(pr)

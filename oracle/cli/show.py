@@ -1,4 +1,4 @@
-"""``oracle show model|system|profile NAME``: what oracle reads from a file."""
+"""``oracle show model|system|profile|stack NAME``: what oracle reads from a file."""
 
 from __future__ import annotations
 
@@ -40,7 +40,7 @@ def _print(renderable_or_text, fmt: str, width: int | None, output: str | None) 
 
 @click.group()
 def show() -> None:
-    """Show a model, system or profile (shipped name or path) as a table or JSON."""
+    """Show a model, system, profile or software stack (shipped name or path) as a table or JSON."""
 
 
 @show.command("model")
@@ -99,3 +99,19 @@ def show_profile(name: str, model: str | None, fmt: str, width: int | None, outp
         times = bind_profile(m, pr)
     out = rs.profile_json(pr, times, m) if fmt == "json" else rs.profile_table(pr, times, m)
     _print(out, fmt, width, output)
+
+
+@show.command("stack")
+@click.argument("name", metavar="[STACK]", required=False)
+@_FORMAT
+@_WIDTH
+@output_option
+def show_stack(name: str, fmt: str, width: int | None, output: str | None) -> None:
+    """Every value of a software stack with its source and the rows it was fitted on."""
+    from oracle.load import load_stack
+    from oracle.render import stack as rs
+
+    if name is None:
+        return _list("stacks", width)
+    st = load_stack(name)
+    _print(rs.stack_json(st) if fmt == "json" else rs.stack_table(st), fmt, width, output)

@@ -23,6 +23,7 @@ from oracle.compute.named_layers import check_named_layers
 from oracle.compute.options import Options
 from oracle.compute.partition import _partition_cached
 from oracle.compute.shapes_tokens import split_widths
+from oracle.compute.stack import compute_factor as stack_factor
 from oracle.model import MODEL_INPUT, WEIGHT_TYPES, LayerTimes, Model, System
 from oracle.vocabulary import PARADL
 
@@ -86,7 +87,7 @@ class Context:
         self.w = np.array([i.parameters for i in info], dtype=float)
         self.times = times  # the profile's, before the implementation's compute factor
         # issue 14: the implementation's time factor on this model's profile (1 unless calibrated)
-        self.compute_factor = k = system.implementation.compute_factor(model.name)
+        self.compute_factor = k = system.implementation.compute_factor(model.name) * stack_factor(options, system, profile_kind)
         self.fw = np.array([t.fw_s for t in times], dtype=float) * k
         self.bw = np.array([t.bw_s for t in times], dtype=float) * k
         self.wu = np.array([t.wu_s for t in times], dtype=float) * k

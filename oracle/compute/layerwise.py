@@ -64,6 +64,7 @@ from oracle.compute.layerwise_build import (
     Columns, Registry, batch_limit, default_kinds, kind_names, kind_table, strategy_kinds,
 )  # fmt: skip
 from oracle.compute.layerwise_shuffle import shuffle_tables
+from oracle.compute.stack import stack_name, with_stack_costs
 from oracle.compute.strategies.base import epoch_limit
 from oracle.compute.strategies.data import Data
 from oracle.model import MODEL_INPUT
@@ -330,7 +331,7 @@ class Costs:
             for l in np.flatnonzero(~self.feasible[rows, c])
         ]
         memory = self.memory(c)
-        bd = self._with_input(bd, assignment)
+        bd = self._with_input(with_stack_costs(self.ctx.options, self.p, self.I, len(self.ctx.model.layers), bd), assignment)
         point = self._point(c, assignment, bd, memory, self._limits(c, layer_limits, memory), redis, grad, hidden)
         return Assessment(
             point=point,
@@ -425,6 +426,7 @@ class Costs:
             profile_kind=ctx.profile_kind,
             memory_model=ctx.memory_model,
             compute_conversion=ctx.conversion_label(self.B / self.p),
+            stack=stack_name(ctx.options),
         )
 
     def _with_input(self, bd: Breakdown, assignment: tuple[Dist, ...]) -> Breakdown:

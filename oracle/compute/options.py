@@ -54,6 +54,8 @@ class Options:
     # the run's precision and each point's per-GPU batch (when the caller passes the
     # profile's origin to Context); "linear" is ParaDL's per-sample arithmetic
     compute_scaling: str = "model"
+    # issue 25: the software stack in force (oracle/stack.py, applied by compute/stack.py); None: none named
+    stack: Any = None
 
     def __post_init__(self) -> None:
         check_options(self)  # an Options is valid wherever it was built
@@ -170,7 +172,7 @@ class Flags:
     @classmethod
     def parse(cls, *, precision: str | None = None, memory_reuse: float | None = None, bucket_mb: float | None = None,
               bucket_layers: int | None = None, delayed_update=None, replicated_gradients=None,
-              batch: float | None = None, batch_per_gpu: float | None = None, **same) -> Flags:  # fmt: skip
+              batch: float | None = None, batch_per_gpu: float | None = None, stack=None, **same) -> Flags:  # fmt: skip
         """From the flags by their names (``--memory-reuse`` is ``memory_reuse``, ``--bucket-MB``
         ``bucket_mb``; None: not given); the others keep the names and defaults of
         :class:`Options`.  Layer lists are comma-separated text or a sequence of names."""
@@ -178,6 +180,10 @@ class Flags:
             raise OracleError("give either --batch (strong scaling) or --batch-per-gpu (weak scaling), not both")
         if bucket_mb is not None:
             same["bucket_bytes"] = bucket_mb * 2**20
+        if stack is not None:  # issue 25: a loaded oracle.stack.Stack, for the options left at their defaults
+            from oracle.compute.stack import stack_flags
+
+            same = stack_flags(stack, same)
         options = Options(
             precision=precision or Options.precision, memory_reuse=_memory_reuse(memory_reuse, same),
             bucket_layers=_chunk_layers(bucket_layers), delayed_update=_layer_names(delayed_update),

@@ -35,6 +35,16 @@ def load_profile(name_or_path: str | Path | Profile) -> Profile:
     return _load(resolve("profiles", str(name_or_path)))
 
 
+def load_stack(name_or_path):
+    """A software stack (issue 25) by shipped name (``pytorch``) or path."""
+    from oracle.load.stack import load_stack as _load
+    from oracle.stack import Stack
+
+    if isinstance(name_or_path, Stack):
+        return name_or_path
+    return _load(resolve("stacks", str(name_or_path)))
+
+
 class Files:
     """The input files of one command, each loaded once (issue 24): by the name or path
     given, so a command that needs a file twice (a report's sweep and its measured runs,
@@ -52,6 +62,10 @@ class Files:
 
     def profile(self, name_or_path) -> Profile:
         return self._load(load_profile, name_or_path)
+
+    def stack(self, name_or_path):
+        """A software stack (issue 25), or None for None (no stack named)."""
+        return None if name_or_path is None else self._load(load_stack, name_or_path)
 
     def inputs(self, model, system, profile) -> tuple[Model, System, Profile]:
         """Model, system and profile, in that order, the profile checked against the model
@@ -71,4 +85,4 @@ class Files:
         return self._loaded[key]
 
 
-__all__ = ["Files", "load_model", "load_system", "load_profile"]
+__all__ = ["Files", "load_model", "load_system", "load_profile", "load_stack"]

@@ -2,7 +2,7 @@
 
 Required columns: model, system, profile, strategy, gpus, global_batch, and epoch_s or
 iteration_s (a row needs at least one).  Optional: p1, p2, segments, iteration_s,
-compute_s, comm_s, source.  Other columns (quality, notes, ...) are carried through.
+compute_s, comm_s, source, stack (the software stack the run used, issue 25).  Other columns (quality, notes, ...) are carried through.
 ``compute_s``/``comm_s`` are in the unit of the measured value the row is compared on
 (per epoch with epoch_s, per iteration when only iteration_s is given).
 
@@ -25,7 +25,7 @@ from oracle.load.yamlfile import read_text
 from oracle.textsafe import csv_unescape
 
 REQUIRED = ("model", "system", "profile", "strategy", "gpus", "global_batch")
-OPTIONAL = ("p1", "p2", "segments", "epoch_s", "iteration_s", "compute_s", "comm_s", "source")
+OPTIONAL = ("p1", "p2", "segments", "epoch_s", "iteration_s", "compute_s", "comm_s", "source", "stack")
 
 
 @dataclass(frozen=True)
@@ -46,6 +46,7 @@ class MeasuredRun:
     comm_s: float | None = None
     source: str = ""
     extra: tuple[tuple[str, str], ...] = ()
+    stack: str = ""  # a shipped stack's name or a path; "" when the file does not say
 
     @property
     def basis(self) -> str:
@@ -178,6 +179,7 @@ def _row(cells: dict[str, str], file: str, line: int | None, strategies) -> Meas
         compute_s=number("compute_s", required=False),
         comm_s=_nonneg(cells.get("comm_s", ""), err),
         source=cells.get("source", ""),
+        stack=cells.get("stack", "").strip(),
         extra=tuple((k, v) for k, v in cells.items() if k not in known),
     )
 
@@ -204,8 +206,10 @@ def _resolve(run: MeasuredRun, base: Path, found: dict[str, str | None]) -> Meas
     from oracle.resources import exists
 
     changes = {}
-    for col in ("model", "system", "profile"):
+    for col in ("model", "system", "profile", "stack"):
         value = getattr(run, col)
+        if not value:
+            continue
         if value not in found:
             cand = base / value
             looks_like_path = "/" in value or value.endswith((".yaml", ".yml"))

@@ -8,6 +8,7 @@ from dataclasses import asdict
 HOW = {
     "models": "-m NAME (oracle show model NAME for its layers)",
     "systems": "-s NAME (oracle show system NAME for its network)",
+    "stacks": "--stack NAME (oracle show stack NAME for every value and its source)",
     "profiles": "-p NAME (make one: oracle profile MODEL --estimate --system S, or measure with oracle profile MODEL)",
 }
 

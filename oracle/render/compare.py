@@ -30,6 +30,7 @@ ROW_FIELDS = (
     "anchor", "unanchored_s",  # --calibrate-on: the run it is anchored on; the calibrated model alone (issue 26)
     "feasible", "limits", "profile_kind",
     "compute_conversion",  # issue 13
+    "stack",  # issue 25: the software stack in force
     "source",
 )  # fmt: skip
 
@@ -44,7 +45,7 @@ def _row_values(r: CompareRow) -> tuple:
         _num(r.predicted_compute_s), _num(r.predicted_comm_s), run.compute_s, run.comm_s,
         _num(r.compute_accuracy), _num(r.comm_accuracy), r.anomaly, _num(r.naive_s), r.beyond_calibration, r.anchor,
         _num(r.unanchored_s), pt.feasible,
-        [lim.reason for lim in pt.limits], pt.profile_kind, pt.compute_conversion, run.source,
+        [lim.reason for lim in pt.limits], pt.profile_kind, pt.compute_conversion, pt.stack, run.source,
     )  # fmt: skip
 
 

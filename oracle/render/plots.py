@@ -232,7 +232,7 @@ def title(meta: dict, what: str) -> str:
     profile = meta.get("profile") and f"profile {meta['profile']}"
     if profile and str(meta.get("profile_note", "")).startswith("ESTIMATED"):
         profile += " (ESTIMATED, not measured)"
-    bits = [meta.get("scaling"), profile, meta.get("precision")]
+    bits = [meta.get("scaling"), profile, meta.get("precision"), meta.get("stack") and f"stack {meta['stack']}"]
     if meta.get("memory_model"):
         from oracle.render.predict import memory_label
 

@@ -47,6 +47,8 @@ def header_lines(meta: dict) -> list[str]:
         f"{meta['scaling']} · D = {meta['samples']:,} samples · {meta['precision']}"
         f" · {memory_label(meta)} · times per epoch"
     )
+    if meta.get("stack_note"):
+        lines.append(meta["stack_note"])
     if meta.get("options_note"):
         lines.append(meta["options_note"])
     if meta.get("memory_note"):

@@ -57,6 +57,7 @@ def point_to_dict(pt: Point) -> dict:
         "profile_kind": pt.profile_kind,  # "estimated": a roofline estimate, not measured
         "memory_model": pt.memory_model,  # framework | paradl (docs/memory.md and docs/cost-model.md)
         "compute_conversion": pt.compute_conversion,  # issue 13: from -> to, or "" (ParaDL linear)
+        "stack": pt.stack,  # issue 25: the software stack in force, "" when none was named
         "memory_breakdown": {k: _num(v) for k, v in (pt.detail("memory") or {}).items()} or None,
         "max_batch_per_gpu": _num(pt.detail("max_batch_per_gpu")),  # the largest that fits
         # with --overlap: communication_s is the exposed part; this is everything sent
@@ -121,6 +122,7 @@ _CSV_TAIL = [
     "max_batch_per_gpu",
     *MEMORY_PARTS,
     "compute_conversion",
+    "stack",
 ]
 
 
@@ -136,6 +138,7 @@ def to_rows(points: Sequence[Point]) -> list[dict]:
         row["max_batch_per_gpu"] = d["max_batch_per_gpu"]
         row.update({k: (d["memory_breakdown"] or {}).get(k) for k in MEMORY_PARTS})
         row["compute_conversion"] = d["compute_conversion"]
+        row["stack"] = d["stack"]
         rows.append(row)
     return rows
 

@@ -165,6 +165,8 @@ def findings(data: ReportData) -> list[str]:
         out.append(f"Note: the {note}.".replace("the profile gives", "profile gives"))
     if data.meta.get("compute_conversion"):
         out.append(f"Compute: {data.meta['compute_conversion']}.")
+    if data.meta.get("stack_note"):
+        out.append(f"Software {data.meta['stack_note']}.")
     if data.measured is not None:
         out += _accuracy_findings(data, min(best.values(), key=lambda p: (p.total_s, p.gpus)) if best else None)
     return out

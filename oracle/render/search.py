@@ -138,6 +138,7 @@ def to_json(results: Sequence[SearchResult], meta: dict, top: int = 5) -> str:
         "profile": meta["profile"],
         "profile_note": meta.get("profile_note", ""),
         "compute_conversion": meta.get("compute_conversion", ""),
+        "stack": meta.get("stack", ""),  # issue 25: the software stack in force, "" without one
         "model_note": meta.get("model_note", ""),
         "scaling": meta["scaling"],
         "precision": meta["precision"],
@@ -250,7 +251,7 @@ def _print_header(console, r: SearchResult, meta: dict) -> None:
         + f" · {r.gpus} GPUs · B = {B:,.0f} ({B / r.gpus:g} per GPU{escape(note)})"
         + escape(f" · profile {meta['profile']} · D = {meta['samples']:,} · {meta['precision']} · times per epoch")
     )
-    for note in ("profile_note", "model_note"):
+    for note in ("stack_note", "profile_note", "model_note"):
         if meta.get(note):
             console.print(escape(meta[note]))
     if meta.get("compute_conversion"):

@@ -16,22 +16,29 @@ from __future__ import annotations
 from statistics import median
 
 
+def run_options(run, file: str, profile, stack: str | None = None):
+    """The Options of one run (its precision column, if any; else the profile's), under its
+    stack column, else ``stack`` (issue 25; compute/stack.py)."""
+    from dataclasses import replace
 
-def run_options(run, file: str, profile):
-    """The Options of one run (its precision column, if any; else the profile's)."""
     from oracle.compute.compare import run_precision_options
     from oracle.compute.options import Flags
     from oracle.errors import OracleError
+    from oracle.load import load_stack
 
     try:
         precision, mixed = run_precision_options(run) or (None, None)
     except OracleError as exc:
         exc.file = file
         raise
-    return Flags.parse().resolve(profile, precision, mixed).options
+    name = run.stack or stack
+    # the written profile is measured (a stack's efficiency never applies to it): the runs are
+    # inverted under everything else the stack adds
+    st = replace(load_stack(name), efficiency=()) if name else None
+    return Flags.parse(stack=st).resolve(profile, precision, mixed).options
 
 
-def calibrate_compute(runs_file: str, chosen, base_system: str):
+def calibrate_compute(runs_file: str, chosen, base_system: str, stack: str | None = None):
     """(profile, factor, evidence) from the chosen runs, which must share one model and
     one profile.  Evidence: (line, label, factor) per run."""
     from oracle.compute.calibrate import compute_scale, scaled_profile
@@ -46,10 +53,10 @@ def calibrate_compute(runs_file: str, chosen, base_system: str):
         raise OracleError("--calibrate compute needs runs of one model and one profile; use --where", file=runs_file)
     model, system = load_model(chosen[0].model), load_system(base_system)
     original = load_profile(chosen[0].profile)
-    profile = _per_layer(model, system, original, run_options(chosen[0], runs_file, original))
+    profile = _per_layer(model, system, original, run_options(chosen[0], runs_file, original, stack))
     evidence = []
     for run in chosen:
-        ctx = build_context(model, system, profile, run_options(run, runs_file, profile))
+        ctx = build_context(model, system, profile, run_options(run, runs_file, profile, stack))
         pt = REGISTRY[run.strategy].evaluate(ctx, config_for(run, ctx))
         measured = run.measured_s / (pt.iterations_per_epoch if run.basis == "epoch" else 1.0)
         try:

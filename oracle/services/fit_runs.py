@@ -25,6 +25,7 @@ class RunsRequest:
     name: str | None = None
     output: str | None = None
     command: str = ""  # the command line, for the written file's header
+    stack: str | None = None  # issue 25: the software stack the runs ran (a run's stack column comes first)
 
 
 @dataclass(frozen=True)
@@ -55,7 +56,7 @@ def fit_runs(req: RunsRequest, warn) -> FitRuns:
     if req.kind == "compute":  # issue 13: a profile, not a system
         from oracle.services.fit_compute import calibrate_compute
 
-        return FitRuns(len(sel.chosen), profile=calibrate_compute(req.runs, sel.chosen, str(sel.base_path)))
+        return FitRuns(len(sel.chosen), profile=calibrate_compute(req.runs, sel.chosen, str(sel.base_path), req.stack))
     cal = calibrate_runs(req, sel)
     # issue 26: an unphysical system is not written (the command refuses it)
     text = calibrated_system(req, sel, cal) if req.output and cal.evidence and not cal.unphysical else None
@@ -86,7 +87,7 @@ def calibrate_runs(req: RunsRequest, sel: Selection):
     from oracle.api import Inputs
     from oracle.compute.calibrate import calibrate
 
-    inputs = Inputs()
+    inputs = Inputs(stack=req.stack)
     pairs = [(r, inputs.context(r.model, str(sel.base_path), r.profile, r)) for r in sel.chosen]
     if req.kind == "all":
         from oracle.compute.calibrate_all import calibrate_all

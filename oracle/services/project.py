@@ -47,7 +47,16 @@ def describe(m, s, pr, run, conversion) -> dict:
         "options_note": options_note(s, options),
         "model_note": model_note(m),
         "compute_conversion": conversion_caption(conversion, batch, per_gpu, s, m),
+        "stack": options.stack.name if options.stack is not None else "",
+        "stack_note": stack_caption(options.stack),
     }
+
+
+def stack_caption(stack) -> str:
+    """The software stack in force (issue 25), for headers and reports."""
+    if stack is None:
+        return ""
+    return f"stack: {stack.name} ({stack.description})"
 
 
 def provenance(chosen, used, options: str, shown: str, converts: bool, default=None) -> str:

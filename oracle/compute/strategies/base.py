@@ -21,6 +21,7 @@ from oracle.compute.cost import (
     phase_names,
 )
 from oracle.compute.memory import MemoryParts, memory_bytes
+from oracle.compute.stack import stack_name, with_stack_costs
 from oracle.units import fmt_gb
 
 
@@ -191,6 +192,8 @@ def make_point(
         # ZeRO-3 all-gathers the weights in forward and backward besides the gradient
         # reduce-scatter: 1.5x the all-reduce volume (Rajbhandari et al., SC 2020, §7.2)
         breakdown = breakdown.replace(gradient_exchange_s=1.5 * breakdown.gradient_exchange_s)
+    if cfg.batch > 0:  # issue 25: the stack's per-GPU costs (none without a stack)
+        breakdown = with_stack_costs(ctx.options, cfg.gpus, ctx.D / cfg.batch, len(ctx.model.layers), breakdown)
     if system.input is not None and cfg.batch > 0:
         breakdown = _with_input(ctx, cfg, breakdown)
     limits = list(limits) + epoch_limit(ctx, cfg.batch)
@@ -234,6 +237,7 @@ def make_point(
         profile_kind=ctx.profile_kind,
         memory_model=ctx.memory_model,
         compute_conversion=ctx.conversion_label(cfg.batch / cfg.gpus) if cfg.gpus > 0 else "",
+        stack=stack_name(ctx.options),
     )
 
 

@@ -1,0 +1,107 @@
+"""Applying a software stack (issue 25, oracle/stack.py) to a projection.
+
+- Options: the stack's overlap, bucket size, all-reduce algorithm policy ("system": the
+  system file decides), memory model and compute scaling, unless the user set them.
+- Compute: an ESTIMATED profile's times (the compute model's, ``oracle profile
+  --estimate``) are divided by the stack's efficiency for the run's precision class on the
+  system's GPU; measured profiles already carry their software's speed and are left alone.
+- Beyond one GPU the forward and backward run at the stack's data-parallel efficiency
+  (a fitted fraction: collective kernels overlapped with the backward and the input
+  pipeline share the GPU's SMs and memory bandwidth and the host's CPUs).
+- Per iteration: ``fixed_s`` is added to the weight update (the optimizer step's overhead,
+  synchronisations, loss and BatchNorm reductions beyond the kernels), and the forward and
+  backward last at least ``layers x launch_floor_s_per_layer`` (the host launching kernels
+  one by one; 0 with CUDA graphs).
+- Collectives started in cycles (Horovod's background loop): the last gradients wait half
+  a cycle on average, added to the gradient exchange beyond one GPU.
+- Input: the stack's loader rates become the system's input pipeline (prefetched, as
+  DataLoader workers and DALI do) where the system file describes none.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from oracle.compute.cost import Breakdown
+from oracle.compute.options import Options
+from oracle.model import InputPipeline, System
+from oracle.stack import PRECISION_CLASSES, TWO_BYTE, Stack
+
+
+def precision_class(options: Options) -> str:
+    return PRECISION_CLASSES[1] if options.mixed_precision or options.precision in TWO_BYTE else PRECISION_CLASSES[0]
+
+
+def stack_values(stack: Stack) -> dict:
+    """The options a stack sets (compute/options.Options fields)."""
+    algorithm = stack.algorithm.value
+    return {
+        "overlap": stack.overlap.value,
+        "bucket_bytes": float(stack.bucket_MB.value) * 2**20,
+        "collective": None if algorithm == "system" else algorithm,
+        "memory_model": stack.memory_model.value,
+        "compute_scaling": stack.compute_scaling.value,
+    }
+
+
+def stack_flags(stack: Stack, flags: dict) -> dict:
+    """Options keywords (compute/options.Flags.parse) with the stack's values for those left
+    out or at their defaults (an option given at another value wins), and the stack."""
+    plain = Options()
+    out = dict(flags, stack=stack)
+    for key, value in stack_values(stack).items():
+        if flags.get(key, getattr(plain, key)) == getattr(plain, key):
+            out[key] = value
+    return out
+
+
+def stack_options(options: Options, stack: Stack, given: frozenset[str] = frozenset()) -> Options:
+    """``options`` with the stack's values, except the fields named in ``given``."""
+    return replace(options, stack=stack, **{k: v for k, v in stack_values(stack).items() if k not in given})
+
+
+def stack_system(system: System, stack: Stack | None) -> System:
+    """The system with the stack's input pipeline where its file describes none."""
+    if stack is None or system.input is not None or (stack.input_samples_per_s_per_gpu is None and stack.input_samples_per_s_per_node is None):
+        return system
+    gpu, node = stack.input_samples_per_s_per_gpu, stack.input_samples_per_s_per_node
+    pipe = InputPipeline(loader_samples_per_s=gpu.value if gpu else None, node_samples_per_s=node.value if node else None,
+                         overlap=True, source=f"stack {stack.name}: " + "; ".join(s.source for s in (gpu, node) if s))  # fmt: skip
+    return replace(system, input=pipe)
+
+
+def compute_factor(options: Options, system: System, profile_kind: str) -> float:
+    """The time factor on the profile's compute times: 1 / the stack's efficiency for an
+    estimated profile, else 1."""
+    stack = options.stack
+    if stack is None or profile_kind != "estimated":
+        return 1.0
+    eff = stack.efficiency_for(system.gpu_model, precision_class(options))
+    return 1.0 / float(eff.value) if eff is not None else 1.0
+
+
+def per_iteration(options: Options, gpus: int, iterations: float, layers: int, forward_backward_s: float,
+                  weight_update_s: float) -> tuple[float, float]:  # fmt: skip
+    """(forward_backward_s, weight_update_s) per epoch with the stack's per-GPU costs: its
+    data-parallel efficiency beyond one GPU, launch floor and fixed cost per iteration."""
+    stack = options.stack
+    if stack is None:
+        return forward_backward_s, weight_update_s
+    if gpus > 1:
+        forward_backward_s /= stack.data_parallel_efficiency_for(precision_class(options))
+    floor = iterations * layers * float(stack.launch_floor_s_per_layer.value)
+    return max(forward_backward_s, floor), weight_update_s + iterations * float(stack.fixed_s.value)
+
+
+def with_stack_costs(options: Options, gpus: int, iterations: float, layers: int, bd: Breakdown) -> Breakdown:
+    """A point's breakdown with the stack's per-GPU costs (:func:`per_iteration`)."""
+    if options.stack is None or not iterations > 0:
+        return bd
+    fb, wu = per_iteration(options, gpus, iterations, layers, bd.forward_backward_s, bd.weight_update_s)
+    # a collective loop in cycles: the last gradients wait half a cycle on average
+    wait = iterations * float(options.stack.cycle_time_s.value) / 2 if gpus > 1 and bd.gradient_exchange_s > 0 else 0.0
+    return bd.replace(forward_backward_s=fb, weight_update_s=wu, gradient_exchange_s=bd.gradient_exchange_s + wait)
+
+
+def stack_name(options: Options) -> str:
+    return options.stack.name if options.stack is not None else ""

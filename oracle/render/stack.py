@@ -1,0 +1,45 @@
+"""Rendering of ``oracle show stack`` (issue 25): every value of a stack with its source and
+the rows it was fitted on."""
+
+from __future__ import annotations
+
+import json
+
+from oracle.stack import Sourced, Stack
+
+
+def stack_values(st: Stack) -> list[tuple[str, Sourced]]:
+    """(key path as in the file, value) of every parameter, in file order."""
+    out = [(f"compute.{'by_gpu.' + gpu + '.' if gpu else 'efficiency.'}{cls}", v) for gpu, cls, v in st.efficiency]
+    out += [(f"compute.data_parallel_efficiency.{cls}", v) for cls, v in st.data_parallel_efficiency]
+    out += [("compute.scaling", st.compute_scaling), ("iteration.fixed_s", st.fixed_s),
+            ("iteration.launch_floor_s_per_layer", st.launch_floor_s_per_layer)]  # fmt: skip
+    out += [(f"input.{k}", v) for k, v in (("samples_per_s_per_gpu", st.input_samples_per_s_per_gpu),
+                                            ("samples_per_s_per_node", st.input_samples_per_s_per_node)) if v]  # fmt: skip
+    out += [("communication.library", st.library), ("communication.algorithm", st.algorithm),
+            ("communication.overlap", st.overlap), ("communication.bucket_MB", st.bucket_MB),
+            ("communication.cycle_time_s", st.cycle_time_s),
+            ("memory.model", st.memory_model)]  # fmt: skip
+    return out
+
+
+def stack_dict(st: Stack) -> dict:
+    values = {k: {"value": v.value, "source": v.source, "fitted_on": v.fitted_on or None} for k, v in stack_values(st)}
+    return {"name": st.name, "description": st.description, "values": values}
+
+
+def stack_json(st: Stack) -> str:
+    return json.dumps(stack_dict(st), indent=2, ensure_ascii=False) + "\n"
+
+
+def stack_table(st: Stack):
+    from oracle.render.columns import Column, FitTable, Section
+
+    rows = [{"key": k, "value": f"{v.value:g}" if isinstance(v.value, float) else str(v.value),
+             "source": v.source + (f"; fitted on {v.fitted_on}" if v.fitted_on else "")}
+            for k, v in stack_values(st)]  # fmt: skip
+    return FitTable(
+        (Column("key", "key", identity=True), Column("value", "value", "right")),
+        [Section(rows)], notes=Column("source", "source"), notes_min=40,
+        title=f"stack {st.name}: {st.description}",
+    )  # fmt: skip

@@ -1,0 +1,75 @@
+"""A software stack (issue 25): what the training software adds to the hardware.
+
+A stack file (``stacks/NAME.yaml``, docs/file-formats.md "Stack") describes the
+training software the way a system file describes the hardware: its compute efficiency
+relative to oracle's compute model, per precision and GPU generation; its fixed costs per
+iteration; its input pipeline's rate; its collective library, algorithm policy, gradient
+bucketing and overlap; and its memory model.  Every value carries its source and, where
+fitted, the rows it was fitted on (:class:`Sourced`).  Applied by compute/stack.py.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from oracle.vocabulary import BF16, FP16, FP32
+
+# precision classes of a stack's compute efficiency: "fp32" covers fp32 and tf32 (the
+# compute model already carries tf32's tensor cores), "mixed" is --mixed-precision / fp16 / bf16
+PRECISION_CLASSES = (FP32, "mixed")
+TWO_BYTE = (FP16, BF16)  # precisions of the "mixed" class without --mixed-precision
+
+
+@dataclass(frozen=True)
+class Sourced:
+    """One stack value, where it comes from, and the rows it was fitted on (if fitted)."""
+
+    value: float | str
+    source: str
+    fitted_on: str = ""
+
+
+@dataclass(frozen=True)
+class Stack:
+    """A training software stack (docs/file-formats.md "Stack")."""
+
+    name: str
+    file: str
+    description: str
+    # speed relative to the compute model (1: as modelled; times are divided by it):
+    # (gpu generation or "" for any, precision class, value)
+    efficiency: tuple[tuple[str, str, Sourced], ...]
+    # compute speed per GPU at more than one GPU relative to one GPU, per precision class
+    # (overlapped collective kernels and the input pipeline share the GPU's SMs and memory
+    # and the host's CPUs): (precision class, value)
+    data_parallel_efficiency: tuple[tuple[str, Sourced], ...]
+    compute_scaling: Sourced  # "model" | "linear" (compute/options.py)
+    fixed_s: Sourced  # seconds per iteration beyond the kernels (optimizer step overhead, syncs, reductions)
+    launch_floor_s_per_layer: Sourced  # an iteration's compute lasts at least layers x this (host launches)
+    input_samples_per_s_per_gpu: Sourced | None  # one loader per GPU (None: no bound)
+    input_samples_per_s_per_node: Sourced | None  # all loaders of a node together
+    library: Sourced  # collective library (nccl, mpi, ...), informative
+    algorithm: Sourced  # "system": the system file's choice; else compute/network.ALGORITHMS
+    overlap: Sourced  # "buckets" | "none" (compute/overlap.py)
+    bucket_MB: Sourced  # gradient bucket / fusion buffer, MiB
+    # a background loop that starts collectives only at cycle boundaries (Horovod): the last
+    # gradients wait half a cycle on average; 0 when collectives start as soon as ready (DDP)
+    cycle_time_s: Sourced
+    memory_model: Sourced  # "framework" | "paradl" (docs/memory.md)
+
+    def data_parallel_efficiency_for(self, precision_class: str) -> float:
+        return float(dict(self.data_parallel_efficiency)[precision_class].value)
+
+    def efficiency_for(self, gpu_model: str, precision_class: str) -> Sourced | None:
+        """The efficiency of ``precision_class`` on a GPU named ``gpu_model``: the entry of
+        its generation (matched by name, e.g. "A100" in "A100-SXM4-80GB") before the generic one."""
+        name = gpu_model.upper()
+        generic = None
+        for gpu, cls, value in self.efficiency:
+            if cls != precision_class:
+                continue
+            if gpu and gpu.upper() in name:
+                return value
+            if not gpu:
+                generic = value
+        return generic

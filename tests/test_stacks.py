@@ -1,0 +1,283 @@
+"""Software stacks (issue 25): loading, applying, naming, and the paradl stack = ParaDL mode."""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import replace
+
+import pytest
+
+from oracle.compute.options import Options
+from oracle.compute.stack import compute_factor, per_iteration, stack_options, stack_system
+from oracle.errors import OracleError
+from oracle.load import load_stack, load_system
+from oracle.load.stack import parse_stack
+from oracle.load.yamlfile import load_yaml
+from oracle.resources import shipped_names
+from oracle.stack import Sourced
+from conftest import ROOT, run_cli
+
+SHIPPED = ("chainermnx", "mxnet", "paradl", "pytorch", "tensorflow")
+
+
+def test_every_shipped_stack_loads_with_a_source_for_every_value():
+    from oracle.render.stack import stack_values
+
+    assert tuple(shipped_names("stacks")) == SHIPPED
+    for name in SHIPPED:
+        st = load_stack(name)
+        assert st.name == name
+        for key, v in stack_values(st):
+            assert v.source.strip() and "placeholder" not in v.source, (name, key)
+            if "fitted" in v.source:
+                assert v.fitted_on.startswith("validation/dle-throughput.csv:"), (name, key)
+
+
+def _doc(name="pytorch"):
+    return load_yaml(ROOT / "stacks" / f"{name}.yaml")
+
+
+@pytest.mark.parametrize("bad, key", [
+    (-0.5, "iteration.fixed_s.value"),
+    (float("nan"), "iteration.fixed_s.value"),
+    (float("inf"), "iteration.fixed_s.value"),
+    (None, "iteration.fixed_s"),
+])  # fmt: skip
+def test_a_missing_negative_or_non_finite_value_is_one_error_naming_file_and_key(bad, key):
+    doc = _doc()
+    if bad is None:
+        del doc["iteration"]["fixed_s"]["value"]
+    else:
+        doc["iteration"]["fixed_s"]["value"] = bad
+    with pytest.raises(OracleError) as e:
+        parse_stack(doc, "my-stack.yaml")
+    text = str(e.value)
+    assert "my-stack.yaml" in text and key in text
+
+
+def test_a_value_without_its_source_is_refused():
+    doc = _doc()
+    del doc["communication"]["bucket_MB"]["source"]
+    with pytest.raises(OracleError, match="communication.bucket_MB"):
+        parse_stack(doc, "s.yaml")
+
+
+def test_unknown_stack_lists_the_shipped_ones_exit_2():
+    r = run_cli("predict", "-m", "resnet50", "-s", "abci", "-p", "resnet50_v100", "--stack", "pytorchh")
+    assert r.code == 2
+    assert all(name in r.err for name in SHIPPED)
+    assert len(r.err_lines) == 1 and "Traceback" not in r.err
+
+
+def test_a_bad_stack_file_writes_nothing(tmp_path):
+    bad = tmp_path / "s.yaml"
+    bad.write_text((ROOT / "stacks" / "pytorch.yaml").read_text().replace("value: 25,", "value: -25,"))
+    out = tmp_path / "out.json"
+    r = run_cli("predict", "-m", "resnet50", "-s", "abci", "-p", "resnet50_v100", "--stack", str(bad), "-o", str(out))
+    assert r.code == 2 and "bucket_MB" in r.err and not out.exists()
+
+
+def test_stack_options_apply_unless_given():
+    st = load_stack("pytorch")
+    o = stack_options(Options(), st)
+    assert (o.overlap, o.bucket_bytes, o.collective, o.memory_model) == ("buckets", 25 * 2**20, None, "framework")
+    assert o.stack is st
+    kept = stack_options(Options(overlap="none"), st, frozenset({"overlap"}))
+    assert kept.overlap == "none"
+    tf = stack_options(Options(), load_stack("tensorflow"))
+    assert tf.bucket_bytes == 64 * 2**20  # Horovod's fusion buffer
+
+
+def test_efficiency_applies_to_estimated_profiles_by_generation_and_precision_class():
+    st = load_stack("tensorflow")  # fp32 1.15, mixed 1.1
+    a100 = load_system("dgx-a100-80gb")
+    o = stack_options(Options(precision="tf32"), st)
+    assert compute_factor(o, a100, "estimated") == pytest.approx(1 / 1.15)
+    assert compute_factor(replace(o, mixed_precision=True), a100, "estimated") == pytest.approx(1 / 1.1)
+    assert compute_factor(o, a100, "measured") == 1.0  # a measured profile carries its software's speed
+    assert compute_factor(Options(), a100, "estimated") == 1.0  # no stack
+    gen = replace(st, efficiency=st.efficiency + (("A100", "fp32", Sourced(2.0, "test")),))
+    assert compute_factor(replace(o, stack=gen), a100, "estimated") == pytest.approx(0.5)
+    assert compute_factor(replace(o, stack=gen), load_system("dgx1-v100"), "estimated") == pytest.approx(1 / 1.15)
+
+
+def test_per_iteration_costs_by_hand():
+    st = replace(load_stack("pytorch"), fixed_s=Sourced(0.002, "t"), launch_floor_s_per_layer=Sourced(1e-4, "t"))
+    o = Options(mixed_precision=True, stack=st)  # data-parallel efficiency (mixed) 0.85
+    # 1 GPU: no data-parallel loss; 100 iterations: +0.2 s update; floor 100·10·1e-4 = 0.1 s
+    assert per_iteration(o, 1, 100, 10, 5.0, 1.0) == pytest.approx((5.0, 1.2))
+    assert per_iteration(o, 8, 100, 10, 5.0, 1.0) == pytest.approx((5.0 / 0.85, 1.2))
+    assert per_iteration(o, 1, 100, 10, 0.01, 0.0) == pytest.approx((0.1, 0.2))  # the launch floor binds
+    assert per_iteration(Options(), 8, 100, 10, 5.0, 1.0) == (5.0, 1.0)
+
+
+def test_stack_input_rate_becomes_the_pipeline_only_where_the_system_has_none():
+    st = replace(load_stack("pytorch"), input_samples_per_s_per_node=Sourced(8000.0, "t"))
+    s = load_system("dgx1-v100")
+    assert s.input is None
+    assert stack_system(s, st).input.node_samples_per_s == 8000.0
+    assert stack_system(s, load_stack("pytorch")) is s
+
+
+ARGS = ("predict", "-m", "resnet50", "-s", "abci", "-p", "resnet50_v100", "--gpus", "1,4,64,1024", "-b", "32", "-f", "json")
+
+
+def _numbers(out: str) -> list:
+    return [(p["strategy"], p["gpus"], p["total_s"], p["memory_bytes"], p["breakdown"]) for p in json.loads(out)]
+
+
+def test_paradl_stack_is_paradl_mode_exactly():
+    plain = run_cli(*ARGS, "--compute-scaling", "linear", "--memory-model", "paradl")
+    stacked = run_cli(*ARGS, "--stack", "paradl")
+    assert plain.code == stacked.code == 0
+    assert _numbers(stacked.out) == _numbers(plain.out)
+    assert {p["stack"] for p in json.loads(stacked.out)} == {"paradl"}
+
+
+def test_without_stack_nothing_moves_and_the_json_says_none():
+    a = json.loads(run_cli(*ARGS).out)
+    assert {p["stack"] for p in a} == {""}
+
+
+def test_pytorch_stack_named_in_header_and_json_and_moves_multi_gpu_compute():
+    base = ("predict", "-m", "resnet50", "-s", "dgx-a100-80gb", "-p", "resnet50_a100_fp16_estimated",
+            "--strategy", "data", "--gpus", "8", "-b", "64")  # fmt: skip
+    table = run_cli(*base, "--stack", "pytorch", "--width", "140")
+    assert table.code == 0 and "stack: pytorch" in table.out
+    none, st = (json.loads(run_cli(*base, *extra, "-f", "json").out)[0] for extra in ((), ("--stack", "pytorch")))
+    assert st["stack"] == "pytorch" and none["stack"] == ""
+    # fp16 profile: data-parallel efficiency (mixed) 0.85, efficiency 1.0
+    fb = none["breakdown"]["forward_backward_s"]
+    assert st["breakdown"]["forward_backward_s"] == pytest.approx(fb / 0.85, rel=1e-9)
+    assert st["overlap_ratio"] > 0 and none["overlap_ratio"] == 0
+
+
+def test_list_and_show_stack():
+    r = run_cli("list", "stacks", "--width", "120")
+    assert r.code == 0 and all(name in r.out for name in SHIPPED)
+    j = json.loads(run_cli("show", "stack", "pytorch", "-f", "json").out)
+    assert j["values"]["communication.bucket_MB"]["value"] == 25
+    assert "distributed.py" in j["values"]["communication.bucket_MB"]["source"]
+    assert math.isclose(j["values"]["compute.data_parallel_efficiency.mixed"]["value"], 0.85)
+
+
+def test_runs_file_stack_column_comes_before_the_option(tmp_path):
+    import csv
+
+    src = ROOT / "validation" / "dle-resnet50-runs.csv"
+    rows = list(csv.DictReader(src.open()))
+    runs = tmp_path / "runs.csv"
+    with runs.open("w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=[*rows[0], "stack"])
+        w.writeheader()
+        w.writerows(dict(r, stack="pytorch") for r in rows)
+    plain = json.loads(run_cli("compare", str(src), "-f", "json").out)["rows"]
+    col = json.loads(run_cli("compare", str(runs), "-f", "json").out)["rows"]
+    opt = json.loads(run_cli("compare", str(src), "--stack", "pytorch", "-f", "json").out)["rows"]
+    both = json.loads(run_cli("compare", str(runs), "--stack", "tensorflow", "-f", "json").out)["rows"]
+    assert [r["stack"] for r in plain] == ["", ""]
+    assert [r["stack"] for r in col] == [r["stack"] for r in both] == ["pytorch", "pytorch"]
+    assert [r["predicted_s"] for r in col] == [r["predicted_s"] for r in opt] == [r["predicted_s"] for r in both]
+    # the 8-GPU AMP run moves (data-parallel efficiency and overlap), the 1-GPU run does not (efficiency 1.0)
+    assert col[0]["predicted_s"] == plain[0]["predicted_s"] and col[1]["predicted_s"] != plain[1]["predicted_s"]
+
+
+def test_layer_wise_all_data_equals_data_under_a_stack():
+    """The per-layer search charges the stack's per-GPU costs as the strategies do."""
+    from oracle.compute.context import Context
+    from oracle.compute.layerwise import Dist, evaluate
+    from oracle.compute.sweep import sweep
+    from oracle.load import load_model, load_profile
+    from oracle.load.profile import bind_profile
+
+    st = replace(load_stack("pytorch"), fixed_s=Sourced(0.003, "t"), launch_floor_s_per_layer=Sourced(2e-4, "t"))
+    m, s, pr = load_model("resnet50"), load_system("abci"), load_profile("resnet50_v100")
+    options = stack_options(Options(overlap="none"), st, frozenset({"overlap"}))  # the layer-wise path has no overlap
+    times = bind_profile(m, pr)
+    ctx = Context(m, s, times, options, pr.kind)
+    for p in (1, 8, 64):
+        B = 4.0 * p  # small batch: the launch floor binds
+        (pt,) = sweep(m, s, times, [p], "data" if p > 1 else "serial", batch=B, options=options, profile_kind=pr.kind)
+        got = evaluate(ctx, p, B, [Dist.data(p)] * ctx.G).point
+        assert got.stack == pt.stack == "pytorch"
+        assert got.compute_s == pytest.approx(pt.compute_s, rel=1e-12)
+        assert got.total_s == pytest.approx(pt.total_s, rel=1e-12)
+
+
+def test_search_names_the_stack():
+    args = ("search", "-m", "resnet50", "-s", "dgx-a100-80gb", "-p", "resnet50_a100_fp16_estimated", "--gpus", "16",
+            "-b", "64")  # fmt: skip
+    with_, without = (run_cli(*args, *extra, "-f", "json") for extra in (("--stack", "pytorch"), ()))
+    assert json.loads(with_.out)["stack"] == "pytorch" and json.loads(without.out)["stack"] == ""
+    assert "stack: pytorch" in run_cli(*args, "--stack", "pytorch", "--width", "120").out
+
+
+def test_horovod_cycle_adds_half_a_cycle_per_iteration_beyond_one_gpu():
+    from oracle.compute.cost import Breakdown
+    from oracle.compute.stack import with_stack_costs
+
+    st = load_stack("tensorflow")  # cycle 5 ms (horovod/common/operations.cc)
+    assert st.cycle_time_s.value == 0.005 and load_stack("pytorch").cycle_time_s.value == 0.0
+    o = Options(stack=replace(st, launch_floor_s_per_layer=Sourced(0.0, "t")))
+    bd = Breakdown(forward_backward_s=10.0, gradient_exchange_s=1.0)
+    assert with_stack_costs(o, 8, 100, 50, bd).gradient_exchange_s == pytest.approx(1.0 + 100 * 0.0025)
+    assert with_stack_costs(o, 1, 100, 50, Breakdown(forward_backward_s=10.0)).gradient_exchange_s == 0.0
+
+
+def test_report_and_plot_titles_name_the_stack(tmp_path):
+    pytest.importorskip("matplotlib")
+    from oracle.render.plots import title
+
+    out = tmp_path / "r.md"
+    r = run_cli("report", "-m", "resnet50", "-s", "dgx-a100-80gb", "-p", "resnet50_a100_fp16_estimated", "--gpus", "8",
+                "-b", "64", "--strategy", "data", "--stack", "pytorch", "-o", str(out))  # fmt: skip
+    assert r.code == 0 and "Software stack: pytorch" in out.read_text()
+    assert "stack pytorch" in title({"model": "m", "system": "s", "stack": "pytorch"}, "x")
+    assert "stack" not in title({"model": "m", "system": "s", "stack": ""}, "x")
+
+
+def test_fit_runs_compute_profile_reproduces_the_run_under_the_stack(tmp_path):
+    """--calibrate compute under a stack writes a (measured) profile that, projected under
+    the same stack, reproduces the run (validation/dle-resnet50-runs.csv:3, 8 GPUs AMP)."""
+    out = tmp_path / "p.yaml"
+    r = run_cli("fit", "runs", str(ROOT / "validation" / "dle-resnet50-runs.csv"), "-s", "dgx-a100-80gb",
+                "--calibrate", "compute", "--where", "gpus=8", "-o", str(out), "--stack", "pytorch")  # fmt: skip
+    assert r.code == 0, r.err
+    p = run_cli("predict", "-m", "resnet50", "-s", "dgx-a100-80gb", "-p", str(out), "--strategy", "data", "--gpus", "8",
+                "-B", "2048", "--precision", "fp32", "--mixed-precision", "--stack", "pytorch", "-f", "json")  # fmt: skip
+    assert json.loads(p.out)[0]["iteration_s"] == pytest.approx(0.123218, rel=1e-5)
+
+
+@pytest.mark.parametrize("edit, key", [
+    (lambda d: d["communication"]["algorithm"].__setitem__("value", "nvlss"), "communication.algorithm.value"),
+    (lambda d: d["compute"]["data_parallel_efficiency"]["mixed"].__setitem__("value", 1.5),
+     "compute.data_parallel_efficiency.mixed.value"),
+    (lambda d: d["compute"]["efficiency"].__setitem__("fp16", d["compute"]["efficiency"]["mixed"]), "compute.efficiency"),
+    (lambda d: d["iteration"].__setitem__("fixed_s", 0.001), "iteration.fixed_s"),  # a bare number: no source
+])  # fmt: skip
+def test_bad_stack_values_name_the_key(edit, key):
+    doc = _doc()
+    edit(doc)
+    with pytest.raises(OracleError) as e:
+        parse_stack(doc, "s.yaml")
+    assert key in str(e.value)
+
+
+def test_a_stack_file_that_is_not_a_mapping_is_one_error(tmp_path):
+    bad = tmp_path / "s.yaml"
+    bad.write_text("- pytorch\n")
+    r = run_cli("show", "stack", str(bad))
+    assert r.code == 2 and len(r.err_lines) == 1 and "s.yaml" in r.err
+
+
+def test_python_api_takes_a_stack():
+    import oracle
+
+    args = ("resnet50", "dgx-a100-80gb", "resnet50_a100_fp16_estimated")
+    kw = dict(gpus=[8], strategies="data", batch_per_gpu=64)
+    (a,), (b,) = oracle.predict(*args, **kw), oracle.predict(*args, stack="pytorch", **kw)
+    assert a.stack == "" and b.stack == "pytorch"
+    assert b.breakdown.forward_backward_s == pytest.approx(a.breakdown.forward_backward_s / 0.85, rel=1e-9)
+    (c,) = oracle.predict(*args, stack="paradl", memory_reuse=0.5, **kw)  # γ with the stack's ParaDL bound
+    assert c.memory_model == "paradl"
