@@ -85,6 +85,7 @@ def _run(tmp_path, args, name, layer=None):
     return run_cli(*(a.format(m=m, s=s, p=p, out=out) for a in args)), out
 
 
+@pytest.mark.filterwarnings("error:Glyph:UserWarning")  # a control character drawn in a plot
 @pytest.mark.parametrize("command", sorted(COMMANDS))
 def test_no_name_reaches_the_terminal_or_a_file_raw(tmp_path, command):
     if command.startswith("plot"):

@@ -25,7 +25,7 @@ def encode(fig, fmt: str, dpi: int, rc: dict, compact: bool = True) -> bytes:
             f"the image would be {width:,} x {height:,} pixels at {dpi} dpi; at most {MAX_PIXELS // 10**6} million",
             path="--dpi", hint="lower --dpi, plot fewer GPU counts, or write SVG",
         )  # fmt: skip
-    _escape_controls(fig)
+    escape_controls(fig)
     buf = io.BytesIO()
     # no dates or producer versions: outputs are reproducible
     metadata = {"png": {"Software": None}, "svg": {"Date": None}, "pdf": {"CreationDate": None, "Producer": None}}[fmt]
@@ -37,7 +37,7 @@ def encode(fig, fmt: str, dpi: int, rc: dict, compact: bool = True) -> bytes:
     return data
 
 
-def _escape_controls(fig) -> None:
+def escape_controls(fig) -> None:
     """Every text of the figure (titles, labels, legends: names from the user's files)
     with its control characters shown as escapes (textsafe.terminal), as on a terminal."""
     from matplotlib.text import Text

@@ -22,8 +22,11 @@ def settle(fig) -> object:
     that renderer, for measuring text."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 
+    from oracle.render.image import escape_controls
+
     if not isinstance(fig.canvas, FigureCanvasAgg):
         FigureCanvasAgg(fig)  # not a GUI: the plots never touch pyplot
+    escape_controls(fig)  # measured as drawn: a name's control characters as escapes
     fig.draw_without_rendering()  # matplotlib >= 3.6
     return fig.canvas.get_renderer()
 
