@@ -25,7 +25,9 @@ class RunsRequest:
     name: str | None = None
     output: str | None = None
     command: str = ""  # the command line, for the written file's header
-    stack: str | None = None  # issue 25: the software stack the runs ran (a run's stack column comes first)
+    # the command's projection options as compute/options.Flags.parse takes them, ``stack`` (issue 25)
+    # among them; a run's stack and option columns come first (issue 26)
+    flags: dict | None = None
 
 
 @dataclass(frozen=True)
@@ -56,7 +58,8 @@ def fit_runs(req: RunsRequest, warn) -> FitRuns:
     if req.kind == "compute":  # issue 13: a profile, not a system
         from oracle.services.fit_compute import calibrate_compute
 
-        return FitRuns(len(sel.chosen), profile=calibrate_compute(req.runs, sel.chosen, str(sel.base_path), req.stack))
+        return FitRuns(len(sel.chosen), profile=calibrate_compute(req.runs, sel.chosen, str(sel.base_path),
+                                                                             req.flags or {}))
     cal = calibrate_runs(req, sel)
     # issue 26: an unphysical system is not written (the command refuses it)
     text = calibrated_system(req, sel, cal) if req.output and cal.evidence and not cal.unphysical else None
@@ -79,7 +82,8 @@ def select_runs(req: RunsRequest) -> Selection:
         raise OracleError("no run matches the --where filter", file=req.runs)
     base_path = resolve("systems", req.system)
     load_system(str(base_path))  # a bad base system is the error, before any warning
-    return Selection(chosen, base_path, extra, tuple(_other_systems(chosen, base_path, req.runs)))
+    warnings = _other_systems(chosen, base_path, req.runs) + clash_warnings(chosen, req.flags or {}, req.runs)
+    return Selection(chosen, base_path, extra, tuple(warnings))
 
 
 def calibrate_runs(req: RunsRequest, sel: Selection):
@@ -87,7 +91,7 @@ def calibrate_runs(req: RunsRequest, sel: Selection):
     from oracle.api import Inputs
     from oracle.compute.calibrate import calibrate
 
-    inputs = Inputs(stack=req.stack)
+    inputs = Inputs(**(req.flags or {}))
     pairs = [(r, inputs.context(r.model, str(sel.base_path), r.profile, r)) for r in sel.chosen]
     if req.kind == "all":
         from oracle.compute.calibrate_all import calibrate_all
@@ -292,6 +296,16 @@ def _other_machine(a, b) -> bool:
         return True
     pa, pb = a.gpu_peak_flops, b.gpu_peak_flops
     return bool(pa and pb and abs(pa - pb) > 0.1 * max(pa, pb))
+
+
+def clash_warnings(runs: list, flags: dict, file: str) -> list[str]:
+    """One warning per option or stack column whose rows differ from the command's
+    option (issue 26): each row is projected with its own column."""
+    from oracle.compute.options import option_clashes
+
+    return [f"{file} line{'s' if len(lines) > 1 else ''} {ranges(lines)}: column '{col}' is {value}, the command's"
+            f" {'--' + col.replace('_', '-')} {mine}; each row is projected with its own column"
+            for col, value, mine, lines in option_clashes(runs, flags)]  # fmt: skip
 
 
 def ranges(lines: list[int]) -> str:
