@@ -109,6 +109,10 @@ def run_sweep(req: SweepRequest) -> Sweep:
     points = sweep(req.model, req.system, times, req.counts, req.strategies, batch=run.batch,
                    batch_per_gpu=run.per_gpu, p2=req.p2, options=run.options, profile_kind=req.profile.kind,
                    conversion=conversion)  # fmt: skip
+    if req.system.anchors:  # issue 26: a calibrated system's measured runs
+        from oracle.services.anchors import anchored_sweep
+
+        points = anchored_sweep(points, req)
     return Sweep(points, conversion)
 
 
@@ -200,6 +204,8 @@ def compare(
     held = None
     if calibrate_on is not None:
         held = HeldOut(everything, calibrate_on, inputs, file)
+        for text in held.clashes:  # issue 26: anchors that contradict each other
+            _say(warn, f"{file or 'the runs'}: {text}")
         calibration = {r.line for r in held.calibration_runs}
         runs = [r for r in runs if r.line not in calibration]
         if not runs:
@@ -223,12 +229,17 @@ def compare(
 
 
 def _warn_clashes(runs, flags: dict, file: str, warn) -> None:
-    import warnings
-
     from oracle.services.fit_runs import clash_warnings
 
     for line in clash_warnings(runs, flags, file):
-        (warn or warnings.warn)(line)
+        _say(warn, line)
+
+
+def _say(warn, line: str) -> None:
+    """One warning line: to ``warn``, else :func:`warnings.warn`."""
+    import warnings
+
+    (warn or warnings.warn)(line)
 
 
 class HeldOut:
@@ -254,6 +265,7 @@ class HeldOut:
         self.inputs = inputs
         self.systems: dict[str, object] = {}
         self.notes: list[tuple[str, str]] = []
+        self.clashes: list[str] = []
         for name in sorted({r.system for r in runs}):
             pairs = [(r, inputs.context(r.model, r.system, r.profile, r)) for r in self.calibration_runs if r.system == name]
             if not pairs:
@@ -263,6 +275,7 @@ class HeldOut:
             own, residual = per_model_systems(self.systems[name], pairs)  # issue 26
             self.systems.update({(name, m): sys_m for m, sys_m in own.items()})
             clash = contradictions([r for r, _ in pairs])
+            self.clashes += clash
             self.notes.append((name, "; ".join([_calibration_note(cal), *residual, *clash])))
         self._contexts: dict = {}
 

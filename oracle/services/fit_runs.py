@@ -60,9 +60,9 @@ def fit_runs(req: RunsRequest, warn) -> FitRuns:
 
         return FitRuns(len(sel.chosen), profile=calibrate_compute(req.runs, sel.chosen, str(sel.base_path),
                                                                              req.flags or {}))
-    cal = calibrate_runs(req, sel)
+    cal, pairs = calibrate_runs(req, sel)
     # issue 26: an unphysical system is not written (the command refuses it)
-    text = calibrated_system(req, sel, cal) if req.output and cal.evidence and not cal.unphysical else None
+    text = calibrated_system(req, sel, cal, pairs) if req.output and cal.evidence and not cal.unphysical else None
     return FitRuns(len(sel.chosen), cal, text)
 
 
@@ -83,11 +83,13 @@ def select_runs(req: RunsRequest) -> Selection:
     base_path = resolve("systems", req.system)
     load_system(str(base_path))  # a bad base system is the error, before any warning
     warnings = _other_systems(chosen, base_path, req.runs) + clash_warnings(chosen, req.flags or {}, req.runs)
+    warnings += _contradicting(req, chosen)
     return Selection(chosen, base_path, extra, tuple(warnings))
 
 
 def calibrate_runs(req: RunsRequest, sel: Selection):
-    """The Calibration of ``req.kind`` (network, input or all) from the selected runs."""
+    """(the Calibration of ``req.kind`` (network, input or all) from the selected runs,
+    their (run, context) pairs)."""
     from oracle.api import Inputs
     from oracle.compute.calibrate import calibrate
 
@@ -96,11 +98,23 @@ def calibrate_runs(req: RunsRequest, sel: Selection):
     if req.kind == "all":
         from oracle.compute.calibrate_all import calibrate_all
 
-        return calibrate_all(pairs)
-    return calibrate(req.kind, pairs)
+        return calibrate_all(pairs), pairs
+    return calibrate(req.kind, pairs), pairs
 
 
-def calibrated_system(req: RunsRequest, sel: Selection, cal) -> str:
+def _contradicting(req: RunsRequest, chosen: list) -> list[str]:
+    """Two runs of one configuration 2x apart (issue 26): an error where they would be
+    written as anchors (``--calibrate all``), before any work; else warnings."""
+    from oracle.compute.anchor import contradictions
+    from oracle.errors import OracleError
+
+    clash = contradictions(chosen)
+    if clash and req.kind == "all":
+        raise OracleError(clash[0], file=req.runs, hint="keep one of them with --where (e.g. --where line=...)")
+    return [f"{req.runs}: {text}" for text in clash]
+
+
+def calibrated_system(req: RunsRequest, sel: Selection, cal, pairs=()) -> str:
     """The base system's YAML with the calibrated parameters and their provenance."""
     import yaml
 
@@ -125,6 +139,9 @@ def calibrated_system(req: RunsRequest, sel: Selection, cal) -> str:
         found = mechanisms(cal)
         into_doc(doc, found, {k: cal.lines_for(k) for k in found}, req.runs)
         _set_compute(doc, cal, req.runs)
+        from oracle.services.fit_anchors import anchor_entries
+
+        doc["anchors"] = anchor_entries(list(pairs), req.flags or {}, req.runs)  # issue 26
     used = sorted({e.line for e in cal.evidence})
     doc["source"] = (
         f"{base_source}. Then {req.kind} calibrated by `oracle fit runs` on {req.runs}"
