@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 from conftest import run_cli
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from test_anchor import two_models
 
 from oracle import api
@@ -145,3 +147,29 @@ def test_contradicting_anchors_are_refused_and_nothing_written(tmp_path):
     assert "lines 2 and 3" in r.err and len(r.err.strip().splitlines()) == 1
     c = run_cli("compare", path, "--calibrate-on", "gpus<=8")
     assert "warning" in c.err and "lines 2 and 3" in c.err
+
+
+@settings(max_examples=6, deadline=None)
+@given(slow=st.lists(st.floats(0.6, 1.6), min_size=6, max_size=6))
+def test_any_measured_times_are_reproduced_by_the_written_system(tmp_path_factory, slow):
+    """Property: whatever the shared mechanisms cannot explain (each run slower or faster
+    than the model by its own factor), the written system projects each calibration run
+    within the tolerance."""
+    from dataclasses import replace
+
+    from hypothesis import assume
+    from test_calibrate_split import made_by, run
+
+    from oracle.api import Inputs
+    from oracle.services.fit_runs import RunsRequest, fit_runs
+
+    truth = load_system(str(ROOT / "systems" / "abci.yaml"))
+    base = [run(2, "data", 4, 128), run(3, "data", 8, 256), run(4, "spatial", 4, 64), run(5, "filter", 8, 64),
+            run(6, "data+spatial", 8, 128, p1=2, p2=4), run(7, "data", 8, 256, model="alexnet")]  # fmt: skip
+    runs = [replace(r, epoch_s=r.epoch_s * k) for r, k in zip(made_by(truth, base, Inputs()), slow)]
+    tmp = tmp_path_factory.mktemp("prop")
+    path = write_runs(tmp / "runs.csv", runs)
+    result = fit_runs(RunsRequest(str(path), "abci", "all", {}, output=str(tmp / "cal.yaml")), lambda _: None)
+    assume(result.system_text is not None)  # an unphysical fit is refused (tests/test_calibrate_physics.py)
+    (tmp / "cal.yaml").write_text(result.system_text)
+    reproduces(load_runs(path), str(tmp / "cal.yaml"), str(path))
