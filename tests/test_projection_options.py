@@ -73,6 +73,13 @@ def test_a_stack_column_against_the_stack_option_is_named(tmp_path):
     assert "line 2:" in result.err and "'stack'" in result.err
 
 
+def test_a_precision_column_against_the_precision_option_is_named(tmp_path):
+    runs = _runs(tmp_path, "precision", ("fp16", "fp32"))
+    result = run_cli("compare", runs, "-f", "csv", "--precision", "fp32")
+    assert result.code == 0, result.err
+    assert "line 2:" in result.err and "'precision'" in result.err and "line 3" not in result.err
+
+
 def test_a_bad_option_column_is_one_error_line(tmp_path):
     runs = _runs(tmp_path, "collective", ("", "bogus"))
     result = run_cli("compare", runs)

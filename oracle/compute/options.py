@@ -312,16 +312,19 @@ def given_flags(flags: dict) -> dict:
 
 
 def option_clashes(runs: list, flags: dict) -> list[tuple[str, str, str, list[int]]]:
-    """Where runs' option or stack columns differ from the command's options given
+    """Where runs' option, stack or precision columns differ from the command's options given
     (``flags``, Flags.parse keywords; stack by its name): (column, the rows' value, the
     command's, their lines), for one warning each (issue 26: each row's column wins)."""
     given = given_flags(flags)
     if flags.get("stack") is not None:
         given["stack"] = str(getattr(flags["stack"], "name", flags["stack"]))
-    columns = {key: col for col, (key, _) in OPTION_COLUMNS.items()} | {"stack": "stack"}
+    if flags.get("precision"):
+        given["precision"] = flags["precision"]
+    columns = {key: col for col, (key, _) in OPTION_COLUMNS.items()} | {"stack": "stack", "precision": "precision"}
     found: dict = {}
     for run in runs:
         theirs = dict(run.flags) | ({"stack": run.stack} if run.stack else {})
+        theirs |= {"precision": run.get("precision")} if run.get("precision") else {}
         for key, value in theirs.items():
             if key in given and str(value) != str(given[key]):
                 found.setdefault((columns[key], str(value), str(given[key])), []).append(run.line)
