@@ -109,6 +109,10 @@ def run_sweep(req: SweepRequest) -> Sweep:
     points = sweep(req.model, req.system, times, req.counts, req.strategies, batch=run.batch,
                    batch_per_gpu=run.per_gpu, p2=req.p2, options=run.options, profile_kind=req.profile.kind,
                    conversion=conversion)  # fmt: skip
+    if req.system.anchors:  # issue 26: a calibrated system's measured runs
+        from oracle.services.anchors import anchored_sweep
+
+        points = anchored_sweep(points, req)
     return Sweep(points, conversion)
 
 
@@ -130,38 +134,48 @@ class Inputs:
         """The context of (model, system, profile); ``run``: a measured run whose
         ``precision`` column (issue 13) sets precision and mixed precision; else the
         ``precision`` option, else the profile's; likewise its ``stack`` column (issue 25)
-        before the ``stack`` option."""
+        and option columns (issue 26) before the command's options."""
         from oracle.compute.compare import run_precision_options
 
         prec = run_precision_options(run) if run is not None else None
         precision, mixed = prec or (None, None)
         stack = run.stack if run is not None and run.stack else None
-        key = (model, system, profile, precision, mixed, stack)
+        own = run.flags if run is not None else ()
+        key = (model, system, profile, precision, mixed, stack, own)
         if key not in self._contexts:
             from oracle.compute.conversion import build_context
-            from oracle.compute.options import Flags
             from oracle.compute.stack import stack_system
 
             files = self.files
-            flags = Flags.parse(**with_stack(files, {**self._flags, "stack": stack})) if stack else self.flags
+            flags = self.row_flags(stack, own)
             m, s, pr = files.model(model), files.system(system), files.profile(profile)
             options = flags.resolve(pr, precision, mixed).options
             s = stack_system(s, options.stack)
             self._contexts[key] = build_context(m, s, pr, options)
         return self._contexts[key]
 
+    def row_flags(self, stack=None, own=()):
+        """The command's Flags with a row's stack and option columns over them."""
+        from oracle.compute.options import Flags
+
+        if not stack and not own:
+            return self.flags
+        merged = {**self._flags, **dict(own), **({"stack": stack} if stack else {})}
+        return Flags.parse(**with_stack(self.files, merged))
+
 
 def compare(
     runs, *, threshold: float | None = None, where: dict | None = None, exclude: dict | None = None,
-    system=None, calibrate_on: str | None = None, files=None, **flags,
+    system=None, calibrate_on: str | None = None, files=None, warn=None, **flags,
 ):  # fmt: skip
     """Compare projections with measured runs (a RUNS.csv path or MeasuredRun list).
 
     ``where`` keeps runs whose column values are in the given sets, e.g.
     {"quality": {"A"}}, ``exclude`` drops runs likewise; ``system`` replaces every
     run's system; ``files``: a load.Files of input files already loaded; ``flags``: the
-    options of ``oracle compare`` by their names (as :func:`predict`).  Returns (rows,
-    summary); see oracle.compute.compare."""
+    options of ``oracle compare`` by their names (as :func:`predict`); ``warn``: gets
+    each warning line (rows whose option or stack columns differ from ``flags``; default
+    :func:`warnings.warn`).  Returns (rows, summary); see oracle.compute.compare."""
     from oracle.compute import compare as cmp
     from oracle.compute.strategies import names
     from oracle.errors import OracleError
@@ -171,6 +185,7 @@ def compare(
     file = str(runs) if isinstance(runs, (str, Path)) else None
     if file is not None:
         runs = load_runs(file, names())
+    _warn_clashes(runs, flags, file or "the runs", warn)
     everything = runs  # --calibrate-on picks its runs from all of them; where/exclude: what is scored
     if where:
         runs = [r for r in runs if all(r.get(k) in v for k, v in where.items())]
@@ -189,6 +204,8 @@ def compare(
     held = None
     if calibrate_on is not None:
         held = HeldOut(everything, calibrate_on, inputs, file)
+        for text in held.clashes:  # issue 26: anchors that contradict each other
+            _say(warn, f"{file or 'the runs'}: {text}")
         calibration = {r.line for r in held.calibration_runs}
         runs = [r for r in runs if r.line not in calibration]
         if not runs:
@@ -209,6 +226,20 @@ def compare(
         rows = held.with_naive(rows, limit)
         return rows, held.summary(rows)
     return rows, cmp.summarize(rows)
+
+
+def _warn_clashes(runs, flags: dict, file: str, warn) -> None:
+    from oracle.services.fit_runs import clash_warnings
+
+    for line in clash_warnings(runs, flags, file):
+        _say(warn, line)
+
+
+def _say(warn, line: str) -> None:
+    """One warning line: to ``warn``, else :func:`warnings.warn`."""
+    import warnings
+
+    (warn or warnings.warn)(line)
 
 
 class HeldOut:
@@ -234,6 +265,7 @@ class HeldOut:
         self.inputs = inputs
         self.systems: dict[str, object] = {}
         self.notes: list[tuple[str, str]] = []
+        self.clashes: list[str] = []
         for name in sorted({r.system for r in runs}):
             pairs = [(r, inputs.context(r.model, r.system, r.profile, r)) for r in self.calibration_runs if r.system == name]
             if not pairs:
@@ -243,6 +275,7 @@ class HeldOut:
             own, residual = per_model_systems(self.systems[name], pairs)  # issue 26
             self.systems.update({(name, m): sys_m for m, sys_m in own.items()})
             clash = contradictions([r for r, _ in pairs])
+            self.clashes += clash
             self.notes.append((name, "; ".join([_calibration_note(cal), *residual, *clash])))
         self._contexts: dict = {}
 

@@ -240,6 +240,28 @@ class CollectiveTable:
 
 
 @dataclass(frozen=True)
+class Anchor:
+    """A measured run a system's projections are anchored on (issue 26; the system file's
+    ``anchors:``, written by ``oracle fit runs --calibrate all``; compute/anchor.py).
+    Times are measured seconds per iteration; the options are those the run used."""
+
+    model: str  # the model's name (as its file names it)
+    strategy: str
+    gpus: int
+    global_batch: float
+    iteration_s: float
+    p1: int | None = None
+    p2: int | None = None
+    segments: int | None = None
+    compute_s: float | None = None  # measured compute per iteration, with comm_s
+    comm_s: float | None = None
+    precision: str = ""  # as a runs file's precision column (fp32, ..., AMP); "": the profile's
+    stack: str = ""  # the software stack's name or path; "": none
+    options: tuple[tuple[str, object], ...] = ()  # compute/options.Flags.parse keywords
+    source: str = ""  # the runs file and line it was measured on
+
+
+@dataclass(frozen=True)
 class Implementation:
     """How the training code communicates, where implementations differ (docs/cost-model.md).
 
@@ -349,6 +371,7 @@ class System:
     gpu_sm_count: int | None = None
     use_for: str = ""  # what the file is good for, which parts are measured (oracle list systems)
     interconnect: Interconnect = field(default_factory=Interconnect)  # issue 25
+    anchors: tuple[Anchor, ...] = ()  # issue 26: measured runs its projections are anchored on
 
     def gpu_peak(self, precision: str) -> float | None:
         for prec, value in self.gpu_peaks:

@@ -125,21 +125,11 @@ def overlap_options() -> list:
     ]
 
 
-def sweep_options(f):
-    """The options that define a sweep (predict, plot, report); one place for all."""
-    opts = [
-        click.option("--gpus", "-g", "gpus", metavar="LIST|A-B",
-                     help="GPU counts: 4,8,16 or 4-1024 (powers of two from A to B)."
-                     "  [default: powers of two up to the system size, at most 1024]"),
-        click.option("--strategy", "strategies", default="all", show_default=True, metavar="NAMES",
-                     cls=RegistryOption, help_from=strategy_help),
-        click.option("--batch-per-gpu", "-b", type=positive_float,
-                     help="Weak scaling: B = b·p samples per iteration. [default: the profile's"
-                     " measured_samples_per_gpu, else 32]"),
-        click.option("--batch", "-B", type=positive_float, help="Strong scaling: global mini-batch B, fixed."),
-        click.option("--p2", type=count_type(), help="Hybrids: fix the model-part size p2 (p = p1·p2)."),
-        click.option("--segments", "-S", type=count_type(), help="Pipeline segments S. [default: min(B, 4p)]"),
-        precision_option(),
+def projection_options(precision_also: str = "", stack_also: str = "") -> list:
+    """Every option that changes a projection (issue 26: predict, plot, report, compare and
+    fit runs take them all; a runs file's columns of compute/options.OPTION_COLUMNS per row)."""
+    return [
+        precision_option(precision_also),
         click.option("--memory-model", type=click.Choice(MEMORY_MODELS), default=FRAMEWORK, show_default=True,
                      help=f"{FRAMEWORK}: what PyTorch keeps (saved tensors, weights, gradients, optimizer,"
                      f" buffers, workspace); {PARADL}: ParaDL's upper bound Σ 2B(|x|+|y|) + 2|w|."),
@@ -165,16 +155,42 @@ def sweep_options(f):
                      help="Spatial strategies: split the layers up to LAYER only, then gather (e.g. CosmoFlow"
                      " codes gather after pool2). [default: the last layer with a spatial output]"),
         # issue 13 (compute model)
-        stack_option(),
+        stack_option(stack_also),
         click.option("--compute-scaling", type=click.Choice(["model", "linear"]), default="model",
                      show_default=True, help="model: convert profile times to this GPU, precision and per-GPU"
                      " batch (docs/memory.md and docs/cost-model.md); linear: ParaDL's profile times x samples."),
+    ]
+
+
+def with_options(opts: list):
+    """A decorator applying click options in their listed order."""
+    def apply(f):
+        for opt in reversed(opts):
+            f = opt(f)
+        return f
+
+    return apply
+
+
+def sweep_options(f):
+    """The options that define a sweep (predict, plot, report); one place for all."""
+    opts = [
+        click.option("--gpus", "-g", "gpus", metavar="LIST|A-B",
+                     help="GPU counts: 4,8,16 or 4-1024 (powers of two from A to B)."
+                     "  [default: powers of two up to the system size, at most 1024]"),
+        click.option("--strategy", "strategies", default="all", show_default=True, metavar="NAMES",
+                     cls=RegistryOption, help_from=strategy_help),
+        click.option("--batch-per-gpu", "-b", type=positive_float,
+                     help="Weak scaling: B = b·p samples per iteration. [default: the profile's"
+                     " measured_samples_per_gpu, else 32]"),
+        click.option("--batch", "-B", type=positive_float, help="Strong scaling: global mini-batch B, fixed."),
+        click.option("--p2", type=count_type(), help="Hybrids: fix the model-part size p2 (p = p1·p2)."),
+        click.option("--segments", "-S", type=count_type(), help="Pipeline segments S. [default: min(B, 4p)]"),
+        *projection_options(),
         click.option("--layers", metavar="LAYERS.yaml",
                      help="Also rank a layer-wise configuration (written by oracle search -o) at its GPU count."),
     ]
-    for opt in reversed(opts):
-        f = opt(f)
-    return model_system_profile_options(f)
+    return model_system_profile_options(with_options(opts)(f))
 
 
 def render_points(points, meta, fmt, top, chart, width, output) -> None:

@@ -6,14 +6,7 @@ from contextlib import contextmanager
 
 import click
 
-from oracle.cli.common import (
-    FORMATS,
-    memory_model_options,
-    output_option,
-    positive_float,
-    precision_option,
-    stack_option,
-)
+from oracle.cli.common import FORMATS, output_option, positive_float, projection_options, with_options
 from oracle.cli.types import FiniteRange, count_type, gpu_count_type, width_type
 from oracle.load.values import parse_where
 
@@ -36,16 +29,14 @@ from oracle.load.values import parse_where
 @click.option("--min-accuracy", type=FiniteRange(0, 1), help="Exit 1 when the mean accuracy is below this (e.g. 0.85).")
 @click.option("--max-mape", type=FiniteRange(min=0), help="Exit 1 when the mean absolute percentage error is above this (e.g. 0.15).")
 @click.option("--anomaly-threshold", type=FiniteRange(min=0), default=0.5, show_default=True, help="Flag runs off the projection by more than this share of the measured time.")
-@precision_option(" A run's precision column comes first.")
-@memory_model_options
-@stack_option(" A run's stack column comes first.")
+@with_options(projection_options(" A run's precision column comes first.",
+                                 " A run's stack column comes first (and its option columns over the options)."))
 @click.option("--calibrate-on", metavar="EXPR",
               help="Calibrate each system on the runs EXPR selects (e.g. 'gpus<=8'; --calibrate all of oracle fit"
               " runs) and score only the others, each anchored on its nearest calibration run (its measured"
               " time times the model's ratio; the notes name it), next to the naive projection from the nearest"
               " smaller calibrated run; runs at a batch per replica no calibration run of their model and strategy"
               " has are noted and summarised apart. --where/--exclude choose the runs scored.")
-@click.option("--contention", type=FiniteRange(min=1, max=1000), help="Contention factor φ (overrides the systems).")
 @click.option("--format", "-f", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
 @click.option("--width", type=width_type(), help="Table width. [default: terminal]")
 @output_option
@@ -57,7 +48,9 @@ def compare(
 
     RUNS.csv has the columns model, system, profile, strategy, gpus, global_batch,
     epoch_s (or iteration_s) and optionally p1, p2, segments, compute_s, comm_s,
-    source; other columns are carried through. Accuracy is ParaDL's
+    source, precision, stack and option columns named as the options with underscores
+    (collective, overlap, bucket_MB, compute_scaling, ...: a row's wins for that row);
+    other columns are carried through. Accuracy is ParaDL's
     1 - |projected - measured| / measured.
 
     \b
@@ -67,6 +60,7 @@ def compare(
                      --strategy data --gpus 8 --batch 256
     """
     from oracle import api
+    from oracle.cli.common import warn
     from oracle.errors import CheckFailed, OracleError
 
     if (runs is None) == (log is None):
@@ -75,14 +69,15 @@ def compare(
         if calibrate_on:
             raise OracleError("--calibrate-on needs a RUNS.csv file of several runs, not --log", path="--calibrate-on")
         measured = [_run_from_log(log, model, system, profile, strategy, gpus, batch, batch_per_gpu, p1, p2, segments)]
-        rows, summary = api.compare(measured, threshold=anomaly_threshold, where=parse_where(where), **flags)
+        rows, summary = api.compare(measured, threshold=anomaly_threshold, where=parse_where(where), warn=warn,
+                                    **flags)
         title = f"{log}"
         _render(rows, summary, fmt, width, output, title)
     else:
         with _without_gc():
             rows, summary = api.compare(
                 runs, threshold=anomaly_threshold, where=parse_where(where), exclude=parse_where(exclude, "--exclude"),
-                system=system, calibrate_on=calibrate_on, **flags,
+                system=system, calibrate_on=calibrate_on, warn=warn, **flags,
             )
             title = f"{runs}: {summary.overall.n} measured runs against their projections"
             _render(rows, summary, fmt, width, output, title)

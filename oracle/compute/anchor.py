@@ -74,30 +74,38 @@ def anchored(row, anchor, per_replica, gpus_per_node: int) -> Anchored | None:
     projection."""
     if not math.isfinite(row.predicted_s):
         return None
-    a_run = anchor.run
-    per_it_a = 1.0 / anchor.point.iterations_per_epoch if a_run.basis == "epoch" else 1.0
     per_it_r = row.point.iterations_per_epoch if row.run.basis == "epoch" else 1.0
-    pt_a, pt_r = anchor.point, row.point
-    it_a, it_r = pt_a.iterations_per_epoch, pt_r.iterations_per_epoch
-    c_a, m_a, t_a = pt_a.compute_s / it_a, pt_a.communication_s / it_a, pt_a.total_s / it_a
+    pt_r = row.point
+    it_r = pt_r.iterations_per_epoch
     c_r, m_r, t_r = pt_r.compute_s / it_r, pt_r.communication_s / it_r, pt_r.total_s / it_r
-    measured = a_run.measured_s * per_it_a  # seconds per iteration
-    if a_run.compute_s is not None and a_run.comm_s is not None and c_a > 0:
-        compute = a_run.compute_s * per_it_a * c_r / c_a
-        comm = a_run.comm_s * per_it_a * m_r / m_a if m_a > 0 else m_r
-        total = compute + comm + (t_r - c_r - m_r)
-        how = "compute, comm"
-    else:
-        k = measured / t_a
-        total, compute, comm = t_r * k, c_r * k, m_r * k
-        how = "total"
-    k = measured / t_a
-    residual = f", x{k:.3g} the model" if abs(k - 1.0) > 0.005 else ""
-    note = f"anchor: line {a_run.line} ({how}{residual}): {_reach(row.run, a_run, per_replica, gpus_per_node)}"
+    kc, km, kin, how = phase_factors(anchor)
+    compute, comm = c_r * kc, m_r * km
+    total = compute + comm + (t_r - c_r - m_r) * kin
+    note = f"anchor: line {anchor.run.line} ({how}{residual_note(anchor)}): " + reach(row.run, anchor.run, per_replica,
+                                                                                   gpus_per_node)  # fmt: skip
     return Anchored(total * per_it_r, compute * per_it_r, comm * per_it_r, note)
 
 
-def _reach(run, anchor, per_replica, gpn: int) -> str:
+def phase_factors(anchor) -> tuple[float, float, float, str]:
+    """(compute, communication, input factor, how): measured / projected at ``anchor`` (a
+    calibration run's CompareRow) per phase where it measured its phases (``compute_s`` and
+    ``comm_s``; the input stall then as projected), else on its whole time."""
+    a_run, pt = anchor.run, anchor.point
+    it = pt.iterations_per_epoch
+    per_it = 1.0 / it if a_run.basis == "epoch" else 1.0
+    c, m = pt.compute_s / it, pt.communication_s / it
+    if a_run.compute_s is not None and a_run.comm_s is not None and c > 0:
+        return a_run.compute_s * per_it / c, a_run.comm_s * per_it / m if m > 0 else 1.0, 1.0, "compute, comm"
+    k = a_run.measured_s * per_it / (pt.total_s / it)
+    return k, k, k, "total"
+
+
+def residual_note(anchor) -> str:
+    k = anchor.measured_s / anchor.predicted_s
+    return f", x{k:.3g} the model" if abs(k - 1.0) > 0.005 else ""
+
+
+def reach(run, anchor, per_replica, gpn: int) -> str:
     """How far ``run`` extrapolates from ``anchor``: GPUs, samples per replica, nodes."""
     nodes = lambda g: max(1, math.ceil(g / gpn))  # noqa: E731
     a, r = per_replica(anchor), per_replica(run)
@@ -183,17 +191,19 @@ CONTRADICT = 2.0  # issue 26: two measurements of one configuration this far apa
 
 def contradictions(runs: list) -> list[str]:
     """Calibration runs of the same configuration (model, system, strategy, GPUs, p1, p2,
-    batch) whose times per iteration differ by ``CONTRADICT`` x or more: which of them
-    anchors a projection decides it, so each pair is named."""
+    batch, precision, stack and option columns) whose times per iteration differ by
+    ``CONTRADICT`` x or more: which of them anchors a projection decides it, so each pair
+    is named."""
     seen: dict = {}
     out = []
     for r in runs:
-        key = (r.model, r.system, r.strategy, r.gpus, r.p1, r.p2, r.global_batch, r.basis)
+        key = (r.model, r.system, r.strategy, r.gpus, r.p1, r.p2, r.global_batch, r.basis, r.get("precision"),
+               r.stack, r.flags)  # fmt: skip
         for other in seen.get(key, []):
             hi, lo = max(r.measured_s, other.measured_s), min(r.measured_s, other.measured_s)
             if lo > 0 and hi / lo >= CONTRADICT:
                 out.append(f"lines {other.line} and {r.line} measure one configuration {hi / lo:.2g}x apart:"
-                           " the anchor is the earlier; check or --exclude one of them")  # fmt: skip
+                           " the anchor is the earlier; check or drop one of them")  # fmt: skip
         seen.setdefault(key, []).append(r)
     return out
 

@@ -237,3 +237,95 @@ def _chunk_layers(k) -> int:
         raise OracleError(f"got {k}; a chunk holds at least 1 layer", path="--bucket-layers",
                           hint="leave it out to chunk by --bucket-MB")  # fmt: skip
     return k
+
+
+# issue 26: a runs file's option columns (docs/file-formats.md), also a system's anchors':
+# each the flag's name with underscores (--bucket-MB is bucket_MB) -> Flags.parse's keyword
+# and the value's type; a row's column wins over the command's flag for that row
+OPTION_COLUMNS: dict[str, tuple[str, type]] = {
+    "collective": ("collective", str), "overlap": ("overlap", str), "bucket_MB": ("bucket_mb", float),
+    "bucket_layers": ("bucket_layers", int), "delayed_update": ("delayed_update", str),
+    "replicated_gradients": ("replicated_gradients", str), "spatial_split_after": ("spatial_split_after", str),
+    "compute_scaling": ("compute_scaling", str), "memory_model": ("memory_model", str),
+    "memory_reuse": ("memory_reuse", float), "contention": ("contention", float), "samples": ("samples", int),
+    "optimizer": ("optimizer", str), "mixed_precision": ("mixed_precision", bool), "zero": ("zero", int),
+    "checkpointing": ("checkpointing", bool),
+}  # fmt: skip
+_YES, _NO = ("yes", "true", "1"), ("no", "false", "0")
+
+
+def column_flags(cells: dict) -> dict:
+    """Flags.parse keywords from a row's option columns (text; empty cells: not given),
+    each checked as Flags.parse checks the flag; errors name the column."""
+    out = {}
+    for col in cells.keys() & OPTION_COLUMNS.keys():
+        text = str(cells[col] or "").strip()
+        if text:
+            key, kind = OPTION_COLUMNS[col]
+            out[key] = _column_value(col, text, kind)
+    if out and tuple(sorted(out.items())) not in _CHECKED:
+        try:
+            Flags.parse(**out)
+        except OracleError as exc:
+            exc.path = _column_of(exc.path) or exc.path
+            raise
+        _CHECKED.add(tuple(sorted(out.items())))
+    return out
+
+
+_CHECKED: set = set()  # option columns already checked (a runs file repeats them row after row)
+
+
+def _column_value(col: str, text: str, kind: type):
+    where = f"column '{col}'"
+    if kind is bool:
+        if text.lower() not in _YES + _NO:
+            raise OracleError(f"got '{text}'; expected yes or no", path=where)
+        return text.lower() in _YES
+    if kind is str:
+        return text
+    try:
+        x = float(text)
+    except ValueError:
+        raise OracleError(f"'{text}' is not a number", path=where) from None
+    if not math.isfinite(x) or (kind is int and x != int(x)):
+        raise OracleError(f"got '{text}'; expected a {'whole ' if kind is int else ''}number", path=where)
+    return int(x) if kind is int else x
+
+
+def _column_of(flag: str | None) -> str | None:
+    """``column 'bucket_MB'`` for the flag ``--bucket-MB`` when it has a column, else None."""
+    col = (flag or "").lstrip("-").replace("-", "_")
+    return f"column '{col}'" if flag and flag.startswith("--") and col in OPTION_COLUMNS else None
+
+
+def given_flags(flags: dict) -> dict:
+    """The option-column keywords of ``flags`` (a command's) set away from their defaults."""
+    plain = Options()
+    defaults = {"bucket_mb": plain.bucket_bytes / 2**20, "delayed_update": None, "replicated_gradients": None}
+    out = {}
+    for key, _ in OPTION_COLUMNS.values():
+        value = flags.get(key)
+        if value not in (None, "", (), defaults.get(key, getattr(plain, key, None))):
+            out[key] = value
+    return out
+
+
+def option_clashes(runs: list, flags: dict) -> list[tuple[str, str, str, list[int]]]:
+    """Where runs' option, stack or precision columns differ from the command's options given
+    (``flags``, Flags.parse keywords; stack by its name): (column, the rows' value, the
+    command's, their lines), for one warning each (issue 26: each row's column wins)."""
+    given = given_flags(flags)
+    if flags.get("stack") is not None:
+        given["stack"] = str(getattr(flags["stack"], "name", flags["stack"]))
+    if flags.get("precision"):
+        given["precision"] = flags["precision"]
+    columns = {key: col for col, (key, _) in OPTION_COLUMNS.items()} | {"stack": "stack", "precision": "precision"}
+    found: dict = {}
+    for run in runs:
+        theirs = dict(run.flags) | ({"stack": run.stack} if run.stack else {})
+        theirs |= {"precision": run.get("precision")} if run.get("precision") else {}
+        for key, value in theirs.items():
+            if key in given and str(value) != str(given[key]):
+                found.setdefault((columns[key], str(value), str(given[key])), []).append(run.line)
+    return [(col, value, mine, lines) for (col, value, mine), lines in found.items()]

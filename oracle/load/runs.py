@@ -2,7 +2,10 @@
 
 Required columns: model, system, profile, strategy, gpus, global_batch, and epoch_s or
 iteration_s (a row needs at least one).  Optional: p1, p2, segments, iteration_s,
-compute_s, comm_s, source, stack (the software stack the run used, issue 25).  Other columns (quality, notes, ...) are carried through.
+compute_s, comm_s, source, stack (the software stack the run used, issue 25), and the
+option columns of compute/options.OPTION_COLUMNS (collective, overlap, bucket_MB, ...: a
+row's value wins over the command's flag for that row, issue 26).  Other columns
+(quality, notes, ...) are carried through; option columns are carried through too.
 ``compute_s``/``comm_s`` are in the unit of the measured value the row is compared on
 (per epoch with epoch_s, per iteration when only iteration_s is given).
 
@@ -18,6 +21,7 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
+from oracle.compute.options import column_flags
 from oracle.errors import OracleError, did_you_mean
 from oracle.load.fields import MAX_MAGNITUDE, MIN_MAGNITUDE
 from oracle.load.values import MAX_GPUS
@@ -47,6 +51,8 @@ class MeasuredRun:
     source: str = ""
     extra: tuple[tuple[str, str], ...] = ()
     stack: str = ""  # a shipped stack's name or a path; "" when the file does not say
+    # issue 26: the row's option columns as compute/options.Flags.parse keywords
+    flags: tuple[tuple[str, object], ...] = ()
 
     @property
     def basis(self) -> str:
@@ -163,6 +169,11 @@ def _row(cells: dict[str, str], file: str, line: int | None, strategies) -> Meas
             "has neither epoch_s nor iteration_s", file=file, line=line, hint="give at least one"
         )
     known = set(REQUIRED) | set(OPTIONAL)
+    try:
+        flags = column_flags(cells)
+    except OracleError as exc:
+        exc.file, exc.line = file, line
+        raise
     return MeasuredRun(
         line=line,
         model=text("model"),
@@ -181,6 +192,7 @@ def _row(cells: dict[str, str], file: str, line: int | None, strategies) -> Meas
         source=cells.get("source", ""),
         stack=cells.get("stack", "").strip(),
         extra=tuple((k, v) for k, v in cells.items() if k not in known),
+        flags=tuple(flags.items()),
     )
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from oracle.errors import OracleError
+from oracle.load.anchors import parse_anchors
 from oracle.load.fields import Fields, boolean, choice, integer, number, string
 from oracle.load.yamlfile import load_yaml
 from oracle.model import (
@@ -90,6 +91,7 @@ def parse_system(doc: dict, file: str) -> System:
     framework = _framework(top)
     interconnect = _interconnect(top, gpus_per_node, nodes)
     tables, algorithm, ps_servers, collnet = _collectives(top, gpus_per_node, interconnect)
+    anchors = parse_anchors(top, file)  # issue 26
     top.done()
 
     if memory_GB > 1e6:
@@ -120,6 +122,7 @@ def parse_system(doc: dict, file: str) -> System:
         use_for=" ".join(use_for.split()),
         interconnect=interconnect,
         collnet=collnet,
+        anchors=anchors,
     )
 
 

@@ -121,6 +121,9 @@ def _notes(pt: Point) -> str:
     if ratio is not None and pt.detail("communication_total_s"):
         hidden = f"{100 * ratio:.0f}% of {fmt_seconds(pt.detail('communication_total_s'))} comm hidden"
         notes = f"{notes}; {hidden}" if notes else hidden
+    anchor = pt.detail("anchor")  # issue 26: the measured run it is anchored on
+    if anchor:
+        notes = f"{notes}; {anchor}" if notes else anchor
     return notes
 
 

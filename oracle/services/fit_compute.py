@@ -16,9 +16,10 @@ from __future__ import annotations
 from statistics import median
 
 
-def run_options(run, file: str, profile, stack: str | None = None):
+def run_options(run, file: str, profile, flags: dict):
     """The Options of one run (its precision column, if any; else the profile's), under its
-    stack column, else ``stack`` (issue 25; compute/stack.py)."""
+    stack column, else ``flags``' stack (issue 25; compute/stack.py), and its option columns
+    over ``flags`` (the command's options, issue 26)."""
     from dataclasses import replace
 
     from oracle.compute.compare import run_precision_options
@@ -31,14 +32,19 @@ def run_options(run, file: str, profile, stack: str | None = None):
     except OracleError as exc:
         exc.file = file
         raise
-    name = run.stack or stack
+    name = run.stack or flags.get("stack")
     # the written profile is measured (a stack's efficiency never applies to it): the runs are
     # inverted under everything else the stack adds
     st = replace(load_stack(name), efficiency=()) if name else None
-    return Flags.parse(stack=st).resolve(profile, precision, mixed).options
+    try:
+        parsed = Flags.parse(**{**flags, **dict(run.flags), "stack": st})
+    except OracleError as exc:
+        exc.file, exc.line = exc.file or file, exc.line or run.line
+        raise
+    return parsed.resolve(profile, precision, mixed).options
 
 
-def calibrate_compute(runs_file: str, chosen, base_system: str, stack: str | None = None):
+def calibrate_compute(runs_file: str, chosen, base_system: str, flags: dict):
     """(profile, factor, evidence) from the chosen runs, which must share one model and
     one profile.  Evidence: (line, label, factor) per run."""
     from oracle.compute.calibrate import compute_scale, scaled_profile
@@ -53,10 +59,10 @@ def calibrate_compute(runs_file: str, chosen, base_system: str, stack: str | Non
         raise OracleError("--calibrate compute needs runs of one model and one profile; use --where", file=runs_file)
     model, system = load_model(chosen[0].model), load_system(base_system)
     original = load_profile(chosen[0].profile)
-    profile = _per_layer(model, system, original, run_options(chosen[0], runs_file, original, stack))
+    profile = _per_layer(model, system, original, run_options(chosen[0], runs_file, original, flags))
     evidence = []
     for run in chosen:
-        ctx = build_context(model, system, profile, run_options(run, runs_file, profile, stack))
+        ctx = build_context(model, system, profile, run_options(run, runs_file, profile, flags))
         pt = REGISTRY[run.strategy].evaluate(ctx, config_for(run, ctx))
         measured = run.measured_s / (pt.iterations_per_epoch if run.basis == "epoch" else 1.0)
         try:

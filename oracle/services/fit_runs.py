@@ -25,7 +25,9 @@ class RunsRequest:
     name: str | None = None
     output: str | None = None
     command: str = ""  # the command line, for the written file's header
-    stack: str | None = None  # issue 25: the software stack the runs ran (a run's stack column comes first)
+    # the command's projection options as compute/options.Flags.parse takes them, ``stack`` (issue 25)
+    # among them; a run's stack and option columns come first (issue 26)
+    flags: dict | None = None
 
 
 @dataclass(frozen=True)
@@ -56,10 +58,11 @@ def fit_runs(req: RunsRequest, warn) -> FitRuns:
     if req.kind == "compute":  # issue 13: a profile, not a system
         from oracle.services.fit_compute import calibrate_compute
 
-        return FitRuns(len(sel.chosen), profile=calibrate_compute(req.runs, sel.chosen, str(sel.base_path), req.stack))
-    cal = calibrate_runs(req, sel)
+        return FitRuns(len(sel.chosen), profile=calibrate_compute(req.runs, sel.chosen, str(sel.base_path),
+                                                                             req.flags or {}))
+    cal, pairs = calibrate_runs(req, sel)
     # issue 26: an unphysical system is not written (the command refuses it)
-    text = calibrated_system(req, sel, cal) if req.output and cal.evidence and not cal.unphysical else None
+    text = calibrated_system(req, sel, cal, pairs) if req.output and cal.evidence and not cal.unphysical else None
     return FitRuns(len(sel.chosen), cal, text)
 
 
@@ -79,24 +82,39 @@ def select_runs(req: RunsRequest) -> Selection:
         raise OracleError("no run matches the --where filter", file=req.runs)
     base_path = resolve("systems", req.system)
     load_system(str(base_path))  # a bad base system is the error, before any warning
-    return Selection(chosen, base_path, extra, tuple(_other_systems(chosen, base_path, req.runs)))
+    warnings = _other_systems(chosen, base_path, req.runs) + clash_warnings(chosen, req.flags or {}, req.runs)
+    warnings += _contradicting(req, chosen)
+    return Selection(chosen, base_path, extra, tuple(warnings))
 
 
 def calibrate_runs(req: RunsRequest, sel: Selection):
-    """The Calibration of ``req.kind`` (network, input or all) from the selected runs."""
+    """(the Calibration of ``req.kind`` (network, input or all) from the selected runs,
+    their (run, context) pairs)."""
     from oracle.api import Inputs
     from oracle.compute.calibrate import calibrate
 
-    inputs = Inputs(stack=req.stack)
+    inputs = Inputs(**(req.flags or {}))
     pairs = [(r, inputs.context(r.model, str(sel.base_path), r.profile, r)) for r in sel.chosen]
     if req.kind == "all":
         from oracle.compute.calibrate_all import calibrate_all
 
-        return calibrate_all(pairs)
-    return calibrate(req.kind, pairs)
+        return calibrate_all(pairs), pairs
+    return calibrate(req.kind, pairs), pairs
 
 
-def calibrated_system(req: RunsRequest, sel: Selection, cal) -> str:
+def _contradicting(req: RunsRequest, chosen: list) -> list[str]:
+    """Two runs of one configuration 2x apart (issue 26): an error where they would be
+    written as anchors (``--calibrate all``), before any work; else warnings."""
+    from oracle.compute.anchor import contradictions
+    from oracle.errors import OracleError
+
+    clash = contradictions(chosen)
+    if clash and req.kind == "all":
+        raise OracleError(clash[0], file=req.runs, hint="keep one of them with --where (e.g. --where line=...)")
+    return [f"{req.runs}: {text}" for text in clash]
+
+
+def calibrated_system(req: RunsRequest, sel: Selection, cal, pairs=()) -> str:
     """The base system's YAML with the calibrated parameters and their provenance."""
     import yaml
 
@@ -121,6 +139,9 @@ def calibrated_system(req: RunsRequest, sel: Selection, cal) -> str:
         found = mechanisms(cal)
         into_doc(doc, found, {k: cal.lines_for(k) for k in found}, req.runs)
         _set_compute(doc, cal, req.runs)
+        from oracle.services.fit_anchors import anchor_entries
+
+        doc["anchors"] = anchor_entries(list(pairs), req.flags or {}, req.runs)  # issue 26
     used = sorted({e.line for e in cal.evidence})
     doc["source"] = (
         f"{base_source}. Then {req.kind} calibrated by `oracle fit runs` on {req.runs}"
@@ -292,6 +313,16 @@ def _other_machine(a, b) -> bool:
         return True
     pa, pb = a.gpu_peak_flops, b.gpu_peak_flops
     return bool(pa and pb and abs(pa - pb) > 0.1 * max(pa, pb))
+
+
+def clash_warnings(runs: list, flags: dict, file: str) -> list[str]:
+    """One warning per option or stack column whose rows differ from the command's
+    option (issue 26): each row is projected with its own column."""
+    from oracle.compute.options import option_clashes
+
+    return [f"{file} line{'s' if len(lines) > 1 else ''} {ranges(lines)}: column '{col}' is {value}, the command's"
+            f" {'--' + col.replace('_', '-')} {mine}; each row is projected with its own column"
+            for col, value, mine, lines in option_clashes(runs, flags)]  # fmt: skip
 
 
 def ranges(lines: list[int]) -> str:

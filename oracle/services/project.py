@@ -130,6 +130,8 @@ def options_note(system, options) -> str:
         bits.append("pipeline activation checkpointing")
     if system.input is not None:
         bits.append("input pipeline modelled")
+    if system.anchors:  # issue 26
+        bits.append(f"anchored on the system's {len(system.anchors)} measured runs (notes name each point's)")
     if system.gpu_workspace_bytes:
         bits.append(f"{system.gpu_workspace_bytes / 1e9:g} GB framework workspace")
     return " · ".join(bits)

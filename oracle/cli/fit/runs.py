@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import click
 
-from oracle.cli.common import echo, stack_option
+from oracle.cli.common import echo, projection_options, with_options
 from oracle.cli.fit import fit
 from oracle.cli.types import width_type
 
@@ -26,8 +26,9 @@ from oracle.cli.types import width_type
 @click.option("--name", metavar="TEXT", help="Name of the written system. [default: BASE's name + ' (calibrated)']")
 @click.option("--output", "-o", metavar="FILE", help="Write the calibrated system YAML (atomically).")
 @click.option("--width", type=width_type(), help="Table width. [default: terminal]")
-@stack_option(" The runs are inverted under it; a run's stack column comes first.")
-def fit_runs_cmd(runs, system, kind, where, overlay, name, output, width, stack) -> None:
+@with_options(projection_options(" A run's precision column comes first.", " The runs are inverted under it; a run's"
+                                 " stack column comes first (and its option columns over the options)."))
+def fit_runs_cmd(runs, system, kind, where, overlay, name, output, width, **flags) -> None:
     """Calibrate a system from measured training runs (held-out runs then validate it).
 
     Inverts the cost model on each selected run: a data-parallel run's time beyond its
@@ -51,7 +52,7 @@ def fit_runs_cmd(runs, system, kind, where, overlay, name, output, width, stack)
     from oracle.services.fit_runs import RunsRequest, fit_runs
 
     command = "oracle " + " ".join(sys.argv[1:]) if sys.argv[1:2] == ["fit"] else f"oracle fit runs {runs} ..."
-    result = fit_runs(RunsRequest(runs, system, kind, parse_where(where), overlay, name, output, command, stack), warn)
+    result = fit_runs(RunsRequest(runs, system, kind, parse_where(where), overlay, name, output, command, flags), warn)
     if result.profile is not None:  # --calibrate compute
         return _write_profile(runs, *result.profile, output)
     cal = result.calibration

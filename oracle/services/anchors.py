@@ -1,0 +1,39 @@
+"""A sweep anchored on its system's stored anchors (issue 26; compute/anchor_points.py):
+each anchor projected under the options it ran with, on the sweep's model, system and
+profile."""
+
+from __future__ import annotations
+
+
+def anchored_sweep(points: list, req) -> list:
+    """``points`` of ``req`` (api.SweepRequest) anchored on the system's anchors of its
+    model (unchanged without one)."""
+    from oracle.compute.anchor_points import anchor_points, anchor_run
+    from oracle.compute.compare import compare_run
+    from oracle.errors import OracleError
+
+    system = req.system
+    rows = []
+    for i, anchor in enumerate(system.anchors):
+        if anchor.model != req.model.name:
+            continue
+        try:
+            rows.append(compare_run(anchor_run(anchor, i), _context(anchor, req)))
+        except OracleError as exc:
+            raise OracleError(exc.message, file=system.file, path=f"anchors[{i}]", hint=exc.hint) from None
+    return anchor_points(points, rows, system.gpus_per_node) if rows else points
+
+
+def _context(anchor, req):
+    """The cost context of ``anchor``: its precision, stack and options on the request's
+    model, system and profile."""
+    from oracle.compute.compare import PRECISION_COLUMN
+    from oracle.compute.conversion import build_context
+    from oracle.compute.options import Flags
+    from oracle.compute.stack import stack_system
+    from oracle.load import load_stack
+
+    precision, mixed = PRECISION_COLUMN[anchor.precision.lower()] if anchor.precision else (None, None)
+    stack = load_stack(anchor.stack) if anchor.stack else None
+    options = Flags.parse(**dict(anchor.options), stack=stack).resolve(req.profile, precision, mixed).options
+    return build_context(req.model, stack_system(req.system, stack), req.profile, options)
