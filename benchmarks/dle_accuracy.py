@@ -39,12 +39,12 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from oracle.compute import kernels as K
+from oracle.compute.binding import bind_profile
 from oracle.compute.calibrate import compute_scale, scaled_profile
 from oracle.compute.context import Options
 from oracle.compute.conversion import Conversion, Origin
 from oracle.compute.sweep import sweep
 from oracle.load import load_model, load_system
-from oracle.load.profile import bind_profile
 from oracle.profiling.estimate import estimate
 
 ROWS = ROOT / "validation" / "dle-throughput.csv"

@@ -61,10 +61,10 @@ def main() -> int:
     ap.add_argument("--markdown", action="store_true", help="print a Markdown table for the README")
     args = ap.parse_args()
 
+    from oracle.compute.binding import bind_profile
     from oracle.compute.context import Context, Options
     from oracle.compute.search import search, search_layerwise
     from oracle.load import load_model, load_profile, load_system
-    from oracle.load.profile import bind_profile
 
     rows = []
     ok = True

@@ -46,10 +46,10 @@ def timed(cmd: list[str], repeats: int) -> float:
 
 
 def in_process(profile: Path, repeats: int) -> tuple[float, int]:
+    from oracle.compute.binding import bind_profile
     from oracle.compute.context import Options
     from oracle.compute.sweep import sweep
     from oracle.load import load_model, load_profile, load_system
-    from oracle.load.profile import bind_profile
     from oracle.load.values import parse_gpus
 
     m, s, pr = load_model("resnet152"), load_system("abci"), load_profile(str(profile))

@@ -26,7 +26,7 @@ from oracle.compute.calibrate_all import (
 )
 from oracle.compute.compare import config_for
 from oracle.compute.strategies import REGISTRY
-from oracle.load.runs import MeasuredRun
+from oracle.records import MeasuredRun
 
 ROOT = Path(__file__).resolve().parent.parent
 RUNS = ROOT / "validation" / "abci-paradl.csv"

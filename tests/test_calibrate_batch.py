@@ -6,13 +6,13 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
+from conftest import run_cli
 
 from oracle.api import Inputs
 from oracle.compute.calibrate_all import apply, calibrate_all, with_compute_factors, with_system
 from oracle.compute.compare import config_for
 from oracle.compute.strategies import REGISTRY
-from oracle.load.runs import MeasuredRun
-from conftest import run_cli
+from oracle.records import MeasuredRun
 
 
 def one_gpu(line, batch, seconds=None):

@@ -11,7 +11,6 @@ import json
 
 import pytest
 import yaml
-
 from conftest import run_cli
 
 SYSTEM = "gcp-a3mega-h100"

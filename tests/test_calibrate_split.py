@@ -29,7 +29,7 @@ from oracle.compute.calibrate_split import (
 )
 from oracle.compute.compare import config_for
 from oracle.compute.strategies import REGISTRY
-from oracle.load.runs import MeasuredRun
+from oracle.records import MeasuredRun
 
 TRUTH = {"split_serial_fraction": 0.3, "split_overhead_s": 2e-4, "layer_collectives_factor": 2.5,
          "halo_factor": 1.7, "pipeline_p2p_factor": 3.0}  # fmt: skip

@@ -8,10 +8,10 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_cli_reference_is_current():
-    from oracle.render.clidoc import reference
+    from oracle.cli.clidoc import reference
 
     doc = (ROOT / "docs" / "cli.md").read_text(encoding="utf-8")
-    assert doc == reference(), "docs/cli.md is stale: python -m oracle.render.clidoc > docs/cli.md"
+    assert doc == reference(), "docs/cli.md is stale: python -m oracle.cli.clidoc > docs/cli.md"
 
 
 def test_help_names_no_internal_issue():
@@ -19,7 +19,7 @@ def test_help_names_no_internal_issue():
     `oracle profile --help` said "(issue 13)")."""
     import re
 
-    from oracle.render.clidoc import reference
+    from oracle.cli.clidoc import reference
 
     hits = [ln.strip() for ln in reference().splitlines() if re.search(r"\bissues? \d+", ln)]
     assert not hits, hits

@@ -345,9 +345,9 @@ def test_every_type_builds_in_pytorch_with_oracle_shapes_and_parameters():
 
 
 def test_every_type_has_a_cost_under_every_strategy():
+    from oracle.compute.binding import bind_profile
     from oracle.compute.strategies import names
     from oracle.compute.sweep import sweep
-    from oracle.load.profile import bind_profile
     from oracle.profiling.estimate import estimate
 
     m = model([3, 8, 8], EVERY_TYPE)
@@ -388,10 +388,10 @@ def test_docs_example_loads_and_every_type_is_documented():
 def test_per_layer_costs_agree_with_strategies_on_grouped_and_transposed_layers(name):
     """The per-layer search's uniform filter/channel assignment costs what the strategy
     does, depthwise gathers and transposed convolutions included (one formula)."""
+    from oracle.compute.binding import bind_profile
     from oracle.compute.layerwise import Dist, evaluate
     from oracle.compute.sweep import sweep
     from oracle.load import load_model, load_system
-    from oracle.load.profile import bind_profile
     from oracle.profiling.estimate import estimate
 
     m, s = load_model(name), load_system("abci")

@@ -25,12 +25,12 @@ from oracle.compute.context import Options as _Options
 def Options(**kw):  # noqa: N802 - these tests pin ParaDL's Table 3 memory (SPEC §4.6 ParaDL mode)
     kw.setdefault("memory_model", "paradl")
     return _Options(**kw)
+from oracle.compute.binding import bind_profile
 from oracle.compute.layerwise import Costs, Dist, distributions, evaluate, factorizations
 from oracle.compute.sweep import sweep
 from oracle.errors import OracleError
 from oracle.load import load_model, load_profile, load_system
 from oracle.load.layerwise import bind_layerwise, dump_layerwise, load_layerwise, parse_layerwise
-from oracle.load.profile import bind_profile
 
 KIND_OF = {
     "data": "data",

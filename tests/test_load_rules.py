@@ -13,9 +13,10 @@ from pathlib import Path
 
 import pytest
 
+from oracle.compute.binding import bind_profile
 from oracle.errors import OracleError
 from oracle.load.model import load_model
-from oracle.load.profile import bind_profile, load_profile
+from oracle.load.profile import load_profile
 from oracle.load.system import load_system
 
 # --------------------------------------------------------------------------------------

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import run_cli
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -27,7 +28,6 @@ import oracle
 from oracle.compute.memory import saved_activations
 from oracle.load import load_model
 from oracle.load.model import parse_model
-from conftest import run_cli
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -142,11 +142,12 @@ framework: {cuda_context_GB: 0.25, workspace_GB: 0.125, allocator_overhead: 0.5}
 
 
 def small_point(strategy: str, gpus: int, batch: float, **options):
+    import yaml
+
     from oracle.compute.context import Options
     from oracle.compute.sweep import sweep
     from oracle.load.system import parse_system
     from oracle.model import LayerTimes
-    import yaml
 
     m = small_model()
     s = parse_system(yaml.safe_load(SMALL_SYSTEM), "one.yaml")
@@ -409,11 +410,11 @@ def test_layerwise_memory_equals_the_strategy(strategy, p2):
     """A uniform per-layer assignment holds what the strategy holds (framework model);
     spatial splits differ by the halo rows and the gathered head input, which the
     per-layer search does not count."""
+    from oracle.compute.binding import bind_profile
     from oracle.compute.context import Context, Options
     from oracle.compute.layerwise import Dist, evaluate
     from oracle.compute.sweep import sweep
     from oracle.load import load_profile, load_system
-    from oracle.load.profile import bind_profile
 
     m, s = load_model("resnet50"), load_system("abci")
     times = bind_profile(m, load_profile("resnet50_v100"))

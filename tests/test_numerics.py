@@ -19,10 +19,9 @@ import math
 import re
 
 import pytest
+from conftest import run_cli
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-from conftest import run_cli
 
 GPUS = "1-1048576,1000000"  # every power of two up to 2^20, and a million
 EXA = """\
@@ -191,10 +190,11 @@ def monotone_systems(draw) -> dict:
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(st.data())
 def test_property_data_parallel_weak_scaling_up_to_a_million(data):
+    from oracle.compute.binding import bind_profile
     from oracle.compute.context import Options
     from oracle.compute.sweep import sweep
     from oracle.load.model import parse_model
-    from oracle.load.profile import bind_profile, parse_profile
+    from oracle.load.profile import parse_profile
     from oracle.load.system import parse_system
     from oracle.render.records import point_to_dict
 

@@ -11,12 +11,12 @@ from pathlib import Path
 import pytest
 import yaml
 
+from oracle.compute.binding import bind_profile
 from oracle.compute.context import Context, Options
 from oracle.compute.network import allgather_algorithm, allreduce_algorithm, group_contiguous, link
 from oracle.compute.strategies.spatial import halo_elements
 from oracle.compute.sweep import sweep
 from oracle.load import load_model, load_profile
-from oracle.load.profile import bind_profile
 from oracle.load.system import parse_system
 
 ROOT = Path(__file__).resolve().parent.parent

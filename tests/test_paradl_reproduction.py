@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import pytest
 
+from oracle.compute.binding import bind_profile
 from oracle.compute.context import Options
 from oracle.compute.sweep import sweep
 from oracle.load import load_model, load_profile, load_system
-from oracle.load.profile import bind_profile
 
 
 def _points(model, profile, gpus, strategy, samples=None, **kw):

@@ -10,15 +10,15 @@ even on a busy machine.
 
 from __future__ import annotations
 
-import time
 import sys
+import time
 from pathlib import Path
 
 import pytest
 import yaml
 
+from oracle.compute.binding import bind_profile
 from oracle.load import load_model, load_profile, load_system
-from oracle.load.profile import bind_profile
 from oracle.resources import shipped_names
 
 NEEDS_TORCH = "oracle profile needs PyTorch: pip install 'oracle[profile]'"

@@ -23,10 +23,11 @@ from oracle.compute.context import Options as _Options
 def Options(**kw):  # noqa: N802 - these tests pin ParaDL's Table 3 memory (SPEC §4.6 ParaDL mode)
     kw.setdefault("memory_model", "paradl")
     return _Options(**kw)
+from oracle.compute.binding import bind_profile
 from oracle.compute.cost import phase_names
 from oracle.compute.sweep import sweep
 from oracle.load.model import parse_model
-from oracle.load.profile import bind_profile, parse_profile
+from oracle.load.profile import parse_profile
 from oracle.load.system import parse_system
 from oracle.model import LayerTimes
 from oracle.render.records import point_to_dict

@@ -464,7 +464,7 @@ def test_huge_plot_is_an_error_and_large_plot_prints_no_pil_warning(tmp_path):
 
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # PIL's DecompressionBombWarning would raise here
-        big = plots._figure(80, 40)  # 48,000 x 24,000 px at 600 dpi: over the palette limit
+        big = plots.new_figure(80, 40)  # 48,000 x 24,000 px at 600 dpi: over the palette limit
         big.add_subplot().plot([1, 2], [1, 2])
         data = plots.to_bytes(big, "png", dpi=150)  # 12,000 x 6,000: kept as matplotlib wrote it
     assert data[:8] == b"\x89PNG\r\n\x1a\n"

@@ -25,6 +25,7 @@ from oracle.compute.context import Options as _Options
 def Options(**kw):  # noqa: N802 - these tests pin ParaDL's Table 3 memory (SPEC §4.6 ParaDL mode)
     kw.setdefault("memory_model", "paradl")
     return _Options(**kw)
+from oracle.compute.binding import bind_profile
 from oracle.compute.layerwise import Costs, Dist, distributions, evaluate
 from oracle.compute.search import (
     brute_force,
@@ -38,7 +39,6 @@ from oracle.compute.search import (
 )
 from oracle.load import load_model, load_profile, load_system
 from oracle.load.layerwise import bind_layerwise, load_layerwise
-from oracle.load.profile import bind_profile
 
 # --------------------------------------------------------------------------------------
 # graph algorithms on random costs

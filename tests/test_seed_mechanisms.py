@@ -55,10 +55,10 @@ def test_overlap_never_makes_a_configuration_slower(k, delay, gpus):
 
 
 def _predict(**kw):
+    from oracle.compute.binding import bind_profile
     from oracle.compute.context import Options
     from oracle.compute.sweep import sweep
     from oracle.load import load_model, load_profile, load_system
-    from oracle.load.profile import bind_profile
 
     m = load_model("vgg16")
     options = Options(overlap=kw.pop("overlap"), bucket_layers=kw.pop("bucket_layers"),

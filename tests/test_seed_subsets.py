@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
+from oracle.compute.binding import bind_profile
 from oracle.compute.context import Context, Options
 from oracle.compute.layerwise import Costs, Dist, distributions, evaluate
 from oracle.compute.search import search_layerwise
 from oracle.load import load_model, load_profile, load_system
-from oracle.load.profile import bind_profile
 
 
 @pytest.fixture(scope="module")

@@ -9,9 +9,9 @@ import pytest
 
 from oracle import api
 from oracle.compute import layerwise
+from oracle.compute.binding import bind_profile
 from oracle.compute.context import Context, Options
 from oracle.load import load_model, load_profile, load_system
-from oracle.load.profile import bind_profile
 
 REPO = Path(__file__).resolve().parents[1]
 

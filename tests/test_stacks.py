@@ -7,6 +7,7 @@ import math
 from dataclasses import replace
 
 import pytest
+from conftest import ROOT, run_cli
 
 from oracle.compute.options import Options
 from oracle.compute.stack import compute_factor, per_iteration, stack_options, stack_system
@@ -16,7 +17,6 @@ from oracle.load.stack import parse_stack
 from oracle.load.yamlfile import load_yaml
 from oracle.resources import shipped_names
 from oracle.stack import Sourced
-from conftest import ROOT, run_cli
 
 SHIPPED = ("chainermnx", "mxnet", "paradl", "pytorch", "tensorflow")
 
@@ -185,11 +185,11 @@ def test_runs_file_stack_column_comes_before_the_option(tmp_path):
 
 def test_layer_wise_all_data_equals_data_under_a_stack():
     """The per-layer search charges the stack's per-GPU costs as the strategies do."""
+    from oracle.compute.binding import bind_profile
     from oracle.compute.context import Context
     from oracle.compute.layerwise import Dist, evaluate
     from oracle.compute.sweep import sweep
     from oracle.load import load_model, load_profile
-    from oracle.load.profile import bind_profile
 
     st = replace(load_stack("pytorch"), fixed_s=Sourced(0.003, "t"), launch_floor_s_per_layer=Sourced(2e-4, "t"))
     m, s, pr = load_model("resnet50"), load_system("abci"), load_profile("resnet50_v100")

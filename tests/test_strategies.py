@@ -33,10 +33,11 @@ from oracle.compute.context import Options as _Options
 def Options(**kw):  # noqa: N802 - these tests pin ParaDL's Table 3 memory (SPEC §4.6 ParaDL mode)
     kw.setdefault("memory_model", "paradl")
     return _Options(**kw)
+from oracle.compute.binding import bind_profile
 from oracle.compute.strategies.spatial import halo_elements
 from oracle.compute.sweep import sweep
 from oracle.load.model import load_model
-from oracle.load.profile import bind_profile, load_profile
+from oracle.load.profile import load_profile
 from oracle.load.system import load_system
 
 REL = 1e-12

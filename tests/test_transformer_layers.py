@@ -10,6 +10,7 @@ import re
 from pathlib import Path
 
 import pytest
+from test_layer_types import SYSTEM
 
 from oracle.compute.context import Context, Options
 from oracle.compute.memory import saved_activations
@@ -17,7 +18,6 @@ from oracle.compute.shapes_tokens import attention_flops
 from oracle.errors import OracleError
 from oracle.load.model import parse_model
 from oracle.load.system import parse_system
-from test_layer_types import SYSTEM
 
 
 def model(input_shape, layers):
@@ -137,9 +137,9 @@ def _system():
 
 
 def test_every_strategy_costs_the_transformer_layers_or_states_a_limit():
+    from oracle.compute.binding import bind_profile
     from oracle.compute.strategies import names
     from oracle.compute.sweep import sweep
-    from oracle.load.profile import bind_profile
     from oracle.profiling.estimate import estimate
 
     m, system = model([3, 8, 8], VIT_LIKE), _system()
@@ -156,7 +156,7 @@ def test_every_strategy_costs_the_transformer_layers_or_states_a_limit():
 
 
 def test_attention_is_split_and_communicated_by_filter_parallelism():
-    from oracle.load.profile import bind_profile
+    from oracle.compute.binding import bind_profile
     from oracle.profiling.estimate import estimate
 
     m, system = model([3, 8, 8], VIT_LIKE), _system()
@@ -244,9 +244,9 @@ def test_import_profile_predict(run, tmp_path, predict_every_strategy, name, typ
 def test_per_layer_search_costs_attention_as_the_strategies_do():
     """The per-layer search's uniform filter/channel assignment of a model with attention
     layers costs what the strategy does (the split by heads in one place, context.py)."""
+    from oracle.compute.binding import bind_profile
     from oracle.compute.layerwise import Dist, evaluate
     from oracle.compute.sweep import sweep
-    from oracle.load.profile import bind_profile
     from oracle.profiling.estimate import estimate
 
     m, s = model([3, 8, 8], VIT_LIKE), _system()

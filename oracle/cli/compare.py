@@ -129,7 +129,7 @@ def _run_from_log(log, model, system, profile, strategy, gpus, batch, batch_per_
     from oracle.compute.strategies import names
     from oracle.errors import OracleError, did_you_mean
     from oracle.load.logs import parse_run_name, read_log
-    from oracle.load.runs import MeasuredRun
+    from oracle.records import MeasuredRun
 
     named = parse_run_name(log)  # e.g. 8gpus-32pergpu.json: what options do not say
     gpus = gpus or named.get("gpus")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from oracle.cli.common import output_option
-from oracle.cli.types import FiniteRange, MAX_THREADS, PlainIntRange, count_type
+from oracle.cli.types import MAX_THREADS, FiniteRange, PlainIntRange, count_type
 from oracle.vocabulary import FP32, PRECISIONS
 
 _POSITIVE_FRACTION = FiniteRange(min=0, max=1, min_open=True)
@@ -106,11 +106,12 @@ def _write(text: str, output: str | None, m) -> None:
     """Check that the text loads and binds to the model, then write it."""
     import yaml
 
-    from oracle.load.profile import bind_profile, parse_profile
-    from oracle.load.yamlfile import _Loader
+    from oracle.compute.binding import bind_profile
+    from oracle.load.profile import parse_profile
+    from oracle.load.yamlfile import OracleLoader
     from oracle.render.output import emit
 
-    pr = parse_profile(yaml.load(text, Loader=_Loader), output or "the profile written")  # noqa: S506
+    pr = parse_profile(yaml.load(text, Loader=OracleLoader), output or "the profile written")  # noqa: S506
     bind_profile(m, pr)
     emit(text, output)
 
@@ -159,6 +160,7 @@ def _measure(m, batch, device, repeats, warmup, threads, output) -> None:
 
     settings = dict(batch=batch, device=device, repeats=repeats, warmup=warmup, threads=threads)
     if sys.stderr.isatty():
+        from rich.markup import escape
         from rich.progress import (
             BarColumn,
             MofNCompleteColumn,
@@ -166,7 +168,6 @@ def _measure(m, batch, device, repeats, warmup, threads, output) -> None:
             TextColumn,
             TimeElapsedColumn,
         )
-        from rich.markup import escape
 
         from oracle.textsafe import console as safe_console
 

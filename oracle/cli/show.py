@@ -86,8 +86,8 @@ def show_system(name: str, fmt: str, width: int | None, output: str | None) -> N
 @output_option
 def show_profile(name: str, model: str | None, fmt: str, width: int | None, output: str | None) -> None:
     """Per-layer forward, backward and weight-update times and their sums."""
+    from oracle.compute.binding import bind_profile
     from oracle.load import load_model, load_profile
-    from oracle.load.profile import bind_profile
     from oracle.render import show as rs
 
     if name is None:

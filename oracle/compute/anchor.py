@@ -125,7 +125,7 @@ def anchor_rows(rows: list, anchors: list, per_replica, gpus_per_node, threshold
     (the calibration runs' CompareRows); ``gpus_per_node``: run -> its system's."""
     from dataclasses import replace
 
-    from oracle.compute.compare import _anomaly, accuracy
+    from oracle.compute.compare import accuracy, anomaly_of
 
     out = []
     for row in rows:
@@ -139,7 +139,7 @@ def anchor_rows(rows: list, anchors: list, per_replica, gpus_per_node, threshold
         new = replace(row, predicted_s=got.total_s, accuracy=accuracy(got.total_s, row.measured_s),
                       predicted_compute_s=got.compute_s, predicted_comm_s=got.comm_s, compute_accuracy=cacc,
                       comm_accuracy=macc, anchor=got.note, unanchored_s=row.predicted_s, anomaly=None)  # fmt: skip
-        out.append(replace(new, anomaly=_anomaly(new, threshold)))
+        out.append(replace(new, anomaly=anomaly_of(new, threshold)))
     return out
 
 

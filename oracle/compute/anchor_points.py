@@ -15,7 +15,7 @@ from dataclasses import replace
 
 from oracle.compute.anchor import reach, residual_note, family, nearest, phase_factors, samples_per_replica
 from oracle.compute.cost import phase_names
-from oracle.load.runs import MeasuredRun
+from oracle.records import MeasuredRun
 
 
 def anchor_run(anchor, index: int) -> MeasuredRun:

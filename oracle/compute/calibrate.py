@@ -34,7 +34,7 @@ from oracle.compute.network import link, span_contiguous
 from oracle.compute.strategies import REGISTRY
 from oracle.compute.strategies.data import Data
 from oracle.compute.strategies.serial import Serial
-from oracle.load.runs import MeasuredRun
+from oracle.records import MeasuredRun
 from oracle.vocabulary import RING
 
 KINDS = ("network", "input")
@@ -84,7 +84,7 @@ class Calibration:
         return [e.line for e in self.evidence if e.parameter == parameter]
 
 
-def _label(run: MeasuredRun, ctx: Context) -> str:
+def run_label(run: MeasuredRun, ctx: Context) -> str:
     return f"{ctx.model.name} {run.strategy} {run.gpus} GPUs B={run.global_batch:g}"
 
 
@@ -105,7 +105,7 @@ def calibrate(kind: str, runs: list[tuple[MeasuredRun, Context]]) -> Calibration
     evidence: list[Evidence] = []
     unused: list[tuple[int, str]] = []
     for run, ctx in runs:
-        label = _label(run, ctx)
+        label = run_label(run, ctx)
         if run.strategy not in REPLICAS and not (kind == "input" and REGISTRY[run.strategy].hybrid):
             unused.append((run.line, f"{label}: calibrates with data-parallel and serial runs (and hybrids for the leader rate)"))
             continue
@@ -118,9 +118,9 @@ def calibrate(kind: str, runs: list[tuple[MeasuredRun, Context]]) -> Calibration
         t = run.iteration_s if run.epoch_s is None else run.epoch_s / I
         compute = pt.compute_s / I
         if kind == "network":
-            ev = _network(run, ctx, label, t, compute)
+            ev = network_evidence(run, ctx, label, t, compute)
         else:
-            ev = _input(run, ctx, cfg, label, t, compute + pt.communication_s / I)
+            ev = input_evidence(run, ctx, cfg, label, t, compute + pt.communication_s / I)
         if isinstance(ev, str):
             unused.append((run.line, f"{label}: {ev}"))
         else:
@@ -152,7 +152,7 @@ def level_medians(evidence) -> tuple[tuple[str, float], ...]:
     return tuple((name, statistics.median(v)) for name, v in by_level.items())
 
 
-def _network(run: MeasuredRun, ctx: Context, label: str, t: float, compute: float) -> Evidence | str:
+def network_evidence(run: MeasuredRun, ctx: Context, label: str, t: float, compute: float) -> Evidence | str:
     p = run.gpus
     if run.strategy != Data.name or p < 2:
         return "a network needs a data-parallel run on 2 or more GPUs"
@@ -204,7 +204,7 @@ def _through_algorithm(ctx: Context, p: int, m: float, comm: float, level: str) 
     return base.beta_s_per_byte * 10 ** ((lo + hi) / 2)
 
 
-def _input(run: MeasuredRun, ctx: Context, cfg, label: str, t: float, busy: float) -> Evidence | str:
+def input_evidence(run: MeasuredRun, ctx: Context, cfg, label: str, t: float, busy: float) -> Evidence | str:
     if t <= busy:
         return (
             f"measured {t:.4g} s per iteration is not above compute+communication {busy:.4g} s:"

@@ -49,11 +49,11 @@ from oracle.compute.calibrate import (
     REPLICAS,
     Calibration,
     Evidence,
-    _input,
-    _label,
-    _network,
     includes_io,
+    input_evidence,
     level_medians,
+    network_evidence,
+    run_label,
 )
 from oracle.compute.calibrate_physics import prefer_compute, violations
 from oracle.compute.calibrate_split import MECHANISMS, with_mechanisms
@@ -154,7 +154,7 @@ def calibrate_all(pairs: list) -> Calibration:
     # 0. compute: each model's factor on its profile, then every step projects with it
     notes: list[str] = []
     factors, whole = _compute_factors(data, evidence, notes)
-    prefer_compute(data, factors, whole, evidence, notes, _iteration, _network)  # 0b: issue 26
+    prefer_compute(data, factors, whole, evidence, notes, _iteration, network_evidence)  # 0b: issue 26
     batches = _compute_batches(data, evidence, notes)
     if factors:
         systems = {id(c.system): with_compute_factors(c.system, factors, batches) for _, c in pairs}
@@ -165,7 +165,7 @@ def calibrate_all(pairs: list) -> Calibration:
         cfg, t, compute, comm = _iteration(run, ctx)
         per_node = loaders(EVERY_GPU, cfg.gpus, cfg.p1, cfg.p2, ctx.system.gpus_per_node)[1]
         if includes_io(run) and per_node == 1:
-            ev = _input(run, ctx, cfg, _label(run, ctx), t, compute + comm)
+            ev = input_evidence(run, ctx, cfg, run_label(run, ctx), t, compute + comm)
             _keep(ev, run, evidence, unused)
     loader = _median(evidence, "loader_rate")
     # 2. network: a run's time beyond its compute is at least its all-reduce, so the
@@ -218,7 +218,7 @@ def _compute_factors(data: list, evidence: list, notes: list) -> tuple[dict[str,
             whole.add(run.line)
         else:
             continue
-        label = _label(run, ctx)
+        label = run_label(run, ctx)
         if not 1e-3 <= measured / compute <= 1e3:  # the bounds a system file accepts
             notes.append(f"line {run.line}: {note}, {measured / compute:.3g}x its profile: set aside as not"
                          " this model's compute (compute_s is per epoch or per iteration, as the run's time)")  # fmt: skip
@@ -273,7 +273,7 @@ def _leader_rate(rest: list, so_far: dict, evidence: list, unused: dict) -> list
             continue
         cal_ctx = with_system(ctx, calibrated_system(ctx.system, **so_far))
         cfg, t, compute, comm = _iteration(run, cal_ctx)
-        ev = _input(run, cal_ctx, cfg, _label(run, ctx), t, compute + comm)
+        ev = input_evidence(run, cal_ctx, cfg, run_label(run, ctx), t, compute + comm)
         if isinstance(ev, str):  # not input-bound: its time is compute and communication
             left.append((run, ctx))
         else:
@@ -316,12 +316,12 @@ def _network_or_input(data: list, evidence: list, unused: dict, loader: float | 
         if run.gpus < 2:
             _, t, compute, _ = _iteration(run, ctx)
             unused[run.line] = (
-                f"{_label(run, ctx)}: one GPU, neither input-bound nor faster than its profile: its time is its"
+                f"{run_label(run, ctx)}: one GPU, neither input-bound nor faster than its profile: its time is its"
                 f" compute ({t / compute:.3g}x the profile's)"
             )
             continue
         cfg, t, compute, comm = _iteration(run, ctx)
-        implied.append((run, ctx, cfg, t, compute, comm, _network(run, ctx, _label(run, ctx), t, compute)))
+        implied.append((run, ctx, cfg, t, compute, comm, network_evidence(run, ctx, run_label(run, ctx), t, compute)))
     tight: dict[tuple[str, str], float] = {}  # per (parameter, level): a spine may be slower than its rack
     for *_, ev in implied:
         if not isinstance(ev, str):
@@ -334,14 +334,14 @@ def _network_or_input(data: list, evidence: list, unused: dict, loader: float | 
         tightest = tight[(ev.parameter, ev.level)]
         why = f"implies β {ev.value / tightest:.1f}x the tightest run's over {ev.level}: time is lost elsewhere"
         if not includes_io(run):
-            unused[run.line] = f"{_label(run, ctx)}: {why}, and it is not marked includes_io"
+            unused[run.line] = f"{run_label(run, ctx)}: {why}, and it is not marked includes_io"
             continue
         side = lambda name: min((v for (p, _), v in tight.items() if p == name), default=None)  # noqa: E731
         levels = tuple((lv, v) for (_, lv), v in tight.items())
         net = calibrated_system(ctx.system, side("beta_intra"), side("beta_inter"), loader, levels=levels)
         cal_ctx = with_system(ctx, net)
         cfg, t, compute, comm = _iteration(run, cal_ctx)
-        _keep(_input(run, cal_ctx, cfg, _label(run, ctx), t, compute + comm), run, evidence, unused)
+        _keep(input_evidence(run, cal_ctx, cfg, run_label(run, ctx), t, compute + comm), run, evidence, unused)
 
 
 def _keep(ev, run, evidence: list, unused: dict) -> None:

@@ -52,8 +52,8 @@ def prefer_compute(data: list, factors: dict, done: set, evidence: list, notes: 
     one node (not input-bound) imply a link outside its physical bounds gets the
     factor that explains them with the base's link instead (the module doc); their
     lines join ``done`` (they calibrate no network).  ``iteration`` and ``network`` are
-    calibrate_all._iteration and calibrate._network."""
-    from oracle.compute.calibrate import Evidence, _label, includes_io
+    calibrate_all._iteration and calibrate.network_evidence."""
+    from oracle.compute.calibrate import Evidence, includes_io, run_label
 
     per_model: dict[str, list] = {}
     for run, ctx in data:
@@ -61,7 +61,7 @@ def prefer_compute(data: list, factors: dict, done: set, evidence: list, notes: 
         if name in factors or run.gpus < 2 or run.gpus > ctx.system.gpus_per_node or includes_io(run):
             continue
         _, t, compute, comm = iteration(run, ctx)
-        ev = network(run, ctx, _label(run, ctx), t, compute)
+        ev = network(run, ctx, run_label(run, ctx), t, compute)
         why = out_of_bounds(ctx.system, ev.level, ev.value) if not isinstance(ev, str) else ev
         if why is None or not compute > 0 or t <= comm:
             continue

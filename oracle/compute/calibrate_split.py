@@ -106,10 +106,10 @@ def with_mechanisms(system: System, values: dict[str, float]) -> System:
 
 def rows_for(run, ctx) -> list[Row] | str:
     """The equations one run gives (module doc), or why it gives none."""
-    from oracle.compute.calibrate import _label
+    from oracle.compute.calibrate import run_label
     from oracle.compute.calibrate_all import includes_io, with_system
 
-    label = _label(run, ctx)
+    label = run_label(run, ctx)
     strategy = REGISTRY[run.strategy]
     cfg = config_for(run, ctx)
     base = strategy.evaluate(ctx, cfg)

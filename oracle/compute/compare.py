@@ -23,7 +23,7 @@ from oracle.compute.strategies import REGISTRY
 from oracle.compute.strategies.base import Config
 from oracle.compute.strategies.pipeline import Pipeline, default_segments
 from oracle.errors import OracleError
-from oracle.load.runs import MeasuredRun
+from oracle.records import MeasuredRun
 from oracle.units import fmt_ratio
 from oracle.vocabulary import FP32, PRECISIONS
 
@@ -175,12 +175,12 @@ def compare_run(
     cacc = accuracy(pc, run.compute_s) if run.compute_s else None
     macc = accuracy(pm, run.comm_s) if run.comm_s else None
     row = CompareRow(run, pt, predicted, acc, cacc, macc, pc, pm)
-    text = _anomaly(row, threshold)
+    text = anomaly_of(row, threshold)
     # a new record rather than dataclasses.replace: the difference shows on 1e6 runs
     return row if text is None else CompareRow(run, pt, predicted, acc, cacc, macc, pc, pm, anomaly=text)
 
 
-def _anomaly(row: CompareRow, threshold: float) -> str | None:
+def anomaly_of(row: CompareRow, threshold: float) -> str | None:
     """Why the run is off its projection by more than ``threshold``, or None."""
     if not math.isfinite(row.predicted_s):
         reasons = "; ".join(lim.reason for lim in row.point.limits) or "the projection is not computable"

@@ -21,7 +21,7 @@ import numpy as np
 from oracle.compute.memory import SavedActivations, saved_activations, transient_elements
 from oracle.compute.named_layers import check_named_layers
 from oracle.compute.options import Options
-from oracle.compute.partition import _partition_cached
+from oracle.compute.partition import partition_cached
 from oracle.compute.shapes_tokens import split_widths
 from oracle.compute.stack import compute_factor as stack_factor
 from oracle.model import MODEL_INPUT, WEIGHT_TYPES, LayerTimes, Model, System
@@ -358,7 +358,7 @@ class Context:
         """Optimal contiguous partition of the layers into p non-empty groups that
         minimises the largest group FW+BW time (the linear partition problem).
         Returns [(start, stop), ...] with stop exclusive.  Requires 1 <= p <= G."""
-        return _partition_cached(self, p)
+        return partition_cached(self, p)
 
 
 def _saved_activations(model: Model, times: tuple[LayerTimes, ...]) -> SavedActivations:

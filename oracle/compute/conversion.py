@@ -25,6 +25,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from oracle.compute import kernels as K
+from oracle.compute.binding import bind_profile
 from oracle.compute.options import DEFAULT_BATCH_PER_GPU
 from oracle.errors import OracleError
 from oracle.gpus import GpuSpec, lookup
@@ -196,8 +197,6 @@ def prepare(model: Model, system: System, profile: Profile, options) -> tuple[tu
     ParaDL's binding and no conversion with ``compute_scaling="linear"``; with "model"
     a total-only profile spread by the compute model (at the profile's batch, else 32,
     whatever the run: a profile means the same in every command) and a :class:`Conversion`."""
-    from oracle.load.profile import bind_profile
-
     if options.compute_scaling == "linear":
         return bind_profile(model, profile), None
     arrays = K.ModelArrays.of(model)  # once for spreading and conversion

@@ -50,7 +50,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from oracle.errors import OracleError
-from oracle.load.benchlogs import BenchLog
+from oracle.records import BenchLog
 
 MIB = 1 << 20
 

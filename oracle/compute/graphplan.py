@@ -22,10 +22,10 @@ import numpy as np
 from oracle.compute.graphsearch import (
     ENUMERATE_LIMIT,
     EliminationStats,
-    _Graph,
-    _min_plus,
+    Graph,
     eliminate,
     enumerate_final,
+    min_plus,
     objective,
     undo,
 )
@@ -48,7 +48,7 @@ class Plan:
 
 def make_plan(n: int, edges: Sequence[tuple[int, int]]) -> Plan:
     """Eliminate on the bare graph (one distribution per node) and record it."""
-    g = _Graph(n, edges, np.zeros((n, 1)), np.zeros((len(edges), 1, 1)))
+    g = Graph(n, edges, np.zeros((n, 1)), np.zeros((len(edges), 1, 1)))
     g.node_pass(list(range(n - 1, -1, -1)))
     connected = g.connected()
     isolated = [v for v in g.alive if v not in set(connected)]
@@ -67,7 +67,7 @@ def solve_planned(plan: Plan, node: np.ndarray, mats: np.ndarray, keep: np.ndarr
 
 
 def _candidates(node: np.ndarray, keep: np.ndarray | None) -> tuple[list[np.ndarray], np.ndarray]:
-    """Per node its distributions (as graphsearch._Graph) and how many are allowed."""
+    """Per node its distributions (as graphsearch.Graph) and how many are allowed."""
     n, nd = node.shape
     finite = np.isfinite(node)
     rows, cols = np.nonzero(finite if keep is None else keep)
@@ -108,7 +108,7 @@ def replay(plan: Plan, node: np.ndarray, mats: np.ndarray, keep: np.ndarray | No
     for v, u, w, e1, e2, eid, merged in plan.node_ops:
         # Jia eq. 2: t_x(e', c_u, c_w) = min_cv t_c(v) + t_x(e1, c_u, c_v) + t_x(e2, c_v, c_w)
         a, b = mat[e1] + cost[v][None, :], mat[e2]
-        m = _min_plus(a, b, buf)
+        m = min_plus(a, b, buf)
         records.append(("node", v, u, w, a, b))
         mat[e1] = mat[e2] = None
         mat[eid] = mat[eid] + m if merged else m  # Jia eq. 3 when merged

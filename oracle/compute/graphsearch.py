@@ -79,7 +79,7 @@ def eliminate(
     eliminated.  Each node keeps only its allowed distributions, so an elimination
     costs n_u·n_v·n_w rather than nd³; ``keep`` (n x nd, compute/dominance.py) narrows
     them further to the undominated ones, with the same result."""
-    g = _Graph(n, edges, node, mats, keep)
+    g = Graph(n, edges, node, mats, keep)
     g.node_pass(list(range(n - 1, -1, -1)))
     while g.assignments(g.connected()) > enumerate_limit:
         if not g.leaf_pass():
@@ -102,7 +102,7 @@ def eliminate(
     return out, objective(out, node, edges, mats), g.stats
 
 
-class _Graph:
+class Graph:
     """The graph under elimination: per node its allowed distributions (``cand``) and
     their costs, per edge its cost matrix over them, and the eliminations done (to undo)."""
 
@@ -169,7 +169,7 @@ class _Graph:
             u, w = self.ends[e1][0], self.ends[e2][1]
             # Jia eq. 2: t_x(e', c_u, c_w) = min_cv t_c(v) + t_x(e1, c_u, c_v) + t_x(e2, c_v, c_w)
             a = mat[e1] + self.cost[v][None, :]
-            m = _min_plus(a, mat[e2], buf)
+            m = min_plus(a, mat[e2], buf)
             # the argmin is only needed for the final (c_u, c_w): found when undoing
             self.records.append(("node", v, u, w, a, mat[e2]))
             self.drop_edge(e1)
@@ -278,7 +278,7 @@ def undo(records: list[tuple], choice: dict[int, int]) -> None:
             choice[v] = int(arg[choice[w]])
 
 
-def _min_plus(a: np.ndarray, b: np.ndarray, buf: np.ndarray) -> np.ndarray:
+def min_plus(a: np.ndarray, b: np.ndarray, buf: np.ndarray) -> np.ndarray:
     """min_v a[u, v] + b[v, w]: the same sums as (a[:, :, None] + b[None]).min(axis=1)
     (IEEE addition commutes), laid out (v, u, w) in a reused buffer so that the min runs
     over whole planes; b copied in, a added in place (faster than numpy's add into out)."""

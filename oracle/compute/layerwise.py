@@ -61,7 +61,13 @@ import numpy as np
 from oracle.compute.context import Context
 from oracle.compute.cost import Breakdown, Limit, Point
 from oracle.compute.layerwise_build import (
-    Columns, Registry, batch_limit, default_kinds, kind_names, kind_table, strategy_kinds,
+    Columns,
+    Registry,
+    batch_limit,
+    default_kinds,
+    kind_names,
+    kind_table,
+    strategy_kinds,
 )  # fmt: skip
 from oracle.compute.layerwise_shuffle import shuffle_tables
 from oracle.compute.stack import stack_name, with_stack_costs
@@ -488,12 +494,12 @@ def evaluate(ctx: Context, p: int, batch: float, assignment: Sequence[Dist]) -> 
     """Cost of a layer-wise assignment (one distribution per layer, in model order)."""
     if len(assignment) != ctx.G:
         raise ValueError(f"{len(assignment)} distributions for {ctx.G} layers")
-    dists = sorted(set(assignment), key=_order)
+    dists = sorted(set(assignment), key=dist_order)
     costs = Costs(ctx, p, batch, dists)
     return costs.assess(costs.choice_of(assignment))
 
 
-def _order(d: Dist) -> tuple:
+def dist_order(d: Dist) -> tuple:
     return (d.of != 0, -d.gpus, kind_names().index(d.kind), d.p2)
 
 

@@ -21,7 +21,7 @@ def _greedy(pre: np.ndarray, limit: float, G: int) -> list[int] | None:
     return cuts
 
 
-def _partition_cached(ctx, p: int) -> list[tuple[int, int]]:
+def partition_cached(ctx, p: int) -> list[tuple[int, int]]:
     cache = ctx.__dict__.setdefault("_partitions", {})
     if p in cache:
         return cache[p]

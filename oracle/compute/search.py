@@ -456,10 +456,10 @@ def evaluate_given(
 ) -> SearchResult:
     """A given per-layer assignment (a layer-wise configuration file), with the best
     uniform strategies and (``compare``) the search's best assignment beside it."""
-    from oracle.compute.layerwise import _order
+    from oracle.compute.layerwise import dist_order
 
     t0 = time.perf_counter()
-    costs = Costs(ctx, p, batch, sorted(set(assignment), key=_order))
+    costs = Costs(ctx, p, batch, sorted(set(assignment), key=dist_order))
     a = costs.assess(costs.choice_of(assignment))
     given = LayerwiseSearch(
         a, costs, "given configuration", 0, False, False, None, 0.0, [], given=True

@@ -18,14 +18,14 @@ def fmt_shape(shape: Sequence[int]) -> str:
     return "x".join(str(d) for d in shape)
 
 
-def _prod(values: Sequence[int]) -> int:
+def prod(values: Sequence[int]) -> int:
     n = 1
     for v in values:
         n *= v
     return n
 
 
-def _per_dim(values: tuple[int, ...], dims: int, what: str, index: int) -> tuple[int, ...]:
+def per_dim(values: tuple[int, ...], dims: int, what: str, index: int) -> tuple[int, ...]:
     if len(values) == 1:
         return values * dims
     if len(values) != dims:

@@ -35,7 +35,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from oracle.compute.shape_base import ShapeError, _per_dim, _prod, fmt_shape
+from oracle.compute.shape_base import ShapeError, fmt_shape, per_dim, prod
 from oracle.compute.shapes_tokens import TOKEN_RULES
 from oracle.model import ACTIVATIONS, MODEL_INPUT, MULTI_INPUT_TYPES, Layer, LayerInfo
 
@@ -109,10 +109,10 @@ def _infer_one(index: int, layer: Layer, in_shapes: tuple[tuple[int, ...], ...])
 
 def _window(index: int, layer: Layer, x: tuple[int, ...]):
     dims = len(x) - 1
-    kernel = _per_dim(layer.kernel, dims, "kernel", index)
-    stride = _per_dim(layer.stride or (1,), dims, "stride", index)
-    padding = _per_dim(layer.padding or (0,), dims, "padding", index)
-    dilation = _per_dim(layer.dilation or (1,), dims, "dilation", index)
+    kernel = per_dim(layer.kernel, dims, "kernel", index)
+    stride = per_dim(layer.stride or (1,), dims, "stride", index)
+    padding = per_dim(layer.padding or (0,), dims, "padding", index)
+    dilation = per_dim(layer.dilation or (1,), dims, "dilation", index)
     return kernel, stride, padding, dilation
 
 
@@ -127,13 +127,13 @@ def _conv(index: int, layer: Layer, in_shapes) -> LayerInfo:
     x = in_shapes[0]
     kernel, stride, padding, dilation = _window(index, layer, x)
     out = _window_output(layer, index, x, kernel, stride, padding, dilation, layer.ceil_mode)
-    n_out = _prod(out)
+    n_out = prod(out)
     c_in, f, g = x[0], layer.filters, layer.groups
     assert f is not None
     _check_groups(index, c_in, f, g)
-    weights = f * (c_in // g) * _prod(kernel)
+    weights = f * (c_in // g) * prod(kernel)
     biases = f if layer.bias else 0
-    flops = 2.0 * (c_in // g) * _prod(kernel) * f * n_out + biases * n_out
+    flops = 2.0 * (c_in // g) * prod(kernel) * f * n_out + biases * n_out
     return LayerInfo(in_shapes, (f, *out), weights, biases, flops)
 
 
@@ -142,7 +142,7 @@ def _convtranspose(index: int, layer: Layer, in_shapes) -> LayerInfo:
     x = in_shapes[0]
     kernel, stride, padding, dilation = _window(index, layer, x)
     dims = len(x) - 1
-    extra = _per_dim(layer.output_padding or (0,), dims, "output_padding", index)
+    extra = per_dim(layer.output_padding or (0,), dims, "output_padding", index)
     out = []
     for e, k, s, p, d, op in zip(x[1:], kernel, stride, padding, dilation, extra):
         if op >= max(s, d):
@@ -154,9 +154,9 @@ def _convtranspose(index: int, layer: Layer, in_shapes) -> LayerInfo:
     c_in, f, g = x[0], layer.filters, layer.groups
     assert f is not None
     _check_groups(index, c_in, f, g)
-    weights = c_in * (f // g) * _prod(kernel)
+    weights = c_in * (f // g) * prod(kernel)
     biases = f if layer.bias else 0
-    flops = 2.0 * c_in * (f // g) * _prod(kernel) * _prod(x[1:]) + biases * _prod(out)
+    flops = 2.0 * c_in * (f // g) * prod(kernel) * prod(x[1:]) + biases * prod(out)
     return LayerInfo(in_shapes, (f, *out), weights, biases, flops)
 
 
@@ -164,13 +164,13 @@ def _pool(index: int, layer: Layer, in_shapes) -> LayerInfo:
     x = in_shapes[0]
     kernel, stride, padding, dilation = _window(index, layer, x)
     out = _window_output(layer, index, x, kernel, stride, padding, dilation, layer.ceil_mode)
-    flops = float(_prod(kernel)) * x[0] * _prod(out)
+    flops = float(prod(kernel)) * x[0] * prod(out)
     return LayerInfo(in_shapes, (x[0], *out), 0, 0, flops)
 
 
 def _adaptive_pool(index: int, layer: Layer, in_shapes) -> LayerInfo:
     x = in_shapes[0]
-    size = _per_dim(layer.size, len(x) - 1, "size", index)
+    size = per_dim(layer.size, len(x) - 1, "size", index)
     flops = float(x[0])
     for e, o in zip(x[1:], size):
         # window lengths along this dimension, summed: Σ_i ceil((i+1)e/o) - floor(ie/o)
@@ -184,18 +184,18 @@ def _upsample(index: int, layer: Layer, in_shapes) -> LayerInfo:
     x = in_shapes[0]
     dims = len(x) - 1
     if layer.size:
-        out = _per_dim(layer.size, dims, "size", index)
+        out = per_dim(layer.size, dims, "size", index)
     else:
-        scale = _per_dim(layer.scale, dims, "scale", index)
+        scale = per_dim(layer.scale, dims, "scale", index)
         out = tuple(int(math.floor(e * s)) for e, s in zip(x[1:], scale))
         if min(out) < 1:
             raise ShapeError(index, f"scale {layer.scale} leaves no output of {fmt_shape(x)}")
     per_out = 0.0 if layer.mode == "nearest" else float(2**dims)
-    return LayerInfo(in_shapes, (x[0], *out), 0, 0, per_out * x[0] * _prod(out))
+    return LayerInfo(in_shapes, (x[0], *out), 0, 0, per_out * x[0] * prod(out))
 
 
 def _fc(index: int, layer: Layer, in_shapes) -> LayerInfo:
-    n_in = _prod(in_shapes[0])
+    n_in = prod(in_shapes[0])
     out = layer.outputs
     assert out is not None
     biases = out if layer.bias else 0
@@ -204,12 +204,12 @@ def _fc(index: int, layer: Layer, in_shapes) -> LayerInfo:
 
 def _globalavgpool(index: int, layer: Layer, in_shapes) -> LayerInfo:
     x = in_shapes[0]
-    return LayerInfo(in_shapes, (x[0],) + (1,) * (len(x) - 1), 0, 0, float(_prod(x)))
+    return LayerInfo(in_shapes, (x[0],) + (1,) * (len(x) - 1), 0, 0, float(prod(x)))
 
 
 def _batchnorm(index: int, layer: Layer, in_shapes) -> LayerInfo:
     x = in_shapes[0]
-    return LayerInfo(in_shapes, x, x[0], x[0], 2.0 * _prod(x))
+    return LayerInfo(in_shapes, x, x[0], x[0], 2.0 * prod(x))
 
 
 def _groupnorm(index: int, layer: Layer, in_shapes) -> LayerInfo:
@@ -217,27 +217,27 @@ def _groupnorm(index: int, layer: Layer, in_shapes) -> LayerInfo:
     if x[0] % layer.groups:
         raise ShapeError(index, f"groups {layer.groups} does not divide the {x[0]} channels")
     c = x[0] if layer.affine else 0
-    return LayerInfo(in_shapes, x, c, c, (5.0 if layer.affine else 4.0) * _prod(x))
+    return LayerInfo(in_shapes, x, c, c, (5.0 if layer.affine else 4.0) * prod(x))
 
 
 def _layernorm(index: int, layer: Layer, in_shapes) -> LayerInfo:
     x = in_shapes[0]
     if not 1 <= layer.dims <= len(x):
         raise ShapeError(index, f"dims {layer.dims} is not between 1 and the input's {len(x)} dimensions")
-    c = _prod(x[-layer.dims :]) if layer.affine else 0
-    return LayerInfo(in_shapes, x, c, c, (5.0 if layer.affine else 4.0) * _prod(x))
+    c = prod(x[-layer.dims :]) if layer.affine else 0
+    return LayerInfo(in_shapes, x, c, c, (5.0 if layer.affine else 4.0) * prod(x))
 
 
 def _per_element(flops: float):
     def rule(index: int, layer: Layer, in_shapes) -> LayerInfo:
         x = in_shapes[0]
-        return LayerInfo(in_shapes, x, 0, 0, flops * _prod(x))
+        return LayerInfo(in_shapes, x, 0, 0, flops * prod(x))
 
     return rule
 
 
 def _flatten(index: int, layer: Layer, in_shapes) -> LayerInfo:
-    return LayerInfo(in_shapes, (_prod(in_shapes[0]),), 0, 0, 0.0)
+    return LayerInfo(in_shapes, (prod(in_shapes[0]),), 0, 0, 0.0)
 
 
 def _reshape(index: int, layer: Layer, in_shapes) -> LayerInfo:
@@ -245,13 +245,13 @@ def _reshape(index: int, layer: Layer, in_shapes) -> LayerInfo:
     target = list(layer.shape)
     if target.count(-1) > 1:
         raise ShapeError(index, "a reshape may leave at most one extent as -1")
-    known = _prod([d for d in target if d != -1])
+    known = prod([d for d in target if d != -1])
     if -1 in target:
-        if known == 0 or _prod(x) % known:
+        if known == 0 or prod(x) % known:
             raise ShapeError(index, f"cannot reshape {fmt_shape(x)} to {target}")
-        target[target.index(-1)] = _prod(x) // known
-    if _prod(target) != _prod(x):
-        raise ShapeError(index, f"cannot reshape {fmt_shape(x)} ({_prod(x)} elements) to {fmt_shape(target)}")
+        target[target.index(-1)] = prod(x) // known
+    if prod(target) != prod(x):
+        raise ShapeError(index, f"cannot reshape {fmt_shape(x)} ({prod(x)} elements) to {fmt_shape(target)}")
     return LayerInfo(in_shapes, tuple(target), 0, 0, 0.0)
 
 
@@ -288,7 +288,7 @@ def _add(index: int, layer: Layer, in_shapes) -> LayerInfo:
                 f"add inputs do not match: {fmt_shape(x)} from '{layer.inputs[0]}'"
                 f" vs {fmt_shape(s)} from '{name}'",
             )
-    return LayerInfo(in_shapes, x, 0, 0, float((len(in_shapes) - 1) * _prod(x)))
+    return LayerInfo(in_shapes, x, 0, 0, float((len(in_shapes) - 1) * prod(x)))
 
 
 def _broadcast(index: int, layer: Layer, a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...]:
@@ -311,7 +311,7 @@ def _mul(index: int, layer: Layer, in_shapes) -> LayerInfo:
     out = in_shapes[0]
     for s in in_shapes[1:]:
         out = _broadcast(index, layer, out, s)
-    return LayerInfo(in_shapes, out, 0, 0, float((len(in_shapes) - 1) * _prod(out)))
+    return LayerInfo(in_shapes, out, 0, 0, float((len(in_shapes) - 1) * prod(out)))
 
 
 def _matmul(index: int, layer: Layer, in_shapes) -> LayerInfo:
@@ -324,7 +324,7 @@ def _matmul(index: int, layer: Layer, in_shapes) -> LayerInfo:
         raise ShapeError(index, f"matmul inputs do not fit: {fmt_shape(a)} @ {fmt_shape(b)}")
     lead = _broadcast(index, layer, a[:-2], b[:-2]) if a[:-2] or b[:-2] else ()
     out = (*lead, a[-2], b[-1])
-    return LayerInfo(in_shapes, out, 0, 0, 2.0 * _prod(lead) * a[-2] * a[-1] * b[-1])
+    return LayerInfo(in_shapes, out, 0, 0, 2.0 * prod(lead) * a[-2] * a[-1] * b[-1])
 
 
 def _concat(index: int, layer: Layer, in_shapes) -> LayerInfo:

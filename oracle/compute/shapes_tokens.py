@@ -20,7 +20,7 @@ FLOP convention (forward, per sample; 2 per multiply-add as in shapes.py):
 
 from __future__ import annotations
 
-from oracle.compute.shape_base import ShapeError, _per_dim, _prod, fmt_shape
+from oracle.compute.shape_base import ShapeError, fmt_shape, per_dim, prod
 from oracle.model import Layer, LayerInfo
 
 
@@ -31,10 +31,10 @@ def attention_groups(layer: Layer, x: tuple[int, ...], index: int = 0) -> tuple[
     all dimensions but the last, each extent padded up to a whole number of windows
     (torchvision's ``shifted_window_attention`` pads with F.pad)."""
     if not layer.window:
-        return _prod(x[:-1]), x[-2]
-    window = _per_dim(layer.window, len(x) - 1, "window", index)
+        return prod(x[:-1]), x[-2]
+    window = per_dim(layer.window, len(x) - 1, "window", index)
     padded = [-(-e // w) * w for e, w in zip(x[:-1], window)]
-    return _prod(padded), _prod(window)
+    return prod(padded), prod(window)
 
 
 def attention_flops(layer: Layer, x: tuple[int, ...]) -> tuple[float, float]:
@@ -111,7 +111,7 @@ def _attention(index: int, layer: Layer, in_shapes) -> LayerInfo:
         raise ShapeError(index, f"heads {layer.heads} does not divide the {x[-1]} features")
     attention_groups(layer, x, index)  # checks the window's length
     if layer.shift:
-        _per_dim(layer.shift, len(x) - 1, "shift", index)
+        per_dim(layer.shift, len(x) - 1, "shift", index)
     products, elementwise = attention_flops(layer, x)
     weights, biases = attention_parameters(layer, x[-1])
     return LayerInfo(in_shapes, x, weights, biases, products + elementwise)
@@ -136,20 +136,20 @@ def _scale(index: int, layer: Layer, in_shapes) -> LayerInfo:
     """x times a learned factor per index of ``axis`` (CaiT/ConvNeXt layer scale,
     Touvron et al. 2021: diag(λ) per channel)."""
     x = in_shapes[0]
-    return LayerInfo(in_shapes, x, x[_axis(index, layer, x)], 0, float(_prod(x)))
+    return LayerInfo(in_shapes, x, x[_axis(index, layer, x)], 0, float(prod(x)))
 
 
 def _posembedding(index: int, layer: Layer, in_shapes) -> LayerInfo:
     """x plus a learned tensor of x's shape (ViT's position embedding, Dosovitskiy et al. 2021 eq. 1)."""
     x = in_shapes[0]
-    return LayerInfo(in_shapes, x, 0, _prod(x), float(_prod(x)))
+    return LayerInfo(in_shapes, x, 0, prod(x), float(prod(x)))
 
 
 def _classtoken(index: int, layer: Layer, in_shapes) -> LayerInfo:
     """``tokens`` learned tokens put in front along ``axis`` (ViT's x_class, eq. 1)."""
     x = in_shapes[0]
     a = _axis(index, layer, x)
-    rest = _prod(x[:a] + x[a + 1 :])
+    rest = prod(x[:a] + x[a + 1 :])
     return LayerInfo(in_shapes, (*x[:a], x[a] + layer.tokens, *x[a + 1 :]), layer.tokens * rest, 0, 0.0)
 
 

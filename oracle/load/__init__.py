@@ -70,7 +70,7 @@ class Files:
     def inputs(self, model, system, profile) -> tuple[Model, System, Profile]:
         """Model, system and profile, in that order, the profile checked against the model
         at once (a profile made for another model is refused before the GPU counts are read)."""
-        from oracle.load.profile import bind_profile
+        from oracle.compute.binding import bind_profile
 
         m, s, pr = self.model(model), self.system(system), self.profile(profile)
         bind_profile(m, pr)

@@ -55,53 +55,30 @@ from pathlib import Path
 
 from oracle.errors import OracleError
 from oracle.load.yamlfile import read_text
+from oracle.records import BenchLog
 
 TOOLS = ("nccl-tests", "osu")
 OPERATIONS = ("allreduce", "allgather", "reducescatter", "broadcast", "reduce")
 
 # nccl-tests doc/PERFORMANCE.md: busbw = algbw x factor (p ranks).
-_BUS_FACTOR = {
+BUS_FACTOR = {
     "allreduce": lambda p: 2.0 * (p - 1) / p,
     "allgather": lambda p: (p - 1) / p,
     "reducescatter": lambda p: (p - 1) / p,
     "broadcast": lambda p: 1.0,
     "reduce": lambda p: 1.0,
 }
-_REDUCTIONS = ("allreduce", "reducescatter", "reduce")
-
-
-@dataclass(frozen=True)
-class BenchLog:
-    """One benchmark log: ``rows`` are (message bytes m, seconds), out-of-place for
-    nccl-tests; ``in_place_rows`` the in-place times (nccl-tests only, else empty)."""
-
-    file: str
-    tool: str  # "nccl-tests" | "osu"
-    operation: str  # one of OPERATIONS
-    gpus: int
-    nodes: int
-    gpus_per_node: int
-    rows: tuple[tuple[int, float], ...]
-    in_place_rows: tuple[tuple[int, float], ...] = ()
-    row_lines: tuple[int, ...] = ()  # 1-based line of each row in the file
-    operation_from: str = ""  # how the operation was found (for the report)
-    layout_from: str = ""  # how GPUs/nodes were found
-    hosts: tuple[str, ...] = ()
-
-    def times(self, in_place: bool = False) -> tuple[tuple[int, float], ...]:
-        if in_place and self.tool == "nccl-tests":
-            return self.in_place_rows
-        return self.rows
+REDUCTIONS = ("allreduce", "reducescatter", "reduce")
 
 
 # -- helpers ----------------------------------------------------------------------------
 
-_DATA_START = re.compile(r"^\s*\d+\s+[-+.\d]")  # "size  number ...": looks like a data row
-_RANK = re.compile(
+DATA_START = re.compile(r"^\s*\d+\s+[-+.\d]")  # "size  number ...": looks like a data row
+RANK = re.compile(
     r"^#\s*Rank\s+(\d+)\s+(?:Group\s+\d+\s+)?Pid\s+\d+\s+on\s+(\S+)\s+device\s+(\d+)", re.I
 )
-_NTHREAD = re.compile(r"^#\s*nThreads?\s+(\d+)\s+nGpus\s+(\d+)", re.I)
-_COLL_START = re.compile(r"^#\s*Collective test starting:\s*(\S+)", re.I)
+NTHREAD = re.compile(r"^#\s*nThreads?\s+(\d+)\s+nGpus\s+(\d+)", re.I)
+COLL_START = re.compile(r"^#\s*Collective test starting:\s*(\S+)", re.I)
 _OSU_HEADER = re.compile(r"^#\s*OSU\b(.*?)\bLatency Test\b", re.I)
 _OSU_OPS = {
     "allreduce": "allreduce",
@@ -115,7 +92,7 @@ _OSU_OPS = {
 }
 
 
-def _op_from_name(text: str) -> str | None:
+def op_from_name(text: str) -> str | None:
     """'all_reduce_perf', 'allreduce', 'All-Gather', ... -> operation (None if none)."""
     s = re.sub(r"[_\-\s]", "", text.lower())
     for key, op in (
@@ -163,7 +140,7 @@ def name_layout(file: str) -> tuple[int | None, int | None, str]:
     return nodes, gpus, "; ".join(why)
 
 
-def _resolve_layout(
+def resolve_layout(
     file: str,
     tool: str,
     gpus: int | None,
@@ -227,7 +204,7 @@ def _resolve_layout(
     return gpus, nodes, k, "; ".join(why)
 
 
-def _number(tok: str, file: str, line: int, what: str) -> float:
+def parse_number(tok: str, file: str, line: int, what: str) -> float:
     try:
         v = float(tok)
     except ValueError:
@@ -237,7 +214,7 @@ def _number(tok: str, file: str, line: int, what: str) -> float:
     return v
 
 
-def _size(tok: str, file: str, line: int) -> int:
+def parse_size(tok: str, file: str, line: int) -> int:
     if not tok.isdigit():
         raise OracleError(f"cannot read message size '{tok}'; expected a byte count", file=file, line=line)
     if len(tok) > 16 or int(tok) > 10**15:
@@ -254,8 +231,8 @@ def _size(tok: str, file: str, line: int) -> int:
 _MIN_US, _MAX_US = 1e-6, 1e12
 
 
-def _time_us(tok: str, file: str, line: int, what: str) -> float:
-    v = _number(tok, file, line, what)
+def parse_time_us(tok: str, file: str, line: int, what: str) -> float:
+    v = parse_number(tok, file, line, what)
     if v <= 0:
         raise OracleError(f"{what} is {tok} us; expected a positive time", file=file, line=line)
     if not _MIN_US <= v <= _MAX_US:
@@ -276,9 +253,9 @@ def detect_tool(text: str, file: str) -> str:
         if _OSU_HEADER.match(s):
             return "osu"
         if (
-            _RANK.match(s)
-            or _NTHREAD.match(s)
-            or _COLL_START.match(s)
+            RANK.match(s)
+            or NTHREAD.match(s)
+            or COLL_START.match(s)
             or re.match(r"^#\s*nccl-tests", s, re.I)
             or re.match(r"^#.*\bout-of-place\b", s)
         ):
@@ -319,16 +296,16 @@ def parse_osu(
         if s.startswith("#"):
             _osu_comment(scan, s, no, file)
             continue
-        if not _DATA_START.match(raw):
+        if not DATA_START.match(raw):
             continue  # MPI/UCX warnings and other noise
         tok = s.split()
         if len(tok) <= scan.avg_col:
             raise OracleError(
                 f"data row has {len(tok)} columns; expected Size and Avg Latency(us)", file=file, line=no
             )
-        rows.append((_size(tok[0], file, no), _time_us(tok[scan.avg_col], file, no, "average latency")))
+        rows.append((parse_size(tok[0], file, no), parse_time_us(tok[scan.avg_col], file, no, "average latency")))
         for t in tok[1:]:
-            _number(t, file, no, "value")
+            parse_number(t, file, no, "value")
         lines.append(no)
     op = scan.op
     if op is None:
@@ -341,7 +318,7 @@ def parse_osu(
             file=file,
             line=scan.header_line or scan.op_line,
         )
-    p, n, k, layout_from = _resolve_layout(file, "OSU", gpus, nodes, gpus_per_node)
+    p, n, k, layout_from = resolve_layout(file, "OSU", gpus, nodes, gpus_per_node)
     if op == "allgather":  # OSU Size = bytes each rank sends; the model's m is the total
         rows = [(size * p, t) for size, t in rows]
     return BenchLog(
@@ -415,4 +392,4 @@ def load_benchlog(path: str | Path, **kwargs) -> BenchLog:
     return parse_benchlog(read_text(path, "benchmark log"), str(path), **kwargs)
 
 
-__all__ = ["BenchLog", "OPERATIONS", "TOOLS", "load_benchlog", "parse_benchlog", "name_layout"]
+__all__ = ["OPERATIONS", "TOOLS", "load_benchlog", "parse_benchlog", "name_layout"]

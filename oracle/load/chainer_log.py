@@ -8,7 +8,7 @@ import math
 import re
 
 from oracle.errors import OracleError
-from oracle.load.logs import LogTiming, _fmt, _json_kind, _load_json, _median
+from oracle.load.logs import LogTiming, fmt_value, json_kind, load_json, median
 
 
 def _item_lines(text: str, count: int) -> list[int]:
@@ -79,10 +79,10 @@ def _finite_or_none(value: object) -> float | None:
 
 def parse_chainer(text: str, name: str) -> LogTiming:
     """Import a Chainer LogReport JSON (rules in the module docstring)."""
-    doc = _load_json(text, name)
+    doc = load_json(text, name)
     if not isinstance(doc, list):
         raise OracleError(
-            f"top level is a JSON {_json_kind(doc)}; expected a list of LogReport entries", file=name
+            f"top level is a JSON {json_kind(doc)}; expected a list of LogReport entries", file=name
         )
     if not doc:
         raise OracleError("has no LogReport entries (an empty JSON list)", file=name)
@@ -101,14 +101,14 @@ def parse_chainer(text: str, name: str) -> LogTiming:
     dit = [iters[i] - iters[i - 1] for i in pairs]
     dep = [epochs[i] - epochs[i - 1] for i in pairs]
     per_iter = [t / m for t, m in zip(dt, dit)]
-    iteration_s = _median(per_iter)
+    iteration_s = median(per_iter)
     notes = [f"{n} LogReport entries; steady state = the {n - 1} differences between successive entries"]
-    notes.append(f"first entry (incl. start-up) {_fmt(elapsed[0])} s at iteration {iters[0]:g}")
+    notes.append(f"first entry (incl. start-up) {fmt_value(elapsed[0])} s at iteration {iters[0]:g}")
 
     epoch_s, ipe = _epoch(iters, epochs, details, dt, dit, dep, iteration_s, notes)
     notes.append(
-        f"s/iteration median {_fmt(iteration_s)}"
-        f" (min {_fmt(min(per_iter))}, max {_fmt(max(per_iter))})"
+        f"s/iteration median {fmt_value(iteration_s)}"
+        f" (min {fmt_value(min(per_iter))}, max {fmt_value(max(per_iter))})"
     )
     return LogTiming(
         file=name,
@@ -174,11 +174,11 @@ def _epoch(iters, epochs, details, dt, dit, dep, iteration_s: float, notes: list
     epoch_triggered = all(d >= 1 for d in dep) and max(ratios) - min(ratios) <= 1.0 + 1e-9
     if epoch_triggered:
         per_epoch = [t / d for t, d in zip(dt, dep)]
-        epoch_s = _median(per_epoch)
+        epoch_s = median(per_epoch)
         ipe = (iters[-1] - iters[0]) / (epochs[-1] - epochs[0])
         notes.append(
-            f"epoch-triggered: epoch diffs n={len(per_epoch)} min={_fmt(min(per_epoch))}"
-            f" max={_fmt(max(per_epoch))} median={_fmt(epoch_s)}"
+            f"epoch-triggered: epoch diffs n={len(per_epoch)} min={fmt_value(min(per_epoch))}"
+            f" max={fmt_value(max(per_epoch))} median={fmt_value(epoch_s)}"
         )
     else:
         ipe = _iterations_per_epoch(iters, epochs, details)
@@ -194,7 +194,7 @@ def _epoch(iters, epochs, details, dt, dit, dep, iteration_s: float, notes: list
             epoch_s = iteration_s * ipe
             notes.append(
                 "iteration-triggered (whole epochs not bracketed): epoch_s ="
-                f" iteration_s x {_fmt(ipe)} iterations per epoch"
+                f" iteration_s x {fmt_value(ipe)} iterations per epoch"
             )
     return epoch_s, ipe
 
@@ -210,7 +210,7 @@ def _iterations_per_epoch(
             if details[i] > details[i - 1]  # type: ignore[operator]
         ]
         if ratios:
-            return _median(ratios)
+            return median(ratios)
     lo, hi = 0.0, math.inf
     for it, e in zip(iters, epochs):
         lo = max(lo, it / (e + 1))

@@ -146,7 +146,7 @@ def _read(path: str | Path) -> str:
     return decode_text(data, name, "training log")
 
 
-def _data_lines(text: str) -> list[tuple[int, str]]:
+def data_lines(text: str) -> list[tuple[int, str]]:
     """(line number, line) of the lines that are neither blank nor ``#`` comments."""
     out = []
     for no, line in enumerate(text.splitlines(), 1):
@@ -156,11 +156,11 @@ def _data_lines(text: str) -> list[tuple[int, str]]:
     return out
 
 
-def _load_json(text: str, name: str):
+def load_json(text: str, name: str):
     return parse_json(text, name)
 
 
-def _json_kind(doc: object) -> str:
+def json_kind(doc: object) -> str:
     if isinstance(doc, list):
         return "list of non-objects" if doc else "empty list"
     if isinstance(doc, dict):
@@ -171,7 +171,7 @@ def _json_kind(doc: object) -> str:
 def _detect(text: str, name: str) -> str:
     stripped = text.lstrip()
     if stripped[:1] in ("[", "{"):
-        doc = _load_json(text, name)
+        doc = load_json(text, name)
         if isinstance(doc, list) and any(isinstance(e, dict) and "elapsed_time" in e for e in doc):
             return "chainer"
         if isinstance(doc, list) and doc and all(isinstance(e, dict) for e in doc):
@@ -180,14 +180,14 @@ def _detect(text: str, name: str) -> str:
                 " Chainer's LogReport writes epoch, iteration and elapsed_time"
             )
         else:
-            hint = f"a JSON {_json_kind(doc)}"
+            hint = f"a JSON {json_kind(doc)}"
         raise UnknownLogFormat(UNKNOWN_MESSAGE, file=name, hint=hint)
-    lines = _data_lines(text)
+    lines = data_lines(text)
     if not lines:
         raise OracleError("has only comments and blank lines; expected a training log", file=name)
     no, first = lines[0]
     fields = [f for f in re.split(r"[,\s]+", first.split("#", 1)[0]) if f]
-    if fields and all(_NUMBER.fullmatch(f) for f in fields):
+    if fields and all(NUMBER.fullmatch(f) for f in fields):
         return "plain"
     if _looks_like_header(first):
         return "step-csv"
@@ -202,7 +202,7 @@ def _looks_like_header(line: str) -> bool:
     cells = [c.strip().strip('"').strip() for c in line.strip().split(sep)]
     if len(cells) < 2:
         return False
-    return any(c and not _NUMBER.fullmatch(c) for c in cells)
+    return any(c and not NUMBER.fullmatch(c) for c in cells)
 
 
 # --------------------------------------------------------------------------------------
@@ -211,13 +211,13 @@ def _looks_like_header(line: str) -> bool:
 
 # one way to match each number (\d+ then an optional fraction, never \d+\.?\d*, which
 # backtracks quadratically on a long run of digits that is not a number: issue 28)
-_NUMBER = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")
+NUMBER = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")
 
 
-def _number(token: str, name: str, line: int, what: str) -> float:
+def parse_number(token: str, name: str, line: int, what: str) -> float:
     t = token.strip()
     shown = t if len(t) <= 40 else t[:37] + "..."
-    if not _NUMBER.fullmatch(t):
+    if not NUMBER.fullmatch(t):
         raise OracleError(f"{what}: '{shown}' is not a number", file=name, line=line)
     v = float(t)
     if not math.isfinite(v):
@@ -225,11 +225,11 @@ def _number(token: str, name: str, line: int, what: str) -> float:
     return v
 
 
-def _median(values: list[float]) -> float:
+def median(values: list[float]) -> float:
     return float(statistics.median(values))
 
 
-def _fmt(v: float) -> str:
+def fmt_value(v: float) -> str:
     return f"{v:.5g}"
 
 
@@ -242,7 +242,7 @@ def _warmup(n: int) -> int:
     return max(1, int(n * WARMUP_FRACTION))
 
 
-def _steady(values: list[float], name: str, what: str, line: int | None) -> tuple[list[float], int]:
+def steady_values(values: list[float], name: str, what: str, line: int | None) -> tuple[list[float], int]:
     if len(values) < 2:
         raise OracleError(
             f"has {len(values)} {what}; at least 2 are needed (the first is warm-up)",
@@ -281,7 +281,7 @@ def parse_plain(text: str, name: str) -> LogTiming:
                 line=no,
             )
         if width == 2:
-            it = _number(fields[0], name, no, "iteration")
+            it = parse_number(fields[0], name, no, "iteration")
             if last_iter is not None and it <= last_iter:
                 raise OracleError(
                     f"iteration {fields[0]} does not increase (previous: {last_iter:g})",
@@ -289,18 +289,18 @@ def parse_plain(text: str, name: str) -> LogTiming:
                     line=no,
                 )
             last_iter = it
-        t = _number(fields[-1], name, no, "seconds per iteration")
+        t = parse_number(fields[-1], name, no, "seconds per iteration")
         if t <= 0:
             raise OracleError(
                 f"seconds per iteration is {fields[-1]}; expected a time > 0", file=name, line=no
             )
         times.append(t)
-    steady, w = _steady(times, name, "timings", rows[0][0])
-    iteration_s = _median(steady)
+    steady, w = steady_values(times, name, "timings", rows[0][0])
+    iteration_s = median(steady)
     notes = (
         f"{len(times)} per-iteration times; first {w} dropped as warm-up"
-        f" (max(1, 5%)); median of {len(steady)} = {_fmt(iteration_s)} s"
-        f" (min {_fmt(min(steady))}, max {_fmt(max(steady))})"
+        f" (max(1, 5%)); median of {len(steady)} = {fmt_value(iteration_s)} s"
+        f" (min {fmt_value(min(steady))}, max {fmt_value(max(steady))})"
     )
     return LogTiming(name, "plain", None, iteration_s, None, len(times), len(steady), notes)
 

@@ -14,19 +14,19 @@ from pathlib import Path
 
 from oracle.errors import OracleError
 from oracle.load.benchlogs import (
-    _BUS_FACTOR,
-    _COLL_START,
-    _DATA_START,
-    _NTHREAD,
-    _RANK,
-    _REDUCTIONS,
+    BUS_FACTOR,
+    COLL_START,
+    DATA_START,
+    NTHREAD,
     OPERATIONS,
+    RANK,
+    REDUCTIONS,
     BenchLog,
-    _number,
-    _op_from_name,
-    _resolve_layout,
-    _size,
-    _time_us,
+    op_from_name,
+    parse_number,
+    parse_size,
+    parse_time_us,
+    resolve_layout,
 )
 
 
@@ -83,7 +83,7 @@ def _scan(text: str, file: str) -> _Scan:
             continue
         if s.startswith("#"):
             _comment(scan, s, no, file)
-        elif _DATA_START.match(raw):  # else UCX/NCCL/MPI warnings and other noise
+        elif DATA_START.match(raw):  # else UCX/NCCL/MPI warnings and other noise
             _row(scan, s, no, file)
     if not scan.rows:
         raise OracleError(
@@ -96,17 +96,17 @@ def _scan(text: str, file: str) -> _Scan:
 
 
 def _comment(scan: _Scan, s: str, no: int, file: str) -> None:
-    m = _RANK.match(s)
+    m = RANK.match(s)
     if m:
         scan.ranks[int(m.group(1))] = m.group(2)
         return
-    m = _NTHREAD.match(s)
+    m = NTHREAD.match(s)
     if m:
         scan.per_process = int(m.group(1)) * int(m.group(2))
         return
-    m = _COLL_START.match(s)
+    m = COLL_START.match(s)
     if m:
-        op = _op_from_name(m.group(1))
+        op = op_from_name(m.group(1))
         if op is None or op.startswith("unsupported:"):
             raise OracleError(
                 f"collective '{m.group(1)}' is not supported; expected one of"
@@ -141,15 +141,15 @@ def _row(scan: _Scan, s: str, no: int, file: str) -> None:
             file=file,
             line=no,
         )
-    size = _size(tok[0], file, no)
-    _size(tok[1], file, no)  # count (elements)
+    size = parse_size(tok[0], file, no)
+    parse_size(tok[1], file, no)  # count (elements)
     scan.redops.add(tok[3].lower())
-    oop = _time_us(tok[-8], file, no, "out-of-place time")
-    algbw = _number(tok[-7], file, no, "out-of-place algbw")
-    busbw = _number(tok[-6], file, no, "out-of-place busbw")
-    ip = _time_us(tok[-4], file, no, "in-place time")
-    _number(tok[-3], file, no, "in-place algbw")
-    _number(tok[-2], file, no, "in-place busbw")
+    oop = parse_time_us(tok[-8], file, no, "out-of-place time")
+    algbw = parse_number(tok[-7], file, no, "out-of-place algbw")
+    busbw = parse_number(tok[-6], file, no, "out-of-place busbw")
+    ip = parse_time_us(tok[-4], file, no, "in-place time")
+    parse_number(tok[-3], file, no, "in-place algbw")
+    parse_number(tok[-2], file, no, "in-place busbw")
     scan.rows.append((size, oop))
     scan.in_place.append((size, ip))
     scan.lines.append(no)
@@ -160,7 +160,7 @@ def _row(scan: _Scan, s: str, no: int, file: str) -> None:
 def _layout(scan: _Scan, file: str, gpus, nodes, gpus_per_node):
     """(GPUs, nodes, GPUs per node, where they come from, hosts)."""
     if not scan.ranks:
-        p, n, k, layout_from = _resolve_layout(file, "nccl-tests", gpus, nodes, gpus_per_node, scan.per_process)
+        p, n, k, layout_from = resolve_layout(file, "nccl-tests", gpus, nodes, gpus_per_node, scan.per_process)
         return p, n, k, layout_from, ()
     hosts = tuple(scan.ranks[r] for r in sorted(scan.ranks))
     per_host: dict[str, int] = {}
@@ -178,7 +178,7 @@ def _layout(scan: _Scan, file: str, gpus, nodes, gpus_per_node):
 
 def _operation(scan: _Scan, file: str, operation: str | None, p: int) -> tuple[str, str]:
     """The operation and where it comes from: header line > caller > file name > data."""
-    name_op = _op_from_name(Path(file).name)
+    name_op = op_from_name(Path(file).name)
     if scan.declared_op is not None:
         if operation is not None and operation != scan.declared_op:
             raise OracleError(
@@ -210,7 +210,7 @@ def _infer_op(file: str, p: int, redops: set[str], bw: tuple[float, float] | Non
     cands = [
         op
         for op in OPERATIONS
-        if (op in _REDUCTIONS) == reduction and abs(_BUS_FACTOR[op](p) - ratio) <= 0.02 * _BUS_FACTOR[op](p) + 0.01
+        if (op in REDUCTIONS) == reduction and abs(BUS_FACTOR[op](p) - ratio) <= 0.02 * BUS_FACTOR[op](p) + 0.01
     ]
     if len(cands) != 1:
         raise OracleError(

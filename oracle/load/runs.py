@@ -18,7 +18,6 @@ from __future__ import annotations
 import csv
 import io
 import math
-from dataclasses import dataclass
 from pathlib import Path
 
 from oracle.compute.options import column_flags
@@ -26,51 +25,8 @@ from oracle.errors import OracleError, did_you_mean
 from oracle.load.fields import MAX_MAGNITUDE, MIN_MAGNITUDE
 from oracle.load.values import MAX_GPUS
 from oracle.load.yamlfile import read_text
+from oracle.records import OPTIONAL, REQUIRED, MeasuredRun
 from oracle.textsafe import csv_unescape
-
-REQUIRED = ("model", "system", "profile", "strategy", "gpus", "global_batch")
-OPTIONAL = ("p1", "p2", "segments", "epoch_s", "iteration_s", "compute_s", "comm_s", "source", "stack")
-
-
-@dataclass(frozen=True)
-class MeasuredRun:
-    line: int  # line of the CSV file (1 = header)
-    model: str
-    system: str
-    profile: str
-    strategy: str
-    gpus: int
-    global_batch: float
-    p1: int | None = None
-    p2: int | None = None
-    segments: int | None = None
-    epoch_s: float | None = None
-    iteration_s: float | None = None
-    compute_s: float | None = None
-    comm_s: float | None = None
-    source: str = ""
-    extra: tuple[tuple[str, str], ...] = ()
-    stack: str = ""  # a shipped stack's name or a path; "" when the file does not say
-    # issue 26: the row's option columns as compute/options.Flags.parse keywords
-    flags: tuple[tuple[str, object], ...] = ()
-
-    @property
-    def basis(self) -> str:
-        """What the row is compared on: the epoch time when given, else the iteration."""
-        return "epoch" if self.epoch_s is not None else "iteration"
-
-    @property
-    def measured_s(self) -> float:
-        return self.epoch_s if self.epoch_s is not None else self.iteration_s  # type: ignore[return-value]
-
-    def get(self, column: str) -> str | None:
-        """Any column by name (for filters), as text; ``line`` is the CSV line."""
-        if column == "line":
-            return str(self.line)
-        if column in REQUIRED or column in OPTIONAL:
-            v = getattr(self, column)
-            return None if v is None else (f"{v:g}" if isinstance(v, float) else str(v))
-        return dict(self.extra).get(column)
 
 
 def load_runs(path: str | Path, strategies: tuple[str, ...] | None = None) -> list[MeasuredRun]:

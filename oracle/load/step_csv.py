@@ -9,7 +9,15 @@ import re
 from datetime import datetime
 
 from oracle.errors import OracleError
-from oracle.load.logs import _NUMBER, LogTiming, _data_lines, _fmt, _median, _number, _steady
+from oracle.load.logs import (
+    NUMBER,
+    LogTiming,
+    data_lines,
+    fmt_value,
+    median,
+    parse_number,
+    steady_values,
+)
 
 PER_STEP_NAMES = (
     "train_step_time",
@@ -70,17 +78,17 @@ def _step_column(header: list[str], exclude: int) -> int | None:
 
 def _time_value(cell: str, kind: str, name: str, line: int, column: str) -> float:
     c = cell.strip()
-    if kind != "per-step" and not _NUMBER.fullmatch(c):
+    if kind != "per-step" and not NUMBER.fullmatch(c):
         try:
             return datetime.fromisoformat(c.replace("Z", "+00:00")).timestamp()
         except (ValueError, OverflowError, OSError):
             pass
-    return _number(c, name, line, f"column '{column}'")
+    return parse_number(c, name, line, f"column '{column}'")
 
 
 def parse_step_csv(text: str, name: str) -> LogTiming:
     """Import a CSV of step times (rules in the module docstring)."""
-    lines = _data_lines(text)
+    lines = data_lines(text)
     if not lines:
         raise OracleError("has no header row; expected a CSV of step times", file=name)
     head_no, head_line = lines[0]
@@ -123,19 +131,19 @@ def parse_step_csv(text: str, name: str) -> LogTiming:
         for no, _, t in rows:
             if t <= 0:
                 raise OracleError(
-                    f"column '{tname}': {_fmt(t)} is not a time > 0", file=name, line=no
+                    f"column '{tname}': {fmt_value(t)} is not a time > 0", file=name, line=no
                 )
         times = values
         what = "step times"
-    steady, w = _steady(times, name, what, head_no)
-    iteration_s = _median(steady)
+    steady, w = steady_values(times, name, what, head_no)
+    iteration_s = median(steady)
     if iteration_s <= 0:
         raise OracleError(
             f"median time per iteration from column '{tname}' is 0", file=name, line=head_no
         )
     notes.append(
         f"{len(times)} timings; first {w} dropped as warm-up (max(1, 5%)); median of"
-        f" {len(steady)} = {_fmt(iteration_s)} s"
+        f" {len(steady)} = {fmt_value(iteration_s)} s"
     )
     return LogTiming(name, "step-csv", None, iteration_s, None, len(times), len(steady), "; ".join(notes))
 
@@ -155,7 +163,7 @@ def _rows(parsed, header: list[str], tcol: int, scol: int | None, kind: str, sca
         t = _time_value(cell, kind, name, no, tname) * scale
         step = None
         if scol is not None and scol < len(row) and row[scol].strip():
-            step = _number(row[scol], name, no, f"column '{header[scol]}'")
+            step = parse_number(row[scol], name, no, f"column '{header[scol]}'")
         rows.append((no, step, t))
     return rows
 
@@ -167,7 +175,7 @@ def _differenced(rows, tname: str, step_name: str, has_steps: bool, name: str, n
     for (no0, s0, t0), (no1, s1, t1) in zip(rows, rows[1:]):
         if t1 < t0:
             raise OracleError(
-                f"column '{tname}' goes back in time ({_fmt(t1)} after {_fmt(t0)})",
+                f"column '{tname}' goes back in time ({fmt_value(t1)} after {fmt_value(t0)})",
                 file=name,
                 line=no1,
             )

@@ -33,12 +33,12 @@ class YList(list):
     item_lines: list
 
 
-class _Loader(_Base):  # type: ignore[misc, valid-type]
+class OracleLoader(_Base):  # type: ignore[misc, valid-type]
     pass
 
 
 # YAML 1.1 (PyYAML) needs a dot in floats; accept 1e-6, 2E+3 as numbers too.
-_Loader.add_implicit_resolver(
+OracleLoader.add_implicit_resolver(
     "tag:yaml.org,2002:float",
     re.compile(
         r"""^(?:[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+]?[0-9]+)?
@@ -83,8 +83,8 @@ def _construct_seq(loader: yaml.SafeLoader, node: yaml.SequenceNode) -> YList:
     return out
 
 
-_Loader.add_constructor("tag:yaml.org,2002:map", _construct_map)
-_Loader.add_constructor("tag:yaml.org,2002:seq", _construct_seq)
+OracleLoader.add_constructor("tag:yaml.org,2002:map", _construct_map)
+OracleLoader.add_constructor("tag:yaml.org,2002:seq", _construct_seq)
 
 
 MAX_DEPTH = 100  # nesting levels of lists and mappings; real files use fewer than 10
@@ -104,7 +104,7 @@ def check_structure(text: str) -> None:
     added = 0  # values added by aliases
     sizes: dict[str, int] = {}
     open_: list[tuple[str | None, int]] = []
-    for ev in yaml.parse(text, Loader=_Loader):  # noqa: S506 - events only, nothing constructed
+    for ev in yaml.parse(text, Loader=OracleLoader):  # noqa: S506 - events only, nothing constructed
         if isinstance(ev, (yaml.ScalarEvent, yaml.CollectionStartEvent)):
             _check_tag(ev)
         if isinstance(ev, yaml.CollectionStartEvent):
@@ -182,7 +182,7 @@ def load_yaml(path: str | Path, what: str = "YAML file") -> YMap:
     text = read_text(path, what, MAX_YAML_BYTES)
     try:
         check_structure(text)
-        doc = yaml.load(text, Loader=_Loader)  # noqa: S506 - safe loader subclass
+        doc = yaml.load(text, Loader=OracleLoader)  # noqa: S506 - safe loader subclass
     except OracleError as exc:
         exc.file = name
         raise

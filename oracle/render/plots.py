@@ -131,7 +131,7 @@ def to_bytes(fig, fmt: str = "png", dpi: int = 110, compact: bool = True) -> byt
     return encode(fig, fmt, dpi, RC, compact)
 
 
-def _figure(width: float, height: float):
+def new_figure(width: float, height: float):
     from matplotlib.figure import Figure
 
     return Figure(figsize=(width, height), layout="constrained")
@@ -153,7 +153,7 @@ def status(pt: Point) -> str:
 _STATUS_ORDER = {"ok": 0, "memory": 1, "other": 2}
 
 
-def _finite(v: float) -> bool:
+def is_finite(v: float) -> bool:
     return v is not None and not math.isnan(v) and not math.isinf(v)
 
 
@@ -167,7 +167,7 @@ def representatives(points: Sequence[Point]) -> dict[str, dict[int, Point]]:
 
     def key(pt: Point):
         total = pt.total_s
-        return (_STATUS_ORDER[status(pt)], not _finite(total), total if _finite(total) else 0.0, pt.p2)
+        return (_STATUS_ORDER[status(pt)], not is_finite(total), total if is_finite(total) else 0.0, pt.p2)
 
     order = list(strategy_styles())
     names = sorted(groups, key=lambda n: (order.index(n) if n in order else len(order), n))
@@ -179,7 +179,7 @@ def best_per_gpus(points: Sequence[Point]) -> dict[int, Point]:
     return {pt.gpus: pt for pt in points if pt.rank == 1}
 
 
-def _label(pt: Point) -> str:
+def infeasible_label(pt: Point) -> str:
     if pt.p1 > 1 and pt.p2 > 1:
         return f"{pt.strategy}\n{pt.p1}×{pt.p2}"
     if pt.segments:
@@ -192,7 +192,7 @@ def limit_words(pt: Point) -> str:
     words, known = [], _limit_words()
     for lim in pt.limits:
         w = known.get(lim.code, lim.code)
-        if lim.code == "memory" and _finite(pt.memory_bytes):
+        if lim.code == "memory" and is_finite(pt.memory_bytes):
             w = f"out of memory ({fmt_bytes(pt.memory_bytes)})"
         if w not in words:
             words.append(w)
@@ -201,7 +201,7 @@ def limit_words(pt: Point) -> str:
 
 def time_unit(seconds: float) -> tuple[str, float]:
     """A readable unit for a linear time axis whose top is ``seconds``."""
-    if not _finite(seconds) or seconds < 120:
+    if not is_finite(seconds) or seconds < 120:
         return "s", 1.0
     if seconds < 2 * 3600:
         return "min", 60.0
@@ -210,12 +210,12 @@ def time_unit(seconds: float) -> tuple[str, float]:
     return "days", 86400.0
 
 
-def _gpu_memory(meta: dict, points: Sequence[Point]) -> float | None:
+def gpu_memory(meta: dict, points: Sequence[Point]) -> float | None:
     cap = meta.get("gpu_memory_bytes")
     return float(cap) if cap else None
 
 
-def _capacity_label(meta: dict) -> str:
+def capacity_label(meta: dict) -> str:
     """'16 GB (V100-SXM2-16GB)'."""
     cap = meta.get("gpu_memory_bytes")
     gpu = meta.get("gpu_model")
@@ -246,7 +246,7 @@ def title(meta: dict, what: str) -> str:
     return "\n".join([first, *lines])
 
 
-def _log2_gpu_axis(ax, counts: Sequence[int]) -> None:
+def log2_gpu_axis(ax, counts: Sequence[int]) -> None:
     from matplotlib.ticker import FixedLocator, NullLocator
 
     ax.set_xscale("log", base=2)
@@ -259,7 +259,7 @@ def _log2_gpu_axis(ax, counts: Sequence[int]) -> None:
     ax.set_xlabel("GPUs (log scale)")
 
 
-def _plain_log_ticks(axis) -> None:
+def plain_log_ticks(axis) -> None:
     from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
     axis.set_major_locator(LogLocator(base=10, numticks=12))
@@ -267,7 +267,7 @@ def _plain_log_ticks(axis) -> None:
     axis.set_minor_formatter(NullFormatter())
 
 
-def _gid(name: str) -> str:
+def svg_id(name: str) -> str:
     return "series-" + "".join(c if c.isalnum() else "-" for c in name)
 
 

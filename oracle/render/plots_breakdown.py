@@ -11,10 +11,10 @@ from oracle.compute.cost import Point, phase_names
 from oracle.render.plots import (
     EDGE,
     RC,
-    _figure,
-    _finite,
-    _label,
+    infeasible_label,
+    is_finite,
     limit_words,
+    new_figure,
     phase_styles,
     representatives,
     status,
@@ -23,7 +23,6 @@ from oracle.render.plots import (
     title,
 )
 from oracle.units import fmt_seconds
-
 
 # bars taller than the panel's scale end at 1/CUT_ROOM of its height; the room above
 # holds their times ("↑ 2.39 h"), two rows of labels when neighbours are both cut
@@ -43,12 +42,12 @@ def breakdown_figure(points: Sequence[Point], meta: dict, columns: int = 3):
     counts = sorted({pt.gpus for pt in points})
     names = list(reps)
     styles = phase_styles()
-    used = [ph for ph in phase_names() if any(_finite(getattr(pt.breakdown, ph)) and getattr(pt.breakdown, ph) > 0
+    used = [ph for ph in phase_names() if any(is_finite(getattr(pt.breakdown, ph)) and getattr(pt.breakdown, ph) > 0
                                        for by in reps.values() for pt in by.values())]
     ncols = max(1, min(columns, len(counts)))
     nrows = max(1, math.ceil(len(counts) / ncols))
     with matplotlib.rc_context(RC):
-        fig = _figure(max(4.4 * ncols, 6.0), 3.4 * nrows + 1.2)
+        fig = new_figure(max(4.4 * ncols, 6.0), 3.4 * nrows + 1.2)
         axes = fig.subplots(nrows, ncols, squeeze=False)
         for i, g in enumerate(counts):
             ax = axes[i // ncols][i % ncols]
@@ -70,9 +69,9 @@ def _panel(ax, present: list[tuple[int, Point]], used: list[str], slots: int) ->
     """One GPU count: a bar per strategy, scaled to serve the candidates (up to 3x the
     fastest); taller bars are cut, their time above the cut."""
     ax.grid(axis="x", visible=False)
-    feas = [pt.total_s for _, pt in present if pt.feasible and _finite(pt.total_s)]
-    mem = [pt.total_s for _, pt in present if status(pt) == "memory" and _finite(pt.total_s)]
-    anyf = [pt.total_s for _, pt in present if _finite(pt.total_s) and pt.total_s > 0]
+    feas = [pt.total_s for _, pt in present if pt.feasible and is_finite(pt.total_s)]
+    mem = [pt.total_s for _, pt in present if status(pt) == "memory" and is_finite(pt.total_s)]
+    anyf = [pt.total_s for _, pt in present if is_finite(pt.total_s) and pt.total_s > 0]
     cands = feas or mem or anyf or [1.0]
     top = min(max(cands), 3.0 * min(cands)) * 1.3
     cut = top / CUT_ROOM
@@ -80,7 +79,7 @@ def _panel(ax, present: list[tuple[int, Point]], used: list[str], slots: int) ->
     row = {}
     for x, pt in present:
         _bar(ax, x, pt, used, cut, div)
-        if _finite(pt.total_s) and pt.total_s > cut:
+        if is_finite(pt.total_s) and pt.total_s > cut:
             row[x] = 1 - row[x - 1] if x - 1 in row else 0  # neighbours alternate rows
             ax.annotate(f"↑ {fmt_seconds(pt.total_s)}", (x, cut / div), xytext=(0, 2 + ROW_PT * row[x]),
                         textcoords="offset points", ha="center", va="bottom", fontsize=LABEL_PT, color="#333333",
@@ -96,7 +95,7 @@ def _panel(ax, present: list[tuple[int, Point]], used: list[str], slots: int) ->
     ax.set_ylim(0, top / div)
     ax.set_xlim(-0.6, slots - 0.4)
     ax.set_xticks([x for x, _ in present])
-    ax.set_xticklabels([_label(pt) for _, pt in present], rotation=40, ha="right", rotation_mode="anchor",
+    ax.set_xticklabels([infeasible_label(pt) for _, pt in present], rotation=40, ha="right", rotation_mode="anchor",
                        fontsize=7)
     # the strategy colour under each bar, as in every other plot
     ax.scatter([x for x, _ in present], [0] * len(present), marker="s", s=28,
@@ -108,12 +107,12 @@ def _panel(ax, present: list[tuple[int, Point]], used: list[str], slots: int) ->
 
 def _bar(ax, x: int, pt: Point, used: list[str], cut: float, div: float) -> None:
     """The stacked phases of one point, up to ``cut`` (faded when infeasible)."""
-    if not _finite(pt.total_s):
+    if not is_finite(pt.total_s):
         return
     bottom = 0.0
     for ph in used:
         v = getattr(pt.breakdown, ph)
-        if not _finite(v) or v <= 0 or bottom >= cut:
+        if not is_finite(v) or v <= 0 or bottom >= cut:
             continue
         v = min(v, cut - bottom)
         _, colour, hatch = phase_styles().get(ph, (ph, "#999999", None))

@@ -8,7 +8,7 @@ from itertools import groupby
 
 from oracle.errors import OracleError
 from oracle.render.compare import ratio_cell
-from oracle.render.plots import EDGE, RC, _figure, _finite, _plain_log_ticks, strategy_style
+from oracle.render.plots import EDGE, RC, is_finite, new_figure, plain_log_ticks, strategy_style
 
 
 def compare_figure(rows, summary=None, title_text: str = ""):
@@ -34,7 +34,7 @@ def compare_figure(rows, summary=None, title_text: str = ""):
         raise OracleError("no runs to plot")
     widest = max(len(g) for _, g in groups)
     with matplotlib.rc_context(RC):
-        fig = _figure(max(7.0, 0.55 * widest + 2.5), 3.2 * len(groups) + 1.0)
+        fig = new_figure(max(7.0, 0.55 * widest + 2.5), 3.2 * len(groups) + 1.0)
         axes = fig.subplots(len(groups), 1, squeeze=False)
         for ax, ((model, system, strategy), grp) in zip((a[0] for a in axes), groups):
             grp = sorted(grp, key=lambda r: (r.run.gpus, r.run.global_batch, r.run.line))
@@ -44,7 +44,7 @@ def compare_figure(rows, summary=None, title_text: str = ""):
             values = []
             for x, r in enumerate(grp):
                 values += _run_bars(ax, x, r, colour)
-                top = max(v for v in (r.measured_s, r.predicted_s) if _finite(v))
+                top = max(v for v in (r.measured_s, r.predicted_s) if is_finite(v))
                 ax.annotate(f"{100 * r.accuracy:.0f}%", (x, top), xytext=(0, 3), textcoords="offset points",
                             ha="center", va="bottom", fontsize=7, fontweight="bold" if r.accuracy < 0.75 else "normal",
                             rotation=90 if len(grp) > 14 else 0)
@@ -52,7 +52,7 @@ def compare_figure(rows, summary=None, title_text: str = ""):
             lo = min(v for v in values if v > 0)
             hi = max(values)
             ax.set_ylim(lo / 3, hi * (6 if len(grp) > 14 else 3))
-            _plain_log_ticks(ax.yaxis)
+            plain_log_ticks(ax.yaxis)
             bases = {r.run.basis for r in grp}
             basis = bases.pop() if len(bases) == 1 else "run"
             ax.set_ylabel(f"time per {basis} (s, log scale)")
@@ -85,11 +85,11 @@ def _run_bars(ax, x: int, r, colour: str) -> list[float]:
     m = r.measured_s
     ax.bar(x - 0.28, m, width=0.26, color="white", edgecolor=colour, hatch="////", lw=1.2, zorder=2)
     drawn = [m]
-    if _finite(r.predicted_s) and r.predicted_s > 0:
+    if is_finite(r.predicted_s) and r.predicted_s > 0:
         ax.bar(x, r.predicted_s, width=0.26, color=colour, edgecolor=EDGE, lw=0.5, zorder=2)
         drawn.append(r.predicted_s)
         comm = r.predicted_comm_s
-        if comm is not None and _finite(comm) and comm > 0:
+        if comm is not None and is_finite(comm) and comm > 0:
             ax.bar(x + 0.28, comm, width=0.26, color=colour, alpha=0.45, edgecolor=EDGE, lw=0.5, zorder=2)
             drawn.append(comm)
     return drawn

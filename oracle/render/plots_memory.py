@@ -11,16 +11,16 @@ from oracle.compute.cost import Point
 from oracle.render.plots import (
     EDGE,
     RC,
-    _capacity_label,
-    _figure,
-    _finite,
-    _gid,
-    _gpu_memory,
-    _log2_gpu_axis,
-    _plain_log_ticks,
+    capacity_label,
+    gpu_memory,
+    is_finite,
+    log2_gpu_axis,
+    new_figure,
+    plain_log_ticks,
     representatives,
     status,
     strategy_style,
+    svg_id,
     title,
 )
 from oracle.render.plots_layout import Series, dodge, series_legend, settle
@@ -35,29 +35,29 @@ def memory_figure(points: Sequence[Point], meta: dict):
     from matplotlib.patches import Patch
 
     with matplotlib.rc_context(RC):
-        fig = _figure(9.0, 5.0)
+        fig = new_figure(9.0, 5.0)
         ax = fig.add_subplot()
         reps = representatives(points)
         counts = sorted({pt.gpus for pt in points})
         series, handles = _memory_lines(ax, reps)
         values = [y for s in series for y in s.points.values()]
-        cap = _gpu_memory(meta, points)
+        cap = gpu_memory(meta, points)
         if cap:
             gb = cap / 1e9
             top = max(values + [gb]) * 2.0
             ax.axhspan(gb, top, color="#F2F2F2", zorder=0, lw=0)
             ax.axhline(gb, color="black", lw=1.6, ls="--", zorder=2)
             handles.append(Line2D([], [], color="black", lw=1.6, ls="--",
-                                  label=f"GPU capacity: {_capacity_label(meta)}"))
+                                  label=f"GPU capacity: {capacity_label(meta)}"))
             handles.append(Patch(color="#F2F2F2", label="above capacity: does not fit"))
             ax.set_ylim(min(values + [gb]) / 2.0, top)
         handles.append(Line2D([], [], marker="o", ms=6.5, mfc="white", mec="#444444", mew=1.4, ls="none",
                               label="hollow: out of memory only"))
         handles.append(Line2D([], [], marker="x", ms=7, mew=1.8, color="#444444", ls="none",
                               label="×: past another limit"))
-        _log2_gpu_axis(ax, counts)
+        log2_gpu_axis(ax, counts)
         ax.set_yscale("log")
-        _plain_log_ticks(ax.yaxis)
+        plain_log_ticks(ax.yaxis)
         ax.set_ylabel("memory per GPU (GB, log scale)")
         ax.set_title(title(meta, "memory per GPU versus GPUs"), loc="left")
         twin = series_legend(ax, series, handles)
@@ -76,12 +76,12 @@ def _memory_lines(ax, reps) -> tuple[list[Series], list]:
     handles: dict[str, Line2D] = {}
     for name, by_gpus in reversed(list(reps.items())):
         colour, marker = strategy_style(name)
-        drawn = [(g, pt) for g, pt in by_gpus.items() if _finite(pt.memory_bytes) and pt.memory_bytes > 0]
+        drawn = [(g, pt) for g, pt in by_gpus.items() if is_finite(pt.memory_bytes) and pt.memory_bytes > 0]
         if not drawn:
             continue
         s = series[name] = Series(name)
         s.points = {g: pt.memory_bytes / 1e9 for g, pt in drawn}
-        s.add(ax.plot(list(s.points), list(s.points.values()), color=colour, lw=1.8, zorder=3, gid=_gid(name))[0],
+        s.add(ax.plot(list(s.points), list(s.points.values()), color=colour, lw=1.8, zorder=3, gid=svg_id(name))[0],
               list(s.points))
         for g, pt in drawn:
             st = status(pt)

@@ -11,17 +11,17 @@ from oracle.compute.cost import Point
 from oracle.render.plots import (
     EDGE,
     RC,
-    _capacity_label,
-    _figure,
-    _finite,
-    _gid,
-    _gpu_memory,
-    _log2_gpu_axis,
-    _plain_log_ticks,
     best_per_gpus,
+    capacity_label,
+    gpu_memory,
+    is_finite,
+    log2_gpu_axis,
+    new_figure,
+    plain_log_ticks,
     representatives,
     status,
     strategy_style,
+    svg_id,
     title,
 )
 from oracle.render.plots_layout import Series, dodge, place_clear, series_legend, settle
@@ -43,7 +43,7 @@ def scaling_figure(points: Sequence[Point], meta: dict):
     import matplotlib
 
     with matplotlib.rc_context(RC):
-        fig = _figure(10.0, 5.4)
+        fig = new_figure(10.0, 5.4)
         ax = fig.add_subplot()
         reps = representatives(points)
         counts = sorted({pt.gpus for pt in points})
@@ -52,11 +52,11 @@ def scaling_figure(points: Sequence[Point], meta: dict):
         _ideal_line(ax, reps, counts, best, handles)
         labels = _best_rings(ax, counts, best, handles, {s.name: s for s in series})
         _memory_marks(ax, meta, points, reps, counts, best, handles)
-        _log2_gpu_axis(ax, counts)
+        log2_gpu_axis(ax, counts)
         ax.set_yscale("log")
         low, high = ax.get_ylim()
         ax.set_ylim(low, high * HEADROOM)
-        _plain_log_ticks(ax.yaxis)
+        plain_log_ticks(ax.yaxis)
         ax.set_ylabel("time per epoch (s, log scale)")
         ax.set_title(title(meta, "time per epoch versus GPUs"), loc="left")
         twin = series_legend(ax, series, handles)
@@ -84,8 +84,8 @@ def _scaling_lines(ax, reps, counts):
     handles: dict[str, Line2D] = {}
     for name, by_gpus in reversed(list(reps.items())):
         colour, marker = strategy_style(name)
-        drawn = [(g, pt) for g, pt in by_gpus.items() if status(pt) != "other" and _finite(pt.total_s)]
-        omitted += [pt for pt in by_gpus.values() if status(pt) == "other" or not _finite(pt.total_s)]
+        drawn = [(g, pt) for g, pt in by_gpus.items() if status(pt) != "other" and is_finite(pt.total_s)]
+        omitted += [pt for pt in by_gpus.values() if status(pt) == "other" or not is_finite(pt.total_s)]
         if not drawn:
             continue
         s = series[name] = Series(name)
@@ -94,7 +94,7 @@ def _scaling_lines(ax, reps, counts):
                 continue  # a gap: a structural limit in between
             solid = status(a) == "ok" and status(b) == "ok"
             s.add(ax.plot([g0, g1], [a.total_s, b.total_s], color=colour, lw=2.0 if solid else 1.3,
-                          ls="-" if solid else ":", zorder=3, gid=_gid(name))[0], [g0, g1])
+                          ls="-" if solid else ":", zorder=3, gid=svg_id(name))[0], [g0, g1])
         for g, pt in drawn:
             ok = status(pt) == "ok"
             s.points[g] = pt.total_s
@@ -111,7 +111,7 @@ def _ideal_line(ax, reps, counts, best, handles) -> None:
     # ideal linear speed-up from the first GPU count with a point to start from
     ref = None
     for g in counts:
-        cands = [by[g] for by in reps.values() if g in by and status(by[g]) != "other" and _finite(by[g].total_s)]
+        cands = [by[g] for by in reps.values() if g in by and status(by[g]) != "other" and is_finite(by[g].total_s)]
         if cands:
             ref = best.get(g) or min(cands, key=lambda p: p.total_s)
             break
@@ -167,10 +167,10 @@ def _memory_marks(ax, meta, points, reps, counts, best, handles) -> None:
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
 
-    cap = _gpu_memory(meta, points)
+    cap = gpu_memory(meta, points)
     if any(status(pt) == "memory" for by in reps.values() for pt in by.values()):
         handles.append(Line2D([], [], marker="o", ms=6.5, mfc="white", mec="#444444", mew=1.4, ls=":",
-                              color="#444444", label=f"hollow: out of GPU memory, {_capacity_label(meta)}"))
+                              color="#444444", label=f"hollow: out of GPU memory, {capacity_label(meta)}"))
     none_fit = [g for g in counts if g not in best and any(status(p) == "memory" for p in points if p.gpus == g)]
     for g in none_fit:
         ax.axvspan(g / 2**0.5, g * 2**0.5, color="#EEEEEE", zorder=0, lw=0)

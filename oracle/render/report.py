@@ -96,7 +96,7 @@ def _ranges(hit: Sequence[int], counts: Sequence[int]) -> str:
     return ", ".join(parts)
 
 
-def _config(pt: Point) -> str:
+def config_text(pt: Point) -> str:
     text = f"{pt.p1}×{pt.p2}"
     if pt.segments:
         text += f", S={pt.segments}"
@@ -138,7 +138,7 @@ def findings(data: ReportData) -> list[str]:
         out.append("Best strategy: " + "; ".join(runs) + ".")
         fastest = min(best.values(), key=lambda p: (p.total_s, p.gpus))
         out.append(
-            f"Fastest: {fmt_seconds(fastest.total_s)} per epoch with {fastest.strategy} ({_config(fastest)}) on "
+            f"Fastest: {fmt_seconds(fastest.total_s)} per epoch with {fastest.strategy} ({config_text(fastest)}) on "
             f"{fastest.gpus:,} GPUs: {fmt_seconds(fastest.iteration_s)} per iteration of "
             f"{fastest.global_batch:,.0f} samples, {fmt_bytes(fastest.memory_bytes)} per GPU."
         )
@@ -235,7 +235,7 @@ def limits(points: Sequence[Point]) -> list[dict]:
                 "gpus": _ranges([p.gpus for p in pts], counts),
                 "every_config": _ranges(all_hit, counts) if all_hit else "",
                 "reason": reason,
-                "example": f"{first.gpus:,} GPUs, {_config(first)}",
+                "example": f"{first.gpus:,} GPUs, {config_text(first)}",
             })
     return rows
 
@@ -353,20 +353,20 @@ def steps(data: ReportData) -> int:
 # -- table rows shared by HTML and Markdown -----------------------------------------
 
 
-def _pct(v: float | None) -> str:
+def pct(v: float | None) -> str:
     return "–" if v is None else f"{100 * v:.1f}%"
 
 
-_REC_HEAD = ("GPUs", "rank", "strategy", "p1×p2", "batch", "epoch", "iteration", "compute", "comm", "mem/GPU",
+REC_HEAD = ("GPUs", "rank", "strategy", "p1×p2", "batch", "epoch", "iteration", "compute", "comm", "mem/GPU",
              "vs best")
-_NUMERIC = {"GPUs", "rank", "p1×p2", "batch", "epoch", "iteration", "compute", "comm", "mem/GPU", "vs best"}
+NUMERIC_HEADS = {"GPUs", "rank", "p1×p2", "batch", "epoch", "iteration", "compute", "comm", "mem/GPU", "vs best"}
 
 
-def _rec_cells(pt: Point, best: Point) -> list[str]:
+def rec_cells(pt: Point, best: Point) -> list[str]:
     gap = "best" if pt is best else fmt_gap(pt.total_s / best.total_s)
     return [
         str(pt.rank),
-        _config(pt),
+        config_text(pt),
         f"{pt.global_batch:,.0f}",
         fmt_seconds(pt.total_s),
         fmt_seconds(pt.iteration_s),
@@ -377,7 +377,7 @@ def _rec_cells(pt: Point, best: Point) -> list[str]:
     ]
 
 
-def _stats_rows(summary) -> list[tuple[str, object]]:
+def stats_rows(summary) -> list[tuple[str, object]]:
     rows = [("all runs", summary.overall)]
     rows += [(f"strategy {k}", v) for k, v in summary.by_strategy.items()]
     if len(summary.by_model) > 1:

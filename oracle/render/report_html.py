@@ -10,24 +10,23 @@ from oracle.render.predict import memory_label
 from oracle.render.report import (
     CAPTIONS,
     NO_PLOTS,
+    NUMERIC_HEADS,
     PLOT_KINDS,
-    ReportData,
+    REC_HEAD,
     SECTIONS,
     TOP,
-    _NUMERIC,
-    _REC_HEAD,
-    _config,
-    _pct,
-    _rec_cells,
-    _stats_rows,
+    ReportData,
+    config_text,
     findings,
     inputs_rows,
     limits,
+    pct,
+    rec_cells,
     recommendation,
+    stats_rows,
 )
 from oracle.textsafe import html
 from oracle.units import fmt_seconds
-
 
 CSS = """
 :root { --fg: #1b1b1b; --muted: #5a5a5a; --line: #d9d9d9; --zebra: #f6f6f6; --best: #e8f3ec; }
@@ -136,7 +135,7 @@ def _html_inputs(data: ReportData) -> str:
 
 
 def _html_recommendation(data: ReportData) -> str:
-    head = "".join(f'<th class="{"n" if h in _NUMERIC else ""}">{_e(h)}</th>' for h in _REC_HEAD)
+    head = "".join(f'<th class="{"n" if h in NUMERIC_HEADS else ""}">{_e(h)}</th>' for h in REC_HEAD)
     rows = []
     for g, ok, near in recommendation(data.points):
         if ok:
@@ -144,7 +143,7 @@ def _html_recommendation(data: ReportData) -> str:
                 cls = ["best"] if i == 0 else []
                 if i == 0:
                     cls.append("group")
-                cells = _rec_cells(pt, ok[0])
+                cells = rec_cells(pt, ok[0])
                 gcell = f'<td class="n" rowspan="{len(ok)}">{g:,}</td>' if i == 0 else ""
                 rows.append(
                     f'<tr class="{" ".join(cls)}">{gcell}<td class="n">{_e(cells[0])}</td><td>{_swatch(pt.strategy)}'
@@ -153,9 +152,9 @@ def _html_recommendation(data: ReportData) -> str:
         else:
             text = "no feasible configuration"
             if near is not None:
-                text += (f"; closest: {near.strategy} ({_config(near)}), {fmt_seconds(near.total_s)} per epoch, "
+                text += (f"; closest: {near.strategy} ({config_text(near)}), {fmt_seconds(near.total_s)} per epoch, "
                          + "; ".join(lim.reason for lim in near.limits))
-            rows.append(f'<tr class="none group"><td class="n">{g:,}</td><td colspan="{len(_REC_HEAD) - 1}">'
+            rows.append(f'<tr class="none group"><td class="n">{g:,}</td><td colspan="{len(REC_HEAD) - 1}">'
                         f"{_e(text)}</td></tr>")
     intro = (f"<p>The {TOP} fastest feasible configurations at each GPU count, ranked by time per epoch "
              "(compute + communication). Hybrids are p1 data-parallel groups × p2 GPUs per model part.</p>")
@@ -214,11 +213,11 @@ def _html_accuracy(data: ReportData, images, image_type: str) -> str:
     head = "<tr><th></th><th class='n'>runs</th><th class='n'>mean accuracy</th><th class='n'>min accuracy</th>" \
            f"<th class='n'>MAPE</th><th class='n'>{_e(RATIO_HEAD)}</th></tr>"
     body = "".join(
-        f"<tr><td>{_e(label)}</td><td class='n'>{st.n}</td><td class='n'>{_pct(st.mean_accuracy)}</td>"
-        f"<td class='n'>{_pct(st.min_accuracy)}</td><td class='n'>{_pct(st.mape)}</td>"
-        f"<td class='n'>{ratio_cell(st)}</td></tr>" for label, st in _stats_rows(s))
+        f"<tr><td>{_e(label)}</td><td class='n'>{st.n}</td><td class='n'>{pct(st.mean_accuracy)}</td>"
+        f"<td class='n'>{pct(st.min_accuracy)}</td><td class='n'>{pct(st.mape)}</td>"
+        f"<td class='n'>{ratio_cell(st)}</td></tr>" for label, st in stats_rows(s))
     out.append(f"<table><thead>{head}</thead><tbody>{body}</tbody></table>")
-    agree = (f"Ranking agreement: {_pct(s.ranking_agreement)} of {s.ranking_pairs} pairs of strategies."
+    agree = (f"Ranking agreement: {pct(s.ranking_agreement)} of {s.ranking_pairs} pairs of strategies."
              if s.ranking_agreement is not None else
              "Ranking agreement: no GPU count has runs of two strategies.")
     out.append(f"<p>{_e(agree)} Anomalies flagged: {s.anomalies}.</p>")
@@ -234,6 +233,6 @@ def _html_accuracy(data: ReportData, images, image_type: str) -> str:
         f"<td class='n'>{r.run.gpus:,}</td><td class='n'>{r.point.p1}×{r.point.p2}</td>"
         f"<td class='n'>{r.run.global_batch:,.0f}</td><td>{_e(r.run.basis)}</td>"
         f"<td class='n'>{_e(fmt_seconds(r.measured_s))}</td><td class='n'>{_e(fmt_seconds(r.predicted_s))}</td>"
-        f"<td class='n'>{_pct(r.accuracy)}</td><td>{_e(r.anomaly or '')}</td></tr>" for r in meas.rows)
+        f"<td class='n'>{pct(r.accuracy)}</td><td>{_e(r.anomaly or '')}</td></tr>" for r in meas.rows)
     out.append(f"<h3>Every run</h3><table><thead>{head}</thead><tbody>{body}</tbody></table>")
     return "\n".join(out)

@@ -1,7 +1,7 @@
 """The CLI reference (docs/cli.md), generated from the click commands themselves, so it
 can never say what the commands do not do (tests/test_docs.py fails when it is stale).
 
-    python -m oracle.render.clidoc > docs/cli.md
+    python -m oracle.cli.clidoc > docs/cli.md
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import click
 
 HEADER = """# oracle command-line reference
 
-Generated from the commands' own help by `python -m oracle.render.clidoc > docs/cli.md`;
+Generated from the commands' own help by `python -m oracle.cli.clidoc > docs/cli.md`;
 `tests/test_docs.py` fails when this file is stale. Exit status of every command: 0
 success, 1 a check failed (an accuracy gate, a moved baseline), 2 bad input or usage (one
 line on standard error naming the file, key and what was expected), 3 an internal error.
