@@ -223,3 +223,11 @@ def test_hostile_names_are_escaped_and_load_back(tmp_path):
     bad.write_text(f"0 {names[0]}|1\n1 RELU \x1b[0m|0\n2 {names[2]}|1\n")
     err = _fails(["import-layers", bad, "--net", net, "--strategy", "filter", "--gpus", "2"], tmp_path, "bad.lc:2:")
     assert "\x1b" not in err and "\\x1b" in err
+
+
+def test_window_search_is_bounded_for_huge_extents(tmp_path):
+    """Stride and padding are solved for, not enumerated: a 10^7-wide layer answers."""
+    p = tmp_path / "huge.net"
+    p.write_text("Dataset|D\nInput|10x1x9999999\nModel|M\nCONV1|1x9999999|1x2x9999990|2x7\nCONV2|2x7|2x2x3|2x20\n")
+    err = _fails(["import-model", p], tmp_path, "huge.net:5:")  # 7 -> 20 with kernel 3: at most 9
+    assert "CONV2" in err

@@ -66,22 +66,29 @@ def _one(values: list) -> object:
     return values[0] if len(set(values)) == 1 else values
 
 
+MAX_PADDING = 1024  # the paddings tried: beyond any real layer's, and the search stays short
+
+
+def _output(x: int, k: int, s: int, p: int, ceil: bool) -> int:
+    """PyTorch's window arithmetic (ceil_mode: the last window must start inside)."""
+    span = x + 2 * p - k
+    n = (-(-span // s) if ceil else span // s) + 1
+    return n - 1 if ceil and (n - 1) * s >= x + p else n
+
+
 def _window(x: int, k: int, y: int, pool: bool) -> list[tuple[int, int, bool]]:
-    """(stride, padding, ceil_mode) that turn extent x into y with kernel k, best first."""
-    strides = ([k] if pool else []) + [s for s in range(1, max(x, k) + 1) if not (pool and s == k)]
+    """(stride, padding, ceil_mode) that turn extent x into y with kernel k, best first:
+    pools stride = kernel first, then the smallest stride, padding, floor before ceil.
+    For each padding only the smallest strides that can give y are tried."""
     out = []
-    for s in strides:
-        for p in range(0, (k // 2 if pool else k - 1) + 1):
-            span = x + 2 * p - k
-            if span < 0:
-                continue
-            for ceil in (False, True) if pool else (False,):
-                n = (-(-span // s) if ceil else span // s) + 1
-                if ceil and (n - 1) * s >= x + p:  # PyTorch: the last window starts inside
-                    n -= 1
-                if n == y:
-                    out.append((s, p, ceil))
-    return out
+    for p in range(0, min(k // 2 if pool else k - 1, MAX_PADDING) + 1):
+        span = x + 2 * p - k
+        if span < 0:
+            continue
+        tries = {span // y + 1, -(-span // y), -(-span // max(y - 1, 1)), k if pool else 1}
+        for ceil in (False, True) if pool else (False,):
+            out += [(st, p, ceil) for st in sorted(tries) if st >= 1 and _output(x, k, st, p, ceil) == y]
+    return sorted(set(out), key=lambda c: (pool and c[0] != k, c[0], c[1], c[2]))
 
 
 def _windowed(layer: ParadlLayer, file: str) -> dict:
