@@ -231,3 +231,10 @@ def test_window_search_is_bounded_for_huge_extents(tmp_path):
     p.write_text("Dataset|D\nInput|10x1x9999999\nModel|M\nCONV1|1x9999999|1x2x9999990|2x7\nCONV2|2x7|2x2x3|2x20\n")
     err = _fails(["import-model", p], tmp_path, "huge.net:5:")  # 7 -> 20 with kernel 3: at most 9
     assert "CONV2" in err
+
+
+def test_paradl_files_are_capped_like_yaml_files(tmp_path):
+    big = tmp_path / "big.lc"
+    big.write_bytes(b"#" * (17 * 2**20))
+    _fails(["import-layers", big, "--net", DATA / "ALEXNET_ImageNet.net", "--strategy", "filter", "--gpus", "2"],
+           tmp_path, "big.lc")  # fmt: skip

@@ -42,7 +42,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from oracle.errors import OracleError
-from oracle.load.source import read_bytes, shown
+from oracle.load.source import MAX_YAML_BYTES, read_bytes, shown
 
 # the tool's kinds, in the order it tests the words in a name (tool lines 1287-1321)
 KINDS = ("CONV", "MPOOL", "APOOL", "RELU", "FC", "BNORM", "ADD", "DROPOUT")
@@ -118,7 +118,7 @@ class ParadlPlatform:
 def _lines(path: str | Path, what: str) -> list[tuple[int, str]]:
     """The file's lines (split at LF as the tool's file iteration does, a CR before it
     dropped), numbered from 1, stripped; blank ones left out."""
-    data = read_bytes(path, what)
+    data = read_bytes(path, what, MAX_YAML_BYTES)  # a description, as the YAML files: the same cap
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
