@@ -236,5 +236,6 @@ def test_window_search_is_bounded_for_huge_extents(tmp_path):
 def test_paradl_files_are_capped_like_yaml_files(tmp_path):
     big = tmp_path / "big.lc"
     big.write_bytes(b"#" * (17 * 2**20))
-    _fails(["import-layers", big, "--net", DATA / "ALEXNET_ImageNet.net", "--strategy", "filter", "--gpus", "2"],
-           tmp_path, "big.lc")  # fmt: skip
+    err = _fails(["import-layers", big, "--net", DATA / "ALEXNET_ImageNet.net", "--strategy", "filter", "--gpus", "2"],
+                 tmp_path, "big.lc")  # fmt: skip
+    assert "larger than 16 MiB" in err
