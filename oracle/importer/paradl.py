@@ -27,13 +27,12 @@ from oracle.compute.shapes import fmt_shape
 from oracle.errors import OracleError
 from oracle.importer.write import render, scalar, yaml_float
 from oracle.load.model import parse_model
-from oracle.load.paradl import ParadlLayer, ParadlNet, bind_lc, read_paradl_lc, read_paradl_net
+from oracle.load.paradl import LC_STRATEGIES, ParadlLayer, ParadlNet, bind_lc, read_paradl_lc, read_paradl_net
 from oracle.model import Model
 from oracle.textsafe import yaml_comments
 
 SIMPLE = {"RELU": "relu", "BNORM": "batchnorm", "DROPOUT": "dropout"}
 POOLS = {"MPOOL": "maxpool", "APOOL": "avgpool"}
-LC_STRATEGIES = ("spatial", "filter", "channel")  # what ParaDL's .lc files configure (tool --paratype s, f, c, ds, df)
 
 
 def is_paradl_net(source: str) -> bool:
