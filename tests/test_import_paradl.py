@@ -201,6 +201,8 @@ def test_profile_output_needs_measured_times_and_writes_nothing_without(tmp_path
     assert r.code == 2 and "no measured time" in r.err and not model.exists() and not profile.exists()
     r = run_cli("import-model", DATA / "ALEXNET_ImageNet.net", "-o", model, "--profile-output", model)
     assert r.code == 2 and "same file" in r.err and not model.exists()
+    r = run_cli("import-model", DATA / "VGG_ImageNet_profall.net_sc", "--profile-output", "-")
+    assert r.code == 2 and "give the profile a file name" in r.err and not r.out
 
 
 def test_hostile_names_are_escaped_and_load_back(tmp_path):

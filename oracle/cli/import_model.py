@@ -82,6 +82,8 @@ def _paradl(source, input_, name, dataset, allow_unsupported, profile, output) -
     if input_ or allow_unsupported:
         raise OracleError("a ParaDL model file gives its own input shape and knows every layer it lists",
                           path="--input" if input_ else "--allow-unsupported", hint="leave the option out")  # fmt: skip
+    if profile == "-":
+        raise OracleError("standard output is for the model file; give the profile a file name", path="--profile-output")
     got = import_net(source, name=name, dataset=_dataset(dataset) if dataset else None)
     if not profile:
         emit(got.text, output)

@@ -182,7 +182,7 @@ def _net_header(path: str, net: ParadlNet, model: Model) -> list[str]:
 def profile_text(got: NetImport, path: str) -> str:
     """ParaDL's measured time per sample as a total-only profile (docs/file-formats.md)
     for the imported model: oracle spreads it over the layers, as ParaDL's tool spreads
-    it by FLOPs (tool lines 184-191)."""
+    it by FLOPs (tool lines 179-186)."""
     t = got.net.time_s_per_sample
     if not t:
         raise OracleError("gives no measured time (no fifth field on its layers), so it makes no profile",

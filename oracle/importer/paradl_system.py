@@ -4,9 +4,10 @@ What the file says, and nothing more: one GPU's memory (MEM_PER_NODE: ParaDL's n
 a GPU) and speed (NODE_SPEED, oracle's fp32 peak), GPU_PER_NODE, the nodes MAX_NODE GPUs
 make, and one network level over all of them with α = LATENCY and 1/β = BANDWIDTH, a
 ring all-reduce as ParaDL's cost model has it.  ParaDL's tool reads BANDWIDTH and
-LATENCY (tool lines 1163-1172, 195-196) but its analyses take α and β from constants of
-ABCI's hierarchy written in its code (``get_network_factor``, tool lines 1048-1101);
-oracle's ``abci-nominal`` and ``abci`` systems describe that hierarchy."""
+LATENCY (tool lines 1163-1172, 194-195) but no analysis uses them: they take α and β
+from constants of ABCI's hierarchy written in its code (tool lines 1005-1021, through
+``get_network_factor``, lines 1048-1101); oracle's ``abci-nominal`` and ``abci`` systems
+describe that hierarchy."""
 
 from __future__ import annotations
 

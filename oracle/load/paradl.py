@@ -17,7 +17,7 @@ the line numbers below are that tool's (``load_network``, ``load_layer_configura
   then one layer a line, ``NAME|x|w|y[|seconds]`` (tool lines 1239-1269): input shape
   x = C x spatial, weight shape w = C x F x kernel (pools: 0 x 0 x kernel), output
   y = F x spatial, and the measured forward+backward seconds per sample (ParaDL puts the
-  model's whole time on the first layer and spreads it by FLOPs, tool lines 184-191).
+  model's whole time on the first layer and spreads it by FLOPs, tool lines 179-186).
   The tool knows a layer's kind by a word in its name (``estimate_layer_flop``, tool
   lines 1287-1321): CONV, MPOOL, APOOL, RELU, FC, BNORM, ADD; anything else costs
   nothing, which here only DROPOUT may (another name is an error);
