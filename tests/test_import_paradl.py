@@ -129,6 +129,9 @@ def test_bad_lc_is_one_error_naming_file_and_line(tmp_path):
         lc.write_text("\n".join(text) + "\n")
         err = _fails(["import-layers", lc, "--net", net, "--strategy", "filter", "--gpus", "4"], tmp_path, f"bad.lc:{line}:")
         assert words in err, err
+    err = _fails(["import-layers", DATA / "filter_alexnet.lc", "--net", net, "--strategy", "data", "--gpus", "4"],
+                 tmp_path, "--strategy")  # fmt: skip
+    assert "spatial, filter, channel" in err
 
 
 @pytest.mark.parametrize("lc", sorted(LCS))

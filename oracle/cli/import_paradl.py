@@ -7,14 +7,13 @@ import click
 
 from oracle.cli.common import echo, output_option
 from oracle.cli.types import count_type, gpu_count_type
-from oracle.load.paradl import LC_STRATEGIES
 
 
 @click.command("import-layers", context_settings={"max_content_width": 100})
 @click.argument("lc", metavar="FILE.lc")
 @click.option("--net", required=True, metavar="FILE.net", help="The ParaDL model file the configuration is for.")
-@click.option("--strategy", required=True, type=click.Choice(LC_STRATEGIES),
-              help="The strategy that splits the layers marked 1 (ParaDL's --paratype s, f, c; ds, df with --p2).")
+@click.option("--strategy", required=True, metavar="NAME",
+              help="The strategy that splits the layers marked 1: ParaDL's --paratype s, f or c (ds, df with --p2).")
 @click.option("--gpus", required=True, type=gpu_count_type(), help="GPUs, p.")
 @click.option("--p2", type=count_type(min=2),
               help="GPUs per group that split a layer; p1 = p / p2 groups share the samples. [default: p]")

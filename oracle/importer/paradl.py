@@ -24,15 +24,20 @@ from pathlib import Path
 
 from oracle import __version__
 from oracle.compute.shapes import fmt_shape
+from oracle.compute.strategies.channel import Channel
+from oracle.compute.strategies.data import Data
+from oracle.compute.strategies.filter import Filter
+from oracle.compute.strategies.spatial import Spatial
 from oracle.errors import OracleError
 from oracle.importer.write import render, scalar, yaml_float
 from oracle.load.model import parse_model
-from oracle.load.paradl import LC_STRATEGIES, ParadlLayer, ParadlNet, bind_lc, read_paradl_lc, read_paradl_net
+from oracle.load.paradl import ParadlLayer, ParadlNet, bind_lc, read_paradl_lc, read_paradl_net
 from oracle.model import Model
 from oracle.textsafe import yaml_comments
 
 SIMPLE = {"RELU": "relu", "BNORM": "batchnorm", "DROPOUT": "dropout"}
 POOLS = {"MPOOL": "maxpool", "APOOL": "avgpool"}
+LC_STRATEGIES = (Spatial.name, Filter.name, Channel.name)  # what .lc files configure (tool --paratype s, f, c, ds, df)
 
 
 def is_paradl_net(source: str) -> bool:
@@ -214,7 +219,8 @@ def layerwise_text(lc_path: str, net_path: str, strategy: str, gpus: int, p2: in
     as ParaDL's sequential mode); the layers after it run unsplit, each group's samples
     on one GPU: ``data`` on the first p1 GPUs."""
     if strategy not in LC_STRATEGIES:
-        raise OracleError(f"got {strategy!r}; a layer configuration is for one of {', '.join(LC_STRATEGIES)}", path="--strategy")
+        raise OracleError(f"got {strategy[:40]!r}; a layer configuration is for one of {', '.join(LC_STRATEGIES)}",
+                          path="--strategy")  # fmt: skip
     p2 = gpus if p2 is None else p2
     if p2 < 2 or gpus % p2:
         raise OracleError(f"p2={p2} must be at least 2 and divide gpus={gpus}", path="--p2")
@@ -227,7 +233,7 @@ def layerwise_text(lc_path: str, net_path: str, strategy: str, gpus: int, p2: in
     tail = [n for group in got.names[last + 1 :] for n in group]
     ranges = [{"from": head[0], "to": head[-1], "distribution": strategy, "p1": p1, "p2": p2}]
     if tail:
-        ranges.append({"from": tail[0], "to": tail[-1], "distribution": "data", "gpus": p1})
+        ranges.append({"from": tail[0], "to": tail[-1], "distribution": Data.name, "gpus": p1})
     comments = [
         f"Written by `oracle import-layers {Path(lc_path).name} --net {Path(net_path).name} --strategy {strategy}"
         f" --gpus {gpus} --p2 {p2}` (oracle {__version__}).",

@@ -47,7 +47,6 @@ from oracle.load.source import MAX_YAML_BYTES, read_bytes, shown
 # the tool's kinds, in the order it tests the words in a name (tool lines 1287-1321)
 KINDS = ("CONV", "MPOOL", "APOOL", "RELU", "FC", "BNORM", "ADD", "DROPOUT")
 ELEMENTWISE = ("RELU", "BNORM", "ADD", "DROPOUT")  # output shape = input shape
-LC_STRATEGIES = ("spatial", "filter", "channel")  # what .lc files configure (tool --paratype s, f, c, ds, df)
 MAX_EXTENT = 10**7  # one dimension of a shape: beyond any image, volume or layer
 _DIMS = re.compile(r"\d{1,9}(x\d{1,9})*")
 _NUMBERED = re.compile(r"(\d{1,9})\s+(\S.*)")  # ParaDL's longer .lc files: "4 CONV_2a1"
