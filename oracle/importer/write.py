@@ -10,6 +10,13 @@ from oracle.textsafe import yaml_comments, yaml_scalar
 TOP_KEYS = ("name", "input", "dataset", "source", "description", "notes")
 
 
+def yaml_float(value: float) -> str:
+    """A float as PyYAML (YAML 1.1) reads it back as a float: ``5e-07`` would be a string."""
+    text = repr(float(value))
+    mantissa, e, exponent = text.partition("e")
+    return f"{mantissa}{'' if '.' in mantissa else '.0'}e{exponent}" if e else text
+
+
 def scalar(value) -> str:
     """One value as YAML flow text (strings quoted only when they need it)."""
     if isinstance(value, bool):
@@ -17,7 +24,7 @@ def scalar(value) -> str:
     if isinstance(value, int):
         return str(value)
     if isinstance(value, float):
-        return repr(value)
+        return yaml_float(value)
     if isinstance(value, str):
         return yaml_scalar(value)
     if isinstance(value, (list, tuple)):
