@@ -56,6 +56,9 @@ class Stack:
     # gradients wait half a cycle on average; 0 when collectives start as soon as ready (DDP)
     cycle_time_s: Sourced
     memory_model: Sourced  # "framework" | "paradl" (docs/memory.md)
+    # vocabulary.COST_MODELS: "paradl-tool" costs points with ParaDL's own tool
+    # (compute/paradl_stack.py); None: SPEC section 4's formulas
+    cost_model: Sourced | None = None
 
     def data_parallel_efficiency_for(self, precision_class: str) -> float:
         return float(dict(self.data_parallel_efficiency)[precision_class].value)

@@ -8,7 +8,7 @@
 # Batch options: ParaDL's script/*_para_projection.sh (AlexNet --cBon=512 --cmaxB 2000000,
 # VGG16 --cBon=32, ResNet-50 --cBon=64, --cmaxB 262144; channel runs use the filter_*.lc files
 # as channel_para_projection.sh does); spatial and data+spatial use the spatial_*.lc files
-# (the tool's README example); CosmoFlow (no script) --cBon=1. All --cmaxp 2048.
+# (the tool's README example, which also gives ResNet-50 data+spatial --cBon=256); CosmoFlow (no script) --cBon=1. All --cmaxp 2048.
 set -e
 TOOL_DIR=$(cd "$1" && pwd)
 PY2=${PY2:-python2.7}
@@ -40,6 +40,8 @@ for m in "ALEXNET_ImageNet_profall.net_sc 2000000 512 alexnet" \
   for t in f c df; do run "$1" "filter_$4.lc" "$2" "$3" "$t"; done
   for t in s ds; do run "$1" "spatial_$4.lc" "$2" "$3" "$t"; done
 done
+# the tool's README example: ResNet-50 data+spatial at --cBon=256
+run RESNET50_ImageNet_profall.net_sc spatial_resnet.lc 262144 256 ds
 for net in COSMOFLOW.net COSMOFLOW.net_256; do
   run "$net" - 2000000 1 o,d
   for t in s ds; do run "$net" spatial_cosmolow.lc 2000000 1 "$t"; done

@@ -21,6 +21,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
+from oracle.compute.strategies.data import Data
+from oracle.compute.strategies.spatial import Spatial
+
 # The tool's constants (tool:74-76, 164, 1003-1026).
 BYTES_PER_ITEM = 4.0  # tool:164, fp32
 NVLINK_BYTES_PER_S = 50e9  # tool:1005 INTRA_LINK_BW
@@ -84,11 +87,10 @@ def layer_flops(layer: ToolLayer) -> float:
     """The tool's training FLOPs of one layer per sample (estimate_layer_flop, tool:1284-1330):
     forward FLOPs times 2 (backward) plus the weight-gradient FLOPs |w|."""
     kind, x, w, y = kind_of(layer.name), layer.x, layer.w, layer.y
-    window = _prod(w[i] * y[i - 1] for i in range(2, len(w)))
     if kind == "CONV":  # tool:1287-1292, 2 C F prod(K Y)
-        fw = 2 * w[0] * w[1] * window
+        fw = 2 * w[0] * w[1] * _prod(w[i] * y[i - 1] for i in range(2, len(w)))
     elif kind in ("MPOOL", "APOOL"):  # tool:1293-1300, C F prod(K Y)
-        fw = x[0] * y[0] * window
+        fw = x[0] * y[0] * _prod(w[i] * y[i - 1] for i in range(2, len(w)))
     elif kind in ("RELU", "ADD"):  # tool:1301-1304, 1316-1319
         fw = _prod(y)
     elif kind == "FC":  # tool:1305-1308
@@ -163,12 +165,18 @@ class ToolPlatform:
 class ToolPoint:
     """One row of the tool's result table (tool:1103-1119)."""
 
-    case: str
+    case: str  # the tool's name (tool:280-1001; 'data' and 'spatial' are oracle's words too)
     batch: float  # the tool's B column
     gpus: float
     memory_bytes: float
     compute_s: float
-    communication_s: float
+    gradient_exchange_s: float = 0.0  # its all-reduces of the weights' gradients
+    layer_collectives_s: float = 0.0  # its all-gathers and all-reduces of activations
+    halo_s: float = 0.0  # its halo exchanges
+
+    @property
+    def communication_s(self) -> float:  # Tcomm
+        return self.gradient_exchange_s + self.layer_collectives_s + self.halo_s
 
 
 def network_factor(gpus: float, gpudirect: bool = True) -> tuple[float, float]:
@@ -208,7 +216,7 @@ def single(net: ToolNet, plat: ToolPlatform, batch: float) -> ToolPoint:
     """One GPU (analysis_sequential, tool:256-283)."""
     x, y, w = net.totals
     memory = 2 * BYTES_PER_ITEM * (batch * (y + x) + w)  # tool:277
-    return ToolPoint("single", batch, 1, memory, net.samples * net.per_sample_s, 0.0)  # tool:278
+    return ToolPoint("single", batch, 1, memory, net.samples * net.per_sample_s)  # tool:278-279
 
 
 def data(net: ToolNet, plat: ToolPlatform, per_gpu_batch: float, gpus: float) -> ToolPoint:
@@ -220,7 +228,7 @@ def data(net: ToolNet, plat: ToolPlatform, per_gpu_batch: float, gpus: float) ->
     bandwidth, latency = network_factor(gpus)  # tool:315
     iterations = math.ceil(net.samples / batch)
     comm = iterations * ring_allreduce_s(gpus, w * BYTES_PER_ITEM, bandwidth, latency)  # tool:320
-    return ToolPoint("data", batch, gpus, memory, compute, comm)
+    return ToolPoint(Data.name, batch, gpus, memory, compute, gradient_exchange_s=comm)
 
 
 def _split_sums(net: ToolNet, parts: float) -> tuple[float, float, int, float]:
@@ -259,7 +267,7 @@ def filter_or_channel(
     bandwidth, latency = network_factor(gpus)  # tool:412, 519
     step = latency * count + batch * out * BYTES_PER_ITEM / bandwidth / gpus
     comm = 3 * iterations * (gpus - 1) * step  # tool:416-418 (allgather + 2x), tool:523
-    return ToolPoint(case, batch, gpus, memory, compute, comm)
+    return ToolPoint(case, batch, gpus, memory, compute, layer_collectives_s=comm)
 
 
 def _spatial_sums(net: ToolNet, parts: float, upto: int) -> tuple[float, float, float]:
@@ -309,14 +317,15 @@ def spatial(net: ToolNet, plat: ToolPlatform, batch: float, gpus: float) -> Tool
     cut = float(net.layers[net.last_split].out_items)  # tool:621
     gather = iterations * 2 * (gpus - 1) * (latency + batch * cut * BYTES_PER_ITEM / bandwidth / gpus)
     reduce = (net.samples / batch) * ring_allreduce_s(gpus, w * BYTES_PER_ITEM, bandwidth, latency)
-    return ToolPoint("spatial", batch, gpus, memory, compute, halo + gather + reduce)  # tool:628
+    return ToolPoint(Spatial.name, batch, gpus, memory, compute, reduce, gather, halo)  # tool:628
 
 
-def data_filter(net: ToolNet, plat: ToolPlatform, per_gpu_batch: float, gpus: float) -> ToolPoint:
+def data_filter(net: ToolNet, plat: ToolPlatform, per_gpu_batch: float, gpus: float,
+                p2: int | None = None) -> ToolPoint:
     """Data + filter (analysis_hybrid_df, tool:752-832): filter over the p2 GPUs of a node,
-    data over p1 = p / p2 nodes, B = b p1."""
+    data over p1 = p / p2 nodes, B = b p1 (the tool: p2 = GPUs per node, tool:760)."""
     x, y, w = net.totals
-    p2 = plat.gpus_per_node
+    p2 = p2 or plat.gpus_per_node
     p1 = gpus / p2
     batch = per_gpu_batch * p1  # tool:780
     weights, comp, count, out = _split_sums(net, p2)
@@ -330,14 +339,16 @@ def data_filter(net: ToolNet, plat: ToolPlatform, per_gpu_batch: float, gpus: fl
     bandwidth /= 2 * p2  # tool:821
     # tool:823-824: the full model's gradients, "our implementation limitation of Chainermnx"
     data_s = iterations * ring_allreduce_s(p1, w * BYTES_PER_ITEM, bandwidth, latency)
-    return ToolPoint("df", batch, gpus, memory, compute, filter_s + data_s)
+    return ToolPoint("df", batch, gpus, memory, compute, data_s, filter_s)  # tool:829
 
 
-def data_spatial(net: ToolNet, plat: ToolPlatform, per_gpu_batch: float, gpus: float) -> ToolPoint:
+def data_spatial(net: ToolNet, plat: ToolPlatform, per_gpu_batch: float, gpus: float,
+                 p2: int | None = None) -> ToolPoint:
     """Data + spatial (analysis_hybrid_ds, tool:837-988): spatial over the p2 GPUs of a node,
-    data over p1 = p / p2 nodes, B = b p1; only layers up to the last split one count."""
+    data over p1 = p / p2 nodes, B = b p1 (the tool: p2 = GPUs per node, tool:866); only
+    layers up to the last split one count."""
     _, _, w = net.totals
-    p2 = plat.gpus_per_node
+    p2 = p2 or plat.gpus_per_node
     p1 = gpus / p2
     batch = per_gpu_batch * p1  # tool:901
     x, y, comp = _spatial_sums(net, p2, net.last_split + 1)  # tool:875
@@ -356,8 +367,9 @@ def data_spatial(net: ToolNet, plat: ToolPlatform, per_gpu_batch: float, gpus: f
     local = ring_allreduce_s(p2, w * BYTES_PER_ITEM, bandwidth, latency)  # tool:969
     bandwidth, latency = network_factor(gpus)  # tool:974
     leaders = ring_allreduce_s(p1, w * BYTES_PER_ITEM, bandwidth / (p2 * 2), latency)  # tool:976-978
-    comm = iterations * (halo + gather + local + leaders)  # tool:940, 960, 979, 984
-    return ToolPoint("ds", batch, gpus, memory, compute, comm)
+    # tool:940, 960, 979, 984
+    return ToolPoint("ds", batch, gpus, memory, compute, iterations * (local + leaders), iterations * gather,
+                     iterations * halo)
 
 
 def _powers(low_gpus: float, high_gpus: float) -> list[float]:

@@ -11,6 +11,7 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
+from oracle.compute import paradl_stack
 from oracle.compute.context import Context, Options
 from oracle.compute.cost import Point
 from oracle.compute.strategies import REGISTRY, names
@@ -116,6 +117,8 @@ def evaluate_all(ctx: Context, configs: Iterable[Config]) -> list[Point]:
     cost a configuration, so that one configuration has one number (issue 23)."""
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
         # overflowing inputs become the "overflow" limit of a point, not warnings
+        if paradl_stack.uses_tool(ctx):  # issue 27: the stack costs with ParaDL's own tool
+            return [paradl_stack.evaluate(ctx, cfg) or REGISTRY[cfg.strategy].evaluate(ctx, cfg) for cfg in configs]
         return [REGISTRY[cfg.strategy].evaluate(ctx, cfg) for cfg in configs]
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 from oracle.load.fields import Checker, Fields, choice, number, string
 from oracle.load.yamlfile import load_yaml
 from oracle.stack import PRECISION_CLASSES, Sourced, Stack
-from oracle.vocabulary import ALGORITHMS, MEMORY_MODELS
+from oracle.vocabulary import ALGORITHMS, COST_MODELS, MEMORY_MODELS
 
 OVERLAPS = ("none", "buckets")  # compute/overlap.py
 COMPUTE_SCALINGS = ("model", "linear")  # compute/options.Options.compute_scaling
@@ -82,6 +82,7 @@ def parse_stack(doc: dict, file: str) -> Stack:
     mem = top.sub("memory")
     memory_model = sourced(mem, "model", choice(MEMORY_MODELS))
     mem.done()
+    cost_model = sourced(top, "cost_model", choice(COST_MODELS), required=False)
     top.done()
     return Stack(name, file, description, efficiency, data_parallel, scaling, fixed, floor, per_gpu, per_node,
-                 library, algorithm, overlap, bucket, cycle, memory_model)  # fmt: skip
+                 library, algorithm, overlap, bucket, cycle, memory_model, cost_model)  # fmt: skip

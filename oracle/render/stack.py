@@ -20,6 +20,8 @@ def stack_values(st: Stack) -> list[tuple[str, Sourced]]:
             ("communication.overlap", st.overlap), ("communication.bucket_MB", st.bucket_MB),
             ("communication.cycle_time_s", st.cycle_time_s),
             ("memory.model", st.memory_model)]  # fmt: skip
+    if st.cost_model is not None:
+        out.append(("cost_model", st.cost_model))
     return out
 
 
