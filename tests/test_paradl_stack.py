@@ -101,3 +101,59 @@ def test_the_tools_bounds_on_p_become_limits():
     (pt,) = api.predict(ROOT / "models" / "vgg16.yaml", "abci-nominal", ROOT / "profiles" / "vgg16_v100.yaml",
                         [8], "spatial", batch=8, stack="paradl")  # fmt: skip
     assert [lim.code for lim in pt.limits][:1] == [Spatial.name] and "7" in pt.limits[0].reason
+
+
+def test_compare_costs_a_measured_run_with_the_tool_too(tmp_path):
+    import json
+
+    from conftest import run_cli
+
+    runs = tmp_path / "runs.csv"
+    runs.write_text("model,system,profile,strategy,gpus,p1,p2,global_batch,epoch_s\n"
+                    "vgg16,abci-nominal,vgg16_v100,data+spatial,32,8,4,256,6000\n")  # fmt: skip
+    out = run_cli("compare", runs, "--stack", "paradl", "-f", "json")
+    assert out.code == 0, out.out
+    (row,) = json.loads(out.out)["rows"]
+    (pt,) = api.predict(ROOT / "models" / "vgg16.yaml", "abci-nominal", ROOT / "profiles" / "vgg16_v100.yaml",
+                        [32], DataSpatial.name, p2=4, batch=256, stack="paradl")  # fmt: skip
+    assert row["predicted_s"] == pytest.approx(pt.total_s, rel=1e-12)
+
+
+def _ctx(model: str, profile: str, **flags):
+    from oracle.compute.context import Context
+    from oracle.compute.conversion import prepare
+
+    req = api.request(ROOT / "models" / f"{model}.yaml", "abci-nominal", ROOT / "profiles" / f"{profile}.yaml",
+                      batch_per_gpu=1, **flags)  # fmt: skip
+    times, _ = prepare(req.model, req.system, req.profile, req.run.options)
+    return Context(req.model, req.system, times, req.run.options, req.profile.kind)
+
+
+def test_chainermnx_splits_the_layers_paradls_runs_split():
+    """Issue 27 point 3: ParaDL's layer configurations: filter and channel split the
+    convolutions only (filter_*.lc), AlexNet's spatial split ends at conv5 (spatial_alexnet.lc)."""
+    plain, stacked = _ctx("alexnet", "alexnet_v100"), _ctx("alexnet", "alexnet_v100", stack="chainermnx")
+    names = stacked.names
+    split = [n for n, s in zip(names, stacked.split(Filter.name).mask) if s]
+    assert split == ["conv1", "conv2", "conv3", "conv4", "conv5"]
+    assert "fc6" in [n for n, s in zip(names, plain.split(Filter.name).mask) if s]
+    assert names[stacked.spatial_last()] == "conv5" and names[plain.spatial_last()] == "pool5"
+    # --spatial-split-after, given, wins over the stack
+    assert names[_ctx("alexnet", "alexnet_v100", stack="chainermnx", spatial_split_after="pool2").spatial_last()] == "pool2"
+
+
+@pytest.mark.parametrize(("key", "value", "words"), [
+    ("split_types", "conv, dense", "layer type 'dense'"),
+    ("spatial_split_after", "AlexNet conv5", "MODEL: LAYER"),
+])  # fmt: skip
+def test_a_bad_layer_configuration_is_one_error_naming_file_and_key(key, value, words):
+    import yaml
+
+    from oracle.errors import OracleError
+    from oracle.load.stack import parse_stack
+
+    doc = yaml.safe_load((ROOT / "stacks" / "chainermnx.yaml").read_text())
+    doc["layers"][key]["value"] = value
+    with pytest.raises(OracleError) as e:
+        parse_stack(doc, "my-stack.yaml")
+    assert "my-stack.yaml" in str(e.value) and f"layers.{key}" in str(e.value) and words in str(e.value)

@@ -12,9 +12,11 @@ output shapes written as ParaDL's ``.net`` files write them (conv C x F x K..; p
 0 x 0 x K..; batch norm, activations and dropout C x C x 0 x 0, no weights; ``flatten``
 left out: ParaDL's files have none). The per-sample time is the profile's forward+backward
 total, which the tool spreads over the layers by its own FLOP count (tool:180-186). Which
-layers a strategy splits is ParaDL's layer configuration (``*.lc``): its filter and channel
-files split the convolutions; its spatial files the convolutions and pooling layers of the
-first part of the network (here: those of SPEC's spatial split set).
+layers a strategy splits is ParaDL's layer configuration (``*.lc``), as the stack's
+``layers`` section says it: filter, channel and data+filter split filter's split set (the
+stack's ``split_types``; ParaDL ran channel with its filter files); spatial and data+spatial
+the convolution and pooling layers of spatial's split set (up to the stack's
+``spatial_split_after`` layer of the model).
 """
 
 from __future__ import annotations
@@ -89,11 +91,10 @@ def _first_input(info: LayerInfo) -> tuple[int, ...]:
 
 def split_mask(ctx: Context, strategy: str) -> np.ndarray:
     """ParaDL's layer configuration for ``strategy`` on oracle's model (module docstring)."""
-    conv = np.array([t == "conv" for t in ctx.types], dtype=bool)
-    if strategy not in (Spatial.name, DataSpatial.name):
-        return conv
-    pools = np.array([_KINDS.get(t) in _POOLS for t in ctx.types], dtype=bool)
-    return (conv | pools) & ctx.split(Spatial.name).mask
+    if strategy not in (Spatial.name, DataSpatial.name):  # channel too: ParaDL ran it with filter_*.lc
+        return ctx.split(Filter.name).mask
+    kinds = np.array([_KINDS.get(t) in (*_POOLS, "CONV") for t in ctx.types], dtype=bool)
+    return kinds & ctx.split(Spatial.name).mask
 
 
 def tool_net(ctx: Context, strategy: str) -> tool.ToolNet:
