@@ -57,7 +57,7 @@ class Stack:
     cycle_time_s: Sourced
     memory_model: Sourced  # "framework" | "paradl" (docs/memory.md)
     # vocabulary.COST_MODELS: "paradl-tool" costs points with ParaDL's own tool
-    # (compute/paradl_stack.py); None: SPEC section 4's formulas
+    # (compute/paradl_stack.py); None: the formulas of docs/cost-model.md
     cost_model: Sourced | None = None
     # which layers model-parallel strategies split (issue 27 point 3; None: docs/cost-model.md's
     # rule): ``layers.split_types`` the layer types filter and channel split ("conv, fc");

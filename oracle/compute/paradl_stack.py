@@ -3,8 +3,8 @@ model, profile and system (issue 27).
 
 A stack whose ``cost_model`` is ``paradl-tool`` (stacks/paradl.yaml) costs serial, data,
 filter, channel, spatial, data+filter and data+spatial points with the formulas of ParaDL's
-``parallel_analysis.py`` instead of SPEC section 4's (docs/cost-model.md "ParaDL's tool and
-SPEC section 4" lists every difference); pipeline, which the tool does not project
+``parallel_analysis.py`` instead of oracle's ParaDL mode's (docs/cost-model.md "ParaDL's tool and
+oracle's ParaDL mode" lists every difference); pipeline, which the tool does not project
 (tool:632-633 returns at once), and strategies it does not know keep oracle's formulas.
 
 The model becomes the tool's layer table (ToolLayer): each layer's first input, weight and

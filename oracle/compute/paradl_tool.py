@@ -6,8 +6,8 @@ computes the same numbers from the same inputs: a layer table (input, weight and
 as ParaDL's ``.net`` files give them, and the layer configuration's split flag: split layers
 are "applied", the others run unsplit, "sequential mode"), the dataset size, the measured
 per-sample time and the batch per GPU. Each formula cites the line of ``parallel_analysis.py``
-(as ``tool:LINE``) it reproduces; where the tool departs from SPEC section 4, docs/cost-model.md
-("ParaDL's tool and SPEC section 4") lists the difference.
+(as ``tool:LINE``) it reproduces; where the tool departs from oracle's ParaDL mode, docs/cost-model.md
+("ParaDL's tool and oracle's ParaDL mode") lists the difference.
 
 Units: times in seconds per epoch, memory in bytes per GPU, sizes in elements (items) as the
 tool counts them; the tool's network constants are its own ABCI model (tool:1003-1026), not a
