@@ -55,7 +55,8 @@ def _stack(path) -> tuple[str, str, str]:
 
     st = load_stack(str(path))
     what = (f"{st.library.value} {st.algorithm.value} all-reduce, overlap {st.overlap.value}"
-            f" ({st.bucket_MB.value:g} MiB), {st.memory_model.value} memory, compute scaling {st.compute_scaling.value}")
+            f" ({st.bucket_MB.value:g} MiB), {st.memory_model.value} memory, compute scaling {st.compute_scaling.value}"
+            + (f", cost model {st.cost_model.value}" if st.cost_model is not None else ""))
     fitted = sorted({v.fitted_on.split(":")[0] for _, _, v in st.efficiency if v.fitted_on})
     return st.description, what, ("fitted on " + ", ".join(fitted) + ". " if fitted else "") + "oracle show stack " + st.name
 

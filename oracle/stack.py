@@ -56,6 +56,23 @@ class Stack:
     # gradients wait half a cycle on average; 0 when collectives start as soon as ready (DDP)
     cycle_time_s: Sourced
     memory_model: Sourced  # "framework" | "paradl" (docs/memory.md)
+    # vocabulary.COST_MODELS: "paradl-tool" costs points with ParaDL's own tool
+    # (compute/paradl_stack.py); None: the formulas of docs/cost-model.md
+    cost_model: Sourced | None = None
+    # which layers model-parallel strategies split (issue 27 point 3; None: docs/cost-model.md's
+    # rule): ``layers.split_types`` the layer types filter and channel split ("conv, fc");
+    # ``layers.spatial_split_after`` per model name the last layer spatial splits, as a
+    # tuple of (model name, layer name)
+    split_types: Sourced | None = None
+    spatial_split_after: Sourced | None = None
+
+    def filter_types(self) -> tuple[str, ...] | None:
+        """The layer types filter and channel split, or None for the cost model's rule."""
+        return None if self.split_types is None else tuple(self.split_types.value)
+
+    def spatial_split_for(self, model_name: str) -> str | None:
+        """The last layer spatial parallelism splits in ``model_name``, or None."""
+        return None if self.spatial_split_after is None else dict(self.spatial_split_after.value).get(model_name)
 
     def data_parallel_efficiency_for(self, precision_class: str) -> float:
         return float(dict(self.data_parallel_efficiency)[precision_class].value)

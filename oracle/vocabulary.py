@@ -9,6 +9,12 @@ FRAMEWORK = "framework"  # what PyTorch keeps: saved tensors, weights, gradients
 PARADL = "paradl"  # ParaDL's upper bound Σ 2B(|x|+|y|) + 2|w|, scaled by γ (Table 3)
 MEMORY_MODELS = (FRAMEWORK, PARADL)
 
+# a stack's cost model (issue 27, docs/cost-model.md): docs/cost-model.md's formulas, or ParaDL's
+# own tool's (compute/paradl_tool.py)
+SPEC_FORMULAS = "spec"
+PARADL_TOOL = "paradl-tool"
+COST_MODELS = (SPEC_FORMULAS, PARADL_TOOL)
+
 # -- collective algorithms (compute/network.py: their costs and sources) -----------------
 RING = "ring"  # ParaDL's all-reduce, the default
 AUTO = "auto"  # the cheapest algorithm per call

@@ -127,11 +127,20 @@ def _numbers(out: str) -> list:
     return [(p["strategy"], p["gpus"], p["total_s"], p["memory_bytes"], p["breakdown"]) for p in json.loads(out)]
 
 
-def test_paradl_stack_is_paradl_mode_exactly():
+def test_paradl_stack_is_the_tool_and_paradl_mode_stays_the_options():
+    """Issue 27: --stack paradl costs with ParaDL's own tool (tests/test_paradl_stack.py pins
+    its numbers); SPEC section 4's ParaDL mode is still --compute-scaling linear --memory-model
+    paradl, and the two differ where the tool differs from the SPEC (docs/cost-model.md)."""
     plain = run_cli(*ARGS, "--compute-scaling", "linear", "--memory-model", "paradl")
     stacked = run_cli(*ARGS, "--stack", "paradl")
     assert plain.code == stacked.code == 0
-    assert _numbers(stacked.out) == _numbers(plain.out)
+    spec, tool = (sorted(_numbers(run.out), key=lambda n: (n[1], n[0])) for run in (plain, stacked))
+    assert [(s, g) for s, g, *_ in tool] == [(s, g) for s, g, *_ in spec]
+    # the same compute on one GPU (D x per-sample time), another memory (the tool counts no
+    # batch-norm or ReLU activations, tool:1366) and other communication beyond it
+    assert tool[0][4]["forward_backward_s"] == spec[0][4]["forward_backward_s"]
+    assert tool[0][3] < spec[0][3]
+    assert any(t[4]["gradient_exchange_s"] != s[4]["gradient_exchange_s"] for t, s in zip(tool, spec))
     assert {p["stack"] for p in json.loads(stacked.out)} == {"paradl"}
 
 

@@ -150,12 +150,12 @@ def worst_residual(system, pairs: list) -> float:
     """The largest |measured / projected - 1| of the (run, context) ``pairs`` on ``system``."""
     from oracle.compute.calibrate_all import with_system
     from oracle.compute.compare import config_for
-    from oracle.compute.strategies import REGISTRY
+    from oracle.compute.sweep import evaluate
 
     worst = 0.0
     for run, ctx in pairs:
         c = with_system(ctx, system)
-        pt = REGISTRY[run.strategy].evaluate(c, config_for(run, c))
+        pt = evaluate(c, config_for(run, c))
         projected = pt.total_s if run.basis == "epoch" else pt.iteration_s
         worst = max(worst, abs(run.measured_s / projected - 1.0) if projected > 0 else math.inf)
     return worst

@@ -32,6 +32,7 @@ from oracle.compute.context import Context
 from oracle.compute.io import EVERY_GPU, loaders
 from oracle.compute.network import link, span_contiguous
 from oracle.compute.strategies import REGISTRY
+from oracle.compute.sweep import evaluate
 from oracle.compute.strategies.data import Data
 from oracle.compute.strategies.serial import Serial
 from oracle.records import MeasuredRun
@@ -113,7 +114,7 @@ def calibrate(kind: str, runs: list[tuple[MeasuredRun, Context]]) -> Calibration
             unused.append((run.line, f"{label}: its times exclude data loading (includes_io = {run.get('includes_io')})"))
             continue
         cfg = config_for(run, ctx)
-        pt = REGISTRY[run.strategy].evaluate(ctx, cfg)
+        pt = evaluate(ctx, cfg)  # issue 27: the stack may cost with ParaDL's tool
         I = pt.iterations_per_epoch
         t = run.iteration_s if run.epoch_s is None else run.epoch_s / I
         compute = pt.compute_s / I

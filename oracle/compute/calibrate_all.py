@@ -61,6 +61,7 @@ from oracle.compute.compare import config_for
 from oracle.compute.context import Context
 from oracle.compute.io import EVERY_GPU, loaders
 from oracle.compute.strategies import REGISTRY
+from oracle.compute.sweep import evaluate
 from oracle.model import InputPipeline, NetworkLevel, Protocol, System
 
 SLOWER = 1.5  # a run implying a β this much above the tightest one is not network-bound
@@ -135,7 +136,7 @@ def calibrated_system(system: System, beta_intra=None, beta_inter=None, loader=N
 
 def _iteration(run, ctx: Context):
     cfg = config_for(run, ctx)
-    pt = REGISTRY[run.strategy].evaluate(ctx, cfg)
+    pt = evaluate(ctx, cfg)  # issue 27: the stack may cost with ParaDL's tool
     I = pt.iterations_per_epoch
     t = run.iteration_s if run.epoch_s is None else run.epoch_s / I
     return cfg, t, pt.compute_s / I, pt.communication_s / I

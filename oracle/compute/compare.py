@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 from oracle.compute.context import Context
 from oracle.compute.cost import Point
 from oracle.compute.strategies import REGISTRY
+from oracle.compute.sweep import evaluate
 from oracle.compute.strategies.base import Config
 from oracle.compute.strategies.pipeline import Pipeline, default_segments
 from oracle.errors import OracleError
@@ -164,7 +165,7 @@ def compare_run(
     if hit is not None and hit[0] is ctx:  # the context is kept alive with its points
         pt = hit[1]
     else:
-        pt = REGISTRY[run.strategy].evaluate(ctx, cfg)
+        pt = evaluate(ctx, cfg)  # issue 27: the stack may cost with ParaDL's tool
         if points is not None:
             points[key] = (ctx, pt)
     per_iteration = run.basis == "iteration"

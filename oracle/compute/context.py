@@ -225,9 +225,18 @@ class Context:
         """The last layer spatial parallelism splits: --spatial-split-after's, else
         :meth:`default_spatial_last`."""
         last = self.default_spatial_last()
-        if self.options.spatial_split_after is not None:
-            last = self._split_point(self.options.spatial_split_after, last)
+        stack = self.options.stack
+        name = self.options.spatial_split_after or (stack.spatial_split_for(self.model.name) if stack else None)
+        if name is not None:  # the option, else the stack's layer configuration (issue 27)
+            last = self._split_point(name, last)
         return last
+
+    @property
+    def filter_types(self) -> tuple[str, ...]:
+        """The layer types filter and channel split: the stack's (issue 27), else every
+        layer with weights (docs/cost-model.md "Split layers")."""
+        stack = self.options.stack
+        return (stack.filter_types() if stack is not None else None) or WEIGHT_TYPES
 
     def default_spatial_last(self) -> int:
         """docs/cost-model.md: the last layer with a spatial extent > 1 before one changes the rank (flatten, tokens)."""

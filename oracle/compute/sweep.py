@@ -11,6 +11,7 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
+from oracle.compute import paradl_stack
 from oracle.compute.context import Context, Options
 from oracle.compute.cost import Point
 from oracle.compute.strategies import REGISTRY, names
@@ -116,7 +117,18 @@ def evaluate_all(ctx: Context, configs: Iterable[Config]) -> list[Point]:
     cost a configuration, so that one configuration has one number (issue 23)."""
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
         # overflowing inputs become the "overflow" limit of a point, not warnings
-        return [REGISTRY[cfg.strategy].evaluate(ctx, cfg) for cfg in configs]
+        return [evaluate(ctx, cfg) for cfg in configs]
+
+
+def evaluate(ctx: Context, cfg: Config) -> Point:
+    """One configuration's point, by its strategy's formulas or, where the run's stack says
+    so, by ParaDL's own tool (issue 27, compute/paradl_stack.py); compare and calibration
+    cost a measured run's configuration with it too."""
+    if paradl_stack.uses_tool(ctx):
+        point = paradl_stack.evaluate(ctx, cfg)
+        if point is not None:
+            return point
+    return REGISTRY[cfg.strategy].evaluate(ctx, cfg)
 
 
 def rank(group: list[Point]) -> list[Point]:

@@ -7,10 +7,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from oracle.load.fields import Checker, Fields, choice, number, string
+from oracle.load.fields import Bad, Checker, Fields, choice, number, string
 from oracle.load.yamlfile import load_yaml
 from oracle.stack import PRECISION_CLASSES, Sourced, Stack
-from oracle.vocabulary import ALGORITHMS, MEMORY_MODELS
+from oracle.model import LAYER_TYPES
+from oracle.vocabulary import ALGORITHMS, COST_MODELS, MEMORY_MODELS
 
 OVERLAPS = ("none", "buckets")  # compute/overlap.py
 COMPUTE_SCALINGS = ("model", "linear")  # compute/options.Options.compute_scaling
@@ -50,6 +51,34 @@ def _efficiencies(f: Fields) -> tuple[tuple[str, str, Sourced], ...]:
     return tuple(out)
 
 
+def _layer_types(value) -> tuple[str, ...]:
+    """``"conv, fc"``: layer types (oracle/model.py LAYER_TYPES)."""
+    types = tuple(t.strip() for t in string()(value).split(","))
+    bad = [t for t in types if t not in LAYER_TYPES]
+    if bad:
+        raise Bad(f"got layer type '{bad[0]}'; expected layer types such as conv, fc, separated by commas")
+    return types
+
+
+def _split_points(value) -> tuple[tuple[str, str], ...]:
+    """``"AlexNet: conv5, VGG16: pool5"``: per model name, a layer name."""
+    pairs = [item.split(":") for item in string()(value).split(",")]
+    if any(len(pair) != 2 or not all(x.strip() for x in pair) for pair in pairs):
+        raise Bad("expected 'MODEL: LAYER' pairs separated by commas, e.g. 'AlexNet: conv5, VGG16: pool5'")
+    return tuple((model.strip(), layer.strip()) for model, layer in pairs)
+
+
+def _layers(top: Fields) -> tuple[Sourced | None, Sourced | None]:
+    """The optional ``layers:`` section (issue 27): which layers strategies split."""
+    lay = top.sub("layers", required=False)
+    if lay is None:
+        return None, None
+    types = sourced(lay, "split_types", _layer_types, required=False)
+    points = sourced(lay, "spatial_split_after", _split_points, required=False)
+    lay.done()
+    return types, points
+
+
 def parse_stack(doc: dict, file: str) -> Stack:
     top = Fields(doc, file, "")
     name = top.req("name", string())
@@ -82,6 +111,9 @@ def parse_stack(doc: dict, file: str) -> Stack:
     mem = top.sub("memory")
     memory_model = sourced(mem, "model", choice(MEMORY_MODELS))
     mem.done()
+    cost_model = sourced(top, "cost_model", choice(COST_MODELS), required=False)
+    split_types, split_points = _layers(top)
     top.done()
     return Stack(name, file, description, efficiency, data_parallel, scaling, fixed, floor, per_gpu, per_node,
-                 library, algorithm, overlap, bucket, cycle, memory_model)  # fmt: skip
+                 library, algorithm, overlap, bucket, cycle, memory_model, cost_model, split_types,
+                 split_points)  # fmt: skip

@@ -20,11 +20,22 @@ def stack_values(st: Stack) -> list[tuple[str, Sourced]]:
             ("communication.overlap", st.overlap), ("communication.bucket_MB", st.bucket_MB),
             ("communication.cycle_time_s", st.cycle_time_s),
             ("memory.model", st.memory_model)]  # fmt: skip
+    out += [(k, v) for k, v in (("cost_model", st.cost_model), ("layers.split_types", st.split_types),
+                                ("layers.spatial_split_after", st.spatial_split_after)) if v is not None]  # fmt: skip
     return out
 
 
+def _text(value) -> str:
+    """A value as the stack file writes it: a number, a word, or a comma-separated list."""
+    if isinstance(value, float):
+        return f"{value:g}"
+    if isinstance(value, tuple):
+        return ", ".join(": ".join(v) if isinstance(v, tuple) else str(v) for v in value)
+    return str(value)
+
+
 def stack_dict(st: Stack) -> dict:
-    values = {k: {"value": v.value, "source": v.source, "fitted_on": v.fitted_on or None} for k, v in stack_values(st)}
+    values = {k: {"value": _text(v.value) if isinstance(v.value, tuple) else v.value, "source": v.source, "fitted_on": v.fitted_on or None} for k, v in stack_values(st)}
     return {"name": st.name, "description": st.description, "values": values}
 
 
@@ -35,7 +46,7 @@ def stack_json(st: Stack) -> str:
 def stack_table(st: Stack):
     from oracle.render.columns import Column, FitTable, Section
 
-    rows = [{"key": k, "value": f"{v.value:g}" if isinstance(v.value, float) else str(v.value),
+    rows = [{"key": k, "value": _text(v.value),
              "source": v.source + (f"; fitted on {v.fitted_on}" if v.fitted_on else "")}
             for k, v in stack_values(st)]  # fmt: skip
     return FitTable(

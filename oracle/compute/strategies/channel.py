@@ -8,7 +8,7 @@ import numpy as np
 from oracle.compute.context import Context
 from oracle.compute.strategies.base import Style, register
 from oracle.compute.strategies.filter import Filter
-from oracle.model import MODEL_INPUT, WEIGHT_TYPES
+from oracle.model import MODEL_INPUT
 
 
 @register
@@ -22,12 +22,12 @@ class Channel(Filter):
     width_noun = "input channels"
 
     def split_layers(self, ctx: Context) -> tuple[np.ndarray, np.ndarray]:
-        """Every conv, convtranspose, fc and attention layer except those reading the
+        """Every conv, convtranspose, fc and attention layer (or the stack's types, issue 27) except those reading the
         model's input (their input channels are the data's; the cost model says "except
         the first layer").  A split layer's output is a sum over its input channels
         unless the layer itself is grouped (filter.py)."""
         mask = np.array([
-            t in WEIGHT_TYPES and MODEL_INPUT not in layer.inputs
+            t in ctx.filter_types and MODEL_INPUT not in layer.inputs
             for t, layer in zip(ctx.types, ctx.model.layers)
         ])  # fmt: skip
         return mask, ctx.groups[np.flatnonzero(mask)[:-1]]

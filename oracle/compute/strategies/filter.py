@@ -22,7 +22,6 @@ from oracle.compute.strategies.base import (
     min_layer,
     register,
 )
-from oracle.model import WEIGHT_TYPES
 
 if TYPE_CHECKING:
     from oracle.compute.layerwise_build import Columns, Registry
@@ -114,10 +113,10 @@ class Filter(Strategy):
     width_noun = "filters"  # what a split layer's width counts (a layer-wise limit's words)
 
     def split_layers(self, ctx: Context) -> tuple[np.ndarray, np.ndarray]:
-        """Every conv, convtranspose, fc and attention layer.  The gradient of a split
+        """Every conv, convtranspose, fc and attention layer (or the stack's types, issue 27).  The gradient of a split
         layer's output is a sum over the next split layer's filters unless that layer
         is grouped: its groups decide (:func:`layer_collectives`)."""
-        mask = np.array([t in WEIGHT_TYPES for t in ctx.types])
+        mask = np.array([t in ctx.filter_types for t in ctx.types])
         return mask, ctx.groups[np.flatnonzero(mask)[1:]]
 
     def widths(self, ctx: Context) -> np.ndarray:
