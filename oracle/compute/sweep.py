@@ -89,6 +89,9 @@ def sweep(
 
 
 def _sweep(ctx, counts, chosen, explicit, batch, batch_per_gpu, p2) -> list[Point]:
+    from oracle.compute.engine import prepare
+
+    prepare(ctx, counts, chosen)  # issue 29: per-count work for every count at once
     points: list[Point] = []
     for p in counts:
         B = float(batch) if batch is not None else float(batch_per_gpu) * p  # type: ignore[arg-type]

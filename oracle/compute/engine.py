@@ -1,0 +1,88 @@
+"""The sweep engine over many GPU counts at once (issue 29).
+
+What costs a sweep of every GPU count is work repeated per count in Python.  This
+module does that work for all counts in one pass of numpy array operations, with the
+same floating-point operations in the same order as the per-count code, so the
+numbers are identical (tests/test_engine.py compares both):
+
+* the pipeline's optimal linear partition (compute/partition.py): the bisection on the
+  bottleneck runs for every stage count at once, each step's greedy group count as a
+  vector of searchsorted calls; the partitions fill the cache that
+  :meth:`Context.partition` reads, so ``pipeline.evaluate`` uses them unchanged.
+
+Everything else goes through the per-point strategies (compute/sweep.evaluate_all).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from oracle.compute.partition import _greedy, _split_to
+
+
+def _group_counts(pre: np.ndarray, limits: np.ndarray, G: int, cap: np.ndarray) -> np.ndarray:
+    """For each limit, the number of groups compute/partition._greedy forms (its
+    ``len(cuts) - 1``), or -1 where a layer exceeds the limit; counting stops once it
+    exceeds ``cap`` (the answer is then some number > cap)."""
+    tol = limits * 1e-12 + 1e-300  # as _greedy: limit·1e-12 + 1e-300
+    pos = np.zeros(limits.size, dtype=np.int64)
+    count = np.zeros(limits.size, dtype=np.int64)
+    live = np.ones(limits.size, dtype=bool)  # still walking
+    while live.any():
+        idx = np.flatnonzero(live)
+        nxt = np.searchsorted(pre, pre[pos[idx]] + limits[idx] + tol[idx], side="right") - 1
+        stuck = nxt <= pos[idx]
+        count[idx[stuck]] = -1
+        go = idx[~stuck]
+        pos[go] = np.minimum(nxt[~stuck], G)
+        count[go] += 1
+        live[idx[stuck]] = False
+        live[go] = (pos[go] < G) & (count[go] <= cap[go])
+    return count
+
+
+def _fits(pre, limits, G, ps) -> np.ndarray:
+    n = _group_counts(pre, limits, G, ps)
+    return (n >= 0) & (n <= ps)
+
+
+def bottlenecks(ctx, ps: np.ndarray) -> np.ndarray:
+    """The limit whose greedy cuts compute/partition._partition_cached keeps, for every
+    stage count in ``ps`` (1 <= p <= G) at once: the same bisection, step for step."""
+    G, pre = ctx.G, ctx._prefix_fb
+    lo0 = float(ctx.fb.max()) if G else 0.0
+    hi0 = float(pre[-1])
+    lo = np.full(ps.size, lo0)
+    hi = np.full(ps.size, hi0)
+    best = hi.copy()
+    first = _fits(pre, lo, G, ps)
+    best[first], hi[first] = lo0, lo0
+    active = hi - lo > 1e-12 * hi
+    while active.any():
+        idx = np.flatnonzero(active)
+        mid = 0.5 * (lo[idx] + hi[idx])
+        ok = _fits(pre, mid, G, ps[idx])
+        best[idx[ok]] = mid[ok]
+        hi[idx[ok]] = mid[ok]
+        lo[idx[~ok]] = mid[~ok]
+        active[idx] = hi[idx] - lo[idx] > 1e-12 * hi[idx]
+    return best
+
+
+def warm_partitions(ctx, counts) -> None:
+    """Fill the context's partition cache for every count in ``counts`` that a
+    pipeline can have (1..G) and that is not cached yet."""
+    cache = ctx.__dict__.setdefault("_partitions", {})
+    ps = np.array(sorted({int(p) for p in counts if 1 <= p <= ctx.G and p not in cache}), dtype=np.int64)
+    if ps.size == 0:
+        return
+    for p, limit in zip(ps.tolist(), bottlenecks(ctx, ps).tolist()):
+        cuts = _greedy(ctx._prefix_fb, limit, ctx.G)
+        assert cuts is not None  # the limit is at least the largest layer's time
+        cache[p] = _split_to([(cuts[k], cuts[k + 1]) for k in range(len(cuts) - 1)], p)
+
+
+def prepare(ctx, counts, chosen) -> None:
+    """Do the per-count work of the chosen strategies for every count at once."""
+    if "pipeline" in chosen:
+        warm_partitions(ctx, counts)
