@@ -86,3 +86,60 @@ def prepare(ctx, counts, chosen) -> None:
     """Do the per-count work of the chosen strategies for every count at once."""
     if "pipeline" in chosen:
         warm_partitions(ctx, counts)
+
+
+# The memory a request's points take until they are written: measured with
+# benchmarks/design_space.py (2026-11-25, ResNet-152 on ABCI, --gpus 1..1000, every
+# strategy, --format json): a peak of 266 MB for 15,136 points, 17.6 kB a point, rounded up.
+BYTES_PER_POINT = 20_000
+# issue 29 ("Done when"): a request stays under 1 GB of memory
+MEMORY_BUDGET_BYTES = 1e9
+
+
+def factorizations(counts: np.ndarray) -> np.ndarray:
+    """For each p, the factorizations p = p1·p2 with p1, p2 >= 2 (compute/strategies/
+    base.hybrid_configurations): the divisors of p other than 1 and p, counted in pairs
+    (d, p/d) for d up to √p."""
+    n = np.zeros(counts.size, dtype=np.int64)
+    for d in range(2, int(np.sqrt(counts.max())) + 1 if counts.size else 0):
+        hit = (counts % d == 0) & (d * d <= counts)
+        n += np.where(hit, np.where(d * d == counts, 1, 2), 0)
+    return n
+
+
+def count_points(counts, chosen, explicit: bool = True, p2: int | None = None) -> tuple[int, bool]:
+    """How many points compute/sweep.configurations lists for ``counts``, and whether
+    that is exact (False: a lower bound, the hybrids' factorizations left out because
+    the rest is over the budget already)."""
+    from oracle.compute.strategies import REGISTRY
+
+    c = np.asarray(sorted(counts), dtype=np.int64)
+    plain = hybrid = 0
+    for name in chosen:
+        s = REGISTRY[name]
+        at = c if explicit else c[(c == 1) == s.one_gpu]  # 'all': serial at 1 GPU only, the rest from 2
+        if s.hybrid and p2 is None:
+            hybrid += 1
+            continue
+        plain += int(at.size)
+    if not hybrid:
+        return plain, True
+    if plain * BYTES_PER_POINT > MEMORY_BUDGET_BYTES:
+        return plain, False
+    return plain + hybrid * int(factorizations(c if explicit else c[c > 1]).sum()), True
+
+
+def check_memory(counts, chosen, explicit: bool = True, p2: int | None = None) -> None:
+    """Refuse a request whose points would not fit in :data:`MEMORY_BUDGET_BYTES`:
+    one error saying how many points and how much memory it needs (exit 2)."""
+    from oracle.errors import OracleError
+    from oracle.units import fmt_gb
+
+    n, exact = count_points(counts, chosen, explicit, p2)
+    need = n * BYTES_PER_POINT
+    if need > MEMORY_BUDGET_BYTES:
+        many = f"{n:,}" if exact else f"at least {n:,}"
+        raise OracleError(f"{len(counts):,} GPU counts x {len(chosen)} strategies are {many} points, which need"
+                          f" about {fmt_gb(need)} of memory; at most {fmt_gb(MEMORY_BUDGET_BYTES)} in one run",
+                          path="--gpus", hint="fewer counts (a step: 1..10000:16), fewer strategies (--strategy),"
+                          " or --p2 for the hybrids")  # fmt: skip

@@ -83,6 +83,9 @@ def sweep(
         raise OracleError("no GPU counts given", path="--gpus")
     if counts[0] < 1:
         raise OracleError(f"got {counts[0]}; GPU counts must be >= 1", path="--gpus")
+    from oracle.compute.engine import check_memory
+
+    check_memory(counts, chosen, explicit, p2)  # issue 29: a request's points must fit in memory
 
     ctx = Context(model, system, times, options, profile_kind, conversion=conversion)
     return _sweep(ctx, counts, chosen, explicit, batch, batch_per_gpu, p2)
