@@ -10,14 +10,48 @@ numbers are identical (tests/test_engine.py compares both):
   vector of searchsorted calls; the partitions fill the cache that
   :meth:`Context.partition` reads, so ``pipeline.evaluate`` uses them unchanged.
 
+* the per-group costs every factorization p = p1·p2 with the same model-part group
+  repeats (halo exchange, layer collectives, tail gather, spatial limits: functions of
+  the group size q and its samples b only, the same (q, b) at every p that q divides
+  under weak scaling): computed once per context (:func:`per_context`).
+
 Everything else goes through the per-point strategies (compute/sweep.evaluate_all).
 """
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from oracle.compute.partition import _greedy, _split_to
+
+
+def per_context(fn):
+    """Decorator: ``fn(ctx, *args)`` computed once per context and arguments (a pure
+    function of them; a Context does not change once built).  An argument that cannot
+    be hashed (a SplitSums, itself cached per context) is keyed by its identity and kept
+    alive with the result, so the identity stays unique."""
+    name = fn.__qualname__
+
+    @functools.wraps(fn)
+    def cached(ctx, *args):
+        memo = ctx.__dict__.setdefault("_per_context", {})
+        key = (name, *(_key(a) for a in args))
+        hit = memo.get(key)
+        if hit is None:
+            hit = memo[key] = (fn(ctx, *args), args)
+        return hit[0]
+
+    return cached
+
+
+def _key(value):
+    try:
+        hash(value)
+    except TypeError:
+        return ("id", id(value))
+    return value
 
 
 def _group_counts(pre: np.ndarray, limits: np.ndarray, G: int, cap: np.ndarray) -> np.ndarray:

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from oracle.compute.context import Context
+from oracle.compute.engine import per_context
 from oracle.compute.cost import Breakdown, Limit, Phase, Point
 from oracle.compute.geometry import balanced_grid, halo_half_widths
 from oracle.compute.network import (
@@ -122,6 +123,7 @@ def spatial_violations(ctx: Context, grid: tuple[int, ...]) -> list[str]:
     ]
 
 
+@per_context  # issue 29: once per (group, samples) in a sweep (compute/engine.py)
 def halo_time(ctx: Context, q: int, b: float) -> tuple[float, float, tuple[int, ...]]:
     """Per-iteration halo exchange of a spatial group of q GPUs holding b samples:
     (exposed, total, grid).
@@ -151,6 +153,7 @@ def halo_time(ctx: Context, q: int, b: float) -> tuple[float, float, tuple[int, 
     return float(exposed), total, grid
 
 
+@per_context  # issue 29: once per (group, samples) in a sweep (compute/engine.py)
 def spatial_limits(ctx: Context, grid: tuple[int, ...]) -> list[Limit]:
     return [Limit(Spatial.name, r) for r in spatial_violations(ctx, grid)]
 
@@ -165,6 +168,7 @@ def halo_exchange(ctx: Context, grid: tuple[int, ...], concurrent):
     return np.asarray(concurrent) * max(1, max(grid) - 1) + impl.halo_sync_s
 
 
+@per_context  # issue 29: once per (group, samples) in a sweep (compute/engine.py)
 def gather_tail(ctx: Context, q: int, b: float) -> float:
     """All-gather of the last split layer's output before the replicated head:
     AG(q, δ·b·y_last/q) (docs/cost-model.md)."""
