@@ -73,6 +73,7 @@ def _halo_rows(ctx: Context) -> dict[str, np.ndarray]:
     }
 
 
+@per_context  # issue 29: once per grid in a sweep (compute/engine.py)
 def spatial_grid(ctx: Context, p: int) -> tuple[int, ...]:
     """p split over the spatial dimensions as evenly as possible, larger factors on
     earlier dimensions (docs/cost-model.md: p=8 on 2-D is 4 x 2)."""
@@ -81,6 +82,7 @@ def spatial_grid(ctx: Context, p: int) -> tuple[int, ...]:
     return balanced_grid(p, ctx.model.spatial_dims)
 
 
+@per_context  # issue 29: once per grid in a sweep (compute/engine.py)
 def halo_elements(ctx: Context, grid: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
     """Per split conv/pool layer: halo(x_l) and halo(dy_l) in elements of one sample.
 
@@ -101,7 +103,9 @@ def halo_elements(ctx: Context, grid: tuple[int, ...]) -> tuple[np.ndarray, np.n
         others = prod_all[:, None] / local
         return channels * (2.0 * h["half"] * others * split).sum(axis=1)
 
-    return side(h["X"], h["C"]), side(h["Y"], h["F"])
+    hx, hdy = side(h["X"], h["C"]), side(h["Y"], h["F"])
+    hx.flags.writeable = hdy.flags.writeable = False  # cached per grid: shared by every caller
+    return hx, hdy
 
 
 def spatial_violations(ctx: Context, grid: tuple[int, ...]) -> list[str]:
