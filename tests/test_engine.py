@@ -94,3 +94,17 @@ def test_sweep_equals_the_per_count_points(model_name, system_name):
         assert same(a.memory_bytes, b.memory_bytes)
         for (k, x), y in zip(a.breakdown.as_dict().items(), b.breakdown.as_dict().values()):
             assert same(x, y), (a.strategy, a.gpus, a.p2, k)
+
+
+def test_a_copy_of_a_context_on_another_system_does_not_reuse_its_costs():
+    from dataclasses import replace
+
+    from oracle.compute.calibrate_all import with_system
+    from oracle.compute.strategies.spatial import halo_time
+
+    ctx = fresh("resnet152", "abci", 4)
+    slow = replace(ctx.system, network=tuple(replace(lv, alpha_s=lv.alpha_s * 1000) for lv in ctx.system.network))
+    before = halo_time(ctx, 4, 32.0)
+    other = with_system(ctx, slow)
+    assert halo_time(other, 4, 32.0)[0] > before[0]
+    assert halo_time(ctx, 4, 32.0) == before

@@ -29,14 +29,17 @@ from oracle.compute.partition import _greedy, _split_to
 
 def per_context(fn):
     """Decorator: ``fn(ctx, *args)`` computed once per context and arguments (a pure
-    function of them; a Context does not change once built).  An argument that cannot
+    function of them; a Context does not change once built, and a shallow copy with
+    another system, compute/calibrate_all.with_system, gets a cache of its own).  An argument that cannot
     be hashed (a SplitSums, itself cached per context) is keyed by its identity and kept
     alive with the result, so the identity stays unique."""
     name = fn.__qualname__
 
     @functools.wraps(fn)
     def cached(ctx, *args):
-        memo = ctx.__dict__.setdefault("_per_context", {})
+        memo = ctx.__dict__.get("_per_context")
+        if memo is None or memo["owner"] is not ctx:  # a copy (calibrate_all.with_system) starts afresh
+            memo = ctx.__dict__["_per_context"] = {"owner": ctx}
         key = (name, *(_key(a) for a in args))
         hit = memo.get(key)
         if hit is None:
