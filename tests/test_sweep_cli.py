@@ -98,3 +98,9 @@ def test_plot(tmp_path):
     r = run_cli("sweep", str(path), "--plot", str(png), "-o", str(tmp_path / "rows.csv"))
     assert r.code == 0, r.err
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_a_plot_name_without_an_image_suffix_is_refused_before_the_sweep(tmp_path):
+    pytest.importorskip("matplotlib")
+    path, _ = sweep_file(tmp_path, TWO_BY_TWO)
+    one_error(run_cli("sweep", str(path), "--plot", str(tmp_path / "which.txt")), "which.txt")

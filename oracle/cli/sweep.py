@@ -44,17 +44,19 @@ def sweep(cases_file, fmt, every_point, plot_file, output):
     files = Files()
     check_names(cases, files, cases_file)
     reqs = requests(cases, files, cases_file)
-    if plot_file:
-        from oracle.render.plots import require
+    if plot_file:  # its mistakes before the sweep runs
+        from oracle.render.output import check_target
+        from oracle.render.plots import format_for, require
 
         require()
+        plot_fmt = format_for(plot_file)
+        check_target(plot_file)
     best = _stream(cases, reqs, cases_file, fmt, every_point, output)
     if plot_file:
         from oracle.render.output import write_file
-        from oracle.render.plots import format_for
         from oracle.render.plots_sweep import sweep_png
 
-        write_file(plot_file, sweep_png(best, format_for(plot_file)))
+        write_file(plot_file, sweep_png(best, plot_fmt))
 
 
 def _stream(cases, reqs, cases_file, fmt, every_point, output) -> list:

@@ -121,7 +121,9 @@ def warm_partitions(ctx, counts) -> None:
 
 def prepare(ctx, counts, chosen) -> None:
     """Do the per-count work of the chosen strategies for every count at once."""
-    if "pipeline" in chosen:
+    from oracle.compute.strategies.pipeline import Pipeline
+
+    if Pipeline.name in chosen:
         warm_partitions(ctx, counts)
 
 
