@@ -175,8 +175,9 @@ def with_options(opts: list):
 def sweep_options(f):
     """The options that define a sweep (predict, plot, report); one place for all."""
     opts = [
-        click.option("--gpus", "-g", "gpus", metavar="LIST|A-B",
-                     help="GPU counts: 4,8,16 or 4-1024 (powers of two from A to B)."
+        click.option("--gpus", "-g", "gpus", metavar="LIST|A-B|A..B",
+                     help="GPU counts: 4,8,16, 4-1024 (powers of two from A to B) or 1..512 (every count;"
+                     " 8..512:8 in steps of 8)."
                      "  [default: powers of two up to the system size, at most 1024]"),
         click.option("--strategy", "strategies", default="all", show_default=True, metavar="NAMES",
                      cls=RegistryOption, help_from=strategy_help),

@@ -34,6 +34,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "plot": ("oracle.cli.plot", "plot", "Draw scaling, breakdown, memory and compare plots."),
     "report": ("oracle.cli.report", "report", "Write a self-contained HTML/Markdown report."),
     "search": ("oracle.cli.search", "search", "Find the fastest configuration for a GPU budget."),
+    "sweep": ("oracle.cli.sweep", "sweep", "Project every combination of a sweep file (models x systems x ...)."),
     "list": ("oracle.cli.list_", "list_", "List the shipped models, systems and profiles."),
 }
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 
-def _greedy(pre: np.ndarray, limit: float, G: int) -> list[int] | None:
+def greedy_cuts(pre: np.ndarray, limit: float, G: int) -> list[int] | None:
     """Cut points of the fewest groups with sums <= limit (None if a layer exceeds it)."""
     cuts = [0]
     pos = 0
@@ -32,24 +32,24 @@ def partition_cached(ctx, p: int) -> list[tuple[int, int]]:
     # hi always feasible; stop at a relative gap of 1e-12 (exact for all purposes).
     lo = float(ctx.fb.max()) if G else 0.0
     hi = float(pre[-1])
-    best = _greedy(pre, hi, G)
-    cuts = _greedy(pre, lo, G)
+    best = greedy_cuts(pre, hi, G)
+    cuts = greedy_cuts(pre, lo, G)
     if cuts is not None and len(cuts) - 1 <= p:
         best, hi = cuts, lo
     while hi - lo > 1e-12 * hi:
         mid = 0.5 * (lo + hi)
-        cuts = _greedy(pre, mid, G)
+        cuts = greedy_cuts(pre, mid, G)
         if cuts is not None and len(cuts) - 1 <= p:
             best, hi = cuts, mid
         else:
             lo = mid
     assert best is not None
     groups = [(best[k], best[k + 1]) for k in range(len(best) - 1)]
-    cache[p] = _split_to(groups, p)
+    cache[p] = split_to(groups, p)
     return cache[p]
 
 
-def _split_to(groups: list[tuple[int, int]], p: int) -> list[tuple[int, int]]:
+def split_to(groups: list[tuple[int, int]], p: int) -> list[tuple[int, int]]:
     """Split multi-layer groups until there are p (never raises the maximum): always the
     group with the most layers (the first of equals) gives up its last layer.  A heap
     keyed on (-layers, start) makes the choices of a linear scan in O(p log p)."""

@@ -65,6 +65,14 @@ def sweep(
     """Evaluate and rank.  Exactly one of ``batch`` (strong scaling, B fixed) and
     ``batch_per_gpu`` (weak scaling, B = b·p) must be given."""
     options = options or Options()  # valid by construction (compute/options.check_options)
+    chosen, explicit, counts = check_request(gpus, strategies, batch, batch_per_gpu, p2, options)
+    ctx = Context(model, system, times, options, profile_kind, conversion=conversion)
+    return _sweep(ctx, counts, chosen, explicit, batch, batch_per_gpu, p2)
+
+
+def check_request(gpus, strategies, batch, batch_per_gpu, p2, options: Options) -> tuple[list[str], bool, list[int]]:
+    """The checks of :func:`sweep` before anything is evaluated (also for oracle sweep's
+    cases, before any output): the strategies, whether they were explicit, the counts."""
     chosen, explicit = parse_strategies(strategies)
     if options.replicated_gradients and Data.name not in chosen:  # issue 18: Lee et al. replicate within data parallelism
         raise OracleError("applies to data parallelism, which --strategy leaves out",
@@ -84,12 +92,16 @@ def sweep(
         raise OracleError("no GPU counts given", path="--gpus")
     if counts[0] < 1:
         raise OracleError(f"got {counts[0]}; GPU counts must be >= 1", path="--gpus")
+    from oracle.compute.engine import check_memory
 
-    ctx = Context(model, system, times, options, profile_kind, conversion=conversion)
-    return _sweep(ctx, counts, chosen, explicit, batch, batch_per_gpu, p2)
+    check_memory(counts, chosen, explicit, p2)  # issue 29: a request's points must fit in memory
+    return chosen, explicit, counts
 
 
 def _sweep(ctx, counts, chosen, explicit, batch, batch_per_gpu, p2) -> list[Point]:
+    from oracle.compute.engine import prepare
+
+    prepare(ctx, counts, chosen)  # issue 29: per-count work for every count at once
     points: list[Point] = []
     for p in counts:
         B = float(batch) if batch is not None else float(batch_per_gpu) * p  # type: ignore[arg-type]

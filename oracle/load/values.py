@@ -7,11 +7,15 @@ import re
 from oracle.errors import OracleError
 
 MAX_GPUS = 10**7  # beyond any machine; keeps arithmetic and output bounded
-MAX_COUNTS = 1000  # GPU counts in one --gpus list: a sweep, not a flood (each costs a projection)
+# GPU counts in one --gpus list (issue 29: 1..10000 is a question people ask); what a
+# request may cost is guarded by memory (compute/engine.check_memory), this only bounds the list
+MAX_COUNTS = 10**6
+HINT = "e.g. 4,8,16, 4-1024 (powers of two) or 1..512 (every count; 1..512:8 in steps of 8)"
 
 
 def parse_gpus(spec: str | int | list | tuple) -> list[int]:
-    """GPU counts from '4,8,16', '4-1024' (the powers of two from 4 to 1024), a mix
+    """GPU counts from '4,8,16', '4-1024' (the powers of two from 4 to 1024), '1..512'
+    (every count from 1 to 512), '8..512:8' (from 8 to 512 in steps of 8), a mix
     ('1,2,8-64'), an int or a list of ints."""
     if isinstance(spec, bool):
         raise OracleError(f"got {spec!r}; expected GPU counts", path="--gpus")
@@ -21,7 +25,7 @@ def parse_gpus(spec: str | int | list | tuple) -> list[int]:
         items = list(spec)
     else:
         if not str(spec).strip():
-            raise OracleError("is empty; expected GPU counts", path="--gpus", hint="e.g. 4,8,16 or 4-1024")
+            raise OracleError("is empty; expected GPU counts", path="--gpus", hint=HINT)
         items = [part.strip() for part in str(spec).split(",")]
     out: list[int] = []
     for item in items:
@@ -32,8 +36,14 @@ def parse_gpus(spec: str | int | list | tuple) -> list[int]:
             continue
         text = str(item).strip()
         if not text:
-            raise OracleError(f"empty item in '{spec}'", path="--gpus", hint="e.g. 4,8,16 or 4-1024")
-        if "-" in text.lstrip("-"):
+            raise OracleError(f"empty item in '{spec}'", path="--gpus", hint=HINT)
+        if ".." in text:
+            out.extend(_every(text))
+            if len(out) > MAX_COUNTS:  # several ranges: bound the list as it grows
+                out = sorted(set(out))
+                if len(out) > MAX_COUNTS:
+                    break
+        elif "-" in text.lstrip("-"):
             lo_text, _, hi_text = text.partition("-")
             lo = _count(_int(lo_text, text), text)
             hi = _count(_int(hi_text, text), text)
@@ -57,6 +67,22 @@ def parse_gpus(spec: str | int | list | tuple) -> list[int]:
     return counts
 
 
+def _every(text: str) -> range:
+    """'A..B' (every count from A to B) or 'A..B:S' (in steps of S), A <= B."""
+    lo_text, _, rest = text.partition("..")
+    hi_text, colon, step_text = rest.partition(":")
+    lo, hi = _count(_int(lo_text, text), text), _count(_int(hi_text, text), text)
+    step = _int(step_text, text) if colon else 1
+    if step < 1:
+        raise OracleError(f"step of '{text}' is {step}; expected at least 1", path="--gpus", hint=HINT)
+    if hi < lo:
+        raise OracleError(f"range '{text}' goes down", path="--gpus", hint=f"did you mean {hi}..{lo}?")
+    counts = range(lo, hi + 1, step)
+    if len(counts) > MAX_COUNTS:  # checked before the list exists
+        raise OracleError(f"'{text}' is {len(counts):,} GPU counts; at most {MAX_COUNTS:,} in one run", path="--gpus")
+    return counts
+
+
 def _int(text: str, whole: str) -> int:
     """Plain ASCII digits only: int() would read '1_6' as 16 and full-width digits too."""
     digits = text.strip()
@@ -65,7 +91,7 @@ def _int(text: str, whole: str) -> int:
     raise OracleError(
         f"'{whole}' is not a GPU count",
         path="--gpus",
-        hint="expected a number, a list (4,8,16) or a range of powers of two (4-1024)",
+        hint="expected a number, a list (4,8,16), a range of powers of two (4-1024) or of every count (1..512[:step])",
     )
 
 

@@ -113,7 +113,7 @@ def _write_temp(target: Path, data: str | bytes) -> str:
             fh.flush()
             os.fsync(fh.fileno())
         try:
-            os.chmod(tmp, target.stat().st_mode & 0o777 if target.exists() else 0o644 & ~_umask())
+            os.chmod(tmp, target.stat().st_mode & 0o777 if target.exists() else 0o644 & ~current_umask())
         except OSError:
             pass
     except BaseException:
@@ -162,7 +162,7 @@ def _error(path: str, exc: OSError) -> OracleError:
     return _refuse(path, f"cannot write: {exc.strerror or exc}")
 
 
-def _umask() -> int:
+def current_umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
     return mask

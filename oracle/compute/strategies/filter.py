@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from oracle.compute.context import Context, SplitSums
+from oracle.compute.engine import per_context
 from oracle.compute.cost import Breakdown, Limit, Point
 from oracle.compute.network import allgather_algorithm, allreduce_algorithm, group_contiguous
 from oracle.compute.strategies.base import (
@@ -27,6 +28,7 @@ if TYPE_CHECKING:
     from oracle.compute.layerwise_build import Columns, Registry
 
 
+@per_context  # issue 29: once per (group, samples) in a sweep (compute/engine.py)
 def horizontal_collectives(ctx: Context, sums: SplitSums, q: int, b: float) -> float:
     """Per-iteration layer collectives of filter/channel parallelism in a group of q
     GPUs (GPUs 0..q-1) holding b samples: after every split layer but the last, an

@@ -8,7 +8,7 @@ import numpy as np
 
 from oracle.compute.context import Context, Stages
 from oracle.compute.cost import Breakdown, Limit, Phase, Point
-from oracle.compute.network import link, p2p, span_pair
+from oracle.compute.network import link, p2p
 from oracle.compute.strategies.base import (
     Config,
     MemoryParts,
@@ -39,6 +39,19 @@ def stage_memory(ctx: Context, groups: list[tuple[int, int]], B: float, S: int) 
         x0 = ctx.x[starts]
         return MemoryParts(B * x0 + B / S * act, w, split=stages, split_samples=B / S, extra_elements=B * x0)
     return MemoryParts(B * act, w, split=stages, split_samples=B)
+
+
+def _worst_p2p(ctx: Context, groups: list[tuple[int, int]], bytes_per_element: float) -> float:
+    """The slowest transfer between neighbouring stages i, i+1 (α + m·β of the level of
+    their span, span_pair), all cuts at once; a NaN transfer is skipped, 0 if none."""
+    gpn = ctx.system.gpus_per_node
+    i = np.arange(len(groups) - 1)
+    m = bytes_per_element * ctx.crossing[np.array([stop for _, stop in groups[:-1]], dtype=int) - 1]
+    near = p2p(m, link(ctx.system, 2, "pipeline_p2p"))  # same node: span 2 (span_pair)
+    far = p2p(m, link(ctx.system, 2 * gpn, "pipeline_p2p"))  # across nodes (span_pair)
+    t = np.where(i // gpn == (i + 1) // gpn, near, far)
+    t = t[~np.isnan(t)]
+    return max(0.0, float(t.max())) if t.size else 0.0
 
 
 @register
@@ -83,13 +96,7 @@ class Pipeline(Strategy):
         # (y_Gi: every tensor crossing the cut, = the last layer's output on chains)
         comm = 0.0
         if p > 1:
-            gpn = ctx.system.gpus_per_node
-            worst = 0.0
-            for i, (_, stop) in enumerate(groups[:-1]):
-                lk = link(ctx.system, span_pair(i, i + 1, gpn), "pipeline_p2p")
-                t = p2p(B / S * ctx.delta * ctx.crossing[stop - 1], lk)
-                worst = max(worst, t)
-            comm = I * 2 * (p + S - 2) * worst
+            comm = I * 2 * (p + S - 2) * _worst_p2p(ctx, groups, B / S * ctx.delta)
         # memory / (γδ) = max_i Σ_{l∈Gi} (2B(x+y) + 2w)                      ParaDL eq. 14
         # with activation checkpointing (GPipe, Huang et al. 2019 §2.3): a stage keeps
         # its input for all B samples and one micro-batch's activations while it

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from oracle.compute.context import Context
+from oracle.compute.engine import per_context
 from oracle.compute.cost import Breakdown, Limit, Phase, Point
 from oracle.compute.geometry import balanced_grid, halo_half_widths
 from oracle.compute.network import (
@@ -72,6 +73,7 @@ def _halo_rows(ctx: Context) -> dict[str, np.ndarray]:
     }
 
 
+@per_context  # issue 29: once per grid in a sweep (compute/engine.py)
 def spatial_grid(ctx: Context, p: int) -> tuple[int, ...]:
     """p split over the spatial dimensions as evenly as possible, larger factors on
     earlier dimensions (docs/cost-model.md: p=8 on 2-D is 4 x 2)."""
@@ -80,6 +82,7 @@ def spatial_grid(ctx: Context, p: int) -> tuple[int, ...]:
     return balanced_grid(p, ctx.model.spatial_dims)
 
 
+@per_context  # issue 29: once per grid in a sweep (compute/engine.py)
 def halo_elements(ctx: Context, grid: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
     """Per split conv/pool layer: halo(x_l) and halo(dy_l) in elements of one sample.
 
@@ -100,7 +103,9 @@ def halo_elements(ctx: Context, grid: tuple[int, ...]) -> tuple[np.ndarray, np.n
         others = prod_all[:, None] / local
         return channels * (2.0 * h["half"] * others * split).sum(axis=1)
 
-    return side(h["X"], h["C"]), side(h["Y"], h["F"])
+    hx, hdy = side(h["X"], h["C"]), side(h["Y"], h["F"])
+    hx.flags.writeable = hdy.flags.writeable = False  # cached per grid: shared by every caller
+    return hx, hdy
 
 
 def spatial_violations(ctx: Context, grid: tuple[int, ...]) -> list[str]:
@@ -122,6 +127,7 @@ def spatial_violations(ctx: Context, grid: tuple[int, ...]) -> list[str]:
     ]
 
 
+@per_context  # issue 29: once per (group, samples) in a sweep (compute/engine.py)
 def halo_time(ctx: Context, q: int, b: float) -> tuple[float, float, tuple[int, ...]]:
     """Per-iteration halo exchange of a spatial group of q GPUs holding b samples:
     (exposed, total, grid).
@@ -151,6 +157,7 @@ def halo_time(ctx: Context, q: int, b: float) -> tuple[float, float, tuple[int, 
     return float(exposed), total, grid
 
 
+@per_context  # issue 29: once per (group, samples) in a sweep (compute/engine.py)
 def spatial_limits(ctx: Context, grid: tuple[int, ...]) -> list[Limit]:
     return [Limit(Spatial.name, r) for r in spatial_violations(ctx, grid)]
 
@@ -165,6 +172,7 @@ def halo_exchange(ctx: Context, grid: tuple[int, ...], concurrent):
     return np.asarray(concurrent) * max(1, max(grid) - 1) + impl.halo_sync_s
 
 
+@per_context  # issue 29: once per (group, samples) in a sweep (compute/engine.py)
 def gather_tail(ctx: Context, q: int, b: float) -> float:
     """All-gather of the last split layer's output before the replicated head:
     AG(q, δ·b·y_last/q) (docs/cost-model.md)."""

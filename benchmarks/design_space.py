@@ -1,0 +1,157 @@
+"""Benchmark (issue 29): design-space questions in one process — every GPU count and
+every strategy of ResNet-152 on ABCI, end to end through ``oracle predict`` (loading,
+sweep, JSON rendering into memory) and the engine alone; time and memory of each.
+
+    python benchmarks/design_space.py [--counts 100,300,1000] [--repeats 3] [--before TREE]
+
+For each N in --counts: ``oracle predict -m resnet152 -s abci -p P --strategy all
+--gpus 1,2,...,N -b 32 --format json`` (the explicit list works before and after
+issue 29's ``1..N``), in process (the CLI's ``main`` with stdout captured),
+``compute.sweep.sweep`` alone on loaded inputs, and ``oracle sweep`` of ResNet-50 on
+four systems x two batches x GPU counts 1..N/4, every point (--all) to a file.  Each
+measurement runs in a fresh process; memory is its peak of Python's allocations
+(tracemalloc; numpy's arrays included) and its peak resident set (ru_maxrss).
+``--before TREE``: the same measurements with the ``oracle`` package of another
+checkout first (e.g. ``git archive COMMIT oracle models systems profiles stacks data |
+tar -x -C TREE``), so that before and after share the machine's load.  The targets
+(issue 29, "Done when"): N = 10,000 within about 2 s and under 1 GB.  Timings depend
+on the machine and its load: compare numbers of one run only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import tracemalloc
+from pathlib import Path
+
+SWEEP = """cases:
+  - model: resnet50
+    profile: resnet50_v100
+    system: [abci, dgx-h100-superpod, lassen, dgx1-v100]
+    batch_per_gpu: [32, 64]
+    gpus: {gpus}
+"""
+
+PROFILE = "model: ResNet-152\nsource: benchmark only (timing does not depend on it)\ntotal: {fw_bw_per_sample_s: 0.01}\n"
+
+
+def predict_args(profile: Path, n: int) -> list[str]:
+    return ["predict", "-m", "resnet152", "-s", "abci", "-p", str(profile), "--strategy", "all",
+            "--gpus", ",".join(str(g) for g in range(1, n + 1)), "-b", "32", "--format", "json"]  # fmt: skip
+
+
+def run_cli(args: list[str]) -> int:
+    """The CLI in this process; returns the bytes it wrote."""
+    from oracle.cli.main import main
+
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        try:
+            main(args)
+        except SystemExit as exc:
+            if exc.code not in (0, None):
+                raise RuntimeError(f"oracle {' '.join(args[:8])} ... exited {exc.code}") from None
+    return len(buf.getvalue())
+
+
+def sweep_command(tmp: Path, n: int) -> int:
+    """``oracle sweep --all`` of :data:`SWEEP` with GPU counts 1..n/4 (written as a list,
+    which both sides of --before read); returns the points it wrote."""
+    cases = tmp / "cases.yaml"
+    cases.write_text(SWEEP.format(gpus="[" + ", ".join(str(g) for g in range(1, max(1, n // 4) + 1)) + "]"))
+    out = tmp / "rows.csv"
+    run_cli(["sweep", str(cases), "--all", "-o", str(out)])
+    with open(out, encoding="utf-8") as fh:
+        return sum(1 for _ in fh) - 1
+
+
+def engine(profile: Path, n: int) -> int:
+    """The sweep alone (inputs loaded outside the timing would be fairer; loading is
+    cached by the first call, so the median excludes it)."""
+    from oracle.compute.context import Options
+    from oracle.compute.sweep import sweep
+    from oracle.load import load_model, load_profile, load_system
+    from oracle.load.profile import bind_profile
+
+    m, s, pr = load_model("resnet152"), load_system("abci"), load_profile(str(profile))
+    return len(sweep(m, s, bind_profile(m, pr), range(1, n + 1), "all", batch_per_gpu=32, options=Options()))
+
+
+def measure(fn, repeats: int) -> tuple[float, float, object]:
+    """Median seconds over ``repeats`` runs, the tracemalloc peak (MB) of one more, and its result."""
+    runs = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        runs.append(time.perf_counter() - t0)
+    tracemalloc.start()
+    out = fn()
+    peak = tracemalloc.get_traced_memory()[1] / 1e6
+    tracemalloc.stop()
+    return statistics.median(runs), peak, out
+
+
+def maxrss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
+
+
+KINDS = {"engine": "engine: compute.sweep.sweep", "predict": "predict --strategy all -b 32 -f json",
+         "sweep": "oracle sweep --all (4 systems x 2 batches)"}  # fmt: skip
+
+
+def one(kind: str, n: int, repeats: int) -> dict:
+    """One measurement in this process (run by :func:`main` in a fresh one)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        profile = Path(tmp) / "resnet152_bench.yaml"
+        profile.write_text(PROFILE)
+        fn = {"engine": lambda: engine(profile, n), "predict": lambda: run_cli(predict_args(profile, n)),
+              "sweep": lambda: sweep_command(Path(tmp), n)}[kind]  # fmt: skip
+        t, peak, size = measure(fn, repeats)
+    return {"seconds": t, "peak_MB": peak, "maxrss_MB": maxrss_mb(), "size": size}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--counts", default="100,300,1000", help="N values: GPU counts 1..N")
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--kinds", default=",".join(KINDS))
+    ap.add_argument("--before", help="another checkout's tree (its oracle package) to measure first")
+    ap.add_argument("--one", nargs=2, metavar=("KIND", "N"), help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.one:
+        print(json.dumps(one(args.one[0], int(args.one[1]), args.repeats)))
+        return 0
+    t0 = time.perf_counter()
+    import click, numpy, pandas, rich, yaml  # noqa: E401,F401  (the issue's yardstick: these imports)
+
+    print(f"import numpy, pandas, yaml, rich, click: {time.perf_counter() - t0:.3f} s")
+    here = str(Path(__file__).resolve().parent.parent)
+    trees = ([("before", args.before)] if args.before else []) + [("after", here)]
+    print(f"{'tree':<7} {'what':<44} {'N':>6} {'points/bytes':>12} {'median s':>9} {'peak MB':>8} {'maxrss MB':>9}")
+    for n in (int(v) for v in args.counts.split(",")):
+        for kind in args.kinds.split(","):
+            for name, tree in trees:
+                env = {**os.environ, "PYTHONPATH": tree}
+                cmd = [sys.executable, __file__, "--one", kind, str(n), "--repeats", str(args.repeats)]
+                r = subprocess.run(cmd, env=env, cwd=tree, capture_output=True, text=True)
+                if r.returncode:
+                    print(f"{name:<7} {KINDS[kind]:<44} {n:>6} failed: {r.stderr.strip().splitlines()[-1:]}")
+                    continue
+                m = json.loads(r.stdout.splitlines()[-1])
+                print(f"{name:<7} {KINDS[kind]:<44} {n:>6} {m['size']:>12} {m['seconds']:>9.3f} {m['peak_MB']:>8.1f}"
+                      f" {m['maxrss_MB']:>9.0f}", flush=True)  # fmt: skip
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,136 @@
+"""``oracle sweep CASES.yaml``: models x systems x stacks x batches x precisions x GPU
+counts in one process (issue 29; the file: oracle/load/sweepfile.py)."""
+
+from __future__ import annotations
+
+import click
+
+from oracle.cli.common import output_option
+
+FORMATS = ("csv", "json", "markdown")
+
+
+@click.command(context_settings={"max_content_width": 100})
+@click.argument("cases_file", metavar="CASES.yaml")
+@click.option("--format", "-f", "fmt", type=click.Choice(FORMATS), default="csv", show_default=True)
+@click.option("--all", "every_point", is_flag=True,
+              help="Every point of every case, not only the fastest configuration at each GPU count.")
+@click.option("--plot", "plot_file", metavar="FILE.png|svg|pdf",
+              help="Also draw time per epoch against GPUs, a line per case coloured by system, the best strategy"
+              " marked (plot extra).")
+@output_option
+def sweep(cases_file, fmt, every_point, plot_file, output):
+    """Project every combination of a sweep file, one case after another.
+
+    Each case of CASES.yaml is an `oracle predict` whose model, system, stack,
+    precision, batch and batch_per_gpu may be lists (profile: one, or a mapping of
+    each model to its profile); every combination is projected.  Writes, per case, the fastest feasible configuration at each GPU count
+    (rank 1; --all: every point), streamed as each case finishes.
+
+    \b
+    Example CASES.yaml:
+      cases:
+        - model: resnet50
+          profile: resnet50_v100
+          system: [abci, dgx-h100-superpod]
+          batch_per_gpu: [32, 64]
+          gpus: 1..1024
+    """
+    from oracle.load import Files
+    from oracle.load.sweepfile import load_sweep
+    from oracle.services.sweep import check_names, requests
+
+    cases = load_sweep(cases_file)
+    files = Files()
+    check_names(cases, files, cases_file)
+    reqs = requests(cases, files, cases_file)
+    if plot_file:  # its mistakes before the sweep runs
+        from oracle.render.output import check_target
+        from oracle.render.plots import format_for, require
+
+        require()
+        plot_fmt = format_for(plot_file)
+        check_target(plot_file)
+    best = _stream(cases, reqs, cases_file, fmt, every_point, output)
+    if plot_file:
+        from oracle.render.output import write_file
+        from oracle.render.plots_sweep import sweep_png
+
+        write_file(plot_file, sweep_png(best, plot_fmt))
+
+
+def _stream(cases, reqs, cases_file, fmt, every_point, output) -> list:
+    """Write the rows case by case; return the (label, system, gpus, total_s, strategy) of each
+    case's fastest point per GPU count (for the plot)."""
+    from oracle.render import sweep as rs
+    from oracle.services.sweep import run
+
+    best, wrote = [], False
+    with _sink(output) as write, _Progress(len(cases)) as bar:
+        head = rs.begin(fmt)  # written with the first case's rows: an error in it leaves no output
+        for case, points in run(cases, reqs, cases_file, every_point):
+            text, head = head + rs.rows(fmt, case.label, case.where, points, not wrote), ""
+            wrote = wrote or bool(points)
+            write(text)
+            best += [(case.label, pt.system, pt.gpus, pt.total_s, pt.strategy) for pt in points if pt.rank == 1]
+            bar.advance(case.label)
+        write(head + rs.end(fmt, wrote))
+    return best
+
+
+class _Progress:
+    """A progress bar (render/progress.py) that appears once the sweep has run for a second."""
+
+    def __init__(self, total: int) -> None:
+        import time
+
+        self.total, self.done, self.start, self._cm, self._bar = total, 0, time.monotonic(), None, None
+
+    def __enter__(self):
+        return self
+
+    def advance(self, label: str) -> None:
+        import time
+
+        from oracle.render.progress import progress, wanted
+
+        self.done += 1
+        if self._bar is None and time.monotonic() - self.start > 1.0 and self.done < self.total and wanted():
+            self._cm = progress("sweeping", total=self.total)
+            self._bar = self._cm.__enter__()
+            self._bar.advance(steps=self.done - 1)
+        if self._bar is not None:
+            self._bar.advance(label)
+
+    def __exit__(self, *exc) -> None:
+        if self._cm is not None:
+            self._cm.__exit__(*exc)
+
+
+def _sink(output):
+    """A context giving ``write(text)``: to standard output as the text comes, or to a
+    temporary file next to ``-o FILE`` renamed over it once every case is written."""
+    import contextlib
+    import os
+    import tempfile
+
+    from oracle.render.output import current_umask, check_target, write_stdout
+
+    @contextlib.contextmanager
+    def to_file():
+        target = check_target(output)
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name[:64]}.", suffix=".tmp", dir=target.parent)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
+                yield fh.write
+            os.chmod(tmp, 0o644 & ~current_umask())
+            os.replace(tmp, target)
+        finally:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+
+    @contextlib.contextmanager
+    def to_stdout():
+        yield lambda text: write_stdout(text) if text else None
+
+    return to_stdout() if output is None or str(output) == "-" else to_file()

@@ -1,0 +1,184 @@
+"""The sweep engine over many GPU counts at once (issue 29).
+
+What costs a sweep of every GPU count is work repeated per count in Python.  This
+module does that work for all counts in one pass of numpy array operations, with the
+same floating-point operations in the same order as the per-count code, so the
+numbers are identical (tests/test_engine.py compares both):
+
+* the pipeline's optimal linear partition (compute/partition.py): the bisection on the
+  bottleneck runs for every stage count at once, each step's greedy group count as a
+  vector of searchsorted calls; the partitions fill the cache that
+  :meth:`Context.partition` reads, so ``pipeline.evaluate`` uses them unchanged.
+
+* the per-group costs every factorization p = p1·p2 with the same model-part group
+  repeats (halo exchange, layer collectives, tail gather, spatial limits: functions of
+  the group size q and its samples b only, the same (q, b) at every p that q divides
+  under weak scaling): computed once per context (:func:`per_context`).
+
+Everything else goes through the per-point strategies (compute/sweep.evaluate_all).
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+from oracle.compute.partition import greedy_cuts, split_to
+
+
+def per_context(fn):
+    """Decorator: ``fn(ctx, *args)`` computed once per context and arguments (a pure
+    function of them; a Context does not change once built, and a shallow copy with
+    another system, compute/calibrate_all.with_system, gets a cache of its own).  An argument that cannot
+    be hashed (a SplitSums, itself cached per context) is keyed by its identity and kept
+    alive with the result, so the identity stays unique."""
+    name = fn.__qualname__
+
+    @functools.wraps(fn)
+    def cached(ctx, *args):
+        memo = ctx.__dict__.get("_per_context")
+        if memo is None or memo["owner"] is not ctx:  # a copy (calibrate_all.with_system) starts afresh
+            memo = ctx.__dict__["_per_context"] = {"owner": ctx}
+        key = (name, *(_key(a) for a in args))
+        hit = memo.get(key)
+        if hit is None:
+            hit = memo[key] = (fn(ctx, *args), args)
+        return hit[0]
+
+    return cached
+
+
+def _key(value):
+    try:
+        hash(value)
+    except TypeError:
+        return ("id", id(value))
+    return value
+
+
+def _group_counts(pre: np.ndarray, limits: np.ndarray, G: int, cap: np.ndarray) -> np.ndarray:
+    """For each limit, the number of groups compute/partition.greedy_cuts forms (its
+    ``len(cuts) - 1``), or -1 where a layer exceeds the limit; counting stops once it
+    exceeds ``cap`` (the answer is then some number > cap)."""
+    tol = limits * 1e-12 + 1e-300  # as greedy_cuts: limit·1e-12 + 1e-300
+    pos = np.zeros(limits.size, dtype=np.int64)
+    count = np.zeros(limits.size, dtype=np.int64)
+    live = np.ones(limits.size, dtype=bool)  # still walking
+    while live.any():
+        idx = np.flatnonzero(live)
+        nxt = np.searchsorted(pre, pre[pos[idx]] + limits[idx] + tol[idx], side="right") - 1
+        stuck = nxt <= pos[idx]
+        count[idx[stuck]] = -1
+        go = idx[~stuck]
+        pos[go] = np.minimum(nxt[~stuck], G)
+        count[go] += 1
+        live[idx[stuck]] = False
+        live[go] = (pos[go] < G) & (count[go] <= cap[go])
+    return count
+
+
+def _fits(pre, limits, G, ps) -> np.ndarray:
+    n = _group_counts(pre, limits, G, ps)
+    return (n >= 0) & (n <= ps)
+
+
+def bottlenecks(ctx, ps: np.ndarray) -> np.ndarray:
+    """The limit whose greedy cuts compute/partition.partition_cached keeps, for every
+    stage count in ``ps`` (1 <= p <= G) at once: the same bisection, step for step."""
+    G, pre = ctx.G, ctx._prefix_fb
+    lo0 = float(ctx.fb.max()) if G else 0.0
+    hi0 = float(pre[-1])
+    lo = np.full(ps.size, lo0)
+    hi = np.full(ps.size, hi0)
+    best = hi.copy()
+    first = _fits(pre, lo, G, ps)
+    best[first], hi[first] = lo0, lo0
+    active = hi - lo > 1e-12 * hi
+    while active.any():
+        idx = np.flatnonzero(active)
+        mid = 0.5 * (lo[idx] + hi[idx])
+        ok = _fits(pre, mid, G, ps[idx])
+        best[idx[ok]] = mid[ok]
+        hi[idx[ok]] = mid[ok]
+        lo[idx[~ok]] = mid[~ok]
+        active[idx] = hi[idx] - lo[idx] > 1e-12 * hi[idx]
+    return best
+
+
+def warm_partitions(ctx, counts) -> None:
+    """Fill the context's partition cache for every count in ``counts`` that a
+    pipeline can have (1..G) and that is not cached yet."""
+    cache = ctx.__dict__.setdefault("_partitions", {})
+    ps = np.array(sorted({int(p) for p in counts if 1 <= p <= ctx.G and p not in cache}), dtype=np.int64)
+    if ps.size == 0:
+        return
+    for p, limit in zip(ps.tolist(), bottlenecks(ctx, ps).tolist()):
+        cuts = greedy_cuts(ctx._prefix_fb, limit, ctx.G)
+        assert cuts is not None  # the limit is at least the largest layer's time
+        cache[p] = split_to([(cuts[k], cuts[k + 1]) for k in range(len(cuts) - 1)], p)
+
+
+def prepare(ctx, counts, chosen) -> None:
+    """Do the per-count work of the chosen strategies for every count at once."""
+    from oracle.compute.strategies.pipeline import Pipeline
+
+    if Pipeline.name in chosen:
+        warm_partitions(ctx, counts)
+
+
+# The memory a request's points take until they are written: measured with
+# benchmarks/design_space.py (2026-11-25, ResNet-152 on ABCI, --gpus 1..1000, every
+# strategy, --format json): a peak of 266 MB for 15,136 points, 17.6 kB a point, rounded up.
+BYTES_PER_POINT = 20_000
+# issue 29 ("Done when"): a request stays under 1 GB of memory
+MEMORY_BUDGET_BYTES = 1e9
+
+
+def factorizations(counts: np.ndarray) -> np.ndarray:
+    """For each p, the factorizations p = p1·p2 with p1, p2 >= 2 (compute/strategies/
+    base.hybrid_configurations): the divisors of p other than 1 and p, counted in pairs
+    (d, p/d) for d up to √p."""
+    n = np.zeros(counts.size, dtype=np.int64)
+    for d in range(2, int(np.sqrt(counts.max())) + 1 if counts.size else 0):
+        hit = (counts % d == 0) & (d * d <= counts)
+        n += np.where(hit, np.where(d * d == counts, 1, 2), 0)
+    return n
+
+
+def count_points(counts, chosen, explicit: bool = True, p2: int | None = None) -> tuple[int, bool]:
+    """How many points compute/sweep.configurations lists for ``counts``, and whether
+    that is exact (False: a lower bound, the hybrids' factorizations left out because
+    the rest is over the budget already)."""
+    from oracle.compute.strategies import REGISTRY
+
+    c = np.asarray(sorted(counts), dtype=np.int64)
+    plain = hybrid = 0
+    for name in chosen:
+        s = REGISTRY[name]
+        at = c if explicit else c[(c == 1) == s.one_gpu]  # 'all': serial at 1 GPU only, the rest from 2
+        if s.hybrid and p2 is None:
+            hybrid += 1
+            continue
+        plain += int(at.size)
+    if not hybrid:
+        return plain, True
+    if plain * BYTES_PER_POINT > MEMORY_BUDGET_BYTES:
+        return plain, False
+    return plain + hybrid * int(factorizations(c if explicit else c[c > 1]).sum()), True
+
+
+def check_memory(counts, chosen, explicit: bool = True, p2: int | None = None) -> None:
+    """Refuse a request whose points would not fit in :data:`MEMORY_BUDGET_BYTES`:
+    one error saying how many points and how much memory it needs (exit 2)."""
+    from oracle.errors import OracleError
+    from oracle.units import fmt_gb
+
+    n, exact = count_points(counts, chosen, explicit, p2)
+    need = n * BYTES_PER_POINT
+    if need > MEMORY_BUDGET_BYTES:
+        many = f"{n:,}" if exact else f"at least {n:,}"
+        raise OracleError(f"{len(counts):,} GPU counts x {len(chosen)} strategies are {many} points, which need"
+                          f" about {fmt_gb(need)} of memory; at most {fmt_gb(MEMORY_BUDGET_BYTES)} in one run",
+                          path="--gpus", hint="fewer counts (a step: 1..10000:16), fewer strategies (--strategy),"
+                          " or --p2 for the hybrids")  # fmt: skip

@@ -1,0 +1,74 @@
+"""``oracle sweep CASES.yaml`` (issue 29): every combination of a sweep file
+(load/sweepfile.py) projected in one process, each input file loaded once, the cases
+one after another so that only one case's points are in memory at a time."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from oracle.load.sweepfile import Case
+
+NAMED = ("model", "system", "profile", "stack")  # what a case names (files or shipped names)
+
+
+def check_names(cases: list[Case], files, path: str) -> None:
+    """Load every model, system, profile and stack the cases name, before projecting
+    anything: an unknown one is an error naming the sweep file and the case."""
+    from oracle.errors import OracleError
+
+    for case in cases:
+        for key in NAMED:
+            value = case.values.get(key)
+            if value is None:
+                continue
+            try:
+                getattr(files, key)(value)
+            except OracleError as exc:
+                raise OracleError(f"{key} '{value}': {exc.message}", file=path, path=f"{case.where}.{key}",
+                                  hint=exc.hint) from None  # fmt: skip
+
+
+def requests(cases: list[Case], files, path: str) -> list:
+    """Every case's oracle.api.SweepRequest, built before anything is projected: a bad
+    value of a case (a batch, an option, GPU counts whose points would not fit in
+    memory: compute/sweep.check_request) is an error naming the sweep file and the case before any output."""
+    from oracle import api
+    from oracle.compute.sweep import check_request
+
+    out = []
+    for case in cases:
+        v = dict(case.values)
+        model, system, profile = v.pop("model"), v.pop("system"), v.pop("profile")
+        gpus, strategies, p2 = v.pop("gpus", None), str(v.pop("strategy", "all")), v.pop("p2", None)
+        with _blamed(path, case.where):
+            req = api.request(model, system, profile, gpus, strategies, p2, files=files, **v)
+            check_request(req.counts, strategies, req.run.batch, req.run.per_gpu, p2, req.run.options)
+        out.append(req)
+    return out
+
+
+def run(cases: list[Case], reqs: list, path: str, every_point: bool = False) -> Iterator[tuple[Case, list]]:
+    """(case, points) for each case in order: its fastest feasible configuration at each
+    GPU count (rank 1), or with ``every_point`` every point."""
+    from oracle import api
+
+    for case, req in zip(cases, reqs):
+        with _blamed(path, case.where):
+            points = api.run_sweep(req).points
+        yield case, points if every_point else [pt for pt in points if pt.rank == 1]
+
+
+@contextmanager
+def _blamed(path: str, where: str):
+    """An error about a value of a case, named as an option (--batch), blamed on the
+    sweep file and the case (cases[0].batch)."""
+    from oracle.errors import OracleError
+
+    try:
+        yield
+    except OracleError as exc:
+        if exc.file is None:
+            key = (exc.path or "").lstrip("-").replace("-", "_")
+            exc.file, exc.path = path, where + (f".{key}" if key else "")
+        raise

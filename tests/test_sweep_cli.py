@@ -1,0 +1,106 @@
+"""``oracle sweep CASES.yaml`` (issue 29): every combination of a case is projected as
+``oracle predict`` would (the same rows), best configuration per GPU count or every
+point, as CSV, JSON or Markdown; bad names and values name the file and the case."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+import pytest
+from test_robustness import files, one_error
+
+from conftest import TINY_SYSTEM, run_cli
+
+PREDICT_KEYS = ("model", "system", "strategy", "gpus", "p1", "p2", "global_batch", "total_s", "memory_bytes", "rank")
+
+
+def sweep_file(tmp_path, body: str):
+    m, s, p = files(tmp_path)
+    (tmp_path / "big.yaml").write_text(TINY_SYSTEM.replace("TinyCluster", "BigCluster").replace("nodes: 4", "nodes: 8"))
+    path = tmp_path / "cases.yaml"
+    path.write_text("cases:\n" + body.format(m=m.name, s=s.name, p=p.name))
+    return path, (m, s, p)
+
+
+TWO_BY_TWO = "  - {{model: {m}, profile: {p}, system: [{s}, big.yaml], batch: [32, 64], gpus: '1..8'}}\n"
+
+
+def predict_rows(m, s, p, batch, *extra):
+    r = run_cli("predict", "-m", str(m), "-s", str(s), "-p", str(p), "--gpus", "1..8", "-B", str(batch), "-f", "json",
+                *extra)  # fmt: skip
+    assert r.code == 0, r.err
+    return json.loads(r.out)
+
+
+def test_best_rows_are_predicts_rank_one_for_every_combination(tmp_path):
+    path, (m, s, p) = sweep_file(tmp_path, TWO_BY_TWO)
+    r = run_cli("sweep", str(path), "-f", "json")
+    assert r.code == 0, r.err
+    got = json.loads(r.out)
+    assert [row["where"] for row in got] == ["cases[0]"] * len(got)
+    want = []
+    for system in (s, tmp_path / "big.yaml"):
+        for batch in (32, 64):
+            want += [row for row in predict_rows(m, system, p, batch) if row["rank"] == 1]
+    assert [[row[k] for k in PREDICT_KEYS] for row in got] == [[row[k] for k in PREDICT_KEYS] for row in want]
+    assert len({row["case"] for row in got}) == 4
+
+
+def test_all_writes_every_point_as_csv(tmp_path):
+    path, (m, s, p) = sweep_file(tmp_path, "  - {{model: {m}, profile: {p}, system: {s}, batch: 32, gpus: '1..8'}}\n")
+    r = run_cli("sweep", str(path), "--all")
+    assert r.code == 0, r.err
+    rows = list(csv.DictReader(io.StringIO(r.out)))
+    want = predict_rows(m, s, p, 32)
+    assert len(want) > 8  # more than the best per count
+    assert [(row["strategy"], int(row["gpus"]), int(row["p2"]), float(row["total_s"]) if row["total_s"] else None)
+            for row in rows] == [(w["strategy"], w["gpus"], w["p2"], w["total_s"]) for w in want]  # fmt: skip
+
+
+def test_markdown_to_a_file(tmp_path):
+    path, _ = sweep_file(tmp_path, TWO_BY_TWO)
+    out = tmp_path / "out.md"
+    r = run_cli("sweep", str(path), "-f", "markdown", "-o", str(out))
+    assert r.code == 0 and r.out == "", r.err
+    lines = out.read_text().splitlines()
+    assert lines[0].startswith("| case | GPUs | strategy")
+    assert len(lines) == 2 + 4 * 8  # header, rule, 2 systems x 2 batches x 8 GPU counts (each has a best)
+
+
+@pytest.mark.parametrize(("key", "value"), [("system", "[{s}, abcx]"), ("model", "resnt50"),
+                                            ("stack", "[pytorch, nostack]"), ("profile", "nope.yaml")])  # fmt: skip
+def test_an_unknown_name_names_the_file_and_the_case(tmp_path, key, value):
+    good = {"model": "{m}", "profile": "{p}", "system": "{s}", "batch": "32", "gpus": "4"}
+    bad = {**good, key: value}
+    line = "  - {{" + ", ".join(f"{k}: {v}" for k, v in bad.items()) + "}}\n"
+    path, _ = sweep_file(tmp_path, "  - {{model: {m}, profile: {p}, system: {s}, batch: 32, gpus: 4}}\n" * 2 + line)
+    one_error(run_cli("sweep", str(path)), "cases.yaml", f"cases[2].{key}", value.strip("[]").split(", ")[-1])
+
+
+def test_a_bad_value_names_the_case_before_any_output(tmp_path):
+    path, _ = sweep_file(tmp_path, "  - {{model: {m}, profile: {p}, system: {s}, batch: 32, gpus: 4}}\n"
+                                   "  - {{model: {m}, profile: {p}, system: {s}, batch: 32, gpus: 4, p2: 0}}\n")  # fmt: skip
+    one_error(run_cli("sweep", str(path)), "cases.yaml", "cases[1]")
+
+
+def test_a_case_over_the_memory_budget_says_what_it_needs(tmp_path):
+    path, _ = sweep_file(tmp_path, "  - {{model: {m}, profile: {p}, system: {s}, batch: 32, gpus: '1..60000',"
+                                   " strategy: data}}\n")  # fmt: skip
+    one_error(run_cli("sweep", str(path)), "cases[0].gpus", "60,000 points", "GB of memory")
+
+
+def test_plot(tmp_path):
+    pytest.importorskip("matplotlib")
+    path, _ = sweep_file(tmp_path, TWO_BY_TWO)
+    png = tmp_path / "which.png"
+    r = run_cli("sweep", str(path), "--plot", str(png), "-o", str(tmp_path / "rows.csv"))
+    assert r.code == 0, r.err
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_a_plot_name_without_an_image_suffix_is_refused_before_the_sweep(tmp_path):
+    pytest.importorskip("matplotlib")
+    path, _ = sweep_file(tmp_path, TWO_BY_TWO)
+    one_error(run_cli("sweep", str(path), "--plot", str(tmp_path / "which.txt")), "which.txt")
