@@ -56,9 +56,18 @@ class Stack:
     # gradients wait half a cycle on average; 0 when collectives start as soon as ready (DDP)
     cycle_time_s: Sourced
     memory_model: Sourced  # "framework" | "paradl" (docs/memory.md)
+    # HBM bytes moved per parameter and iteration by the optimizer step and the precision's
+    # per-weight passes (AMP casts, gradient unscaling), per precision class; () : the compute
+    # model's SGD-momentum update (compute/kernels.WU_PASSES fp32 passes)
+    update_bytes_per_parameter: tuple[tuple[str, Sourced], ...] = ()
 
     def data_parallel_efficiency_for(self, precision_class: str) -> float:
         return float(dict(self.data_parallel_efficiency)[precision_class].value)
+
+    def update_bytes_for(self, precision_class: str) -> float | None:
+        """Bytes per parameter of one optimizer step at ``precision_class`` (None: not given)."""
+        value = dict(self.update_bytes_per_parameter).get(precision_class)
+        return float(value.value) if value is not None else None
 
     def efficiency_for(self, gpu_model: str, precision_class: str) -> Sourced | None:
         """The efficiency of ``precision_class`` on a GPU named ``gpu_model``: the entry of

@@ -8,6 +8,10 @@
 - Beyond one GPU the forward and backward run at the stack's data-parallel efficiency
   (a fitted fraction: collective kernels overlapped with the backward and the input
   pipeline share the GPU's SMs and memory bandwidth and the host's CPUs).
+- Optimizer step: an ESTIMATED profile's weight update (the compute model's SGD-momentum
+  pass, compute/kernels.WU_PASSES) is scaled to the stack's ``update_bytes_per_parameter``
+  (what its optimizer and precision really move per parameter: foreach SGD's separate
+  weight-decay and momentum passes, AMP's casts and unscaling), at the same bandwidth.
 - Per iteration: ``fixed_s`` is added to the weight update (the optimizer step's overhead,
   synchronisations, loss and BatchNorm reductions beyond the kernels), and the forward and
   backward last at least ``layers x launch_floor_s_per_layer`` (the host launching kernels
@@ -23,9 +27,11 @@ from __future__ import annotations
 from dataclasses import replace
 
 from oracle.compute.cost import Breakdown
+from oracle.compute.kernels import WU_PASSES
 from oracle.compute.options import Options
 from oracle.model import InputPipeline, System
 from oracle.stack import PRECISION_CLASSES, TWO_BYTE, Stack
+from oracle.vocabulary import PRECISION_BYTES
 
 
 def precision_class(options: Options) -> str:
@@ -78,6 +84,20 @@ def compute_factor(options: Options, system: System, profile_kind: str) -> float
         return 1.0
     eff = stack.efficiency_for(system.gpu_model, precision_class(options))
     return 1.0 / float(eff.value) if eff is not None else 1.0
+
+
+def update_factor(options: Options, profile_kind: str) -> float:
+    """The factor on an estimated profile's weight update: the stack's bytes per parameter
+    over the compute model's (WU_PASSES passes of 4 bytes, or of the precision's bytes when
+    the whole run is 2-byte without --mixed-precision); 1 without the stack's value."""
+    stack = options.stack
+    if stack is None or profile_kind != "estimated":
+        return 1.0
+    value = stack.update_bytes_for(precision_class(options))
+    if value is None:
+        return 1.0
+    model_bytes = WU_PASSES * (4 if options.mixed_precision else PRECISION_BYTES[options.precision])
+    return value / model_bytes
 
 
 def per_iteration(options: Options, gpus: int, iterations: float, layers: int, forward_backward_s: float,

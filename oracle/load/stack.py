@@ -50,6 +50,18 @@ def _efficiencies(f: Fields) -> tuple[tuple[str, str, Sourced], ...]:
     return tuple(out)
 
 
+def _update_bytes(it: Fields) -> tuple[tuple[str, Sourced], ...]:
+    """``update_bytes_per_parameter: {fp32: {...}, mixed: {...}}`` (optional: absent, the
+    compute model's optimizer step)."""
+    sub = it.sub("update_bytes_per_parameter", required=False)
+    if sub is None:
+        return ()
+    positive = number(gt=0, what="bytes moved per parameter and iteration")
+    out = tuple((cls, sourced(sub, cls, positive)) for cls in PRECISION_CLASSES)
+    sub.done()
+    return out
+
+
 def parse_stack(doc: dict, file: str) -> Stack:
     top = Fields(doc, file, "")
     name = top.req("name", string())
@@ -66,6 +78,7 @@ def parse_stack(doc: dict, file: str) -> Stack:
     seconds = number(ge=0, what="seconds")
     fixed = sourced(it, "fixed_s", seconds)
     floor = sourced(it, "launch_floor_s_per_layer", seconds)
+    update = _update_bytes(it)
     it.done()
     inp = top.sub("input")
     rate = number(gt=0, what="samples per second")
@@ -84,4 +97,4 @@ def parse_stack(doc: dict, file: str) -> Stack:
     mem.done()
     top.done()
     return Stack(name, file, description, efficiency, data_parallel, scaling, fixed, floor, per_gpu, per_node,
-                 library, algorithm, overlap, bucket, cycle, memory_model)  # fmt: skip
+                 library, algorithm, overlap, bucket, cycle, memory_model, update)  # fmt: skip

@@ -32,9 +32,9 @@ def run_options(run, file: str, profile, stack: str | None = None):
         exc.file = file
         raise
     name = run.stack or stack
-    # the written profile is measured (a stack's efficiency never applies to it): the runs are
-    # inverted under everything else the stack adds
-    st = replace(load_stack(name), efficiency=()) if name else None
+    # the written profile is measured (a stack's efficiency and optimizer bytes never apply to
+    # it): the runs are inverted under everything else the stack adds
+    st = replace(load_stack(name), efficiency=(), update_bytes_per_parameter=()) if name else None
     return Flags.parse(stack=st).resolve(profile, precision, mixed).options
 
 
@@ -60,7 +60,7 @@ def calibrate_compute(runs_file: str, chosen, base_system: str, stack: str | Non
         pt = REGISTRY[run.strategy].evaluate(ctx, config_for(run, ctx))
         measured = run.measured_s / (pt.iterations_per_epoch if run.basis == "epoch" else 1.0)
         try:
-            factor = compute_scale(pt, measured)
+            factor = compute_scale(pt, measured, _fixed_s(ctx.options))
         except ValueError as exc:
             raise OracleError(str(exc), file=runs_file, line=run.line) from None
         evidence.append((run.line, f"{model.name} {run.strategy} {run.gpus} GPUs B={run.global_batch:g}", factor))
@@ -69,6 +69,11 @@ def calibrate_compute(runs_file: str, chosen, base_system: str, stack: str | Non
     source = (f"{profile.source} Then compute calibrated by `oracle fit runs --calibrate compute` on"
               f" {runs_file} lines {lines} (times x {factor:.6g}, the median factor).").strip()  # fmt: skip
     return scaled_profile(profile, factor, source), factor, evidence
+
+
+def _fixed_s(options) -> float:
+    """The stack's fixed compute per iteration (not the profile's, so not scaled)."""
+    return float(options.stack.fixed_s.value) if options.stack is not None else 0.0
 
 
 def _per_layer(model, system, profile, options):
