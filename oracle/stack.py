@@ -60,6 +60,13 @@ class Stack:
     # per-weight passes (AMP casts, gradient unscaling), per precision class; () : the compute
     # model's SGD-momentum update (compute/kernels.WU_PASSES fp32 passes)
     update_bytes_per_parameter: tuple[tuple[str, Sourced], ...] = ()
+    # NCCL_ALGO: the algorithms NCCL may choose, comma-separated (ring, tree, nvls, collnet);
+    # None: NCCL's own choice among all the system offers
+    nccl_algorithms: Sourced | None = None
+    # whether element-wise activations after batchnorm/add run inside that kernel (cuDNN's
+    # fused ops, XLA, MXNet's NHWC kernels) or as kernels of their own (eager PyTorch);
+    # None: as the system's implementation says
+    fused_activations: Sourced | None = None
 
     def data_parallel_efficiency_for(self, precision_class: str) -> float:
         return float(dict(self.data_parallel_efficiency)[precision_class].value)

@@ -228,14 +228,15 @@ def _input(run: MeasuredRun, ctx: Context, cfg, label: str, t: float, busy: floa
 __all__ = ["Calibration", "Evidence", "KINDS", "calibrate", "EVERY_GPU"]
 
 
-def compute_scale(point, measured_iteration_s: float, fixed_s: float = 0.0) -> float:
+def compute_scale(point, measured_iteration_s: float, unscaled_s: float = 0.0) -> float:
     """The factor on a profile's times that makes ``point`` (its projection with that
     profile) take ``measured_iteration_s`` per iteration: (measured - communication) /
     compute, with compute and communication per iteration (issue 13, --calibrate compute);
-    ``fixed_s``: compute per iteration that the profile does not carry (a stack's, issue 25).
+    ``unscaled_s``: compute per iteration that does not scale with the profile (a stack's
+    fixed costs and the kernels it adds, issue 25).
     Raises ValueError when the run leaves no time for compute."""
     I = point.iterations_per_epoch
-    compute = point.compute_s / I - fixed_s
+    compute = point.compute_s / I - unscaled_s
     rest = point.iteration_s - compute  # communication, input waits, fixed costs
     if not compute > 0 or measured_iteration_s <= rest:
         raise ValueError(

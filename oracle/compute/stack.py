@@ -67,13 +67,41 @@ def stack_options(options: Options, stack: Stack, given: frozenset[str] = frozen
 
 
 def stack_system(system: System, stack: Stack | None) -> System:
-    """The system with the stack's input pipeline where its file describes none."""
-    if stack is None or system.input is not None or (stack.input_samples_per_s_per_gpu is None and stack.input_samples_per_s_per_node is None):
+    """The system with the stack's NCCL_ALGO (:func:`nccl_algorithms`), its fused or
+    separate activations, and its input pipeline where the system file describes none."""
+    if stack is None:
+        return system
+    system = nccl_algorithms(system, stack)
+    if stack.fused_activations is not None:  # the software's kernels (compute/conversion.py converts to them)
+        fused = bool(stack.fused_activations.value)
+        system = replace(system, implementation=replace(system.implementation, fused_activations=fused))
+    if system.input is not None or (stack.input_samples_per_s_per_gpu is None and stack.input_samples_per_s_per_node is None):
         return system
     gpu, node = stack.input_samples_per_s_per_gpu, stack.input_samples_per_s_per_node
     pipe = InputPipeline(loader_samples_per_s=gpu.value if gpu else None, node_samples_per_s=node.value if node else None,
                          overlap=True, source=f"stack {stack.name}: " + "; ".join(s.source for s in (gpu, node) if s))  # fmt: skip
     return replace(system, input=pipe)
+
+
+def nccl_algorithms(system: System, stack: Stack) -> System:
+    """The system restricted to the stack's NCCL_ALGO list; an algorithm the system cannot
+    run (NVLS without an NVSwitch 3 offering it, CollNet without SHARP) is the stack's error."""
+    from oracle.compute.nccl import offers
+    from oracle.errors import OracleError
+
+    if stack.nccl_algorithms is None:
+        return system
+    names = tuple(str(stack.nccl_algorithms.value).split(","))
+    offered = offers(system)
+    offers_ = (("nvls", offered.nvls_efficiency is not None), ("collnet", offered.collnet))
+    lacking = [n for n, ok in offers_ if n in names and not ok]
+    if lacking:
+        raise OracleError(
+            f"NCCL_ALGO {stack.nccl_algorithms.value} needs {' and '.join(lacking)}, which the system"
+            f" {system.file or system.name} does not offer", file=stack.file, path="communication.nccl_algorithms.value",
+            hint="NVLS needs interconnect.nvls (an NVSwitch of generation 3 or later); CollNet needs"
+                 " interconnect.sharp and collectives.collnet; or drop the name from the list")  # fmt: skip
+    return replace(system, nccl_algorithms=names)
 
 
 def compute_factor(options: Options, system: System, profile_kind: str) -> float:

@@ -12,6 +12,7 @@ def stack_values(st: Stack) -> list[tuple[str, Sourced]]:
     """(key path as in the file, value) of every parameter, in file order."""
     out = [(f"compute.{'by_gpu.' + gpu + '.' if gpu else 'efficiency.'}{cls}", v) for gpu, cls, v in st.efficiency]
     out += [(f"compute.data_parallel_efficiency.{cls}", v) for cls, v in st.data_parallel_efficiency]
+    out += [("compute.fused_activations", st.fused_activations)] if st.fused_activations else []
     out += [("compute.scaling", st.compute_scaling), ("iteration.fixed_s", st.fixed_s),
             ("iteration.launch_floor_s_per_layer", st.launch_floor_s_per_layer)]  # fmt: skip
     out += [(f"iteration.update_bytes_per_parameter.{cls}", v) for cls, v in st.update_bytes_per_parameter]
@@ -20,6 +21,7 @@ def stack_values(st: Stack) -> list[tuple[str, Sourced]]:
     out += [("communication.library", st.library), ("communication.algorithm", st.algorithm),
             ("communication.overlap", st.overlap), ("communication.bucket_MB", st.bucket_MB),
             ("communication.cycle_time_s", st.cycle_time_s),
+            *((("communication.nccl_algorithms", st.nccl_algorithms),) if st.nccl_algorithms else ()),
             ("memory.model", st.memory_model)]  # fmt: skip
     return out
 
