@@ -95,7 +95,7 @@ def fit(stack, rows: list[dict]):
     """The stack's efficiencies (fp32, mixed) on its framework's 1-GPU V100 rows, then its
     data-parallel efficiencies on the multi-GPU V100 rows, by grid search."""
     one = [r for r in rows if r["gpus"] == "1"]
-    stack = _grid(stack, one, "efficiency", (0.7, 0.8, 0.85, 0.9, 0.95, 1.0, 1.05, 1.1, 1.15, 1.2), "1-GPU V100 rows")
+    stack = _grid(stack, one, "efficiency", (0.7, 0.8, 0.85, 0.9, 0.95, 1.0, 1.05, 1.1, 1.15, 1.2, 1.25, 1.3), "1-GPU V100 rows")
     many = [r for r in rows if r["gpus"] != "1"]
     dp = (0.7, 0.75, 0.8, 0.85, 0.88, 0.9, 0.92, 0.94, 0.96, 0.98, 1.0)
     return _grid(stack, many, "data_parallel_efficiency", dp, "multi-GPU V100 rows")
@@ -113,8 +113,7 @@ def table(data: list[dict], stacks: dict, markdown: bool) -> str:
             groups.setdefault(key, []).append(r)
     for key in sorted(groups, key=lambda s: (s.startswith("all stacks"), s)):
         rs = groups[key]
-        without = mean(D.accuracy(r["none"], r["measured"]) for r in rs)
-        with_ = mean(D.accuracy(r["stack"], r["measured"]) for r in rs)
+        without, with_ = (mean(D.accuracy(r[c], r["measured"]) for r in rs) for c in ("none", "stack"))
         lines.append(f"| {key} | {len(rs)} | {100 * without:.1f}% | {100 * with_:.1f}% |")
     text = "\n".join(lines)
     return text if markdown else text.replace("|---|---:|---:|---:|\n", "")

@@ -86,16 +86,30 @@ def request(model, system, profile, gpus=None, strategies="all", p2=None, files=
     files = files or Files()
     checked = Flags.parse(**with_stack(files, flags))
     m, s, pr = files.inputs(model, system, profile)
+    checked = system_flags(files, flags, s, checked)
     s = stack_system(s, checked.options.stack)  # issue 25: the stack's input pipeline, if any
     counts = default_gpus(s.total_gpus) if gpus is None else parse_gpus(gpus)  # '' is an error
     return SweepRequest(m, s, pr, checked.resolve(pr), counts, strategies, p2)
 
 
 def with_stack(files, flags: dict) -> dict:
-    """The flags with ``stack`` (a name or path, issue 25) loaded through ``files``."""
+    """The flags with ``stack`` (a name or path, issue 25) loaded through ``files``;
+    ``none`` (vocabulary.NO_STACK): no stack."""
+    from oracle.vocabulary import NO_STACK
+
     if flags.get("stack") is None or not isinstance(flags["stack"], (str, Path)):
         return flags
-    return {**flags, "stack": files.stack(flags["stack"])}
+    return {**flags, "stack": None if str(flags["stack"]) == NO_STACK else files.stack(flags["stack"])}
+
+
+def system_flags(files, flags: dict, system, checked):
+    """``checked`` (the parsed flags), or the flags parsed again under the system's default
+    stack (its file's ``stack:``, else none; issue 25) when they name none."""
+    from oracle.compute.options import Flags
+
+    if flags.get("stack") is not None:
+        return checked
+    return Flags.parse(**with_stack(files, {**flags, "stack": system.stack}))
 
 
 def run_sweep(req: SweepRequest) -> Sweep:
@@ -149,6 +163,7 @@ class Inputs:
             files = self.files
             flags = self.row_flags(stack, own)
             m, s, pr = files.model(model), files.system(system), files.profile(profile)
+            flags = flags if stack else system_flags(files, {**self._flags, **dict(own)}, s, flags)
             options = flags.resolve(pr, precision, mixed).options
             s = stack_system(s, options.stack)
             self._contexts[key] = build_context(m, s, pr, options)

@@ -372,6 +372,13 @@ class System:
     use_for: str = ""  # what the file is good for, which parts are measured (oracle list systems)
     interconnect: Interconnect = field(default_factory=Interconnect)  # issue 25
     anchors: tuple[Anchor, ...] = ()  # issue 26: measured runs its projections are anchored on
+    # issue 25: the software stack a projection on this system uses when --stack is not given
+    # (a shipped stack's name, or NO_STACK), and why (``stack:`` in the file)
+    stack: str = "none"
+    # NCCL_ALGO: the algorithms NCCL may choose (a stack's communication.nccl_algorithms;
+    # compute/stack.stack_system); (): all the system offers
+    nccl_algorithms: tuple[str, ...] = ()
+    stack_source: str = "no stack named: the options as given"
 
     def gpu_peak(self, precision: str) -> float | None:
         for prec, value in self.gpu_peaks:

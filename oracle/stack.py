@@ -73,9 +73,25 @@ class Stack:
     def spatial_split_for(self, model_name: str) -> str | None:
         """The last layer spatial parallelism splits in ``model_name``, or None."""
         return None if self.spatial_split_after is None else dict(self.spatial_split_after.value).get(model_name)
+    # HBM bytes moved per parameter and iteration by the optimizer step and the precision's
+    # per-weight passes (AMP casts, gradient unscaling), per precision class; () : the compute
+    # model's SGD-momentum update (compute/kernels.WU_PASSES fp32 passes)
+    update_bytes_per_parameter: tuple[tuple[str, Sourced], ...] = ()
+    # NCCL_ALGO: the algorithms NCCL may choose, comma-separated (ring, tree, nvls, collnet);
+    # None: NCCL's own choice among all the system offers
+    nccl_algorithms: Sourced | None = None
+    # whether element-wise activations after batchnorm/add run inside that kernel (cuDNN's
+    # fused ops, XLA, MXNet's NHWC kernels) or as kernels of their own (eager PyTorch);
+    # None: as the system's implementation says
+    fused_activations: Sourced | None = None
 
     def data_parallel_efficiency_for(self, precision_class: str) -> float:
         return float(dict(self.data_parallel_efficiency)[precision_class].value)
+
+    def update_bytes_for(self, precision_class: str) -> float | None:
+        """Bytes per parameter of one optimizer step at ``precision_class`` (None: not given)."""
+        value = dict(self.update_bytes_per_parameter).get(precision_class)
+        return float(value.value) if value is not None else None
 
     def efficiency_for(self, gpu_model: str, precision_class: str) -> Sourced | None:
         """The efficiency of ``precision_class`` on a GPU named ``gpu_model``: the entry of

@@ -36,3 +36,6 @@ def precision_bytes_text() -> str:
     """'fp32/tf32 4, fp16/bf16 2': the precisions by their bytes per item."""
     sizes = dict.fromkeys(PRECISION_BYTES.values())
     return ", ".join("/".join(p for p, b in PRECISION_BYTES.items() if b == size) + f" {size}" for size in sizes)
+
+# issue 25: --stack none / a system file's ``stack: {name: none}``: no software stack (the options as given)
+NO_STACK = "none"

@@ -134,12 +134,14 @@ def test_renderer_directly_matches_golden():
     from oracle.compute.conversion import prepare
     from oracle.compute.options import Flags
     from oracle.compute.sweep import sweep
-    from oracle.load import load_model, load_profile, load_system
+    from oracle.load import load_model, load_profile, load_stack, load_system
+    from oracle.vocabulary import NO_STACK
     from oracle.render import predict as rp
     from oracle.services.project import describe
 
     m, s, pr = load_model("alexnet"), load_system("abci"), load_profile("alexnet_v100")
-    run = Flags.parse(batch_per_gpu=512.0).resolve(pr)
+    stack = None if s.stack == NO_STACK else load_stack(s.stack)  # the system's stack (ABCI: none)
+    run = Flags.parse(batch_per_gpu=512.0, stack=stack).resolve(pr)
     times, conversion = prepare(m, s, pr, run.options)
     points = sweep(m, s, times, [8, 64], "all", batch_per_gpu=512.0, options=run.options, conversion=conversion)
     meta = describe(m, s, pr, run, conversion)

@@ -97,7 +97,8 @@ def stack_option(also: str = ""):
     return click.option("--stack", metavar="NAME|FILE",
                         help="Software stack (shipped name, e.g. pytorch, or path; oracle list stacks): its compute"
                         " efficiency, per-iteration costs, overlap, buckets, collectives and memory model, for the"
-                        f" options left at their defaults.{also} [default: none: the options as given]")
+                        f" options left at their defaults; none: no stack.{also} [default: the system file's"
+                        " stack:, else none]")
 
 
 def collective_option():

@@ -14,7 +14,7 @@ def run_search_command(model, system, profile, gpus, max_gpus, kinds, strategies
     from oracle.compute.options import Flags
     from oracle.compute.search import evaluate_given
     from oracle.compute.search import search as run_search
-    from oracle.api import with_stack
+    from oracle.api import system_flags, with_stack
     from oracle.compute.stack import stack_system
     from oracle.compute.sweep import parse_strategies
     from oracle.load import Files
@@ -25,6 +25,7 @@ def run_search_command(model, system, profile, gpus, max_gpus, kinds, strategies
     kind_list = parse_kinds(kinds)
     parse_strategies(strategies)  # validate early
     m, s, pr = files.inputs(model, system, profile)
+    checked = system_flags(files, flags, s, checked)
     s = stack_system(s, checked.options.stack)
     config, assignment, counts, batch = gpu_counts(m, gpus, max_gpus, checked.batch, checked.batch_per_gpu,
                                                    evaluate_file)  # fmt: skip

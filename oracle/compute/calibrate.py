@@ -229,14 +229,16 @@ def input_evidence(run: MeasuredRun, ctx: Context, cfg, label: str, t: float, bu
 __all__ = ["Calibration", "Evidence", "KINDS", "calibrate", "EVERY_GPU"]
 
 
-def compute_scale(point, measured_iteration_s: float) -> float:
+def compute_scale(point, measured_iteration_s: float, unscaled_s: float = 0.0) -> float:
     """The factor on a profile's times that makes ``point`` (its projection with that
     profile) take ``measured_iteration_s`` per iteration: (measured - communication) /
-    compute, with compute and communication per iteration (issue 13, --calibrate compute).
+    compute, with compute and communication per iteration (issue 13, --calibrate compute);
+    ``unscaled_s``: compute per iteration that does not scale with the profile (a stack's
+    fixed costs and the kernels it adds, issue 25).
     Raises ValueError when the run leaves no time for compute."""
     I = point.iterations_per_epoch
-    compute = point.compute_s / I
-    rest = point.iteration_s - compute  # communication, input waits
+    compute = point.compute_s / I - unscaled_s
+    rest = point.iteration_s - compute  # communication, input waits, fixed costs
     if not compute > 0 or measured_iteration_s <= rest:
         raise ValueError(
             f"the run's {measured_iteration_s:.4g} s per iteration leaves no time for compute"

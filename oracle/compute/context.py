@@ -24,6 +24,7 @@ from oracle.compute.options import Options
 from oracle.compute.partition import partition_cached
 from oracle.compute.shapes_tokens import split_widths
 from oracle.compute.stack import compute_factor as stack_factor
+from oracle.compute.stack import update_factor
 from oracle.model import MODEL_INPUT, WEIGHT_TYPES, LayerTimes, Model, System
 from oracle.vocabulary import PARADL
 
@@ -90,7 +91,7 @@ class Context:
         self.compute_factor = k = system.implementation.compute_factor(model.name) * stack_factor(options, system, profile_kind)
         self.fw = np.array([t.fw_s for t in times], dtype=float) * k
         self.bw = np.array([t.bw_s for t in times], dtype=float) * k
-        self.wu = np.array([t.wu_s for t in times], dtype=float) * k
+        self.wu = np.array([t.wu_s for t in times], dtype=float) * k * update_factor(options, profile_kind)
         if self.conversion is not None and self.conversion.active:
             self.wu = self.wu * self.conversion.update_factor()
         self.fb = self.fw + self.bw

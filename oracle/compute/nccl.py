@@ -187,6 +187,9 @@ def nccl_nodes(system, group) -> tuple[int, int]:
     return -(-group.nodes // hosts), group.per_node * min(hosts, group.nodes)
 
 
+NCCL_ALGORITHMS = ("ring", "tree", "nvls", "collnet")  # NCCL_ALGO's names (src/graph/tuning.cc)
+
+
 def offers(system) -> Offers:
     ic = system.interconnect
     return Offers(NVLS_EFFICIENCY.get(min(ic.nvswitch_generation, 4)) if ic.nvls else None, system.collnet)
@@ -229,6 +232,8 @@ def _candidates(system, group, purpose: str, link) -> tuple[list[str], np.ndarra
     if key not in cache:
         n, g, lines, labels = _lines(system, group, purpose, link)
         cands = terms(group.p, n, g, tuple((lb, protocol_kind(lb)) for lb in labels), offers(system))
+        allowed = system.nccl_algorithms  # NCCL_ALGO (a stack's); rings always remain (NCCL's fallback)
+        cands = [t for t in cands if not allowed or t.algorithm in allowed or t.algorithm == "ring"]
         parts = np.array([term_parts(t, lines) for t in cands])
         ones = np.ones(len(TREE_CORRECTION["Simple"]) + 1)
         corr = np.stack([ones if t.correction is None else _CORRECTION[t.correction] for t in cands])

@@ -8,6 +8,10 @@
 - Beyond one GPU the forward and backward run at the stack's data-parallel efficiency
   (a fitted fraction: collective kernels overlapped with the backward and the input
   pipeline share the GPU's SMs and memory bandwidth and the host's CPUs).
+- Optimizer step: an ESTIMATED profile's weight update (the compute model's SGD-momentum
+  pass, compute/kernels.WU_PASSES) is scaled to the stack's ``update_bytes_per_parameter``
+  (what its optimizer and precision really move per parameter: foreach SGD's separate
+  weight-decay and momentum passes, AMP's casts and unscaling), at the same bandwidth.
 - Per iteration: ``fixed_s`` is added to the weight update (the optimizer step's overhead,
   synchronisations, loss and BatchNorm reductions beyond the kernels), and the forward and
   backward last at least ``layers x launch_floor_s_per_layer`` (the host launching kernels
@@ -23,9 +27,11 @@ from __future__ import annotations
 from dataclasses import replace
 
 from oracle.compute.cost import Breakdown
+from oracle.compute.kernels import WU_PASSES
 from oracle.compute.options import Options
 from oracle.model import InputPipeline, System
 from oracle.stack import PRECISION_CLASSES, TWO_BYTE, Stack
+from oracle.vocabulary import PRECISION_BYTES
 
 
 def precision_class(options: Options) -> str:
@@ -61,13 +67,41 @@ def stack_options(options: Options, stack: Stack, given: frozenset[str] = frozen
 
 
 def stack_system(system: System, stack: Stack | None) -> System:
-    """The system with the stack's input pipeline where its file describes none."""
-    if stack is None or system.input is not None or (stack.input_samples_per_s_per_gpu is None and stack.input_samples_per_s_per_node is None):
+    """The system with the stack's NCCL_ALGO (:func:`nccl_algorithms`), its fused or
+    separate activations, and its input pipeline where the system file describes none."""
+    if stack is None:
+        return system
+    system = nccl_algorithms(system, stack)
+    if stack.fused_activations is not None:  # the software's kernels (compute/conversion.py converts to them)
+        fused = bool(stack.fused_activations.value)
+        system = replace(system, implementation=replace(system.implementation, fused_activations=fused))
+    if system.input is not None or (stack.input_samples_per_s_per_gpu is None and stack.input_samples_per_s_per_node is None):
         return system
     gpu, node = stack.input_samples_per_s_per_gpu, stack.input_samples_per_s_per_node
     pipe = InputPipeline(loader_samples_per_s=gpu.value if gpu else None, node_samples_per_s=node.value if node else None,
                          overlap=True, source=f"stack {stack.name}: " + "; ".join(s.source for s in (gpu, node) if s))  # fmt: skip
     return replace(system, input=pipe)
+
+
+def nccl_algorithms(system: System, stack: Stack) -> System:
+    """The system restricted to the stack's NCCL_ALGO list; an algorithm the system cannot
+    run (NVLS without an NVSwitch 3 offering it, CollNet without SHARP) is the stack's error."""
+    from oracle.compute.nccl import offers
+    from oracle.errors import OracleError
+
+    if stack.nccl_algorithms is None:
+        return system
+    names = tuple(str(stack.nccl_algorithms.value).split(","))
+    offered = offers(system)
+    offers_ = (("nvls", offered.nvls_efficiency is not None), ("collnet", offered.collnet))
+    lacking = [n for n, ok in offers_ if n in names and not ok]
+    if lacking:
+        raise OracleError(
+            f"NCCL_ALGO {stack.nccl_algorithms.value} needs {' and '.join(lacking)}, which the system"
+            f" {system.file or system.name} does not offer", file=stack.file, path="communication.nccl_algorithms.value",
+            hint="NVLS needs interconnect.nvls (an NVSwitch of generation 3 or later); CollNet needs"
+                 " interconnect.sharp and collectives.collnet; or drop the name from the list")  # fmt: skip
+    return replace(system, nccl_algorithms=names)
 
 
 def compute_factor(options: Options, system: System, profile_kind: str) -> float:
@@ -78,6 +112,20 @@ def compute_factor(options: Options, system: System, profile_kind: str) -> float
         return 1.0
     eff = stack.efficiency_for(system.gpu_model, precision_class(options))
     return 1.0 / float(eff.value) if eff is not None else 1.0
+
+
+def update_factor(options: Options, profile_kind: str) -> float:
+    """The factor on an estimated profile's weight update: the stack's bytes per parameter
+    over the compute model's (WU_PASSES passes of 4 bytes, or of the precision's bytes when
+    the whole run is 2-byte without --mixed-precision); 1 without the stack's value."""
+    stack = options.stack
+    if stack is None or profile_kind != "estimated":
+        return 1.0
+    value = stack.update_bytes_for(precision_class(options))
+    if value is None:
+        return 1.0
+    model_bytes = WU_PASSES * (4 if options.mixed_precision else PRECISION_BYTES[options.precision])
+    return value / model_bytes
 
 
 def per_iteration(options: Options, gpus: int, iterations: float, layers: int, forward_backward_s: float,

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from oracle.load.fields import Bad, Checker, Fields, choice, number, string
+from oracle.load.fields import Bad, Checker, Fields, boolean, choice, number, string
 from oracle.load.yamlfile import load_yaml
 from oracle.stack import PRECISION_CLASSES, Sourced, Stack
 from oracle.model import LAYER_TYPES
@@ -79,6 +79,29 @@ def _layers(top: Fields) -> tuple[Sourced | None, Sourced | None]:
     return types, points
 
 
+def _algorithm_list(value) -> str:
+    """NCCL_ALGO's list: comma-separated names of compute/nccl.NCCL_ALGORITHMS."""
+    from oracle.compute.nccl import NCCL_ALGORITHMS
+    from oracle.load.fields import Bad
+
+    names = [x.strip().lower() for x in str(value).split(",") if x.strip()] if isinstance(value, str) else []
+    if not names or any(n not in NCCL_ALGORITHMS for n in names):
+        raise Bad(f"got {value!r}; expected a comma-separated list of {', '.join(NCCL_ALGORITHMS)}")
+    return ",".join(names)
+
+
+def _update_bytes(it: Fields) -> tuple[tuple[str, Sourced], ...]:
+    """``update_bytes_per_parameter: {fp32: {...}, mixed: {...}}`` (optional: absent, the
+    compute model's optimizer step)."""
+    sub = it.sub("update_bytes_per_parameter", required=False)
+    if sub is None:
+        return ()
+    positive = number(gt=0, what="bytes moved per parameter and iteration")
+    out = tuple((cls, sourced(sub, cls, positive)) for cls in PRECISION_CLASSES)
+    sub.done()
+    return out
+
+
 def parse_stack(doc: dict, file: str) -> Stack:
     top = Fields(doc, file, "")
     name = top.req("name", string())
@@ -90,11 +113,13 @@ def parse_stack(doc: dict, file: str) -> Stack:
     data_parallel = tuple((cls, sourced(dp, cls, fraction)) for cls in PRECISION_CLASSES)
     dp.done()
     scaling = sourced(compute, "scaling", choice(COMPUTE_SCALINGS))
+    fused = sourced(compute, "fused_activations", boolean(), required=False)
     compute.done()
     it = top.sub("iteration")
     seconds = number(ge=0, what="seconds")
     fixed = sourced(it, "fixed_s", seconds)
     floor = sourced(it, "launch_floor_s_per_layer", seconds)
+    update = _update_bytes(it)
     it.done()
     inp = top.sub("input")
     rate = number(gt=0, what="samples per second")
@@ -107,6 +132,7 @@ def parse_stack(doc: dict, file: str) -> Stack:
     overlap = sourced(comm, "overlap", choice(OVERLAPS))
     bucket = sourced(comm, "bucket_MB", number(ge=0, what="MiB (0: one bucket per layer)"))
     cycle = sourced(comm, "cycle_time_s", number(ge=0, what="seconds"))
+    nccl_algos = sourced(comm, "nccl_algorithms", _algorithm_list, required=False)
     comm.done()
     mem = top.sub("memory")
     memory_model = sourced(mem, "model", choice(MEMORY_MODELS))
@@ -116,4 +142,4 @@ def parse_stack(doc: dict, file: str) -> Stack:
     top.done()
     return Stack(name, file, description, efficiency, data_parallel, scaling, fixed, floor, per_gpu, per_node,
                  library, algorithm, overlap, bucket, cycle, memory_model, cost_model, split_types,
-                 split_points)  # fmt: skip
+                 split_points, update, nccl_algos, fused)  # fmt: skip

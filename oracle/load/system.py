@@ -92,6 +92,7 @@ def parse_system(doc: dict, file: str) -> System:
     interconnect = _interconnect(top, gpus_per_node, nodes)
     tables, algorithm, ps_servers, collnet = _collectives(top, gpus_per_node, interconnect)
     anchors = parse_anchors(top, file)  # issue 26
+    stack = _stack(top)
     top.done()
 
     if memory_GB > 1e6:
@@ -123,7 +124,23 @@ def parse_system(doc: dict, file: str) -> System:
         interconnect=interconnect,
         collnet=collnet,
         anchors=anchors,
+        **stack,
     )
+
+
+def _stack(top: Fields) -> dict:
+    """``stack: {name: chainermnx, source: ...}`` (optional, issue 25): the software stack
+    projections on this system use when --stack is not given; ``none``: no stack."""
+    from oracle.resources import shipped_names
+    from oracle.vocabulary import NO_STACK
+
+    sub = top.sub("stack", required=False)
+    if sub is None:
+        return {}
+    name = sub.req("name", choice((*shipped_names("stacks"), NO_STACK)))
+    source = sub.req("source", string(), "why this system's runs use that software")
+    sub.done()
+    return {"stack": name, "stack_source": source}
 
 
 def _levels(top: Fields, file: str) -> list[NetworkLevel]:

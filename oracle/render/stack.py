@@ -12,13 +12,16 @@ def stack_values(st: Stack) -> list[tuple[str, Sourced]]:
     """(key path as in the file, value) of every parameter, in file order."""
     out = [(f"compute.{'by_gpu.' + gpu + '.' if gpu else 'efficiency.'}{cls}", v) for gpu, cls, v in st.efficiency]
     out += [(f"compute.data_parallel_efficiency.{cls}", v) for cls, v in st.data_parallel_efficiency]
+    out += [("compute.fused_activations", st.fused_activations)] if st.fused_activations else []
     out += [("compute.scaling", st.compute_scaling), ("iteration.fixed_s", st.fixed_s),
             ("iteration.launch_floor_s_per_layer", st.launch_floor_s_per_layer)]  # fmt: skip
+    out += [(f"iteration.update_bytes_per_parameter.{cls}", v) for cls, v in st.update_bytes_per_parameter]
     out += [(f"input.{k}", v) for k, v in (("samples_per_s_per_gpu", st.input_samples_per_s_per_gpu),
                                             ("samples_per_s_per_node", st.input_samples_per_s_per_node)) if v]  # fmt: skip
     out += [("communication.library", st.library), ("communication.algorithm", st.algorithm),
             ("communication.overlap", st.overlap), ("communication.bucket_MB", st.bucket_MB),
             ("communication.cycle_time_s", st.cycle_time_s),
+            *((("communication.nccl_algorithms", st.nccl_algorithms),) if st.nccl_algorithms else ()),
             ("memory.model", st.memory_model)]  # fmt: skip
     out += [(k, v) for k, v in (("cost_model", st.cost_model), ("layers.split_types", st.split_types),
                                 ("layers.spatial_split_after", st.spatial_split_after)) if v is not None]  # fmt: skip

@@ -16,10 +16,10 @@ from __future__ import annotations
 from statistics import median
 
 
-def run_options(run, file: str, profile, flags: dict):
+def run_options(run, file: str, profile, flags: dict, system=None):
     """The Options of one run (its precision column, if any; else the profile's), under its
-    stack column, else ``flags``' stack (issue 25; compute/stack.py), and its option columns
-    over ``flags`` (the command's options, issue 26)."""
+    stack column, else ``flags``' stack, else ``system``'s default stack (issue 25;
+    compute/stack.py), and its option columns over ``flags`` (the command's options, issue 26)."""
     from dataclasses import replace
 
     from oracle.compute.compare import run_precision_options
@@ -32,10 +32,13 @@ def run_options(run, file: str, profile, flags: dict):
     except OracleError as exc:
         exc.file = file
         raise
-    name = run.stack or flags.get("stack")
-    # the written profile is measured (a stack's efficiency never applies to it): the runs are
-    # inverted under everything else the stack adds
-    st = replace(load_stack(name), efficiency=()) if name else None
+    from oracle.vocabulary import NO_STACK
+
+    name = run.stack or flags.get("stack") or (system.stack if system is not None else None)
+    name = None if name == NO_STACK else name
+    # the written profile is measured (a stack's efficiency and optimizer bytes never apply to
+    # it): the runs are inverted under everything else the stack adds
+    st = replace(load_stack(name), efficiency=(), update_bytes_per_parameter=()) if name else None
     try:
         parsed = Flags.parse(**{**flags, **dict(run.flags), "stack": st})
     except OracleError as exc:
@@ -50,6 +53,7 @@ def calibrate_compute(runs_file: str, chosen, base_system: str, flags: dict):
     from oracle.compute.calibrate import compute_scale, scaled_profile
     from oracle.compute.compare import config_for
     from oracle.compute.conversion import build_context
+    from oracle.compute.stack import stack_system
     from oracle.compute.strategies import REGISTRY
     from oracle.errors import OracleError
     from oracle.load import load_model, load_profile, load_system
@@ -59,14 +63,17 @@ def calibrate_compute(runs_file: str, chosen, base_system: str, flags: dict):
         raise OracleError("--calibrate compute needs runs of one model and one profile; use --where", file=runs_file)
     model, system = load_model(chosen[0].model), load_system(base_system)
     original = load_profile(chosen[0].profile)
-    profile = _per_layer(model, system, original, run_options(chosen[0], runs_file, original, flags))
+    profile = _per_layer(model, system, original, run_options(chosen[0], runs_file, original, flags, system))
     evidence = []
+    doubled = scaled_profile(profile, 2.0, profile.source)
     for run in chosen:
-        ctx = build_context(model, system, profile, run_options(run, runs_file, profile, flags))
+        options = run_options(run, runs_file, profile, flags, system)
+        on = stack_system(system, options.stack)  # the stack's kernels (activations) and NCCL_ALGO
+        ctx = build_context(model, on, profile, options)
         pt = REGISTRY[run.strategy].evaluate(ctx, config_for(run, ctx))
         measured = run.measured_s / (pt.iterations_per_epoch if run.basis == "epoch" else 1.0)
         try:
-            factor = compute_scale(pt, measured)
+            factor = compute_scale(pt, measured, _unscaled_s(model, on, doubled, options, run, pt))
         except ValueError as exc:
             raise OracleError(str(exc), file=runs_file, line=run.line) from None
         evidence.append((run.line, f"{model.name} {run.strategy} {run.gpus} GPUs B={run.global_batch:g}", factor))
@@ -75,6 +82,19 @@ def calibrate_compute(runs_file: str, chosen, base_system: str, flags: dict):
     source = (f"{profile.source} Then compute calibrated by `oracle fit runs --calibrate compute` on"
               f" {runs_file} lines {lines} (times x {factor:.6g}, the median factor).").strip()  # fmt: skip
     return scaled_profile(profile, factor, source), factor, evidence
+
+
+def _unscaled_s(model, system, doubled, options, run, pt) -> float:
+    """Compute per iteration that does not scale with the profile's times (a stack's fixed
+    cost, activation kernels its software adds): compute is affine in the profile's scale,
+    c(1) = S + U and c(2) = 2S + U, so U = 2c(1) - c(2)."""
+    from oracle.compute.compare import config_for
+    from oracle.compute.conversion import build_context
+    from oracle.compute.strategies import REGISTRY
+
+    ctx = build_context(model, system, doubled, options)
+    pt2 = REGISTRY[run.strategy].evaluate(ctx, config_for(run, ctx))
+    return (2.0 * pt.compute_s - pt2.compute_s) / pt.iterations_per_epoch
 
 
 def _per_layer(model, system, profile, options):
