@@ -61,7 +61,13 @@ def stack_options(options: Options, stack: Stack, given: frozenset[str] = frozen
 
 
 def stack_system(system: System, stack: Stack | None) -> System:
-    """The system with the stack's input pipeline where its file describes none."""
+    """The system with the stack's input pipeline where its file describes none, and the
+    stack's ``paths:`` (compute/stack_paths.py)."""
+    if stack is not None and stack.paths is not None:
+        from oracle.compute.stack_paths import apply_paths
+
+        plain = replace(stack, paths=None)
+        return apply_paths(stack_system(system, plain), stack.paths, stack.name, system.input is not None)
     if stack is None or system.input is not None or (stack.input_samples_per_s_per_gpu is None and stack.input_samples_per_s_per_node is None):
         return system
     gpu, node = stack.input_samples_per_s_per_gpu, stack.input_samples_per_s_per_node
