@@ -8,7 +8,7 @@ with the rows it was fitted on, if fitted."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 from oracle.stack import Sourced
 
@@ -29,8 +29,10 @@ class StackPaths:
     halo_alpha_s: Sourced | None = None
     halo_GB_per_s: Sourced | None = None
 
+    def items(self) -> tuple[tuple[str, Sourced], ...]:
+        """(key as in the file, value) of every value the section gives, in file order."""
+        return tuple((f.name, v) for f in fields(self) if (v := getattr(self, f.name)) is not None)
+
     def fitted_on(self) -> tuple[str, ...]:
         """The ``fitted_on`` notes of the values fitted on runs."""
-        values = (self.leader_samples_per_s, self.allreduce_GB_per_s_inside_node, self.allreduce_GB_per_s_across_nodes,
-                  self.data_spatial_allreduce, self.halo_alpha_s, self.halo_GB_per_s)  # fmt: skip
-        return tuple(v.fitted_on for v in values if v is not None and v.fitted_on)
+        return tuple(v.fitted_on for _, v in self.items() if v.fitted_on)
