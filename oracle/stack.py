@@ -12,7 +12,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from typing import TYPE_CHECKING
+
 from oracle.vocabulary import BF16, FP16, FP32
+
+if TYPE_CHECKING:
+    from oracle.stack_paths import StackPaths
 
 # precision classes of a stack's compute efficiency: "fp32" covers fp32 and tf32 (the
 # compute model already carries tf32's tensor cores), "mixed" is --mixed-precision / fp16 / bf16
@@ -65,6 +70,8 @@ class Stack:
     # tuple of (model name, layer name)
     split_types: Sourced | None = None
     spatial_split_after: Sourced | None = None
+    # what its communication and input code did (issue 27; oracle/stack_paths.py); None: none
+    paths: StackPaths | None = None
 
     def filter_types(self) -> tuple[str, ...] | None:
         """The layer types filter and channel split, or None for the cost model's rule."""

@@ -68,7 +68,13 @@ def stack_options(options: Options, stack: Stack, given: frozenset[str] = frozen
 
 def stack_system(system: System, stack: Stack | None) -> System:
     """The system with the stack's NCCL_ALGO (:func:`nccl_algorithms`), its fused or
-    separate activations, and its input pipeline where the system file describes none."""
+    separate activations, its input pipeline where the system file describes none, and the
+    stack's ``paths:`` (compute/stack_paths.py)."""
+    if stack is not None and stack.paths is not None:
+        from oracle.compute.stack_paths import apply_paths
+
+        plain = replace(stack, paths=None)
+        return apply_paths(stack_system(system, plain), stack.paths, stack.name, system.input is not None)
     if stack is None:
         return system
     system = nccl_algorithms(system, stack)

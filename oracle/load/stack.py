@@ -139,7 +139,10 @@ def parse_stack(doc: dict, file: str) -> Stack:
     mem.done()
     cost_model = sourced(top, "cost_model", choice(COST_MODELS), required=False)
     split_types, split_points = _layers(top)
+    from oracle.load.stack_paths import parse_paths  # it imports sourced() from here
+
+    paths = parse_paths(top)
     top.done()
     return Stack(name, file, description, efficiency, data_parallel, scaling, fixed, floor, per_gpu, per_node,
                  library, algorithm, overlap, bucket, cycle, memory_model, cost_model, split_types,
-                 split_points, update, nccl_algos, fused)  # fmt: skip
+                 split_points, paths, update, nccl_algos, fused)  # fmt: skip

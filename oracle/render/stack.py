@@ -25,7 +25,7 @@ def stack_values(st: Stack) -> list[tuple[str, Sourced]]:
             ("memory.model", st.memory_model)]  # fmt: skip
     out += [(k, v) for k, v in (("cost_model", st.cost_model), ("layers.split_types", st.split_types),
                                 ("layers.spatial_split_after", st.spatial_split_after)) if v is not None]  # fmt: skip
-    return out
+    return out + [(f"paths.{k}", v) for k, v in (st.paths.items() if st.paths else ())]
 
 
 def _text(value) -> str:
