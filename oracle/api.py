@@ -12,7 +12,7 @@ Models, systems and profiles are shipped names, paths, or already loaded objects
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -104,6 +104,7 @@ def run_sweep(req: SweepRequest) -> Sweep:
     from oracle.compute.conversion import prepare
     from oracle.compute.sweep import sweep
 
+    req = replace(req, system=req.system.for_model(req.model.name))  # issue 26: a model's own calibration
     run = req.run
     times, conversion = prepare(req.model, req.system, req.profile, run.options)  # issue 13: the compute model
     points = sweep(req.model, req.system, times, req.counts, req.strategies, batch=run.batch,
@@ -149,6 +150,7 @@ class Inputs:
             files = self.files
             flags = self.row_flags(stack, own)
             m, s, pr = files.model(model), files.system(system), files.profile(profile)
+            s = s.for_model(m.name)  # issue 26: a model's own calibration
             options = flags.resolve(pr, precision, mixed).options
             s = stack_system(s, options.stack)
             self._contexts[key] = build_context(m, s, pr, options)

@@ -372,6 +372,16 @@ class System:
     use_for: str = ""  # what the file is good for, which parts are measured (oracle list systems)
     interconnect: Interconnect = field(default_factory=Interconnect)  # issue 25
     anchors: tuple[Anchor, ...] = ()  # issue 26: measured runs its projections are anchored on
+    # issue 26: (model name, System): a model's own calibration where the shared one left it > 5% off
+    models: tuple[tuple[str, System], ...] = ()
+
+    def for_model(self, name: str) -> System:
+        """The system ``name``'s projections use: its own calibration (``models:``), with
+        this system's anchors, else this system."""
+        from dataclasses import replace
+
+        own = dict(self.models).get(name)
+        return replace(own, anchors=self.anchors, models=()) if own is not None else self
 
     def gpu_peak(self, precision: str) -> float | None:
         for prec, value in self.gpu_peaks:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from oracle.errors import OracleError
 from oracle.load.anchors import parse_anchors
+from oracle.load.model_systems import parse_model_systems
 from oracle.load.fields import Fields, boolean, choice, integer, number, string
 from oracle.load.yamlfile import load_yaml
 from oracle.model import (
@@ -92,6 +93,7 @@ def parse_system(doc: dict, file: str) -> System:
     interconnect = _interconnect(top, gpus_per_node, nodes)
     tables, algorithm, ps_servers, collnet = _collectives(top, gpus_per_node, interconnect)
     anchors = parse_anchors(top, file)  # issue 26
+    models = parse_model_systems(top, doc, file, parse_system)  # issue 26
     top.done()
 
     if memory_GB > 1e6:
@@ -123,6 +125,7 @@ def parse_system(doc: dict, file: str) -> System:
         interconnect=interconnect,
         collnet=collnet,
         anchors=anchors,
+        models=models,
     )
 
 

@@ -128,19 +128,18 @@ def calibrated_system(req: RunsRequest, sel: Selection, cal, pairs=()) -> str:
     doc["name"] = req.name or f"{base_name} (calibrated)"
     doc.pop("use_for", None)  # the base's purpose is not the calibrated machine's (an --overlay may say)
     base_source = str(doc.get("source", "")).rstrip(". ")
-    if req.kind in ("network", "all"):
+    if req.kind == "network":
         _set_network(doc, cal, base_name, req.runs)
-    if req.kind in ("input", "all") and any(v is not None for v in (cal.loader_rate, cal.node_rate, cal.leader_rate)):
+    if req.kind == "input" and any(v is not None for v in (cal.loader_rate, cal.node_rate, cal.leader_rate)):
         _set_input(doc, cal, req.kind, req.runs)
     if req.kind == "all":
-        from oracle.compute.calibrate_all import mechanisms
-        from oracle.compute.calibrate_split import into_doc
-
-        found = mechanisms(cal)
-        into_doc(doc, found, {k: cal.lines_for(k) for k in found}, req.runs)
-        _set_compute(doc, cal, req.runs)
         from oracle.services.fit_anchors import anchor_entries
+        from oracle.services.fit_models import model_entries, write_calibration
 
+        write_calibration(doc, cal, base_name, req.runs)
+        models, _ = model_entries(doc, cal, list(pairs), req.runs)  # issue 26: a model the shared fit leaves off
+        if models:
+            doc["models"] = models
         doc["anchors"] = anchor_entries(list(pairs), req.flags or {}, req.runs)  # issue 26
     used = sorted({e.line for e in cal.evidence})
     doc["source"] = (
