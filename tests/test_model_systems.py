@@ -53,3 +53,16 @@ def test_a_bad_model_section_is_one_error_line(tmp_path, entry, expected):
     r = run_cli("predict", "-m", "alexnet", "-s", path, "-p", "alexnet_v100", "--gpus", "8")
     assert r.code == 2
     assert expected in r.err and "Traceback" not in r.err
+
+
+def test_a_later_calibration_step_keeps_the_anchors_but_not_the_models(tmp_path):
+    first, second = tmp_path / "all.yaml", tmp_path / "net.yaml"
+    r = run_cli("fit", "runs", ABCI, "-s", "abci-chainermnx", "--calibrate", "all", "--where", "gpus=1,2,4,8",
+                "-o", first)  # fmt: skip
+    assert r.code == 0, r.err
+    r = run_cli("fit", "runs", ABCI, "-s", first, "--calibrate", "network", "--where", "model=vgg16",
+                "--where", "strategy=data", "--where", "gpus=4,8", "-o", second)  # fmt: skip
+    assert r.code == 0, r.err
+    before, after = load_system(first), load_system(second)
+    assert before.models and not after.models
+    assert after.anchors == before.anchors

@@ -127,6 +127,7 @@ def calibrated_system(req: RunsRequest, sel: Selection, cal, pairs=()) -> str:
     base_name = doc.get("name", "system")
     doc["name"] = req.name or f"{base_name} (calibrated)"
     doc.pop("use_for", None)  # the base's purpose is not the calibrated machine's (an --overlay may say)
+    doc.pop("models", None)  # issue 26: fitted against the shared values this calibration changes
     base_source = str(doc.get("source", "")).rstrip(". ")
     if req.kind == "network":
         _set_network(doc, cal, base_name, req.runs)
