@@ -25,6 +25,10 @@ def test_predict_on_the_written_system_equals_compare_calibrate_on(tmp_path):
         pt = projected(row.run, str(out))
         got = pt.total_s if row.run.basis == "epoch" else pt.iteration_s
         assert accuracy(got, row.measured_s) == pytest.approx(row.accuracy, abs=1e-3), row.run.line
+    header = run_cli("predict", "-m", "alexnet", "-s", out, "-p", "alexnet_v100", "--gpus", "16")
+    assert header.code == 0 and "AlexNet's own calibration" in header.out
+    other = run_cli("predict", "-m", "vgg16", "-s", out, "-p", "vgg16_v100", "--gpus", "16")
+    assert other.code == 0 and "own calibration" not in other.out
 
 
 def _with_models(tmp_path, models: str):
