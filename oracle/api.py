@@ -12,7 +12,7 @@ Models, systems and profiles are shipped names, paths, or already loaded objects
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -112,6 +112,16 @@ def system_flags(files, flags: dict, system, checked):
     return Flags.parse(**with_stack(files, {**flags, "stack": system.stack}))
 
 
+def model_system(system, model_name: str, stack):
+    """``system``, or the model's own calibration in it (its ``models:``, issue 26) under
+    ``stack`` again (the stack's paths and input pipeline apply to it too)."""
+    from oracle.compute.stack import stack_system
+
+    if model_name not in dict(system.models):
+        return system
+    return stack_system(system.for_model(model_name), stack)
+
+
 def run_sweep(req: SweepRequest) -> Sweep:
     """The one pipeline of ``api.predict`` and the CLI (``oracle predict``, ``plot``,
     ``report``): the compute model, then the sweep."""
@@ -119,6 +129,7 @@ def run_sweep(req: SweepRequest) -> Sweep:
     from oracle.compute.sweep import sweep
 
     run = req.run
+    req = replace(req, system=model_system(req.system, req.model.name, run.options.stack))
     times, conversion = prepare(req.model, req.system, req.profile, run.options)  # issue 13: the compute model
     points = sweep(req.model, req.system, times, req.counts, req.strategies, batch=run.batch,
                    batch_per_gpu=run.per_gpu, p2=req.p2, options=run.options, profile_kind=req.profile.kind,
@@ -164,6 +175,7 @@ class Inputs:
             flags = self.row_flags(stack, own)
             m, s, pr = files.model(model), files.system(system), files.profile(profile)
             flags = flags if stack else system_flags(files, {**self._flags, **dict(own)}, s, flags)
+            s = s.for_model(m.name)  # issue 26: a model's own calibration
             options = flags.resolve(pr, precision, mixed).options
             s = stack_system(s, options.stack)
             self._contexts[key] = build_context(m, s, pr, options)

@@ -379,6 +379,17 @@ class System:
     # compute/stack.stack_system); (): all the system offers
     nccl_algorithms: tuple[str, ...] = ()
     stack_source: str = "no stack named: the options as given"
+    # issue 26: (model name, System): a model's own calibration where the shared one left it > 5% off
+    models: tuple[tuple[str, System], ...] = ()
+
+    def for_model(self, name: str) -> System:
+        """The system ``name``'s projections use: its own calibration (``models:``), with
+        this system's anchors, else this system."""
+        from dataclasses import replace
+
+        own = dict(self.models).get(name)
+        keep = dict(anchors=self.anchors, models=(), stack=self.stack, stack_source=self.stack_source)
+        return replace(own, **keep) if own is not None else self
 
     def gpu_peak(self, precision: str) -> float | None:
         for prec, value in self.gpu_peaks:

@@ -166,6 +166,16 @@ def per_model_systems(calibrated, pairs: list) -> tuple[dict, list[str]]:
     calibration runs further off than ``TOLERANCE``: that model's own mechanisms, fitted
     on its runs alone on top of the shared calibration (model name -> System), kept when
     they explain its runs better; and a note per model saying how far each is left."""
+    from oracle.compute.calibrate_all import apply
+
+    own, notes = per_model_calibrations(calibrated, pairs)
+    return {m: apply(calibrated, cal) for m, cal in own.items()}, notes
+
+
+def per_model_calibrations(calibrated, pairs: list) -> tuple[dict, list[str]]:
+    """As :func:`per_model_systems`, each model's own Calibration (on top of
+    ``calibrated``) in place of its System: what ``fit runs --calibrate all`` writes into
+    the system file's ``models:``."""
     from oracle.compute.calibrate_all import apply, calibrate_all, with_system
 
     models = sorted({r.model for r, _ in pairs})
@@ -177,10 +187,10 @@ def per_model_systems(calibrated, pairs: list) -> tuple[dict, list[str]]:
         if shared <= TOLERANCE or len(models) < 2:
             notes.append(f"{m}: its calibration runs within {shared:.1%} of the shared fit")
             continue
-        own = apply(calibrated, calibrate_all([(r, with_system(c, calibrated)) for r, c in group]))
-        left = worst_residual(own, group)
+        cal = calibrate_all([(r, with_system(c, calibrated)) for r, c in group])
+        left = worst_residual(apply(calibrated, cal), group)
         if left < shared:
-            out[m] = own
+            out[m] = cal
         notes.append(f"{m}: shared fit leaves its calibration runs {shared:.1%} off; "
                      + (f"its own mechanisms {left:.1%}" if left < shared else "no better fit of its own"))
     return out, notes

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from oracle.errors import OracleError
 from oracle.load.anchors import parse_anchors
+from oracle.load.model_systems import parse_model_systems
 from oracle.load.fields import Fields, boolean, choice, integer, number, string
 from oracle.load.yamlfile import load_yaml
 from oracle.model import (
@@ -93,6 +94,7 @@ def parse_system(doc: dict, file: str) -> System:
     tables, algorithm, ps_servers, collnet = _collectives(top, gpus_per_node, interconnect)
     anchors = parse_anchors(top, file)  # issue 26
     stack = _stack(top)
+    models = parse_model_systems(top, doc, file, parse_system)  # issue 26
     top.done()
 
     if memory_GB > 1e6:
@@ -125,6 +127,7 @@ def parse_system(doc: dict, file: str) -> System:
         collnet=collnet,
         anchors=anchors,
         **stack,
+        models=models,
     )
 
 

@@ -127,20 +127,20 @@ def calibrated_system(req: RunsRequest, sel: Selection, cal, pairs=()) -> str:
     base_name = doc.get("name", "system")
     doc["name"] = req.name or f"{base_name} (calibrated)"
     doc.pop("use_for", None)  # the base's purpose is not the calibrated machine's (an --overlay may say)
+    doc.pop("models", None)  # issue 26: fitted against the shared values this calibration changes
     base_source = str(doc.get("source", "")).rstrip(". ")
-    if req.kind in ("network", "all"):
-        _set_network(doc, cal, base_name, req.runs)
-    if req.kind in ("input", "all") and any(v is not None for v in (cal.loader_rate, cal.node_rate, cal.leader_rate)):
-        _set_input(doc, cal, req.kind, req.runs)
+    if req.kind == "network":
+        set_network(doc, cal, base_name, req.runs)
+    if req.kind == "input" and any(v is not None for v in (cal.loader_rate, cal.node_rate, cal.leader_rate)):
+        set_input(doc, cal, req.kind, req.runs)
     if req.kind == "all":
-        from oracle.compute.calibrate_all import mechanisms
-        from oracle.compute.calibrate_split import into_doc
-
-        found = mechanisms(cal)
-        into_doc(doc, found, {k: cal.lines_for(k) for k in found}, req.runs)
-        _set_compute(doc, cal, req.runs)
         from oracle.services.fit_anchors import anchor_entries
+        from oracle.services.fit_models import model_entries, write_calibration
 
+        write_calibration(doc, cal, base_name, req.runs)
+        models, _ = model_entries(doc, cal, list(pairs), req.runs)  # issue 26: a model the shared fit leaves off
+        if models:
+            doc["models"] = models
         doc["anchors"] = anchor_entries(list(pairs), req.flags or {}, req.runs)  # issue 26
     used = sorted({e.line for e in cal.evidence})
     doc["source"] = (
@@ -176,7 +176,7 @@ def calibrated_system(req: RunsRequest, sel: Selection, cal, pairs=()) -> str:
     return text
 
 
-def _set_compute(doc: dict, cal, runs: str) -> None:
+def set_compute(doc: dict, cal, runs: str) -> None:
     """implementation.compute_factors: each model's fitted factor, with its runs."""
     if not cal.compute_factors:
         return
@@ -195,7 +195,7 @@ def _lines(cal, parameter: str) -> str:
     return ", ".join(str(x) for x in cal.lines_for(parameter))
 
 
-def _set_network(doc: dict, cal, base_name: str, runs: str) -> None:
+def set_network(doc: dict, cal, base_name: str, runs: str) -> None:
     """β per level into the levels (protocol lines scaled alike): a level its runs span
     gets theirs, another the nearest calibrated level's (compute/calibrate_all.level_betas)."""
     from oracle.compute.calibrate_all import level_betas
@@ -227,7 +227,7 @@ def _set_network(doc: dict, cal, base_name: str, runs: str) -> None:
         )
 
 
-def _set_input(doc: dict, cal, kind: str, runs: str) -> None:
+def set_input(doc: dict, cal, kind: str, runs: str) -> None:
     """Loader, node and leader rates into the input section, with their runs."""
     section = dict(doc.get("input") or {})
     earlier = section.get("source")

@@ -4,6 +4,8 @@ services that build on a projection (report, plot, search).  No click, no printi
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from oracle.vocabulary import FP32, PARADL, RING
 
 
@@ -145,11 +147,13 @@ def project(model, system, profile, gpus=None, strategies="all", p2=None, layers
     Returns (points, meta, inputs): ``meta`` labels tables, plots and the report,
     ``inputs`` is a dict with the loaded model, system, profile, options, GPU counts and
     ``files`` (the load.Files that read them, for the command's further projections)."""
-    from oracle.api import request, run_sweep
+    from oracle.api import model_system, request, run_sweep
     from oracle.load import Files
 
     files = Files()
     req = request(model, system, profile, gpus, strategies, p2, files=files, **flags)
+    own = req.model.name in dict(req.system.models)  # issue 26: the model's own calibration, everywhere below
+    req = replace(req, system=model_system(req.system, req.model.name, req.run.options.stack))
     sweep = run_sweep(req)
     points = sweep.points
     if layers:
@@ -157,6 +161,9 @@ def project(model, system, profile, gpus=None, strategies="all", p2=None, layers
     m, s = req.model, req.system
     meta = describe(m, s, req.profile, req.run, sweep.conversion)
     meta.update(gpu_model=s.gpu_model, gpu_memory_bytes=s.gpu_memory_bytes)
+    if own:
+        own_note = f"{m.name}'s own calibration (the system's models:)"
+        meta["options_note"] = " · ".join(x for x in (meta["options_note"], own_note) if x)
     inputs = dict(model=m, system=s, profile=req.profile, options=req.run.options, gpus=req.counts, files=files,
                   args=dict(model=model, system=system, profile=profile))  # fmt: skip
     return points, meta, inputs
