@@ -378,7 +378,8 @@ def network_yaml(fit: NetworkFit) -> str:
 
 
 def header(fit: NetworkFit, command: str, date: str, logs_info: list[str], data_source: str | None,
-           base: str | None) -> str:
+           base: str | None, model_lines: list[str] | None = None) -> str:
+    """The written file's header; ``model_lines`` (an NCCL fit's) replace the ring fit's."""
     lines = []
     if base:
         lines.append(f"{base} with its network levels fitted to measured collective times.")
@@ -390,10 +391,13 @@ def header(fit: NetworkFit, command: str, date: str, logs_info: list[str], data_
         lines.append(f"Data: {data_source}")
     lines.append("Logs (tool, collective, GPUs, nodes, sha256):")
     lines += [f"  {x}" for x in logs_info]
-    lines += describe(fit)
-    lines.append("Per log over messages >= " + fmt_size(fit.options.check_bytes) + ":")
-    for lf in fit.logs:
-        lines.append(f"  {lf.file}: median {_pct(lf.large.median)}, max {_pct(lf.large.max)} (level {lf.level})")
+    if model_lines is not None:
+        lines += model_lines
+    else:
+        lines += describe(fit)
+        lines.append("Per log over messages >= " + fmt_size(fit.options.check_bytes) + ":")
+        lines += [f"  {lf.file}: median {_pct(lf.large.median)}, max {_pct(lf.large.max)} (level {lf.level})"
+                  for lf in fit.logs]  # fmt: skip
     if base:
         lines.append("Everything but `network:` is copied from the base system file; see its comments for")
         lines.append("the sources of the GPU and node data.")
@@ -416,8 +420,9 @@ def plain(x):
     return x
 
 
-def system_yaml(base_doc: dict, fit: NetworkFit, head: str, name: str, source: str) -> str:
-    """The base system document with ``name``, ``source`` and ``network`` replaced."""
+def system_yaml(base_doc: dict, fit: NetworkFit, head: str, name: str, source: str, network: str | None = None) -> str:
+    """The base system document with ``name``, ``source`` and ``network`` replaced (by
+    ``network``, the YAML of an NCCL fit's levels, where given)."""
     import yaml
 
     doc = plain(base_doc)
@@ -430,7 +435,7 @@ def system_yaml(base_doc: dict, fit: NetworkFit, head: str, name: str, source: s
     order = ["name", "source"] + [k for k in doc if k not in ("name", "source")]
     for key in order:
         if key == "network":
-            chunks.append(network_yaml(fit))
+            chunks.append(network if network is not None else network_yaml(fit))
             continue
         chunks.append(
             yaml.safe_dump({key: doc[key]}, sort_keys=False, allow_unicode=True, width=92,
