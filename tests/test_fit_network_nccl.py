@@ -81,3 +81,24 @@ def test_ring_systems_still_fit_the_ring(tmp_path):
     """abci-nominal's collectives are the ring: its fit is the ring model's, per span."""
     r = run_cli("fit", "network", "--system", "abci-nominal", "--format", "json", *ABCI)
     assert r.code == 0 and "levels" in json.loads(r.out) and "NCCL" not in r.out
+
+
+def test_in_place_fits_the_in_place_times():
+    from oracle.compute.nccl_fit import fit_system
+
+    log = load_benchlog(A3)
+    assert log.in_place_rows and log.in_place_rows != log.rows
+    base = load_system("gcp-a3mega-h100")
+    fit = fit_system([log], base, in_place=True)
+    t = np.array([x for _, x in log.in_place_rows])
+    pred = t * (1 + fit.logs[0].errors)
+    assert fit.logs[0].sizes == tuple(float(b) for b, _ in log.in_place_rows)
+    assert np.allclose(pred, [float(x) for x in allreduce_time(fit.lines, base, log)], rtol=1e-9)
+
+
+def allreduce_time(lines, base, log):
+    """The model's times of the log's sizes with ``lines`` (compute/nccl_fit.predict)."""
+    from oracle.compute.nccl import offers
+    from oracle.compute.nccl_fit import predict, samples_of
+
+    return predict(samples_of(log, in_place=True), lines, offers=offers(base))[0]

@@ -37,9 +37,9 @@ class Sample:
     t: float  # seconds
 
 
-def samples_of(log) -> list[Sample]:
-    """The all-reduce sizes of a BenchLog (out-of-place times)."""
-    return [Sample(log.gpus, log.nodes, log.gpus_per_node, float(m), float(t)) for m, t in log.rows]
+def samples_of(log, in_place: bool = False) -> list[Sample]:
+    """The all-reduce sizes of a BenchLog (out-of-place times unless ``in_place``)."""
+    return [Sample(log.gpus, log.nodes, log.gpus_per_node, float(m), float(t)) for m, t in log.times(in_place)]
 
 
 def _candidates(s: Sample, protocols, offers: Offers = Offers()):
@@ -182,6 +182,7 @@ class LogError:
     log: object  # records.BenchLog
     errors: np.ndarray  # (model - measured) / measured per size
     used: tuple[str, ...]  # the candidate (algorithm/protocol) per size
+    sizes: tuple[float, ...] = ()  # bytes per size
 
     @property
     def median(self) -> float:
@@ -202,11 +203,11 @@ class SystemFit:
     logs: tuple[LogError, ...]
 
 
-def log_errors(log, lines: dict, offer: Offers = Offers()) -> LogError:
-    samples = samples_of(log)
+def log_errors(log, lines: dict, offer: Offers = Offers(), in_place: bool = False) -> LogError:
+    samples = samples_of(log, in_place)
     pred, used = predict(samples, lines, offers=offer)
     t = np.array([s.t for s in samples])
-    return LogError(log, (pred - t) / t, tuple(used))
+    return LogError(log, (pred - t) / t, tuple(used), tuple(s.m for s in samples))
 
 
 def intra_lines(system) -> dict:
@@ -219,12 +220,12 @@ def intra_lines(system) -> dict:
     return {("intra", name): own.get(name, own["Simple"]) for name in PROTOCOLS}
 
 
-def fit_system(logs, system=None, floors: dict | None = None) -> SystemFit:
-    """Fit the lines to all-reduce ``logs`` (out-of-place times).  With a base ``system``:
+def fit_system(logs, system=None, floors: dict | None = None, in_place: bool = False) -> SystemFit:
+    """Fit the lines to all-reduce ``logs`` (out-of-place times unless ``in_place``).  With a base ``system``:
     its NVLS/CollNet offers count, and when no log runs inside one node its intra-node
     lines are kept (no log measures them)."""
-    samples = [s for log in logs for s in samples_of(log)]
+    samples = [s for log in logs for s in samples_of(log, in_place)]
     offer = nccl.offers(system) if system is not None else Offers()
     fixed = intra_lines(system) if system is not None and all(s.n > 1 for s in samples) else {}
     lines = fit_lines(samples, fixed=fixed, floors=floors, offers=offer)
-    return SystemFit(lines, frozenset(fixed), tuple(log_errors(log, lines, offer) for log in logs))
+    return SystemFit(lines, frozenset(fixed), tuple(log_errors(log, lines, offer, in_place) for log in logs))

@@ -15,7 +15,7 @@ WHERE = {"intra": "inside a node", "inter": "across nodes"}
 def regimes(le) -> str:
     """The candidates a log's sizes take, each with the largest size it is taken for."""
     out: list[tuple[str, float]] = []
-    for (m, _), u in zip(le.log.rows, le.used):
+    for m, u in zip(le.sizes, le.used):
         if out and out[-1][0] == u:
             out[-1] = (u, m)
         else:

@@ -66,7 +66,7 @@ def fit_network_logs(req: NetworkRequest) -> NetworkJob:
         gpus_per_node=base.system.gpus_per_node if base else req.gpus_per_node,
         total_gpus=base.system.nodes * base.system.gpus_per_node if base else None,
     )
-    nccl = _nccl_fit(parsed, base)
+    nccl = _nccl_fit(parsed, base, req.in_place)
     if nccl is not None:
         return _nccl_job(req, result, parsed, base, nccl)
     if req.max_median_error is not None:
@@ -79,7 +79,7 @@ def fit_network_logs(req: NetworkRequest) -> NetworkJob:
     return NetworkJob(result, text=text, parsed=parsed)
 
 
-def _nccl_fit(parsed, base):
+def _nccl_fit(parsed, base, in_place: bool):
     """NCCL's collective model fitted to the logs (compute/nccl_fit.py) when the base
     system's collectives are ``nccl`` and every log is an all-reduce; else None."""
     from oracle.compute.nccl_fit import fit_system
@@ -87,7 +87,7 @@ def _nccl_fit(parsed, base):
 
     if base is None or base.system.collective_algorithm != NCCL or any(lg.operation != "allreduce" for lg in parsed):
         return None
-    return fit_system(parsed, base.system)
+    return fit_system(parsed, base.system, in_place=in_place)
 
 
 def _nccl_job(req: NetworkRequest, result, parsed, base: _Base, nccl) -> NetworkJob:
