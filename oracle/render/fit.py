@@ -315,7 +315,7 @@ def to_json(fit: NetworkFit) -> str:
 # -- YAML -------------------------------------------------------------------------------
 
 
-def _num(x: float) -> str:
+def yaml_float(x: float) -> str:
     """6 significant digits, always with a '.' so that any YAML 1.1 reader sees a float."""
     text = f"{x:.6g}"
     if "." not in text and "inf" not in text and "nan" not in text:
@@ -354,8 +354,8 @@ def _protocols_yaml(lv: LevelFit) -> list[str]:
     out = ["    protocols:                     # small-message regimes; the cheapest line is used"]
     for i, ln in enumerate(lv.protocols):
         name = names[i] if i < len(names) else f"p{i}"
-        out.append(f"      - {{name: {name}, alpha_s: {_num(ln.alpha_s)}, beta_s_per_byte: {_num(ln.beta_s_per_byte)}}}"
-                   f"   # fitted from {fmt_size(ln.from_bytes)}")
+        line = f"alpha_s: {yaml_float(ln.alpha_s)}, beta_s_per_byte: {yaml_float(ln.beta_s_per_byte)}"
+        out.append(f"      - {{name: {name}, {line}}}   # fitted from {fmt_size(ln.from_bytes)}")
     return out
 
 
@@ -367,8 +367,8 @@ def network_yaml(fit: NetworkFit) -> str:
         out.append(f"  - name: {lv.name}")
         out.append(f"    max_gpus: {lv.max_gpus}")
         out.append("    basis: fitted")
-        out.append(f"    alpha_s: {_num(lv.alpha_s)}")
-        out.append(f"    beta_s_per_byte: {_num(lv.beta_s_per_byte)}   # 1/β = {fmt_rate(lv.bandwidth_Bps)}")
+        out.append(f"    alpha_s: {yaml_float(lv.alpha_s)}")
+        out.append(f"    beta_s_per_byte: {yaml_float(lv.beta_s_per_byte)}   # 1/β = {fmt_rate(lv.bandwidth_Bps)}")
         out += _protocols_yaml(lv)
         out.append("    source: >-")
         src = level_source(lv, fit, logs)

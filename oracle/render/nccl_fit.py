@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import textwrap
 
-from oracle.render.fit import _num, fmt_size
+from oracle.render.fit import fmt_size, yaml_float
 from oracle.units import fmt_seconds
 
 WHERE = {"intra": "inside a node", "inter": "across nodes"}
@@ -55,11 +55,11 @@ def tables(fit):
 def _level(raw: dict, lines: dict, where: str, source: str) -> list[str]:
     a, b = lines[(where, "Simple")]
     out = [f"  - name: {raw['name']}", f"    max_gpus: {raw['max_gpus']}", "    basis: fitted",
-           f"    alpha_s: {_num(a)}   # NCCL model, Simple, one step {WHERE[where]}",
-           f"    beta_s_per_byte: {_num(b)}   # 1/β = {1 / b / 1e9:.4g} GB/s", "    protocols:"]  # fmt: skip
+           f"    alpha_s: {yaml_float(a)}   # NCCL model, Simple, one step {WHERE[where]}",
+           f"    beta_s_per_byte: {yaml_float(b)}   # 1/β = {1 / b / 1e9:.4g} GB/s", "    protocols:"]  # fmt: skip
     for name in ("LL", "LL128"):
         pa, pb = lines[(where, name)]
-        out.append(f"      - {{name: {name}, alpha_s: {_num(pa)}, beta_s_per_byte: {_num(pb)}}}")
+        out.append(f"      - {{name: {name}, alpha_s: {yaml_float(pa)}, beta_s_per_byte: {yaml_float(pb)}}}")
     out.append("    source: >-")
     out.extend(textwrap.wrap(source, width=88, initial_indent="      ", subsequent_indent="      ",
                              break_long_words=False, break_on_hyphens=False))  # fmt: skip
