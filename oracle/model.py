@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from oracle.vocabulary import FP32, RING
+from oracle.vocabulary import COLLNET, FP32, NVLS, RING
 
 # Layer types (docs/model-format.md).  Element-wise activations share one behaviour.
 ACTIVATIONS = (
@@ -192,6 +192,17 @@ class Interconnect:
     nvls: bool = False  # NVLink SHARP: all-reduce inside the NVSwitch (generation 3 or later)
     sharp: bool = False  # SHARP: the fabric's switches reduce (NCCL CollNet with the SHARP plugin)
     source: str = ""
+
+    def cannot_run(self, algorithm: str) -> str | None:
+        """Why NCCL pinned to ``algorithm`` (vocabulary.NCCL_PINNED) cannot run here, else None:
+        NVLS reduces inside an NVSwitch with NVLink SHARP, CollNet in the fabric's switches
+        (SHARP); NCCL fails a collective whose NCCL_ALGO leaves it no algorithm it can run
+        (NVIDIA/nccl src/enqueue.cc: "no algorithm/protocol available")."""
+        if algorithm == NVLS and not self.nvls:
+            return "NVLS needs an NVSwitch with NVLink SHARP (interconnect.nvls), which this system lacks"
+        if algorithm == COLLNET and not self.sharp:
+            return "CollNet needs switches that reduce in the network (interconnect.sharp), which this system lacks"
+        return None
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,11 @@ ALLREDUCE_ALGORITHMS = (RING, "rhd", "tree", "hierarchical", "leader")
 # nccl: the algorithm and protocol NCCL's tuner picks per call (ring, tree, NVLS, CollNet x
 # LL, LL128, Simple; issue 25, compute/nccl.py), with the topology's intra- and inter-node steps
 NCCL = "nccl"
-ALGORITHMS = (*ALLREDUCE_ALGORITHMS, "ps", AUTO, NCCL)
+# nvls, collnet: NCCL with its algorithm pinned, as NCCL_ALGO=NVLS / NCCL_ALGO=CollNet (with
+# NCCL_COLLNET_ENABLE=1) do; only on a system that offers it (interconnect.nvls / .sharp)
+NVLS, COLLNET = "nvls", "collnet"
+NCCL_PINNED = (NVLS, COLLNET)
+ALGORITHMS = (*ALLREDUCE_ALGORITHMS, "ps", AUTO, NCCL, *NCCL_PINNED)
 
 # -- precisions: bytes per item δ (ParaDL Table 2); tf32 keeps fp32's 4-byte storage and
 # rounds only inside the tensor cores (NVIDIA A100 Tensor Core GPU Architecture, 2020)

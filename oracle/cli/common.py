@@ -106,7 +106,8 @@ def collective_option():
     return click.option("--collective", type=click.Choice(ALGORITHMS),
                      help="All-reduce algorithm (auto: the cheapest per call; ps: parameter servers, collectives:"
                      " ps_servers in the system; nccl: NCCL's choice of ring, tree, NVLS or CollNet and protocol per"
-                     " call, from the system's topology). [default: the system's, else ring]")
+                     " call, from the system's topology; nvls, collnet: NCCL pinned to that algorithm, NCCL_ALGO,"
+                     " where the system offers it). [default: the system's, else ring]")
 
 
 def overlap_options() -> list:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from oracle.cli.common import output_option
+from oracle.cli.common import output_option, stack_option
 from oracle.cli.types import MAX_THREADS, FiniteRange, PlainIntRange, count_type
 from oracle.vocabulary import FP32, PRECISIONS
 
@@ -53,9 +53,11 @@ _POSITIVE_FRACTION = FiniteRange(min=0, max=1, min_open=True)
     "--precision", type=click.Choice(PRECISIONS), default=FP32, show_default=True,
     help="With --estimate: the precision conv/fc run at and the bytes per element.",
 )  # fmt: skip
+@stack_option(" With --estimate: named in the profile's header and summary with the efficiency a projection"
+              " with it applies; the written times stay the compute model's (applied once, when projecting).")
 @output_option
 def profile(model, batch, device, repeats, warmup, threads, estimate, system, efficiency,
-            memory_efficiency, precision, output):  # fmt: skip
+            memory_efficiency, precision, stack, output):  # fmt: skip
     """Measure (PyTorch) or estimate per-layer forward, backward and weight-update times.
 
     Writes a profile (docs/file-formats.md) for MODEL to -o FILE, or to standard output (the
@@ -87,7 +89,7 @@ def profile(model, batch, device, repeats, warmup, threads, estimate, system, ef
     else:
         for opt, value in (("--system", system), ("--efficiency", efficiency),
                            ("--memory-efficiency", memory_efficiency),
-                           ("--precision", None if precision == FP32 else precision)):  # fmt: skip
+                           ("--precision", None if precision == FP32 else precision), ("--stack", stack)):  # fmt: skip
             if value is not None:
                 raise OracleError(f"{opt} is only used with --estimate")
         from oracle.profiling import require_torch
@@ -96,7 +98,7 @@ def profile(model, batch, device, repeats, warmup, threads, estimate, system, ef
 
     m = load_model(model)
     if estimate:
-        _estimate(m, system, batch, efficiency, memory_efficiency, output, precision)
+        _estimate(m, system, batch, efficiency, memory_efficiency, output, precision, stack)
     else:
         _measure(m, batch, device or "cpu", 10 if repeats is None else repeats,
                  3 if warmup is None else warmup, threads, output)  # fmt: skip
@@ -123,7 +125,7 @@ def _say(text: str, output: str | None) -> None:
     echo(text, nl=False, err=output is None or output == "-")
 
 
-def _estimate(m, system, batch, efficiency, memory_efficiency, output, precision=FP32) -> None:
+def _estimate(m, system, batch, efficiency, memory_efficiency, output, precision=FP32, stack=None) -> None:
     from oracle.load import load_system
     from oracle.profiling.estimate import (
         DEFAULT_COMPUTE_EFFICIENCY,
@@ -148,8 +150,24 @@ def _estimate(m, system, batch, efficiency, memory_efficiency, output, precision
         "A roofline from FLOPs, memory traffic, peak FLOP/s and bandwidth: not a measurement.",
         "See oracle/profiling/estimate.py for the formulas.",
     ]
-    _write(profile_yaml(pr, header), output, m)
-    _say(estimate_summary(pr, batch, output if output not in (None, "-") else None), output)
+    note = _stack_note(stack, s, precision) if stack else None
+    _write(profile_yaml(pr, header + ([note[0]] if note else [])), output, m)
+    _say(estimate_summary(pr, batch, output if output not in (None, "-") else None, note[1] if note else None), output)
+
+
+def _stack_note(stack: str, system, precision: str) -> tuple[str, tuple[str, float]]:
+    """(the header line naming the stack, (its name, the factor a projection with it puts on
+    these times)): an estimated profile keeps the compute model's times and a projection divides
+    them by the stack's efficiency (compute/stack.compute_factor), so writing them divided
+    here would count the stack twice."""
+    from oracle.compute.options import Options
+    from oracle.compute.stack import compute_factor
+    from oracle.load import load_stack
+
+    st = load_stack(stack)
+    factor = compute_factor(Options(precision=precision, stack=st), system, "estimated")
+    return (f"Stack {st.name}: a projection with --stack {st.name} divides these times by its efficiency"
+            f" {1 / factor:g} ({precision} on {system.gpu_model}); they are the compute model's.", (st.name, factor))
 
 
 def _measure(m, batch, device, repeats, warmup, threads, output) -> None:

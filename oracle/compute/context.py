@@ -20,7 +20,7 @@ import numpy as np
 
 from oracle.compute.memory import SavedActivations, saved_activations, transient_elements
 from oracle.compute.named_layers import check_named_layers
-from oracle.compute.options import Options
+from oracle.compute.options import Options, check_runnable
 from oracle.compute.partition import partition_cached
 from oracle.compute.shapes_tokens import split_widths
 from oracle.compute.stack import compute_factor as stack_factor
@@ -104,6 +104,7 @@ class Context:
         self.sum_wu = float(self.wu.sum())
         self.sum_w = float(self.w.sum())
         self.sum_act = float((self.x + self.y).sum())
+        check_runnable(options, system)
         self.algorithm = options.collective or system.collective_algorithm
         self.saved = _saved_activations(model, times)
         if options.spatial_split_after is not None:

@@ -190,15 +190,19 @@ def nccl_nodes(system, group) -> tuple[int, int]:
 NCCL_ALGORITHMS = ("ring", "tree", "nvls", "collnet")  # NCCL_ALGO's names (src/graph/tuning.cc)
 
 
-def offers(system) -> Offers:
+def offers(system, only: str | None = None) -> Offers:
+    """What the system offers; pinning CollNet (``only``) enables it (NCCL_COLLNET_ENABLE)."""
     ic = system.interconnect
-    return Offers(NVLS_EFFICIENCY.get(min(ic.nvswitch_generation, 4)) if ic.nvls else None, system.collnet)
+    return Offers(NVLS_EFFICIENCY.get(min(ic.nvswitch_generation, 4)) if ic.nvls else None,
+                  system.collnet or (only == "collnet" and ic.sharp))  # fmt: skip
 
 
-def allreduce(system, group, m: np.ndarray, phi: float, purpose: str, link) -> tuple[np.ndarray, str]:
+def allreduce(system, group, m: np.ndarray, phi: float, purpose: str, link, only: str | None = None):
     """NCCL's all-reduce of m bytes over ``group`` (module doc): the cheapest candidate per
-    size; the label of the one used (``nccl`` alone for per-layer arrays)."""
-    labels, lat, per_byte, corr = _candidates(system, group, purpose, link)
+    size (of algorithm ``only`` where it has one for the group: CollNet needs two nodes,
+    NVLS two GPUs on a node, else NCCL's choice); (seconds, the label of the one used,
+    ``nccl`` alone for per-layer arrays)."""
+    labels, lat, per_byte, corr = _candidates(system, group, purpose, link, only)
     flat = np.atleast_1d(m).ravel()
     with np.errstate(over="ignore", invalid="ignore"):
         times = lat[:, None] + (per_byte[:, None] * phi) * flat[None, :] / corr[:, correction_index(flat)]
@@ -223,17 +227,18 @@ def _lines(system, group, purpose: str, link) -> tuple[int, int, dict, tuple[str
     return n, g, lines, labels
 
 
-def _candidates(system, group, purpose: str, link) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]:
+def _candidates(system, group, purpose: str, link, only: str | None = None):
     """Every candidate for the group: labels, latencies, seconds per byte, and the rows of
     the tree correction (ones for the others); cached on the (frozen) system as
     network.link is: a sweep asks for the same few groups thousands of times."""
     cache = system.__dict__.setdefault("_nccl", {})
-    key = (group, purpose)
+    key = (group, purpose, only)
     if key not in cache:
         n, g, lines, labels = _lines(system, group, purpose, link)
-        cands = terms(group.p, n, g, tuple((lb, protocol_kind(lb)) for lb in labels), offers(system))
+        cands = terms(group.p, n, g, tuple((lb, protocol_kind(lb)) for lb in labels), offers(system, only))
         allowed = system.nccl_algorithms  # NCCL_ALGO (a stack's); rings always remain (NCCL's fallback)
         cands = [t for t in cands if not allowed or t.algorithm in allowed or t.algorithm == "ring"]
+        cands = [t for t in cands if t.algorithm == only] or cands
         parts = np.array([term_parts(t, lines) for t in cands])
         ones = np.ones(len(TREE_CORRECTION["Simple"]) + 1)
         corr = np.stack([ones if t.correction is None else _CORRECTION[t.correction] for t in cands])

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from oracle.compute import nccl
 from oracle.compute.nccl import PROTOCOLS, Offers, correction, protocol_kind, term_time, terms
 
 ALPHA_FLOOR_S = 1e-9  # 1 ns: far below any real per-step latency (as compute/fit.py)
@@ -36,9 +37,9 @@ class Sample:
     t: float  # seconds
 
 
-def samples_of(log) -> list[Sample]:
-    """The all-reduce sizes of a BenchLog (out-of-place times)."""
-    return [Sample(log.gpus, log.nodes, log.gpus_per_node, float(m), float(t)) for m, t in log.rows]
+def samples_of(log, in_place: bool = False) -> list[Sample]:
+    """The all-reduce sizes of a BenchLog (out-of-place times unless ``in_place``)."""
+    return [Sample(log.gpus, log.nodes, log.gpus_per_node, float(m), float(t)) for m, t in log.times(in_place)]
 
 
 def _candidates(s: Sample, protocols, offers: Offers = Offers()):
@@ -172,3 +173,59 @@ def _irls(a: np.ndarray, y: np.ndarray, t: np.ndarray, rounds: int = 8, eps: flo
         r = np.abs(a @ x - y) / t
         w = 1.0 / t / np.sqrt(np.maximum(r, eps))
     return x
+
+
+@dataclass(frozen=True)
+class LogError:
+    """How a fitted set of lines reproduces one log."""
+
+    log: object  # records.BenchLog
+    errors: np.ndarray  # (model - measured) / measured per size
+    used: tuple[str, ...]  # the candidate (algorithm/protocol) per size
+    sizes: tuple[float, ...] = ()  # bytes per size
+
+    @property
+    def median(self) -> float:
+        return float(np.median(np.abs(self.errors)))
+
+    @property
+    def max(self) -> float:
+        return float(np.abs(self.errors).max())
+
+
+@dataclass(frozen=True)
+class SystemFit:
+    """Lines {(intra|inter, protocol): (α, β)} fitted to all-reduce logs, which of them were
+    held at the base system's (``fixed``), and each log's errors."""
+
+    lines: dict
+    fixed: frozenset
+    logs: tuple[LogError, ...]
+
+
+def log_errors(log, lines: dict, offer: Offers = Offers(), in_place: bool = False) -> LogError:
+    samples = samples_of(log, in_place)
+    pred, used = predict(samples, lines, offers=offer)
+    t = np.array([s.t for s in samples])
+    return LogError(log, (pred - t) / t, tuple(used), tuple(s.m for s in samples))
+
+
+def intra_lines(system) -> dict:
+    """The lines {("intra", protocol): (α, β)} of the level one node's GPUs all-reduce over
+    (compute/nccl.py, as its ``_lines``): its own line Simple, its protocol lines by name, a
+    protocol it lacks its Simple line."""
+    from oracle.compute.network import link
+
+    own = nccl.link_lines(link(system, system.gpus_per_node, "gradient_allreduce"))
+    return {("intra", name): own.get(name, own["Simple"]) for name in PROTOCOLS}
+
+
+def fit_system(logs, system=None, floors: dict | None = None, in_place: bool = False) -> SystemFit:
+    """Fit the lines to all-reduce ``logs`` (out-of-place times unless ``in_place``).  With a base ``system``:
+    its NVLS/CollNet offers count, and when no log runs inside one node its intra-node
+    lines are kept (no log measures them)."""
+    samples = [s for log in logs for s in samples_of(log, in_place)]
+    offer = nccl.offers(system) if system is not None else Offers()
+    fixed = intra_lines(system) if system is not None and all(s.n > 1 for s in samples) else {}
+    lines = fit_lines(samples, fixed=fixed, floors=floors, offers=offer)
+    return SystemFit(lines, frozenset(fixed), tuple(log_errors(log, lines, offer, in_place) for log in logs))

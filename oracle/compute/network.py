@@ -22,7 +22,7 @@ import numpy as np
 
 from oracle.compute import nccl
 from oracle.model import CollectiveTable, NetworkLevel, System
-from oracle.vocabulary import ALLREDUCE_ALGORITHMS, AUTO, NCCL, RING
+from oracle.vocabulary import ALLREDUCE_ALGORITHMS, AUTO, NCCL, NCCL_PINNED, RING
 
 
 @dataclass(frozen=True)
@@ -317,8 +317,8 @@ def allreduce_algorithm(
     if lk.table is not None and lk.table.gpus == p:
         return _out(lk.factor * table_time(lk.table, m * phi)), "measured"
     algorithm = lk.algorithm or algorithm
-    if algorithm == NCCL:
-        best, used = nccl.allreduce(system, group, m, phi, purpose, link)
+    if algorithm == NCCL or algorithm in NCCL_PINNED:
+        best, used = nccl.allreduce(system, group, m, phi, purpose, link, None if algorithm == NCCL else algorithm)
         return _out(np.asarray(best, dtype=float)), used
     names = ALLREDUCE_ALGORITHMS if algorithm == AUTO else (algorithm,)
     times = [np.broadcast_to(_allreduce_one(system, group, m, n, lk, phi, contention, purpose), m.shape)
@@ -368,7 +368,7 @@ def allgather_pieces(system: System, group: Group, algorithm: str = RING, purpos
         t0 = lk.factor * float(table_time(lk.table, np.asarray(0.0)))
         return [(t0, (lk.factor * float(table_time(lk.table, np.asarray(p * 1e6))) - t0) / 1e6)]
     algorithm = lk.algorithm or algorithm
-    if algorithm == NCCL:
+    if algorithm == NCCL or algorithm in NCCL_PINNED:  # NCCL's ring all-gather
         return nccl.allgather_pieces(system, group, purpose, link)
     if algorithm == "rhd":
         return [(math.ceil(math.log2(p)) * lk.alpha_s, (p - 1) * lk.beta_s_per_byte)]
@@ -393,7 +393,7 @@ def allgather_algorithm(
     if lk.table is not None and lk.table.gpus == p:
         return _out(lk.factor * table_time(lk.table, p * m * phi)), "measured"
     algorithm = lk.algorithm or algorithm
-    if algorithm == NCCL:
+    if algorithm == NCCL or algorithm in NCCL_PINNED:
         pieces = nccl.allgather_pieces(system, group, purpose, link)
         return _out(np.min([t0 + m * slope * phi for t0, slope in pieces], axis=0)), "nccl ring"
     ring = np.asarray(allgather(p, m, lk, phi))

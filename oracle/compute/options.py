@@ -120,6 +120,22 @@ def check_options(options: Options) -> None:
                           hint="one of " + ", ".join(COMPUTE_SCALINGS))  # fmt: skip
 
 
+def check_runnable(options: Options, system) -> None:
+    """The one place a run's all-reduce algorithm meets the system: an algorithm pinned to
+    one NCCL algorithm the system cannot run (NVLS without NVLink SHARP, CollNet without
+    SHARP; model.Interconnect.cannot_run) is an error naming the stack file's key or the
+    option that asked for it."""
+    algorithm = options.collective
+    why = system.interconnect.cannot_run(algorithm) if algorithm else None
+    if why is None:
+        return
+    message = f"'{algorithm}': {why} ({system.file})"
+    stack = options.stack
+    if stack is not None and stack.algorithm.value == algorithm:
+        raise OracleError(message, file=stack.file, path="communication.algorithm")
+    raise OracleError(message, path="--collective")
+
+
 def _check_overlap(options: Options) -> None:
     if (options.bucket_layers or options.delayed_update) and options.overlap != "buckets":
         raise OracleError("--bucket-layers and --delayed-update shape the overlap", path="--overlap",

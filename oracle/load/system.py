@@ -86,11 +86,11 @@ def parse_system(doc: dict, file: str) -> System:
     contention = top.opt("contention_factor", number(ge=1, what="a contention factor φ"))
 
     levels = _levels(top, file)
-    ops = _operations(top)
+    interconnect = _interconnect(top, gpus_per_node, nodes)
+    ops = _operations(top, interconnect)
     inp = _input(top)
     impl = _implementation(top)
     framework = _framework(top)
-    interconnect = _interconnect(top, gpus_per_node, nodes)
     tables, algorithm, ps_servers, collnet = _collectives(top, gpus_per_node, interconnect)
     anchors = parse_anchors(top, file)  # issue 26
     stack = _stack(top)
@@ -173,7 +173,7 @@ def _levels(top: Fields, file: str) -> list[NetworkLevel]:
     return levels
 
 
-def _operations(top: Fields) -> list[tuple[str, OperationOverride]]:
+def _operations(top: Fields, interconnect: Interconnect) -> list[tuple[str, OperationOverride]]:
     """The per-operation overrides of α and β (docs/file-formats.md)."""
     ops: list[tuple[str, OperationOverride]] = []
     opf = top.sub("operations", required=False)
@@ -188,6 +188,8 @@ def _operations(top: Fields) -> list[tuple[str, OperationOverride]]:
             bscale = of.opt("beta_scale", number(gt=0), 1.0)
             osrc = of.opt("source", string(nonempty=False), "")
             algo = of.opt("algorithm", choice(ALGORITHMS))
+            if algo and interconnect.cannot_run(algo):
+                raise of.error("algorithm", f"'{algo}': {interconnect.cannot_run(algo)}")
             factor = of.opt("factor", number(gt=0, le=1e6, what="a time factor"), 1.0)
             of.done()
             ops.append((op, OperationOverride(alpha, beta, ascale, bscale, osrc, algo, factor)))
@@ -284,6 +286,8 @@ def _collectives(top: Fields, gpus_per_node: int, interconnect: Interconnect):
     if f is None:
         return (), RING, 1, False
     algorithm = f.opt("algorithm", choice(ALGORITHMS), RING)
+    if interconnect.cannot_run(algorithm):
+        raise f.error("algorithm", f"'{algorithm}': {interconnect.cannot_run(algorithm)}")
     ps_servers = f.opt("ps_servers", integer(ge=1, le=10**7), 1)  # parameter servers (algorithm ps)
     collnet = f.opt("collnet", boolean(), False)
     if collnet and not interconnect.sharp:

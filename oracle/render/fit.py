@@ -315,7 +315,7 @@ def to_json(fit: NetworkFit) -> str:
 # -- YAML -------------------------------------------------------------------------------
 
 
-def _num(x: float) -> str:
+def yaml_float(x: float) -> str:
     """6 significant digits, always with a '.' so that any YAML 1.1 reader sees a float."""
     text = f"{x:.6g}"
     if "." not in text and "inf" not in text and "nan" not in text:
@@ -354,8 +354,8 @@ def _protocols_yaml(lv: LevelFit) -> list[str]:
     out = ["    protocols:                     # small-message regimes; the cheapest line is used"]
     for i, ln in enumerate(lv.protocols):
         name = names[i] if i < len(names) else f"p{i}"
-        out.append(f"      - {{name: {name}, alpha_s: {_num(ln.alpha_s)}, beta_s_per_byte: {_num(ln.beta_s_per_byte)}}}"
-                   f"   # fitted from {fmt_size(ln.from_bytes)}")
+        line = f"alpha_s: {yaml_float(ln.alpha_s)}, beta_s_per_byte: {yaml_float(ln.beta_s_per_byte)}"
+        out.append(f"      - {{name: {name}, {line}}}   # fitted from {fmt_size(ln.from_bytes)}")
     return out
 
 
@@ -367,8 +367,8 @@ def network_yaml(fit: NetworkFit) -> str:
         out.append(f"  - name: {lv.name}")
         out.append(f"    max_gpus: {lv.max_gpus}")
         out.append("    basis: fitted")
-        out.append(f"    alpha_s: {_num(lv.alpha_s)}")
-        out.append(f"    beta_s_per_byte: {_num(lv.beta_s_per_byte)}   # 1/β = {fmt_rate(lv.bandwidth_Bps)}")
+        out.append(f"    alpha_s: {yaml_float(lv.alpha_s)}")
+        out.append(f"    beta_s_per_byte: {yaml_float(lv.beta_s_per_byte)}   # 1/β = {fmt_rate(lv.bandwidth_Bps)}")
         out += _protocols_yaml(lv)
         out.append("    source: >-")
         src = level_source(lv, fit, logs)
@@ -378,7 +378,8 @@ def network_yaml(fit: NetworkFit) -> str:
 
 
 def header(fit: NetworkFit, command: str, date: str, logs_info: list[str], data_source: str | None,
-           base: str | None) -> str:
+           base: str | None, model_lines: list[str] | None = None) -> str:
+    """The written file's header; ``model_lines`` (an NCCL fit's) replace the ring fit's."""
     lines = []
     if base:
         lines.append(f"{base} with its network levels fitted to measured collective times.")
@@ -390,10 +391,13 @@ def header(fit: NetworkFit, command: str, date: str, logs_info: list[str], data_
         lines.append(f"Data: {data_source}")
     lines.append("Logs (tool, collective, GPUs, nodes, sha256):")
     lines += [f"  {x}" for x in logs_info]
-    lines += describe(fit)
-    lines.append("Per log over messages >= " + fmt_size(fit.options.check_bytes) + ":")
-    for lf in fit.logs:
-        lines.append(f"  {lf.file}: median {_pct(lf.large.median)}, max {_pct(lf.large.max)} (level {lf.level})")
+    if model_lines is not None:
+        lines += model_lines
+    else:
+        lines += describe(fit)
+        lines.append("Per log over messages >= " + fmt_size(fit.options.check_bytes) + ":")
+        lines += [f"  {lf.file}: median {_pct(lf.large.median)}, max {_pct(lf.large.max)} (level {lf.level})"
+                  for lf in fit.logs]  # fmt: skip
     if base:
         lines.append("Everything but `network:` is copied from the base system file; see its comments for")
         lines.append("the sources of the GPU and node data.")
@@ -416,8 +420,9 @@ def plain(x):
     return x
 
 
-def system_yaml(base_doc: dict, fit: NetworkFit, head: str, name: str, source: str) -> str:
-    """The base system document with ``name``, ``source`` and ``network`` replaced."""
+def system_yaml(base_doc: dict, fit: NetworkFit, head: str, name: str, source: str, network: str | None = None) -> str:
+    """The base system document with ``name``, ``source`` and ``network`` replaced (by
+    ``network``, the YAML of an NCCL fit's levels, where given)."""
     import yaml
 
     doc = plain(base_doc)
@@ -430,7 +435,7 @@ def system_yaml(base_doc: dict, fit: NetworkFit, head: str, name: str, source: s
     order = ["name", "source"] + [k for k in doc if k not in ("name", "source")]
     for key in order:
         if key == "network":
-            chunks.append(network_yaml(fit))
+            chunks.append(network if network is not None else network_yaml(fit))
             continue
         chunks.append(
             yaml.safe_dump({key: doc[key]}, sort_keys=False, allow_unicode=True, width=92,

@@ -41,6 +41,7 @@ class NetworkJob:
     failure: str | None = None  # --max-median-error exceeded: the message (nothing is written)
     text: str | None = None  # the YAML to write
     parsed: tuple = field(default=(), repr=False)
+    nccl: object = None  # compute.nccl_fit.SystemFit: the base system's collectives are nccl (issue 25)
 
 
 def fit_network_logs(req: NetworkRequest) -> NetworkJob:
@@ -65,6 +66,9 @@ def fit_network_logs(req: NetworkRequest) -> NetworkJob:
         gpus_per_node=base.system.gpus_per_node if base else req.gpus_per_node,
         total_gpus=base.system.nodes * base.system.gpus_per_node if base else None,
     )
+    nccl = _nccl_fit(parsed, base, req.in_place)
+    if nccl is not None:
+        return _nccl_job(req, result, parsed, base, nccl)
     if req.max_median_error is not None:
         bad = median_error_failures(result, req.max_median_error)
         if bad:
@@ -73,6 +77,36 @@ def fit_network_logs(req: NetworkRequest) -> NetworkJob:
             return NetworkJob(result, failure=failure, parsed=parsed)
     text = _written(req, result, parsed, base) if req.output is not None else None
     return NetworkJob(result, text=text, parsed=parsed)
+
+
+def _nccl_fit(parsed, base, in_place: bool):
+    """NCCL's collective model fitted to the logs (compute/nccl_fit.py) when the base
+    system's collectives are ``nccl`` and every log is an all-reduce; else None."""
+    from oracle.compute.nccl_fit import fit_system
+    from oracle.vocabulary import NCCL
+
+    if base is None or base.system.collective_algorithm != NCCL or any(lg.operation != "allreduce" for lg in parsed):
+        return None
+    return fit_system(parsed, base.system, in_place=in_place)
+
+
+def _nccl_job(req: NetworkRequest, result, parsed, base: _Base, nccl) -> NetworkJob:
+    """The job of an NCCL fit: checked per log over all sizes, the base's levels refitted."""
+    from oracle.render import fit as rf
+    from oracle.render import nccl_fit as rn
+
+    if req.max_median_error is not None:
+        bad = [f"{le.log.file}: {100 * le.median:.1f}%" for le in nccl.logs if le.median > req.max_median_error]
+        if bad:
+            failure = (f"median |rel. error| of the NCCL model above {100 * req.max_median_error:g}%: "
+                       + "; ".join(bad) + (" (nothing written)" if req.output else ""))  # fmt: skip
+            return NetworkJob(result, failure=failure, parsed=parsed, nccl=nccl)
+    if req.output is None:
+        return NetworkJob(result, parsed=parsed, nccl=nccl)
+    doc = rf.plain(base.doc)
+    network = rn.network_yaml(doc["network"], base.system.gpus_per_node, nccl)
+    return NetworkJob(result, text=_written(req, result, parsed, base, network, rn.header_lines(nccl)),
+                      parsed=parsed, nccl=nccl)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -92,7 +126,8 @@ def _base_system(system: str) -> _Base:
     return _Base(doc, parse_system(doc, str(path)), shipped_label(path, system))
 
 
-def _written(req: NetworkRequest, result, parsed, base: _Base | None) -> str:
+def _written(req: NetworkRequest, result, parsed, base: _Base | None, network: str | None = None,
+             model_lines: list[str] | None = None) -> str:  # fmt: skip
     from oracle.render import fit as rf
 
     info = rf.logs_provenance(parsed)
@@ -100,12 +135,12 @@ def _written(req: NetworkRequest, result, parsed, base: _Base | None) -> str:
     if base is None:
         return rf.header(result, req.command, date, info, req.source, None) + rf.network_yaml(result)
     s = base.system
-    head = rf.header(result, req.command, date, info, req.source, f"{s.name} ({base.label})")
+    head = rf.header(result, req.command, date, info, req.source, f"{s.name} ({base.label})", model_lines)
     new_source = (
         f"{s.name} as in {base.label} (see its sources) with its network levels fitted by"
         " `oracle fit network` to " + (req.source or ", ".join(log.file for log in parsed)) + "."
     )
-    text = rf.system_yaml(base.doc, result, head, req.name or f"{s.name} (fitted network)", new_source)
+    text = rf.system_yaml(base.doc, result, head, req.name or f"{s.name} (fitted network)", new_source, network)
     if req.collectives == "table":
         text += rf.tables_yaml(parsed, req.in_place)
     check_loads(text, str(req.output))

@@ -92,6 +92,12 @@ def fit_network_cmd(
     least squares of the relative error to the ring model of docs/cost-model.md over the sizes
     where bandwidth dominates (from half the peak bus bandwidth up; see --min-bytes).
 
+    When the base system's collectives are nccl and every log is an all-reduce, NCCL's
+    collective model (per protocol, lines inside a node and across nodes) is fitted to every
+    log and size at once instead: each level of the base within a node takes the intra-node
+    lines (kept at the base's when no log runs inside one node), each level beyond it the
+    inter-node lines, and --max-median-error checks each log over all sizes.
+
     GPUs and nodes: from the rank table of nccl-tests logs; for logs without one (OSU)
     from --gpus/--nodes or the file name ('{n}nodes' = n nodes, 'intra' = one node,
     '{n}gpus' = n GPUs) with --gpus-per-node or the base system's GPUs per node.
@@ -103,6 +109,7 @@ def fit_network_cmd(
     from oracle.cli.common import print_renderable, warn
     from oracle.errors import CheckFailed
     from oracle.render import fit as rf
+    from oracle.render import nccl_fit as rn
     from oracle.render.output import emit
     from oracle.services.fit_network import NetworkRequest, fit_network_logs
 
@@ -115,9 +122,9 @@ def fit_network_cmd(
     yaml_to_stdout = output is not None and str(output) == "-"
     if not yaml_to_stdout:
         if fmt == "json":
-            emit(rf.to_json(job.result), None)
+            emit(rf.to_json(job.result) if job.nccl is None else rn.to_json(job.nccl), None)
         else:
-            print_renderable(rf.tables(job.result), width=width)
+            print_renderable(rf.tables(job.result) if job.nccl is None else rn.tables(job.nccl), width=width)
     for w in job.result.warnings:
         warn(w)
     if job.failure:

@@ -1,0 +1,50 @@
+"""``oracle profile --estimate --stack NAME`` (issue 25): the stack is named with the
+efficiency a projection with it applies, and applied once: the written times stay the
+compute model's, since every projection of an estimated profile divides them by the
+stack's efficiency (compute/stack.compute_factor)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+import yaml
+from conftest import run_cli
+from test_robustness import one_error
+
+EST = ("profile", "resnet50", "--estimate", "-s", "dgx-a100-80gb", "--precision", "fp16")
+TF_MIXED_EFFICIENCY = 1.1  # stacks/tensorflow.yaml compute.efficiency.mixed
+
+
+def _layers(path):
+    return yaml.safe_load(path.read_text())["layers"]
+
+
+def test_the_stack_is_named_and_its_times_are_the_compute_models(tmp_path):
+    plain, named = tmp_path / "plain.yaml", tmp_path / "named.yaml"
+    assert run_cli(*EST, "-o", plain).code == 0
+    r = run_cli(*EST, "--stack", "tensorflow", "-o", named)
+    assert r.code == 0, r.err
+    assert _layers(named) == _layers(plain)
+    assert "# Stack tensorflow" in named.read_text() and f"efficiency {TF_MIXED_EFFICIENCY:g}" in named.read_text()
+    plain_s = float(re.search(r"iteration at batch 32 +([0-9.e+-]+) s", r.out).group(1))
+    stack_s = float(re.search(r"with stack tensorflow +([0-9.e+-]+) s", r.out).group(1))
+    assert stack_s == pytest.approx(plain_s / TF_MIXED_EFFICIENCY, rel=2e-3)  # 4 significant digits printed
+
+
+def test_a_projection_applies_the_stack_once(tmp_path):
+    """The profile written with --stack projects exactly as the plain one under the stack."""
+    plain, named = tmp_path / "plain.yaml", tmp_path / "named.yaml"
+    run_cli(*EST, "-o", plain)
+    run_cli(*EST, "--stack", "tensorflow", "-o", named)
+    args = ("predict", "-m", "resnet50", "-s", "dgx-a100-80gb", "--gpus", "1,8", "--stack", "tensorflow",
+            "--precision", "fp16", "-f", "csv")  # fmt: skip
+    a, b = run_cli(*args, "-p", plain), run_cli(*args, "-p", named)
+    assert a.code == 0 and b.code == 0, (a.err, b.err)
+    strip = lambda out: [ln for ln in out.splitlines()  # noqa: E731
+                         if "plain.yaml" not in ln and "named.yaml" not in ln]  # fmt: skip
+    assert strip(a.out) == strip(b.out) and len(strip(a.out)) > 2
+
+
+def test_stack_without_estimate_is_one_error():
+    one_error(run_cli("profile", "resnet50", "--stack", "pytorch"), "--stack", "--estimate")
