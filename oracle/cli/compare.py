@@ -8,9 +8,11 @@ import click
 
 from oracle.cli.common import (
     FORMATS,
+    batch_type,
+    contention_type,
     memory_model_options,
     output_option,
-    positive_float,
+    per_gpu_type,
     precision_option,
     stack_option,
 )
@@ -26,8 +28,8 @@ from oracle.load.values import parse_where
 @click.option("--profile", "-p", metavar="NAME|FILE", help="With --log: the profile.")
 @click.option("--strategy", metavar="NAME", help="With --log: the strategy.")
 @click.option("--gpus", "-g", type=gpu_count_type(), help="With --log: GPUs.")
-@click.option("--batch", "-B", type=positive_float, help="With --log: global mini-batch.")
-@click.option("--batch-per-gpu", "-b", type=positive_float, help="With --log: samples per GPU (B = b·gpus).")
+@click.option("--batch", "-B", type=batch_type, help="With --log: global mini-batch.")
+@click.option("--batch-per-gpu", "-b", type=per_gpu_type, help="With --log: samples per GPU (B = b·gpus).")
 @click.option("--p1", type=count_type(), help="With --log: data-parallel part of a hybrid.")
 @click.option("--p2", type=count_type(), help="With --log: model part of a hybrid.")
 @click.option("--segments", type=count_type(), help="With --log: pipeline segments.")
@@ -45,7 +47,7 @@ from oracle.load.values import parse_where
               " time times the model's ratio; the notes name it), next to the naive projection from the nearest"
               " smaller calibrated run; runs at a batch per replica no calibration run of their model and strategy"
               " has are noted and summarised apart. --where/--exclude choose the runs scored.")
-@click.option("--contention", type=FiniteRange(min=1, max=1000), help="Contention factor φ (overrides the systems).")
+@click.option("--contention", type=contention_type, help="Contention factor φ (overrides the systems).")
 @click.option("--format", "-f", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
 @click.option("--width", type=width_type(), help="Table width. [default: terminal]")
 @output_option

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from oracle.load.fields import Checker, Fields, choice, number, string
+from oracle.limits import BUCKET_MB
+from oracle.load.fields import Checker, Fields, choice, number, of, string
 from oracle.load.yamlfile import load_yaml
 from oracle.stack import PRECISION_CLASSES, Sourced, Stack
 from oracle.vocabulary import ALGORITHMS, MEMORY_MODELS
@@ -76,7 +77,7 @@ def parse_stack(doc: dict, file: str) -> Stack:
     library = sourced(comm, "library", string())
     algorithm = sourced(comm, "algorithm", choice(STACK_ALGORITHMS))
     overlap = sourced(comm, "overlap", choice(OVERLAPS))
-    bucket = sourced(comm, "bucket_MB", number(ge=0, what="MiB (0: one bucket per layer)"))
+    bucket = sourced(comm, "bucket_MB", of(BUCKET_MB))
     cycle = sourced(comm, "cycle_time_s", number(ge=0, what="seconds"))
     comm.done()
     mem = top.sub("memory")
