@@ -180,6 +180,17 @@ def test_import_model_script_that_exits_is_one_error(tmp_path, top, body, fragme
     assert "usage:" not in r.err and not out.exists()
 
 
+def test_import_model_shape_failure_prints_no_traceback(tmp_path):
+    """torch.fx's ShapeProp printed a node's traceback to stderr before oracle's error line
+    (a Linear(4, 2) model with --input 3,8,8; found by test_fuzz_import_model_python)."""
+    pytest.importorskip("torch")
+    src = tmp_path / "net.py"
+    src.write_text("import torch\ndef f():\n    return torch.nn.Linear(4, 2)\n")
+    r = run_cli("import-model", f"{src}:f", "--input", "3,8,8")
+    one_error(r, "does not run on a 3x8x8 input", "--input")
+    assert "Traceback" not in r.err
+
+
 def test_import_model_script_prints_stay_off_the_yaml(tmp_path):
     """What the script prints never reaches oracle's standard output (the YAML)."""
     pytest.importorskip("torch")

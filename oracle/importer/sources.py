@@ -99,7 +99,7 @@ def _callable(source: str, where: str, attr: str):
         sys.modules[spec.name] = mod  # dataclasses and pickling look modules up by name
         argv, sys.argv = sys.argv, [str(path)]  # a script's own argument parser sees no oracle options
         try:
-            with _captured() as said:  # argparse's usage, prints: never on oracle's output
+            with captured() as said:  # argparse's usage, prints: never on oracle's output
                 spec.loader.exec_module(mod)
         except SystemExit as exc:  # sys.exit() or argparse at the top level of the file
             raise OracleError(f"exited (status {exc.code!r}) while being imported{_last(said)}; expected a file"
@@ -122,7 +122,7 @@ def _callable(source: str, where: str, attr: str):
     if not callable(target):
         raise OracleError(f"'{attr}' is not callable (got {type(target).__name__})", file=source)
     try:
-        with _captured() as said:
+        with captured() as said:
             return target(), f"{origin}()"
     except SystemExit as exc:
         raise OracleError(f"calling '{attr}()' exited (status {exc.code!r}){_last(said)}", file=source) from None
@@ -131,7 +131,7 @@ def _callable(source: str, where: str, attr: str):
 
 
 @contextmanager
-def _captured():
+def captured():
     """What the user's code prints to standard output and error, kept from oracle's own
     (the YAML may go to standard output; a script's argparse prints its usage, issue 28)."""
     buf = io.StringIO()
