@@ -215,7 +215,8 @@ def test_fuzz_output_targets_round3(name, command):
             "fit runs": ("fit", "runs", d / "runs.csv", "-s", "abci"),
             "snapshot": ("snapshot", d / "cases.yaml"),
             "profile": ("profile", model, "--estimate", "-s", "abci"),
-            "import": ("import", d / "gpus4-bs32-steps.csv", "-m", model, "-s", "abci", "-p", "alexnet_v100"),
+            "import": ("import", d / "gpus4-bs32-steps.csv", "-m", model, "-s", "abci", "-p", "alexnet_v100",
+                       "--strategy", "data"),
             "plot": ("plot", "scaling", *msp, "--gpus", "4"),
             "report": ("report", *msp, "--gpus", "4")}[command]  # fmt: skip
     if command in ("plot", "report") and name in ("long", "fresh"):

@@ -67,5 +67,8 @@ def import_(
         model=model, system=system, profile=profile, strategy=strategy, gpus=gpus, batch=batch,
         batch_per_gpu=batch_per_gpu, p1=p1, p2=p2, segments=segments,
     )  # fmt: skip
+    from oracle.load.source import remember_named
+
+    remember_named(model, system, profile)  # named in the rows: -o never replaces them
     with append_lock(output) if append else contextlib.nullcontext():  # concurrent appenders keep every row
         emit(import_logs(paths, fixed, log_format, skip_unknown, append, output, warn), output)
