@@ -58,6 +58,8 @@ def shown_number(value) -> str:
     """A number for a message: huge integers by their number of digits."""
     if isinstance(value, int) and abs(value) >= 10**30:
         return f"a {len(str(abs(value)))}-digit number"
+    if isinstance(value, float) and value.is_integer() and abs(value) < 1e16:
+        value = int(value)  # a count read from a CSV cell: 100,000,000, not 1e+08
     return f"{value:,}" if isinstance(value, int) else f"{value:g}"
 
 

@@ -11,11 +11,11 @@ from typing import Any
 
 import click
 
+from oracle.limits import MAX_BYTES
+
 _PLAIN_INT = re.compile(r"[+-]?[0-9]+", re.ASCII)
 
 MAX_INT = 10**15  # any integer option: beyond every count oracle takes (a dataset's samples)
-MAX_WIDTH = 10_000  # characters of a table: wider than any terminal
-MAX_BYTES = 2**60  # a message size: 1 EiB
 MAX_THREADS = 4096  # CPU threads of a profiling run
 
 

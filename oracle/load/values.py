@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 
 from oracle.errors import OracleError
+from oracle.limits import MAX_GPUS  # noqa: F401 (the GPU counts' limit, defined once; imported from here too)
 
-MAX_GPUS = 10**7  # beyond any machine; keeps arithmetic and output bounded
 MAX_COUNTS = 1000  # GPU counts in one --gpus list: a sweep, not a flood (each costs a projection)
 
 
