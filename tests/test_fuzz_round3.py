@@ -212,7 +212,7 @@ def test_fuzz_output_targets_round3(name, command):
             "show": ("show", "model", model, "-f", "json"),
             "import-model": ("import-model", source),
             "compare": ("compare", d / "runs.csv", "-f", "csv"),
-            "fit runs": ("fit", "runs", d / "runs.csv", "-s", "abci"),
+            "fit runs": ("fit", "runs", d / "runs.csv", "-s", "abci", "--calibrate", "compute"),
             "snapshot": ("snapshot", d / "cases.yaml"),
             "profile": ("profile", model, "--estimate", "-s", "abci"),
             "import": ("import", d / "gpus4-bs32-steps.csv", "-m", model, "-s", "abci", "-p", "alexnet_v100",

@@ -217,3 +217,17 @@ def test_markdown_model_named_url_is_not_a_link(tmp_path):
     r = run_cli("predict", "-m", m, "-s", "abci", "-p", p, "--gpus", "4", "-f", "markdown")
     assert r.code == 0, r.err
     assert "https://evil" not in r.out and "evil.example" in r.out.replace("&#46;", ".")
+
+
+@pytest.mark.parametrize("kind", ["compute", "network"])
+def test_fit_runs_refused_output_is_one_error_line(tmp_path, kind):
+    """fit runs printed its calibration before refusing a write-protected -o (found by
+    the -o fuzzer extended to every command): the refusal now comes first, alone."""
+    runs = tmp_path / "runs.csv"
+    runs.write_text("model,system,profile,strategy,gpus,global_batch,epoch_s\n"
+                    "alexnet,abci,alexnet_v100,data,4,2048,363.12\n")  # fmt: skip
+    out = tmp_path / "out.yaml"
+    out.write_text("old")
+    out.chmod(0o444)
+    one_error(run_cli("fit", "runs", runs, "-s", "abci", "--calibrate", kind, "-o", out), "write-protected")
+    assert out.read_text() == "old"
