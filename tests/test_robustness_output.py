@@ -483,7 +483,7 @@ def test_fit_runs_overlay_that_breaks_the_system_names_the_overlay(tmp_path):
                 "--where", "model=vgg16", "--overlay", overlay, "-o", out, cwd=ROOT)  # fmt: skip
     line = one_error_line(r)
     assert line == f"oracle: error: {overlay}: gpus_per_node: merged into the system, got 'many';" \
-        " expected a whole number >= 1", line
+        " expected a count >= 1 and <= 10,000,000", line
     assert not out.exists()
 
 
