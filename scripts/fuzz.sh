@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Fuzz the CLI for MINUTES minutes (default 10): run the hypothesis tests of
-# tests/test_fuzz.py and tests/test_fuzz_round3.py in rounds of ORACLE_FUZZ_ROUND examples per test (default 500),
+# tests/test_fuzz.py, tests/test_fuzz_round3.py and tests/test_fuzz_options.py in rounds of ORACLE_FUZZ_ROUND examples per test (default 500),
 # each round with a new --hypothesis-seed, until the time is up (the round running at
 # the deadline is finished).  Prints the number of examples run per test and in total,
 # and the log of every failing round.  Exit status 1 if any round failed.
@@ -37,7 +37,7 @@ while [ "$(date +%s)" -lt "$deadline" ]; do
     log="$logs/round-$rounds-seed-$seed.log"
     if ORACLE_FUZZ_EXAMPLES=$per_round ORACLE_FUZZ_COUNT_FILE=$counts \
         "$python" -m pytest -q -p no:cacheprovider -W ignore::RuntimeWarning \
-        --hypothesis-seed="$seed" tests/test_fuzz.py tests/test_fuzz_round3.py >"$log" 2>&1; then
+        --hypothesis-seed="$seed" tests/test_fuzz.py tests/test_fuzz_round3.py tests/test_fuzz_options.py >"$log" 2>&1; then
         echo "round $rounds (seed $seed): passed  [$(( $(date +%s) - start )) s]"
     else
         failed=$(( failed + 1 ))

@@ -67,6 +67,14 @@ def _count(name: str) -> None:
     _COUNTS[name] = _COUNTS.get(name, 0) + 1
 
 
+def write_counts(names) -> None:
+    """The example counts of ``names`` for scripts/fuzz.sh (the other fuzz modules' own)."""
+    path = os.environ.get("ORACLE_FUZZ_COUNT_FILE")
+    if path:
+        with open(path, "a", encoding="utf-8") as fh:
+            fh.writelines(f"{name} {_COUNTS[name]}\n" for name in names if name in _COUNTS)
+
+
 @pytest.fixture(scope="module", autouse=True)
 def _report_counts():
     yield

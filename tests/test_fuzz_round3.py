@@ -18,21 +18,18 @@ pytest.importorskip("hypothesis")
 
 from hypothesis import given  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
-from test_fuzz import _COUNTS, _count, _fresh_dir, assert_clean, fuzz_settings  # noqa: E402
+from test_fuzz import _count, _fresh_dir, assert_clean, fuzz_settings, write_counts  # noqa: E402
 
 from conftest import ROOT, TINY_MODEL, TINY_PROFILE, TINY_SYSTEM, run_cli  # noqa: E402
 
-OWN = ("names", "import_model_onnx", "output_targets_round3", "numeric_options")
+OWN = ("names", "import_model_onnx", "import_model_python", "output_targets_round3", "numeric_options")
 
 
 @pytest.fixture(scope="module", autouse=True)
 def _report_own_counts():
     """This module's example counts for scripts/fuzz.sh (test_fuzz.py reports its own)."""
     yield
-    path = os.environ.get("ORACLE_FUZZ_COUNT_FILE")
-    if path:
-        with open(path, "a", encoding="utf-8") as fh:
-            fh.writelines(f"{name} {_COUNTS[name]}\n" for name in OWN if name in _COUNTS)
+    write_counts(OWN)
 
 
 RAW = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
@@ -138,6 +135,36 @@ def test_fuzz_import_model_onnx(ops, shape, data):
         assert run_cli("show", "model", d / "m.yaml").code == 0
 
 
+# import-model FILE.py:CALLABLE: scripts that exit, parse arguments, print, fail
+PY_TOP = ["", "import sys\nsys.exit(0)", "import sys\nsys.exit(3)", "import sys\nsys.exit('bye')",
+          "import argparse\nargparse.ArgumentParser().parse_args(['--x'])", "print('\\x1b]52;c;aGk=\\x07noise')",
+          "import sys\nsys.stderr.write('noise\\n')", "raise ValueError('top')", "x = 1 / 0", "import nowhere_module"]
+PY_BODY = ["pass", "import sys; sys.exit(0)", "print('noise')", "raise RuntimeError('body')", "return 3",
+           "return None", "return torch.nn.Sequential()", "return torch.nn.Linear(4, 2)"]  # fmt: skip
+
+
+@fuzz_settings(40)
+@given(st.sampled_from(PY_TOP), st.sampled_from(PY_BODY), st.sampled_from(["f", "g", "torch"]),
+       st.sampled_from([None, "3,8,8", "4"]))  # fmt: skip
+def test_fuzz_import_model_python(top, body, attr, shape):
+    """Every script ends in a YAML on standard output or one error line; nothing the
+    script prints reaches oracle's output, and the script is never overwritten."""
+    pytest.importorskip("torch")
+    _count("import_model_python")
+    d = _fresh_dir()
+    src = d / "net.py"
+    src.write_text(f"import torch\n{top}\ndef f():\n    {body}\n    return torch.nn.Sequential("
+                   "torch.nn.Conv2d(3, 2, 3), torch.nn.ReLU())\n")  # fmt: skip
+    before = src.read_bytes()
+    r = run_cli("import-model", f"{src}:{attr}", *(["--input", shape] if shape else []), cwd=ROOT)
+    assert_clean(r, f"import-model {top!r} {body!r}")
+    assert src.read_bytes() == before
+    assert "noise" not in r.out and "usage:" not in r.err
+    if r.code == 0:
+        (d / "m.yaml").write_text(r.out)
+        assert run_cli("show", "model", d / "m.yaml").code == 0
+
+
 # --------------------------------------------------------------------------------------
 # -o onto targets that must be kept
 # --------------------------------------------------------------------------------------
@@ -146,7 +173,8 @@ TARGETS = ("read-only", "read-only-dir/x", "shm-link/oracle-fuzz-target", "hard-
 
 
 @fuzz_settings(60)
-@given(st.sampled_from(TARGETS), st.sampled_from(("predict", "search", "show", "import-model")))
+@given(st.sampled_from(TARGETS), st.sampled_from(("predict", "search", "show", "import-model", "compare", "fit runs",
+                                                 "snapshot", "profile", "import", "plot", "report")))
 def test_fuzz_output_targets_round3(name, command):
     _count("output_targets_round3")
     d = _fresh_dir()
@@ -171,10 +199,28 @@ def test_fuzz_output_targets_round3(name, command):
             (d / name).unlink()
             (os.link if name == "hard-link" else os.symlink)(source, d / name)
     before = {p: p.read_bytes() for p in d.rglob("*") if p.is_file() and not p.is_symlink()}
-    args = {"predict": ("predict", "-m", model, "-s", "abci", "-p", "alexnet_v100", "--gpus", "8", "-f", "json"),
-            "search": ("search", "-m", model, "-s", "abci", "-p", "alexnet_v100", "--gpus", "8"),
+    if command in ("plot", "report"):
+        pytest.importorskip("matplotlib")
+    msp = ("-m", model, "-s", "abci", "-p", "alexnet_v100")
+    (d / "runs.csv").write_text("model,system,profile,strategy,gpus,global_batch,epoch_s\n"
+                                f"{model},abci,alexnet_v100,data,4,2048,363.12\n")  # fmt: skip
+    (d / "cases.yaml").write_text(f"cases:\n  - {{model: {model}, system: abci, profile: alexnet_v100, gpus: 4,"
+                                  " strategy: data, batch_per_gpu: 32}\n")  # fmt: skip
+    shutil.copy(ROOT / "tests/data/logs/gpus4-bs32-steps.csv", d / "gpus4-bs32-steps.csv")
+    args = {"predict": ("predict", *msp, "--gpus", "8", "-f", "json"),
+            "search": ("search", *msp, "--gpus", "8"),
             "show": ("show", "model", model, "-f", "json"),
-            "import-model": ("import-model", source)}[command]  # fmt: skip
+            "import-model": ("import-model", source),
+            "compare": ("compare", d / "runs.csv", "-f", "csv"),
+            "fit runs": ("fit", "runs", d / "runs.csv", "-s", "abci", "--calibrate", "compute"),
+            "snapshot": ("snapshot", d / "cases.yaml"),
+            "profile": ("profile", model, "--estimate", "-s", "abci"),
+            "import": ("import", d / "gpus4-bs32-steps.csv", "-m", model, "-s", "abci", "-p", "alexnet_v100",
+                       "--strategy", "data"),
+            "plot": ("plot", "scaling", *msp, "--gpus", "4"),
+            "report": ("report", *msp, "--gpus", "4")}[command]  # fmt: skip
+    if command in ("plot", "report") and name in ("long", "fresh"):
+        target = target.with_name(target.name[:240] + (".png" if command == "plot" else ".md"))
     try:
         r = run_cli(*args, "-o", target, cwd=ROOT)
         assert_clean(r, f"{command} -o {name}")

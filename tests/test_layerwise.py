@@ -345,7 +345,7 @@ def test_batch_per_gpu_and_single_layer(tmp_path):
             "layers[0].p2",
         ),
         (("{from: conv1,", "{form: conv1,"), "unknown key 'form'", "layers[0]"),
-        (("gpus: 64", "gpus: 0"), "expected a whole number >= 1", "gpus"),
+        (("gpus: 64", "gpus: 0"), "expected a GPU count >= 1", "gpus"),
         (("batch: 2048", "batch: 2048\nbatch_per_gpu: 32"), "not both", "batch_per_gpu"),
         (("layers:\n", "layer:\n"), "did you mean 'layers'", ""),
     ],

@@ -6,7 +6,6 @@ hand-computed values of its formulas."""
 from __future__ import annotations
 
 import csv
-import math
 from pathlib import Path
 
 import pytest

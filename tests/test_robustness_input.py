@@ -290,7 +290,7 @@ def _mutations():
         "bool-gpus": (lambda d: point(d).__setitem__("gpus", True), "gpus: is a boolean; expected an integer"),
         # found by scripts/fuzz.sh (tests/test_fuzz.py::test_fuzz_check_malformed_baselines)
         "no-batch": (lambda d: case(d).pop("batch_per_gpu"), "give exactly one of batch and batch_per_gpu"),
-        "p2-zero": (lambda d: case(d).__setitem__("p2", 0), "cases[0].case.p2: got 0; expected p2 >= 1"),
+        "p2-zero": (lambda d: case(d).__setitem__("p2", 0), "cases[0].case.p2: got 0; expected a count >= 1"),
         "text-batch": (lambda d: case(d).__setitem__("batch_per_gpu", "x"), "cases[0].case.batch_per_gpu: is a string"),
         "number-strategy": (lambda d: case(d).__setitem__("strategy", 3), "cases[0].case.strategy: is a number"),
         "bad-precision": (lambda d: case(d).__setitem__("precision", "fp8"), "cases[0].case.precision: unknown precision"),

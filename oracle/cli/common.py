@@ -2,33 +2,24 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 
 import click
 
-from oracle.cli.types import FiniteRange, PlainIntRange, count_type
+from oracle import limits
+from oracle.cli.types import KindType, PlainIntRange, count_type
 from oracle.vocabulary import ALGORITHMS, FRAMEWORK, MEMORY_MODELS, PARADL, PRECISIONS, precision_bytes_text
 
 FORMATS = ("table", "json", "csv", "markdown")
 
 
-class _PositiveFloat(click.ParamType):
-    name = "NUMBER"
-
-    def convert(self, value, param, ctx):
-        try:
-            v = float(value)
-        except (TypeError, ValueError):
-            self.fail(f"{value!r} is not a number", param, ctx)
-        if not math.isfinite(v) or v <= 0:
-            self.fail(f"{value!r} is not a positive number", param, ctx)
-        if not 1e-6 <= v <= 1e12:  # beyond these the cost model's products overflow
-            self.fail(f"{value!r} is not plausible (expected 1e-06 to 1e+12)", param, ctx)
-        return v
-
-
-positive_float = _PositiveFloat()
+# one click type per kind of number (oracle/limits.py), shared by every command
+batch_type = KindType(limits.BATCH)
+per_gpu_type = KindType(limits.BATCH_PER_GPU)
+contention_type = KindType(limits.CONTENTION)
+samples_type = KindType(limits.SAMPLES)
+reuse_type = KindType(limits.REUSE)
+bucket_mb_type = KindType(limits.BUCKET_MB)
 
 
 class RegistryOption(click.Option):
@@ -79,7 +70,7 @@ def output_option(f):
 def memory_model_options(f):
     """--memory-model and --memory-reuse (γ, ParaDL's bound only), for the commands
     that project without a full sweep (compare, plot compare, search)."""
-    f = click.option("--memory-reuse", type=FiniteRange(min=0, max=1, min_open=True),
+    f = click.option("--memory-reuse", type=reuse_type,
                      help="ParaDL memory model: reuse factor γ (0 < γ <= 1). [default: 1]")(f)
     return click.option("--memory-model", type=click.Choice(MEMORY_MODELS), default=FRAMEWORK, show_default=True,
                         help=f"{FRAMEWORK}: what PyTorch keeps; {PARADL}: ParaDL's upper bound.")(f)
@@ -116,7 +107,7 @@ def overlap_options() -> list:
         click.option("--overlap", type=click.Choice(["none", "buckets"]), default="none", show_default=True,
                      help="buckets: all-reduce gradients in buckets during the backward and hide halos"
                      " behind interior compute (communication_s is then the exposed part)."),
-        click.option("--bucket-MB", "bucket_mb", type=FiniteRange(min=0), default=25.0, show_default=True,
+        click.option("--bucket-MB", "bucket_mb", type=bucket_mb_type, default=25.0, show_default=True,
                      help="Gradient bucket size in MiB (PyTorch DDP's default); 0: one bucket per layer."),
         click.option("--bucket-layers", type=count_type(min=0), default=None,
                      help="With --overlap buckets: all-reduce gradients in chunks of K layers (Lee et al. 2017)"
@@ -135,10 +126,10 @@ def projection_options(precision_also: str = "", stack_also: str = "") -> list:
         click.option("--memory-model", type=click.Choice(MEMORY_MODELS), default=FRAMEWORK, show_default=True,
                      help=f"{FRAMEWORK}: what PyTorch keeps (saved tensors, weights, gradients, optimizer,"
                      f" buffers, workspace); {PARADL}: ParaDL's upper bound Σ 2B(|x|+|y|) + 2|w|."),
-        click.option("--memory-reuse", type=FiniteRange(min=0, max=1, min_open=True),
+        click.option("--memory-reuse", type=reuse_type,
                      help="ParaDL memory model: reuse factor γ (0 < γ <= 1). [default: 1]"),
-        click.option("--contention", type=FiniteRange(min=1, max=1000), help="Contention factor φ >= 1."),
-        click.option("--samples", type=PlainIntRange(min=1, max=10**15), help="Dataset size D (overrides the model's)."),
+        click.option("--contention", type=contention_type, help="Contention factor φ >= 1."),
+        click.option("--samples", type=samples_type, help="Dataset size D (overrides the model's)."),
         collective_option(),
         click.option("--optimizer", type=click.Choice(["sgd", "momentum", "adam"]), default="sgd", show_default=True,
                      help="Optimizer state in memory: none, 4 or 8 bytes per parameter."),
@@ -183,10 +174,10 @@ def sweep_options(f):
                      "  [default: powers of two up to the system size, at most 1024]"),
         click.option("--strategy", "strategies", default="all", show_default=True, metavar="NAMES",
                      cls=RegistryOption, help_from=strategy_help),
-        click.option("--batch-per-gpu", "-b", type=positive_float,
+        click.option("--batch-per-gpu", "-b", type=per_gpu_type,
                      help="Weak scaling: B = b·p samples per iteration. [default: the profile's"
                      " measured_samples_per_gpu, else 32]"),
-        click.option("--batch", "-B", type=positive_float, help="Strong scaling: global mini-batch B, fixed."),
+        click.option("--batch", "-B", type=batch_type, help="Strong scaling: global mini-batch B, fixed."),
         click.option("--p2", type=count_type(), help="Hybrids: fix the model-part size p2 (p = p1·p2)."),
         click.option("--segments", "-S", type=count_type(), help="Pipeline segments S. [default: min(B, 4p)]"),
         *projection_options(),

@@ -6,7 +6,7 @@ from contextlib import contextmanager
 
 import click
 
-from oracle.cli.common import FORMATS, output_option, positive_float, projection_options, with_options
+from oracle.cli.common import FORMATS, batch_type, output_option, per_gpu_type, projection_options, with_options
 from oracle.cli.types import FiniteRange, count_type, gpu_count_type, width_type
 from oracle.load.values import parse_where
 
@@ -19,8 +19,8 @@ from oracle.load.values import parse_where
 @click.option("--profile", "-p", metavar="NAME|FILE", help="With --log: the profile.")
 @click.option("--strategy", metavar="NAME", help="With --log: the strategy.")
 @click.option("--gpus", "-g", type=gpu_count_type(), help="With --log: GPUs.")
-@click.option("--batch", "-B", type=positive_float, help="With --log: global mini-batch.")
-@click.option("--batch-per-gpu", "-b", type=positive_float, help="With --log: samples per GPU (B = b·gpus).")
+@click.option("--batch", "-B", type=batch_type, help="With --log: global mini-batch.")
+@click.option("--batch-per-gpu", "-b", type=per_gpu_type, help="With --log: samples per GPU (B = b·gpus).")
 @click.option("--p1", type=count_type(), help="With --log: data-parallel part of a hybrid.")
 @click.option("--p2", type=count_type(), help="With --log: model part of a hybrid.")
 @click.option("--segments", type=count_type(), help="With --log: pipeline segments.")

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import click
 
+from oracle import limits
 from oracle.cli.common import output_option, warn
 from oracle.cli.types import PlainIntRange, count_type, gpu_count_type
+
 
 @click.command("import", context_settings={"max_content_width": 100})
 @click.argument("paths", nargs=-1, required=True, metavar="PATH...")
@@ -14,11 +16,11 @@ from oracle.cli.types import PlainIntRange, count_type, gpu_count_type
 @click.option("--profile", "-p", metavar="NAME|FILE", help="Timing profile to project them with.")
 @click.option("--strategy", metavar="NAME", help="Strategy of the runs (data, spatial, filter, ..., data+spatial).")
 @click.option("--gpus", "-g", type=gpu_count_type(), help="GPUs of every run.  [default: from the file name]")
-@click.option("--batch", "-B", type=PlainIntRange(min=1), help="Global mini-batch B of every run.")
+@click.option("--batch", "-B", type=PlainIntRange(min=1, limit=int(limits.BATCH.hi)), help="Global mini-batch B of every run.")
 @click.option(
     "--batch-per-gpu",
     "-b",
-    type=PlainIntRange(min=1),
+    type=PlainIntRange(min=1, limit=int(limits.BATCH_PER_GPU.hi)),
     help="Samples per GPU b; B = b x gpus.  [default: from the file name]",
 )
 @click.option("--p1", type=count_type(), help="Hybrids: data-parallel groups p1 (p = p1·p2).")
@@ -49,9 +51,9 @@ def import_(
       oracle import data/chainer-logs/vgg16-data-abci --model vgg16 --system abci \\
           --profile vgg16_v100 --strategy data -o runs.csv
     """
-    from oracle.errors import OracleError
     import contextlib
 
+    from oracle.errors import OracleError
     from oracle.render.output import append_lock, emit
     from oracle.services.import_logs import check_strategy, import_logs
 
@@ -65,5 +67,8 @@ def import_(
         model=model, system=system, profile=profile, strategy=strategy, gpus=gpus, batch=batch,
         batch_per_gpu=batch_per_gpu, p1=p1, p2=p2, segments=segments,
     )  # fmt: skip
+    from oracle.load.source import remember_named
+
+    remember_named(model, system, profile)  # named in the rows: -o never replaces them
     with append_lock(output) if append else contextlib.nullcontext():  # concurrent appenders keep every row
         emit(import_logs(paths, fixed, log_format, skip_unknown, append, output, warn), output)

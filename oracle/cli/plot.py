@@ -9,8 +9,14 @@ from __future__ import annotations
 
 import click
 
-from oracle.cli.common import memory_model_options, precision_option, stack_option, sweep_options
-from oracle.cli.types import FiniteRange, PlainIntRange
+from oracle.cli.common import (
+    contention_type,
+    memory_model_options,
+    precision_option,
+    stack_option,
+    sweep_options,
+)
+from oracle.cli.types import PlainIntRange
 from oracle.services.project import project
 
 DPI_HELP = "Resolution of PNG output (dots per inch)."
@@ -85,7 +91,7 @@ for _kind, _help in _HELP.items():
 @click.option("--where", multiple=True, metavar="COL=VAL[,VAL]", help="Keep runs whose column has one of the values.")
 @precision_option(" A run's precision column comes first.")
 @memory_model_options
-@click.option("--contention", type=FiniteRange(min=1, max=1000), help="Contention factor φ (overrides the systems).")
+@click.option("--contention", type=contention_type, help="Contention factor φ (overrides the systems).")
 @stack_option(" A run's stack column comes first.")
 @output_required
 @dpi_option

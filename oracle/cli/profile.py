@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from oracle import limits
 from oracle.cli.common import output_option, stack_option
 from oracle.cli.types import MAX_THREADS, FiniteRange, PlainIntRange, count_type
 from oracle.vocabulary import FP32, PRECISIONS
@@ -14,7 +15,7 @@ _POSITIVE_FRACTION = FiniteRange(min=0, max=1, min_open=True)
 @click.command(context_settings={"max_content_width": 100})
 @click.argument("model", metavar="MODEL")
 @click.option(
-    "--batch", "-b", type=PlainIntRange(min=1, max=10**12), default=32, show_default=True,
+    "--batch", "-b", type=PlainIntRange(min=1, limit=int(limits.BATCH_PER_GPU.hi)), default=32, show_default=True,
     help="Samples per iteration (per GPU) to measure or estimate at.",
 )  # fmt: skip
 @click.option(

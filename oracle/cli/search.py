@@ -8,15 +8,18 @@ import click
 
 from oracle.cli.common import (
     RegistryOption,
+    batch_type,
     collective_option,
+    contention_type,
     memory_model_options,
     model_system_profile_options,
     overlap_options,
-    positive_float,
+    per_gpu_type,
     precision_option,
+    samples_type,
     stack_option,
 )
-from oracle.cli.types import FiniteRange, PlainIntRange, count_type, width_type
+from oracle.cli.types import PlainIntRange, count_type, width_type
 
 # the per-layer search keeps arrays of one entry per GPU for the redistribution costs;
 # far beyond any machine oracle describes (systems list at most a few thousand GPUs)
@@ -51,11 +54,11 @@ def _distributions_help() -> str:
 @click.option(
     "--batch-per-gpu",
     "-b",
-    type=positive_float,
+    type=per_gpu_type,
     help="Weak scaling: B = b·p samples per iteration. [default: the profile's measured_samples_per_gpu, else 32]",
 )
 @click.option(
-    "--batch", "-B", type=positive_float, help="Strong scaling: global mini-batch B, fixed."
+    "--batch", "-B", type=batch_type, help="Strong scaling: global mini-batch B, fixed."
 )
 @click.option(
     "--distributions", "kinds", show_default=True, metavar="KINDS", cls=RegistryOption,
@@ -69,11 +72,11 @@ def _distributions_help() -> str:
 @memory_model_options
 @click.option(
     "--contention",
-    type=FiniteRange(min=1, max=1000),
+    type=contention_type,
     help="Contention factor φ >= 1 (overrides the system).",
 )
 @click.option(
-    "--samples", type=PlainIntRange(min=1, max=10**15), help="Dataset size D (overrides the model's)."
+    "--samples", type=samples_type, help="Dataset size D (overrides the model's)."
 )
 @click.option(
     "--evaluate", "evaluate_file", metavar="FILE",

@@ -29,6 +29,7 @@ def run_search_command(model, system, profile, gpus, max_gpus, kinds, strategies
     s = stack_system(s, checked.options.stack)
     config, assignment, counts, batch = gpu_counts(m, gpus, max_gpus, checked.batch, checked.batch_per_gpu,
                                                    evaluate_file)  # fmt: skip
+    check_effort(m, counts, kind_list)
     run = replace(checked, batch=batch).resolve(pr)
     ctx = build_context(m, s, pr, run.options)  # issue 13: compute converted to the run
     meta = describe(m, s, pr, run, ctx.conversion)
@@ -40,6 +41,32 @@ def run_search_command(model, system, profile, gpus, max_gpus, kinds, strategies
         else:
             results.append(run_search(ctx, p, B, kinds=kind_list, strategies=strategies))
     return results, meta, m, config
+
+
+# The per-layer search weighs every pair of distributions on every edge of the layer
+# graph (D x D redistribution costs per layer, compute/layerwise.py Costs): its time and
+# memory grow with layers x D^2.  ResNet-50 on 1,024 GPUs with subsets (175 x 176^2, 5.4
+# million pairs) takes about 15 s and 0.3 GB on 2 shared cores; 65,536 GPUs with subsets
+# (425 distributions, 31.6 million) took over a minute and 2.4 GB (issue 28).
+MAX_SEARCH_PAIRS = 6_000_000
+
+
+def check_effort(m, counts, kinds) -> None:
+    """Refuse, before any cost is computed, a search whose space is beyond MAX_SEARCH_PAIRS,
+    naming its size and the options that narrow it."""
+    from oracle.compute.layerwise import distributions
+    from oracle.errors import OracleError
+
+    layers = max(len(m.layers), 1)
+    for p in counts:
+        d = len(distributions(p, kinds))
+        if layers * d * d > MAX_SEARCH_PAIRS:
+            narrow = "drop subsets from --distributions, " if "subsets" in kinds else ""
+            raise OracleError(
+                f"the per-layer search on {p:,} GPUs would weigh {d:,} distributions for each of {layers:,}"
+                f" layers ({layers * d * d:,} pairs; at most {MAX_SEARCH_PAIRS:,})", path="--distributions",
+                hint=f"{narrow}list fewer kinds in --distributions, or lower --gpus/--max-gpus",
+            )  # fmt: skip
 
 
 def parse_kinds(kinds) -> list[str]:

@@ -7,14 +7,15 @@ from __future__ import annotations
 
 import math
 import re
+from typing import Any
 
 import click
+
+from oracle.limits import MAX_BYTES
 
 _PLAIN_INT = re.compile(r"[+-]?[0-9]+", re.ASCII)
 
 MAX_INT = 10**15  # any integer option: beyond every count oracle takes (a dataset's samples)
-MAX_WIDTH = 10_000  # characters of a table: wider than any terminal
-MAX_BYTES = 2**60  # a message size: 1 EiB
 MAX_THREADS = 4096  # CPU threads of a profiling run
 
 
@@ -35,7 +36,7 @@ class PlainIntRange(click.IntRange):
     (default MAX_INT) bounds it where ``max`` does not: the plausible ceiling of the kind
     of number, checked but not shown in the help."""
 
-    def __init__(self, min=None, max=None, *, limit: int = MAX_INT, **kwargs):  # noqa: A002 (click's names)
+    def __init__(self, min=None, max=None, *, limit: int = MAX_INT, **kwargs):
         super().__init__(min, max, **kwargs)
         self.limit = limit if max is None or max > limit else max
 
@@ -57,23 +58,86 @@ def _short(text: str) -> str:
     return text if len(text) <= 40 else f"{text[:20]}...({len(text)} digits)"
 
 
-def gpu_count_type() -> PlainIntRange:
-    """A GPU count: 1 to MAX_GPUS, as in every file (oracle/load/values.py)."""
-    from oracle.load.values import MAX_GPUS
-
-    return PlainIntRange(min=1, limit=MAX_GPUS)
+_PLAIN_NUMBER = re.compile(r"[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+)?", re.ASCII)
 
 
-def count_type(min: int = 1) -> PlainIntRange:  # noqa: A002
+class _KindRange:
+    """An option of one kind of number (oracle/limits.py): the limits every file of the
+    same kind keeps too.  Plain ASCII numbers only (float() would also take '1_0', 'nan'
+    and full-width digits); whole kinds take plain digits.  The help shows the lower
+    bound, and the upper one where it is small (φ <= 1000, γ <= 1); batches read NUMBER."""
+
+    kind: Any
+
+    def convert(self, value, param, ctx):  # type: ignore[override]
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            number = value
+        else:
+            text = str(value).strip()
+            pattern = _PLAIN_INT if self.kind.whole else _PLAIN_NUMBER
+            if not pattern.fullmatch(text) and _non_finite(text):  # nan, inf, Infinity
+                self.fail(f"{_short(text)!r} is not a finite number; expected {self.kind.expected}.", param, ctx)
+            if not pattern.fullmatch(text):
+                what = "a whole number (plain digits 0-9)" if self.kind.whole else "a number"
+                self.fail(f"{_short(text)!r} is not {what}; expected {self.kind.expected}.", param, ctx)
+            if len(text.lstrip("+-").lstrip("0")) > 30 and self.kind.whole:
+                self.fail(f"{_short(text)} is not plausible; expected {self.kind.expected}.", param, ctx)
+            number = int(text) if self.kind.whole else float(text)
+        problem = self.kind.problem(number)
+        if problem:
+            self.fail(problem.replace("got inf", f"got {_short(str(value).strip())}") + ".", param, ctx)
+        return self.kind.convert(number)
+
+
+class _KindInt(_KindRange, click.IntRange):
+    pass
+
+
+class _KindFloat(_KindRange, click.FloatRange):
+    def _describe_range(self) -> str:
+        return super()._describe_range() if self.name == "float range" else ""  # a NUMBER: no range shown
+
+
+def KindType(kind, lo=None) -> click.ParamType:  # noqa: N802 (used as a type)
+    """The click type of ``kind`` (``lo``: a lower bound of its own, e.g. 0 warm-up runs)."""
+    from dataclasses import replace
+
+    kind = kind if lo is None else replace(kind, lo=lo)
+    cls = _KindInt if kind.whole else _KindFloat
+    lo_shown = int(kind.lo) if kind.whole else kind.lo
+    out = cls(min=lo_shown, max=kind.hi if kind.hi <= 1000 else None, min_open=kind.lo_open)
+    out.kind = kind
+    if not kind.whole and kind.lo > 0 and kind.hi > 1000:  # batches: NUMBER, as any positive number reads
+        out.name = "number"
+    return out
+
+
+def _non_finite(text: str) -> bool:
+    try:
+        return not math.isfinite(float(text))
+    except ValueError:
+        return False
+
+
+def gpu_count_type() -> KindType:
+    """A GPU count: 1 to MAX_GPUS, as in every file (oracle/limits.py)."""
+    from oracle.limits import GPUS
+
+    return KindType(GPUS)
+
+
+def count_type(min: int = 1) -> KindType:
     """A count of things bounded by the GPUs (p1, p2, segments, GPUs per node, layers)."""
-    from oracle.load.values import MAX_GPUS
+    from oracle.limits import COUNT
 
-    return PlainIntRange(min=min, limit=MAX_GPUS)
+    return KindType(COUNT, lo=min)
 
 
-def width_type() -> PlainIntRange:
+def width_type() -> KindType:
     """A table width in characters."""
-    return PlainIntRange(min=60, limit=MAX_WIDTH)
+    from oracle.limits import WIDTH
+
+    return KindType(WIDTH)
 
 
 _UNITS = {

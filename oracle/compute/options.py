@@ -8,6 +8,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from oracle.errors import OracleError, did_you_mean
+from oracle.limits import BATCH, BATCH_PER_GPU, CONTENTION, COUNT, REUSE, SAMPLES, check_option
 from oracle.vocabulary import ALGORITHMS, FP32, FRAMEWORK, MEMORY_MODELS, PARADL, PRECISION_BYTES
 
 COMPUTE_SCALINGS = ("model", "linear")  # issue 13, docs/cost-model.md
@@ -104,17 +105,11 @@ def check_options(options: Options) -> None:
     _check_overlap(options)
     if options.zero not in (0, 1, 2, 3):
         raise OracleError(f"got {options.zero}; expected a ZeRO stage 0, 1, 2 or 3", path="--zero")
-    g = options.memory_reuse
-    if not (isinstance(g, (int, float)) and 0 < g <= 1):
-        raise OracleError(f"got {g}; expected 0 < γ <= 1", path="--memory-reuse")
-    if options.contention is not None and not (
-        math.isfinite(options.contention) and options.contention >= 1
-    ):
-        raise OracleError(f"got {options.contention}; expected φ >= 1", path="--contention")
-    if options.segments is not None and options.segments < 1:
-        raise OracleError(f"got {options.segments}; expected S >= 1", path="--segments")
-    if options.samples is not None and options.samples < 1:
-        raise OracleError(f"got {options.samples}; expected D >= 1", path="--samples")
+    check_option(REUSE, options.memory_reuse, "--memory-reuse")
+    for kind, value, option in ((CONTENTION, options.contention, "--contention"),
+                                (COUNT, options.segments, "--segments"), (SAMPLES, options.samples, "--samples")):
+        if value is not None:  # one kind of number, the limits of every option and file (oracle/limits.py)
+            check_option(kind, value, option)
     if options.compute_scaling not in COMPUTE_SCALINGS:
         raise OracleError(f"unknown compute scaling '{options.compute_scaling}'", path="--compute-scaling",
                           hint="one of " + ", ".join(COMPUTE_SCALINGS))  # fmt: skip
@@ -194,6 +189,10 @@ class Flags:
         :class:`Options`.  Layer lists are comma-separated text or a sequence of names."""
         if batch is not None and batch_per_gpu is not None:
             raise OracleError("give either --batch (strong scaling) or --batch-per-gpu (weak scaling), not both")
+        if batch is not None:
+            check_option(BATCH, batch, "--batch")
+        if batch_per_gpu is not None:
+            check_option(BATCH_PER_GPU, batch_per_gpu, "--batch-per-gpu")
         if bucket_mb is not None:
             same["bucket_bytes"] = bucket_mb * 2**20
         if stack is not None:  # issue 25: a loaded oracle.stack.Stack, for the options left at their defaults

@@ -67,8 +67,11 @@ def trace(module: torch.nn.Module, input_shape: tuple[int, ...], source: str) ->
     if len(placeholders) != 1:
         raise OracleError(f"takes {len(placeholders)} inputs; oracle models take one image tensor", file=source)
     x = torch.empty((1, *input_shape), device="meta")
+    from oracle.importer.sources import captured
+
     try:
-        ShapeProp(gm).propagate(x)
+        with captured():  # ShapeProp prints the traceback of a failing node to stderr itself
+            ShapeProp(gm).propagate(x)
     except Exception as exc:
         shape = "x".join(map(str, input_shape))
         raise OracleError(

@@ -11,7 +11,9 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import inspect
+import io
 import sys
+from contextlib import contextmanager, redirect_stderr, redirect_stdout
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -97,10 +99,11 @@ def _callable(source: str, where: str, attr: str):
         sys.modules[spec.name] = mod  # dataclasses and pickling look modules up by name
         argv, sys.argv = sys.argv, [str(path)]  # a script's own argument parser sees no oracle options
         try:
-            spec.loader.exec_module(mod)
+            with captured() as said:  # argparse's usage, prints: never on oracle's output
+                spec.loader.exec_module(mod)
         except SystemExit as exc:  # sys.exit() or argparse at the top level of the file
-            raise OracleError(f"exited (status {exc.code!r}) while being imported; expected a file that"
-                              " defines the model and leaves running to `if __name__ == '__main__':`",
+            raise OracleError(f"exited (status {exc.code!r}) while being imported{_last(said)}; expected a file"
+                              " that defines the model and leaves running to `if __name__ == '__main__':`",
                               file=where) from None  # fmt: skip
         except Exception as exc:
             raise OracleError(f"failed to run: {type(exc).__name__}: {exc}", file=where) from None
@@ -119,8 +122,27 @@ def _callable(source: str, where: str, attr: str):
     if not callable(target):
         raise OracleError(f"'{attr}' is not callable (got {type(target).__name__})", file=source)
     try:
-        return target(), f"{origin}()"
+        with captured() as said:
+            return target(), f"{origin}()"
     except SystemExit as exc:
-        raise OracleError(f"calling '{attr}()' exited (status {exc.code!r})", file=source) from None
+        raise OracleError(f"calling '{attr}()' exited (status {exc.code!r}){_last(said)}", file=source) from None
     except Exception as exc:
         raise OracleError(f"calling '{attr}()' failed: {type(exc).__name__}: {exc}", file=source) from None
+
+
+@contextmanager
+def captured():
+    """What the user's code prints to standard output and error, kept from oracle's own
+    (the YAML may go to standard output; a script's argparse prints its usage, issue 28)."""
+    buf = io.StringIO()
+    with redirect_stdout(buf), redirect_stderr(buf):
+        yield buf
+
+
+def _last(said: io.StringIO) -> str:
+    """The last line the code printed, for the error line (argparse's reason)."""
+    lines = [line.strip() for line in said.getvalue().splitlines() if line.strip()]
+    if not lines:
+        return ""
+    last = lines[-1] if len(lines[-1]) <= 200 else lines[-1][:200] + "..."
+    return f" (it printed: {last!r})"

@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+from oracle import limits
 from oracle.compute.baseline import CASE_KEYS, KEPT, NUMERIC
 from oracle.errors import OracleError, did_you_mean
 from oracle.load.source import parse_json
@@ -77,7 +78,10 @@ def _case(case, name: str, where: str) -> dict:
     return case
 
 
-NUMBER_KEYS = ("batch", "batch_per_gpu", "p2", "segments", "memory_reuse", "contention", "samples")
+# each number of a case is of one kind (oracle/limits.py): the limits of its option
+NUMBER_KEYS = {"batch": limits.BATCH, "batch_per_gpu": limits.BATCH_PER_GPU, "p2": limits.COUNT,
+               "segments": limits.COUNT, "memory_reuse": limits.REUSE, "contention": limits.CONTENTION,
+               "samples": limits.SAMPLES}  # fmt: skip
 FLAG_KEYS = ("mixed_precision",)
 
 
@@ -93,14 +97,21 @@ def check_case(case: dict, name: str, where: str) -> None:
         here = f"{where}.{key}"
         if key == "gpus" and isinstance(value, list):
             for k, v in enumerate(value):
-                _number(v, name, f"{here}[{k}]", integer=True, nullable=False)
+                _of(limits.GPUS, v, name, f"{here}[{k}]")
         elif key in NUMBER_KEYS or key == "gpus" and not isinstance(value, str):
-            _number(value, name, here, nullable=False)
+            _of(NUMBER_KEYS.get(key, limits.GPUS), value, name, here)
         elif key in FLAG_KEYS:
             if not isinstance(value, bool):
                 raise OracleError(f"is {_what(value)}; expected true or false", file=name, path=here)
         elif key != "gpus" and not isinstance(value, str):
             raise OracleError(f"is {_what(value)}; expected a name", file=name, path=here)
+
+
+def _of(kind, value, name: str, where: str) -> None:
+    _number(value, name, where, nullable=False)
+    problem = kind.problem(value)
+    if problem:
+        raise OracleError(problem, file=name, path=where)
 
 
 def _point(point, name: str, where: str) -> dict:

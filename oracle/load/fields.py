@@ -136,6 +136,21 @@ def integer(*, ge: int | None = None, le: int | None = None, what: str = "a whol
     return check
 
 
+def of(kind) -> Checker:
+    """A number of one of the kinds of oracle/limits.py, with the limits every option and
+    file share (issue 28)."""
+
+    def check(value: Any):
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise Bad(f"got {_describe(value)}; expected {kind.expected}")
+        problem = kind.problem(value)
+        if problem:
+            raise Bad(problem)
+        return kind.convert(value)
+
+    return check
+
+
 def _big(v: int) -> str:
     """An integer for a message: huge ones by their number of digits."""
     return str(v) if abs(v) < 10**30 else f"a {len(str(abs(v)))}-digit number"

@@ -34,11 +34,10 @@ from oracle.compute.layerwise_build import kind_names, kind_table, strategy_kind
 from oracle.compute.strategies.data import Data
 from oracle.compute.strategies.spatial import Spatial
 from oracle.errors import OracleError, did_you_mean
-from oracle.load.fields import Fields, choice, integer, number, string
+from oracle.limits import BATCH, BATCH_PER_GPU, COUNT, GPUS
+from oracle.load.fields import Fields, choice, integer, of, string
 from oracle.load.yamlfile import load_yaml
 from oracle.model import Model
-
-MAX_GPUS = 10**7
 
 
 @dataclass(frozen=True)
@@ -77,9 +76,9 @@ def load_layerwise(path: str | Path) -> LayerwiseConfig:
 def parse_layerwise(doc: dict, file: str) -> LayerwiseConfig:
     top = Fields(doc, file, "")
     model = top.req("model", string(), "the name of the model")
-    gpus = top.req("gpus", integer(ge=1, le=MAX_GPUS), "the number of GPUs every range uses")
-    batch = top.opt("batch", number(gt=0, what="a global mini-batch"))
-    bpg = top.opt("batch_per_gpu", number(gt=0, what="samples per GPU"))
+    gpus = top.req("gpus", of(GPUS), "the number of GPUs every range uses")
+    batch = top.opt("batch", of(BATCH))
+    bpg = top.opt("batch_per_gpu", of(BATCH_PER_GPU))
     if batch is not None and bpg is not None:
         raise top.error(
             "batch_per_gpu", "give either 'batch' (global) or 'batch_per_gpu', not both"
@@ -95,9 +94,9 @@ def parse_layerwise(doc: dict, file: str) -> LayerwiseConfig:
         first = f.opt("from", string())
         last = f.opt("to", string())
         kind = f.req("distribution", choice(kind_names()), " | ".join(kind_names()))
-        p1 = f.opt("p1", integer(ge=1))
-        p2 = f.opt("p2", integer(ge=1))
-        subset = f.opt("gpus", integer(ge=1))  # issue 18: the layer on the first N GPUs (N divides gpus)
+        p1 = f.opt("p1", of(COUNT))
+        p2 = f.opt("p2", of(COUNT))
+        subset = f.opt("gpus", of(GPUS))  # issue 18: the layer on the first N GPUs (N divides gpus)
         p3 = f.opt("p3", integer(ge=2))  # issue 18: spatial+filter, filters over p3
         f.done()
         if (p3 is None) != (kind != "spatial+filter"):

@@ -6,7 +6,18 @@ from pathlib import Path
 
 from oracle.compute.shapes import ShapeError, infer
 from oracle.errors import OracleError, did_you_mean
-from oracle.load.fields import MAX_MAGNITUDE, Fields, boolean, choice, integer, number, per_dim, string
+from oracle.limits import SAMPLES
+from oracle.load.fields import (
+    MAX_MAGNITUDE,
+    Fields,
+    boolean,
+    choice,
+    integer,
+    number,
+    of,
+    per_dim,
+    string,
+)
 from oracle.load.yamlfile import load_yaml
 from oracle.model import LAYER_TYPES, MODEL_INPUT, MULTI_INPUT_TYPES, Layer, Model
 
@@ -27,7 +38,7 @@ def parse_model(doc: dict, file: str) -> Model:
     ds = top.sub("dataset")
     assert ds is not None
     dataset_name = ds.opt("name", string(), "")
-    samples = ds.req("samples", integer(ge=1), "the number of training samples")
+    samples = ds.req("samples", of(SAMPLES), "the number of training samples")
     bytes_per_sample = ds.opt("bytes_per_sample", number(gt=0))
     ds.done(allowed_extra=("source",))
     source = top.opt("source", string(nonempty=False), "")

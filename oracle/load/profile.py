@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from oracle.limits import BATCH_PER_GPU
 from oracle.load.fields import Fields, choice, integer, number, string
 from oracle.load.yamlfile import load_yaml
 from oracle.model import LayerTimes, Profile
@@ -29,7 +30,7 @@ def parse_profile(doc: dict, file: str) -> Profile:
     model = top.req("model", string(), "the name of the model this profile belongs to")
     device = top.opt("device", string(), "unknown device")
     framework = top.opt("framework", string(), "unknown framework")
-    samples = top.opt("measured_samples_per_gpu", integer(ge=1))
+    samples = top.opt("measured_samples_per_gpu", integer(ge=1, le=int(BATCH_PER_GPU.hi), what="samples per GPU"))
     precision = top.opt("precision", choice(PRECISIONS), FP32)
     source = top.opt("source", string(nonempty=False), "")
     kind = top.opt("kind", choice(KINDS), None)

@@ -22,8 +22,8 @@ from pathlib import Path
 
 from oracle.compute.options import column_flags
 from oracle.errors import OracleError, did_you_mean
+from oracle.limits import BATCH, COUNT, GPUS, Kind
 from oracle.load.fields import MAX_MAGNITUDE, MIN_MAGNITUDE
-from oracle.load.values import MAX_GPUS
 from oracle.load.yamlfile import read_text
 from oracle.records import OPTIONAL, REQUIRED, MeasuredRun
 from oracle.textsafe import csv_unescape
@@ -90,7 +90,8 @@ def _row(cells: dict[str, str], file: str, line: int | None, strategies) -> Meas
             raise err(col, "is empty; a value is required")
         return v
 
-    def number(col: str, *, required: bool, whole: bool = False) -> float | int | None:
+    def number(col: str, *, required: bool, kind: Kind | None = None) -> float | int | None:
+        """A positive number of the column; of ``kind`` (oracle/limits.py) where given."""
         v = cells.get(col, "")
         if not v:
             if required:
@@ -104,12 +105,11 @@ def _row(cells: dict[str, str], file: str, line: int | None, strategies) -> Meas
             raise err(col, f"'{v}' is not a finite number")
         if x <= 0:
             raise err(col, f"got {v}; expected a positive number")
-        if whole:
-            if x != int(x):
-                raise err(col, f"got {v}; expected a whole number")
-            if x > MAX_GPUS:
-                raise err(col, f"got {v}, which is not plausible; expected at most {MAX_GPUS:,}")
-            return int(x)
+        if kind is not None:
+            problem = kind.problem(x)
+            if problem:
+                raise err(col, problem)
+            return kind.convert(x)
         if not MIN_MAGNITUDE <= x <= MAX_MAGNITUDE:
             raise err(col, f"got {v}, which is not plausible; expected {MIN_MAGNITUDE:g} to {MAX_MAGNITUDE:g}")
         return x
@@ -136,11 +136,11 @@ def _row(cells: dict[str, str], file: str, line: int | None, strategies) -> Meas
         system=text("system"),
         profile=text("profile"),
         strategy=strategy,
-        gpus=number("gpus", required=True, whole=True),  # type: ignore[arg-type]
-        global_batch=number("global_batch", required=True),  # type: ignore[arg-type]
-        p1=number("p1", required=False, whole=True),  # type: ignore[arg-type]
-        p2=number("p2", required=False, whole=True),  # type: ignore[arg-type]
-        segments=number("segments", required=False, whole=True),  # type: ignore[arg-type]
+        gpus=number("gpus", required=True, kind=GPUS),  # type: ignore[arg-type]
+        global_batch=number("global_batch", required=True, kind=BATCH),  # type: ignore[arg-type]
+        p1=number("p1", required=False, kind=COUNT),  # type: ignore[arg-type]
+        p2=number("p2", required=False, kind=COUNT),  # type: ignore[arg-type]
+        segments=number("segments", required=False, kind=COUNT),  # type: ignore[arg-type]
         epoch_s=epoch,
         iteration_s=iteration,
         compute_s=number("compute_s", required=False),

@@ -41,6 +41,18 @@ def is_input(st: os.stat_result) -> bool:
     return (st.st_dev, st.st_ino) in _inputs
 
 
+def remember_named(*paths) -> None:
+    """Note as inputs the files a command names without reading them (``oracle import
+    -m FILE`` writes the path into its rows): -o must not replace them either."""
+    for path in paths:
+        try:
+            st = os.stat(path) if path else None
+        except (OSError, ValueError):
+            continue
+        if st is not None and stat.S_ISREG(st.st_mode):
+            _inputs.add((st.st_dev, st.st_ino))
+
+
 def release(path: str | Path) -> None:
     """Let ``-o`` replace this input (``oracle import --append`` rewrites the CSV it read)."""
     try:

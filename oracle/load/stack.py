@@ -7,10 +7,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from oracle.load.fields import Bad, Checker, Fields, boolean, choice, number, string
+from oracle.limits import BUCKET_MB
+from oracle.load.fields import Bad, Checker, Fields, boolean, choice, number, of, string
 from oracle.load.yamlfile import load_yaml
-from oracle.stack import PRECISION_CLASSES, Sourced, Stack
 from oracle.model import LAYER_TYPES
+from oracle.stack import PRECISION_CLASSES, Sourced, Stack
 from oracle.vocabulary import ALGORITHMS, COST_MODELS, MEMORY_MODELS
 
 OVERLAPS = ("none", "buckets")  # compute/overlap.py
@@ -130,7 +131,7 @@ def parse_stack(doc: dict, file: str) -> Stack:
     library = sourced(comm, "library", string())
     algorithm = sourced(comm, "algorithm", choice(STACK_ALGORITHMS))
     overlap = sourced(comm, "overlap", choice(OVERLAPS))
-    bucket = sourced(comm, "bucket_MB", number(ge=0, what="MiB (0: one bucket per layer)"))
+    bucket = sourced(comm, "bucket_MB", of(BUCKET_MB))
     cycle = sourced(comm, "cycle_time_s", number(ge=0, what="seconds"))
     nccl_algos = sourced(comm, "nccl_algorithms", _algorithm_list, required=False)
     comm.done()

@@ -6,12 +6,14 @@ FLOP/s, ``bandwidth_GB_per_s`` (an alternative to ``beta_s_per_byte``) to s/byte
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 from oracle.errors import OracleError
+from oracle.limits import BATCH_PER_GPU, CONTENTION, COUNT, GPUS
 from oracle.load.anchors import parse_anchors
+from oracle.load.fields import Fields, boolean, choice, integer, number, of, string
 from oracle.load.model_systems import parse_model_systems
-from oracle.load.fields import Fields, boolean, choice, integer, number, string
 from oracle.load.yamlfile import load_yaml
 from oracle.model import (
     CollectiveTable,
@@ -80,10 +82,10 @@ def parse_system(doc: dict, file: str) -> System:
     workspace_GB = gpu.opt("workspace_GB", number(ge=0, what="GB the framework reserves"), 0.0)
     gpu.done(allowed_extra=("source",))
 
-    gpus_per_node = top.req("gpus_per_node", integer(ge=1))
-    nodes = top.req("nodes", integer(ge=1))
-    links = top.opt("links_per_node", integer(ge=1))
-    contention = top.opt("contention_factor", number(ge=1, what="a contention factor φ"))
+    gpus_per_node = top.req("gpus_per_node", of(COUNT))
+    nodes = top.req("nodes", of(COUNT))
+    links = top.opt("links_per_node", of(COUNT))
+    contention = top.opt("contention_factor", of(CONTENTION))
 
     levels = _levels(top, file)
     interconnect = _interconnect(top, gpus_per_node, nodes)
@@ -153,7 +155,7 @@ def _levels(top: Fields, file: str) -> list[NetworkLevel]:
         lf = Fields(raw, file, f"network[{i}]", line)
         lname = lf.req("name", string())
         lf.path = f"network[{i}] ({lname})"
-        max_gpus = lf.req("max_gpus", integer(ge=1), "the largest span this level serves")
+        max_gpus = lf.req("max_gpus", of(GPUS), "the largest span this level serves")
         alpha, beta = _alpha_beta(lf, required=True)
         lsource = lf.opt("source", string(nonempty=False), "")
         basis = lf.opt("basis", choice(BASES), "")
@@ -257,7 +259,7 @@ def _interconnect(top: Fields, gpus_per_node: int, nodes: int) -> Interconnect:
     f = top.sub("interconnect", required=False)
     if f is None:
         return Interconnect()
-    domain = f.opt("nvlink_domain_gpus", integer(ge=1, le=10**7, what="GPUs in one NVLink domain"))
+    domain = f.opt("nvlink_domain_gpus", of(GPUS))
     generation = f.opt("nvswitch_generation", integer(ge=0, le=9, what="an NVSwitch generation (0: none)"), 0)
     nvls = f.opt("nvls", boolean(), False)
     sharp = f.opt("sharp", boolean(), False)
@@ -288,7 +290,7 @@ def _collectives(top: Fields, gpus_per_node: int, interconnect: Interconnect):
     algorithm = f.opt("algorithm", choice(ALGORITHMS), RING)
     if interconnect.cannot_run(algorithm):
         raise f.error("algorithm", f"'{algorithm}': {interconnect.cannot_run(algorithm)}")
-    ps_servers = f.opt("ps_servers", integer(ge=1, le=10**7), 1)  # parameter servers (algorithm ps)
+    ps_servers = f.opt("ps_servers", of(COUNT), 1)  # parameter servers (algorithm ps)
     collnet = f.opt("collnet", boolean(), False)
     if collnet and not interconnect.sharp:
         raise f.error("collnet", "CollNet needs switches that reduce in the network (SHARP);"
@@ -298,8 +300,8 @@ def _collectives(top: Fields, gpus_per_node: int, interconnect: Interconnect):
     for i, raw, line in f.items("tables", required=mode == "table"):
         tf = Fields(raw, f.file, f"collectives.tables[{i}]", line)
         op = tf.req("operation", choice(("allreduce", "allgather")))
-        gpus = tf.req("gpus", integer(ge=2))
-        nodes = tf.req("nodes", integer(ge=1))
+        gpus = tf.req("gpus", of(replace(GPUS, lo=2)))
+        nodes = tf.req("nodes", of(COUNT))
         sizes = _numbers(tf, "bytes", gt=0)
         times = _numbers(tf, "seconds", gt=0)
         src = tf.opt("source", string(nonempty=False), "")
@@ -352,7 +354,7 @@ def _implementation(top: Fields) -> Implementation:
         compute_factors=_per_model(
             f, "compute_factors", number(gt=0, le=1e3, what="a time factor on the model's profile")
         ),
-        compute_batches=_per_model(f, "compute_samples_per_gpu", number(gt=0, what="samples per GPU")),
+        compute_batches=_per_model(f, "compute_samples_per_gpu", of(BATCH_PER_GPU)),
     )
     f.opt("notes", string(nonempty=False), "")
     f.done()

@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 
 from oracle.errors import OracleError
+from oracle.limits import MAX_GPUS  # noqa: F401 (the GPU counts' limit, defined once; imported from here too)
 
-MAX_GPUS = 10**7  # beyond any machine; keeps arithmetic and output bounded
 # GPU counts in one --gpus list (issue 29: 1..10000 is a question people ask); what a
 # request may cost is guarded by memory (compute/engine.check_memory), this only bounds the list
 MAX_COUNTS = 10**6

@@ -13,17 +13,22 @@ MAX_PIXELS = 200 * 10**6  # a PNG beyond this needs gigabytes to draw; nobody wa
 PALETTE_MAX_PIXELS = 50 * 10**6  # below PIL's decompression-bomb limit (89 million)
 
 
-def encode(fig, fmt: str, dpi: int, rc: dict, compact: bool = True) -> bytes:
+# what `oracle plot` can do about an image too large: its own options
+PLOT_WAY_OUT = ("--dpi", "lower --dpi, plot fewer GPU counts, or write SVG")
+
+
+def encode(fig, fmt: str, dpi: int, rc: dict, compact: bool = True, way_out: tuple[str, str] = PLOT_WAY_OUT) -> bytes:
     """The figure as PNG or SVG bytes (no timestamps, so outputs are reproducible).
     ``compact`` PNGs are palette images (256 colours), about 4x smaller and visually
-    the same for these flat-colour plots."""
+    the same for these flat-colour plots.  ``way_out``: (option, hint) of an image too
+    large, the calling command's own options (issue 28)."""
     import matplotlib
 
     width, height = (int(x * dpi) for x in fig.get_size_inches())
     if fmt == "png" and (width * height > MAX_PIXELS or max(width, height) >= 2**16):
         raise OracleError(
             f"the image would be {width:,} x {height:,} pixels at {dpi} dpi; at most {MAX_PIXELS // 10**6} million",
-            path="--dpi", hint="lower --dpi, plot fewer GPU counts, or write SVG",
+            path=way_out[0], hint=way_out[1],
         )  # fmt: skip
     escape_controls(fig)
     buf = io.BytesIO()

@@ -124,11 +124,11 @@ def format_for(path: str) -> str:
     return suffix
 
 
-def to_bytes(fig, fmt: str = "png", dpi: int = 110, compact: bool = True) -> bytes:
-    """The figure as PNG or SVG bytes (oracle/render/image.py)."""
-    from oracle.render.image import encode
+def to_bytes(fig, fmt: str = "png", dpi: int = 110, compact: bool = True, way_out=None) -> bytes:
+    """The figure as PNG or SVG bytes (oracle/render/image.py; ``way_out`` as there)."""
+    from oracle.render.image import PLOT_WAY_OUT, encode
 
-    return encode(fig, fmt, dpi, RC, compact)
+    return encode(fig, fmt, dpi, RC, compact, way_out or PLOT_WAY_OUT)
 
 
 def new_figure(width: float, height: float):
@@ -291,7 +291,7 @@ def figure(kind: str, points: Sequence[Point] | None = None, meta: dict | None =
     return builders[kind](points or [], meta or {})
 
 
-def render(kind: str, fmt: str = "png", dpi: int = 110, **kwargs) -> bytes:
-    """The plot as PNG or SVG bytes."""
+def render(kind: str, fmt: str = "png", dpi: int = 110, way_out=None, **kwargs) -> bytes:
+    """The plot as PNG or SVG bytes (``way_out``: image.encode's)."""
     fig = figure(kind, **kwargs)
-    return to_bytes(fig, fmt, dpi)
+    return to_bytes(fig, fmt, dpi, way_out=way_out)

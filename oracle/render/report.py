@@ -324,6 +324,10 @@ def inputs_rows(data: ReportData) -> list[tuple[str, list[tuple[str, str]]]]:
 # -- figures --------------------------------------------------------------------------
 
 
+# an image too large for the report: what `oracle report` can change (it has no --dpi)
+REPORT_WAY_OUT = ("--gpus", "project fewer GPU counts")
+
+
 def figures(data: ReportData, fmt: str = "png", dpi: int = 90,
             step: Callable[[str], None] | None = None) -> dict[str, bytes] | None:
     """The report's pictures as image bytes, or None without matplotlib.  ``step`` is
@@ -336,11 +340,12 @@ def figures(data: ReportData, fmt: str = "png", dpi: int = 90,
     for kind in PLOT_KINDS:
         if step:
             step(f"drawing the {kind} plot")
-        out[kind] = plots.render(kind, fmt, dpi, points=data.points, meta=data.meta)
+        out[kind] = plots.render(kind, fmt, dpi, REPORT_WAY_OUT, points=data.points, meta=data.meta)
     if data.measured is not None:
         if step:
             step("drawing the compare plot")
-        out["compare"] = plots.render("compare", fmt, dpi, rows=data.measured.rows, summary=data.measured.summary,
+        way_out = ("--measured", "compare fewer runs (--where, --exclude)")
+        out["compare"] = plots.render("compare", fmt, dpi, way_out, rows=data.measured.rows, summary=data.measured.summary,
                                       title_text=f"{data.measured.file}: projected versus measured")
     return out
 

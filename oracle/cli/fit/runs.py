@@ -48,11 +48,13 @@ def fit_runs_cmd(runs, system, kind, where, overlay, name, output, width, **flag
     from oracle.errors import OracleError
     from oracle.load.values import parse_where
     from oracle.render.fit import calibration
-    from oracle.render.output import emit
+    from oracle.render.output import check_target, emit
     from oracle.services.fit_runs import RunsRequest, fit_runs
 
     command = "oracle " + " ".join(sys.argv[1:]) if sys.argv[1:2] == ["fit"] else f"oracle fit runs {runs} ..."
     result = fit_runs(RunsRequest(runs, system, kind, parse_where(where), overlay, name, output, command, flags), warn)
+    if output:
+        check_target(output)  # a refused -o before the explanation is printed: one error line
     if result.profile is not None:  # --calibrate compute
         return _write_profile(runs, *result.profile, output)
     cal = result.calibration
