@@ -13,7 +13,7 @@ precision), is projected three ways, data parallel at the row's GPUs and per-GPU
   --calibrate all -o cal.yaml`` on the shipped system (its compute factor and its stored
   anchor), then ``oracle predict`` on cal.yaml with the profile estimated at the
   calibration row's batch: the measured time of the anchor times the cost model's ratio
-  between the two configurations (compute/anchor_points.py).
+  between the two configurations (compute/calibration/anchor_points.py).
 
 Two cases: **1 GPU -> multi-GPU** (calibrated on the group's 1-GPU row, scored on its
 2-16 GPU rows) and **1 node -> multi-node** (calibrated on the group's one full node,

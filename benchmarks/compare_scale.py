@@ -6,7 +6,7 @@ ranking agreement was quadratic -- and times, each in a fresh process:
 
   csv     oracle compare RUNS.csv -f csv -o OUT.csv
   table   oracle compare RUNS.csv -o OUT.txt   (lists the first 1,000 runs)
-  ranking oracle.compute.compare.ranking_agreement alone, rows already compared
+  ranking oracle.compute.calibration.compare.ranking_agreement alone, rows already compared
 
 Target: 1e6 runs in under a minute (csv), judged on CPU time (wall time grows when
 other processes share the cores).  The times depend on the machine; nothing in the
@@ -55,7 +55,7 @@ def timed(args: list[str]) -> tuple[float, float]:
 
 def ranking_only(path: Path) -> float:
     from oracle import api
-    from oracle.compute.compare import ranking_agreement
+    from oracle.compute.calibration.compare import ranking_agreement
 
     rows, _ = api.compare(str(path))
     start = time.perf_counter()

@@ -40,7 +40,7 @@ sys.path.insert(0, str(ROOT))
 
 from oracle.compute import kernels as K
 from oracle.compute.binding import bind_profile
-from oracle.compute.calibrate import compute_scale, scaled_profile
+from oracle.compute.calibration.calibrate import compute_scale, scaled_profile
 from oracle.compute.context import Options
 from oracle.compute.conversion import Conversion, Origin
 from oracle.compute.sweep import sweep

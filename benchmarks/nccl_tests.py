@@ -2,7 +2,7 @@
 
 - **ABCI** (data/nccl-tests/abci-v100/: 4 V100 per node, NVLink, 2x EDR; NCCL 2.8.4; 1 to 32
   nodes): one set of per-protocol lines (LL, LL128, Simple; α and β inside a node and across
-  nodes) fitted to every log at once (compute/nccl_fit.py), then the median and largest
+  nodes) fitted to every log at once (compute/calibration/nccl_fit.py), then the median and largest
   |relative error| per node count, and which candidate the model takes.  Then the same
   fitted on the small node counts only and predicting the larger ones.
 - **Google Cloud A3 Mega** (data/nccl-tests/h100-a3mega/: 2 nodes x 8 H100, GPUDirect-TCPXO):
@@ -25,7 +25,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from oracle.compute.nccl_fit import fit_system, log_errors  # noqa: E402
+from oracle.compute.calibration.nccl_fit import fit_system, log_errors  # noqa: E402
 from oracle.compute.network import allreduce_algorithm, group_contiguous  # noqa: E402
 from oracle.load import load_system  # noqa: E402
 from oracle.load.benchlogs import load_benchlog  # noqa: E402
@@ -42,7 +42,7 @@ def show_lines(lines: dict) -> None:
 
 
 def table(errors, fitted_on) -> list[float]:
-    """Each log's median and largest |error| (compute/nccl_fit.LogError), and its regimes."""
+    """Each log's median and largest |error| (compute/calibration/nccl_fit.LogError), and its regimes."""
     medians = []
     print(f"  {'nodes':>5} {'GPUs':>5} {'median':>7} {'max':>7}  {'':8}  candidates (as NCCL's tuner picks)")
     for le in errors:

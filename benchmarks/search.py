@@ -4,7 +4,7 @@ Target: ResNet-152 on 1024 GPUs searched in under a second (Jia et al., ICML 201
 report 0.4 s for Inception-v3 on 16 GPUs with their node/edge elimination).
 
 Measures, in process (inputs loaded once; median of --repeats runs):
-  - the per-layer search alone (compute/search.py search_layerwise): building the
+  - the per-layer search alone (compute/layerwise/search.py search_layerwise): building the
     (layers x distributions) cost arrays, the edge matrices and the graph solves;
   - the whole search at one GPU count (uniform sweep with every factorization and
     pipeline segment counts + the per-layer search);
@@ -63,7 +63,7 @@ def main() -> int:
 
     from oracle.compute.binding import bind_profile
     from oracle.compute.context import Context, Options
-    from oracle.compute.search import search, search_layerwise
+    from oracle.compute.layerwise.search import search, search_layerwise
     from oracle.load import load_model, load_profile, load_system
 
     rows = []

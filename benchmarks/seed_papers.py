@@ -125,7 +125,7 @@ def lee_search_benefit(model, system, profile, on: dict) -> float:
     distribution), with Lee's overlap options: the search chooses the layers."""
     from oracle.compute.context import Context, Options
     from oracle.compute.conversion import prepare
-    from oracle.compute.search import search_layerwise
+    from oracle.compute.layerwise.search import search_layerwise
 
     def ctx_of(**o):
         opts = Options(compute_scaling="linear", **o)
@@ -219,7 +219,7 @@ def jia_baselines(ctx, p: int) -> dict:
     """Jia's baselines at p GPUs, 32 per GPU: data, model (every conv/fc layer's output
     channels split over all p GPUs: oracle's filter 1 x p) and OWT (data for conv/pool,
     model parallelism for the fc layers; Krizhevsky 2014, Jia §6.1)."""
-    from oracle.compute.layerwise import Costs, Dist
+    from oracle.compute.layerwise.layerwise import Costs, Dist
 
     out = {}
     for label, pick in (("data", lambda t: Dist.data(p)), ("model", lambda t: Dist("filter", 1, p)),
@@ -238,7 +238,7 @@ def jia_rows(timings: bool = True) -> tuple[list[Row], dict]:
 
 
 def _jia_rows(servers: int, timings: bool) -> list[Row]:
-    from oracle.compute.search import search_layerwise
+    from oracle.compute.layerwise.search import search_layerwise
 
     rows = []
     tag = f" [{servers} PS]"

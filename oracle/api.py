@@ -160,7 +160,7 @@ class Inputs:
         ``precision`` column (issue 13) sets precision and mixed precision; else the
         ``precision`` option, else the profile's; likewise its ``stack`` column (issue 25)
         and option columns (issue 26) before the command's options."""
-        from oracle.compute.compare import run_precision_options
+        from oracle.compute.calibration.compare import run_precision_options
 
         prec = run_precision_options(run) if run is not None else None
         precision, mixed = prec or (None, None)
@@ -202,8 +202,8 @@ def compare(
     run's system; ``files``: a load.Files of input files already loaded; ``flags``: the
     options of ``oracle compare`` by their names (as :func:`predict`); ``warn``: gets
     each warning line (rows whose option or stack columns differ from ``flags``; default
-    :func:`warnings.warn`).  Returns (rows, summary); see oracle.compute.compare."""
-    from oracle.compute import compare as cmp
+    :func:`warnings.warn`).  Returns (rows, summary); see oracle.compute.calibration.compare."""
+    from oracle.compute.calibration import compare as cmp
     from oracle.compute.strategies import names
     from oracle.errors import OracleError
     from oracle.load.runs import load_runs
@@ -271,12 +271,12 @@ def _say(warn, line: str) -> None:
 
 class HeldOut:
     """``--calibrate-on EXPR``: calibrate each base system on the runs EXPR selects
-    (compute/calibrate_all.py, ``--calibrate all``) and project only the others, next to
+    (compute/calibration/calibrate_all.py, ``--calibrate all``) and project only the others, next to
     the naive projection from the nearest smaller calibrated run."""
 
     def __init__(self, runs, expr: str, inputs: Inputs, file: str | None) -> None:
-        from oracle.compute.anchor import contradictions, per_model_systems, run_filter
-        from oracle.compute.calibrate_all import apply, calibrate_all
+        from oracle.compute.calibration.anchor import contradictions, per_model_systems, run_filter
+        from oracle.compute.calibration.calibrate_all import apply, calibrate_all
         from oracle.errors import OracleError
 
         try:
@@ -307,7 +307,7 @@ class HeldOut:
         self._contexts: dict = {}
 
     def context(self, run):
-        from oracle.compute.calibrate_all import with_system
+        from oracle.compute.calibration.calibrate_all import with_system
 
         base = self.inputs.context(run.model, run.system, run.profile, run)
         if id(base) not in self._contexts:
@@ -320,8 +320,13 @@ class HeldOut:
         projection and whether it extrapolates in batch."""
         from dataclasses import replace
 
-        from oracle.compute import compare as cmp
-        from oracle.compute.anchor import anchor_rows, beyond_calibration, naive_projection, samples_per_replica
+        from oracle.compute.calibration import compare as cmp
+        from oracle.compute.calibration.anchor import (
+            anchor_rows,
+            beyond_calibration,
+            naive_projection,
+            samples_per_replica,
+        )
 
         anchors = [cmp.compare_run(r, self.context(r), threshold) for r in self.calibration_runs]
         rows = anchor_rows(rows, anchors, samples_per_replica, lambda r: self.context(r).system.gpus_per_node,
@@ -336,7 +341,7 @@ class HeldOut:
     def summary(self, rows):
         from dataclasses import replace
 
-        from oracle.compute import compare as cmp
+        from oracle.compute.calibration import compare as cmp
 
         summary = cmp.summarize(rows)
         naive, model = _naive_stats(rows)
@@ -356,7 +361,7 @@ def _unanchored(rows):
     """The calibrated model's own stats over the anchored rows (issue 26), or None."""
     from dataclasses import replace
 
-    from oracle.compute import compare as cmp
+    from oracle.compute.calibration import compare as cmp
 
     moved = [replace(r, predicted_s=r.unanchored_s, accuracy=cmp.accuracy(r.unanchored_s, r.measured_s))
              for r in rows if r.anchor is not None]  # fmt: skip
@@ -368,7 +373,7 @@ def _naive_stats(rows):
     have a naive projection, or (None, None)."""
     from dataclasses import replace
 
-    from oracle.compute import compare as cmp
+    from oracle.compute.calibration import compare as cmp
 
     with_naive = [r for r in rows if r.naive_s is not None]
     if not with_naive:
@@ -379,7 +384,7 @@ def _naive_stats(rows):
 
 
 def _calibration_note(cal) -> str:
-    from oracle.compute.calibrate_all import identified
+    from oracle.compute.calibration.calibrate_all import identified
 
     lines = sorted({e.line for e in cal.evidence})
     found = ", ".join(identified(cal)) or "nothing"

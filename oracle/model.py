@@ -42,7 +42,7 @@ LAYER_TYPES = (
     "permute",
     "channelshuffle",
     "softmax",
-    # transformer layers (oracle/compute/shapes_tokens.py)
+    # transformer layers (oracle/compute/layers/shapes_tokens.py)
     "attention",
     "scale",
     "posembedding",
@@ -253,7 +253,7 @@ class CollectiveTable:
 @dataclass(frozen=True)
 class Anchor:
     """A measured run a system's projections are anchored on (issue 26; the system file's
-    ``anchors:``, written by ``oracle fit runs --calibrate all``; compute/anchor.py).
+    ``anchors:``, written by ``oracle fit runs --calibrate all``; compute/calibration/anchor.py).
     Times are measured seconds per iteration; the options are those the run used."""
 
     model: str  # the model's name (as its file names it)

@@ -11,7 +11,6 @@ fitted, the rows it was fitted on (:class:`Sourced`).  Applied by compute/stack.
 from __future__ import annotations
 
 from dataclasses import dataclass
-
 from typing import TYPE_CHECKING
 
 from oracle.vocabulary import BF16, FP16, FP32
@@ -62,7 +61,7 @@ class Stack:
     cycle_time_s: Sourced
     memory_model: Sourced  # "framework" | "paradl" (docs/memory.md)
     # vocabulary.COST_MODELS: "paradl-tool" costs points with ParaDL's own tool
-    # (compute/paradl_stack.py); None: the formulas of docs/cost-model.md
+    # (compute/paradl/paradl_stack.py); None: the formulas of docs/cost-model.md
     cost_model: Sourced | None = None
     # which layers model-parallel strategies split (issue 27 point 3; None: docs/cost-model.md's
     # rule): ``layers.split_types`` the layer types filter and channel split ("conv, fc");

@@ -10,7 +10,7 @@ PARADL = "paradl"  # ParaDL's upper bound Σ 2B(|x|+|y|) + 2|w|, scaled by γ (T
 MEMORY_MODELS = (FRAMEWORK, PARADL)
 
 # a stack's cost model (issue 27, docs/cost-model.md): docs/cost-model.md's formulas, or ParaDL's
-# own tool's (compute/paradl_tool.py)
+# own tool's (compute/paradl/paradl_tool.py)
 SPEC_FORMULAS = "spec"
 PARADL_TOOL = "paradl-tool"
 COST_MODELS = (SPEC_FORMULAS, PARADL_TOOL)

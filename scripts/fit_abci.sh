@@ -9,7 +9,7 @@
 #
 # The fit: one level per measured span (4, 8, 16, 32, 64, 128 GPUs), α and β by least
 # squares of the relative error over the sizes from half the peak bus bandwidth up
-# (oracle/compute/fit.py), and below them NCCL's LL and LL128 protocol lines fitted to
+# (oracle/compute/calibration/fit.py), and below them NCCL's LL and LL128 protocol lines fitted to
 # the smaller sizes (--protocols 3, oracle/compute/protocols.py); out-of-place times;
 # the outermost level covers all of ABCI.
 set -eu

@@ -1,6 +1,6 @@
 """Write oracle's shipped ParaDL models as ParaDL's own tool reads them (issue 27), so that the
 tool itself can be run on the very inputs the `paradl` stack costs: one `.net` file per model
-(the layer table of oracle/compute/paradl_stack.tool_layers, the profile's per-sample time in
+(the layer table of oracle/compute/paradl/paradl_stack.tool_layers, the profile's per-sample time in
 the first layer's time column, the dataset size), the layer configurations the stack uses
 (`NAME_filter.lc`: filter, channel, data+filter; `NAME_spatial.lc`: spatial, data+spatial) and
 a platform file with the system's GPU memory and GPUs per node. Then prints, one per line, the
@@ -17,7 +17,7 @@ from pathlib import Path
 from oracle import api
 from oracle.compute.context import Context
 from oracle.compute.conversion import prepare
-from oracle.compute.paradl_stack import split_mask, tool_layers
+from oracle.compute.paradl.paradl_stack import split_mask, tool_layers
 from oracle.compute.strategies.filter import Filter
 from oracle.compute.strategies.spatial import Spatial
 

@@ -1,5 +1,5 @@
 """Issue 26, point 1: every projection of `compare --calibrate-on` anchored on its
-nearest measurement (compute/anchor.py)."""
+nearest measurement (compute/calibration/anchor.py)."""
 
 from __future__ import annotations
 
@@ -10,16 +10,16 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from conftest import run_cli
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_calibrate_split import made_by, run
 
 from oracle.api import Inputs, compare
-from oracle.compute.anchor import anchored, family
-from oracle.compute.calibrate_all import samples_per_replica
-from oracle.compute.calibrate_split import with_mechanisms
-from oracle.compute.compare import accuracy, compare_run
-from conftest import run_cli
+from oracle.compute.calibration.anchor import anchored, family
+from oracle.compute.calibration.calibrate_all import samples_per_replica
+from oracle.compute.calibration.calibrate_split import with_mechanisms
+from oracle.compute.calibration.compare import accuracy, compare_run
 
 RUNS = Path(__file__).resolve().parent.parent / "validation" / "abci-paradl.csv"
 

@@ -13,7 +13,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from oracle.api import Inputs
-from oracle.compute.calibrate_all import (
+from oracle.compute.calibration.calibrate_all import (
     apply,
     beyond_calibration,
     calibrate_all,
@@ -24,7 +24,7 @@ from oracle.compute.calibrate_all import (
     with_compute_factors,
     with_system,
 )
-from oracle.compute.compare import config_for
+from oracle.compute.calibration.compare import config_for
 from oracle.compute.strategies import REGISTRY
 from oracle.records import MeasuredRun
 

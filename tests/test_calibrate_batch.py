@@ -9,8 +9,13 @@ import pytest
 from conftest import run_cli
 
 from oracle.api import Inputs
-from oracle.compute.calibrate_all import apply, calibrate_all, with_compute_factors, with_system
-from oracle.compute.compare import config_for
+from oracle.compute.calibration.calibrate_all import (
+    apply,
+    calibrate_all,
+    with_compute_factors,
+    with_system,
+)
+from oracle.compute.calibration.compare import config_for
 from oracle.compute.strategies import REGISTRY
 from oracle.records import MeasuredRun
 

@@ -1,6 +1,6 @@
 """Model-parallel mechanisms and network levels fitted from runs (issue 14 item 3:
 ``--calibrate all`` fits split efficiency and per-operation factors, and a rack and the
-spine above it apart; compute/calibrate_split.py)."""
+spine above it apart; compute/calibration/calibrate_split.py)."""
 
 from __future__ import annotations
 
@@ -13,21 +13,21 @@ from hypothesis import strategies as st
 from test_calibrate_all import assert_projects_as_measured
 
 from oracle.api import Inputs
-from oracle.compute.calibrate_all import (
+from oracle.compute.calibration.calibrate_all import (
     apply,
     calibrate_all,
     calibrated_system,
     level_betas,
     with_system,
 )
-from oracle.compute.calibrate_split import (
+from oracle.compute.calibration.calibrate_split import (
     FACTOR_FLOOR,
     MECHANISMS,
     Row,
     fit_mechanisms,
     with_mechanisms,
 )
-from oracle.compute.compare import config_for
+from oracle.compute.calibration.compare import config_for
 from oracle.compute.strategies import REGISTRY
 from oracle.records import MeasuredRun
 
@@ -247,7 +247,7 @@ def test_a_larger_amdahl_fraction_never_speeds_up(f1, f2, strategy, gpus):
 def test_a_fitted_factor_keeps_the_operations_transport_and_source():
     """abci-chainermnx routes the halo over MPI (its own α, β, source): the fitted factor
     is added to that entry, which keeps its transport and its provenance."""
-    from oracle.compute.calibrate_split import into_doc
+    from oracle.compute.calibration.calibrate_split import into_doc
     from oracle.load.yamlfile import load_yaml
     from oracle.render.fit import plain
     from oracle.resources import resolve

@@ -8,9 +8,9 @@ import json
 import re
 import shlex
 import sys
+from pathlib import Path
 
 import pytest
-from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text(encoding="utf-8")
@@ -77,8 +77,9 @@ def test_glance_published_throughput():
     what, result = list(_glance().items())[2]
     assert "53 rows" in what
     sys.path.insert(0, str(ROOT / "benchmarks"))
-    import dle_accuracy as d
     from statistics import mean
+
+    import dle_accuracy as d
 
     res = [r for r in d.evaluate(d.rows()) if int(r["gpus"]) >= 8]
     assert len(res) == 53
@@ -106,7 +107,7 @@ def test_glance_activation_memory():
 def test_glance_allreduce_fit():
     what, result = list(_glance().items())[4]
     assert "All-reduce times on ABCI" in what
-    from oracle.compute.fit import FitOptions, fit_network
+    from oracle.compute.calibration.fit import FitOptions, fit_network
     from oracle.load.benchlogs import parse_benchlog
 
     logs = [parse_benchlog(p.read_text(), str(p)) for p in sorted((ROOT / "data" / "nccl-tests" / "abci-v100").glob("*.txt"))]
@@ -156,7 +157,7 @@ def test_cost_model_throughput_table_is_the_benchmark_output():
 
 
 def test_calibration_protocol_table():
-    from oracle.compute.fit import FitOptions, fit_network
+    from oracle.compute.calibration.fit import FitOptions, fit_network
     from oracle.load.benchlogs import parse_benchlog
 
     logs = [parse_benchlog(p.read_text(), str(p)) for p in sorted((ROOT / "data" / "nccl-tests" / "abci-v100").glob("*.txt"))]

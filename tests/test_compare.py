@@ -102,7 +102,7 @@ def test_runs_faster_than_projected_are_a_ratio_below_one(files):
 
 
 def test_accuracy_is_floored_at_zero():
-    from oracle.compute.compare import accuracy
+    from oracle.compute.calibration.compare import accuracy
 
     assert accuracy(30.0, 10.0) == 0.0
     assert accuracy(10.0, 10.0) == 1.0
@@ -120,7 +120,7 @@ def test_ranking_agreement_counts_concordant_strategy_pairs(files):
     meas = {"data": 1, "filter": 2, "channel": 3}
     pairs = [("data", "filter"), ("data", "channel"), ("filter", "channel")]
     concordant = sum((meas[a] < meas[b]) == (pred[a] < pred[b]) for a, b in pairs)
-    from oracle.compute.compare import ranking_agreement
+    from oracle.compute.calibration.compare import ranking_agreement
 
     agreement, n = ranking_agreement(rows)
     assert n == 3 and agreement == pytest.approx(concordant / 3)

@@ -383,7 +383,7 @@ def test_unfused_activations_are_a_system_option(tmp_path):
 
 
 def test_layerwise_point_has_the_dataset_limit():
-    from oracle.compute import layerwise
+    from oracle.compute.layerwise import layerwise
 
     m = load_model("resnet50")
     ctx = build_context(m, load_system("abci"), load_profile("resnet50_v100"), Options(samples=1000))

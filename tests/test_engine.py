@@ -99,7 +99,7 @@ def test_sweep_equals_the_per_count_points(model_name, system_name):
 def test_a_copy_of_a_context_on_another_system_does_not_reuse_its_costs():
     from dataclasses import replace
 
-    from oracle.compute.calibrate_all import with_system
+    from oracle.compute.calibration.calibrate_all import with_system
     from oracle.compute.strategies.spatial import halo_time
 
     ctx = fresh("resnet152", "abci", 4)

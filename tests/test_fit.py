@@ -16,7 +16,7 @@ import pytest
 from conftest import cli_runner
 
 from oracle.cli.main import cli
-from oracle.compute.fit import FitOptions, coefficients, fit_network
+from oracle.compute.calibration.fit import FitOptions, coefficients, fit_network
 from oracle.errors import OracleError
 from oracle.load.benchlogs import load_benchlog, name_layout, parse_benchlog
 

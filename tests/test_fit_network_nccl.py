@@ -1,5 +1,5 @@
 """``oracle fit network`` on a system whose collectives are NCCL's (issue 25): it fits NCCL's
-collective model (compute/nccl_fit.py) to every log at once, and the system it writes
+collective model (compute/calibration/nccl_fit.py) to every log at once, and the system it writes
 reproduces the logs through ``--collective nccl`` as the report says."""
 
 from __future__ import annotations
@@ -84,7 +84,7 @@ def test_ring_systems_still_fit_the_ring(tmp_path):
 
 
 def test_in_place_fits_the_in_place_times():
-    from oracle.compute.nccl_fit import fit_system
+    from oracle.compute.calibration.nccl_fit import fit_system
 
     log = load_benchlog(A3)
     assert log.in_place_rows and log.in_place_rows != log.rows
@@ -97,8 +97,8 @@ def test_in_place_fits_the_in_place_times():
 
 
 def allreduce_time(lines, base, log):
-    """The model's times of the log's sizes with ``lines`` (compute/nccl_fit.predict)."""
+    """The model's times of the log's sizes with ``lines`` (compute/calibration/nccl_fit.predict)."""
+    from oracle.compute.calibration.nccl_fit import predict, samples_of
     from oracle.compute.nccl import offers
-    from oracle.compute.nccl_fit import predict, samples_of
 
     return predict(samples_of(log, in_place=True), lines, offers=offers(base))[0]

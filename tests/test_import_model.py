@@ -11,7 +11,7 @@ torchvision = pytest.importorskip("torchvision")
 
 from torch.utils.flop_counter import FlopCounterMode  # noqa: E402
 
-from oracle.compute.shapes_tokens import attention_flops  # noqa: E402
+from oracle.compute.layers.shapes_tokens import attention_flops  # noqa: E402
 from oracle.importer.build import import_model  # noqa: E402
 from oracle.load.model import load_model  # noqa: E402
 from oracle.profiling.torchnet import build_network, check_shapes, count_parameters  # noqa: E402

@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 from oracle.compute.context import Context, Options
-from oracle.compute.geometry import halo_half_widths
+from oracle.compute.layers.geometry import halo_half_widths
+from oracle.compute.layers.shapes import SHAPE_RULES
 from oracle.compute.memory import SAVE_RULES, saved_activations
-from oracle.compute.shapes import SHAPE_RULES
 from oracle.compute.strategies.filter import horizontal_collectives, layer_collectives
 from oracle.errors import OracleError
 from oracle.load.model import _KEYS, parse_model
@@ -389,7 +389,7 @@ def test_per_layer_costs_agree_with_strategies_on_grouped_and_transposed_layers(
     """The per-layer search's uniform filter/channel assignment costs what the strategy
     does, depthwise gathers and transposed convolutions included (one formula)."""
     from oracle.compute.binding import bind_profile
-    from oracle.compute.layerwise import Dist, evaluate
+    from oracle.compute.layerwise.layerwise import Dist, evaluate
     from oracle.compute.sweep import sweep
     from oracle.load import load_model, load_system
     from oracle.profiling.estimate import estimate

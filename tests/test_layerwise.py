@@ -1,4 +1,4 @@
-"""Per-layer distributions (oracle/compute/layerwise.py) and layer-wise configuration
+"""Per-layer distributions (oracle/compute/layerwise/layerwise.py) and layer-wise configuration
 files (oracle/load/layerwise.py), issue 8.
 
 * uniform assignments reproduce the strategies of the sweep (same totals, phases,
@@ -26,7 +26,7 @@ def Options(**kw):  # noqa: N802 - these tests pin ParaDL's Table 3 memory (SPEC
     kw.setdefault("memory_model", "paradl")
     return _Options(**kw)
 from oracle.compute.binding import bind_profile
-from oracle.compute.layerwise import Costs, Dist, distributions, evaluate, factorizations
+from oracle.compute.layerwise.layerwise import Costs, Dist, distributions, evaluate, factorizations
 from oracle.compute.sweep import sweep
 from oracle.errors import OracleError
 from oracle.load import load_model, load_profile, load_system

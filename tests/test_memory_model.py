@@ -412,7 +412,7 @@ def test_layerwise_memory_equals_the_strategy(strategy, p2):
     per-layer search does not count."""
     from oracle.compute.binding import bind_profile
     from oracle.compute.context import Context, Options
-    from oracle.compute.layerwise import Dist, evaluate
+    from oracle.compute.layerwise.layerwise import Dist, evaluate
     from oracle.compute.sweep import sweep
     from oracle.load import load_profile, load_system
 

@@ -91,7 +91,7 @@ NAMES = {
 }
 
 # torchvision model docs, "GFLOPS" column (which counts multiply-adds).  oracle counts
-# 2 FLOPs per multiply-add (oracle/compute/shapes.py) plus the small element-wise work.
+# 2 FLOPs per multiply-add (oracle/compute/layers/shapes.py) plus the small element-wise work.
 TORCHVISION_GMACS = {"alexnet": 0.71, "vgg16": 15.47, "resnet50": 4.09, "resnet152": 11.51}
 
 

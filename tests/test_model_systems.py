@@ -9,7 +9,7 @@ from conftest import run_cli
 from test_stored_anchors import ABCI, ROOT, projected
 
 from oracle import api
-from oracle.compute.compare import accuracy
+from oracle.compute.calibration.compare import accuracy
 from oracle.load import load_system
 
 

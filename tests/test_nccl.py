@@ -201,7 +201,7 @@ def test_strided_groups_count_their_nodes(tmp_path):
 def test_one_set_of_lines_fits_abci_at_every_node_count():
     """One set of per-protocol lines for 1 to 32 nodes of ABCI: median |error| <= 10% at
     every node count, and fitted on 1-8 nodes it predicts 16 and 32 nodes within 10%."""
-    from oracle.compute.nccl_fit import fit_lines, predict, samples_of
+    from oracle.compute.calibration.nccl_fit import fit_lines, predict, samples_of
     from oracle.load.benchlogs import load_benchlog
 
     logs = sorted((load_benchlog(p) for p in (ROOT / "data" / "nccl-tests" / "abci-v100").glob("*.txt")),

@@ -141,7 +141,7 @@ def test_uniform_layerwise_assignment_is_the_uniform_strategy(inputs, model, sys
     bucket copy of them (a DDP-wrapped model), the layer-wise does not."""
     from oracle.compute.context import Options
     from oracle.compute.conversion import build_context
-    from oracle.compute.layerwise import Dist, evaluate
+    from oracle.compute.layerwise.layerwise import Dist, evaluate
     from oracle.load import load_model, load_profile, load_system
 
     system, profile = inputs.get(system, system), inputs.get(profile, profile)

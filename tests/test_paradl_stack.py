@@ -28,7 +28,7 @@ GPUS_PER_NODE = 4  # the tool's p2 of data+filter and data+spatial (ABCI.plat GP
 
 
 def _batch(case: str, b: float) -> tuple[str, dict, int | None]:
-    """oracle's strategy, batch flags and p2 for a case of the tool (compute/paradl_tool.py)."""
+    """oracle's strategy, batch flags and p2 for a case of the tool (compute/paradl/paradl_tool.py)."""
     return {
         "single": (Serial.name, {"batch": b}, None),
         "data": (Data.name, {"batch_per_gpu": b}, None),  # B = b p

@@ -1,4 +1,4 @@
-"""ParaDL's own tool, reproduced (issue 27): oracle/compute/paradl_tool.py against the rows
+"""ParaDL's own tool, reproduced (issue 27): oracle/compute/paradl/paradl_tool.py against the rows
 ParaDL's parallel_analysis.py printed for every configuration its scripts project
 (validation/paradl-tool-reference.csv, made by scripts/paradl_tool_reference.sh), and
 hand-computed values of its formulas."""
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from oracle.compute import paradl_tool as tool
+from oracle.compute.paradl import paradl_tool as tool
 
 INPUTS = Path(__file__).resolve().parent.parent / "validation" / "paradl-tool"
 REFERENCE = INPUTS.parent / "paradl-tool-reference.csv"

@@ -12,11 +12,11 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from oracle.compute.fit import FitOptions, coefficients, fit_network
+from oracle.compute.calibration.fit import FitOptions, coefficients, fit_network
 from oracle.compute.network import Link, allgather, allreduce, p2p
 from oracle.compute.protocols import Line, envelope, fit_regimes
-from oracle.load.benchlogs import parse_benchlog
 from oracle.load import load_system
+from oracle.load.benchlogs import parse_benchlog
 from oracle.load.system import parse_system
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -23,7 +23,6 @@ import textwrap
 from pathlib import Path
 
 import pytest
-
 from conftest import ROOT, TINY_MODEL, TINY_PROFILE, TINY_SYSTEM, run_cli
 
 # --------------------------------------------------------------------------------------
@@ -148,7 +147,7 @@ INTERNAL = {
     "report": (("report", "-m", "alexnet", "-s", "abci", "-p", "alexnet_v100", "-o", "{tmp}/r.html"),
                "oracle.services.project.project"),
     "search": (("search", "-m", "alexnet", "-s", "abci", "-p", "alexnet_v100", "--gpus", "8", "-o", "{tmp}/c.yaml"),
-               "oracle.compute.search.search"),
+               "oracle.compute.layerwise.search.search"),
 }  # fmt: skip
 
 

@@ -355,7 +355,7 @@ def _pairwise_reference(rows):
     import math
     from itertools import combinations
 
-    from oracle.compute.compare import _epoch
+    from oracle.compute.calibration.compare import _epoch
 
     groups: dict = {}
     for r in rows:
@@ -385,7 +385,7 @@ def test_ranking_agreement_matches_the_pairwise_definition():
     """Random small groups with many ties (measured, projected), infinities and NaN."""
     import random
 
-    from oracle.compute.compare import ranking_agreement
+    from oracle.compute.calibration.compare import ranking_agreement
 
     rnd = random.Random(16)
     for _ in range(1500):
@@ -402,7 +402,7 @@ def test_ranking_agreement_matches_the_pairwise_definition():
 def test_increasing_pairs_counts_strictly_increasing_pairs():
     import random
 
-    from oracle.compute.compare import _increasing_pairs
+    from oracle.compute.calibration.compare import _increasing_pairs
 
     rnd = random.Random(7)
     for n in (0, 1, 2, 3, 5, 8, 17, 64, 100):

@@ -1,4 +1,4 @@
-"""The search (oracle/compute/search.py) and ``oracle search`` (issue 8).
+"""The search (oracle/compute/layerwise/search.py) and ``oracle search`` (issue 8).
 
 * Dryden et al.'s shortest path on line graphs and Jia et al.'s node/edge elimination
   on DAGs give the optimum of exhaustive enumeration: on random costs, and on small
@@ -26,8 +26,8 @@ def Options(**kw):  # noqa: N802 - these tests pin ParaDL's Table 3 memory (SPEC
     kw.setdefault("memory_model", "paradl")
     return _Options(**kw)
 from oracle.compute.binding import bind_profile
-from oracle.compute.layerwise import Costs, Dist, distributions, evaluate
-from oracle.compute.search import (
+from oracle.compute.layerwise.layerwise import Costs, Dist, distributions, evaluate
+from oracle.compute.layerwise.search import (
     brute_force,
     eliminate,
     is_line,

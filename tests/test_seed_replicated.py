@@ -118,7 +118,7 @@ def test_bad_replicated_options(run, args, words):
 def test_all_replicated_assignment_is_the_data_strategy_with_every_layer_replicated():
     """Uniform replicated = data parallelism with --replicated-gradients on every
     weighted layer (same compute, same all-gathers, no all-reduce)."""
-    from oracle.compute.layerwise import Dist, evaluate
+    from oracle.compute.layerwise.layerwise import Dist, evaluate
 
     m, s = parse_model(MODEL, "two.yaml"), parse_system(SYSTEM, "s.yaml")
     pr = parse_profile(PROFILE, "p.yaml")
@@ -158,7 +158,7 @@ def test_search_chooses_replicated_for_lees_fc_layers():
     from pathlib import Path
 
     from oracle.compute.context import Context
-    from oracle.compute.search import search_layerwise
+    from oracle.compute.layerwise.search import search_layerwise
 
     path = Path(__file__).resolve().parents[1] / "benchmarks" / "seed_papers.py"
     spec = importlib.util.spec_from_file_location("seed_papers_r", path)

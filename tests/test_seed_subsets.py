@@ -6,8 +6,8 @@ import pytest
 
 from oracle.compute.binding import bind_profile
 from oracle.compute.context import Context, Options
-from oracle.compute.layerwise import Costs, Dist, distributions, evaluate
-from oracle.compute.search import search_layerwise
+from oracle.compute.layerwise.layerwise import Costs, Dist, distributions, evaluate
+from oracle.compute.layerwise.search import search_layerwise
 from oracle.load import load_model, load_profile, load_system
 
 
@@ -102,7 +102,7 @@ def _overlap_ctx(**o):
 def test_overlapped_all_data_assignment_is_the_overlapped_data_strategy(gpus):
     """Uniform data with --overlap buckets: the same exposed gradient exchange as the
     data strategy's bucket timeline."""
-    from oracle.compute.search import uniform_points
+    from oracle.compute.layerwise.search import uniform_points
 
     ctx = _overlap_ctx()
     a = evaluate(ctx, gpus, 16.0 * gpus, [Dist.data(gpus)] * ctx.G).point

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from oracle import api
-from oracle.compute import layerwise
 from oracle.compute.binding import bind_profile
 from oracle.compute.context import Context, Options
+from oracle.compute.layerwise import layerwise
 from oracle.load import load_model, load_profile, load_system
 
 REPO = Path(__file__).resolve().parents[1]

@@ -10,7 +10,13 @@ import pytest
 from conftest import ROOT, run_cli
 
 from oracle.compute.options import Options
-from oracle.compute.stack import compute_factor, per_iteration, stack_options, stack_system, update_factor
+from oracle.compute.stack import (
+    compute_factor,
+    per_iteration,
+    stack_options,
+    stack_system,
+    update_factor,
+)
 from oracle.errors import OracleError
 from oracle.load import load_stack, load_system
 from oracle.load.stack import parse_stack
@@ -252,7 +258,7 @@ def test_layer_wise_all_data_equals_data_under_a_stack():
     """The per-layer search charges the stack's per-GPU costs as the strategies do."""
     from oracle.compute.binding import bind_profile
     from oracle.compute.context import Context
-    from oracle.compute.layerwise import Dist, evaluate
+    from oracle.compute.layerwise.layerwise import Dist, evaluate
     from oracle.compute.sweep import sweep
     from oracle.load import load_model, load_profile
 

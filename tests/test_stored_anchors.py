@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from test_anchor import two_models
 
 from oracle import api
-from oracle.compute.anchor import TOLERANCE
+from oracle.compute.calibration.anchor import TOLERANCE
 from oracle.load import load_system
 from oracle.load.runs import load_runs
 

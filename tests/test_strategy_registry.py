@@ -12,7 +12,7 @@ import sys
 import pytest
 
 from oracle.compute.cost import Phase, phase_names
-from oracle.compute.layerwise_build import default_kinds, kind_names
+from oracle.compute.layerwise.layerwise_build import default_kinds, kind_names
 from oracle.compute.strategies import REGISTRY, Strategy, names
 from oracle.compute.strategies.base import register, unregister
 

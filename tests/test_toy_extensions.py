@@ -3,7 +3,7 @@ followed by a test that adds a toy one each (the strategy's is tests/toy_strateg
 tests/test_strategy_registry.py):
 
 - a layer type is a row in each table the recipe lists (oracle/model.py's LAYER_TYPES,
-  compute/shapes.py's SHAPE_RULES, compute/memory.py's SAVE_RULES, profiling/estimate.py's
+  compute/layers/shapes.py's SHAPE_RULES, compute/memory.py's SAVE_RULES, profiling/estimate.py's
   ROOFLINE_KIND); with them a model using it loads, and its times and FLOPs count;
 - a system is one file in systems/: by its name it is listed and projects as its path does;
 - a stack is one file in stacks/: by its name it is listed, shown and applied."""
@@ -20,8 +20,8 @@ from conftest import TINY_MODEL, TINY_PROFILE, TINY_SYSTEM, run_cli
 import oracle.load.model as load_model
 import oracle.model as model_types
 from oracle import resources
+from oracle.compute.layers.shapes import SHAPE_RULES
 from oracle.compute.memory import SAVE_RULES, SaveRule
-from oracle.compute.shapes import SHAPE_RULES
 from oracle.load.system import load_system
 from oracle.model import LayerInfo
 from oracle.profiling.estimate import ROOFLINE_KIND

@@ -13,8 +13,8 @@ import pytest
 from test_layer_types import SYSTEM
 
 from oracle.compute.context import Context, Options
+from oracle.compute.layers.shapes_tokens import attention_flops
 from oracle.compute.memory import saved_activations
-from oracle.compute.shapes_tokens import attention_flops
 from oracle.errors import OracleError
 from oracle.load.model import parse_model
 from oracle.load.system import parse_system
@@ -245,7 +245,7 @@ def test_per_layer_search_costs_attention_as_the_strategies_do():
     """The per-layer search's uniform filter/channel assignment of a model with attention
     layers costs what the strategy does (the split by heads in one place, context.py)."""
     from oracle.compute.binding import bind_profile
-    from oracle.compute.layerwise import Dist, evaluate
+    from oracle.compute.layerwise.layerwise import Dist, evaluate
     from oracle.compute.sweep import sweep
     from oracle.profiling.estimate import estimate
 

@@ -27,13 +27,13 @@ MAX_SEARCH_GPUS = 65536
 
 
 def _default_kinds() -> str:
-    from oracle.compute.layerwise_build import default_kinds
+    from oracle.compute.layerwise.layerwise_build import default_kinds
 
     return ",".join(default_kinds())
 
 
 def _distributions_help() -> str:
-    from oracle.compute.layerwise_build import default_kinds
+    from oracle.compute.layerwise.layerwise_build import default_kinds
 
     return (f"Per-layer distributions to consider ({', '.join(default_kinds())}), each at every p1 x p2 grid;"
             " also replicated (Lee et al.'s replicated weight gradients), spatial+filter (samples x height/width"

@@ -10,11 +10,11 @@ def run_search_command(model, system, profile, gpus, max_gpus, kinds, strategies
     (``flags``: those of the projection, as compute.options.Flags.parse takes them)."""
     from dataclasses import replace
 
-    from oracle.compute.conversion import build_context
-    from oracle.compute.options import Flags
-    from oracle.compute.search import evaluate_given
-    from oracle.compute.search import search as run_search
     from oracle.api import system_flags, with_stack
+    from oracle.compute.conversion import build_context
+    from oracle.compute.layerwise.search import evaluate_given
+    from oracle.compute.layerwise.search import search as run_search
+    from oracle.compute.options import Flags
     from oracle.compute.stack import stack_system
     from oracle.compute.sweep import parse_strategies
     from oracle.load import Files
@@ -44,7 +44,7 @@ def run_search_command(model, system, profile, gpus, max_gpus, kinds, strategies
 
 
 # The per-layer search weighs every pair of distributions on every edge of the layer
-# graph (D x D redistribution costs per layer, compute/layerwise.py Costs): its time and
+# graph (D x D redistribution costs per layer, compute/layerwise/layerwise.py Costs): its time and
 # memory grow with layers x D^2.  ResNet-50 on 1,024 GPUs with subsets (175 x 176^2, 5.4
 # million pairs) takes about 15 s and 0.3 GB on 2 shared cores; 65,536 GPUs with subsets
 # (425 distributions, 31.6 million) took over a minute and 2.4 GB (issue 28).
@@ -54,7 +54,7 @@ MAX_SEARCH_PAIRS = 6_000_000
 def check_effort(m, counts, kinds) -> None:
     """Refuse, before any cost is computed, a search whose space is beyond MAX_SEARCH_PAIRS,
     naming its size and the options that narrow it."""
-    from oracle.compute.layerwise import distributions
+    from oracle.compute.layerwise.layerwise import distributions
     from oracle.errors import OracleError
 
     layers = max(len(m.layers), 1)
@@ -71,7 +71,7 @@ def check_effort(m, counts, kinds) -> None:
 
 def parse_kinds(kinds) -> list[str]:
     """--distributions: known kinds, in order, without repeats."""
-    from oracle.compute.layerwise_build import kind_names
+    from oracle.compute.layerwise.layerwise_build import kind_names
     from oracle.errors import OracleError, did_you_mean
 
     known = (*kind_names(), "subsets")

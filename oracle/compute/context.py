@@ -18,11 +18,11 @@ from functools import cached_property
 
 import numpy as np
 
+from oracle.compute.layers.shapes_tokens import split_widths
 from oracle.compute.memory import SavedActivations, saved_activations, transient_elements
 from oracle.compute.named_layers import check_named_layers
 from oracle.compute.options import Options, check_runnable
 from oracle.compute.partition import partition_cached
-from oracle.compute.shapes_tokens import split_widths
 from oracle.compute.stack import compute_factor as stack_factor
 from oracle.compute.stack import update_factor
 from oracle.model import MODEL_INPUT, WEIGHT_TYPES, LayerTimes, Model, System

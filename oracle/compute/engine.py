@@ -30,7 +30,7 @@ from oracle.compute.partition import greedy_cuts, split_to
 def per_context(fn):
     """Decorator: ``fn(ctx, *args)`` computed once per context and arguments (a pure
     function of them; a Context does not change once built, and a shallow copy with
-    another system, compute/calibrate_all.with_system, gets a cache of its own).  An argument that cannot
+    another system, compute/calibration/calibrate_all.with_system, gets a cache of its own).  An argument that cannot
     be hashed (a SplitSums, itself cached per context) is keyed by its identity and kept
     alive with the result, so the identity stays unique."""
     name = fn.__qualname__

@@ -2,7 +2,7 @@
 on a GPU, at a precision, for a per-GPU batch (the work per kernel).
 
 For layer ``l`` run on ``b`` samples at once (``F_l`` forward FLOPs per sample,
-:mod:`oracle.compute.shapes`; ``δ`` bytes per element of the precision)::
+:mod:`oracle.compute.layers.shapes`; ``δ`` bytes per element of the precision)::
 
     kernel time = max( FLOPs · waves(b) / (e_c · peak_prec),  bytes / (e_m · bandwidth),  launch_s )
 
@@ -52,7 +52,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from oracle.compute.shapes_tokens import internal_traffic
+from oracle.compute.layers.shapes_tokens import internal_traffic
 from oracle.gpus import GpuSpec
 from oracle.model import ACTIVATIONS, Layer, LayerInfo, Model
 from oracle.vocabulary import FP32, PRECISION_BYTES, TF32

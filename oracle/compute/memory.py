@@ -66,7 +66,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from oracle.compute.shapes_tokens import attention_saved, saves_input
+from oracle.compute.layers.shapes_tokens import attention_saved, saves_input
 from oracle.model import ACTIVATIONS, MODEL_INPUT, Layer, LayerInfo, Model
 from oracle.vocabulary import FP32, PARADL
 

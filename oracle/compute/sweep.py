@@ -11,9 +11,9 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
-from oracle.compute import paradl_stack
 from oracle.compute.context import Context, Options
 from oracle.compute.cost import Point
+from oracle.compute.paradl import paradl_stack
 from oracle.compute.strategies import REGISTRY, names
 from oracle.compute.strategies.base import Config
 from oracle.compute.strategies.data import Data
@@ -125,7 +125,7 @@ def configurations(
 
 def evaluate_all(ctx: Context, configs: Iterable[Config]) -> list[Point]:
     """The points of configurations, unranked: the one function through which predict,
-    report and plot (the sweep) and search (its uniform strategies, compute/search.py)
+    report and plot (the sweep) and search (its uniform strategies, compute/layerwise/search.py)
     cost a configuration, so that one configuration has one number (issue 23)."""
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
         # overflowing inputs become the "overflow" limit of a point, not warnings
@@ -134,7 +134,7 @@ def evaluate_all(ctx: Context, configs: Iterable[Config]) -> list[Point]:
 
 def evaluate(ctx: Context, cfg: Config) -> Point:
     """One configuration's point, by its strategy's formulas or, where the run's stack says
-    so, by ParaDL's own tool (issue 27, compute/paradl_stack.py); compare and calibration
+    so, by ParaDL's own tool (issue 27, compute/paradl/paradl_stack.py); compare and calibration
     cost a measured run's configuration with it too."""
     if paradl_stack.uses_tool(ctx):
         point = paradl_stack.evaluate(ctx, cfg)

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from oracle import __version__
-from oracle.compute.shapes import fmt_shape
+from oracle.compute.layers.shapes import fmt_shape
 from oracle.errors import OracleError
 from oracle.importer.write import render
 from oracle.load.model import parse_model

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from oracle import __version__
-from oracle.compute.shapes import fmt_shape
+from oracle.compute.layers.shapes import fmt_shape
 from oracle.compute.strategies.channel import Channel
 from oracle.compute.strategies.data import Data
 from oracle.compute.strategies.filter import Filter

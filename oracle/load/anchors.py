@@ -16,7 +16,7 @@ def parse_anchors(top: Fields, file: str) -> tuple[Anchor, ...]:
 
 
 def _anchor(f: Fields) -> Anchor:
-    from oracle.compute.compare import PRECISION_COLUMN
+    from oracle.compute.calibration.compare import PRECISION_COLUMN
     from oracle.compute.strategies import names
 
     strategy = f.req("strategy", string())

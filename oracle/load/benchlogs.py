@@ -2,7 +2,7 @@
 
 The result is a frozen :class:`BenchLog`: which tool and collective, on how many GPUs
 and nodes, and one (message bytes, seconds) pair per measured size.  ``oracle fit``
-(:mod:`oracle.compute.fit`) turns these into α, β per network level.
+(:mod:`oracle.compute.calibration.fit`) turns these into α, β per network level.
 
 **nccl-tests** (github.com/NVIDIA/nccl-tests, ``all_reduce_perf``, ``all_gather_perf``,
 ``reduce_scatter_perf``, ``broadcast_perf``, ``reduce_perf``): raw stdout.
@@ -38,7 +38,7 @@ caller (``--gpus-per-node``, else the base system's ``gpus_per_node``) and it is
 when they are needed and unknown.
 
 **Message bytes.** Every row's bytes are the ``m`` of the ring model in
-:mod:`oracle.compute.fit`: for all-reduce, broadcast and reduce the buffer each rank
+:mod:`oracle.compute.calibration.fit`: for all-reduce, broadcast and reduce the buffer each rank
 holds; for all-gather and reduce-scatter the *total* gathered/scattered bytes (p·m_i).
 nccl-tests prints exactly that as ``size`` (max of send and receive bytes, nccl-tests
 src/common.cu); OSU's ``Size`` of osu_allgather is the bytes each rank sends, so it is

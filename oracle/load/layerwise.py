@@ -3,7 +3,7 @@
 ParaDL's ``.lc`` files say, per layer, how it is parallelized; this format generalises
 them to ranges of layers, each with a distribution that uses all the file's GPUs
 (Dryden et al., IPDPS 2019, §III; Jia et al., ICML 2018, §4; see
-oracle/compute/layerwise.py for the costs)::
+oracle/compute/layerwise/layerwise.py for the costs)::
 
     model: ResNet-50            # must equal the model's name
     gpus: 64                    # p; every range uses all of them
@@ -29,8 +29,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from oracle.compute.layerwise import Dist
-from oracle.compute.layerwise_build import kind_names, kind_table, strategy_kinds
+from oracle.compute.layerwise.layerwise import Dist
+from oracle.compute.layerwise.layerwise_build import kind_names, kind_table, strategy_kinds
 from oracle.compute.strategies.data import Data
 from oracle.compute.strategies.spatial import Spatial
 from oracle.errors import OracleError, did_you_mean

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from oracle.compute.shapes import ShapeError, infer
+from oracle.compute.layers.shapes import ShapeError, infer
 from oracle.errors import OracleError, did_you_mean
 from oracle.limits import SAMPLES
 from oracle.load.fields import (

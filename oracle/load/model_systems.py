@@ -1,6 +1,6 @@
 """A system file's ``models:`` (issue 26, docs/file-formats.md): per-model calibrations
 ``oracle fit runs --calibrate all`` writes where one shared fit leaves a model's
-calibration runs more than 5% off (compute/anchor.per_model_calibrations).  Each entry
+calibration runs more than 5% off (compute/calibration/anchor.per_model_calibrations).  Each entry
 names a model (as its file names it) and holds the sections its own fit changes
 (``network``, ``input``, ``implementation``, ``operations``), each written and checked
 as the top-level section it replaces for that model."""

@@ -1,7 +1,7 @@
 """An estimated per-layer profile when nothing has been measured: a roofline.
 
 For layer ``l`` at mini-batch ``b`` per GPU (``F_l`` forward FLOPs per sample as in
-:mod:`oracle.compute.shapes`, ``P`` the GPU's peak FLOP/s, ``M`` its memory bandwidth
+:mod:`oracle.compute.layers.shapes`, ``P`` the GPU's peak FLOP/s, ``M`` its memory bandwidth
 in bytes/s, ``e_c`` and ``e_m`` the compute and memory efficiencies, ``δ`` bytes per
 item)::
 
@@ -51,7 +51,7 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 
-from oracle.compute.shapes_tokens import internal_traffic
+from oracle.compute.layers.shapes_tokens import internal_traffic
 from oracle.errors import OracleError
 from oracle.model import LAYER_TYPES, Layer, LayerInfo, LayerTimes, Model, Profile, System
 from oracle.vocabulary import BF16, FP16, FP32, PRECISION_BYTES

@@ -1,4 +1,4 @@
-"""``torch.nn`` modules of the transformer layer types (oracle/compute/shapes_tokens.py)
+"""``torch.nn`` modules of the transformer layer types (oracle/compute/layers/shapes_tokens.py)
 for :mod:`oracle.profiling.torchnet`; the batch dimension is first at run time.
 
 =================  =====================================================================

@@ -9,7 +9,7 @@ import math
 from collections.abc import Sequence
 from itertools import groupby
 
-from oracle.compute.compare import CompareRow, Stats, Summary
+from oracle.compute.calibration.compare import CompareRow, Stats, Summary
 from oracle.render.columns import Column
 from oracle.textsafe import csv_cell, csv_row, md
 from oracle.units import fmt_ratio, fmt_seconds

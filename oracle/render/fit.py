@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import textwrap
 
-from oracle.compute.fit import LevelFit, LogFit, NetworkFit, Residuals
+from oracle.compute.calibration.fit import LevelFit, LogFit, NetworkFit, Residuals
 from oracle.textsafe import yaml_comment
 from oracle.units import fmt_rate, fmt_seconds
 
@@ -212,7 +212,7 @@ def calibration(cal, runs: str) -> list:
     )  # fmt: skip
     lines = []
     if cal.kind == "all":
-        from oracle.compute.calibrate_all import PARAMETERS
+        from oracle.compute.calibration.calibrate_all import PARAMETERS
 
         why_not = dict(cal.not_identified)
         missing = [p for p in PARAMETERS if getattr(cal, p) is None and p not in why_not]

@@ -1,4 +1,4 @@
-"""Rendering of NCCL-model fits (compute/nccl_fit.py): the per-log table of ``oracle fit
+"""Rendering of NCCL-model fits (compute/calibration/nccl_fit.py): the per-log table of ``oracle fit
 network`` on a system whose collectives are ``nccl``, and the fitted ``network:`` list
 (the base system's levels, each given the intra- or inter-node lines of the fit)."""
 
@@ -81,7 +81,7 @@ def network_yaml(levels: list[dict], gpus_per_node: int, fit) -> str:
             dumped = yaml.safe_dump([raw], sort_keys=False, allow_unicode=True, width=88, default_flow_style=False)
             out += ["  " + ln for ln in dumped.rstrip("\n").split("\n")]
             continue
-        source = (f"oracle fit network: NCCL's collective model (compute/nccl.py, compute/nccl_fit.py) fitted to"
+        source = (f"oracle fit network: NCCL's collective model (compute/nccl.py, compute/calibration/nccl_fit.py) fitted to"
                   f" every log at once ({files}); lines {WHERE[where]}, per protocol. Median |rel. error| per"
                   f" log at most {worst:.1%}, all sizes.")  # fmt: skip
         out += _level(raw, fit.lines, where, source)
@@ -90,7 +90,7 @@ def network_yaml(levels: list[dict], gpus_per_node: int, fit) -> str:
 
 def header_lines(fit) -> list[str]:
     """Lines for a written file's header: the model and the error per log."""
-    out = ["NCCL's collective model (compute/nccl.py) fitted to every log at once (compute/nccl_fit.py);"
+    out = ["NCCL's collective model (compute/nccl.py) fitted to every log at once (compute/calibration/nccl_fit.py);"
            " reproduce with --collective nccl (the file's collectives: {algorithm: nccl}).", "Per log, all sizes:"]
     out += [f"  {le.log.file} ({le.log.nodes} nodes): median {le.median:.1%}, max {le.max:.1%}" for le in fit.logs]
     return out

@@ -9,7 +9,7 @@ import math
 from collections.abc import Sequence
 
 from oracle.compute.cost import Point
-from oracle.compute.search import SearchResult
+from oracle.compute.layerwise.search import SearchResult
 from oracle.compute.strategies import REGISTRY
 from oracle.load.layerwise import ranges_of
 from oracle.render.columns import Column, FitTable, Section

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import math
 
-from oracle.compute.shapes import fmt_shape
+from oracle.compute.layers.shapes import fmt_shape
 from oracle.model import LayerTimes, Model, Profile, System
 from oracle.units import fmt_bytes, fmt_count, fmt_rate, fmt_seconds, fmt_si
 from oracle.vocabulary import RING

@@ -1,4 +1,4 @@
-"""A sweep anchored on its system's stored anchors (issue 26; compute/anchor_points.py):
+"""A sweep anchored on its system's stored anchors (issue 26; compute/calibration/anchor_points.py):
 each anchor projected under the options it ran with, on the sweep's model, system and
 profile."""
 
@@ -8,8 +8,8 @@ from __future__ import annotations
 def anchored_sweep(points: list, req) -> list:
     """``points`` of ``req`` (api.SweepRequest) anchored on the system's anchors of its
     model (unchanged without one)."""
-    from oracle.compute.anchor_points import anchor_points, anchor_run
-    from oracle.compute.compare import compare_run
+    from oracle.compute.calibration.anchor_points import anchor_points, anchor_run
+    from oracle.compute.calibration.compare import compare_run
     from oracle.errors import OracleError
 
     system = req.system
@@ -27,7 +27,7 @@ def anchored_sweep(points: list, req) -> list:
 def _context(anchor, req):
     """The cost context of ``anchor``: its precision, stack and options on the request's
     model, system and profile."""
-    from oracle.compute.compare import PRECISION_COLUMN
+    from oracle.compute.calibration.compare import PRECISION_COLUMN
     from oracle.compute.conversion import build_context
     from oracle.compute.options import Flags
     from oracle.compute.stack import stack_system

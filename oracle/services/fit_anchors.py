@@ -1,5 +1,5 @@
 """The ``anchors:`` section ``oracle fit runs --calibrate all`` writes into a calibrated
-system (issue 26; read back by load/anchors.py, used by compute/anchor_points.py): every
+system (issue 26; read back by load/anchors.py, used by compute/calibration/anchor_points.py): every
 calibration run's measured time per iteration (and its compute and communication when
 measured), its configuration and the options it ran with."""
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 def anchor_entries(pairs: list, flags: dict, runs_file: str) -> list[dict]:
     """One ``anchors:`` entry per (run, context) of ``pairs``; ``flags``: the command's
     options (Flags.parse keywords), under the run's own columns."""
-    from oracle.compute.compare import config_for
+    from oracle.compute.calibration.compare import config_for
     from oracle.compute.strategies import REGISTRY
 
     out = []

@@ -2,7 +2,7 @@
 
 Scales the runs' profile so that its projection reproduces the measured runs: per run,
 the factor (measured - communication) / compute per iteration
-(:func:`oracle.compute.calibrate.compute_scale`), the median over the selected runs.
+(:func:`oracle.compute.calibration.calibrate.compute_scale`), the median over the selected runs.
 The written profile keeps the original's device, precision and batch, so the compute
 model still converts it when the GPU, precision or per-GPU batch change.
 
@@ -22,7 +22,7 @@ def run_options(run, file: str, profile, flags: dict, system=None):
     compute/stack.py), and its option columns over ``flags`` (the command's options, issue 26)."""
     from dataclasses import replace
 
-    from oracle.compute.compare import run_precision_options
+    from oracle.compute.calibration.compare import run_precision_options
     from oracle.compute.options import Flags
     from oracle.errors import OracleError
     from oracle.load import load_stack
@@ -50,8 +50,8 @@ def run_options(run, file: str, profile, flags: dict, system=None):
 def calibrate_compute(runs_file: str, chosen, base_system: str, flags: dict):
     """(profile, factor, evidence) from the chosen runs, which must share one model and
     one profile.  Evidence: (line, label, factor) per run."""
-    from oracle.compute.calibrate import compute_scale, scaled_profile
-    from oracle.compute.compare import config_for
+    from oracle.compute.calibration.calibrate import compute_scale, scaled_profile
+    from oracle.compute.calibration.compare import config_for
     from oracle.compute.conversion import build_context
     from oracle.compute.stack import stack_system
     from oracle.compute.strategies import REGISTRY
@@ -88,7 +88,7 @@ def _unscaled_s(model, system, doubled, options, run, pt) -> float:
     """Compute per iteration that does not scale with the profile's times (a stack's fixed
     cost, activation kernels its software adds): compute is affine in the profile's scale,
     c(1) = S + U and c(2) = 2S + U, so U = 2c(1) - c(2)."""
-    from oracle.compute.compare import config_for
+    from oracle.compute.calibration.compare import config_for
     from oracle.compute.conversion import build_context
     from oracle.compute.strategies import REGISTRY
 

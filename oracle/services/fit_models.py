@@ -1,7 +1,7 @@
 """The ``models:`` section ``oracle fit runs --calibrate all`` writes into a calibrated
 system (issue 26; read back by load/model_systems.py): where the shared fit leaves a
 model's calibration runs more than 5% off, that model's own calibration
-(compute/anchor.per_model_calibrations), written as the sections it changes, so that
+(compute/calibration/anchor.per_model_calibrations), written as the sections it changes, so that
 ``oracle predict`` on the written system projects as ``oracle compare --calibrate-on``."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ def model_entries(doc: dict, cal, pairs: list, runs_file: str) -> tuple[dict, li
     """({model name: the sections its own calibration changes in ``doc``}, a note per
     model); ``doc``: the shared calibration already written, ``cal`` its Calibration,
     ``pairs``: the (run, context) pairs it was fitted on."""
-    from oracle.compute.anchor import per_model_calibrations
-    from oracle.compute.calibrate_all import apply
+    from oracle.compute.calibration.anchor import per_model_calibrations
+    from oracle.compute.calibration.calibrate_all import apply
     from oracle.load.model_systems import SECTIONS
 
     if not pairs:
@@ -37,8 +37,8 @@ def model_entries(doc: dict, cal, pairs: list, runs_file: str) -> tuple[dict, li
 
 def write_calibration(doc: dict, cal, base_name: str, runs_file: str) -> None:
     """Everything ``cal`` (a ``--calibrate all`` Calibration) identified, into ``doc``."""
-    from oracle.compute.calibrate_all import mechanisms
-    from oracle.compute.calibrate_split import into_doc
+    from oracle.compute.calibration.calibrate_all import mechanisms
+    from oracle.compute.calibration.calibrate_split import into_doc
     from oracle.services.fit_runs import set_compute, set_input, set_network
 
     if any(v is not None for v in (cal.beta_intra, cal.beta_inter)) or cal.beta_levels:

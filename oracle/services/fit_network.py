@@ -1,7 +1,7 @@
 """``oracle fit network``: logs and base system in, the fit and the file to write out.
 
 Reads nccl-tests or OSU micro-benchmark logs (:mod:`oracle.load.benchlogs`), fits the
-ring model of docs/cost-model.md per measured span (:mod:`oracle.compute.fit`), checks
+ring model of docs/cost-model.md per measured span (:mod:`oracle.compute.calibration.fit`), checks
 the fit against ``--max-median-error`` and builds the YAML to write: with a base system a
 complete system file (the base with its ``network:`` replaced by the fitted levels),
 without one only the ``network:`` list (its outermost level then covers only the largest
@@ -46,7 +46,7 @@ class NetworkJob:
 
 def fit_network_logs(req: NetworkRequest) -> NetworkJob:
     """Load, fit, check and (with ``req.output``) build the file to write."""
-    from oracle.compute.fit import FitOptions, fit_network, median_error_failures
+    from oracle.compute.calibration.fit import FitOptions, fit_network, median_error_failures
     from oracle.load.benchlogs import load_benchlog
 
     base = _base_system(req.system) if req.system else None
@@ -80,9 +80,9 @@ def fit_network_logs(req: NetworkRequest) -> NetworkJob:
 
 
 def _nccl_fit(parsed, base, in_place: bool):
-    """NCCL's collective model fitted to the logs (compute/nccl_fit.py) when the base
+    """NCCL's collective model fitted to the logs (compute/calibration/nccl_fit.py) when the base
     system's collectives are ``nccl`` and every log is an all-reduce; else None."""
-    from oracle.compute.nccl_fit import fit_system
+    from oracle.compute.calibration.nccl_fit import fit_system
     from oracle.vocabulary import NCCL
 
     if base is None or base.system.collective_algorithm != NCCL or any(lg.operation != "allreduce" for lg in parsed):

@@ -2,7 +2,7 @@
 
 :func:`fit_runs` does it all: :func:`select_runs` loads the runs, keeps those ``--where`` selects and says which were
 measured on another system than the base; :func:`calibrate_runs` inverts the cost model
-on them (:mod:`oracle.compute.calibrate`); :func:`calibrated_system` writes the result
+on them (:mod:`oracle.compute.calibration.calibrate`); :func:`calibrated_system` writes the result
 into the base system's document, recording the runs each number comes from.
 """
 
@@ -91,12 +91,12 @@ def calibrate_runs(req: RunsRequest, sel: Selection):
     """(the Calibration of ``req.kind`` (network, input or all) from the selected runs,
     their (run, context) pairs)."""
     from oracle.api import Inputs
-    from oracle.compute.calibrate import calibrate
+    from oracle.compute.calibration.calibrate import calibrate
 
     inputs = Inputs(**(req.flags or {}))
     pairs = [(r, inputs.context(r.model, str(sel.base_path), r.profile, r)) for r in sel.chosen]
     if req.kind == "all":
-        from oracle.compute.calibrate_all import calibrate_all
+        from oracle.compute.calibration.calibrate_all import calibrate_all
 
         return calibrate_all(pairs), pairs
     return calibrate(req.kind, pairs), pairs
@@ -105,7 +105,7 @@ def calibrate_runs(req: RunsRequest, sel: Selection):
 def _contradicting(req: RunsRequest, chosen: list) -> list[str]:
     """Two runs of one configuration 2x apart (issue 26): an error where they would be
     written as anchors (``--calibrate all``), before any work; else warnings."""
-    from oracle.compute.anchor import contradictions
+    from oracle.compute.calibration.anchor import contradictions
     from oracle.errors import OracleError
 
     clash = contradictions(chosen)
@@ -197,8 +197,8 @@ def _lines(cal, parameter: str) -> str:
 
 def set_network(doc: dict, cal, base_name: str, runs: str) -> None:
     """β per level into the levels (protocol lines scaled alike): a level its runs span
-    gets theirs, another the nearest calibrated level's (compute/calibrate_all.level_betas)."""
-    from oracle.compute.calibrate_all import level_betas
+    gets theirs, another the nearest calibrated level's (compute/calibration/calibrate_all.level_betas)."""
+    from oracle.compute.calibration.calibrate_all import level_betas
     from oracle.load.system import parse_system
 
     gpn = doc["gpus_per_node"]

@@ -187,8 +187,8 @@ def conversion_caption(conversion, batch, batch_per_gpu, system=None, model=None
 def with_layerwise(points, path, req):
     """A layer-wise configuration file (oracle search -o) ranked with the sweep of
     ``req`` (api.SweepRequest) at its GPU count, as strategy "layer-wise"."""
-    from oracle.compute import layerwise
     from oracle.compute.conversion import build_context
+    from oracle.compute.layerwise import layerwise
     from oracle.compute.sweep import rank
     from oracle.errors import OracleError
     from oracle.load.layerwise import bind_layerwise, load_layerwise

@@ -1,7 +1,7 @@
 """``oracle fit network LOG...``: α, β per network level from collective benchmark logs.
 
 Reads nccl-tests or OSU micro-benchmark logs (:mod:`oracle.load.benchlogs`), fits the
-ring model of docs/cost-model.md per measured span (:mod:`oracle.compute.fit`) and prints the
+ring model of docs/cost-model.md per measured span (:mod:`oracle.compute.calibration.fit`) and prints the
 fit and its residuals.  With ``--system BASE`` and ``-o FILE`` it writes a complete
 system file: the base system with its ``network:`` replaced by the fitted levels.
 Without ``--system``, ``-o FILE`` writes only the ``network:`` list (to paste into a

@@ -48,8 +48,8 @@ class Style:
 
 @dataclass(frozen=True)
 class LayerwiseKind:
-    """A strategy as a per-layer distribution (compute/layerwise.py).  ``fill`` writes
-    one distribution's column of every layer's costs (compute/layerwise_build.Columns),
+    """A strategy as a per-layer distribution (compute/layerwise/layerwise.py).  ``fill`` writes
+    one distribution's column of every layer's costs (compute/layerwise/layerwise_build.Columns),
     called as fill(ctx, cols, reg, k, dist, B); ``grid``: p1 sample groups each split
     the layer over p2 GPUs, at every factorization p = p1·p2 (else all p GPUs split the
     samples, p1 = p, p2 = 1); ``default``: oracle search considers it unless

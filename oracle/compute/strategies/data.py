@@ -29,11 +29,11 @@ from oracle.compute.strategies.base import (
 )
 
 if TYPE_CHECKING:
-    from oracle.compute.layerwise_build import Columns, Registry
+    from oracle.compute.layerwise.layerwise_build import Columns, Registry
 
 
 def fill_data(ctx: Context, cols: Columns, reg: Registry, k: int, d, B: float) -> None:
-    """data on p GPUs as a per-layer distribution (compute/layerwise.py): every layer's
+    """data on p GPUs as a per-layer distribution (compute/layerwise/layerwise.py): every layer's
     samples split p ways, its gradient in the all-reduce of those p GPUs."""
     p, D, I = d.gpus, ctx.D, ctx.D / B
     cols.fb[:, k] = D / p * ctx.times_at(B / p)[2]

@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from oracle.compute.context import Context, SplitSums
-from oracle.compute.engine import per_context
 from oracle.compute.cost import Breakdown, Limit, Point
+from oracle.compute.engine import per_context
 from oracle.compute.network import allgather_algorithm, allreduce_algorithm, group_contiguous
 from oracle.compute.strategies.base import (
     REGISTRY,
@@ -25,7 +25,7 @@ from oracle.compute.strategies.base import (
 )
 
 if TYPE_CHECKING:
-    from oracle.compute.layerwise_build import Columns, Registry
+    from oracle.compute.layerwise.layerwise_build import Columns, Registry
 
 
 @per_context  # issue 29: once per (group, samples) in a sweep (compute/engine.py)

@@ -10,9 +10,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from oracle.compute.context import Context
-from oracle.compute.engine import per_context
 from oracle.compute.cost import Breakdown, Limit, Phase, Point
-from oracle.compute.geometry import balanced_grid, halo_half_widths
+from oracle.compute.engine import per_context
+from oracle.compute.layers.geometry import balanced_grid, halo_half_widths
 from oracle.compute.network import (
     allgather_algorithm,
     allreduce_algorithm,
@@ -38,7 +38,7 @@ from oracle.model import SPATIAL_TYPES
 from oracle.vocabulary import PARADL
 
 if TYPE_CHECKING:
-    from oracle.compute.layerwise_build import Columns, Registry
+    from oracle.compute.layerwise.layerwise_build import Columns, Registry
 
 
 # -- spatial decomposition and halos ---------------------------------------------------
@@ -198,12 +198,12 @@ def spatial_memory(ctx: Context, grid: tuple[int, ...], paradl_act: float, group
                        split_samples=n_split, rest_samples=n_rest, extra_elements=extra)  # fmt: skip
 
 
-# -- as a per-layer distribution (compute/layerwise.py) --------------------------------
+# -- as a per-layer distribution (compute/layerwise/layerwise.py) --------------------------------
 
 
 def fill_spatial(ctx: Context, cols: Columns, reg: Registry, k: int, d, B: float) -> None:
     """spatial p1 x p2: the split layers' samples over p1 groups, their extents over p2;
-    the rest replicated in the group (compute/layerwise.py)."""
+    the rest replicated in the group (compute/layerwise/layerwise.py)."""
     p, p1, p2, D, I = d.gpus, d.p1, d.p2, ctx.D, ctx.D / B
     s = ctx.split(Spatial.name).mask
     act = ctx.layer_memory_elements()

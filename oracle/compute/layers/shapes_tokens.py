@@ -1,7 +1,7 @@
 """Shape, parameter and FLOP rules of the transformer layer types (docs/model-format.md
 "Transformer layers"): attention, scale, posembedding, classtoken and slice.
 
-Shapes are per sample as in :mod:`oracle.compute.shapes`; transformer blocks run on
+Shapes are per sample as in :mod:`oracle.compute.layers.shapes`; transformer blocks run on
 channels-last tensors, ``(tokens, features)`` (ViT), ``(groups, tokens, features)``
 (MaxViT) or ``(H, W, features)`` (Swin), so ``features`` is the last dimension here.
 
@@ -20,7 +20,7 @@ FLOP convention (forward, per sample; 2 per multiply-add as in shapes.py):
 
 from __future__ import annotations
 
-from oracle.compute.shape_base import ShapeError, fmt_shape, per_dim, prod
+from oracle.compute.layers.shape_base import ShapeError, fmt_shape, per_dim, prod
 from oracle.model import Layer, LayerInfo
 
 

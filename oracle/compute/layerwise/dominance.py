@@ -1,5 +1,5 @@
 """Exact pruning of dominated distributions for Jia et al.'s node and edge eliminations
-(compute/graphsearch.py; ICML 2018, §5.2).
+(compute/layerwise/graphsearch.py; ICML 2018, §5.2).
 
 Distribution k of a layer v is *dominated* by an earlier one k' < k when, entry by entry,
 choosing k' never costs more: its node costs (time and bytes) are no larger and so is

@@ -5,14 +5,14 @@ Two spaces are searched and compared:
 * **uniform strategies** — every strategy of the sweep (docs/cost-model.md) at every hybrid
   factorization p1 x p2 (Gholami et al.'s P_r x P_c process grid), and pipeline
   parallelism at several segment counts S (powers of two up to B, and the default);
-* **per-layer assignments** — one distribution per layer (compute/layerwise.py): data,
+* **per-layer assignments** — one distribution per layer (compute/layerwise/layerwise.py): data,
   or spatial / filter / channel on every p1 x p2 grid.  The cost of an assignment is
 
       Σ_l Cost_d(l)(l)  +  Σ_(i->j) Shuffle(d(i), d(j))  +  Σ_groups used  latency
 
   (Dryden et al., IPDPS 2019, §V; Jia et al., ICML 2018, eq. 1: t_c + t_s per layer
   and t_x per edge).  The last term is the latency of each fused gradient all-reduce
-  (one per group of GPUs that replicate weights; compute/layerwise.py).
+  (one per group of GPUs that replicate weights; compute/layerwise/layerwise.py).
 
 Algorithms
 ----------
@@ -35,10 +35,10 @@ Algorithms
   found, L0 the unconstrained optimum without latencies).  Exact; a cap on the number
   of graph solves makes it a heuristic in pathological cases (reported).
 * Exact shortcuts: distributions dominated entry by entry by an earlier one are dropped
-  before the eliminations (compute/dominance.py: every step is monotone and every
+  before the eliminations (compute/layerwise/dominance.py: every step is monotone and every
   argmin takes the first index, so the assignment is the same), and the eliminations,
   whose order depends only on the graph, are planned once and replayed per solve
-  (compute/graphplan.py).
+  (compute/layerwise/graphplan.py).
 * Memory: the GPU-memory limit is a knapsack-like side constraint.  When the fastest
   assignment does not fit, a Lagrangian relaxation (time + λ·bytes, λ by bisection)
   finds the fastest fitting one it can; this is reported as not proven optimal.
@@ -57,9 +57,9 @@ import numpy as np
 
 from oracle.compute.context import Context
 from oracle.compute.cost import Point
-from oracle.compute.dominance import dominance, prune
-from oracle.compute.graphplan import make_plan, solve_planned
-from oracle.compute.graphsearch import (  # noqa: F401  (re-exported: tests and callers use search.*)
+from oracle.compute.layerwise.dominance import dominance, prune
+from oracle.compute.layerwise.graphplan import make_plan, solve_planned
+from oracle.compute.layerwise.graphsearch import (  # noqa: F401  (re-exported: tests and callers use search.*)
     ENUMERATE_LIMIT,
     INF,
     EliminationStats,
@@ -70,7 +70,7 @@ from oracle.compute.graphsearch import (  # noqa: F401  (re-exported: tests and 
     shortest_path_line,
     solve,
 )
-from oracle.compute.layerwise import (
+from oracle.compute.layerwise.layerwise import (
     Assessment,
     Costs,
     Dist,
@@ -193,7 +193,7 @@ def _fit_memory(bb: _BranchAndBound, limit: float, notes: list[str]) -> np.ndarr
 
 
 def _space_notes(ctx: Context, costs: Costs, p: int, stuck: np.ndarray) -> list[str]:
-    from oracle.compute.layerwise import MAX_GRIDS, factorizations
+    from oracle.compute.layerwise.layerwise import MAX_GRIDS, factorizations
 
     notes = []
     every, used = len(factorizations(p)), len(factorizations(p, MAX_GRIDS))
@@ -456,7 +456,7 @@ def evaluate_given(
 ) -> SearchResult:
     """A given per-layer assignment (a layer-wise configuration file), with the best
     uniform strategies and (``compare``) the search's best assignment beside it."""
-    from oracle.compute.layerwise import dist_order
+    from oracle.compute.layerwise.layerwise import dist_order
 
     t0 = time.perf_counter()
     costs = Costs(ctx, p, batch, sorted(set(assignment), key=dist_order))

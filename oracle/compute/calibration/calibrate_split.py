@@ -31,7 +31,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from oracle.compute.compare import config_for
+from oracle.compute.calibration.compare import config_for
 from oracle.compute.network import primitive
 from oracle.compute.strategies import REGISTRY
 from oracle.model import OperationOverride, System
@@ -106,8 +106,8 @@ def with_mechanisms(system: System, values: dict[str, float]) -> System:
 
 def rows_for(run, ctx) -> list[Row] | str:
     """The equations one run gives (module doc), or why it gives none."""
-    from oracle.compute.calibrate import run_label
-    from oracle.compute.calibrate_all import includes_io, with_system
+    from oracle.compute.calibration.calibrate import run_label
+    from oracle.compute.calibration.calibrate_all import includes_io, with_system
 
     label = run_label(run, ctx)
     strategy = REGISTRY[run.strategy]

@@ -2,7 +2,7 @@
 
 One set of lines -- per protocol (LL, LL128, Simple) an α and a β inside a node and across
 nodes -- for every log at once, whatever its node count: the model, not a level per span
-(compute/fit.py), carries the node counts.  Each measured size is explained by the
+(compute/calibration/fit.py), carries the node counts.  Each measured size is explained by the
 candidate (ring or tree, protocol) the model finds cheapest, as NCCL's tuner picks one,
 and its time is linear in the lines' α and β once that candidate and the link bounding its
 bandwidth are known.  So the fit alternates: assign each size its cheapest candidate, then
@@ -24,7 +24,7 @@ import numpy as np
 from oracle.compute import nccl
 from oracle.compute.nccl import PROTOCOLS, Offers, correction, protocol_kind, term_time, terms
 
-ALPHA_FLOOR_S = 1e-9  # 1 ns: far below any real per-step latency (as compute/fit.py)
+ALPHA_FLOOR_S = 1e-9  # 1 ns: far below any real per-step latency (as compute/calibration/fit.py)
 BETA_FLOOR = 1e-15  # 1 PB/s: above any real link
 
 

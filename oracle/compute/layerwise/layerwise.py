@@ -60,7 +60,7 @@ import numpy as np
 
 from oracle.compute.context import Context
 from oracle.compute.cost import Breakdown, Limit, Point
-from oracle.compute.layerwise_build import (
+from oracle.compute.layerwise.layerwise_build import (
     Columns,
     Registry,
     batch_limit,
@@ -69,7 +69,7 @@ from oracle.compute.layerwise_build import (
     kind_table,
     strategy_kinds,
 )  # fmt: skip
-from oracle.compute.layerwise_shuffle import shuffle_tables
+from oracle.compute.layerwise.layerwise_shuffle import shuffle_tables
 from oracle.compute.stack import stack_name, with_stack_costs
 from oracle.compute.strategies.base import epoch_limit
 from oracle.compute.strategies.data import Data
@@ -240,7 +240,7 @@ class Costs:
     # -- construction ------------------------------------------------------------------
     def _build(self) -> None:
         """Fill the (layers x distributions) arrays, one kind at a time
-        (compute/layerwise_build.py)."""
+        (compute/layerwise/layerwise_build.py)."""
         ctx, I = self.ctx, self.I
         cols = Columns.empty(self.G, self.nd)
         reg = Registry(ctx, self.p)
@@ -273,7 +273,7 @@ class Costs:
 
     # -- redistribution ------------------------------------------------------------------
     def _shuffle_tables(self) -> None:
-        """Per ordered pair of layouts (A -> B): compute/layerwise_shuffle.py."""
+        """Per ordered pair of layouts (A -> B): compute/layerwise/layerwise_shuffle.py."""
         self.shuffle_lat, self.shuffle_slope, self.shuffle_recv, self.shuffle_kind = shuffle_tables(
             self.ctx, self.p, self.B, self.layouts)
 
@@ -384,8 +384,8 @@ class Costs:
 
     def _overlapped(self, c: np.ndarray) -> tuple[float, float]:
         """(exposed, total) gradient exchange per iteration with --overlap buckets
-        (compute/layerwise_overlap.py)."""
-        from oracle.compute.layerwise_overlap import overlapped
+        (compute/layerwise/layerwise_overlap.py)."""
+        from oracle.compute.layerwise.layerwise_overlap import overlapped
 
         return overlapped(self, c)
 

@@ -1,4 +1,4 @@
-"""The graph algorithms of oracle search (compute/search.py's docstring): Dryden et
+"""The graph algorithms of oracle search (compute/layerwise/search.py's docstring): Dryden et
 al.'s shortest path on line graphs (IPDPS 2019, §V-C) and Jia et al.'s node and edge
 eliminations on DAGs (ICML 2018, §5.2, Algorithm 1, Theorems 1-2), on (nodes x
 distributions) cost arrays."""
@@ -77,7 +77,7 @@ def eliminate(
     costs ``node`` (n x nd; inf = not allowed) and edge cost matrices ``mats``
     (E x nd x nd); returns the optimal choice per node, its cost and what was
     eliminated.  Each node keeps only its allowed distributions, so an elimination
-    costs n_u·n_v·n_w rather than nd³; ``keep`` (n x nd, compute/dominance.py) narrows
+    costs n_u·n_v·n_w rather than nd³; ``keep`` (n x nd, compute/layerwise/dominance.py) narrows
     them further to the undominated ones, with the same result."""
     g = Graph(n, edges, node, mats, keep)
     g.node_pass(list(range(n - 1, -1, -1)))
@@ -310,7 +310,7 @@ def solve(
     n: int, edges: Sequence[tuple[int, int]], node: np.ndarray, mats: np.ndarray, keep: np.ndarray | None = None
 ) -> tuple[np.ndarray, float, str, EliminationStats | None]:
     """The optimal assignment: shortest path on a line graph, eliminations on a DAG
-    (``keep``: the undominated distributions, compute/dominance.py)."""
+    (``keep``: the undominated distributions, compute/layerwise/dominance.py)."""
     if is_line(n, edges):
         choice, value = shortest_path_line(node, mats)
         return choice, value, "shortest path (line graph)", None

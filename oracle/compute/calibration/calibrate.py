@@ -27,14 +27,14 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass
 
-from oracle.compute.compare import config_for
+from oracle.compute.calibration.compare import config_for
 from oracle.compute.context import Context
 from oracle.compute.io import EVERY_GPU, loaders
 from oracle.compute.network import link, span_contiguous
 from oracle.compute.strategies import REGISTRY
-from oracle.compute.sweep import evaluate
 from oracle.compute.strategies.data import Data
 from oracle.compute.strategies.serial import Serial
+from oracle.compute.sweep import evaluate
 from oracle.records import MeasuredRun
 from oracle.vocabulary import RING
 
@@ -67,7 +67,7 @@ class Calibration:
     # per network level that runs span, the median β of its runs (issue 14: a rack and
     # the spine above it calibrate apart when runs span both)
     beta_levels: tuple[tuple[str, float], ...] = ()
-    # model-parallel mechanisms (compute/calibrate_split.py), None where not identified
+    # model-parallel mechanisms (compute/calibration/calibrate_split.py), None where not identified
     split_serial_fraction: float | None = None
     split_overhead_s: float | None = None
     layer_collectives_factor: float | None = None
@@ -78,7 +78,7 @@ class Calibration:
     compute_factors: tuple[tuple[str, float], ...] = ()
     compute_batches: tuple[tuple[str, float], ...] = ()  # issue 26: (model, samples per GPU measured at)
     notes: tuple[str, ...] = ()  # measurements a step set aside, with the reason
-    # issue 26: fitted values outside physical bounds (compute/calibrate_physics.py)
+    # issue 26: fitted values outside physical bounds (compute/calibration/calibrate_physics.py)
     unphysical: tuple[tuple[tuple[int, ...], str], ...] = ()  # (lines, why)
 
     def lines_for(self, parameter: str) -> list[int]:

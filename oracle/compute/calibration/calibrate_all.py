@@ -23,7 +23,7 @@ identified in an order in which each step needs only earlier ones:
 3. **leader rate**: hybrid runs that include I/O (one leader loads per model-part
    group, ParaDL §3.2), projected with the network of step 2, whose time exceeds
    compute and communication.
-4. **model-parallel mechanisms** (compute/calibrate_split.py): the other runs of filter,
+4. **model-parallel mechanisms** (compute/calibration/calibrate_split.py): the other runs of filter,
    channel, spatial, pipeline and hybrid strategies, projected with everything before,
    give the split layers' Amdahl fraction and overhead and the time factors of layer
    collectives, halo and pipeline sends (a bounded least-squares fit).
@@ -31,7 +31,7 @@ identified in an order in which each step needs only earlier ones:
 β is kept per network level its runs span (a rack and the spine above it apart).
 
 Parameters no run identifies keep the base system's values and are listed as such;
-runs that identify nothing are listed with the reason (compute/calibrate.py).
+runs that identify nothing are listed with the reason (compute/calibration/calibrate.py).
 """
 
 from __future__ import annotations
@@ -39,13 +39,13 @@ from __future__ import annotations
 import statistics
 from dataclasses import replace
 
-from oracle.compute.anchor import (  # noqa: F401  (re-exported: the held-out validation lives there)
+from oracle.compute.calibration.anchor import (  # noqa: F401  (re-exported: the held-out validation lives there)
     beyond_calibration,
     naive_projection,
     run_filter,
     samples_per_replica,
 )
-from oracle.compute.calibrate import (
+from oracle.compute.calibration.calibrate import (
     REPLICAS,
     Calibration,
     Evidence,
@@ -55,9 +55,9 @@ from oracle.compute.calibrate import (
     network_evidence,
     run_label,
 )
-from oracle.compute.calibrate_physics import prefer_compute, violations
-from oracle.compute.calibrate_split import MECHANISMS, with_mechanisms
-from oracle.compute.compare import config_for
+from oracle.compute.calibration.calibrate_physics import prefer_compute, violations
+from oracle.compute.calibration.calibrate_split import MECHANISMS, with_mechanisms
+from oracle.compute.calibration.compare import config_for
 from oracle.compute.context import Context
 from oracle.compute.io import EVERY_GPU, loaders
 from oracle.compute.strategies import REGISTRY
@@ -179,7 +179,7 @@ def calibrate_all(pairs: list) -> Calibration:
     used = {r.line for r, _ in pairs if r.strategy in REPLICAS}
     rest = [(r, c) for r, c in pairs if r.line not in used]
     split_runs = _leader_rate(rest, so_far, evidence, unused)
-    # 4. model-parallel mechanisms (compute/calibrate_split.py), on everything before
+    # 4. model-parallel mechanisms (compute/calibration/calibrate_split.py), on everything before
     leader = _median(evidence, "leader_rate")
     fit = _mechanisms(split_runs, so_far, leader, evidence, unused)
     cal = Calibration(
@@ -284,7 +284,7 @@ def _leader_rate(rest: list, so_far: dict, evidence: list, unused: dict) -> list
 
 def _mechanisms(runs: list, so_far: dict, leader, evidence: list, unused: dict):
     """Step 4: split efficiency and operation factors from the remaining runs."""
-    from oracle.compute.calibrate_split import fit_mechanisms, rows_for
+    from oracle.compute.calibration.calibrate_split import fit_mechanisms, rows_for
 
     rows = []
     for run, ctx in runs:
@@ -363,7 +363,7 @@ def apply(system: System, cal: Calibration) -> System:
 
 
 def mechanisms(cal: Calibration) -> dict[str, float]:
-    """The model-parallel parameters ``cal`` identified (compute/calibrate_split.py)."""
+    """The model-parallel parameters ``cal`` identified (compute/calibration/calibrate_split.py)."""
     return {k: getattr(cal, k) for k in MECHANISMS if getattr(cal, k) is not None}
 
 

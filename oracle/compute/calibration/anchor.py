@@ -125,7 +125,7 @@ def anchor_rows(rows: list, anchors: list, per_replica, gpus_per_node, threshold
     (the calibration runs' CompareRows); ``gpus_per_node``: run -> its system's."""
     from dataclasses import replace
 
-    from oracle.compute.compare import accuracy, anomaly_of
+    from oracle.compute.calibration.compare import accuracy, anomaly_of
 
     out = []
     for row in rows:
@@ -148,8 +148,8 @@ TOLERANCE = 0.05  # issue 26: a calibration run the shared fit leaves further of
 
 def worst_residual(system, pairs: list) -> float:
     """The largest |measured / projected - 1| of the (run, context) ``pairs`` on ``system``."""
-    from oracle.compute.calibrate_all import with_system
-    from oracle.compute.compare import config_for
+    from oracle.compute.calibration.calibrate_all import with_system
+    from oracle.compute.calibration.compare import config_for
     from oracle.compute.sweep import evaluate
 
     worst = 0.0
@@ -166,7 +166,7 @@ def per_model_systems(calibrated, pairs: list) -> tuple[dict, list[str]]:
     calibration runs further off than ``TOLERANCE``: that model's own mechanisms, fitted
     on its runs alone on top of the shared calibration (model name -> System), kept when
     they explain its runs better; and a note per model saying how far each is left."""
-    from oracle.compute.calibrate_all import apply
+    from oracle.compute.calibration.calibrate_all import apply
 
     own, notes = per_model_calibrations(calibrated, pairs)
     return {m: apply(calibrated, cal) for m, cal in own.items()}, notes
@@ -176,7 +176,7 @@ def per_model_calibrations(calibrated, pairs: list) -> tuple[dict, list[str]]:
     """As :func:`per_model_systems`, each model's own Calibration (on top of
     ``calibrated``) in place of its System: what ``fit runs --calibrate all`` writes into
     the system file's ``models:``."""
-    from oracle.compute.calibrate_all import apply, calibrate_all, with_system
+    from oracle.compute.calibration.calibrate_all import apply, calibrate_all, with_system
 
     models = sorted({r.model for r, _ in pairs})
     out: dict = {}

@@ -2,7 +2,7 @@
 by ``oracle fit runs --calibrate all`` lists the runs it was calibrated on (``anchors:``,
 oracle.model.Anchor), and ``oracle predict`` projects each point as its nearest anchor's
 measured compute and communication times the cost model's ratio between the two
-configurations (compute/anchor.py: the same choice of anchor and the same ratio as
+configurations (compute/calibration/anchor.py: the same choice of anchor and the same ratio as
 ``oracle compare --calibrate-on``).  Each anchor is projected under the options it ran
 with, each point under the command's; at an anchor's own configuration and options the
 projection is its measurement.  A point of a model or strategy family no anchor has is
@@ -13,7 +13,14 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
-from oracle.compute.anchor import reach, residual_note, family, nearest, phase_factors, samples_per_replica
+from oracle.compute.calibration.anchor import (
+    family,
+    nearest,
+    phase_factors,
+    reach,
+    residual_note,
+    samples_per_replica,
+)
 from oracle.compute.cost import phase_names
 from oracle.records import MeasuredRun
 

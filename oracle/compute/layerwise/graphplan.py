@@ -1,8 +1,8 @@
 """Jia et al.'s node and edge eliminations (ICML 2018, §5.2, Algorithm 1;
-compute/graphsearch.py) planned once per graph and replayed per solve.
+compute/layerwise/graphsearch.py) planned once per graph and replayed per solve.
 
 Which node is eliminated when, and which edges merge, depends only on the graph's
-degrees, not on the costs; the branch and bound of compute/search.py solves the same
+degrees, not on the costs; the branch and bound of compute/layerwise/search.py solves the same
 graph many times with different distributions allowed.  :func:`make_plan` runs the
 eliminations once on the bare graph and records them; :func:`replay` repeats them on
 the costs of one solve with lists instead of sets and dictionaries — the same
@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from oracle.compute.graphsearch import (
+from oracle.compute.layerwise.graphsearch import (
     ENUMERATE_LIMIT,
     EliminationStats,
     Graph,

@@ -53,7 +53,7 @@ def prefer_compute(data: list, factors: dict, done: set, evidence: list, notes: 
     factor that explains them with the base's link instead (the module doc); their
     lines join ``done`` (they calibrate no network).  ``iteration`` and ``network`` are
     calibrate_all._iteration and calibrate.network_evidence."""
-    from oracle.compute.calibrate import Evidence, includes_io, run_label
+    from oracle.compute.calibration.calibrate import Evidence, includes_io, run_label
 
     per_model: dict[str, list] = {}
     for run, ctx in data:

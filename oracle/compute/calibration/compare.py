@@ -20,9 +20,9 @@ from typing import TYPE_CHECKING
 from oracle.compute.context import Context
 from oracle.compute.cost import Point
 from oracle.compute.strategies import REGISTRY
-from oracle.compute.sweep import evaluate
 from oracle.compute.strategies.base import Config
 from oracle.compute.strategies.pipeline import Pipeline, default_segments
+from oracle.compute.sweep import evaluate
 from oracle.errors import OracleError
 from oracle.records import MeasuredRun
 from oracle.units import fmt_ratio
@@ -47,7 +47,7 @@ class CompareRow:
     anomaly: str | None = None
     naive_s: float | None = None  # --calibrate-on: the nearest smaller calibrated run's time
     beyond_calibration: str | None = None  # --calibrate-on: why the run extrapolates in batch
-    anchor: str | None = None  # --calibrate-on: the run it is anchored on, how far (compute/anchor.py)
+    anchor: str | None = None  # --calibrate-on: the run it is anchored on, how far (compute/calibration/anchor.py)
     unanchored_s: float | None = None  # --calibrate-on: the calibrated model's own projection
 
     @property

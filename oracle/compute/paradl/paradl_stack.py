@@ -1,4 +1,4 @@
-"""The ``paradl`` stack's cost model: ParaDL's own tool (compute/paradl_tool.py) on oracle's
+"""The ``paradl`` stack's cost model: ParaDL's own tool (compute/paradl/paradl_tool.py) on oracle's
 model, profile and system (issue 27).
 
 A stack whose ``cost_model`` is ``paradl-tool`` (stacks/paradl.yaml) costs serial, data,
@@ -25,9 +25,9 @@ import math
 
 import numpy as np
 
-from oracle.compute import paradl_tool as tool
 from oracle.compute.context import Context
 from oracle.compute.cost import Breakdown, Limit, Point
+from oracle.compute.paradl import paradl_tool as tool
 from oracle.compute.strategies.base import Config, make_point, not_computable
 from oracle.compute.strategies.channel import Channel
 from oracle.compute.strategies.data import Data

@@ -25,7 +25,7 @@ FLOP convention (forward pass, per sample):
   per output element
   (fvcore counts 4 for ``upsample_bilinear2d``, 2^2).
 - reshape, permute, channelshuffle, unsupported: 0 (views or copies, no arithmetic).
-- attention, scale, posembedding, classtoken, slice: oracle/compute/shapes_tokens.py.
+- attention, scale, posembedding, classtoken, slice: oracle/compute/layers/shapes_tokens.py.
 These only matter for conv/fc-dominated totals and for spreading a total-only profile
 over layers (docs/file-formats.md).
 """
@@ -35,8 +35,8 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from oracle.compute.shape_base import ShapeError, fmt_shape, per_dim, prod
-from oracle.compute.shapes_tokens import TOKEN_RULES
+from oracle.compute.layers.shape_base import ShapeError, fmt_shape, per_dim, prod
+from oracle.compute.layers.shapes_tokens import TOKEN_RULES
 from oracle.model import ACTIVATIONS, MODEL_INPUT, MULTI_INPUT_TYPES, Layer, LayerInfo
 
 

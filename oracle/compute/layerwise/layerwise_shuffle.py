@@ -1,6 +1,6 @@
 """Redistribution between layers of different layouts (Dryden et al., IPDPS 2019,
 §III-C; the α-β costs of docs/cost-model.md): for every ordered pair of layouts the
-latency and seconds per element of one sample, per iteration (compute/layerwise.py's
+latency and seconds per element of one sample, per iteration (compute/layerwise/layerwise.py's
 docstring gives the formulas)."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""The (layers x distributions) cost arrays of compute/layerwise.py's Costs, one
-distribution kind at a time (formulas and sources in compute/layerwise.py's docstring).
+"""The (layers x distributions) cost arrays of compute/layerwise/layerwise.py's Costs, one
+distribution kind at a time (formulas and sources in compute/layerwise/layerwise.py's docstring).
 A strategy's kind is filled by its module (its ``layerwise``); the two kinds that are no
 strategy are here: replicated (compute/replicated.py, Lee et al. HiPC 2017 §III-C-2) and
 spatial+filter (Jia et al. ICML 2018 §4)."""
