@@ -138,7 +138,9 @@ def test_uniform_layerwise_assignment_is_the_uniform_strategy(inputs, model, sys
     bitwise: the layer-wise sums per-layer columns, the strategies their cached sums
     (docs/search.md).  One documented difference: spatial 1 x p runs the head replicated
     on every GPU, whose gradients nothing all-reduces; the strategy still counts DDP's
-    bucket copy of them (a DDP-wrapped model), the layer-wise does not."""
+    bucket copy of them (a DDP-wrapped model), the layer-wise does not.  Both without a
+    stack (--stack none): --layers refuses overlap, which the shipped DGX files' pytorch
+    stack turns on, and the layer-wise context here is built from the bare options."""
     from oracle.compute.context import Options
     from oracle.compute.conversion import build_context
     from oracle.compute.layerwise.layerwise import Dist, evaluate
@@ -147,7 +149,7 @@ def test_uniform_layerwise_assignment_is_the_uniform_strategy(inputs, model, sys
     system, profile = inputs.get(system, system), inputs.get(profile, profile)
     m, s, pr = load_model(model), load_system(system), load_profile(profile)
     ctx = build_context(m, s, pr, Options(precision=precision))
-    predicted = predict_points(model, system, profile, precision, scaling, gpus)
+    predicted = predict_points(model, system, profile, precision, scaling, gpus, stack="none")
     checked = set()
     for (p, *_), pt in predicted.items():
         kind = LAYERWISE.get(pt.strategy)

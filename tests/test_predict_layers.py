@@ -38,5 +38,11 @@ def test_layers_with_unsupported_options_exit_2(tmp_path):
     r = run("predict", "-m", "alexnet", "-s", "abci", "-p", "alexnet_v100", "--gpus", 8, "--layers", cfg,
             "--overlap", "buckets")  # fmt: skip
     assert r.exit_code == 2 and "--layers" in r.stderr
+    # a system file's stack (dgx-a100-80gb: pytorch, DDP's bucket overlap) is named, with the way out
+    r = run("predict", "-m", "alexnet", "-s", "dgx-a100-80gb", "-p", "alexnet_v100", "--gpus", 8, "--layers", cfg)
+    assert r.exit_code == 2 and "stack pytorch" in r.stderr and "--stack none" in r.stderr
+    r = run("predict", "-m", "alexnet", "-s", "dgx-a100-80gb", "-p", "alexnet_v100", "--gpus", 8, "--layers", cfg,
+            "--stack", "none")  # fmt: skip
+    assert r.exit_code == 0, r.stderr
     r = run("predict", "-m", "alexnet", "-s", "abci", "-p", "alexnet_v100", "--gpus", 8, "--layers", tmp_path / "no.yaml")
     assert r.exit_code == 2 and "does not exist" in r.stderr

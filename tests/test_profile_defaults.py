@@ -1,6 +1,8 @@
 """Defaults follow the inputs (issue 23 point 2): a run's precision and per-GPU batch are
 the profile's unless an option says otherwise, on every command that projects; an option
-that contradicts the profile is honoured and the header says so."""
+that contradicts the profile is honoured and the header says so.  The conversion labels
+pinned here are a bare conversion's: those commands pass --stack none (gcp-a3mega-h100
+names pytorch, whose kernels would be named in the label)."""
 
 from __future__ import annotations
 
@@ -76,7 +78,7 @@ def test_api_predict_follows_the_profile(bf16):
     import oracle
 
     def total(**kw):
-        (pt,) = oracle.predict("resnet50", "gcp-a3mega-h100", str(bf16), gpus=[256], strategies="data", **kw)
+        (pt,) = oracle.predict("resnet50", "gcp-a3mega-h100", str(bf16), gpus=[256], strategies="data", stack="none", **kw)
         return pt
 
     default, given = total(), total(precision="bf16", batch_per_gpu=64)
@@ -86,7 +88,7 @@ def test_api_predict_follows_the_profile(bf16):
 
 
 def test_search_follows_the_profile(run, bf16):
-    r = run("search", "-m", "resnet50", "-s", "gcp-a3mega-h100", "-p", bf16, "--gpus", "64", "-f", "json")
+    r = run("search", "-m", "resnet50", "-s", "gcp-a3mega-h100", "-p", bf16, "--gpus", "64", "-f", "json", "--stack", "none")
     assert r.code == 0, r.err
     doc = json.loads(r.out)
     assert doc["precision"] == "bf16 (δ=2; from the profile)"
@@ -117,7 +119,7 @@ def _runs(tmp_path, profile, iteration_s: float, precision: str = "") -> str:
 
 def _iteration_s(run, profile) -> float:
     r = run("predict", "-m", "resnet50", "-s", "gcp-a3mega-h100", "-p", profile, "--gpus", "8", "--strategy", "data",
-            "-b", "64", "-f", "json")  # fmt: skip
+            "-b", "64", "-f", "json", "--stack", "none")  # fmt: skip
     assert r.code == 0, r.err
     return json.loads(r.out)[0]["iteration_s"]
 
@@ -126,20 +128,20 @@ def test_compare_and_fit_runs_follow_the_profile(run, bf16, tmp_path):
     """A run without a precision column is projected at its profile's precision: compare
     scores the bf16 projection exactly and fit runs finds nothing to calibrate."""
     runs = _runs(tmp_path, bf16, _iteration_s(run, bf16))
-    cmp = run("compare", runs, "-f", "json")
+    cmp = run("compare", runs, "-f", "json", "--stack", "none")
     assert cmp.code == 0, cmp.err
     (row,) = json.loads(cmp.out)["rows"]
     assert row["compute_conversion"] == f"{H100} bf16 b=64 → {H100} bf16 b=64"
     assert row["accuracy"] == pytest.approx(1.0, abs=1e-9)
     out = tmp_path / "cal.yaml"
-    fit = run("fit", "runs", runs, "-s", "gcp-a3mega-h100", "--calibrate", "compute", "-o", out)
+    fit = run("fit", "runs", runs, "-s", "gcp-a3mega-h100", "--calibrate", "compute", "--stack", "none", "-o", out)
     assert fit.code == 0, fit.err
     assert "times x 1 " in out.read_text()
     # an option, then a run's precision column, come before the profile
-    cmp = run("compare", runs, "--precision", "fp32", "-f", "json")
+    cmp = run("compare", runs, "--precision", "fp32", "-f", "json", "--stack", "none")
     assert json.loads(cmp.out)["rows"][0]["compute_conversion"].endswith(f"→ {H100} fp32 b=64")
     column = _runs(tmp_path, bf16, 0.1, precision="TF32")
-    cmp = run("compare", column, "--precision", "fp32", "-f", "json")
+    cmp = run("compare", column, "--precision", "fp32", "-f", "json", "--stack", "none")
     assert json.loads(cmp.out)["rows"][0]["compute_conversion"].endswith(f"→ {H100} tf32 b=64")
 
 def test_plot_titles_wrap_the_longer_captions(run, bf16):

@@ -191,21 +191,22 @@ def test_paradl_stack_is_the_tool_and_paradl_mode_stays_the_options():
 
 def test_default_stack_is_the_systems_and_none_names_no_stack(tmp_path):
     """Without --stack: the system file's ``stack:``, else none; --stack none: no stack, the
-    options as given. No shipped file names one yet (ABCI's leave it out: chainermnx splits
-    as ParaDL's layer configurations say, which would move ParaDL-mode points)."""
+    options as given. The shipped DGX, HGX and A3 files name pytorch; ABCI's leave it out
+    (chainermnx splits as ParaDL's layer configurations say, which would move ParaDL-mode
+    points) and Lassen's names none."""
     a = json.loads(run_cli(*ARGS).out)
     assert {p["stack"] for p in a} == {""}
     base = ("predict", "-m", "resnet50", "-p", "resnet50_a100_fp16_estimated", "--gpus", "8",
             "-b", "64", "--strategy", "data", "-f", "json")  # fmt: skip
     text = (ROOT / "systems" / "dgx-a100-80gb.yaml").read_text()
-    own = tmp_path / "dgx-pytorch.yaml"
-    own.write_text(text + '\nstack: {name: pytorch, source: "a test"}\n')
+    bare = tmp_path / "dgx-bare.yaml"  # the same file without its stack: line
+    bare.write_text("\n".join(line for line in text.splitlines() if not line.startswith("stack:")) + "\n")
     runs = {k: json.loads(run_cli(*base, "-s", s, *extra).out)[0] for k, s, extra in (
-        ("plain", "dgx-a100-80gb", ()), ("named", "dgx-a100-80gb", ("--stack", "pytorch")),
-        ("own", str(own), ()), ("own-none", str(own), ("--stack", "none")))}  # fmt: skip
-    assert runs["plain"]["stack"] == "" and runs["own"]["stack"] == "pytorch"
-    assert runs["own"]["total_s"] == runs["named"]["total_s"] != runs["plain"]["total_s"]
-    assert runs["own-none"]["stack"] == "" and runs["own-none"]["total_s"] == runs["plain"]["total_s"]
+        ("shipped", "dgx-a100-80gb", ()), ("named", "dgx-a100-80gb", ("--stack", "pytorch")),
+        ("bare", str(bare), ()), ("none", "dgx-a100-80gb", ("--stack", "none")))}  # fmt: skip
+    assert runs["shipped"]["stack"] == "pytorch" and runs["bare"]["stack"] == "" and runs["none"]["stack"] == ""
+    assert runs["shipped"]["total_s"] == runs["named"]["total_s"] != runs["bare"]["total_s"]
+    assert runs["none"]["total_s"] == runs["bare"]["total_s"]
     (lassen,) = json.loads(run_cli("predict", "-m", "resnet50", "-s", "lassen", "-p", "resnet50_v100", "--gpus", "8",
                                    "--strategy", "data", "-f", "json").out)  # fmt: skip
     assert lassen["stack"] == ""  # its file: stack none (no shipped stack describes LBANN)

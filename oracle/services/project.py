@@ -197,7 +197,8 @@ def with_layerwise(points, path, req):
     if options.overlap != "none" or options.memory_model_extended:
         raise OracleError(
             "--layers does not support --overlap or the memory options (optimizer, mixed precision,"
-            " ZeRO, checkpointing) yet",
+            " ZeRO, checkpointing) yet"
+            + (f" (the stack {options.stack.name} sets them: add --stack none)" if options.stack else ""),
             path="--layers",
         )
     config = load_layerwise(path)
