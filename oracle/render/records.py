@@ -139,7 +139,7 @@ _CSV_TAIL = [
 def to_rows(points: Sequence[Point]) -> list[dict]:
     rows = []
     for pt in points:
-        d = point_to_dict(pt)
+        d = point_to_dict(pt, plain=_keep_tuples)  # details are no column: not expanded
         row = {k: d[k] for k in csv_columns() if k in d and k not in ("limits",)}
         row.update(d["breakdown"])
         row["limits"] = "; ".join(d["limits"])
@@ -155,11 +155,18 @@ def to_rows(points: Sequence[Point]) -> list[dict]:
 
 def to_csv(points: Sequence[Point]) -> str:
     buf = io.StringIO()
-    writer = csv.DictWriter(buf, fieldnames=csv_columns(), lineterminator="\n")
-    writer.writeheader()
+    columns = csv_columns()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(columns)
     for row in to_rows(points):
-        writer.writerow({k: csv_cell("" if v is None else repr(v) if isinstance(v, float) else v) for k, v in row.items()})
+        writer.writerow([_cell(row.get(k)) for k in columns])  # a column a row lacks: empty
     return buf.getvalue()
+
+
+def _cell(v: object) -> object:
+    if type(v) is float:  # repr of a float is a number: csv_cell leaves it as it is
+        return repr(v)
+    return csv_cell("" if v is None else repr(v) if isinstance(v, float) else v)
 
 
 def to_frame(points: Sequence[Point]):
