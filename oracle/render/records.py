@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from oracle.compute.cost import Point, phase_names
+from oracle.render.jsontext import IndentedWriter
 from oracle.textsafe import csv_cell
 
 
@@ -31,8 +31,9 @@ def _plain(v: object) -> object:
     return v
 
 
-def point_to_dict(pt: Point) -> dict:
-    """docs/cli.md keys (exactly those names), then extras."""
+def point_to_dict(pt: Point, plain: Callable[[object], object] = _plain) -> dict:
+    """docs/cli.md keys (exactly those names), then extras; ``plain`` turns each detail
+    into JSON's types (to_json passes tuples on as they are: its writer expands them once)."""
     return {
         "model": pt.model,
         "system": pt.system,
@@ -63,7 +64,7 @@ def point_to_dict(pt: Point) -> dict:
         # with --overlap: communication_s is the exposed part; this is everything sent
         "communication_total_s": _num(pt.detail("communication_total_s", pt.communication_s)),
         "overlap_ratio": _num(pt.detail("overlap_ratio", 0.0)),
-        "details": {k: _plain(v) for k, v in pt.details if k not in _TOP_DETAILS},
+        "details": {k: plain(v) for k, v in pt.details if k not in _TOP_DETAILS},
     }
 
 
@@ -89,7 +90,16 @@ def _int_if_whole(v: float) -> float | int | None:
 
 
 def to_json(points: Sequence[Point]) -> str:
-    return json.dumps([point_to_dict(p) for p in points], indent=2, allow_nan=False) + "\n"
+    """== json.dumps([point_to_dict(p) for p in points], indent=2, allow_nan=False) + "\n"."""
+    if not points:
+        return "[]\n"
+    writer = IndentedWriter(expand=_plain)
+    body = ",\n  ".join(writer.write(point_to_dict(p, plain=_keep_tuples), "  ") for p in points)
+    return "[\n  " + body + "\n]\n"
+
+
+def _keep_tuples(v: object) -> object:
+    return v if isinstance(v, tuple) else _plain(v)
 
 
 def csv_columns() -> list[str]:
@@ -129,7 +139,7 @@ _CSV_TAIL = [
 def to_rows(points: Sequence[Point]) -> list[dict]:
     rows = []
     for pt in points:
-        d = point_to_dict(pt)
+        d = point_to_dict(pt, plain=_keep_tuples)  # details are no column: not expanded
         row = {k: d[k] for k in csv_columns() if k in d and k not in ("limits",)}
         row.update(d["breakdown"])
         row["limits"] = "; ".join(d["limits"])
@@ -145,11 +155,18 @@ def to_rows(points: Sequence[Point]) -> list[dict]:
 
 def to_csv(points: Sequence[Point]) -> str:
     buf = io.StringIO()
-    writer = csv.DictWriter(buf, fieldnames=csv_columns(), lineterminator="\n")
-    writer.writeheader()
+    columns = csv_columns()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(columns)
     for row in to_rows(points):
-        writer.writerow({k: csv_cell("" if v is None else repr(v) if isinstance(v, float) else v) for k, v in row.items()})
+        writer.writerow([_cell(row.get(k)) for k in columns])  # a column a row lacks: empty
     return buf.getvalue()
+
+
+def _cell(v: object) -> object:
+    if type(v) is float:  # repr of a float is a number: csv_cell leaves it as it is
+        return repr(v)
+    return csv_cell("" if v is None else repr(v) if isinstance(v, float) else v)
 
 
 def to_frame(points: Sequence[Point]):
