@@ -121,13 +121,19 @@ def calibrated_system(req: RunsRequest, sel: Selection, cal, pairs=()) -> str:
     from oracle.errors import OracleError
     from oracle.load.yamlfile import load_yaml
     from oracle.render.fit import fmt_param, plain
+    from oracle.resources import shipped_names
     from oracle.services.fit_network import check_loads
+    from oracle.vocabulary import NO_STACK
 
     doc = plain(load_yaml(sel.base_path, "system file"))
     base_name = doc.get("name", "system")
     doc["name"] = req.name or f"{base_name} (calibrated)"
     doc.pop("use_for", None)  # the base's purpose is not the calibrated machine's (an --overlay may say)
     doc.pop("models", None)  # issue 26: fitted against the shared values this calibration changes
+    stack = (req.flags or {}).get("stack")
+    if isinstance(stack, str) and (stack == NO_STACK or stack in shipped_names("stacks")):
+        # issue 25: the written system projects under the stack its runs were inverted under
+        doc["stack"] = {"name": stack, "source": f"the stack `oracle fit runs --stack {stack}` fitted these runs under"}
     base_source = str(doc.get("source", "")).rstrip(". ")
     if req.kind == "network":
         set_network(doc, cal, base_name, req.runs)
