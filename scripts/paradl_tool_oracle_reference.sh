@@ -13,15 +13,7 @@ WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
 (cd "$REPO" && python scripts/paradl_tool_oracle_models.py "$WORK" > "$WORK/runs.txt")
 cp "$TOOL_DIR/parallel_analysis.py" "$WORK"/
-cat > "$WORK/runner.py" <<'PYEOF'
-import sys
-import parallel_analysis as pa
-def print_result(results):
-    for r in results:
-        print "RESULT,%s,%s,%r,%r,%r,%r,%r" % (sys.argv[1], r['name'], r['B'], r['p'], r['mMem'], r['Tcomp'], r['Tcomm'])
-pa.print_result = print_result
-pa.main(pa.argumentparser.parse_args(sys.argv[2:]))
-PYEOF
+cp "$(dirname "$0")/paradl_tool_runner.py2" "$WORK/runner.py"  # prints repr() floats
 cd "$WORK"
 echo "net_file,lc_file,paratype,cmaxB,cBon,case,B,p,memory_bytes,compute_s,communication_s"
 while read -r net lc maxb b kind; do

@@ -15,16 +15,7 @@ PY2=${PY2:-python2.7}
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
 cp "$TOOL_DIR/parallel_analysis.py" "$TOOL_DIR/ABCI.plat" "$TOOL_DIR"/model/* "$WORK"/
-# The tool's own print_result writes str() floats (12 digits in Python 2): print repr() instead.
-cat > "$WORK/runner.py" <<'PYEOF'
-import sys
-import parallel_analysis as pa
-def print_result(results):
-    for r in results:
-        print "RESULT,%s,%s,%r,%r,%r,%r,%r" % (sys.argv[1], r['name'], r['B'], r['p'], r['mMem'], r['Tcomp'], r['Tcomm'])
-pa.print_result = print_result
-pa.main(pa.argumentparser.parse_args(sys.argv[2:]))
-PYEOF
+cp "$(dirname "$0")/paradl_tool_runner.py2" "$WORK/runner.py"  # prints repr() floats
 cd "$WORK"
 run() { # net lc cmaxB cBon paratype
   lcarg=""; [ "$2" != "-" ] && lcarg="--lc $2"
