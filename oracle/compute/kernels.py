@@ -80,7 +80,7 @@ class KernelConstants:
     # kernels do not stream (MobileNet/EfficientNet train far below their FLOP count);
     # fitted on the V100 rows of ResNeXt-101, SE-ResNeXt-101 and EfficientNet-B0 only
     # (benchmarks/dle_accuracy.py --fit-grouped), A100 rows held out
-    grouped_efficiency: float = 0.10
+    grouped_efficiency: float = 0.12
     # conv/fc in TF32 on tensor cores: TF32 operands are 32-bit, so a TF32 MMA moves twice
     # the register and shared-memory bytes of an fp16 one per FLOP and the implicit GEMMs
     # run further below their (half as high) peak; fitted on the 4 A100 ResNet-50 TF32
@@ -88,6 +88,11 @@ class KernelConstants:
     # benchmarks/dle_accuracy.py --fit-tf32`): 97.0% there; every other TF32 row (other
     # models, 8+ GPUs) held out.  None: as fp16 (tensor_efficiency)
     tf32_efficiency: float | None = 0.25
+    depthwise_efficiency: float | None = 0.03
+
+    def depthwise_rate(self, gpu: GpuSpec, precision: str) -> float:
+        delta = PRECISION_BYTES[precision]
+        return self.depthwise_efficiency * (gpu.peak(FP32) or gpu.peak_flops[0][1]) * 2.0 / delta
 
     def matmul_efficiency(self, precision: str) -> float:
         if precision == FP32:
@@ -120,6 +125,11 @@ def forward_work(layer: Layer, info: LayerInfo, batch: float, delta: float) -> L
         return LayerWork(info.flops * batch, delta * (batch * (x + y) + info.parameters), 1, True)
     reads = 2 * x if layer.type == "batchnorm" else x
     return LayerWork(info.flops * batch, delta * (batch * (reads + y) + info.parameters), 1, False)
+
+
+def depthwise(layer: Layer, info: LayerInfo) -> bool:
+    """A convolution with one input channel per group."""
+    return layer.type == "conv" and layer.groups > 1 and info.input_shapes[0][0] == layer.groups
 
 
 def waves_factor(out_elements: float, reduction: float, sm_count: int | None, tile: int, k_split: int) -> float:
@@ -162,10 +172,12 @@ def layer_time(
         if peak is None:
             raise KeyError(precision)
         rate = k.matmul_efficiency(precision) * peak
-        if layer.type == "conv" and layer.groups > 1:
-            rate, byte_rate = rate * k.grouped_efficiency, byte_rate * k.grouped_efficiency
         reduction = info.flops / (2.0 * info.output_elements)  # K of the implicit GEMM
         waves = waves_factor(batch * info.output_elements, reduction, gpu.sm_count, k.tile_elements, k.k_split)
+        if depthwise(layer, info) and k.depthwise_efficiency is not None:
+            rate, waves = k.depthwise_rate(gpu, precision), 1.0
+        elif layer.type == "conv" and layer.groups > 1:
+            rate, byte_rate = rate * k.grouped_efficiency, byte_rate * k.grouped_efficiency
         fw = kernel_time(work.flops, work.bytes, rate, byte_rate, waves, k.launch_s)
         return fw, 2.0 * fw  # input gradient + weight gradient, each like the forward
     rate = k.simt_efficiency * (gpu.peak(FP32) or gpu.peak_flops[0][1])
@@ -231,6 +243,7 @@ class ModelArrays:
     matmul: object  # bool
     active: object  # bool: has a kernel (not a view, not fused)
     grouped: object = None  # bool: a convolution with groups > 1
+    depthwise: object = None  # bool: a convolution with one input channel per group
 
     @classmethod
     def of(cls, model: Model, k: KernelConstants = DEFAULT_CONSTANTS) -> ModelArrays:
@@ -244,8 +257,9 @@ class ModelArrays:
             io = (2 * x if layer.type == "batchnorm" else x) + y + internal_traffic(layer, info)
             red = info.flops / (2.0 * y) if mm and y else 0.0
             grouped = layer.type == "conv" and layer.groups > 1
-            rows.append((info.flops, io, info.parameters, y, red, mm, layer.type not in VIEW_TYPES and not f, grouped))
-        cols = list(zip(*rows)) if rows else [()] * 8
+            rows.append((info.flops, io, info.parameters, y, red, mm, layer.type not in VIEW_TYPES and not f, grouped,
+                         depthwise(layer, info)))
+        cols = list(zip(*rows)) if rows else [()] * 9
         a = [np.array(c, dtype=float) for c in cols[:5]] + [np.array(c, dtype=bool) for c in cols[5:]]
         return cls(*a)
 
@@ -266,15 +280,19 @@ def per_sample_array(arrays: ModelArrays, gpu: GpuSpec, precision: str, batch: f
     if peak is None and bool(a.matmul.any()):
         raise KeyError(precision)
     rate = np.where(a.matmul, k.matmul_efficiency(precision) * (peak or 1.0), simt)
+    dw = a.depthwise if a.depthwise is not None and k.depthwise_efficiency is not None else np.zeros_like(a.matmul)
     if a.grouped is not None and k.grouped_efficiency != 1.0:
-        rate = np.where(a.grouped, rate * k.grouped_efficiency, rate)
-        byte_rate = np.where(a.grouped, byte_rate * k.grouped_efficiency, byte_rate)
+        grouped = a.grouped & ~dw
+        rate = np.where(grouped, rate * k.grouped_efficiency, rate)
+        byte_rate = np.where(grouped, byte_rate * k.grouped_efficiency, byte_rate)
+    if dw.any():
+        rate = np.where(dw, k.depthwise_rate(gpu, precision), rate)
     waves = np.ones_like(flops)
     if gpu.sm_count:
         n = np.where(a.out > 0, batch * a.out / k.tile_elements, 1.0)
         split = np.minimum(np.maximum(1.0, gpu.sm_count / n), np.maximum(1.0, a.reduction / k.k_split))
         w = n * split / gpu.sm_count
-        waves = np.where(a.matmul, np.maximum(w + 0.5, 1.0) / w, 1.0)
+        waves = np.where(a.matmul & ~dw, np.maximum(w + 0.5, 1.0) / w, 1.0)
     compute = flops * waves / rate
     fw = np.maximum(np.maximum(compute, nbytes / byte_rate), k.launch_s)
     bw = np.where(a.matmul, 2.0 * fw, np.maximum(np.maximum(compute, 2.0 * nbytes / byte_rate), k.launch_s))
