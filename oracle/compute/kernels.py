@@ -31,6 +31,21 @@ For layer ``l`` run on ``b`` samples at once (``F_l`` forward FLOPs per sample,
   one wave's time: ``waves(b) = max(w + 1/2, 1) / w``.
   This is a smooth, expected-value form of Habitat's ``ceil(w)/w``: it keeps the time per
   sample non-increasing in ``b`` (``ceil`` is not), which the property tests check.
+- **Depthwise convolutions** (one input channel per group, ``depthwise``): no GEMM -- each
+  output channel reduces only its own k² window, so there is no channel dimension for a
+  tensor-core MMA; PyTorch runs them as CUDA-core kernels (aten/src/ATen/native/cuda/
+  DepthwiseConv2d.cu: one output element per thread, accumulating in fp32, a block
+  reduction for the weight gradient), as do PaddlePaddle (operators/math/depthwise_conv.cu)
+  and TensorFlow (core/kernels/depthwise_conv_op_gpu.h).  Each multiply-add reads one input element from shared memory or L1 (the
+  stencil: k² reads per output), so the kernel is bound by on-chip traffic,
+  ``δ·FLOPs/2 / (e_dw · B_onchip)``, not by HBM.  ``B_onchip`` = SMs x 128 B per clock
+  (32 banks of 4 bytes, one access per bank per clock: CUDA C++ Programming Guide,
+  "Shared Memory", compute capability 5.x-9.0) x clock; with 64 FP32 lanes per SM (V100
+  and A100 whitepapers: 128 FLOPs per clock per SM) it equals the FP32 CUDA-core peak in
+  FLOP/s, so ``B_onchip`` is taken as that peak (on H100, 128 lanes per SM, it overstates
+  B_onchip by 2x).  This is why EfficientNet gains less from an A100 than its HBM ratio
+  (2039/900 = 2.27): its depthwise kernels gain only the SM ratio 19.5/15.7 = 1.24, in
+  TF32 and AMP alike (tensor cores do not run them).  No waves factor (no GEMM tiles).
 - **Fused activations** (default on; ``KernelConstants.fuse_activations``): an
   element-wise activation right after a batchnorm or an add runs inside that kernel
   (cuDNN's fused BN+activation and BN+add+activation ops; MXNet's and TF-XLA's ResNet
@@ -75,11 +90,11 @@ class KernelConstants:
     tile_elements: int = 128 * 128  # output elements per conv/fc thread block (CUTLASS default tile)
     k_split: int = 256  # smallest reduction slice per block under split-K (nominal)
     fuse_activations: bool = True  # activation after batchnorm/add fused into that kernel
-    # grouped and depthwise convolutions (groups > 1) reach a smaller share of both peaks:
-    # their implicit GEMMs are small per group (K = C/groups·k²) and cuDNN's depthwise
-    # kernels do not stream (MobileNet/EfficientNet train far below their FLOP count);
-    # fitted on the V100 rows of ResNeXt-101, SE-ResNeXt-101 and EfficientNet-B0 only
-    # (benchmarks/dle_accuracy.py --fit-grouped), A100 rows held out
+    # grouped convolutions (groups > 1, more than one input channel per group: ResNeXt's) run
+    # as implicit GEMMs on the units of the precision but reach a smaller share of both
+    # peaks: their GEMMs are small per group (K = C/groups·k²); fitted on the V100 rows of
+    # ResNeXt-101 and SE-ResNeXt-101 only (benchmarks/dle_accuracy.py --fit-grouped), A100
+    # rows held out
     grouped_efficiency: float = 0.12
     # conv/fc in TF32 on tensor cores: TF32 operands are 32-bit, so a TF32 MMA moves twice
     # the register and shared-memory bytes of an fp16 one per FLOP and the implicit GEMMs
@@ -88,11 +103,20 @@ class KernelConstants:
     # benchmarks/dle_accuracy.py --fit-tf32`): 97.0% there; every other TF32 row (other
     # models, 8+ GPUs) held out.  None: as fp16 (tensor_efficiency)
     tf32_efficiency: float | None = 0.25
+    # depthwise convolutions (one input channel per group: EfficientNet's, MobileNet's) are
+    # no GEMM and run on CUDA cores, bound by on-chip traffic (module docstring); the share
+    # of the SMs' shared-memory bandwidth they reach, fitted on the 8 V100 rows of
+    # EfficientNet-B0 only (benchmarks/dle_accuracy.py --fit-grouped: 90.3% there), A100
+    # rows held out.  None: as the other grouped convolutions
     depthwise_efficiency: float | None = 0.03
 
     def depthwise_rate(self, gpu: GpuSpec, precision: str) -> float:
-        delta = PRECISION_BYTES[precision]
-        return self.depthwise_efficiency * (gpu.peak(FP32) or gpu.peak_flops[0][1]) * 2.0 / delta
+        """FLOP/s of a depthwise convolution: one element of δ bytes read on chip per
+        multiply-add (2 FLOPs) at depthwise_efficiency of the on-chip bandwidth, which is
+        the FP32 CUDA-core peak in B/s (module docstring)."""
+        assert self.depthwise_efficiency is not None
+        onchip_Bps = gpu.peak(FP32) or gpu.peak_flops[0][1]
+        return self.depthwise_efficiency * onchip_Bps * 2.0 / PRECISION_BYTES[precision]
 
     def matmul_efficiency(self, precision: str) -> float:
         if precision == FP32:
