@@ -19,8 +19,8 @@ Accuracy is 1 - |predicted - measured| / measured on the iteration time, as ``or
 model's default efficiencies were fitted on the ResNet-50 rows of the V100 machines
 (DGX-1, DGX-2) only; the A100 machines and the other models are held out (``--fit``
 refits on every V100 row of the set); the grouped-convolution efficiency was fitted on
-the V100 rows of ResNeXt-101, SE-ResNeXt-101 and EfficientNet-B0 (``--fit-grouped``),
-A100 rows held out; the TF32 efficiency on the four A100 ResNet-50 TF32 rows at 1 GPU
+the V100 rows of ResNeXt-101 and SE-ResNeXt-101, the depthwise-convolution efficiency on
+those of EfficientNet-B0 (both ``--fit-grouped``), A100 rows held out; the TF32 efficiency on the four A100 ResNet-50 TF32 rows at 1 GPU
 (``--fit-tf32``), every other TF32 row held out.
 
     python benchmarks/dle_accuracy.py [--fit] [--fit-grouped] [--fit-tf32] [--markdown]
