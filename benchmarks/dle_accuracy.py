@@ -19,8 +19,8 @@ Accuracy is 1 - |predicted - measured| / measured on the iteration time, as ``or
 model's default efficiencies were fitted on the ResNet-50 rows of the V100 machines
 (DGX-1, DGX-2) only; the A100 machines and the other models are held out (``--fit``
 refits on every V100 row of the set); the grouped-convolution efficiency was fitted on
-the V100 rows of ResNeXt-101, SE-ResNeXt-101 and EfficientNet-B0 (``--fit-grouped``),
-A100 rows held out; the TF32 efficiency on the four A100 ResNet-50 TF32 rows at 1 GPU
+the V100 rows of ResNeXt-101 and SE-ResNeXt-101, the depthwise-convolution efficiency on
+those of EfficientNet-B0 (both ``--fit-grouped``), A100 rows held out; the TF32 efficiency on the four A100 ResNet-50 TF32 rows at 1 GPU
 (``--fit-tf32``), every other TF32 row held out.
 
     python benchmarks/dle_accuracy.py [--fit] [--fit-grouped] [--fit-tf32] [--markdown]
@@ -207,12 +207,22 @@ def fit_tf32(data: list[dict], k: K.KernelConstants) -> K.KernelConstants:
     return _grid(tf32_fit_rows(data), k, "tf32_efficiency", values, "A100 ResNet-50 1-GPU TF32 rows")
 
 
+def _v100(data: list[dict], *models: str) -> list[dict]:
+    return [r for r in data if SYSTEMS[r["system"]] in ("dgx1-v100", "dgx2-v100") and MODELS[r["model"]] in models]
+
+
 def fit_grouped(data: list[dict], k: K.KernelConstants) -> K.KernelConstants:
-    """The grouped-convolution efficiency on the V100 rows of the models that have grouped
-    or depthwise convolutions only (A100 held out)."""
-    rows = [r for r in data if SYSTEMS[r["system"]] in ("dgx1-v100", "dgx2-v100") and MODELS[r["model"]] != "resnet50"]
-    values = (1.0, 0.5, 0.35, 0.25, 0.2, 0.15, 0.12, 0.1, 0.08)
+    """The grouped-convolution efficiency on the V100 rows of the models with grouped (not
+    depthwise) convolutions only, ResNeXt-101 and SE-ResNeXt-101 (A100 held out)."""
+    rows = _v100(data, "resnext101_32x4d", "se_resnext101_32x4d")
+    values = (1.0, 0.5, 0.35, 0.25, 0.2, 0.15, 0.12, 0.11, 0.1, 0.09, 0.08)
     return _grid(rows, k, "grouped_efficiency", values, "V100 rows of the grouped models")
+
+
+def fit_depthwise(data: list[dict], k: K.KernelConstants) -> K.KernelConstants:
+    """The depthwise-convolution efficiency on the V100 rows of EfficientNet-B0 only (A100 held out)."""
+    values = (0.2, 0.1, 0.08, 0.06, 0.05, 0.04, 0.035, 0.03, 0.025, 0.02, 0.015, 0.01)
+    return _grid(_v100(data, "efficientnet_b0"), k, "depthwise_efficiency", values, "V100 rows of EfficientNet-B0")
 
 
 def main() -> None:
@@ -227,7 +237,7 @@ def main() -> None:
     data = rows()
     k = fit(data) if args.fit else K.DEFAULT_CONSTANTS
     if args.fit_grouped:
-        k = fit_grouped(data, k)
+        k = fit_depthwise(data, fit_grouped(data, k))
     if args.fit_tf32:
         k = fit_tf32(data, k)
     results = evaluate(data, k)

@@ -10,9 +10,12 @@ Held out: the A100 GPU generation (DGX A100 40/80 GB).  The stacks' fitted value
 efficiency per precision class (on the 1-GPU rows) and the data-parallel efficiency per
 precision class (on the 2-16 GPU rows) -- were fitted on the V100 rows (DGX-1, DGX-2)
 only, each stack on its own framework's rows (``--fit`` redoes that fit and prints it);
-no stack value was fitted on an A100 row.  (The compute model's own TF32 efficiency was
-fitted on four A100 ResNet-50 1-GPU TF32 rows, see dle_accuracy.py; those rows are in
-the held-out group here.)  Accuracy is 1 - |t_pred - t_meas| / t_meas on the iteration
+no stack value was fitted on an A100 row.  The compute model's grouped- and
+depthwise-convolution efficiencies were fitted on V100 rows only too (ResNeXt-101 and
+SE-ResNeXt-101; EfficientNet-B0: ``dle_accuracy.py --fit-grouped``), and the stacks were
+refitted under them.  (The compute model's own TF32 efficiency was fitted on four A100
+ResNet-50 1-GPU TF32 rows, see dle_accuracy.py; those rows are in the held-out group
+here.)  Accuracy is 1 - |t_pred - t_meas| / t_meas on the iteration
 time, as ``oracle compare``.
 
     python benchmarks/stack_accuracy.py [--fit] [--markdown]

@@ -26,8 +26,10 @@ def test_anchored_on_one_run_is_no_worse_than_naive_on_published_throughput():
     gpus = [r for r in results if r["case"] == "1 GPU -> multi-GPU"]
     nodes = [r for r in results if r["case"] == "1 node -> multi-node"]
     assert (len(gpus), len(nodes)) == (63, 2)
-    # 92.5% anchored, 92.2% naive, 90.1% uncalibrated when written
+    # 92.7% anchored, 92.2% naive, 84.2% uncalibrated when written
     assert acc(gpus, "anchored") >= acc(gpus, "naive") > acc(gpus, "uncalibrated")
     assert acc(gpus, "anchored") >= 0.92
-    # 93.3% both (anchored 0.03 points above), 63.3% uncalibrated when written
-    assert acc(nodes, "anchored") >= acc(nodes, "naive") > acc(nodes, "uncalibrated")
+    # 93.3% both (anchored 0.03 points above); uncalibrated 94.5% when written (63.3% before
+    # depthwise convolutions ran on CUDA cores: the model now scales EfficientNet-B0 right)
+    assert acc(nodes, "anchored") >= acc(nodes, "naive")
+    assert acc(nodes, "uncalibrated") >= 0.94

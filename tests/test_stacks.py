@@ -96,16 +96,16 @@ def test_stack_options_apply_unless_given():
 
 
 def test_efficiency_applies_to_estimated_profiles_by_generation_and_precision_class():
-    st = load_stack("tensorflow")  # fp32 1.15, mixed 1.1
+    st = load_stack("tensorflow")  # fp32 1.1, mixed 1.05
     a100 = load_system("dgx-a100-80gb")
     o = stack_options(Options(precision="tf32"), st)
-    assert compute_factor(o, a100, "estimated") == pytest.approx(1 / 1.15)
-    assert compute_factor(replace(o, mixed_precision=True), a100, "estimated") == pytest.approx(1 / 1.1)
+    assert compute_factor(o, a100, "estimated") == pytest.approx(1 / 1.1)
+    assert compute_factor(replace(o, mixed_precision=True), a100, "estimated") == pytest.approx(1 / 1.05)
     assert compute_factor(o, a100, "measured") == 1.0  # a measured profile carries its software's speed
     assert compute_factor(Options(), a100, "estimated") == 1.0  # no stack
     gen = replace(st, efficiency=st.efficiency + (("A100", "fp32", Sourced(2.0, "test")),))
     assert compute_factor(replace(o, stack=gen), a100, "estimated") == pytest.approx(0.5)
-    assert compute_factor(replace(o, stack=gen), load_system("dgx1-v100"), "estimated") == pytest.approx(1 / 1.15)
+    assert compute_factor(replace(o, stack=gen), load_system("dgx1-v100"), "estimated") == pytest.approx(1 / 1.1)
 
 
 def test_per_iteration_costs_by_hand():

@@ -31,6 +31,21 @@ For layer ``l`` run on ``b`` samples at once (``F_l`` forward FLOPs per sample,
   one wave's time: ``waves(b) = max(w + 1/2, 1) / w``.
   This is a smooth, expected-value form of Habitat's ``ceil(w)/w``: it keeps the time per
   sample non-increasing in ``b`` (``ceil`` is not), which the property tests check.
+- **Depthwise convolutions** (one input channel per group, ``depthwise``): no GEMM -- each
+  output channel reduces only its own k² window, so there is no channel dimension for a
+  tensor-core MMA; PyTorch runs them as CUDA-core kernels (aten/src/ATen/native/cuda/
+  DepthwiseConv2d.cu: one output element per thread, accumulating in fp32, a block
+  reduction for the weight gradient), as do PaddlePaddle (operators/math/depthwise_conv.cu)
+  and TensorFlow (core/kernels/depthwise_conv_op_gpu.h).  Each multiply-add reads one input element from shared memory or L1 (the
+  stencil: k² reads per output), so the kernel is bound by on-chip traffic,
+  ``δ·FLOPs/2 / (e_dw · B_onchip)``, not by HBM.  ``B_onchip`` = SMs x 128 B per clock
+  (32 banks of 4 bytes, one access per bank per clock: CUDA C++ Programming Guide,
+  "Shared Memory", compute capability 5.x-9.0) x clock; with 64 FP32 lanes per SM (V100
+  and A100 whitepapers: 128 FLOPs per clock per SM) it equals the FP32 CUDA-core peak in
+  FLOP/s, so ``B_onchip`` is taken as that peak (on H100, 128 lanes per SM, it overstates
+  B_onchip by 2x).  This is why EfficientNet gains less from an A100 than its HBM ratio
+  (2039/900 = 2.27): its depthwise kernels gain only the SM ratio 19.5/15.7 = 1.24, in
+  TF32 and AMP alike (tensor cores do not run them).  No waves factor (no GEMM tiles).
 - **Fused activations** (default on; ``KernelConstants.fuse_activations``): an
   element-wise activation right after a batchnorm or an add runs inside that kernel
   (cuDNN's fused BN+activation and BN+add+activation ops; MXNet's and TF-XLA's ResNet
@@ -75,12 +90,12 @@ class KernelConstants:
     tile_elements: int = 128 * 128  # output elements per conv/fc thread block (CUTLASS default tile)
     k_split: int = 256  # smallest reduction slice per block under split-K (nominal)
     fuse_activations: bool = True  # activation after batchnorm/add fused into that kernel
-    # grouped and depthwise convolutions (groups > 1) reach a smaller share of both peaks:
-    # their implicit GEMMs are small per group (K = C/groups·k²) and cuDNN's depthwise
-    # kernels do not stream (MobileNet/EfficientNet train far below their FLOP count);
-    # fitted on the V100 rows of ResNeXt-101, SE-ResNeXt-101 and EfficientNet-B0 only
-    # (benchmarks/dle_accuracy.py --fit-grouped), A100 rows held out
-    grouped_efficiency: float = 0.10
+    # grouped convolutions (groups > 1, more than one input channel per group: ResNeXt's) run
+    # as implicit GEMMs on the units of the precision but reach a smaller share of both
+    # peaks: their GEMMs are small per group (K = C/groups·k²); fitted on the V100 rows of
+    # ResNeXt-101 and SE-ResNeXt-101 only (benchmarks/dle_accuracy.py --fit-grouped), A100
+    # rows held out
+    grouped_efficiency: float = 0.12
     # conv/fc in TF32 on tensor cores: TF32 operands are 32-bit, so a TF32 MMA moves twice
     # the register and shared-memory bytes of an fp16 one per FLOP and the implicit GEMMs
     # run further below their (half as high) peak; fitted on the 4 A100 ResNet-50 TF32
@@ -88,6 +103,20 @@ class KernelConstants:
     # benchmarks/dle_accuracy.py --fit-tf32`): 97.0% there; every other TF32 row (other
     # models, 8+ GPUs) held out.  None: as fp16 (tensor_efficiency)
     tf32_efficiency: float | None = 0.25
+    # depthwise convolutions (one input channel per group: EfficientNet's, MobileNet's) are
+    # no GEMM and run on CUDA cores, bound by on-chip traffic (module docstring); the share
+    # of the SMs' shared-memory bandwidth they reach, fitted on the 8 V100 rows of
+    # EfficientNet-B0 only (benchmarks/dle_accuracy.py --fit-grouped: 90.3% there), A100
+    # rows held out.  None: as the other grouped convolutions
+    depthwise_efficiency: float | None = 0.03
+
+    def depthwise_rate(self, gpu: GpuSpec, precision: str) -> float:
+        """FLOP/s of a depthwise convolution: one element of δ bytes read on chip per
+        multiply-add (2 FLOPs) at depthwise_efficiency of the on-chip bandwidth, which is
+        the FP32 CUDA-core peak in B/s (module docstring)."""
+        assert self.depthwise_efficiency is not None
+        onchip_Bps = gpu.peak(FP32) or gpu.peak_flops[0][1]
+        return self.depthwise_efficiency * onchip_Bps * 2.0 / PRECISION_BYTES[precision]
 
     def matmul_efficiency(self, precision: str) -> float:
         if precision == FP32:
@@ -120,6 +149,11 @@ def forward_work(layer: Layer, info: LayerInfo, batch: float, delta: float) -> L
         return LayerWork(info.flops * batch, delta * (batch * (x + y) + info.parameters), 1, True)
     reads = 2 * x if layer.type == "batchnorm" else x
     return LayerWork(info.flops * batch, delta * (batch * (reads + y) + info.parameters), 1, False)
+
+
+def depthwise(layer: Layer, info: LayerInfo) -> bool:
+    """A convolution with one input channel per group."""
+    return layer.type == "conv" and layer.groups > 1 and info.input_shapes[0][0] == layer.groups
 
 
 def waves_factor(out_elements: float, reduction: float, sm_count: int | None, tile: int, k_split: int) -> float:
@@ -162,10 +196,12 @@ def layer_time(
         if peak is None:
             raise KeyError(precision)
         rate = k.matmul_efficiency(precision) * peak
-        if layer.type == "conv" and layer.groups > 1:
-            rate, byte_rate = rate * k.grouped_efficiency, byte_rate * k.grouped_efficiency
         reduction = info.flops / (2.0 * info.output_elements)  # K of the implicit GEMM
         waves = waves_factor(batch * info.output_elements, reduction, gpu.sm_count, k.tile_elements, k.k_split)
+        if depthwise(layer, info) and k.depthwise_efficiency is not None:
+            rate, waves = k.depthwise_rate(gpu, precision), 1.0
+        elif layer.type == "conv" and layer.groups > 1:
+            rate, byte_rate = rate * k.grouped_efficiency, byte_rate * k.grouped_efficiency
         fw = kernel_time(work.flops, work.bytes, rate, byte_rate, waves, k.launch_s)
         return fw, 2.0 * fw  # input gradient + weight gradient, each like the forward
     rate = k.simt_efficiency * (gpu.peak(FP32) or gpu.peak_flops[0][1])
@@ -231,6 +267,7 @@ class ModelArrays:
     matmul: object  # bool
     active: object  # bool: has a kernel (not a view, not fused)
     grouped: object = None  # bool: a convolution with groups > 1
+    depthwise: object = None  # bool: a convolution with one input channel per group
 
     @classmethod
     def of(cls, model: Model, k: KernelConstants = DEFAULT_CONSTANTS) -> ModelArrays:
@@ -244,8 +281,9 @@ class ModelArrays:
             io = (2 * x if layer.type == "batchnorm" else x) + y + internal_traffic(layer, info)
             red = info.flops / (2.0 * y) if mm and y else 0.0
             grouped = layer.type == "conv" and layer.groups > 1
-            rows.append((info.flops, io, info.parameters, y, red, mm, layer.type not in VIEW_TYPES and not f, grouped))
-        cols = list(zip(*rows)) if rows else [()] * 8
+            rows.append((info.flops, io, info.parameters, y, red, mm, layer.type not in VIEW_TYPES and not f, grouped,
+                         depthwise(layer, info)))
+        cols = list(zip(*rows)) if rows else [()] * 9
         a = [np.array(c, dtype=float) for c in cols[:5]] + [np.array(c, dtype=bool) for c in cols[5:]]
         return cls(*a)
 
@@ -266,15 +304,19 @@ def per_sample_array(arrays: ModelArrays, gpu: GpuSpec, precision: str, batch: f
     if peak is None and bool(a.matmul.any()):
         raise KeyError(precision)
     rate = np.where(a.matmul, k.matmul_efficiency(precision) * (peak or 1.0), simt)
+    dw = a.depthwise if a.depthwise is not None and k.depthwise_efficiency is not None else np.zeros_like(a.matmul)
     if a.grouped is not None and k.grouped_efficiency != 1.0:
-        rate = np.where(a.grouped, rate * k.grouped_efficiency, rate)
-        byte_rate = np.where(a.grouped, byte_rate * k.grouped_efficiency, byte_rate)
+        grouped = a.grouped & ~dw
+        rate = np.where(grouped, rate * k.grouped_efficiency, rate)
+        byte_rate = np.where(grouped, byte_rate * k.grouped_efficiency, byte_rate)
+    if dw.any():
+        rate = np.where(dw, k.depthwise_rate(gpu, precision), rate)
     waves = np.ones_like(flops)
     if gpu.sm_count:
         n = np.where(a.out > 0, batch * a.out / k.tile_elements, 1.0)
         split = np.minimum(np.maximum(1.0, gpu.sm_count / n), np.maximum(1.0, a.reduction / k.k_split))
         w = n * split / gpu.sm_count
-        waves = np.where(a.matmul, np.maximum(w + 0.5, 1.0) / w, 1.0)
+        waves = np.where(a.matmul & ~dw, np.maximum(w + 0.5, 1.0) / w, 1.0)
     compute = flops * waves / rate
     fw = np.maximum(np.maximum(compute, nbytes / byte_rate), k.launch_s)
     bw = np.where(a.matmul, 2.0 * fw, np.maximum(np.maximum(compute, 2.0 * nbytes / byte_rate), k.launch_s))
