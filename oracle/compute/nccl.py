@@ -211,6 +211,13 @@ def allreduce(system, group, m: np.ndarray, phi: float, purpose: str, link, only
     them (CollNet needs two nodes, NVLS two GPUs on a node), else NCCL's choice; (seconds,
     the label of the one used, ``nccl`` alone for per-layer arrays)."""
     labels, lat, per_byte, corr = _candidates(system, group, purpose, link, nccl_algo(system, only))
+    if np.ndim(m) == 0:  # one size (a bucket's): the same arithmetic on Python floats, faster
+        x = float(m)
+        log = float(np.log2(np.asarray(x / 64.0))) if 0.0 < x < math.inf else -1.0
+        k = math.floor(log) if 0 <= log < corr.shape[1] - 1 else corr.shape[1] - 1
+        times = [a + (b * phi) * x / c for a, b, c in zip(lat.tolist(), per_byte.tolist(), corr[:, k].tolist())]
+        best = min(times)
+        return np.asarray(best), "nccl " + labels[times.index(best)]
     flat = np.atleast_1d(m).ravel()
     with np.errstate(over="ignore", invalid="ignore"):
         times = lat[:, None] + (per_byte[:, None] * phi) * flat[None, :] / corr[:, correction_index(flat)]
