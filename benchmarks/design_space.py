@@ -78,7 +78,10 @@ def sweep_command(tmp: Path, n: int) -> int:
 def engine(profile: Path, n: int) -> int:
     """The sweep alone (inputs loaded outside the timing would be fairer; loading is
     cached by the first call, so the median excludes it)."""
-    from oracle.compute.binding import bind_profile
+    try:
+        from oracle.compute.binding import bind_profile
+    except ImportError:  # a --before tree older than compute/binding.py
+        from oracle.load.profile import bind_profile
     from oracle.compute.context import Options
     from oracle.compute.sweep import sweep
     from oracle.load import load_model, load_profile, load_system

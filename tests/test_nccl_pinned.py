@@ -66,3 +66,48 @@ def test_pinned_algorithms_run_where_the_system_offers_them():
         assert "collnet" not in allreduce_algorithm(s, group_contiguous(1024, 8), m, "nccl")[1]
     one_node = group_contiguous(8, 8)
     assert allreduce_algorithm(s, one_node, 1e9, "collnet") == allreduce_algorithm(s, one_node, 1e9, "nccl")
+
+
+# -- one vocabulary: --collective nvls|collnet is NCCL_ALGO with one name (compute/nccl.nccl_algo) --
+
+
+def _nccl_algo_stack(tmp_path, algos: str):
+    """The pytorch stack with communication.nccl_algorithms (NCCL_ALGO) = ``algos``."""
+    text = (ROOT / "stacks" / "pytorch.yaml").read_text()
+    path = tmp_path / f"algo-{algos.replace(',', '-')}.yaml"
+    path.write_text(text.replace("  cycle_time_s:", f'  nccl_algorithms: {{value: "{algos}", source: "NCCL_ALGO"}}\n'
+                                 "  cycle_time_s:"))  # fmt: skip
+    return path
+
+
+@pytest.mark.parametrize("system, algorithm", [("dgx-h100-superpod", "nvls"), ("dgx-h100-superpod", "collnet"),
+                                               ("dgx-a100-80gb", "collnet")])  # fmt: skip
+def test_pinning_is_nccl_algo_with_one_name(tmp_path, system, algorithm):
+    """--collective nvls|collnet projects exactly as a stack whose NCCL_ALGO names that one
+    algorithm (CollNet named either way is enabled where the fabric has SHARP: dgx-a100-80gb
+    offers SHARP without collectives.collnet; a list naming it was refused before)."""
+    args = ("predict", *RUN, "-s", system, "--strategy", "data,data+filter", "-f", "json")
+    pinned = run_cli(*args, "--stack", "pytorch", "--collective", algorithm)
+    listed = run_cli(*args, "--stack", _nccl_algo_stack(tmp_path, algorithm), "--collective", "nccl")
+    assert pinned.code == 0 and listed.code == 0, (pinned.err, listed.err)
+    assert pinned.out == listed.out and f'"nccl {algorithm}/' in pinned.out
+
+
+def test_nccl_algo_keeps_only_the_named_algorithms_where_the_group_has_them(tmp_path):
+    """NCCL_ALGO=tree: trees only (rings stayed beside the list before), as pinning keeps only
+    its algorithm; a group with none of the named ones keeps NCCL's choice."""
+    from dataclasses import replace
+
+    from oracle.compute.stack import nccl_algorithms
+    from oracle.load.stack import load_stack
+
+    s = load_system("dgx-h100-superpod")
+    tree = nccl_algorithms(s, load_stack(_nccl_algo_stack(tmp_path, "tree")))
+    two_nodes = group_contiguous(16, 8)
+    for m in (8.0, 1e9, 4e9):  # NCCL_ALGO=ring,tree takes rings at 1 and 4 GB here; tree alone does not
+        assert allreduce_algorithm(tree, two_nodes, m, "nccl")[1].startswith("nccl tree/")
+    ring_tree = replace(s, nccl_algorithms=("ring", "tree"))
+    assert allreduce_algorithm(ring_tree, two_nodes, 1e9, "nccl")[1].startswith("nccl ring/")
+    collnet = nccl_algorithms(s, load_stack(_nccl_algo_stack(tmp_path, "collnet")))
+    one_node = group_contiguous(8, 8)
+    assert allreduce_algorithm(collnet, one_node, 1e9, "nccl") == allreduce_algorithm(s, one_node, 1e9, "nccl")

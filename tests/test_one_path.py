@@ -139,8 +139,8 @@ def test_uniform_layerwise_assignment_is_the_uniform_strategy(inputs, model, sys
     (docs/search.md).  One documented difference: spatial 1 x p runs the head replicated
     on every GPU, whose gradients nothing all-reduces; the strategy still counts DDP's
     bucket copy of them (a DDP-wrapped model), the layer-wise does not.  Both without a
-    stack (--stack none): --layers refuses overlap, which the shipped DGX files' pytorch
-    stack turns on, and the layer-wise context here is built from the bare options."""
+    stack (--stack none): the layer-wise context here is built from the bare options
+    (under a stack: tests/test_predict_layers.py)."""
     from oracle.compute.context import Options
     from oracle.compute.conversion import build_context
     from oracle.compute.layerwise.layerwise import Dist, evaluate
@@ -168,6 +168,31 @@ def test_uniform_layerwise_assignment_is_the_uniform_strategy(inputs, model, sys
         assert got.feasible == pt.feasible, (what, got.limits, pt.limits)
         checked.add(pt.strategy)
     assert set(LAYERWISE) <= checked
+
+
+@pytest.mark.parametrize("mixed", [False, True])
+def test_uniform_layerwise_memory_with_optimizer_state(mixed):
+    """--optimizer adam (and --mixed-precision's fp32 master weights): a uniform layer-wise
+    assignment holds the optimizer state of the weights it keeps, as the strategy does
+    (filter splits them p2 ways, data keeps them all)."""
+    from oracle.compute.context import Options
+    from oracle.compute.conversion import build_context
+    from oracle.compute.layerwise.layerwise import Dist, evaluate
+    from oracle.load import load_model, load_profile, load_system
+
+    more = dict(optimizer="adam", mixed_precision=mixed, memory_model="framework")
+    ctx = build_context(load_model("vgg16"), load_system("abci"), load_profile("vgg16_v100"),
+                        Options(precision="fp32", **more))  # fmt: skip
+    predicted = predict_points("vgg16", "abci", "vgg16_v100", "fp32", {"batch_per_gpu": 16}, [16], stack="none", **more)
+    checked = set()
+    for (p, *_), pt in predicted.items():
+        kind = {"data": "data", "filter": "filter", "data+filter": "filter", "channel": "channel"}.get(pt.strategy)
+        if kind is not None:
+            d = Dist.data(p) if kind == "data" else Dist(kind, pt.p1, pt.p2)
+            got = evaluate(ctx, p, pt.global_batch, [d] * ctx.G).point
+            assert got.memory_bytes == pytest.approx(pt.memory_bytes, rel=1e-12), (pt.strategy, pt.p1)
+            checked.add(pt.strategy)
+    assert checked == {"data", "filter", "data+filter", "channel"}
 
 
 COMMON = ("-m", "resnet50", "-s", "abci", "-p", "resnet50_v100", "--gpus", "8", "-b", "16", "--precision", "fp32")

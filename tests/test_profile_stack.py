@@ -48,3 +48,14 @@ def test_a_projection_applies_the_stack_once(tmp_path):
 
 def test_stack_without_estimate_is_one_error():
     one_error(run_cli("profile", "resnet50", "--stack", "pytorch"), "--stack", "--estimate")
+
+
+def test_stack_none_is_no_stack_as_for_every_other_command(tmp_path):
+    """--stack none (vocabulary.NO_STACK) means no stack here too, as for predict, search,
+    fit, ...: the profile of no --stack, no stack named (it was 'no shipped stack named none')."""
+    plain, none = tmp_path / "plain.yaml", tmp_path / "none.yaml"
+    assert run_cli(*EST, "-o", plain).code == 0
+    r = run_cli(*EST, "--stack", "none", "-o", none)
+    assert r.code == 0, r.err
+    assert _layers(none) == _layers(plain) and "Stack" not in none.read_text() and "with stack" not in r.out
+    one_error(run_cli(*EST, "--stack", "nonesuch"), "nonesuch", "pytorch")  # an unknown one lists the shipped

@@ -367,10 +367,11 @@ def _nccl_algo_stack(tmp_path, algos: str):
     return f
 
 
-@pytest.mark.parametrize("algos, system", [("nvls,ring", "dgx-a100-80gb"), ("collnet", "dgx-a100-80gb"),
+@pytest.mark.parametrize("algos, system", [("nvls,ring", "dgx-a100-80gb"), ("collnet", "hgx-h200"),
                                            ("nvls", "abci")])  # fmt: skip
 def test_a_stack_algorithm_the_system_cannot_run_is_one_error_nothing_written(tmp_path, algos, system):
-    """NVLS without an NVSwitch 3 offering it, CollNet without the SHARP plugin enabled."""
+    """NVLS without an NVSwitch 3 offering it, CollNet without switches that reduce (SHARP):
+    the reasons --collective nvls|collnet gives (model.Interconnect.cannot_run)."""
     out = tmp_path / "out.json"
     r = run_cli("predict", "-m", "resnet50", "-s", system, "-p", "resnet50_v100", "--gpus", "16",
                 "--stack", str(_nccl_algo_stack(tmp_path, algos)), "-o", str(out))  # fmt: skip

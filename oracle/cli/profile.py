@@ -151,21 +151,23 @@ def _estimate(m, system, batch, efficiency, memory_efficiency, output, precision
         "A roofline from FLOPs, memory traffic, peak FLOP/s and bandwidth: not a measurement.",
         "See oracle/profiling/estimate.py for the formulas.",
     ]
-    note = _stack_note(stack, s, precision) if stack else None
+    from oracle.api import with_stack
+    from oracle.load import Files
+
+    st = with_stack(Files(), {"stack": stack})["stack"]  # a name, a path or none, as every command reads it
+    note = _stack_note(st, s, precision) if st is not None else None
     _write(profile_yaml(pr, header + ([note[0]] if note else [])), output, m)
     _say(estimate_summary(pr, batch, output if output not in (None, "-") else None, note[1] if note else None), output)
 
 
-def _stack_note(stack: str, system, precision: str) -> tuple[str, tuple[str, float]]:
+def _stack_note(st, system, precision: str) -> tuple[str, tuple[str, float]]:
     """(the header line naming the stack, (its name, the factor a projection with it puts on
     these times)): an estimated profile keeps the compute model's times and a projection divides
     them by the stack's efficiency (compute/stack.compute_factor), so writing them divided
     here would count the stack twice."""
     from oracle.compute.options import Options
     from oracle.compute.stack import compute_factor
-    from oracle.load import load_stack
 
-    st = load_stack(stack)
     factor = compute_factor(Options(precision=precision, stack=st), system, "estimated")
     return (f"Stack {st.name}: a projection with --stack {st.name} divides these times by its efficiency"
             f" {1 / factor:g} ({precision} on {system.gpu_model}); they are the compute model's.", (st.name, factor))

@@ -244,7 +244,6 @@ def _weight_parts(ctx, parts: MemoryParts, scale: float) -> dict[str, float]:
     """Weights, gradients and optimizer state per GPU (ZeRO shards; mixed precision)."""
     o = ctx.options
     d_w = ctx.delta  # 2 with mixed precision
-    master = 4 if o.mixed_precision else 0
     n = max(parts.data_group, 1)
     zo = n if o.zero >= 1 else 1
     zg = n if o.zero >= 2 else 1
@@ -253,8 +252,13 @@ def _weight_parts(ctx, parts: MemoryParts, scale: float) -> dict[str, float]:
     return {
         "weights_bytes": scale * d_w * w / zw,
         "gradients_bytes": scale * d_w * w / zg,
-        "optimizer_bytes": scale * (OPTIMIZER_BYTES[o.optimizer] + master) * w / zo,
+        "optimizer_bytes": scale * optimizer_bytes_per_parameter(o) * w / zo,
     }
+
+
+def optimizer_bytes_per_parameter(options) -> int:
+    """Optimizer state and, with mixed precision, the fp32 master copy per parameter."""
+    return OPTIMIZER_BYTES[options.optimizer] + (4 if options.mixed_precision else 0)
 
 
 def memory_bytes(ctx, parts: MemoryParts) -> tuple[dict[str, float], float]:

@@ -190,19 +190,34 @@ def nccl_nodes(system, group) -> tuple[int, int]:
 NCCL_ALGORITHMS = ("ring", "tree", "nvls", "collnet")  # NCCL_ALGO's names (src/graph/tuning.cc)
 
 
-def offers(system, only: str | None = None) -> Offers:
-    """What the system offers; pinning CollNet (``only``) enables it (NCCL_COLLNET_ENABLE)."""
+def offers(system, algos: tuple[str, ...] = ()) -> Offers:
+    """What the system offers; CollNet named in NCCL_ALGO (``algos``) is enabled where the
+    fabric reduces (SHARP), as NCCL_ALGO=CollNet runs with NCCL_COLLNET_ENABLE=1."""
     ic = system.interconnect
     return Offers(NVLS_EFFICIENCY.get(min(ic.nvswitch_generation, 4)) if ic.nvls else None,
-                  system.collnet or (only == "collnet" and ic.sharp))  # fmt: skip
+                  system.collnet or ("collnet" in algos and ic.sharp))  # fmt: skip
+
+
+def nccl_algo(system, pinned: str | None = None) -> tuple[str, ...]:
+    """NCCL_ALGO in force, the one vocabulary of both restrictions: the algorithm an option,
+    stack or system file pins (``--collective nvls`` is NCCL_ALGO=nvls), else a stack's
+    ``communication.nccl_algorithms`` (System.nccl_algorithms), else () (NCCL's choice)."""
+    return (pinned,) if pinned else system.nccl_algorithms
 
 
 def allreduce(system, group, m: np.ndarray, phi: float, purpose: str, link, only: str | None = None):
     """NCCL's all-reduce of m bytes over ``group`` (module doc): the cheapest candidate per
-    size (of algorithm ``only`` where it has one for the group: CollNet needs two nodes,
-    NVLS two GPUs on a node, else NCCL's choice); (seconds, the label of the one used,
-    ``nccl`` alone for per-layer arrays)."""
-    labels, lat, per_byte, corr = _candidates(system, group, purpose, link, only)
+    size among NCCL_ALGO's (:func:`nccl_algo`, ``only`` pinned) where the group has one of
+    them (CollNet needs two nodes, NVLS two GPUs on a node), else NCCL's choice; (seconds,
+    the label of the one used, ``nccl`` alone for per-layer arrays)."""
+    labels, lat, per_byte, corr = _candidates(system, group, purpose, link, nccl_algo(system, only))
+    if np.ndim(m) == 0:  # one size (a bucket's): the same arithmetic on Python floats, faster
+        x = float(m)
+        log = float(np.log2(np.asarray(x / 64.0))) if 0.0 < x < math.inf else -1.0
+        k = math.floor(log) if 0 <= log < corr.shape[1] - 1 else corr.shape[1] - 1
+        times = [a + (b * phi) * x / c for a, b, c in zip(lat.tolist(), per_byte.tolist(), corr[:, k].tolist())]
+        best = min(times)
+        return np.asarray(best), "nccl " + labels[times.index(best)]
     flat = np.atleast_1d(m).ravel()
     with np.errstate(over="ignore", invalid="ignore"):
         times = lat[:, None] + (per_byte[:, None] * phi) * flat[None, :] / corr[:, correction_index(flat)]
@@ -227,18 +242,16 @@ def _lines(system, group, purpose: str, link) -> tuple[int, int, dict, tuple[str
     return n, g, lines, labels
 
 
-def _candidates(system, group, purpose: str, link, only: str | None = None):
+def _candidates(system, group, purpose: str, link, algos: tuple[str, ...] = ()):
     """Every candidate for the group: labels, latencies, seconds per byte, and the rows of
     the tree correction (ones for the others); cached on the (frozen) system as
     network.link is: a sweep asks for the same few groups thousands of times."""
     cache = system.__dict__.setdefault("_nccl", {})
-    key = (group, purpose, only)
+    key = (group, purpose, algos)
     if key not in cache:
         n, g, lines, labels = _lines(system, group, purpose, link)
-        cands = terms(group.p, n, g, tuple((lb, protocol_kind(lb)) for lb in labels), offers(system, only))
-        allowed = system.nccl_algorithms  # NCCL_ALGO (a stack's); rings always remain (NCCL's fallback)
-        cands = [t for t in cands if not allowed or t.algorithm in allowed or t.algorithm == "ring"]
-        cands = [t for t in cands if t.algorithm == only] or cands
+        cands = terms(group.p, n, g, tuple((lb, protocol_kind(lb)) for lb in labels), offers(system, algos))
+        cands = [t for t in cands if t.algorithm in algos] or cands  # NCCL_ALGO, where the group has one
         parts = np.array([term_parts(t, lines) for t in cands])
         ones = np.ones(len(TREE_CORRECTION["Simple"]) + 1)
         corr = np.stack([ones if t.correction is None else _CORRECTION[t.correction] for t in cands])

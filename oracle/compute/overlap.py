@@ -49,24 +49,22 @@ def buckets_of(
     go to different groups (``kinds``)."""
     if bucket_layers > 0:
         return _chunks_of_layers(grad_bytes, kinds, bucket_layers)
+    gb = np.asarray(grad_bytes, dtype=float)
+    order = np.flatnonzero(gb > 0)[::-1]  # the layers with gradients, in backward order
+    sizes, kind_of = gb[order], np.asarray(kinds)[order]
+    if not bucket_bytes:
+        return [([layer], size, kind) for layer, size, kind in zip(order.tolist(), sizes.tolist(), kind_of.tolist())]
     out: list[tuple[list[int], float, int]] = []
-    cur: list[int] = []
-    size = 0.0
-    kind = -1
-    for layer in range(len(grad_bytes) - 1, -1, -1):
-        if grad_bytes[layer] <= 0:
-            continue
-        if cur and (kinds[layer] != kind or not bucket_bytes):
-            out.append((cur, size, kind))
-            cur, size = [], 0.0
-        cur.append(layer)
-        size += float(grad_bytes[layer])
-        kind = int(kinds[layer])
-        if bucket_bytes and size >= bucket_bytes:
-            out.append((cur, size, kind))
-            cur, size = [], 0.0
-    if cur and size > 0:
-        out.append((cur, size, kind))
+    ends = [*(np.flatnonzero(kind_of[1:] != kind_of[:-1]) + 1).tolist(), len(order)]  # runs of one kind
+    start = 0
+    for end in ends:
+        while start < end:
+            # the sizes summed in order from the bucket's first layer (np.cumsum adds in
+            # order): the bucket closes at the first sum >= bucket_bytes, else at the run's end
+            sums = np.cumsum(sizes[start:end])
+            n = min(int(np.searchsorted(sums, bucket_bytes, side="left")) + 1, end - start)
+            out.append((order[start:start + n].tolist(), float(sums[n - 1]), int(kind_of[start])))
+            start += n
     return out
 
 
@@ -117,17 +115,14 @@ def gradient_timeline(
     n = len(backward_s)
     kinds = np.zeros(n, dtype=int) if kinds is None else kinds
     # completion time of each layer's backward, layers run from the last to the first
-    done = np.zeros(n)
-    t = 0.0
-    for layer in range(n - 1, -1, -1):
-        t += float(backward_s[layer])
-        done[layer] = t
-    end_backward = t + tail_s
+    # (np.cumsum adds in order, as a loop would)
+    done = np.cumsum(np.asarray(backward_s, dtype=float)[::-1])[::-1].tolist()
+    end_backward = (done[0] if n else 0.0) + tail_s
     channel = 0.0
     total = 0.0
     buckets = [b for b in buckets_of(grad_bytes, kinds, bucket_bytes, bucket_layers) if b[1] > 0]
     for layers, size, kind in buckets:
-        ready = max(done[i] for i in layers if grad_bytes[i] > 0)
+        ready = max(done[i] for i in layers)  # a bucket holds only layers with gradients
         duration = float(allreduce_s[kind](size))
         channel = max(ready, channel) + duration
         total += duration

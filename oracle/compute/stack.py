@@ -90,23 +90,20 @@ def stack_system(system: System, stack: Stack | None) -> System:
 
 
 def nccl_algorithms(system: System, stack: Stack) -> System:
-    """The system restricted to the stack's NCCL_ALGO list; an algorithm the system cannot
-    run (NVLS without an NVSwitch 3 offering it, CollNet without SHARP) is the stack's error."""
-    from oracle.compute.nccl import offers
+    """The system restricted to the stack's NCCL_ALGO list (compute/nccl.nccl_algo, the
+    vocabulary --collective nvls|collnet pins one algorithm of); an algorithm the system
+    cannot run (model.Interconnect.cannot_run: NVLS without NVLink SHARP, CollNet without
+    SHARP) is the stack's error."""
     from oracle.errors import OracleError
 
     if stack.nccl_algorithms is None:
         return system
     names = tuple(str(stack.nccl_algorithms.value).split(","))
-    offered = offers(system)
-    offers_ = (("nvls", offered.nvls_efficiency is not None), ("collnet", offered.collnet))
-    lacking = [n for n, ok in offers_ if n in names and not ok]
-    if lacking:
-        raise OracleError(
-            f"NCCL_ALGO {stack.nccl_algorithms.value} needs {' and '.join(lacking)}, which the system"
-            f" {system.file or system.name} does not offer", file=stack.file, path="communication.nccl_algorithms.value",
-            hint="NVLS needs interconnect.nvls (an NVSwitch of generation 3 or later); CollNet needs"
-                 " interconnect.sharp and collectives.collnet; or drop the name from the list")  # fmt: skip
+    why = [w for w in map(system.interconnect.cannot_run, names) if w]
+    if why:
+        raise OracleError(f"NCCL_ALGO {stack.nccl_algorithms.value}: {'; '.join(why)} ({system.file or system.name})",
+                          file=stack.file, path="communication.nccl_algorithms.value",
+                          hint="or drop the name from the list")  # fmt: skip
     return replace(system, nccl_algorithms=names)
 
 

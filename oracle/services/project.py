@@ -194,13 +194,9 @@ def with_layerwise(points, path, req):
     from oracle.load.layerwise import bind_layerwise, load_layerwise
 
     m, options = req.model, req.run.options
-    if options.overlap != "none" or options.memory_model_extended:
-        raise OracleError(
-            "--layers does not support --overlap or the memory options (optimizer, mixed precision,"
-            " ZeRO, checkpointing) yet"
-            + (f" (the stack {options.stack.name} sets them: add --stack none)" if options.stack else ""),
-            path="--layers",
-        )
+    if options.zero:  # optimizer, mixed precision, overlap (a stack's too): Costs.memory, Costs.assess
+        raise OracleError("--layers does not support --zero yet (ZeRO's shards follow each layer's data group)",
+                          path="--zero", hint="leave --zero out, or compare --strategy data with --zero")
     config = load_layerwise(path)
     assignment = bind_layerwise(config, m)
     p = config.gpus

@@ -69,7 +69,9 @@ from oracle.compute.layerwise.layerwise_build import (
     kind_table,
     strategy_kinds,
 )  # fmt: skip
+from oracle.compute.layerwise.layerwise_overlap import overlapped
 from oracle.compute.layerwise.layerwise_shuffle import shuffle_tables
+from oracle.compute.memory import optimizer_bytes_per_parameter
 from oracle.compute.stack import stack_name, with_stack_costs
 from oracle.compute.strategies.base import epoch_limit
 from oracle.compute.strategies.data import Data
@@ -229,13 +231,20 @@ class Costs:
         workspace and context (Context.memory_total)."""
         c = np.asarray(choice, dtype=int)
         rows = np.arange(self.G)
-        tensors = float(self.mem_bytes[rows, c].sum())
+        tensors = float(self.mem_bytes[rows, c].sum()) + self._optimizer_bytes(rows, c)
         if self.ctx.memory_model == PARADL:
             return self.ctx.memory_total(tensors)
         trans = float(self.transient_bytes[rows, c].max()) if self.G else 0.0
         reduced = (self.grad_class[rows, c] >= 0) & self.ctx.system.framework.gradient_bucket_copy
         buckets = float(self.grad_bytes[rows, c][reduced].sum())
         return self.ctx.memory_total(tensors + trans + buckets)
+
+    def _optimizer_bytes(self, rows, c) -> float:
+        """Optimizer state and fp32 master copy (memory._weight_parts) of the weights a GPU
+        holds: its gradients' (w/p2 where split), or w (replicated: no gradients)."""
+        ctx, per = self.ctx, optimizer_bytes_per_parameter(self.ctx.options)
+        held = np.where(self.gather[rows, c] > 0, ctx.w, self.grad_bytes[rows, c] / ctx.delta) if per else 0.0
+        return (ctx.gamma if ctx.memory_model == PARADL else 1.0) * per * float(np.sum(held))
 
     # -- construction ------------------------------------------------------------------
     def _build(self) -> None:
@@ -321,7 +330,7 @@ class Costs:
         grad, ge = self._gradients(c)
         hidden, lc_sum = None, float(lc.sum())
         if ctx_overlaps(self.ctx):  # issue 18: overlap inside a per-layer configuration
-            exposed, total = self._overlapped(c)
+            exposed, total = overlapped(self, c)  # compute/layerwise/layerwise_overlap.py
             ge, hidden = self.I * exposed, self.I * (total - exposed)
             lc_sum -= float(lc[self.gather[rows, c] > 0].sum())  # the replicated layers' gathers: in the timeline
         bd = Breakdown(
@@ -381,13 +390,6 @@ class Costs:
                 grad[grp.label] = grad.get(grp.label, 0.0) + t
                 ge += t
         return grad, ge
-
-    def _overlapped(self, c: np.ndarray) -> tuple[float, float]:
-        """(exposed, total) gradient exchange per iteration with --overlap buckets
-        (compute/layerwise/layerwise_overlap.py)."""
-        from oracle.compute.layerwise.layerwise_overlap import overlapped
-
-        return overlapped(self, c)
 
     def _limits(self, c: np.ndarray, layer_limits, memory: float) -> list[Limit]:
         ctx = self.ctx

@@ -159,7 +159,9 @@ def _rerank_with_overlap(costs: Costs, best: Assessment, feasible: np.ndarray, n
             cands.append(costs.assess(np.full(costs.G, k, dtype=np.int64)))
     fits = [a for a in cands if a.point.feasible] or cands
     pick = min(fits, key=lambda a: a.point.total_s)
-    notes.append("with --overlap: the search optimises the cost without overlap, then re-ranks it and every uniform"
+    stack = costs.ctx.options.stack
+    why = f"the stack {stack.name}'s overlap" if stack is not None and stack.overlap.value == "buckets" else "--overlap"
+    notes.append(f"with {why}: the search optimises the cost without overlap, then re-ranks it and every uniform"
                  " assignment with overlap (not proven optimal)")  # fmt: skip
     return pick
 
