@@ -51,7 +51,7 @@ def test_the_example_output_is_what_the_command_prints(run):
 
 
 def test_glance_rows_are_all_checked():
-    assert len(_glance()) == 5, list(_glance())
+    assert len(_glance()) == 7, list(_glance())
 
 
 def test_glance_abci_held_out(run):
@@ -113,6 +113,43 @@ def test_glance_allreduce_fit():
     logs = [parse_benchlog(p.read_text(), str(p)) for p in sorted((ROOT / "data" / "nccl-tests" / "abci-v100").glob("*.txt"))]
     fit = fit_network(logs, FitOptions(protocols=3), gpus_per_node=4, total_gpus=4352)
     assert _percents(result)[0] == f"{100 * fit.overall_all.median:.1f}"
+
+
+def test_glance_stack_accuracy():
+    what, result = list(_glance().items())[5]
+    assert "by software stack" in what and "A100 held out" in what
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from statistics import mean
+
+    import dle_accuracy as d
+    import stack_accuracy as s
+
+    from oracle.load import load_stack
+
+    rows = d.rows()
+    stacks = {fw: load_stack(name) for fw, name in s.STACKS.items()}
+
+    def acc(rs, stack_of):
+        return mean(d.accuracy(s.project(r, stack_of(r)), float(r["throughput_img_per_s"])) for r in rs)
+
+    held = [r for r in rows if s.held_out(r)]
+    fitted = [r for r in rows if not s.held_out(r)]
+    got = [acc(held, lambda r: stacks.get(r["framework"])), acc(held, lambda r: None),
+           acc(fitted, lambda r: stacks.get(r["framework"]))]  # fmt: skip
+    assert _percents(result) == [f"{100 * g:.1f}" for g in got]
+
+
+def test_glance_published_large_scale_runs():
+    what, result = list(_glance().items())[6]
+    assert "256-2,048 GPUs" in what and "nothing fitted" in what
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import scale_accuracy as sa
+
+    res = sa.evaluate(sa.rows())
+    by_id = {x["row"]["id"]: x["stack"].accuracy(x["measured_s"]) for x in res}
+    got = [sa.summary(res, "stack"), sa.summary(res, "none"), by_id["yamazaki2019-resnet50-2048"],
+           by_id["goyal2017-resnet50-256"]]  # fmt: skip
+    assert _percents(result) == [f"{100 * g:.1f}" for g in got]
 
 
 
