@@ -1,0 +1,122 @@
+"""Collectives over many groups at once (issue 29): compute/network.py's ring
+all-reduce and all-gather with the group size p, its span and the contention factor φ
+as arrays, one entry per point, the same floating-point operations in the same order.
+
+    AR(p, m)   = 2 (p-1) (α + (m/p) β φ)      ring all-reduce (ParaDL §4.3, Thakur et al. 2005)
+    AG(p, m_i) = (p-1) (α + m_i β φ)          ring all-gather
+
+α/β come from compute/network.link for each distinct span (a level, an operation's
+transport, the cheapest of the level's protocol lines).  :func:`supported` says where
+these are the per-point model's numbers: ring collectives, no measured tables, no
+operation with an algorithm of its own; elsewhere the strategies fall back to the
+per-point path (compute/vector/kinds.py).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from oracle.compute.network import link
+from oracle.vocabulary import RING
+
+# the implementation patterns the layer collectives' backward may take (network.backward_collective)
+LAYER_BACKWARD = ("allreduce", "reduce_scatter", "allreduce_slice", "none")
+
+
+def supported(ctx) -> bool:
+    """Whether every collective of the context is the ring of the α-β lines."""
+    system = ctx.system
+    return (
+        ctx.algorithm == RING
+        and not system.collective_tables
+        and all(op.algorithm is None for _, op in system.operations)
+        and system.implementation.layer_backward in LAYER_BACKWARD
+    )
+
+
+def span_contiguous(count: np.ndarray, gpn: int) -> np.ndarray:
+    """network.span_contiguous of every count: GPUs 0..count-1."""
+    return np.where(count <= gpn, count, -(-count // gpn) * gpn)
+
+
+def strided_nodes(count: np.ndarray, stride: np.ndarray, gpn: int) -> np.ndarray:
+    """Nodes touched by GPUs {0, stride, 2·stride, ...} (network.group_strided)."""
+    return np.where(stride >= gpn, count, ((count - 1) * stride) // gpn + 1)
+
+
+def span_strided(count: np.ndarray, stride: np.ndarray, gpn: int) -> np.ndarray:
+    """network.span_strided of every (count, stride)."""
+    nodes = strided_nodes(count, stride, gpn)
+    return np.where(count <= 1, count, np.where(nodes == 1, count, nodes * gpn))
+
+
+def contention(system, flows: np.ndarray, override: float | None) -> np.ndarray:
+    """network.contention_factor for every flow count (docs/cost-model.md φ)."""
+    if override is not None:
+        return np.full(flows.shape, float(override))
+    if system.contention_factor is not None:
+        return np.full(flows.shape, float(system.contention_factor))
+    if system.links_per_node:
+        return np.where(flows > 0, np.maximum(1.0, np.ceil(flows / system.links_per_node)), 1.0)
+    return np.ones(flows.shape)
+
+
+def flows_per_node(p1: np.ndarray, p2: np.ndarray, gpn: int) -> np.ndarray:
+    """network.data_group_flows_per_node for every (p1, p2)."""
+    inter = span_strided(p1, p2, gpn) > gpn
+    return np.where((p1 > 1) & inter, np.minimum(p2, gpn), 0)
+
+
+def _lines(system, span: np.ndarray, purpose: str):
+    """Per entry the link's (α, β) lines: a list of (α, β, has) arrays, line k of the
+    entry's link where ``has``."""
+    spans, inv = np.unique(span, return_inverse=True)
+    links = [link(system, int(s), purpose) for s in spans]
+    out = []
+    for k in range(max((len(lk.lines()) for lk in links), default=0)):
+        a = np.array([lk.lines()[k][0] if k < len(lk.lines()) else np.nan for lk in links])
+        b = np.array([lk.lines()[k][1] if k < len(lk.lines()) else np.nan for lk in links])
+        has = np.array([k < len(lk.lines()) for lk in links])
+        out.append((a[inv], b[inv], has[inv]))
+    return out
+
+
+def _cheapest(system, p, span, purpose, cost) -> np.ndarray:
+    """network._cheapest per entry; 0 where p <= 1 (a collective over one PE)."""
+    p = np.asarray(p)
+    t = np.zeros(np.broadcast_shapes(p.shape, np.shape(cost(p, 0.0, 0.0))))
+    live = np.broadcast_to(p > 1, t.shape)
+    if not live.any():
+        return t
+    lines = _lines(system, np.broadcast_to(span, t.shape)[live], purpose)
+    pl = np.broadcast_to(p, t.shape)[live]
+    best = None
+    for a, b, has in lines:
+        c = np.asarray(cost(pl, a, b, live), dtype=float)
+        best = c if best is None else np.where(has, np.minimum(best, c), best)
+    t[live] = best
+    return t
+
+
+def ring_allreduce(system, p, span, m, phi, purpose: str) -> np.ndarray:
+    """AR_φ(p, m) per entry: 2(p-1)(α + m/p·β·φ) of the cheapest line (network.allreduce)."""
+    m, phi = np.asarray(m, dtype=float), np.asarray(phi, dtype=float)
+
+    def cost(pl, a, b, live=None):
+        mm = m if live is None else np.broadcast_to(m, live.shape)[live]
+        ff = phi if live is None else np.broadcast_to(phi, live.shape)[live]
+        return 2.0 * (pl - 1) * (a + mm / pl * b * ff)
+
+    return _cheapest(system, p, span, purpose, cost)
+
+
+def ring_allgather(system, p, span, m_each, phi, purpose: str) -> np.ndarray:
+    """AG_φ(p, m_i) per entry: (p-1)(α + m_i·β·φ) of the cheapest line (network.allgather)."""
+    m, phi = np.asarray(m_each, dtype=float), np.asarray(phi, dtype=float)
+
+    def cost(pl, a, b, live=None):
+        mm = m if live is None else np.broadcast_to(m, live.shape)[live]
+        ff = phi if live is None else np.broadcast_to(phi, live.shape)[live]
+        return (pl - 1) * (a + mm * b * ff)
+
+    return _cheapest(system, p, span, purpose, cost)
