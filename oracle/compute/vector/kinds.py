@@ -2,8 +2,8 @@
 function takes arrays of GPU counts p, parts p1, p2 and global batches B (one entry per
 configuration) and returns compute/vector/columns.Columns with the numbers the
 strategy's ``evaluate`` gives point by point (compute/strategies/*.py; the equations
-cited there).  :func:`evaluate_many` returns None where a strategy or an option is not
-covered here: the caller then takes the per-point path (compute/vector/run.py).
+cited there).  :func:`covers` says where a strategy or an option is not covered
+here: the caller then takes the per-point path (compute/vector/run.py).
 
 Covered: serial, data, filter, channel and data+filter under ring collectives
 (compute/vector/net.supported), without a software stack's per-GPU costs (--stack),
@@ -36,15 +36,19 @@ def covered(ctx) -> bool:
     )
 
 
-def evaluate_many(ctx, name: str, gpus, p1, p2, batch) -> Columns | None:
-    """Columns of the named strategy's configurations, or None: not covered."""
-    fn = FORMULAS.get(name)
-    if fn is None or not covered(ctx) or (REGISTRY[name].hybrid and np.any(p1 == 0)):
-        return None
+def covers(ctx, name: str, p2: int | None = None) -> bool:
+    """Whether :func:`evaluate_many` evaluates the named strategy in this context (a
+    hybrid: at every factorization, not --p2's one)."""
+    if name not in FORMULAS or not covered(ctx) or (REGISTRY[name].hybrid and p2 is not None):
+        return False
     if name == "data" and ctx.options.replicated_gradients:
-        return None
-    if name == "data+filter" and ctx.system.implementation.data_filter_allreduce != "flat":
-        return None
+        return False
+    return not (name == "data+filter" and ctx.system.implementation.data_filter_allreduce != "flat")
+
+
+def evaluate_many(ctx, name: str, gpus, p1, p2, batch) -> Columns:
+    """Columns of the named strategy's configurations (one it :func:`covers`)."""
+    fn = FORMULAS[name]
     cols = Columns(name, gpus, p1, p2, batch, {n: np.zeros(gpus.size) for n in phase_names()}, np.zeros(0))
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
         return finish(ctx, cols, fn(ctx, cols))

@@ -71,6 +71,7 @@ def _lines(system, span: np.ndarray, purpose: str):
     """Per entry the link's (α, β) lines: a list of (α, β, has) arrays, line k of the
     entry's link where ``has``."""
     spans, inv = np.unique(span, return_inverse=True)
+    inv = inv.reshape(span.shape)
     links = [link(system, int(s), purpose) for s in spans]
     out = []
     for k in range(max((len(lk.lines()) for lk in links), default=0)):
@@ -82,30 +83,24 @@ def _lines(system, span: np.ndarray, purpose: str):
 
 
 def _cheapest(system, p, span, purpose, cost) -> np.ndarray:
-    """network._cheapest per entry; 0 where p <= 1 (a collective over one PE)."""
-    p = np.asarray(p)
-    t = np.zeros(np.broadcast_shapes(p.shape, np.shape(cost(p, 0.0, 0.0))))
-    live = np.broadcast_to(p > 1, t.shape)
-    if not live.any():
-        return t
-    lines = _lines(system, np.broadcast_to(span, t.shape)[live], purpose)
-    pl = np.broadcast_to(p, t.shape)[live]
+    """network._cheapest per entry; 0 where p <= 1 (a collective over one PE).  The
+    lines are looked up per (p, span) entry and broadcast over the messages."""
+    p, span = np.broadcast_arrays(np.asarray(p), np.asarray(span))
     best = None
-    for a, b, has in lines:
-        c = np.asarray(cost(pl, a, b, live), dtype=float)
+    for a, b, has in _lines(system, np.where(p > 1, span, 1), purpose):
+        c = np.asarray(cost(p, a, b), dtype=float)
         best = c if best is None else np.where(has, np.minimum(best, c), best)
-    t[live] = best
-    return t
+    if best is None:
+        return np.zeros(p.shape)
+    return np.where(p > 1, best, 0.0)
 
 
 def ring_allreduce(system, p, span, m, phi, purpose: str) -> np.ndarray:
     """AR_φ(p, m) per entry: 2(p-1)(α + m/p·β·φ) of the cheapest line (network.allreduce)."""
     m, phi = np.asarray(m, dtype=float), np.asarray(phi, dtype=float)
 
-    def cost(pl, a, b, live=None):
-        mm = m if live is None else np.broadcast_to(m, live.shape)[live]
-        ff = phi if live is None else np.broadcast_to(phi, live.shape)[live]
-        return 2.0 * (pl - 1) * (a + mm / pl * b * ff)
+    def cost(pl, a, b):
+        return 2.0 * (pl - 1) * (a + m / pl * b * phi)
 
     return _cheapest(system, p, span, purpose, cost)
 
@@ -114,9 +109,7 @@ def ring_allgather(system, p, span, m_each, phi, purpose: str) -> np.ndarray:
     """AG_φ(p, m_i) per entry: (p-1)(α + m_i·β·φ) of the cheapest line (network.allgather)."""
     m, phi = np.asarray(m_each, dtype=float), np.asarray(phi, dtype=float)
 
-    def cost(pl, a, b, live=None):
-        mm = m if live is None else np.broadcast_to(m, live.shape)[live]
-        ff = phi if live is None else np.broadcast_to(phi, live.shape)[live]
-        return (pl - 1) * (a + mm * b * ff)
+    def cost(pl, a, b):
+        return (pl - 1) * (a + m * b * phi)
 
     return _cheapest(system, p, span, purpose, cost)

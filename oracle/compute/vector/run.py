@@ -14,7 +14,7 @@ import numpy as np
 from oracle.compute.strategies import REGISTRY, names
 from oracle.compute.strategies.base import Config
 from oracle.compute.vector.columns import Columns
-from oracle.compute.vector.kinds import evaluate_many
+from oracle.compute.vector.kinds import covers, evaluate_many
 
 
 def config_arrays(name: str, counts: np.ndarray, batches: np.ndarray, p2: int | None):
@@ -54,8 +54,10 @@ def columns(ctx, counts: Sequence[int], chosen, explicit, batch, batch_per_gpu, 
             continue
         at = c if explicit else c[(c == 1) == REGISTRY[name].one_gpu]
         B = np.full(at.size, float(batch)) if batch is not None else float(batch_per_gpu) * at
-        cols = evaluate_many(ctx, name, *config_arrays(name, at, B, p2))
-        out.append(cols if cols is not None else per_point(ctx, name, at, B, p2))
+        if covers(ctx, name, p2):
+            out.append(evaluate_many(ctx, name, *config_arrays(name, at, B, p2)))
+        else:
+            out.append(per_point(ctx, name, at, B, p2))
     return out
 
 
