@@ -145,7 +145,7 @@ class Context:
         fixed = self.system.gpu_workspace_bytes or (fw.workspace_bytes + fw.cuda_context_bytes)
         return tensors_bytes * (1.0 + fw.allocator_overhead) + fixed
 
-    def _mask_stats(self, mask) -> tuple[float, float, float, float]:
+    def mask_stats(self, mask) -> tuple[float, float, float, float]:
         """Saved bytes per sample and the largest gradient working set (elements per
         sample) inside and outside a split: ``mask`` None (every layer), a boolean
         array, or :class:`Stages` (every pipeline stage at once, arrays).  Cached per
@@ -172,14 +172,14 @@ class Context:
     def held_activation_bytes(self, mask, split_n: float, rest_n: float) -> float:
         """Bytes of saved activations one GPU holds when it keeps ``split_n`` samples of
         the layers in ``mask`` and ``rest_n`` samples of the others (None: all split)."""
-        s_in, s_out, _, _ = self._mask_stats(mask)
+        s_in, s_out, _, _ = self.mask_stats(mask)
         return split_n * s_in + rest_n * s_out
 
     def transient_bytes(self, mask, split_n: float, rest_n: float) -> float:
         """The largest activation-gradient working set of the backward (memory.py): the
         held samples are constant inside and outside the split, so it is the larger of
         the two maxima."""
-        _, _, t_in, t_out = self._mask_stats(mask)
+        _, _, t_in, t_out = self.mask_stats(mask)
         if isinstance(mask, Stages):
             return self.delta * split_n * t_in
         return float(self.delta * max(split_n * t_in, rest_n * t_out))

@@ -61,10 +61,10 @@ class Columns:
         return tuple(code for code, mask in self.codes if mask[i])
 
 
-def memory_total(ctx, activations, weights, data_group, split_samples) -> np.ndarray:
-    """Bytes per GPU of MemoryParts(activations, weights, data_group, split_samples)
-    (every layer held, no extra elements): compute/memory.memory_bytes and
-    base._memory's sum of its parts, in their order."""
+def memory_total(ctx, activations, weights, data_group, split_samples, split=None, rest_samples=0.0,
+                 extra_elements=0.0) -> np.ndarray:  # fmt: skip
+    """Bytes per GPU of compute/memory.MemoryParts with these fields (arrays or numbers):
+    compute/memory.memory_bytes and base._memory's sum of its parts, in their order."""
     o = ctx.options
     n = np.maximum(data_group, 1)
     zo, zg, zw = (n if o.zero >= k else 1 for k in (1, 2, 3))
@@ -76,9 +76,9 @@ def memory_total(ctx, activations, weights, data_group, split_samples) -> np.nda
                  g * (OPTIMIZER_BYTES[o.optimizer] + master) * weights / zo, ctx.system.gpu_workspace_bytes]  # fmt: skip
         return _sum(parts)
     fw = ctx.system.framework  # memory.framework_memory: the framework model
-    s_in, s_out, _, _ = ctx._mask_stats(None)
-    act = split_samples * s_in + 0.0 * s_out + ctx.delta * 0.0  # held activations, no extra elements
-    trans = _transient(ctx, split_samples)
+    s_in, s_out, t_in, t_out = ctx.mask_stats(split)
+    act = split_samples * s_in + rest_samples * s_out + ctx.delta * extra_elements  # held activations
+    trans = ctx.delta * np.maximum(split_samples * t_in, rest_samples * t_out)  # context.transient_bytes
     grads = 1.0 * ctx.delta * weights / zg
     parts = [act, trans, 1.0 * ctx.delta * weights / zw, grads, 1.0 * (OPTIMIZER_BYTES[o.optimizer] + master) * weights / zo]
     bucket = fw.gradient_bucket_copy and o.zero == 0
@@ -91,10 +91,22 @@ def memory_total(ctx, activations, weights, data_group, split_samples) -> np.nda
     return _sum(parts)
 
 
-def _transient(ctx, split_samples):
-    """context.transient_bytes(None, n, 0): δ·max(n·t_in, 0·t_out)."""
-    _, _, t_in, t_out = ctx._mask_stats(None)
-    return ctx.delta * np.maximum(split_samples * t_in, 0.0 * t_out)
+def per_value(fn, x: np.ndarray) -> np.ndarray:
+    """fn(x) of every entry, called once per distinct value (a cached scalar function
+    of few values: the layer sums at a per-GPU batch)."""
+    u, inv = np.unique(x, return_inverse=True)
+    return np.array([fn(float(v)) for v in u], dtype=float)[inv.reshape(x.shape)]
+
+
+def split_compute(ctx, sums, samples, q, iterations, batch) -> np.ndarray:
+    """context.split_compute of every entry: samples·Σs(FW+BW)·(f + (1-f)/q) + I·n_s·o."""
+    impl = ctx.system.implementation
+    f = np.where(q > 1, impl.split_serial_fraction, 0.0)
+    fb_s = per_value(lambda b: ctx.fb_sum(b, sums, "s"), batch)
+    t = samples * fb_s * (f + (1.0 - f) / q)
+    if impl.split_overhead_s:
+        t = np.where(q > 1, t + iterations * int(sums.mask.sum()) * impl.split_overhead_s, t)
+    return t
 
 
 def _sum(values):

@@ -5,7 +5,8 @@ strategy's ``evaluate`` gives point by point (compute/strategies/*.py; the equat
 cited there).  :func:`covers` says where a strategy or an option is not covered
 here: the caller then takes the per-point path (compute/vector/run.py).
 
-Covered: serial, data, filter, channel and data+filter under ring collectives
+Covered: serial, data, spatial, filter, channel, data+filter and data+spatial
+(compute/vector/spatial.py) under ring collectives
 (compute/vector/net.supported), without a software stack's per-GPU costs (--stack),
 an input pipeline, --overlap, --replicated-gradients or ParaDL's own tool.
 """
@@ -19,7 +20,8 @@ from oracle.compute.paradl import paradl_stack
 from oracle.compute.strategies import REGISTRY
 from oracle.compute.strategies.base import min_layer
 from oracle.compute.vector import net
-from oracle.compute.vector.columns import Columns, finish, memory_total
+from oracle.compute.vector import spatial as vspatial
+from oracle.compute.vector.columns import Columns, finish, memory_total, per_value, split_compute
 
 ROWS_PER_BLOCK = 2048  # layer collectives: (group, samples) pairs per block of the (pairs x layers) arrays
 
@@ -43,7 +45,9 @@ def covers(ctx, name: str, p2: int | None = None) -> bool:
         return False
     if name == "data" and ctx.options.replicated_gradients:
         return False
-    return not (name == "data+filter" and ctx.system.implementation.data_filter_allreduce != "flat")
+    impl = ctx.system.implementation  # ParaDL's leader all-reduce (§4.5.1): point by point
+    leader = impl.data_filter_allreduce != "flat" or (name == "data+spatial" and impl.data_spatial_allreduce != "flat")
+    return not (REGISTRY[name].hybrid and leader)
 
 
 def evaluate_many(ctx, name: str, gpus, p1, p2, batch) -> Columns:
@@ -52,13 +56,6 @@ def evaluate_many(ctx, name: str, gpus, p1, p2, batch) -> Columns:
     cols = Columns(name, gpus, p1, p2, batch, {n: np.zeros(gpus.size) for n in phase_names()}, np.zeros(0))
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
         return finish(ctx, cols, fn(ctx, cols))
-
-
-def per_value(fn, x: np.ndarray) -> np.ndarray:
-    """fn(x) of every entry, called once per distinct value (a cached scalar function
-    of few values: the layer sums at a per-GPU batch)."""
-    u, inv = np.unique(x, return_inverse=True)
-    return np.array([fn(float(v)) for v in u], dtype=float)[inv.reshape(x.shape)]
 
 
 def _serial(ctx, c: Columns) -> list:
@@ -85,17 +82,6 @@ def _data(ctx, c: Columns) -> list:
     # memory / (γδ) = Σ (2B/p)(x+y) + 2w                             ParaDL eq. 7
     c.memory = memory_total(ctx, 2 * B / p * ctx.sum_act, ctx.sum_w, p, B / p)
     return [("batch", p > B)]
-
-
-def split_compute(ctx, sums, samples, q, iterations, batch) -> np.ndarray:
-    """context.split_compute of every entry: samples·Σs(FW+BW)·(f + (1-f)/q) + I·n_s·o."""
-    impl = ctx.system.implementation
-    f = np.where(q > 1, impl.split_serial_fraction, 0.0)
-    fb_s = per_value(lambda b: ctx.fb_sum(b, sums, "s"), batch)
-    t = samples * fb_s * (f + (1.0 - f) / q)
-    if impl.split_overhead_s:
-        t = np.where(q > 1, t + iterations * int(sums.mask.sum()) * impl.split_overhead_s, t)
-    return t
 
 
 def layer_collectives(ctx, sums, q: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -182,4 +168,6 @@ FORMULAS = {
     "filter": _filter,
     "channel": _filter,
     "data+filter": _data_filter,
+    "spatial": vspatial.spatial,
+    "data+spatial": vspatial.data_spatial,
 }

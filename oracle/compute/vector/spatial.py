@@ -1,0 +1,89 @@
+"""Spatial and data+spatial parallelism over many configurations at once (issue 29;
+compute/strategies/spatial.py and data_spatial.py point by point, the equations cited
+there).  What depends on the spatial group only — its grid, halo exchange, tail gather,
+grid limits and halo memory, functions of the group size q and its samples b — comes
+from the per-point functions once per distinct (q, b) (cached per context,
+compute/engine.per_context); the rest is array arithmetic."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from oracle.compute.strategies.spatial import gather_tail, halo_elements, halo_time, spatial_grid, spatial_violations
+from oracle.compute.vector import net
+from oracle.compute.vector.columns import Columns, memory_total, per_value, split_compute
+
+
+def group_costs(ctx, q: np.ndarray, b: np.ndarray) -> dict[str, np.ndarray]:
+    """Per entry, of its spatial group of q GPUs holding b samples: halo seconds per
+    iteration (spatial.halo_time), the tail all-gather (spatial.gather_tail), whether
+    the grid is too fine (spatial.spatial_violations), the halo elements of one sample's
+    saved inputs and whether the head's input is gathered (spatial.spatial_memory)."""
+    pairs, inv = np.unique(np.stack([q.astype(float), b]), axis=1, return_inverse=True)
+    inv = inv.reshape(-1)
+    s = ctx.split("spatial")
+    rows = []
+    for qq, bb in zip(pairs[0].astype(np.int64).tolist(), pairs[1].tolist()):
+        halo, _, grid = halo_time(ctx, qq, bb)
+        rows.append((halo, float(gather_tail(ctx, qq, bb)), bool(spatial_violations(ctx, grid)),
+                     float(halo_elements(ctx, spatial_grid(ctx, qq))[0].sum()),
+                     0 <= s.last < ctx.G - 1 and math.prod(grid) > 1))  # fmt: skip
+    cols = list(zip(*rows)) if rows else [(), (), (), (), ()]
+    keys = ("halo", "gather", "bad", "halo_x", "tail")
+    return {k: np.asarray(v, dtype=bool if k in ("bad", "tail") else float)[inv] for k, v in zip(keys, cols)}
+
+
+def _memory(ctx, g: dict, paradl_act, group, n_split, n_rest) -> np.ndarray:
+    """spatial.spatial_memory's parts, as bytes per GPU."""
+    s = ctx.split("spatial")
+    extra = n_rest * g["halo_x"]
+    if 0 <= s.last < ctx.G - 1:
+        extra = np.where(g["tail"], extra + n_rest * float(ctx.y[s.last]), extra)
+    return memory_total(ctx, paradl_act, ctx.sum_w, group, n_split, s.mask, n_rest, extra)
+
+
+def spatial(ctx, c: Columns) -> list:
+    p, B, D = c.gpus, c.batch, ctx.D
+    I = D / B
+    s = ctx.split("spatial")
+    # compute = (D/p) Σs(FW+BW) + D Σr(FW+BW) + I ΣWU                   docs/cost-model.md
+    c.phases["forward_backward_s"] = split_compute(ctx, s, D, p, I, B / p) + D * per_value(
+        lambda b: ctx.fb_sum(b, s, "r"), B)  # fmt: skip
+    c.phases["weight_update_s"] = I * ctx.sum_wu
+    # communication = AR(p, δΣs w) + halo + AG(p, δ·B·y_last/p)          docs/cost-model.md
+    span = net.span_contiguous(p, ctx.system.gpus_per_node)
+    c.phases["gradient_exchange_s"] = I * net.ring_allreduce(ctx.system, p, span, ctx.delta * s.w_s, 1.0,
+                                                             "gradient_allreduce")  # fmt: skip
+    g = group_costs(ctx, p, B)
+    c.phases["layer_collectives_s"] = I * g["gather"]
+    c.phases["halo_s"] = I * g["halo"]
+    # memory / (γδ) = Σs (2B/p)(x+y) + Σr 2B(x+y) + Σ 2w                 docs/cost-model.md
+    c.memory = _memory(ctx, g, 2 * B / p * s.act_s + 2 * B * s.act_r, p, B / p, B)
+    return [("spatial", g["bad"])]
+
+
+def data_spatial(ctx, c: Columns) -> list:
+    p, p1, p2, B, D = c.gpus, c.p1, c.p2, c.batch, ctx.D
+    I = D / B
+    s = ctx.split(c.strategy)
+    b = B / p1  # samples per spatial group
+    # compute = (D/p) Σs FB + (D/p1) Σr FB + I ΣWU                           docs/cost-model.md
+    c.phases["forward_backward_s"] = split_compute(ctx, s, D / p1, p2, I, B / p) + D / p1 * per_value(
+        lambda x: ctx.fb_sum(x, s, "r"), b)  # fmt: skip
+    c.phases["weight_update_s"] = I * ctx.sum_wu
+    # gradient exchange: AR_φ(p, δΣs w) over all GPUs + AR_φ(p1, δΣr w)      docs/cost-model.md
+    system, gpn = ctx.system, ctx.system.gpus_per_node
+    phi_all = net.contention(system, np.where(p > gpn, 1, 0), ctx.options.contention)
+    ge = net.ring_allreduce(system, p, net.span_contiguous(p, gpn), ctx.delta * s.w_s, phi_all, "gradient_allreduce")
+    phi = net.contention(system, net.flows_per_node(p1, p2, gpn), ctx.options.contention)
+    ge = ge + net.ring_allreduce(system, p1, net.span_strided(p1, p2, gpn), ctx.delta * s.w_r, phi,
+                                 "gradient_allreduce")  # fmt: skip
+    c.phases["gradient_exchange_s"] = I * ge
+    g = group_costs(ctx, p2, b)
+    c.phases["layer_collectives_s"] = I * g["gather"]
+    c.phases["halo_s"] = I * g["halo"]
+    # memory / (γδ) = Σs (2B/p)(x+y) + Σr (2B/p1)(x+y) + Σ 2w                 docs/cost-model.md
+    c.memory = _memory(ctx, g, 2 * B / p * s.act_s + 2 * b * s.act_r, p, B / p, b)
+    return [("batch", p1 > B), ("spatial", g["bad"])]
