@@ -20,7 +20,8 @@ class Columns:
     """The points of one strategy: configuration, phases (every phase of
     compute/cost.phase_names, seconds per epoch), memory bytes per GPU, and limits as
     (code, mask) in the order make_point lists them; ``points``: the per-point path's
-    points where the strategy fell back (then they are the truth)."""
+    points of the rows it evaluated, by row (their limits are the truth there);
+    ``segments``: the pipeline's S per row."""
 
     strategy: str
     gpus: np.ndarray
@@ -30,7 +31,8 @@ class Columns:
     phases: dict[str, np.ndarray]
     memory: np.ndarray
     codes: list[tuple[str, np.ndarray]] = field(default_factory=list)
-    points: list | None = None
+    points: dict = field(default_factory=dict)
+    segments: np.ndarray | None = None
 
     @property
     def size(self) -> int:
@@ -48,17 +50,25 @@ class Columns:
         return parts[0] + parts[1] + self.phases["input_s"]
 
     def feasible(self) -> np.ndarray:
-        if self.points is not None:
-            return np.array([pt.feasible for pt in self.points], dtype=bool)
         bad = np.zeros(self.size, dtype=bool)
         for _, mask in self.codes:
             bad |= mask
+        for i, pt in self.points.items():
+            bad[i] = not pt.feasible
         return ~bad
 
     def limit_codes(self, i: int) -> tuple[str, ...]:
-        if self.points is not None:
+        if i in self.points:
             return tuple(lim.code for lim in self.points[i].limits)
         return tuple(code for code, mask in self.codes if mask[i])
+
+    def take(self, rows: np.ndarray, points: list) -> None:
+        """Take the per-point path's points for ``rows``: their phases and memory."""
+        for r, pt in zip(rows.tolist(), points):
+            for name, v in pt.breakdown.as_dict().items():
+                self.phases[name][r] = v
+            self.memory[r] = pt.memory_bytes
+            self.points[r] = pt
 
 
 def memory_total(ctx, activations, weights, data_group, split_samples, split=None, rest_samples=0.0,

@@ -18,7 +18,7 @@ import numpy as np
 from oracle.compute.cost import phase_names
 from oracle.compute.paradl import paradl_stack
 from oracle.compute.strategies import REGISTRY
-from oracle.compute.strategies.base import min_layer
+from oracle.compute.strategies.base import Config, min_layer
 from oracle.compute.vector import net
 from oracle.compute.vector import spatial as vspatial
 from oracle.compute.vector.columns import Columns, finish, memory_total, per_value, split_compute
@@ -162,7 +162,27 @@ def _data_filter(ctx, c: Columns) -> list:
     return [("batch", p1 > B), _width(ctx, REGISTRY["filter"], s, p2)]
 
 
+def _pipeline(ctx, c: Columns) -> list:
+    """Pipeline: S = min(B, 4p) segments (pipeline.default_segments); p <= G stages by the
+    per-point path (each its own optimal partition, ParaDL eq. 12-14), more stages than
+    layers not computable (NaN, as base.not_computable)."""
+    from oracle.compute.strategies.pipeline import Pipeline
+    from oracle.compute.sweep import evaluate_all
+
+    p, B = c.gpus, c.batch
+    c.segments = np.full(p.size, ctx.options.segments) if ctx.options.segments else np.maximum(
+        1, np.minimum(B, 4 * p).astype(np.int64))  # fmt: skip
+    c.memory = np.full(p.size, np.nan)
+    for name in c.phases:
+        c.phases[name] = np.full(p.size, np.nan)
+    rows = np.flatnonzero(p <= ctx.G)
+    cfgs = [Config(Pipeline.name, int(p[r]), int(c.p1[r]), int(c.p2[r]), float(B[r]), int(c.segments[r])) for r in rows]
+    c.take(rows, evaluate_all(ctx, cfgs))
+    return [("segments", c.segments > B), ("layers", p > ctx.G)]
+
+
 FORMULAS = {
+    "pipeline": _pipeline,
     "serial": _serial,
     "data": _data,
     "filter": _filter,

@@ -68,14 +68,16 @@ def per_point(ctx, name: str, counts: np.ndarray, batches: np.ndarray, p2: int |
 
     strategy = REGISTRY[name]
     configs = [cfg for p, B in zip(counts.tolist(), batches.tolist()) for cfg in strategy.configurations(ctx, p, B, p2)]
-    points = evaluate_all(ctx, configs)
-    phases = {n: np.array([pt.breakdown.as_dict()[n] for pt in points], dtype=float) for n in phase_names()}
 
     def ints(key):
-        return np.array([getattr(pt, key) for pt in points], dtype=np.int64)
+        return np.array([getattr(cfg, key) for cfg in configs], dtype=np.int64)
 
-    return Columns(name, ints("gpus"), ints("p1"), ints("p2"), np.array([pt.global_batch for pt in points], dtype=float),
-                   phases, np.array([pt.memory_bytes for pt in points], dtype=float), points=points)  # fmt: skip
+    n = len(configs)
+    cols = Columns(name, ints("gpus"), ints("p1"), ints("p2"), np.array([cfg.batch for cfg in configs], dtype=float),
+                   {ph: np.zeros(n) for ph in phase_names()}, np.zeros(n),
+                   segments=np.array([cfg.segments or 0 for cfg in configs], dtype=np.int64))  # fmt: skip
+    cols.take(np.arange(n), evaluate_all(ctx, configs))
+    return cols
 
 
 def ranked(cols_list: list[Columns], top: int | None = None) -> list[tuple[int, int]]:
@@ -112,10 +114,11 @@ def materialize(ctx, cols_list: list[Columns], picks) -> list:
     todo, slots = [], []
     for i, (w, r) in enumerate(picks):
         c = cols_list[w]
-        if c.points is not None:
+        if r in c.points:
             out[i] = c.points[r]
         else:
-            todo.append(Config(c.strategy, int(c.gpus[r]), int(c.p1[r]), int(c.p2[r]), float(c.batch[r])))
+            S = int(c.segments[r]) if c.segments is not None and c.segments[r] else None
+            todo.append(Config(c.strategy, int(c.gpus[r]), int(c.p1[r]), int(c.p2[r]), float(c.batch[r]), S))
             slots.append(i)
     for i, pt in zip(slots, evaluate_all(ctx, todo)):
         out[i] = pt
