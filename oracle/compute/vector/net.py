@@ -113,3 +113,13 @@ def ring_allgather(system, p, span, m_each, phi, purpose: str) -> np.ndarray:
         return (pl - 1) * (a + m * b * phi)
 
     return _cheapest(system, p, span, purpose, cost)
+
+
+def p2p(system, span, m, purpose: str) -> np.ndarray:
+    """P2P(m) = α + m·β of the cheapest line per entry (network.p2p; span per entry)."""
+    span = np.asarray(span)
+    best = None
+    for a, b, has in _lines(system, span, purpose):
+        c = a + m * b
+        best = c if best is None else np.where(has, np.minimum(best, c), best)
+    return best

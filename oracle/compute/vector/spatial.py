@@ -1,38 +1,77 @@
 """Spatial and data+spatial parallelism over many configurations at once (issue 29;
 compute/strategies/spatial.py and data_spatial.py point by point, the equations cited
 there).  What depends on the spatial group only — its grid, halo exchange, tail gather,
-grid limits and halo memory, functions of the group size q and its samples b — comes
-from the per-point functions once per distinct (q, b) (cached per context,
-compute/engine.per_context); the rest is array arithmetic."""
+grid limits and halo memory, functions of the group size q and its samples b — is
+computed once per distinct (q, b), in blocks of (groups x halo layers) arrays; the
+grid itself (spatial.spatial_grid) once per distinct q."""
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
-from oracle.compute.strategies.spatial import gather_tail, halo_elements, halo_time, spatial_grid, spatial_violations
+from oracle.compute.strategies.spatial import halo_layers, spatial_grid
 from oracle.compute.vector import net
 from oracle.compute.vector.columns import Columns, memory_total, per_value, split_compute
+
+
+ROWS_PER_BLOCK = 2048  # groups per block of the (groups x halo layers) arrays
 
 
 def group_costs(ctx, q: np.ndarray, b: np.ndarray) -> dict[str, np.ndarray]:
     """Per entry, of its spatial group of q GPUs holding b samples: halo seconds per
     iteration (spatial.halo_time), the tail all-gather (spatial.gather_tail), whether
     the grid is too fine (spatial.spatial_violations), the halo elements of one sample's
-    saved inputs and whether the head's input is gathered (spatial.spatial_memory)."""
+    saved inputs and whether the head's input is gathered (spatial.spatial_memory);
+    once per distinct (q, b)."""
     pairs, inv = np.unique(np.stack([q.astype(float), b]), axis=1, return_inverse=True)
     inv = inv.reshape(-1)
+    qs, bs = pairs[0].astype(np.int64), pairs[1]
+    grids = np.array([spatial_grid(ctx, int(x)) for x in qs.tolist()], dtype=float).reshape(qs.size, -1)
+    out = {k: np.zeros(qs.size) for k in ("halo", "halo_x")}
+    out["bad"], out["tail"] = np.zeros(qs.size, dtype=bool), grids.prod(axis=1) > 1
+    h = halo_layers(ctx)
+    for lo in range(0, qs.size, ROWS_PER_BLOCK):
+        block = slice(lo, lo + ROWS_PER_BLOCK)
+        if h["index"].size:
+            _halo_block(ctx, h, qs[block], bs[block], grids[block], out, block)
     s = ctx.split("spatial")
-    rows = []
-    for qq, bb in zip(pairs[0].astype(np.int64).tolist(), pairs[1].tolist()):
-        halo, _, grid = halo_time(ctx, qq, bb)
-        rows.append((halo, float(gather_tail(ctx, qq, bb)), bool(spatial_violations(ctx, grid)),
-                     float(halo_elements(ctx, spatial_grid(ctx, qq))[0].sum()),
-                     0 <= s.last < ctx.G - 1 and math.prod(grid) > 1))  # fmt: skip
-    cols = list(zip(*rows)) if rows else [(), (), (), (), ()]
-    keys = ("halo", "gather", "bad", "halo_x", "tail")
-    return {k: np.asarray(v, dtype=bool if k in ("bad", "tail") else float)[inv] for k, v in zip(keys, cols)}
+    out["tail"] &= 0 <= s.last < ctx.G - 1
+    out["gather"] = np.zeros(qs.size)
+    if 0 <= s.last < ctx.G - 1:  # AG(q, δ·b·y_last/q) before the replicated head
+        span = net.span_contiguous(qs, ctx.system.gpus_per_node)
+        m = ctx.delta * bs * ctx.y[s.last] / qs
+        out["gather"] = net.ring_allgather(ctx.system, qs, span, m, 1.0, "tail_gather")
+    return {k: v[inv] for k, v in out.items()}
+
+
+def _halo_block(ctx, h, q, b, f, out, block) -> None:
+    """spatial.halo_elements, halo_time and spatial_violations for a block of groups."""
+    local_x, local_y = np.ceil(h["X"][None] / f[:, None]), np.ceil(h["Y"][None] / f[:, None])
+    split = (f > 1)[:, None]
+
+    def side(local, channels):
+        others = local.prod(axis=2)[:, :, None] / local
+        return channels * (2.0 * h["half"] * others * split).sum(axis=2)
+
+    hx, hdy = side(local_x, h["C"]), side(local_y, h["F"])
+    out["halo_x"][block] = hx.sum(axis=1)
+    out["bad"][block] = (h["Y"][None] < f[:, None]).any(axis=(1, 2))
+    gpn = ctx.system.gpus_per_node
+    span = np.where(q <= 1, 1, np.where(q <= gpn, 2, 2 * gpn))[:, None]  # network.span_neighbours
+    has = (hx + hdy) > 0
+    t = 0.0
+    for elements in (hx, hdy):  # forward: halo(x); backward: halo(dy)
+        x = _chain(ctx, f, 2 * net.p2p(ctx.system, span, b[:, None] * ctx.delta * elements, "halo"))
+        t = t + np.where(has, x, 0.0).sum(axis=1)
+    out["halo"][block] = np.where(q > 1, t, 0.0)
+
+
+def _chain(ctx, f, concurrent):
+    """spatial.halo_exchange: concurrent, or a chain of f_max - 1 hops plus a sync each."""
+    impl = ctx.system.implementation
+    if not impl.halo_chain:
+        return concurrent
+    return concurrent * np.maximum(1, f.max(axis=1) - 1)[:, None] + impl.halo_sync_s
 
 
 def _memory(ctx, g: dict, paradl_act, group, n_split, n_rest) -> np.ndarray:
