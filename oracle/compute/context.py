@@ -151,7 +151,7 @@ class Context:
         array, or :class:`Stages` (every pipeline stage at once, arrays).  Cached per
         mask object; the cache keeps the mask alive, so its id stays unique."""
         if isinstance(mask, Stages):  # every pipeline stage at once (arrays, one per stage)
-            pre = self._saved_prefix
+            pre = self.saved_prefix
             t_in = np.maximum.reduceat(self.transient, mask.starts) if self.G else np.zeros(0)
             return pre[mask.stops] - pre[mask.starts], 0.0, t_in, 0.0
         key = id(mask)
@@ -165,7 +165,7 @@ class Context:
         return cache[key][:4]
 
     @cached_property
-    def _saved_prefix(self) -> np.ndarray:
+    def saved_prefix(self) -> np.ndarray:
         per = self.delta * self.saved.elements + self.saved.fixed_bytes
         return np.concatenate([[0.0], np.cumsum(per)])
 

@@ -72,9 +72,10 @@ class Columns:
 
 
 def memory_total(ctx, activations, weights, data_group, split_samples, split=None, rest_samples=0.0,
-                 extra_elements=0.0) -> np.ndarray:  # fmt: skip
+                 extra_elements=0.0, stats=None) -> np.ndarray:  # fmt: skip
     """Bytes per GPU of compute/memory.MemoryParts with these fields (arrays or numbers):
-    compute/memory.memory_bytes and base._memory's sum of its parts, in their order."""
+    compute/memory.memory_bytes and base._memory's sum of its parts, in their order.
+    ``stats``: context.mask_stats of the split given per entry (pipeline stages)."""
     o = ctx.options
     n = np.maximum(data_group, 1)
     zo, zg, zw = (n if o.zero >= k else 1 for k in (1, 2, 3))
@@ -86,7 +87,7 @@ def memory_total(ctx, activations, weights, data_group, split_samples, split=Non
                  g * (OPTIMIZER_BYTES[o.optimizer] + master) * weights / zo, ctx.system.gpu_workspace_bytes]  # fmt: skip
         return _sum(parts)
     fw = ctx.system.framework  # memory.framework_memory: the framework model
-    s_in, s_out, t_in, t_out = ctx.mask_stats(split)
+    s_in, s_out, t_in, t_out = ctx.mask_stats(split) if stats is None else stats
     act = split_samples * s_in + rest_samples * s_out + ctx.delta * extra_elements  # held activations
     trans = ctx.delta * np.maximum(split_samples * t_in, rest_samples * t_out)  # context.transient_bytes
     grads = 1.0 * ctx.delta * weights / zg

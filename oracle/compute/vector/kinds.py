@@ -5,8 +5,8 @@ strategy's ``evaluate`` gives point by point (compute/strategies/*.py; the equat
 cited there).  :func:`covers` says where a strategy or an option is not covered
 here: the caller then takes the per-point path (compute/vector/run.py).
 
-Covered: serial, data, spatial, filter, channel, data+filter and data+spatial
-(compute/vector/spatial.py) under ring collectives
+Covered: every shipped strategy (spatial and data+spatial in compute/vector/spatial.py,
+pipeline in compute/vector/pipeline.py, without activation checkpointing) under ring collectives
 (compute/vector/net.supported), without a software stack's per-GPU costs (--stack),
 an input pipeline, --overlap, --replicated-gradients or ParaDL's own tool.
 """
@@ -18,8 +18,9 @@ import numpy as np
 from oracle.compute.cost import phase_names
 from oracle.compute.paradl import paradl_stack
 from oracle.compute.strategies import REGISTRY
-from oracle.compute.strategies.base import Config, min_layer
+from oracle.compute.strategies.base import min_layer
 from oracle.compute.vector import net
+from oracle.compute.vector import pipeline as vpipeline
 from oracle.compute.vector import spatial as vspatial
 from oracle.compute.vector.columns import Columns, finish, memory_total, per_value, split_compute
 
@@ -43,7 +44,7 @@ def covers(ctx, name: str, p2: int | None = None) -> bool:
     hybrid: at every factorization, not --p2's one)."""
     if name not in FORMULAS or not covered(ctx) or (REGISTRY[name].hybrid and p2 is not None):
         return False
-    if name == "data" and ctx.options.replicated_gradients:
+    if (name == "data" and ctx.options.replicated_gradients) or (name == "pipeline" and not vpipeline.covers(ctx)):
         return False
     impl = ctx.system.implementation  # ParaDL's leader all-reduce (§4.5.1): point by point
     leader = impl.data_filter_allreduce != "flat" or (name == "data+spatial" and impl.data_spatial_allreduce != "flat")
@@ -162,27 +163,8 @@ def _data_filter(ctx, c: Columns) -> list:
     return [("batch", p1 > B), _width(ctx, REGISTRY["filter"], s, p2)]
 
 
-def _pipeline(ctx, c: Columns) -> list:
-    """Pipeline: S = min(B, 4p) segments (pipeline.default_segments); p <= G stages by the
-    per-point path (each its own optimal partition, ParaDL eq. 12-14), more stages than
-    layers not computable (NaN, as base.not_computable)."""
-    from oracle.compute.strategies.pipeline import Pipeline
-    from oracle.compute.sweep import evaluate_all
-
-    p, B = c.gpus, c.batch
-    c.segments = np.full(p.size, ctx.options.segments) if ctx.options.segments else np.maximum(
-        1, np.minimum(B, 4 * p).astype(np.int64))  # fmt: skip
-    c.memory = np.full(p.size, np.nan)
-    for name in c.phases:
-        c.phases[name] = np.full(p.size, np.nan)
-    rows = np.flatnonzero(p <= ctx.G)
-    cfgs = [Config(Pipeline.name, int(p[r]), int(c.p1[r]), int(c.p2[r]), float(B[r]), int(c.segments[r])) for r in rows]
-    c.take(rows, evaluate_all(ctx, cfgs))
-    return [("segments", c.segments > B), ("layers", p > ctx.G)]
-
-
 FORMULAS = {
-    "pipeline": _pipeline,
+    "pipeline": vpipeline.pipeline,
     "serial": _serial,
     "data": _data,
     "filter": _filter,
