@@ -47,7 +47,7 @@ def close(a: float, b: float) -> bool:
 
 def counts_for(system) -> list[int]:
     n = system.total_gpus
-    return sorted({1, 2, 3, 4, 5, 6, 7, 8, 12, 30, 64, 96, 97, 100, 210, 1000, n - 1, n, n + 1, 2 * n} - {0})
+    return sorted({1, 2, 3, 5, 6, 8, 12, 30, 64, 97, 210, 1000, n - 1, n, n + 1, 2 * n} - {0})
 
 
 def mismatches(ctx, cols) -> list:
@@ -72,10 +72,11 @@ def test_columns_equal_the_per_point_engine(model_name):
     m = load_model(model_name)
     covered = 0
     for system_name in SYSTEMS:
-        for options in (Options(), Options(memory_model="paradl", zero=3, mixed_precision=True)):
+        for options, scalings in ((Options(), ((256.0, None), (None, 32.0))),
+                                  (Options(memory_model="paradl", zero=3, mixed_precision=True), ((256.0, None),))):
             ctx = Context(m, load_system(system_name), times_for(m), options)
             counts = counts_for(ctx.system)
-            for batch, per_gpu in ((256.0, None), (None, 32.0)):
+            for batch, per_gpu in scalings:
                 for name in names():
                     if not kinds.covers(ctx, name):
                         continue
@@ -88,11 +89,11 @@ def test_columns_equal_the_per_point_engine(model_name):
     assert covered  # the ring systems (abci, lassen, ...) are covered
 
 
-def _sample(arrays, most: int = 400):
+def _sample(arrays, most: int = 120):
     p = arrays[0]
     if p.size <= most:
         return arrays
-    keep = np.unique(np.r_[np.flatnonzero(p <= 100), np.linspace(0, p.size - 1, most).astype(int)])
+    keep = np.unique(np.r_[np.flatnonzero(p <= 64), np.linspace(0, p.size - 1, most).astype(int)])
     return tuple(a[keep] for a in arrays)
 
 
