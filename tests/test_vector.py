@@ -144,3 +144,10 @@ def test_predict_top_answers_what_every_point_cannot(tmp_path):
     assert r.code == 0, r.err
     composite = int((factorizations(np.arange(1, 10001)) > 0).sum())  # a prime has no p1·p2 with both >= 2
     assert len(r.out.strip().splitlines()) == 1 + composite  # the header, one row a count
+
+
+def test_counts_without_a_configuration_give_no_points():
+    m = load_model("resnet50")
+    args = (m, load_system("abci"), times_for(m))
+    assert [pt.strategy for pt in sweep(*args, [1], "all", batch=8.0)] == ["serial"]  # 'all' at 1 GPU: serial only
+    assert sweep(*args, [2, 3, 5], "data+filter", batch=8.0) == []  # primes: no p1·p2 with both >= 2

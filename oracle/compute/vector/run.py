@@ -54,10 +54,12 @@ def columns(ctx, counts: Sequence[int], chosen, explicit, batch, batch_per_gpu, 
             continue
         at = c if explicit else c[(c == 1) == REGISTRY[name].one_gpu]
         B = np.full(at.size, float(batch)) if batch is not None else float(batch_per_gpu) * at
-        if covers(ctx, name, p2):
-            out.append(evaluate_many(ctx, name, *config_arrays(name, at, B, p2)))
-        else:
+        if not covers(ctx, name, p2):
             out.append(per_point(ctx, name, at, B, p2))
+            continue
+        arrays = config_arrays(name, at, B, p2)
+        if arrays[0].size:  # none: no count with a configuration (a hybrid at primes)
+            out.append(evaluate_many(ctx, name, *arrays))
     return out
 
 
