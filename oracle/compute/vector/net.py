@@ -122,4 +122,4 @@ def p2p(system, span, m, purpose: str) -> np.ndarray:
     for a, b, has in _lines(system, span, purpose):
         c = a + m * b
         best = c if best is None else np.where(has, np.minimum(best, c), best)
-    return best
+    return np.zeros(np.broadcast_shapes(span.shape, np.shape(m))) if best is None else best
