@@ -19,6 +19,14 @@ from oracle.compute.cost import phase_names
 from oracle.compute.paradl import paradl_stack
 from oracle.compute.strategies import REGISTRY
 from oracle.compute.strategies.base import min_layer
+from oracle.compute.strategies.channel import Channel
+from oracle.compute.strategies.data import Data
+from oracle.compute.strategies.data_filter import DataFilter
+from oracle.compute.strategies.data_spatial import DataSpatial
+from oracle.compute.strategies.filter import Filter
+from oracle.compute.strategies.pipeline import Pipeline
+from oracle.compute.strategies.serial import Serial
+from oracle.compute.strategies.spatial import Spatial
 from oracle.compute.vector import net
 from oracle.compute.vector import pipeline as vpipeline
 from oracle.compute.vector import spatial as vspatial
@@ -44,10 +52,10 @@ def covers(ctx, name: str, p2: int | None = None) -> bool:
     hybrid: at every factorization, not --p2's one)."""
     if name not in FORMULAS or not covered(ctx) or (REGISTRY[name].hybrid and p2 is not None):
         return False
-    if (name == "data" and ctx.options.replicated_gradients) or (name == "pipeline" and not vpipeline.covers(ctx)):
+    if (name == Data.name and ctx.options.replicated_gradients) or (name == Pipeline.name and not vpipeline.covers(ctx)):
         return False
     impl = ctx.system.implementation  # ParaDL's leader all-reduce (§4.5.1): point by point
-    leader = impl.data_filter_allreduce != "flat" or (name == "data+spatial" and impl.data_spatial_allreduce != "flat")
+    leader = impl.data_filter_allreduce != "flat" or (name == DataSpatial.name and impl.data_spatial_allreduce != "flat")
     return not (REGISTRY[name].hybrid and leader)
 
 
@@ -67,7 +75,7 @@ def _serial(ctx, c: Columns) -> list:
     c.phases["weight_update_s"] = I * ctx.sum_wu
     # memory / (γδ) = Σ 2B(x+y) + 2w                                ParaDL eq. 4
     c.memory = memory_total(ctx, 2 * B * ctx.sum_act, ctx.sum_w, 1, B)
-    return [("serial", c.gpus != 1)]
+    return [(Serial.name, c.gpus != 1)]
 
 
 def _data(ctx, c: Columns) -> list:
@@ -160,16 +168,16 @@ def _data_filter(ctx, c: Columns) -> list:
     c.phases["gradient_exchange_s"] = I * ar
     # memory / (γδ) = Σ (2B/p1)(x+y) + Σs 2w/p2 + Σr 2w                     ParaDL eq. 20
     c.memory = memory_total(ctx, 2 * B / p1 * ctx.sum_act, s.w_s / p2 + s.w_r, p1, B / p1)
-    return [("batch", p1 > B), _width(ctx, REGISTRY["filter"], s, p2)]
+    return [("batch", p1 > B), _width(ctx, REGISTRY[Filter.name], s, p2)]
 
 
 FORMULAS = {
-    "pipeline": vpipeline.pipeline,
-    "serial": _serial,
-    "data": _data,
-    "filter": _filter,
-    "channel": _filter,
-    "data+filter": _data_filter,
-    "spatial": vspatial.spatial,
-    "data+spatial": vspatial.data_spatial,
+    Pipeline.name: vpipeline.pipeline,
+    Serial.name: _serial,
+    Data.name: _data,
+    Filter.name: _filter,
+    Channel.name: _filter,
+    DataFilter.name: _data_filter,
+    Spatial.name: vspatial.spatial,
+    DataSpatial.name: vspatial.data_spatial,
 }

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from oracle.compute.strategies.spatial import halo_layers, spatial_grid
+from oracle.compute.strategies.spatial import Spatial, halo_layers, spatial_grid
 from oracle.compute.vector import net
 from oracle.compute.vector.columns import Columns, memory_total, per_value, split_compute
 
@@ -34,7 +34,7 @@ def group_costs(ctx, q: np.ndarray, b: np.ndarray) -> dict[str, np.ndarray]:
         block = slice(lo, lo + ROWS_PER_BLOCK)
         if h["index"].size:
             _halo_block(ctx, h, qs[block], bs[block], grids[block], out, block)
-    s = ctx.split("spatial")
+    s = ctx.split(Spatial.name)
     out["tail"] &= 0 <= s.last < ctx.G - 1
     out["gather"] = np.zeros(qs.size)
     if 0 <= s.last < ctx.G - 1:  # AG(q, δ·b·y_last/q) before the replicated head
@@ -76,7 +76,7 @@ def _chain(ctx, f, concurrent):
 
 def _memory(ctx, g: dict, paradl_act, group, n_split, n_rest) -> np.ndarray:
     """spatial.spatial_memory's parts, as bytes per GPU."""
-    s = ctx.split("spatial")
+    s = ctx.split(Spatial.name)
     extra = n_rest * g["halo_x"]
     if 0 <= s.last < ctx.G - 1:
         extra = np.where(g["tail"], extra + n_rest * float(ctx.y[s.last]), extra)
@@ -86,7 +86,7 @@ def _memory(ctx, g: dict, paradl_act, group, n_split, n_rest) -> np.ndarray:
 def spatial(ctx, c: Columns) -> list:
     p, B, D = c.gpus, c.batch, ctx.D
     I = D / B
-    s = ctx.split("spatial")
+    s = ctx.split(Spatial.name)
     # compute = (D/p) Σs(FW+BW) + D Σr(FW+BW) + I ΣWU                   docs/cost-model.md
     c.phases["forward_backward_s"] = split_compute(ctx, s, D, p, I, B / p) + D * per_value(
         lambda b: ctx.fb_sum(b, s, "r"), B)  # fmt: skip
@@ -100,7 +100,7 @@ def spatial(ctx, c: Columns) -> list:
     c.phases["halo_s"] = I * g["halo"]
     # memory / (γδ) = Σs (2B/p)(x+y) + Σr 2B(x+y) + Σ 2w                 docs/cost-model.md
     c.memory = _memory(ctx, g, 2 * B / p * s.act_s + 2 * B * s.act_r, p, B / p, B)
-    return [("spatial", g["bad"])]
+    return [(Spatial.name, g["bad"])]
 
 
 def data_spatial(ctx, c: Columns) -> list:
@@ -125,4 +125,4 @@ def data_spatial(ctx, c: Columns) -> list:
     c.phases["halo_s"] = I * g["halo"]
     # memory / (γδ) = Σs (2B/p)(x+y) + Σr (2B/p1)(x+y) + Σ 2w                 docs/cost-model.md
     c.memory = _memory(ctx, g, 2 * B / p * s.act_s + 2 * b * s.act_r, p, B / p, b)
-    return [("batch", p1 > B), ("spatial", g["bad"])]
+    return [("batch", p1 > B), (Spatial.name, g["bad"])]
