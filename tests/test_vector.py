@@ -12,9 +12,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from test_robustness import one_error
-
 from conftest import run_cli
+from test_robustness import one_error
 
 from oracle.compute.context import Context, Options
 from oracle.compute.cost import phase_names

@@ -13,7 +13,6 @@ from oracle.compute.strategies.spatial import Spatial, halo_layers, spatial_grid
 from oracle.compute.vector import net
 from oracle.compute.vector.columns import Columns, memory_total, per_value, split_compute
 
-
 ROWS_PER_BLOCK = 2048  # groups per block of the (groups x halo layers) arrays
 
 
