@@ -6,7 +6,9 @@ sweep, JSON rendering into memory) and the engine alone; time and memory of each
 
 For each N in --counts: ``oracle predict -m resnet152 -s abci -p P --strategy all
 --gpus 1,2,...,N -b 32 --format json`` (the explicit list works before and after
-issue 29's ``1..N``), in process (the CLI's ``main`` with stdout captured),
+issue 29's ``1..N``), in process (the CLI's ``main`` with stdout captured); the same
+with ``--top 1 --format csv`` in process and in a fresh Python process (``process``:
+start-up and imports included, its peak resident set from ru_maxrss of the child),
 ``compute.sweep.sweep`` alone on loaded inputs, and ``oracle sweep`` of ResNet-50 on
 four systems x two batches x GPU counts 1..N/4, every point (--all) to a file.  Each
 measurement runs in a fresh process; memory is its peak of Python's allocations
@@ -45,9 +47,21 @@ SWEEP = """cases:
 PROFILE = "model: ResNet-152\nsource: benchmark only (timing does not depend on it)\ntotal: {fw_bw_per_sample_s: 0.01}\n"
 
 
-def predict_args(profile: Path, n: int) -> list[str]:
+def predict_args(profile: Path, n: int, top: int | None = None) -> list[str]:
+    fmt = ["--top", str(top), "--format", "csv"] if top else ["--format", "json"]
     return ["predict", "-m", "resnet152", "-s", "abci", "-p", str(profile), "--strategy", "all",
-            "--gpus", ",".join(str(g) for g in range(1, n + 1)), "-b", "32", "--format", "json"]  # fmt: skip
+            "--gpus", ",".join(str(g) for g in range(1, n + 1)), "-b", "32", *fmt]  # fmt: skip
+
+
+def process(profile: Path, n: int, tree: str) -> int:
+    """``oracle predict ... --top 1 --format csv`` in a fresh Python process (start-up and
+    imports included: the issue's measure); returns the bytes it wrote."""
+    code = "import sys; from oracle.cli.main import main; main(sys.argv[1:])"
+    r = subprocess.run([sys.executable, "-c", code, *predict_args(profile, n, top=1)], capture_output=True, check=False,
+                       text=True, env={**os.environ, "PYTHONPATH": tree}, cwd=tree)  # fmt: skip
+    if r.returncode:
+        raise RuntimeError(r.stderr.strip().splitlines()[-1:])
+    return len(r.stdout)
 
 
 def run_cli(args: list[str]) -> int:
@@ -109,6 +123,7 @@ def maxrss_mb() -> float:
 
 
 KINDS = {"engine": "engine: compute.sweep.sweep", "predict": "predict --strategy all -b 32 -f json",
+         "top1": "predict ... --top 1 -f csv", "process": "predict ... --top 1 -f csv, fresh process",
          "sweep": "oracle sweep --all (4 systems x 2 batches)"}  # fmt: skip
 
 
@@ -118,9 +133,12 @@ def one(kind: str, n: int, repeats: int) -> dict:
         profile = Path(tmp) / "resnet152_bench.yaml"
         profile.write_text(PROFILE)
         fn = {"engine": lambda: engine(profile, n), "predict": lambda: run_cli(predict_args(profile, n)),
+              "top1": lambda: run_cli(predict_args(profile, n, top=1)),
+              "process": lambda: process(profile, n, os.getcwd()),
               "sweep": lambda: sweep_command(Path(tmp), n)}[kind]  # fmt: skip
         t, peak, size = measure(fn, repeats)
-    return {"seconds": t, "peak_MB": peak, "maxrss_MB": maxrss_mb(), "size": size}
+    rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024 if kind == "process" else maxrss_mb()
+    return {"seconds": t, "peak_MB": peak, "maxrss_MB": rss, "size": size}
 
 
 def main() -> int:

@@ -62,6 +62,7 @@ class SweepRequest:
     counts: list
     strategies: Any = "all"
     p2: int | None = None
+    top: int | None = None  # issue 29: only the first ``top`` points of every GPU count are built
 
 
 @dataclass(frozen=True)
@@ -131,9 +132,10 @@ def run_sweep(req: SweepRequest) -> Sweep:
     run = req.run
     req = replace(req, system=model_system(req.system, req.model.name, run.options.stack))
     times, conversion = prepare(req.model, req.system, req.profile, run.options)  # issue 13: the compute model
+    top = None if req.system.anchors else req.top  # anchors may reorder a count's points
     points = sweep(req.model, req.system, times, req.counts, req.strategies, batch=run.batch,
                    batch_per_gpu=run.per_gpu, p2=req.p2, options=run.options, profile_kind=req.profile.kind,
-                   conversion=conversion)  # fmt: skip
+                   conversion=conversion, top=top)  # fmt: skip
     if req.system.anchors:  # issue 26: a calibrated system's measured runs
         from oracle.services.anchors import anchored_sweep
 

@@ -145,13 +145,13 @@ class Context:
         fixed = self.system.gpu_workspace_bytes or (fw.workspace_bytes + fw.cuda_context_bytes)
         return tensors_bytes * (1.0 + fw.allocator_overhead) + fixed
 
-    def _mask_stats(self, mask) -> tuple[float, float, float, float]:
+    def mask_stats(self, mask) -> tuple[float, float, float, float]:
         """Saved bytes per sample and the largest gradient working set (elements per
         sample) inside and outside a split: ``mask`` None (every layer), a boolean
         array, or :class:`Stages` (every pipeline stage at once, arrays).  Cached per
         mask object; the cache keeps the mask alive, so its id stays unique."""
         if isinstance(mask, Stages):  # every pipeline stage at once (arrays, one per stage)
-            pre = self._saved_prefix
+            pre = self.saved_prefix
             t_in = np.maximum.reduceat(self.transient, mask.starts) if self.G else np.zeros(0)
             return pre[mask.stops] - pre[mask.starts], 0.0, t_in, 0.0
         key = id(mask)
@@ -165,21 +165,21 @@ class Context:
         return cache[key][:4]
 
     @cached_property
-    def _saved_prefix(self) -> np.ndarray:
+    def saved_prefix(self) -> np.ndarray:
         per = self.delta * self.saved.elements + self.saved.fixed_bytes
         return np.concatenate([[0.0], np.cumsum(per)])
 
     def held_activation_bytes(self, mask, split_n: float, rest_n: float) -> float:
         """Bytes of saved activations one GPU holds when it keeps ``split_n`` samples of
         the layers in ``mask`` and ``rest_n`` samples of the others (None: all split)."""
-        s_in, s_out, _, _ = self._mask_stats(mask)
+        s_in, s_out, _, _ = self.mask_stats(mask)
         return split_n * s_in + rest_n * s_out
 
     def transient_bytes(self, mask, split_n: float, rest_n: float) -> float:
         """The largest activation-gradient working set of the backward (memory.py): the
         held samples are constant inside and outside the split, so it is the larger of
         the two maxima."""
-        _, _, t_in, t_out = self._mask_stats(mask)
+        _, _, t_in, t_out = self.mask_stats(mask)
         if isinstance(mask, Stages):
             return self.delta * split_n * t_in
         return float(self.delta * max(split_n * t_in, rest_n * t_out))

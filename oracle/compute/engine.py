@@ -168,17 +168,44 @@ def count_points(counts, chosen, explicit: bool = True, p2: int | None = None) -
     return plain + hybrid * int(factorizations(c if explicit else c[c > 1]).sum()), True
 
 
-def check_memory(counts, chosen, explicit: bool = True, p2: int | None = None) -> None:
+# What a configuration evaluated in arrays (compute/vector) takes, never built as a point:
+# its columns (configuration, phases, memory, limits) and the ranking's keys, about 30
+# numbers, rounded up to 1 kB for the temporaries (measured with benchmarks/design_space.py)
+BYTES_PER_ARRAY_POINT = 1_000
+
+
+def output_points(counts, chosen, explicit=True, p2=None, top=None, fallback=None) -> tuple[int, int, bool]:
+    """(points built, points only in arrays, exact) of a request: every point of the
+    ``fallback`` strategies (None: all), of the rest ``top`` per count (all without)."""
+    rest = [n for n in chosen if fallback is not None and n not in fallback]
+    built = [n for n in chosen if n not in rest]
+    n_built, exact = count_points(counts, built, explicit, p2) if built else (0, True)
+    if not rest:
+        return n_built, 0, exact
+    n_rest, exact_rest = count_points(counts, rest, explicit, p2)
+    if not top:
+        return n_built + n_rest, 0, exact and exact_rest
+    shown = min(n_rest, top * len(counts))
+    return n_built + shown, n_rest, exact and exact_rest
+
+
+def check_memory(counts, chosen, explicit: bool = True, p2: int | None = None, top: int | None = None,
+                 fallback=None) -> None:  # fmt: skip
     """Refuse a request whose points would not fit in :data:`MEMORY_BUDGET_BYTES`:
-    one error saying how many points and how much memory it needs (exit 2)."""
+    one error saying how many points and how much memory it needs (exit 2).  Points
+    built for the output count :data:`BYTES_PER_POINT` each; ``fallback``: the strategies
+    built as points whatever ``top`` (None: not known yet, all of them when ``top`` is
+    not given, else only the output, ``top`` per count)."""
     from oracle.errors import OracleError
     from oracle.units import fmt_gb
 
-    n, exact = count_points(counts, chosen, explicit, p2)
-    need = n * BYTES_PER_POINT
+    if fallback is None and top:
+        fallback = ()
+    n, arrays, exact = output_points(counts, chosen, explicit, p2, top, fallback)
+    need = n * BYTES_PER_POINT + arrays * BYTES_PER_ARRAY_POINT
     if need > MEMORY_BUDGET_BYTES:
         many = f"{n:,}" if exact else f"at least {n:,}"
         raise OracleError(f"{len(counts):,} GPU counts x {len(chosen)} strategies are {many} points, which need"
                           f" about {fmt_gb(need)} of memory; at most {fmt_gb(MEMORY_BUDGET_BYTES)} in one run",
                           path="--gpus", hint="fewer counts (a step: 1..10000:16), fewer strategies (--strategy),"
-                          " or --p2 for the hybrids")  # fmt: skip
+                          " --top N, or --p2 for the hybrids")  # fmt: skip

@@ -61,18 +61,24 @@ def sweep(
     options: Options | None = None,
     profile_kind: str = "",
     conversion=None,
+    top: int | None = None,
 ) -> list[Point]:
     """Evaluate and rank.  Exactly one of ``batch`` (strong scaling, B fixed) and
-    ``batch_per_gpu`` (weak scaling, B = b·p) must be given."""
+    ``batch_per_gpu`` (weak scaling, B = b·p) must be given.  ``top``: only the first
+    ``top`` points of every GPU count (issue 29: the rest are evaluated in arrays, never
+    built as points)."""
     options = options or Options()  # valid by construction (compute/options.check_options)
-    chosen, explicit, counts = check_request(gpus, strategies, batch, batch_per_gpu, p2, options)
+    chosen, explicit, counts = check_request(gpus, strategies, batch, batch_per_gpu, p2, options, top)
     ctx = Context(model, system, times, options, profile_kind, conversion=conversion)
-    return _sweep(ctx, counts, chosen, explicit, batch, batch_per_gpu, p2)
+    return _sweep(ctx, counts, chosen, explicit, batch, batch_per_gpu, p2, top)
 
 
-def check_request(gpus, strategies, batch, batch_per_gpu, p2, options: Options) -> tuple[list[str], bool, list[int]]:
+def check_request(gpus, strategies, batch, batch_per_gpu, p2, options: Options,
+                  top: int | None = None) -> tuple[list[str], bool, list[int]]:  # fmt: skip
     """The checks of :func:`sweep` before anything is evaluated (also for oracle sweep's
-    cases, before any output): the strategies, whether they were explicit, the counts."""
+    cases, before any output): the strategies, whether they were explicit, the counts;
+    the memory of the points output (``top`` per count) where every strategy is
+    evaluated in arrays (compute/vector; :func:`_sweep` checks again with the context)."""
     chosen, explicit = parse_strategies(strategies)
     if options.replicated_gradients and Data.name not in chosen:  # issue 18: Lee et al. replicate within data parallelism
         raise OracleError("applies to data parallelism, which --strategy leaves out",
@@ -94,19 +100,21 @@ def check_request(gpus, strategies, batch, batch_per_gpu, p2, options: Options) 
         raise OracleError(f"got {counts[0]}; GPU counts must be >= 1", path="--gpus")
     from oracle.compute.engine import check_memory
 
-    check_memory(counts, chosen, explicit, p2)  # issue 29: a request's points must fit in memory
+    check_memory(counts, chosen, explicit, p2, top)  # issue 29: a request's output must fit in memory
     return chosen, explicit, counts
 
 
-def _sweep(ctx, counts, chosen, explicit, batch, batch_per_gpu, p2) -> list[Point]:
-    from oracle.compute.engine import prepare
+def _sweep(ctx, counts, chosen, explicit, batch, batch_per_gpu, p2, top=None) -> list[Point]:
+    """Every configuration evaluated in arrays (compute/vector; per point where a strategy
+    or option is not covered there), ranked, and the points output built."""
+    from oracle.compute.engine import check_memory, prepare
+    from oracle.compute.vector import kinds, run
 
+    fallback = [name for name in chosen if not kinds.covers(ctx, name, p2)]
+    check_memory(counts, chosen, explicit, p2, top, fallback)  # those are built as points, all of them
     prepare(ctx, counts, chosen)  # issue 29: per-count work for every count at once
-    points: list[Point] = []
-    for p in counts:
-        B = float(batch) if batch is not None else float(batch_per_gpu) * p  # type: ignore[arg-type]
-        points.extend(rank(evaluate_all(ctx, configurations(ctx, p, B, chosen, explicit, p2))))
-    return points
+    cols = run.columns(ctx, counts, chosen, explicit, batch, batch_per_gpu, p2)
+    return run.materialize(ctx, cols, run.ranked(cols, top))
 
 
 def configurations(

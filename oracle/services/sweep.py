@@ -29,10 +29,12 @@ def check_names(cases: list[Case], files, path: str) -> None:
                                   hint=exc.hint) from None  # fmt: skip
 
 
-def requests(cases: list[Case], files, path: str) -> list:
+def requests(cases: list[Case], files, path: str, every_point: bool = False) -> list:
     """Every case's oracle.api.SweepRequest, built before anything is projected: a bad
     value of a case (a batch, an option, GPU counts whose points would not fit in
     memory: compute/sweep.check_request) is an error naming the sweep file and the case before any output."""
+    from dataclasses import replace
+
     from oracle import api
     from oracle.compute.sweep import check_request
 
@@ -43,8 +45,9 @@ def requests(cases: list[Case], files, path: str) -> list:
         gpus, strategies, p2 = v.pop("gpus", None), str(v.pop("strategy", "all")), v.pop("p2", None)
         with _blamed(path, case.where):
             req = api.request(model, system, profile, gpus, strategies, p2, files=files, **v)
-            check_request(req.counts, strategies, req.run.batch, req.run.per_gpu, p2, req.run.options)
-        out.append(req)
+            check_request(req.counts, strategies, req.run.batch, req.run.per_gpu, p2, req.run.options,
+                          None if every_point else 1)  # fmt: skip
+        out.append(req if every_point else replace(req, top=1))  # the best: the first point of every count
     return out
 
 

@@ -33,10 +33,23 @@ def balanced_grid(p: int, dims: int) -> tuple[int, ...]:
                 if best is None or (max(cand), -min(cand)) < (max(best), -min(best)):
                     best = cand
             return
-        for f in range(min(cap, rest), 0, -1):
-            if rest % f == 0:
+        for f in reversed(divisors(rest)):  # every f <= cap dividing rest, largest first
+            if f <= cap:
                 rec(rest // f, k - 1, f, acc + (f,))
 
     rec(p, dims, p, ())
     assert best is not None
     return best
+
+
+def divisors(n: int) -> list[int]:
+    """The divisors of n, ascending (trial division up to √n)."""
+    small, large = [], []
+    d = 1
+    while d * d <= n:
+        if n % d == 0:
+            small.append(d)
+            if d * d != n:
+                large.append(n // d)
+        d += 1
+    return small + large[::-1]

@@ -290,7 +290,8 @@ def _memory(ctx: Context, cfg: Config, memory: MemoryParts) -> tuple[float, dict
     fixed + per_batch·(B'/B)."""
     d, grow = memory_bytes(ctx, memory)
     cap = ctx.system.gpu_memory_bytes
-    if not any(np.ndim(v) for v in d.values()):  # one GPU's parts (scalars: the sweep's hot path)
+    # one GPU's parts (scalars: the sweep's hot path; isinstance, not np.ndim, which costs more than the rest)
+    if not any(isinstance(v, np.ndarray) and v.ndim for v in d.values()):
         total = float(sum(d.values()))
         worst = d
         scale = (cap - (total - grow)) / grow if grow > 0 else math.inf

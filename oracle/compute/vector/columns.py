@@ -1,0 +1,148 @@
+"""A strategy's points as columns (issue 29): one array entry per configuration, the
+breakdown phases, memory per GPU and the limit codes, finished as
+compute/strategies/base.make_point finishes one point (memory by the context's memory
+model, ZeRO-3's extra communication, the system-size, dataset, overflow and GPU-memory
+limits), with the same floating-point operations in the same order."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from oracle.compute.cost import phase_names
+from oracle.compute.memory import OPTIMIZER_BYTES
+from oracle.vocabulary import PARADL
+
+
+@dataclass
+class Columns:
+    """The points of one strategy: configuration, phases (every phase of
+    compute/cost.phase_names, seconds per epoch), memory bytes per GPU, and limits as
+    (code, mask) in the order make_point lists them; ``points``: the per-point path's
+    points of the rows it evaluated, by row (their limits are the truth there);
+    ``segments``: the pipeline's S per row."""
+
+    strategy: str
+    gpus: np.ndarray
+    p1: np.ndarray
+    p2: np.ndarray
+    batch: np.ndarray
+    phases: dict[str, np.ndarray]
+    memory: np.ndarray
+    codes: list[tuple[str, np.ndarray]] = field(default_factory=list)
+    points: dict = field(default_factory=dict)
+    segments: np.ndarray | None = None
+
+    @property
+    def size(self) -> int:
+        return int(self.gpus.size)
+
+    def total(self) -> np.ndarray:
+        """compute + communication + input, summed as Point.total_s sums them."""
+        parts = []
+        for part in ("compute", "communication"):
+            names = phase_names(part)
+            acc = self.phases[names[0]]
+            for n in names[1:]:
+                acc = acc + self.phases[n]
+            parts.append(acc)
+        return parts[0] + parts[1] + self.phases["input_s"]
+
+    def feasible(self) -> np.ndarray:
+        bad = np.zeros(self.size, dtype=bool)
+        for _, mask in self.codes:
+            bad |= mask
+        for i, pt in self.points.items():
+            bad[i] = not pt.feasible
+        return ~bad
+
+    def limit_codes(self, i: int) -> tuple[str, ...]:
+        if i in self.points:
+            return tuple(lim.code for lim in self.points[i].limits)
+        return tuple(code for code, mask in self.codes if mask[i])
+
+    def take(self, rows: np.ndarray, points: list) -> None:
+        """Take the per-point path's points for ``rows``: their phases and memory."""
+        for r, pt in zip(rows.tolist(), points):
+            for name, v in pt.breakdown.as_dict().items():
+                self.phases[name][r] = v
+            self.memory[r] = pt.memory_bytes
+            self.points[r] = pt
+
+
+def memory_total(ctx, activations, weights, data_group, split_samples, split=None, rest_samples=0.0,
+                 extra_elements=0.0, stats=None) -> np.ndarray:  # fmt: skip
+    """Bytes per GPU of compute/memory.MemoryParts with these fields (arrays or numbers):
+    compute/memory.memory_bytes and base._memory's sum of its parts, in their order.
+    ``stats``: context.mask_stats of the split given per entry (pipeline stages)."""
+    o = ctx.options
+    n = np.maximum(data_group, 1)
+    zo, zg, zw = (n if o.zero >= k else 1 for k in (1, 2, 3))
+    master = 4 if o.mixed_precision else 0
+    if o.memory_model == PARADL:  # ParaDL Table 3, memory.paradl_memory
+        g = ctx.gamma
+        act = g * ctx.delta * activations
+        parts = [act, g * ctx.delta * weights / zw, g * ctx.delta * weights / zg,
+                 g * (OPTIMIZER_BYTES[o.optimizer] + master) * weights / zo, ctx.system.gpu_workspace_bytes]  # fmt: skip
+        return _sum(parts)
+    fw = ctx.system.framework  # memory.framework_memory: the framework model
+    s_in, s_out, t_in, t_out = ctx.mask_stats(split) if stats is None else stats
+    act = split_samples * s_in + rest_samples * s_out + ctx.delta * extra_elements  # held activations
+    trans = ctx.delta * np.maximum(split_samples * t_in, rest_samples * t_out)  # context.transient_bytes
+    grads = 1.0 * ctx.delta * weights / zg
+    parts = [act, trans, 1.0 * ctx.delta * weights / zw, grads, 1.0 * (OPTIMIZER_BYTES[o.optimizer] + master) * weights / zo]
+    bucket = fw.gradient_bucket_copy and o.zero == 0
+    parts.append(np.where((data_group > 1) & bucket, grads, 0.0))
+    parts.append(fw.allocator_overhead * _sum(parts))
+    if ctx.system.gpu_workspace_bytes:
+        parts += [ctx.system.gpu_workspace_bytes, 0.0]
+    else:
+        parts += [fw.workspace_bytes, fw.cuda_context_bytes]
+    return _sum(parts)
+
+
+def per_value(fn, x: np.ndarray) -> np.ndarray:
+    """fn(x) of every entry, called once per distinct value (a cached scalar function
+    of few values: the layer sums at a per-GPU batch)."""
+    u, inv = np.unique(x, return_inverse=True)
+    return np.array([fn(float(v)) for v in u], dtype=float)[inv.reshape(x.shape)]
+
+
+def split_compute(ctx, sums, samples, q, iterations, batch) -> np.ndarray:
+    """context.split_compute of every entry: samples·Σs(FW+BW)·(f + (1-f)/q) + I·n_s·o."""
+    impl = ctx.system.implementation
+    f = np.where(q > 1, impl.split_serial_fraction, 0.0)
+    fb_s = per_value(lambda b: ctx.fb_sum(b, sums, "s"), batch)
+    t = samples * fb_s * (f + (1.0 - f) / q)
+    if impl.split_overhead_s:
+        t = np.where(q > 1, t + iterations * int(sums.mask.sum()) * impl.split_overhead_s, t)
+    return t
+
+
+def _sum(values):
+    """As Python's sum(): 0 + a + b + ... left to right."""
+    total = 0
+    for v in values:
+        total = total + v
+    return total
+
+
+def finish(ctx, cols: Columns, limits: list[tuple[str, np.ndarray]]) -> Columns:
+    """make_point's tail for every entry: ZeRO-3, then the limits in make_point's order
+    (system size first, the strategy's, dataset, overflow, GPU memory).  The stack's
+    costs and the input pipeline are not here: compute/vector/kinds.py falls back to
+    the per-point path where they apply."""
+    system = ctx.system
+    ph = cols.phases
+    if ctx.options.zero >= 3:  # Rajbhandari et al., SC 2020, §7.2: 1.5x the all-reduce volume
+        ge = ph["gradient_exchange_s"]
+        ph["gradient_exchange_s"] = np.where((ge != 0) | np.isnan(ge), 1.5 * ge, ge)
+    codes = [("gpus", cols.gpus > system.total_gpus), *limits, ("dataset", cols.batch > ctx.D)]
+    values = np.stack([np.broadcast_to(np.asarray(v, dtype=float), (cols.size,)) for v in ph.values()])
+    nan = np.isnan(values)
+    over = np.isinf(values).any(axis=0) | np.isinf(cols.memory) | (nan.any(axis=0) & ~nan.all(axis=0))
+    codes.append(("overflow", over))
+    codes.append(("memory", ~np.isnan(cols.memory) & (cols.memory > system.gpu_memory_bytes)))
+    cols.codes = codes
+    return cols

@@ -1,0 +1,183 @@
+"""The strategies' cost formulas over many configurations at once (issue 29): each
+function takes arrays of GPU counts p, parts p1, p2 and global batches B (one entry per
+configuration) and returns compute/vector/columns.Columns with the numbers the
+strategy's ``evaluate`` gives point by point (compute/strategies/*.py; the equations
+cited there).  :func:`covers` says where a strategy or an option is not covered
+here: the caller then takes the per-point path (compute/vector/run.py).
+
+Covered: every shipped strategy (spatial and data+spatial in compute/vector/spatial.py,
+pipeline in compute/vector/pipeline.py, without activation checkpointing) under ring collectives
+(compute/vector/net.supported), without a software stack's per-GPU costs (--stack),
+an input pipeline, --overlap, --replicated-gradients or ParaDL's own tool.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from oracle.compute.cost import phase_names
+from oracle.compute.paradl import paradl_stack
+from oracle.compute.strategies import REGISTRY
+from oracle.compute.strategies.base import min_layer
+from oracle.compute.strategies.channel import Channel
+from oracle.compute.strategies.data import Data
+from oracle.compute.strategies.data_filter import DataFilter
+from oracle.compute.strategies.data_spatial import DataSpatial
+from oracle.compute.strategies.filter import Filter
+from oracle.compute.strategies.pipeline import Pipeline
+from oracle.compute.strategies.serial import Serial
+from oracle.compute.strategies.spatial import Spatial
+from oracle.compute.vector import net
+from oracle.compute.vector import pipeline as vpipeline
+from oracle.compute.vector import spatial as vspatial
+from oracle.compute.vector.columns import Columns, finish, memory_total, per_value, split_compute
+
+ROWS_PER_BLOCK = 2048  # layer collectives: (group, samples) pairs per block of the (pairs x layers) arrays
+
+
+def covered(ctx) -> bool:
+    """Whether the context's options are within this module's formulas."""
+    o = ctx.options
+    return (
+        not paradl_stack.uses_tool(ctx)
+        and o.stack is None
+        and ctx.system.input is None
+        and o.overlap == "none"
+        and net.supported(ctx)
+    )
+
+
+def covers(ctx, name: str, p2: int | None = None) -> bool:
+    """Whether :func:`evaluate_many` evaluates the named strategy in this context (a
+    hybrid: at every factorization, not --p2's one)."""
+    if name not in FORMULAS or not covered(ctx) or (REGISTRY[name].hybrid and p2 is not None):
+        return False
+    if (name == Data.name and ctx.options.replicated_gradients) or (name == Pipeline.name and not vpipeline.covers(ctx)):
+        return False
+    impl = ctx.system.implementation  # ParaDL's leader all-reduce (§4.5.1): point by point
+    leader = impl.data_filter_allreduce != "flat" or (name == DataSpatial.name and impl.data_spatial_allreduce != "flat")
+    return not (REGISTRY[name].hybrid and leader)
+
+
+def evaluate_many(ctx, name: str, gpus, p1, p2, batch) -> Columns:
+    """Columns of the named strategy's configurations (one it :func:`covers`)."""
+    fn = FORMULAS[name]
+    cols = Columns(name, gpus, p1, p2, batch, {n: np.zeros(gpus.size) for n in phase_names()}, np.zeros(0))
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        return finish(ctx, cols, fn(ctx, cols))
+
+
+def _serial(ctx, c: Columns) -> list:
+    B, D = c.batch, ctx.D
+    I = D / B
+    # compute = D Σ(FW+BW) + I ΣWU                                  ParaDL eq. 3
+    c.phases["forward_backward_s"] = D * per_value(ctx.fb_sum, B)
+    c.phases["weight_update_s"] = I * ctx.sum_wu
+    # memory / (γδ) = Σ 2B(x+y) + 2w                                ParaDL eq. 4
+    c.memory = memory_total(ctx, 2 * B * ctx.sum_act, ctx.sum_w, 1, B)
+    return [(Serial.name, c.gpus != 1)]
+
+
+def _data(ctx, c: Columns) -> list:
+    p, B, D = c.gpus, c.batch, ctx.D
+    I = D / B
+    # compute = (D/p) Σ(FW+BW) + I ΣWU                               ParaDL eq. 5
+    c.phases["forward_backward_s"] = D / p * per_value(ctx.fb_sum, B / p)
+    c.phases["weight_update_s"] = I * ctx.sum_wu
+    # communication = I · AR(p, δΣw) on GPUs 0..p-1                  ParaDL eq. 6
+    span = net.span_contiguous(p, ctx.system.gpus_per_node)
+    ar = net.ring_allreduce(ctx.system, p, span, ctx.delta * ctx.sum_w, 1.0, "gradient_allreduce")
+    c.phases["gradient_exchange_s"] = I * ar
+    # memory / (γδ) = Σ (2B/p)(x+y) + 2w                             ParaDL eq. 7
+    c.memory = memory_total(ctx, 2 * B / p * ctx.sum_act, ctx.sum_w, p, B / p)
+    return [("batch", p > B)]
+
+
+def layer_collectives(ctx, sums, q: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """filter.horizontal_collectives of every (q, b): Σ [AG(q, δ·b·y_l/q) + AR(q, δ·b·y_l)]
+    over the split layers but the last (ParaDL eq. 15), once per distinct pair."""
+    out = np.zeros(q.size)
+    if sums.coll_y.size == 0:
+        return out
+    pairs, inv = np.unique(np.stack([q.astype(float), b]), axis=1, return_inverse=True)
+    inv = inv.reshape(-1)
+    sums_q = np.zeros(pairs.shape[1])
+    for lo in range(0, pairs.shape[1], ROWS_PER_BLOCK):
+        qq = pairs[0, lo:lo + ROWS_PER_BLOCK].astype(np.int64)
+        bb = pairs[1, lo:lo + ROWS_PER_BLOCK]
+        sums_q[lo:lo + ROWS_PER_BLOCK] = _collectives_block(ctx, sums, qq, bb)
+    return sums_q[inv]
+
+
+def _collectives_block(ctx, sums, q: np.ndarray, b: np.ndarray) -> np.ndarray:
+    system, gpn = ctx.system, ctx.system.gpus_per_node
+    qc = q[:, None]
+    span = net.span_contiguous(qc, gpn)
+    m = ctx.delta * b[:, None] * sums.coll_y[None, :]
+    ag = net.ring_allgather(system, qc, span, m / qc, 1.0, "layer_allgather")
+    pattern = system.implementation.layer_backward  # filter.backward_collective
+    if pattern == "none":
+        back = np.zeros_like(m)
+    elif pattern == "reduce_scatter":
+        back = net.ring_allgather(system, qc, span, m / qc, 1.0, "layer_allreduce")
+    else:
+        size = m / qc if pattern == "allreduce_slice" else m
+        back = net.ring_allreduce(system, qc, span, size, 1.0, "layer_allreduce")
+    g = sums.coll_groups[None, :]
+    aligned = (g > 1) & (g % qc == 0)
+    per_layer = ag * np.ones(m.shape[1]) + np.where(aligned, ag, back)
+    return np.where(q > 1, per_layer.sum(axis=1), 0.0)
+
+
+def _filter(ctx, c: Columns) -> list:
+    p, B, D = c.gpus, c.batch, ctx.D
+    I = D / B
+    strategy = REGISTRY[c.strategy]
+    s = ctx.split(c.strategy)
+    # compute = (D/p) Σs(FW+BW) + D Σr(FW+BW) + (I/p) Σs WU + I Σr WU    docs/cost-model.md
+    c.phases["forward_backward_s"] = split_compute(ctx, s, D, p, I, B / p) + D * per_value(
+        lambda b: ctx.fb_sum(b, s, "r"), B)  # fmt: skip
+    c.phases["weight_update_s"] = I / p * s.wu_s + I * s.wu_r
+    c.phases["layer_collectives_s"] = I * layer_collectives(ctx, s, p, B)
+    # memory / (γδ) = Σ 2B(x+y) + Σs 2w/p + Σr 2w                          docs/cost-model.md
+    c.memory = memory_total(ctx, 2 * B * ctx.sum_act, s.w_s / p + s.w_r, 1, B)
+    return [_width(ctx, strategy, s, p)]
+
+
+def _width(ctx, strategy, sums, q) -> tuple[str, np.ndarray]:
+    """filter.width_limit: q above the smallest width of the split layers."""
+    least, name = min_layer(ctx, sums.mask, strategy.widths(ctx))
+    return (strategy.limit_code, (q > least) if name else np.zeros(q.size, dtype=bool))
+
+
+def _data_filter(ctx, c: Columns) -> list:
+    p, p1, p2, B, D = c.gpus, c.p1, c.p2, c.batch, ctx.D
+    I = D / B
+    s = ctx.split(c.strategy)
+    # compute = (D/p) Σs FB + (D/p1) Σr FB + (I/p2) Σs WU + I Σr WU        docs/cost-model.md
+    c.phases["forward_backward_s"] = split_compute(ctx, s, D / p1, p2, I, B / p) + D / p1 * per_value(
+        lambda b: ctx.fb_sum(b, s, "r"), B / p1)  # fmt: skip
+    c.phases["weight_update_s"] = I / p2 * s.wu_s + I * s.wu_r
+    # layer collectives in the group: Σ [AG(p2, δ·B·y/p) + AR(p2, δ·B·y/p1)]
+    c.phases["layer_collectives_s"] = I * layer_collectives(ctx, s, p2, B / p1)
+    # gradient exchange: AR_φ(p1, δ(Σs w/p2 + Σr w)) among {0, p2, 2·p2, ...}   docs/cost-model.md
+    gpn = ctx.system.gpus_per_node
+    phi = net.contention(ctx.system, net.flows_per_node(p1, p2, gpn), ctx.options.contention)
+    span = net.span_strided(p1, p2, gpn)
+    ar = net.ring_allreduce(ctx.system, p1, span, ctx.delta * (s.w_s / p2 + s.w_r), phi, "gradient_allreduce")
+    c.phases["gradient_exchange_s"] = I * ar
+    # memory / (γδ) = Σ (2B/p1)(x+y) + Σs 2w/p2 + Σr 2w                     ParaDL eq. 20
+    c.memory = memory_total(ctx, 2 * B / p1 * ctx.sum_act, s.w_s / p2 + s.w_r, p1, B / p1)
+    return [("batch", p1 > B), _width(ctx, REGISTRY[Filter.name], s, p2)]
+
+
+FORMULAS = {
+    Pipeline.name: vpipeline.pipeline,
+    Serial.name: _serial,
+    Data.name: _data,
+    Filter.name: _filter,
+    Channel.name: _filter,
+    DataFilter.name: _data_filter,
+    Spatial.name: vspatial.spatial,
+    DataSpatial.name: vspatial.data_spatial,
+}

@@ -1,0 +1,125 @@
+"""Collectives over many groups at once (issue 29): compute/network.py's ring
+all-reduce and all-gather with the group size p, its span and the contention factor φ
+as arrays, one entry per point, the same floating-point operations in the same order.
+
+    AR(p, m)   = 2 (p-1) (α + (m/p) β φ)      ring all-reduce (ParaDL §4.3, Thakur et al. 2005)
+    AG(p, m_i) = (p-1) (α + m_i β φ)          ring all-gather
+
+α/β come from compute/network.link for each distinct span (a level, an operation's
+transport, the cheapest of the level's protocol lines).  :func:`supported` says where
+these are the per-point model's numbers: ring collectives, no measured tables, no
+operation with an algorithm of its own; elsewhere the strategies fall back to the
+per-point path (compute/vector/kinds.py).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from oracle.compute.network import link
+from oracle.vocabulary import RING
+
+# the implementation patterns the layer collectives' backward may take (network.backward_collective)
+LAYER_BACKWARD = ("allreduce", "reduce_scatter", "allreduce_slice", "none")
+
+
+def supported(ctx) -> bool:
+    """Whether every collective of the context is the ring of the α-β lines."""
+    system = ctx.system
+    return (
+        ctx.algorithm == RING
+        and not system.collective_tables
+        and all(op.algorithm is None for _, op in system.operations)
+        and system.implementation.layer_backward in LAYER_BACKWARD
+    )
+
+
+def span_contiguous(count: np.ndarray, gpn: int) -> np.ndarray:
+    """network.span_contiguous of every count: GPUs 0..count-1."""
+    return np.where(count <= gpn, count, -(-count // gpn) * gpn)
+
+
+def strided_nodes(count: np.ndarray, stride: np.ndarray, gpn: int) -> np.ndarray:
+    """Nodes touched by GPUs {0, stride, 2·stride, ...} (network.group_strided)."""
+    return np.where(stride >= gpn, count, ((count - 1) * stride) // gpn + 1)
+
+
+def span_strided(count: np.ndarray, stride: np.ndarray, gpn: int) -> np.ndarray:
+    """network.span_strided of every (count, stride)."""
+    nodes = strided_nodes(count, stride, gpn)
+    return np.where(count <= 1, count, np.where(nodes == 1, count, nodes * gpn))
+
+
+def contention(system, flows: np.ndarray, override: float | None) -> np.ndarray:
+    """network.contention_factor for every flow count (docs/cost-model.md φ)."""
+    if override is not None:
+        return np.full(flows.shape, float(override))
+    if system.contention_factor is not None:
+        return np.full(flows.shape, float(system.contention_factor))
+    if system.links_per_node:
+        return np.where(flows > 0, np.maximum(1.0, np.ceil(flows / system.links_per_node)), 1.0)
+    return np.ones(flows.shape)
+
+
+def flows_per_node(p1: np.ndarray, p2: np.ndarray, gpn: int) -> np.ndarray:
+    """network.data_group_flows_per_node for every (p1, p2)."""
+    inter = span_strided(p1, p2, gpn) > gpn
+    return np.where((p1 > 1) & inter, np.minimum(p2, gpn), 0)
+
+
+def _lines(system, span: np.ndarray, purpose: str):
+    """Per entry the link's (α, β) lines: a list of (α, β, has) arrays, line k of the
+    entry's link where ``has``."""
+    spans, inv = np.unique(span, return_inverse=True)
+    inv = inv.reshape(span.shape)
+    links = [link(system, int(s), purpose) for s in spans]
+    out = []
+    for k in range(max((len(lk.lines()) for lk in links), default=0)):
+        a = np.array([lk.lines()[k][0] if k < len(lk.lines()) else np.nan for lk in links])
+        b = np.array([lk.lines()[k][1] if k < len(lk.lines()) else np.nan for lk in links])
+        has = np.array([k < len(lk.lines()) for lk in links])
+        out.append((a[inv], b[inv], has[inv]))
+    return out
+
+
+def _cheapest(system, p, span, purpose, cost) -> np.ndarray:
+    """network._cheapest per entry; 0 where p <= 1 (a collective over one PE).  The
+    lines are looked up per (p, span) entry and broadcast over the messages."""
+    p, span = np.broadcast_arrays(np.asarray(p), np.asarray(span))
+    best = None
+    for a, b, has in _lines(system, np.where(p > 1, span, 1), purpose):
+        c = np.asarray(cost(p, a, b), dtype=float)
+        best = c if best is None else np.where(has, np.minimum(best, c), best)
+    if best is None:
+        return np.zeros(p.shape)
+    return np.where(p > 1, best, 0.0)
+
+
+def ring_allreduce(system, p, span, m, phi, purpose: str) -> np.ndarray:
+    """AR_φ(p, m) per entry: 2(p-1)(α + m/p·β·φ) of the cheapest line (network.allreduce)."""
+    m, phi = np.asarray(m, dtype=float), np.asarray(phi, dtype=float)
+
+    def cost(pl, a, b):
+        return 2.0 * (pl - 1) * (a + m / pl * b * phi)
+
+    return _cheapest(system, p, span, purpose, cost)
+
+
+def ring_allgather(system, p, span, m_each, phi, purpose: str) -> np.ndarray:
+    """AG_φ(p, m_i) per entry: (p-1)(α + m_i·β·φ) of the cheapest line (network.allgather)."""
+    m, phi = np.asarray(m_each, dtype=float), np.asarray(phi, dtype=float)
+
+    def cost(pl, a, b):
+        return (pl - 1) * (a + m * b * phi)
+
+    return _cheapest(system, p, span, purpose, cost)
+
+
+def p2p(system, span, m, purpose: str) -> np.ndarray:
+    """P2P(m) = α + m·β of the cheapest line per entry (network.p2p; span per entry)."""
+    span = np.asarray(span)
+    best = None
+    for a, b, has in _lines(system, span, purpose):
+        c = a + m * b
+        best = c if best is None else np.where(has, np.minimum(best, c), best)
+    return np.zeros(np.broadcast_shapes(span.shape, np.shape(m))) if best is None else best

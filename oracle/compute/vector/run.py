@@ -1,0 +1,127 @@
+"""A sweep in arrays (issue 29): every strategy's configurations at every GPU count
+evaluated as columns (compute/vector/kinds.py; a strategy or option it does not cover
+point by point, compute/sweep.evaluate), ranked with arrays as compute/sweep.rank ranks
+points (feasible first by total time, then strategy order, then p2), and only the
+points that are output built as :class:`~oracle.compute.cost.Point`\\ s: with ``top``
+the first ``top`` of every GPU count."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from oracle.compute.strategies import REGISTRY, names
+from oracle.compute.strategies.base import Config
+from oracle.compute.vector.columns import Columns
+from oracle.compute.vector.kinds import covers, evaluate_many
+
+
+def config_arrays(name: str, counts: np.ndarray, batches: np.ndarray, p2: int | None):
+    """(p, p1, p2, B) of every configuration compute/sweep.configurations lists for the
+    strategy at ``counts`` (global batch ``batches`` per count), in its order."""
+    strategy = REGISTRY[name]
+    if not strategy.hybrid:
+        one = np.ones(counts.size, dtype=np.int64)
+        parts = strategy.parts(2)  # (2, 1) data; (1, 2) model-parallel; (1, 1) serial
+        p1 = counts if parts[0] == 2 else one
+        q = counts if parts[1] == 2 else one
+        return counts, p1, q, batches
+    if p2 is not None:
+        p1 = np.where(counts % p2 == 0, counts // p2, 0)
+        return counts, p1, np.full(counts.size, p2, dtype=np.int64), batches
+    where = {int(p): i for i, p in enumerate(counts.tolist())}
+    rows, qs = [], []
+    top = int(counts.max()) if counts.size else 0
+    for q in range(2, top // 2 + 1):
+        multiples = np.arange(2 * q, top + 1, q)
+        hit = [where[m] for m in multiples.tolist() if m in where]
+        rows += hit
+        qs += [q] * len(hit)
+    rows_a, qs_a = np.asarray(rows, dtype=np.int64), np.asarray(qs, dtype=np.int64)
+    order = np.lexsort((qs_a, rows_a))
+    rows_a, qs_a = rows_a[order], qs_a[order]
+    p = counts[rows_a]
+    return p, p // qs_a, qs_a, batches[rows_a]
+
+
+def columns(ctx, counts: Sequence[int], chosen, explicit, batch, batch_per_gpu, p2) -> list[Columns]:
+    """The columns of every chosen strategy (in the registry's order)."""
+    c = np.asarray(sorted(counts), dtype=np.int64)
+    out = []
+    for name in names():
+        if name not in chosen:
+            continue
+        at = c if explicit else c[(c == 1) == REGISTRY[name].one_gpu]
+        B = np.full(at.size, float(batch)) if batch is not None else float(batch_per_gpu) * at
+        if not covers(ctx, name, p2):
+            out.append(per_point(ctx, name, at, B, p2))
+            continue
+        arrays = config_arrays(name, at, B, p2)
+        if arrays[0].size:  # none: no count with a configuration (a hybrid at primes)
+            out.append(evaluate_many(ctx, name, *arrays))
+    return out
+
+
+def per_point(ctx, name: str, counts: np.ndarray, batches: np.ndarray, p2: int | None) -> Columns:
+    """Columns of a strategy kinds.py does not cover, from its points (compute/sweep.evaluate_all)."""
+    from oracle.compute.cost import phase_names
+    from oracle.compute.sweep import evaluate_all
+
+    strategy = REGISTRY[name]
+    configs = [cfg for p, B in zip(counts.tolist(), batches.tolist()) for cfg in strategy.configurations(ctx, p, B, p2)]
+
+    def ints(key):
+        return np.array([getattr(cfg, key) for cfg in configs], dtype=np.int64)
+
+    n = len(configs)
+    cols = Columns(name, ints("gpus"), ints("p1"), ints("p2"), np.array([cfg.batch for cfg in configs], dtype=float),
+                   {ph: np.zeros(n) for ph in phase_names()}, np.zeros(n),
+                   segments=np.array([cfg.segments or 0 for cfg in configs], dtype=np.int64))  # fmt: skip
+    cols.take(np.arange(n), evaluate_all(ctx, configs))
+    return cols
+
+
+def ranked(cols_list: list[Columns], top: int | None = None) -> list[tuple[int, int]]:
+    """(which columns, row) of the points to output, in compute/sweep.rank's order per
+    GPU count (counts ascending): the first ``top`` of every count (all without)."""
+    if not cols_list:
+        return []
+    order = {n: i for i, n in enumerate(names())}
+    cat = np.concatenate
+    gpus = cat([c.gpus for c in cols_list])
+    strat = cat([np.full(c.size, order.get(c.strategy, 99)) for c in cols_list])
+    which = cat([np.full(c.size, k) for k, c in enumerate(cols_list)])
+    total = cat([c.total() for c in cols_list])
+    nan = np.isnan(total)
+    keys = (cat([c.p2 for c in cols_list]), strat, np.where(nan, 0.0, total), nan, ~cat([c.feasible() for c in cols_list]))
+    idx = np.lexsort((*keys, gpus))
+    if top:
+        g = gpus[idx]
+        first = np.r_[True, g[1:] != g[:-1]]
+        start = np.maximum.accumulate(np.where(first, np.arange(g.size), 0))
+        idx = idx[np.arange(g.size) - start < top]
+    row = cat([np.arange(c.size) for c in cols_list])
+    return list(zip(which[idx].tolist(), row[idx].tolist()))
+
+
+def materialize(ctx, cols_list: list[Columns], picks) -> list:
+    """The points of ``picks`` (:func:`ranked`), the per-point path's, ranked per GPU count
+    by compute/sweep.rank on their own numbers (the same order as the arrays')."""
+    from itertools import groupby
+
+    from oracle.compute.sweep import evaluate_all, rank
+
+    out: list = [None] * len(picks)
+    todo, slots = [], []
+    for i, (w, r) in enumerate(picks):
+        c = cols_list[w]
+        if r in c.points:
+            out[i] = c.points[r]
+        else:
+            S = int(c.segments[r]) if c.segments is not None and c.segments[r] else None
+            todo.append(Config(c.strategy, int(c.gpus[r]), int(c.p1[r]), int(c.p2[r]), float(c.batch[r]), S))
+            slots.append(i)
+    for i, pt in zip(slots, evaluate_all(ctx, todo)):
+        out[i] = pt
+    return [pt for _, group in groupby(out, key=lambda pt: pt.gpus) for pt in rank(list(group))]

@@ -1,0 +1,127 @@
+"""Spatial and data+spatial parallelism over many configurations at once (issue 29;
+compute/strategies/spatial.py and data_spatial.py point by point, the equations cited
+there).  What depends on the spatial group only — its grid, halo exchange, tail gather,
+grid limits and halo memory, functions of the group size q and its samples b — is
+computed once per distinct (q, b), in blocks of (groups x halo layers) arrays; the
+grid itself (spatial.spatial_grid) once per distinct q."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from oracle.compute.strategies.spatial import Spatial, halo_layers, spatial_grid
+from oracle.compute.vector import net
+from oracle.compute.vector.columns import Columns, memory_total, per_value, split_compute
+
+ROWS_PER_BLOCK = 2048  # groups per block of the (groups x halo layers) arrays
+
+
+def group_costs(ctx, q: np.ndarray, b: np.ndarray) -> dict[str, np.ndarray]:
+    """Per entry, of its spatial group of q GPUs holding b samples: halo seconds per
+    iteration (spatial.halo_time), the tail all-gather (spatial.gather_tail), whether
+    the grid is too fine (spatial.spatial_violations), the halo elements of one sample's
+    saved inputs and whether the head's input is gathered (spatial.spatial_memory);
+    once per distinct (q, b)."""
+    pairs, inv = np.unique(np.stack([q.astype(float), b]), axis=1, return_inverse=True)
+    inv = inv.reshape(-1)
+    qs, bs = pairs[0].astype(np.int64), pairs[1]
+    grids = np.array([spatial_grid(ctx, int(x)) for x in qs.tolist()], dtype=float).reshape(qs.size, -1)
+    out = {k: np.zeros(qs.size) for k in ("halo", "halo_x")}
+    out["bad"], out["tail"] = np.zeros(qs.size, dtype=bool), grids.prod(axis=1) > 1
+    h = halo_layers(ctx)
+    for lo in range(0, qs.size, ROWS_PER_BLOCK):
+        block = slice(lo, lo + ROWS_PER_BLOCK)
+        if h["index"].size:
+            _halo_block(ctx, h, qs[block], bs[block], grids[block], out, block)
+    s = ctx.split(Spatial.name)
+    out["tail"] &= 0 <= s.last < ctx.G - 1
+    out["gather"] = np.zeros(qs.size)
+    if 0 <= s.last < ctx.G - 1:  # AG(q, δ·b·y_last/q) before the replicated head
+        span = net.span_contiguous(qs, ctx.system.gpus_per_node)
+        m = ctx.delta * bs * ctx.y[s.last] / qs
+        out["gather"] = net.ring_allgather(ctx.system, qs, span, m, 1.0, "tail_gather")
+    return {k: v[inv] for k, v in out.items()}
+
+
+def _halo_block(ctx, h, q, b, f, out, block) -> None:
+    """spatial.halo_elements, halo_time and spatial_violations for a block of groups."""
+    local_x, local_y = np.ceil(h["X"][None] / f[:, None]), np.ceil(h["Y"][None] / f[:, None])
+    split = (f > 1)[:, None]
+
+    def side(local, channels):
+        others = local.prod(axis=2)[:, :, None] / local
+        return channels * (2.0 * h["half"] * others * split).sum(axis=2)
+
+    hx, hdy = side(local_x, h["C"]), side(local_y, h["F"])
+    out["halo_x"][block] = hx.sum(axis=1)
+    out["bad"][block] = (h["Y"][None] < f[:, None]).any(axis=(1, 2))
+    gpn = ctx.system.gpus_per_node
+    span = np.where(q <= 1, 1, np.where(q <= gpn, 2, 2 * gpn))[:, None]  # network.span_neighbours
+    has = (hx + hdy) > 0
+    t = 0.0
+    for elements in (hx, hdy):  # forward: halo(x); backward: halo(dy)
+        x = _chain(ctx, f, 2 * net.p2p(ctx.system, span, b[:, None] * ctx.delta * elements, "halo"))
+        t = t + np.where(has, x, 0.0).sum(axis=1)
+    out["halo"][block] = np.where(q > 1, t, 0.0)
+
+
+def _chain(ctx, f, concurrent):
+    """spatial.halo_exchange: concurrent, or a chain of f_max - 1 hops plus a sync each."""
+    impl = ctx.system.implementation
+    if not impl.halo_chain:
+        return concurrent
+    return concurrent * np.maximum(1, f.max(axis=1) - 1)[:, None] + impl.halo_sync_s
+
+
+def _memory(ctx, g: dict, paradl_act, group, n_split, n_rest) -> np.ndarray:
+    """spatial.spatial_memory's parts, as bytes per GPU."""
+    s = ctx.split(Spatial.name)
+    extra = n_rest * g["halo_x"]
+    if 0 <= s.last < ctx.G - 1:
+        extra = np.where(g["tail"], extra + n_rest * float(ctx.y[s.last]), extra)
+    return memory_total(ctx, paradl_act, ctx.sum_w, group, n_split, s.mask, n_rest, extra)
+
+
+def spatial(ctx, c: Columns) -> list:
+    p, B, D = c.gpus, c.batch, ctx.D
+    I = D / B
+    s = ctx.split(Spatial.name)
+    # compute = (D/p) Σs(FW+BW) + D Σr(FW+BW) + I ΣWU                   docs/cost-model.md
+    c.phases["forward_backward_s"] = split_compute(ctx, s, D, p, I, B / p) + D * per_value(
+        lambda b: ctx.fb_sum(b, s, "r"), B)  # fmt: skip
+    c.phases["weight_update_s"] = I * ctx.sum_wu
+    # communication = AR(p, δΣs w) + halo + AG(p, δ·B·y_last/p)          docs/cost-model.md
+    span = net.span_contiguous(p, ctx.system.gpus_per_node)
+    c.phases["gradient_exchange_s"] = I * net.ring_allreduce(ctx.system, p, span, ctx.delta * s.w_s, 1.0,
+                                                             "gradient_allreduce")  # fmt: skip
+    g = group_costs(ctx, p, B)
+    c.phases["layer_collectives_s"] = I * g["gather"]
+    c.phases["halo_s"] = I * g["halo"]
+    # memory / (γδ) = Σs (2B/p)(x+y) + Σr 2B(x+y) + Σ 2w                 docs/cost-model.md
+    c.memory = _memory(ctx, g, 2 * B / p * s.act_s + 2 * B * s.act_r, p, B / p, B)
+    return [(Spatial.name, g["bad"])]
+
+
+def data_spatial(ctx, c: Columns) -> list:
+    p, p1, p2, B, D = c.gpus, c.p1, c.p2, c.batch, ctx.D
+    I = D / B
+    s = ctx.split(c.strategy)
+    b = B / p1  # samples per spatial group
+    # compute = (D/p) Σs FB + (D/p1) Σr FB + I ΣWU                           docs/cost-model.md
+    c.phases["forward_backward_s"] = split_compute(ctx, s, D / p1, p2, I, B / p) + D / p1 * per_value(
+        lambda x: ctx.fb_sum(x, s, "r"), b)  # fmt: skip
+    c.phases["weight_update_s"] = I * ctx.sum_wu
+    # gradient exchange: AR_φ(p, δΣs w) over all GPUs + AR_φ(p1, δΣr w)      docs/cost-model.md
+    system, gpn = ctx.system, ctx.system.gpus_per_node
+    phi_all = net.contention(system, np.where(p > gpn, 1, 0), ctx.options.contention)
+    ge = net.ring_allreduce(system, p, net.span_contiguous(p, gpn), ctx.delta * s.w_s, phi_all, "gradient_allreduce")
+    phi = net.contention(system, net.flows_per_node(p1, p2, gpn), ctx.options.contention)
+    ge = ge + net.ring_allreduce(system, p1, net.span_strided(p1, p2, gpn), ctx.delta * s.w_r, phi,
+                                 "gradient_allreduce")  # fmt: skip
+    c.phases["gradient_exchange_s"] = I * ge
+    g = group_costs(ctx, p2, b)
+    c.phases["layer_collectives_s"] = I * g["gather"]
+    c.phases["halo_s"] = I * g["halo"]
+    # memory / (γδ) = Σs (2B/p)(x+y) + Σr (2B/p1)(x+y) + Σ 2w                 docs/cost-model.md
+    c.memory = _memory(ctx, g, 2 * B / p * s.act_s + 2 * b * s.act_r, p, B / p, b)
+    return [("batch", p1 > B), (Spatial.name, g["bad"])]

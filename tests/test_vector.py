@@ -1,0 +1,152 @@
+"""The cost model in arrays (compute/vector, issue 29) gives the per-point engine's
+numbers: every breakdown phase, memory, feasibility and limit codes of every
+configuration compute/sweep.evaluate costs one at a time, over every shipped model and
+system, at GPU counts from 1 through non-powers of two to beyond the system, the batch
+and the filters; ``top`` builds the points full materialization ranks first; and the
+memory guard counts the points built."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import run_cli
+from test_robustness import one_error
+
+from oracle.compute.context import Context, Options
+from oracle.compute.cost import phase_names
+from oracle.compute.engine import check_memory, factorizations
+from oracle.compute.strategies import REGISTRY, names
+from oracle.compute.strategies.base import Config
+from oracle.compute.sweep import evaluate_all, sweep
+from oracle.compute.vector import kinds, run
+from oracle.errors import OracleError
+from oracle.load import load_model, load_system
+from oracle.model import LayerTimes
+
+ROOT = Path(__file__).resolve().parent.parent
+MODELS = sorted(p.stem for p in (ROOT / "models").glob("*.yaml"))
+SYSTEMS = sorted(p.stem for p in (ROOT / "systems").glob("*.yaml"))
+PROFILE = "model: ResNet-152\nsource: test\ntotal: {fw_bw_per_sample_s: 0.01}\n"
+
+
+def times_for(model, seed: int = 0) -> tuple[LayerTimes, ...]:
+    rng = np.random.default_rng(seed)
+    fw = rng.lognormal(-9, 1.5, len(model.layers))
+    return tuple(LayerTimes(float(f), float(2 * f), float(f / 10)) for f in fw)
+
+
+def close(a: float, b: float) -> bool:
+    if math.isnan(a) or math.isnan(b):
+        return math.isnan(a) and math.isnan(b)
+    return a == b or abs(a - b) <= 1e-9 * max(abs(a), abs(b))
+
+
+def counts_for(system) -> list[int]:
+    n = system.total_gpus
+    return sorted({1, 2, 3, 5, 6, 8, 12, 30, 64, 97, 210, 1000, n - 1, n, n + 1, 2 * n} - {0})
+
+
+def mismatches(ctx, cols) -> list:
+    """Where the columns differ from the per-point path's points."""
+    cfgs = [Config(cols.strategy, int(cols.gpus[i]), int(cols.p1[i]), int(cols.p2[i]), float(cols.batch[i]))
+            for i in range(cols.size)]  # fmt: skip
+    out = []
+    feasible = cols.feasible()
+    for i, pt in enumerate(evaluate_all(ctx, cfgs)):
+        d = pt.breakdown.as_dict()
+        bad = [n for n in phase_names() if not close(d[n], float(cols.phases[n][i]))]
+        bad += ["memory"] if not close(pt.memory_bytes, float(cols.memory[i])) else []
+        bad += ["limits"] if tuple(lim.code for lim in pt.limits) != cols.limit_codes(i) else []
+        bad += ["feasible"] if pt.feasible != bool(feasible[i]) else []
+        if bad:
+            out.append((cols.strategy, pt.gpus, pt.p1, pt.p2, pt.global_batch, bad))
+    return out
+
+
+@pytest.mark.parametrize("model_name", MODELS)
+def test_columns_equal_the_per_point_engine(model_name):
+    m = load_model(model_name)
+    covered = 0
+    for system_name in SYSTEMS:
+        for options, scalings in ((Options(), ((256.0, None), (None, 32.0))),
+                                  (Options(memory_model="paradl", zero=3, mixed_precision=True), ((256.0, None),))):
+            ctx = Context(m, load_system(system_name), times_for(m), options)
+            counts = counts_for(ctx.system)
+            for batch, per_gpu in scalings:
+                for name in names():
+                    if not kinds.covers(ctx, name):
+                        continue
+                    covered += 1
+                    B = np.full(len(counts), batch) if batch else per_gpu * np.array(counts, dtype=float)
+                    c = np.array(counts, dtype=np.int64)
+                    # hybrids: a sample of their factorizations (every one at the small counts)
+                    cols = kinds.evaluate_many(ctx, name, *_sample(run.config_arrays(name, c, B, None)))
+                    assert not mismatches(ctx, cols), (system_name, options.memory_model)
+    assert covered  # the ring systems (abci, lassen, ...) are covered
+
+
+def _sample(arrays, most: int = 120):
+    p = arrays[0]
+    if p.size <= most:
+        return arrays
+    keep = np.unique(np.r_[np.flatnonzero(p <= 64), np.linspace(0, p.size - 1, most).astype(int)])
+    return tuple(a[keep] for a in arrays)
+
+
+def test_the_shipped_defaults_fall_back_where_the_arrays_do_not_reach(tmp_path):
+    from oracle.api import request
+
+    prof = tmp_path / "p.yaml"
+    prof.write_text(PROFILE)
+    reached = {}
+    for system_name in SYSTEMS:
+        req = request("resnet152", system_name, str(prof), "1..4", batch=64)
+        ctx = Context(req.model, req.system, times_for(req.model), req.run.options)
+        reached[system_name] = kinds.covers(ctx, "data")
+    assert reached["abci"] and reached["lassen"]
+    assert not reached["dgx-h100-superpod"]  # NCCL's algorithms and the pytorch stack: point by point
+
+
+@pytest.mark.parametrize("system_name", ["abci", "lassen", "dgx1-v100"])
+@pytest.mark.parametrize("top", [1, 3])
+def test_top_builds_the_points_full_materialization_ranks_first(system_name, top):
+    from oracle.render.predict import select_top
+
+    m = load_model("resnet50")
+    args = (m, load_system(system_name), times_for(m, 3), list(range(1, 130)) + [4095, 4096, 5000])
+    full = sweep(*args, "all", batch_per_gpu=32.0)
+    shown = sweep(*args, "all", batch_per_gpu=32.0, top=top)
+    assert shown == select_top(full, top)
+    assert [pt.rank for pt in shown] == [pt.rank for pt in select_top(full, top)]
+
+
+def test_the_memory_guard_counts_the_points_built():
+    counts = range(1, 10001)
+    check_memory(counts, names(), False, None, top=1, fallback=())  # 10,000 points built
+    with pytest.raises(OracleError, match=r"points, which need about [\d.]+ GB"):
+        check_memory(counts, names(), False, None)  # every point built
+    hybrid = [n for n in names() if REGISTRY[n].hybrid]
+    with pytest.raises(OracleError, match="points"):  # a strategy the arrays do not cover is built whole
+        check_memory(counts, names(), False, None, top=1, fallback=hybrid)
+
+
+def test_predict_top_answers_what_every_point_cannot(tmp_path):
+    prof = tmp_path / "p.yaml"
+    prof.write_text(PROFILE)
+    args = ("predict", "-m", "resnet152", "-s", "abci", "-p", prof, "--strategy", "data+filter",
+            "--gpus", "1..10000", "-b", "32", "--format", "csv")  # fmt: skip
+    one_error(run_cli(*args), "--gpus", "points", "GB of memory")
+    r = run_cli(*args, "--top", "1")
+    assert r.code == 0, r.err
+    composite = int((factorizations(np.arange(1, 10001)) > 0).sum())  # a prime has no p1·p2 with both >= 2
+    assert len(r.out.strip().splitlines()) == 1 + composite  # the header, one row a count
+
+
+def test_counts_without_a_configuration_give_no_points():
+    m = load_model("resnet50")
+    args = (m, load_system("abci"), times_for(m))
+    assert [pt.strategy for pt in sweep(*args, [1], "all", batch=8.0)] == ["serial"]  # 'all' at 1 GPU: serial only
+    assert sweep(*args, [2, 3, 5], "data+filter", batch=8.0) == []  # primes: no p1·p2 with both >= 2
