@@ -129,8 +129,13 @@ def test_the_memory_guard_counts_the_points_built():
     with pytest.raises(OracleError, match=r"points, which need about [\d.]+ GB"):
         check_memory(counts, names(), False, None)  # every point built
     hybrid = [n for n in names() if REGISTRY[n].hybrid]
-    with pytest.raises(OracleError, match="points"):  # a strategy the arrays do not cover is built whole
+    with pytest.raises(OracleError, match="points") as err:  # a strategy the arrays do not cover is built whole
         check_memory(counts, names(), False, None, top=1, fallback=hybrid)
+    # the hint names what spares those (the options the arrays cover), not --top, already given
+    assert "--collective ring --stack none" in err.value.hint and "data+filter" in err.value.hint
+    with pytest.raises(OracleError) as err:
+        check_memory(counts, names(), False, None)
+    assert "--top N" in err.value.hint and "--stack none" not in err.value.hint
 
 
 def test_predict_top_answers_what_every_point_cannot(tmp_path):

@@ -205,7 +205,12 @@ def check_memory(counts, chosen, explicit: bool = True, p2: int | None = None, t
     need = n * BYTES_PER_POINT + arrays * BYTES_PER_ARRAY_POINT
     if need > MEMORY_BUDGET_BYTES:
         many = f"{n:,}" if exact else f"at least {n:,}"
+        tips = ["fewer counts (a step: 1..10000:16)", "fewer strategies (--strategy)"]
+        if fallback:  # --top N does not spare these: compute/vector does not cover their options
+            tips.append("with --top N, options evaluated in arrays (--collective ring --stack none --overlap none;"
+                        f" docs/development.md) instead of point by point for {', '.join(fallback)}")
+        elif not top:
+            tips.append("--top N")
         raise OracleError(f"{len(counts):,} GPU counts x {len(chosen)} strategies are {many} points, which need"
                           f" about {fmt_gb(need)} of memory; at most {fmt_gb(MEMORY_BUDGET_BYTES)} in one run",
-                          path="--gpus", hint="fewer counts (a step: 1..10000:16), fewer strategies (--strategy),"
-                          " --top N, or --p2 for the hybrids")  # fmt: skip
+                          path="--gpus", hint=", ".join(tips) + ", or --p2 for the hybrids")  # fmt: skip
