@@ -14,23 +14,23 @@ Targets (issue 3): sweep < 2.5 x baseline, help < 0.8 x baseline.
 measurement also with the ``oracle`` package of another checkout (``git archive COMMIT oracle
 models systems profiles data | tar -x -C TREE``), the two taking turns run by run (the machine's
 load is shared alike), medians and their ratio. Issue 25's check, TREE = the last commit before
-stacks (6a4d240, 907f6ec^), this checkout c6fd8f5 + this script, --repeats 9, 2 cores shared
-with other jobs (load average 2-3):
+stacks (6a4d240, 907f6ec^), after stacks and issue 29's arrays (compute/vector), --repeats 7,
+2 cores, load average about 1:
 
     measurement                                          before s  after s  after/before
-    oracle --help                                           0.103    0.097     0.94
-    predict resnet152 1-4096 on abci, json                  0.694    0.618     0.89
-    the same as a table                                     1.043    0.955     0.92
-    sweep alone, in process                                 0.123    0.171     1.38
-    predict json on dgx-a100-80gb (after: pytorch stack)    0.661    0.697     1.05
+    oracle --help                                           0.108    0.123     1.14
+    predict resnet152 1-4096 on abci, json                  0.750    0.683     0.91
+    the same as a table                                     1.131    1.072     0.95
+    sweep alone, in process                                 0.152    0.107     0.70
+    predict json on dgx-a100-80gb (after: pytorch stack)    0.686    0.758     1.10
 
-The in-process line is not the stacks' (abci names no stack): its excess is issue 29's
-engine (compute/engine._group_counts, the pipeline bisection for all counts at once, which
-costs more than the old per-count path on these 13 sparse counts; it moved between 0.96x
-and 1.38x in runs of this script). The stacks' own cost is the dgx line: before this
-checkout's overlap.py and nccl.py speed-ups it was 1.27x (DDP's bucket timeline, per
-bucket a scalar all-reduce); with them, in one interleaved run of 11, before 0.593 s,
-pytorch 0.631 s (1.06x), --stack none 0.589 s (0.99x).
+(--help imports the same modules before and after, one more of oracle's; its 15 ms moved
+between runs.)  The in-process line was 1.38-1.48x before two changes: a sweep that builds
+every point no longer evaluates the arrays as well (compute/sweep._sweep), and fewer than
+16 pipeline stage counts are partitioned one by one (compute/engine.FEW_COUNTS).  The
+stacks' own cost is the dgx line: DDP's bucket timeline, per bucket an all-reduce; with
+the overlap.py and nccl.py speed-ups of c6fd8f5 it moved between 1.05x and 1.10x in runs of
+this script (--stack none: 0.99x).
 
     python benchmarks/sweep.py [--repeats 7] [--markdown]
 """

@@ -45,11 +45,15 @@ def same(a: float, b: float) -> bool:
 
 @pytest.mark.parametrize("model_name", MODELS)
 @pytest.mark.parametrize("ties", [False, True])
-def test_partitions_equal_the_per_count_bisection(model_name, ties):
+def test_partitions_equal_the_per_count_bisection(model_name, ties, monkeypatch):
+    from oracle.compute import engine
+
+    monkeypatch.setattr(engine, "FEW_COUNTS", 0)  # at once even for a small model's few counts
     ctx, ref = fresh(model_name, "abci", 1, ties), fresh(model_name, "abci", 1, ties)
     counts = sorted({1, 2, 3, 5, 7, ctx.G // 3, ctx.G // 2, ctx.G - 1, ctx.G} | set(range(1, min(ctx.G, 40) + 1)))
     counts = [p for p in counts if p >= 1]
     warm_partitions(ctx, counts)
+    assert set(ctx.__dict__["_partitions"]) >= {p for p in counts if p <= ctx.G}  # solved at once, not when asked
     for p in counts:
         assert ctx.partition(p) == partition_cached(ref, p), (model_name, p)
 

@@ -113,6 +113,12 @@ def _sweep(ctx, counts, chosen, explicit, batch, batch_per_gpu, p2, top=None) ->
     fallback = [name for name in chosen if not kinds.covers(ctx, name, p2)]
     check_memory(counts, chosen, explicit, p2, top, fallback)  # those are built as points, all of them
     prepare(ctx, counts, chosen)  # issue 29: per-count work for every count at once
+    if top is None:  # every point is built: the arrays would only add their own cost
+        out: list[Point] = []
+        for p in counts:
+            B = float(batch) if batch is not None else float(batch_per_gpu) * p
+            out.extend(rank(evaluate_all(ctx, configurations(ctx, p, B, chosen, explicit, p2))))
+        return out
     cols = run.columns(ctx, counts, chosen, explicit, batch, batch_per_gpu, p2)
     return run.materialize(ctx, cols, run.ranked(cols, top))
 
