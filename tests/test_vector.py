@@ -18,7 +18,7 @@ from test_robustness import one_error
 from oracle.compute.context import Context, Options
 from oracle.compute.cost import phase_names
 from oracle.compute.engine import check_memory, factorizations
-from oracle.compute.strategies import REGISTRY, names
+from oracle.compute.strategies import names
 from oracle.compute.strategies.base import Config
 from oracle.compute.sweep import evaluate_all, sweep
 from oracle.compute.vector import kinds, run
@@ -125,17 +125,28 @@ def test_top_builds_the_points_full_materialization_ranks_first(system_name, top
 
 def test_the_memory_guard_counts_the_points_built():
     counts = range(1, 10001)
-    check_memory(counts, names(), False, None, top=1, fallback=())  # 10,000 points built
-    with pytest.raises(OracleError, match=r"points, which need about [\d.]+ GB"):
+    check_memory(counts, names(), False, None, top=1)  # 10,000 points built, the rest in arrays
+    with pytest.raises(OracleError, match=r"points, which need about [\d.]+ GB") as err:
         check_memory(counts, names(), False, None)  # every point built
-    hybrid = [n for n in names() if REGISTRY[n].hybrid]
-    with pytest.raises(OracleError, match="points") as err:  # a strategy the arrays do not cover is built whole
-        check_memory(counts, names(), False, None, top=1, fallback=hybrid)
-    # the hint names what spares those (the options the arrays cover), not --top, already given
-    assert "--collective ring --stack none" in err.value.hint and "data+filter" in err.value.hint
-    with pytest.raises(OracleError) as err:
-        check_memory(counts, names(), False, None)
-    assert "--top N" in err.value.hint and "--stack none" not in err.value.hint
+    assert "--top N" in err.value.hint
+    with pytest.raises(OracleError, match="points") as err:  # too many even in arrays
+        check_memory(range(1, 200_001), names(), False, None, top=1)
+    assert "--top N" not in err.value.hint  # given already
+
+
+def test_top_on_a_system_the_arrays_do_not_cover_keeps_only_numbers():
+    """dgx1-v100 (NCCL, the pytorch stack): every strategy point by point, CHUNK at a time,
+    only their numbers and feasibility kept (the output's points are built again, and
+    test_top_builds_the_points_full_materialization_ranks_first compares them)."""
+    m = load_model("resnet50")
+    s = load_system("dgx1-v100")
+    ctx = Context(m, s, times_for(m), Options())
+    assert not any(kinds.covers(ctx, n, None) for n in names())
+    kept = run.columns(ctx, list(range(1, 41)), names(), False, None, 32.0, None)
+    cols = run.columns(ctx, list(range(1, 41)), names(), False, None, 32.0, None, keep=False)
+    assert all(not c.points for c in cols) and any(c.unfit.any() for c in cols)
+    for a, b in zip(kept, cols):
+        assert (a.feasible() == b.feasible()).all() and (a.total() == b.total()).all()
 
 
 def test_predict_top_answers_what_every_point_cannot(tmp_path):

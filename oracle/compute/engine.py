@@ -181,43 +181,30 @@ def count_points(counts, chosen, explicit: bool = True, p2: int | None = None) -
 BYTES_PER_ARRAY_POINT = 1_000
 
 
-def output_points(counts, chosen, explicit=True, p2=None, top=None, fallback=None) -> tuple[int, int, bool]:
-    """(points built, points only in arrays, exact) of a request: every point of the
-    ``fallback`` strategies (None: all), of the rest ``top`` per count (all without)."""
-    rest = [n for n in chosen if fallback is not None and n not in fallback]
-    built = [n for n in chosen if n not in rest]
-    n_built, exact = count_points(counts, built, explicit, p2) if built else (0, True)
-    if not rest:
-        return n_built, 0, exact
-    n_rest, exact_rest = count_points(counts, rest, explicit, p2)
+def output_points(counts, chosen, explicit=True, p2=None, top=None) -> tuple[int, int, bool]:
+    """(points built, points only in arrays, exact) of a request: with ``top``, ``top``
+    per count built and every point in arrays (a strategy compute/vector does not cover
+    too: its points are evaluated compute/vector/run.CHUNK at a time and only their
+    numbers kept); without, every point built."""
+    n, exact = count_points(counts, chosen, explicit, p2)
     if not top:
-        return n_built + n_rest, 0, exact and exact_rest
-    shown = min(n_rest, top * len(counts))
-    return n_built + shown, n_rest, exact and exact_rest
+        return n, 0, exact
+    return min(n, top * len(counts)), n, exact
 
 
-def check_memory(counts, chosen, explicit: bool = True, p2: int | None = None, top: int | None = None,
-                 fallback=None) -> None:  # fmt: skip
+def check_memory(counts, chosen, explicit: bool = True, p2: int | None = None, top: int | None = None) -> None:
     """Refuse a request whose points would not fit in :data:`MEMORY_BUDGET_BYTES`:
     one error saying how many points and how much memory it needs (exit 2).  Points
-    built for the output count :data:`BYTES_PER_POINT` each; ``fallback``: the strategies
-    built as points whatever ``top`` (None: not known yet, all of them when ``top`` is
-    not given, else only the output, ``top`` per count)."""
+    built for the output count :data:`BYTES_PER_POINT` each, the others
+    :data:`BYTES_PER_ARRAY_POINT` (:func:`output_points`)."""
     from oracle.errors import OracleError
     from oracle.units import fmt_gb
 
-    if fallback is None and top:
-        fallback = ()
-    n, arrays, exact = output_points(counts, chosen, explicit, p2, top, fallback)
+    n, arrays, exact = output_points(counts, chosen, explicit, p2, top)
     need = n * BYTES_PER_POINT + arrays * BYTES_PER_ARRAY_POINT
     if need > MEMORY_BUDGET_BYTES:
-        many = f"{n:,}" if exact else f"at least {n:,}"
-        tips = ["fewer counts (a step: 1..10000:16)", "fewer strategies (--strategy)"]
-        if fallback:  # --top N does not spare these: compute/vector does not cover their options
-            tips.append("with --top N, options evaluated in arrays (--collective ring --stack none --overlap none;"
-                        f" docs/development.md) instead of point by point for {', '.join(fallback)}")
-        elif not top:
-            tips.append("--top N")
+        many = f"{max(n, arrays):,}" if exact else f"at least {max(n, arrays):,}"
+        tips = "fewer counts (a step: 1..10000:16), fewer strategies (--strategy), " + ("" if top else "--top N, ")
         raise OracleError(f"{len(counts):,} GPU counts x {len(chosen)} strategies are {many} points, which need"
                           f" about {fmt_gb(need)} of memory; at most {fmt_gb(MEMORY_BUDGET_BYTES)} in one run",
-                          path="--gpus", hint=", ".join(tips) + ", or --p2 for the hybrids")  # fmt: skip
+                          path="--gpus", hint=tips + "or --p2 for the hybrids")  # fmt: skip

@@ -107,11 +107,9 @@ def check_request(gpus, strategies, batch, batch_per_gpu, p2, options: Options,
 def _sweep(ctx, counts, chosen, explicit, batch, batch_per_gpu, p2, top=None) -> list[Point]:
     """Every configuration evaluated in arrays (compute/vector; per point where a strategy
     or option is not covered there), ranked, and the points output built."""
-    from oracle.compute.engine import check_memory, prepare
-    from oracle.compute.vector import kinds, run
+    from oracle.compute.engine import prepare
+    from oracle.compute.vector import run
 
-    fallback = [name for name in chosen if not kinds.covers(ctx, name, p2)]
-    check_memory(counts, chosen, explicit, p2, top, fallback)  # those are built as points, all of them
     prepare(ctx, counts, chosen)  # issue 29: per-count work for every count at once
     if top is None:  # every point is built: the arrays would only add their own cost
         out: list[Point] = []
@@ -119,7 +117,7 @@ def _sweep(ctx, counts, chosen, explicit, batch, batch_per_gpu, p2, top=None) ->
             B = float(batch) if batch is not None else float(batch_per_gpu) * p
             out.extend(rank(evaluate_all(ctx, configurations(ctx, p, B, chosen, explicit, p2))))
         return out
-    cols = run.columns(ctx, counts, chosen, explicit, batch, batch_per_gpu, p2)
+    cols = run.columns(ctx, counts, chosen, explicit, batch, batch_per_gpu, p2, keep=False)
     return run.materialize(ctx, cols, run.ranked(cols, top))
 
 

@@ -21,7 +21,8 @@ class Columns:
     compute/cost.phase_names, seconds per epoch), memory bytes per GPU, and limits as
     (code, mask) in the order make_point lists them; ``points``: the per-point path's
     points of the rows it evaluated, by row (their limits are the truth there);
-    ``segments``: the pipeline's S per row."""
+    ``segments``: the pipeline's S per row; ``unfit``: rows the per-point path found
+    infeasible whose points were not kept (:meth:`take`)."""
 
     strategy: str
     gpus: np.ndarray
@@ -33,6 +34,7 @@ class Columns:
     codes: list[tuple[str, np.ndarray]] = field(default_factory=list)
     points: dict = field(default_factory=dict)
     segments: np.ndarray | None = None
+    unfit: np.ndarray | None = None
 
     @property
     def size(self) -> int:
@@ -53,6 +55,8 @@ class Columns:
         bad = np.zeros(self.size, dtype=bool)
         for _, mask in self.codes:
             bad |= mask
+        if self.unfit is not None:
+            bad |= self.unfit
         for i, pt in self.points.items():
             bad[i] = not pt.feasible
         return ~bad
@@ -62,13 +66,20 @@ class Columns:
             return tuple(lim.code for lim in self.points[i].limits)
         return tuple(code for code, mask in self.codes if mask[i])
 
-    def take(self, rows: np.ndarray, points: list) -> None:
-        """Take the per-point path's points for ``rows``: their phases and memory."""
+    def take(self, rows: np.ndarray, points: list, keep: bool = True) -> None:
+        """Take the per-point path's points for ``rows``: their phases and memory, and the
+        points themselves (``keep``) or only whether they are feasible (the output's are
+        built again: compute/vector/run.materialize)."""
+        if not keep and self.unfit is None:
+            self.unfit = np.zeros(self.size, dtype=bool)
         for r, pt in zip(rows.tolist(), points):
             for name, v in pt.breakdown.as_dict().items():
                 self.phases[name][r] = v
             self.memory[r] = pt.memory_bytes
-            self.points[r] = pt
+            if keep:
+                self.points[r] = pt
+            elif not pt.feasible:
+                self.unfit[r] = True
 
 
 def memory_total(ctx, activations, weights, data_group, split_samples, split=None, rest_samples=0.0,

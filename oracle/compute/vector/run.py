@@ -45,8 +45,9 @@ def config_arrays(name: str, counts: np.ndarray, batches: np.ndarray, p2: int | 
     return p, p // qs_a, qs_a, batches[rows_a]
 
 
-def columns(ctx, counts: Sequence[int], chosen, explicit, batch, batch_per_gpu, p2) -> list[Columns]:
-    """The columns of every chosen strategy (in the registry's order)."""
+def columns(ctx, counts: Sequence[int], chosen, explicit, batch, batch_per_gpu, p2, keep=True) -> list[Columns]:
+    """The columns of every chosen strategy (in the registry's order); ``keep``: hold the
+    points of the strategies evaluated point by point (else only their numbers)."""
     c = np.asarray(sorted(counts), dtype=np.int64)
     out = []
     for name in names():
@@ -55,7 +56,7 @@ def columns(ctx, counts: Sequence[int], chosen, explicit, batch, batch_per_gpu, 
         at = c if explicit else c[(c == 1) == REGISTRY[name].one_gpu]
         B = np.full(at.size, float(batch)) if batch is not None else float(batch_per_gpu) * at
         if not covers(ctx, name, p2):
-            out.append(per_point(ctx, name, at, B, p2))
+            out.append(per_point(ctx, name, at, B, p2, keep))
             continue
         arrays = config_arrays(name, at, B, p2)
         if arrays[0].size:  # none: no count with a configuration (a hybrid at primes)
@@ -63,8 +64,14 @@ def columns(ctx, counts: Sequence[int], chosen, explicit, batch, batch_per_gpu, 
     return out
 
 
-def per_point(ctx, name: str, counts: np.ndarray, batches: np.ndarray, p2: int | None) -> Columns:
-    """Columns of a strategy kinds.py does not cover, from its points (compute/sweep.evaluate_all)."""
+# Points of a strategy evaluated point by point that are alive at once when they are not
+# kept (Columns.take): about 20 MB (compute/engine.BYTES_PER_POINT)
+CHUNK = 1024
+
+
+def per_point(ctx, name: str, counts: np.ndarray, batches: np.ndarray, p2: int | None, keep: bool = True) -> Columns:
+    """Columns of a strategy kinds.py does not cover, from its points (compute/sweep.evaluate_all),
+    evaluated :data:`CHUNK` at a time when they are not kept."""
     from oracle.compute.cost import phase_names
     from oracle.compute.sweep import evaluate_all
 
@@ -78,7 +85,9 @@ def per_point(ctx, name: str, counts: np.ndarray, batches: np.ndarray, p2: int |
     cols = Columns(name, ints("gpus"), ints("p1"), ints("p2"), np.array([cfg.batch for cfg in configs], dtype=float),
                    {ph: np.zeros(n) for ph in phase_names()}, np.zeros(n),
                    segments=np.array([cfg.segments or 0 for cfg in configs], dtype=np.int64))  # fmt: skip
-    cols.take(np.arange(n), evaluate_all(ctx, configs))
+    step = n if keep else CHUNK
+    for lo in range(0, n, max(step, 1)):
+        cols.take(np.arange(lo, min(lo + step, n)), evaluate_all(ctx, configs[lo : lo + step]), keep)
     return cols
 
 
