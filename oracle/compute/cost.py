@@ -10,7 +10,7 @@ than layers) are NaN and render as "n/a" / JSON null.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 
 @dataclass(frozen=True)
@@ -92,7 +92,7 @@ class Breakdown:
     halo_s=...)``, each phase of :func:`phases` an attribute (0 unless given).
     Immutable."""
 
-    __slots__ = ("_s",)
+    __slots__ = ("_s", "_sums")  # _sums: (phase names, compute_s, communication_s), made once
 
     def __init__(self, **seconds: float) -> None:
         names = phase_names()
@@ -133,11 +133,29 @@ class Breakdown:
 
     @property
     def compute_s(self) -> float:
-        return _sum([self._get(n) for n in phase_names("compute")])
+        return self._parts()[1]
 
     @property
     def communication_s(self) -> float:
-        return _sum([self._get(n) for n in phase_names("communication")])
+        return self._parts()[2]
+
+    def _parts(self) -> tuple:
+        """The two sums, computed once per set of declared phases (a point asks for them
+        several times: ranking, totals, rendering)."""
+        names = phase_names()
+        try:
+            sums = object.__getattribute__(self, "_sums")
+        except AttributeError:
+            sums = None
+        if sums is None or sums[0] is not names:
+            get = self._s.get
+            sums = (
+                names,
+                _sum([get(n, 0.0) for n in phase_names("compute")]),
+                _sum([get(n, 0.0) for n in phase_names("communication")]),
+            )
+            object.__setattr__(self, "_sums", sums)
+        return sums
 
     def _get(self, name: str) -> float:
         return self._s.get(name, 0.0)
@@ -215,4 +233,9 @@ class Point:
         return default
 
     def with_rank(self, rank: int | None) -> Point:
-        return replace(self, rank=rank)
+        """This point with a rank: a field-for-field copy (what ``dataclasses.replace``
+        makes, without re-running __init__ for each of a sweep's points)."""
+        new = object.__new__(type(self))
+        new.__dict__.update(self.__dict__)
+        object.__setattr__(new, "rank", rank)
+        return new

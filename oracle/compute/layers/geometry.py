@@ -3,6 +3,8 @@ grid a GPU count is factored into (docs/cost-model.md)."""
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from oracle.model import Layer
 
 
@@ -21,8 +23,10 @@ def halo_half_widths(layer: Layer, dims: int) -> list[int]:
     return [max(0, -(-(k - s) // (2 * s))) for k, s in zip(kernel, stride)]
 
 
+@lru_cache(maxsize=4096)
 def balanced_grid(p: int, dims: int) -> tuple[int, ...]:
-    """Factor p into ``dims`` factors, as even as possible, non-increasing."""
+    """Factor p into ``dims`` factors, as even as possible, non-increasing (a pure
+    function of its two integers, asked once per spatial point: cached)."""
     best: tuple[int, ...] | None = None
 
     def rec(rest: int, k: int, cap: int, acc: tuple[int, ...]) -> None:
