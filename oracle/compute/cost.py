@@ -92,7 +92,9 @@ class Breakdown:
     halo_s=...)``, each phase of :func:`phases` an attribute (0 unless given).
     Immutable."""
 
-    __slots__ = ("_s", "_sums")  # _sums: (phase names, compute_s, communication_s), made once
+    # _names: the phase names when made (the keys of _s, in order); _sums: (phase names,
+    # compute_s, communication_s), made once
+    __slots__ = ("_s", "_names", "_sums")
 
     def __init__(self, **seconds: float) -> None:
         names = phase_names()
@@ -100,6 +102,8 @@ class Breakdown:
         if unknown:
             raise TypeError(f"unknown phase {unknown[0]!r}; phases: {', '.join(names)}")
         object.__setattr__(self, "_s", {n: seconds.get(n, 0.0) for n in names})
+        object.__setattr__(self, "_names", names)
+        object.__setattr__(self, "_sums", None)
 
     @staticmethod
     def filled(value: float) -> Breakdown:
@@ -142,11 +146,8 @@ class Breakdown:
     def _parts(self) -> tuple:
         """The two sums, computed once per set of declared phases (a point asks for them
         several times: ranking, totals, rendering)."""
-        names = phase_names()
-        try:
-            sums = object.__getattribute__(self, "_sums")
-        except AttributeError:
-            sums = None
+        names = _cache.get("names") or phase_names()
+        sums = self._sums
         if sums is None or sums[0] is not names:
             get = self._s.get
             sums = (
@@ -161,7 +162,10 @@ class Breakdown:
         return self._s.get(name, 0.0)
 
     def as_dict(self) -> dict[str, float]:
-        return {name: self._get(name) for name in phase_names()}
+        names = phase_names()
+        if names is self._names:  # no phase declared since: _s has these keys, in this order
+            return dict(self._s)
+        return {name: self._get(name) for name in names}
 
 
 def _from_dict(seconds: dict) -> Breakdown:

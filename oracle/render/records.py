@@ -163,8 +163,13 @@ def to_csv(points: Sequence[Point]) -> str:
 
 
 def _cell(v: object) -> object:
-    if type(v) is float:  # repr of a float is a number: csv_cell leaves it as it is
+    kind = type(v)
+    if kind is float:  # repr of a float is a number: csv_cell leaves it as it is
         return repr(v)
+    if v is None:
+        return ""
+    if kind is int or kind is bool:  # csv_cell leaves what is not a str as it is
+        return v
     return csv_cell("" if v is None else repr(v) if isinstance(v, float) else v)
 
 

@@ -3,6 +3,7 @@ grid a GPU count is factored into (docs/cost-model.md)."""
 
 from __future__ import annotations
 
+import math
 from functools import lru_cache
 
 from oracle.model import Layer
@@ -48,12 +49,5 @@ def balanced_grid(p: int, dims: int) -> tuple[int, ...]:
 
 def divisors(n: int) -> list[int]:
     """The divisors of n, ascending (trial division up to √n)."""
-    small, large = [], []
-    d = 1
-    while d * d <= n:
-        if n % d == 0:
-            small.append(d)
-            if d * d != n:
-                large.append(n // d)
-        d += 1
-    return small + large[::-1]
+    small = [d for d in range(1, math.isqrt(max(n, 0)) + 1) if n % d == 0]
+    return small + [n // d for d in reversed(small) if d * d != n]
