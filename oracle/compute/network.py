@@ -321,7 +321,8 @@ def allreduce_algorithm(
         best, used = nccl.allreduce(system, group, m, phi, purpose, link, None if algorithm == NCCL else algorithm)
         return _out(np.asarray(best, dtype=float)), used
     if algorithm != AUTO:  # one algorithm: nothing to stack
-        one = np.asarray(_allreduce_one(system, group, m, algorithm, lk, phi, contention, purpose), dtype=float)
+        one = _allreduce_one(system, group, m, algorithm, lk, phi, contention, purpose)
+        one = np.asarray(one, dtype=float)
         return _out(one if one.shape == m.shape else np.broadcast_to(one, m.shape)), algorithm
     names = ALLREDUCE_ALGORITHMS
     times = [np.broadcast_to(_allreduce_one(system, group, m, n, lk, phi, contention, purpose), m.shape)
