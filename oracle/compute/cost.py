@@ -10,7 +10,7 @@ than layers) are NaN and render as "n/a" / JSON null.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 
 @dataclass(frozen=True)
@@ -92,7 +92,9 @@ class Breakdown:
     halo_s=...)``, each phase of :func:`phases` an attribute (0 unless given).
     Immutable."""
 
-    __slots__ = ("_s",)
+    # _names: the phase names when made (the keys of _s, in order); _sums: (phase names,
+    # compute_s, communication_s), made once
+    __slots__ = ("_s", "_names", "_sums")
 
     def __init__(self, **seconds: float) -> None:
         names = phase_names()
@@ -100,6 +102,8 @@ class Breakdown:
         if unknown:
             raise TypeError(f"unknown phase {unknown[0]!r}; phases: {', '.join(names)}")
         object.__setattr__(self, "_s", {n: seconds.get(n, 0.0) for n in names})
+        object.__setattr__(self, "_names", names)
+        object.__setattr__(self, "_sums", None)
 
     @staticmethod
     def filled(value: float) -> Breakdown:
@@ -133,17 +137,35 @@ class Breakdown:
 
     @property
     def compute_s(self) -> float:
-        return _sum([self._get(n) for n in phase_names("compute")])
+        return self._parts()[1]
 
     @property
     def communication_s(self) -> float:
-        return _sum([self._get(n) for n in phase_names("communication")])
+        return self._parts()[2]
+
+    def _parts(self) -> tuple:
+        """The two sums, computed once per set of declared phases (a point asks for them
+        several times: ranking, totals, rendering)."""
+        names = _cache.get("names") or phase_names()
+        sums = self._sums
+        if sums is None or sums[0] is not names:
+            get = self._s.get
+            sums = (
+                names,
+                _sum([get(n, 0.0) for n in phase_names("compute")]),
+                _sum([get(n, 0.0) for n in phase_names("communication")]),
+            )
+            object.__setattr__(self, "_sums", sums)
+        return sums
 
     def _get(self, name: str) -> float:
         return self._s.get(name, 0.0)
 
     def as_dict(self) -> dict[str, float]:
-        return {name: self._get(name) for name in phase_names()}
+        names = phase_names()
+        if names is self._names:  # no phase declared since: _s has these keys, in this order
+            return dict(self._s)
+        return {name: self._get(name) for name in names}
 
 
 def _from_dict(seconds: dict) -> Breakdown:
@@ -215,4 +237,9 @@ class Point:
         return default
 
     def with_rank(self, rank: int | None) -> Point:
-        return replace(self, rank=rank)
+        """This point with a rank: a field-for-field copy (what ``dataclasses.replace``
+        makes, without re-running __init__ for each of a sweep's points)."""
+        new = object.__new__(type(self))
+        new.__dict__.update(self.__dict__)
+        object.__setattr__(new, "rank", rank)
+        return new

@@ -320,11 +320,13 @@ def allreduce_algorithm(
     if algorithm == NCCL or algorithm in NCCL_PINNED:
         best, used = nccl.allreduce(system, group, m, phi, purpose, link, None if algorithm == NCCL else algorithm)
         return _out(np.asarray(best, dtype=float)), used
-    names = ALLREDUCE_ALGORITHMS if algorithm == AUTO else (algorithm,)
+    if algorithm != AUTO:  # one algorithm: nothing to stack
+        one = _allreduce_one(system, group, m, algorithm, lk, phi, contention, purpose)
+        one = np.asarray(one, dtype=float)
+        return _out(one if one.shape == m.shape else np.broadcast_to(one, m.shape)), algorithm
+    names = ALLREDUCE_ALGORITHMS
     times = [np.broadcast_to(_allreduce_one(system, group, m, n, lk, phi, contention, purpose), m.shape)
              for n in names]  # fmt: skip
-    if len(names) == 1:
-        return _out(np.asarray(times[0], dtype=float)), names[0]
     stacked = np.stack(times)
     best = stacked.min(axis=0)
     used = names[int(stacked.argmin(axis=0))] if m.ndim == 0 else AUTO

@@ -18,9 +18,7 @@ def _num(v: float) -> float | None:
     if v is None:
         return None
     v = float(v)
-    if math.isnan(v) or math.isinf(v):
-        return None
-    return v
+    return v if math.isfinite(v) else None
 
 
 def _plain(v: object) -> object:
@@ -138,9 +136,10 @@ _CSV_TAIL = [
 
 def to_rows(points: Sequence[Point]) -> list[dict]:
     rows = []
+    head = [k for k in csv_columns() if k != "limits"]  # the columns a point's dict may hold
     for pt in points:
         d = point_to_dict(pt, plain=_keep_tuples)  # details are no column: not expanded
-        row = {k: d[k] for k in csv_columns() if k in d and k not in ("limits",)}
+        row = {k: d[k] for k in head if k in d}
         row.update(d["breakdown"])
         row["limits"] = "; ".join(d["limits"])
         row["profile_kind"] = d["profile_kind"]
@@ -164,8 +163,13 @@ def to_csv(points: Sequence[Point]) -> str:
 
 
 def _cell(v: object) -> object:
-    if type(v) is float:  # repr of a float is a number: csv_cell leaves it as it is
+    kind = type(v)
+    if kind is float:  # repr of a float is a number: csv_cell leaves it as it is
         return repr(v)
+    if v is None:
+        return ""
+    if kind is int or kind is bool:  # csv_cell leaves what is not a str as it is
+        return v
     return csv_cell("" if v is None else repr(v) if isinstance(v, float) else v)
 
 

@@ -3,6 +3,9 @@ grid a GPU count is factored into (docs/cost-model.md)."""
 
 from __future__ import annotations
 
+import math
+from functools import lru_cache
+
 from oracle.model import Layer
 
 
@@ -21,8 +24,10 @@ def halo_half_widths(layer: Layer, dims: int) -> list[int]:
     return [max(0, -(-(k - s) // (2 * s))) for k, s in zip(kernel, stride)]
 
 
+@lru_cache(maxsize=4096)
 def balanced_grid(p: int, dims: int) -> tuple[int, ...]:
-    """Factor p into ``dims`` factors, as even as possible, non-increasing."""
+    """Factor p into ``dims`` factors, as even as possible, non-increasing (a pure
+    function of its two integers, asked once per spatial point: cached)."""
     best: tuple[int, ...] | None = None
 
     def rec(rest: int, k: int, cap: int, acc: tuple[int, ...]) -> None:
@@ -44,12 +49,5 @@ def balanced_grid(p: int, dims: int) -> tuple[int, ...]:
 
 def divisors(n: int) -> list[int]:
     """The divisors of n, ascending (trial division up to √n)."""
-    small, large = [], []
-    d = 1
-    while d * d <= n:
-        if n % d == 0:
-            small.append(d)
-            if d * d != n:
-                large.append(n // d)
-        d += 1
-    return small + large[::-1]
+    small = [d for d in range(1, math.isqrt(max(n, 0)) + 1) if n % d == 0]
+    return small + [n // d for d in reversed(small) if d * d != n]

@@ -202,10 +202,11 @@ def make_point(
             0,
             Limit("gpus", f"needs {cfg.gpus} GPUs; {system.name} has {system.total_gpus}"),
         )
-    phases = breakdown.as_dict().values()
-    if any(math.isinf(v) for v in phases) or math.isinf(memory) or (
-        any(math.isnan(v) for v in phases) and not all(math.isnan(v) for v in phases)
-    ):
+    phases = breakdown.as_dict().values()  # all finite, memory not inf: the common case, one pass
+    if not (all(map(math.isfinite, phases)) and not math.isinf(memory)) and (
+        any(math.isinf(v) for v in phases) or math.isinf(memory)
+        or (any(math.isnan(v) for v in phases) and not all(math.isnan(v) for v in phases))
+    ):  # fmt: skip
         limits.append(
             Limit(
                 "overflow",

@@ -72,12 +72,12 @@ def _lines(system, span: np.ndarray, purpose: str):
     entry's link where ``has``."""
     spans, inv = np.unique(span, return_inverse=True)
     inv = inv.reshape(span.shape)
-    links = [link(system, int(s), purpose) for s in spans]
+    lines = [link(system, int(s), purpose).lines() for s in spans]  # each link's, once
     out = []
-    for k in range(max((len(lk.lines()) for lk in links), default=0)):
-        a = np.array([lk.lines()[k][0] if k < len(lk.lines()) else np.nan for lk in links])
-        b = np.array([lk.lines()[k][1] if k < len(lk.lines()) else np.nan for lk in links])
-        has = np.array([k < len(lk.lines()) for lk in links])
+    for k in range(max((len(ls) for ls in lines), default=0)):
+        a = np.array([ls[k][0] if k < len(ls) else np.nan for ls in lines])
+        b = np.array([ls[k][1] if k < len(ls) else np.nan for ls in lines])
+        has = np.array([k < len(ls) for ls in lines])
         out.append((a[inv], b[inv], has[inv]))
     return out
 
