@@ -77,8 +77,8 @@ def check_request(gpus, strategies, batch, batch_per_gpu, p2, options: Options,
                   top: int | None = None) -> tuple[list[str], bool, list[int]]:  # fmt: skip
     """The checks of :func:`sweep` before anything is evaluated (also for oracle sweep's
     cases, before any output): the strategies, whether they were explicit, the counts;
-    the memory of the points output (``top`` per count) where every strategy is
-    evaluated in arrays (compute/vector; :func:`_sweep` checks again with the context)."""
+    the memory of the points built (``top`` per count; the rest evaluated in arrays,
+    compute/vector, or point by point keeping only their numbers)."""
     chosen, explicit = parse_strategies(strategies)
     if options.replicated_gradients and Data.name not in chosen:  # issue 18: Lee et al. replicate within data parallelism
         raise OracleError("applies to data parallelism, which --strategy leaves out",

@@ -446,14 +446,8 @@ class Costs:
             return bd
         from oracle.compute.io import EVERY_GPU, LEADER, PER_GROUP, exposed, input_time
 
-        first = next(
-            (
-                assignment[i]
-                for i, layer in enumerate(ctx.model.layers)
-                if MODEL_INPUT in layer.inputs
-            ),
-            assignment[0],
-        )
+        readers = (assignment[i] for i, layer in enumerate(ctx.model.layers) if MODEL_INPUT in layer.inputs)
+        first = next(readers, assignment[0])
         kind = EVERY_GPU if first.kind == Data.name else (LEADER if first.p1 == 1 else PER_GROUP)
         t_io = input_time(
             pipe, kind, self.B, self.p, first.p1, first.p2, ctx.system.gpus_per_node,
