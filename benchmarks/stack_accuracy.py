@@ -18,7 +18,10 @@ ResNet-50 1-GPU TF32 rows, see dle_accuracy.py; those rows are in the held-out g
 here.)  Accuracy is 1 - |t_pred - t_meas| / t_meas on the iteration
 time, as ``oracle compare``.
 
-    python benchmarks/stack_accuracy.py [--fit] [--markdown]
+    python benchmarks/stack_accuracy.py [--fit] [--markdown] [--rows]
+
+``--rows``: every row too (its line in the CSV, measured and projected images/s, their
+ratio and the accuracy with its stack), held-out rows first.
 """
 
 from __future__ import annotations
@@ -122,10 +125,23 @@ def table(data: list[dict], stacks: dict, markdown: bool) -> str:
     return text if markdown else text.replace("|---|---:|---:|---:|\n", "")
 
 
+def rows_table(data: list[dict]) -> str:
+    """One line per row: held-out rows first, each as projected with its framework's stack."""
+    out = ["line  part      framework     model                 system          GPUs prec   batch"
+           "  measured  projected  ratio  accuracy"]
+    for r in sorted(data, key=lambda r: (not held_out(r), int(r["line"]))):
+        part = "held out" if held_out(r) else "fitted"
+        out.append(f"{r['line']:>4}  {part:<8}  {r['framework']:<12}  {r['model']:<20}  {r['system']:<14}"
+                   f"  {r['gpus']:>4} {r['precision']:<5} {r['per_gpu_batch']:>5}  {r['measured']:>8.0f}"
+                   f"  {r['stack']:>9.0f}  {r['stack'] / r['measured']:>5.2f}  {D.accuracy(r['stack'], r['measured']):>8.3f}")
+    return "\n".join(out)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--fit", action="store_true", help="refit each stack on its framework's V100 rows first")
     ap.add_argument("--markdown", action="store_true")
+    ap.add_argument("--rows", action="store_true", help="print every row's projection too")
     args = ap.parse_args()
     data = D.rows()
     stacks = {fw: load_stack(name) for fw, name in STACKS.items()}
@@ -140,6 +156,8 @@ def main() -> None:
     print(f"held out: every {HELD_OUT} row (no stack value was fitted on them); fitted: each stack on its"
           " framework's V100 rows (DGX-1, DGX-2)")
     print(table(data, stacks, args.markdown))
+    if args.rows:
+        print(rows_table(data))
 
 
 if __name__ == "__main__":
