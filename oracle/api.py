@@ -63,6 +63,7 @@ class SweepRequest:
     strategies: Any = "all"
     p2: int | None = None
     top: int | None = None  # issue 29: only the first ``top`` points of every GPU count are built
+    brief: bool = False  # issue 29: points with only the details a CSV row shows (compute/sweep.sweep)
 
 
 @dataclass(frozen=True)
@@ -135,7 +136,7 @@ def run_sweep(req: SweepRequest) -> Sweep:
     top = None if req.system.anchors else req.top  # anchors may reorder a count's points
     points = sweep(req.model, req.system, times, req.counts, req.strategies, batch=run.batch,
                    batch_per_gpu=run.per_gpu, p2=req.p2, options=run.options, profile_kind=req.profile.kind,
-                   conversion=conversion, top=top)  # fmt: skip
+                   conversion=conversion, top=top, brief=req.brief)  # fmt: skip
     if req.system.anchors:  # issue 26: a calibrated system's measured runs
         from oracle.services.anchors import anchored_sweep
 

@@ -43,7 +43,7 @@ def sweep(cases_file, fmt, every_point, plot_file, output):
     cases = load_sweep(cases_file)
     files = Files()
     check_names(cases, files, cases_file)
-    reqs = requests(cases, files, cases_file, every_point)
+    reqs = requests(cases, files, cases_file, every_point, brief=fmt == "csv")
     if plot_file:  # its mistakes before the sweep runs
         from oracle.render.output import check_target
         from oracle.render.plots import format_for, require

@@ -62,15 +62,17 @@ def sweep(
     profile_kind: str = "",
     conversion=None,
     top: int | None = None,
+    brief: bool = False,
 ) -> list[Point]:
     """Evaluate and rank.  Exactly one of ``batch`` (strong scaling, B fixed) and
     ``batch_per_gpu`` (weak scaling, B = b·p) must be given.  ``top``: only the first
     ``top`` points of every GPU count (issue 29: the rest are evaluated in arrays, never
-    built as points)."""
+    built as points).  ``brief``: points with only the details a CSV row shows
+    (compute/vector/run.materialize)."""
     options = options or Options()  # valid by construction (compute/options.check_options)
     chosen, explicit, counts = check_request(gpus, strategies, batch, batch_per_gpu, p2, options, top)
     ctx = Context(model, system, times, options, profile_kind, conversion=conversion)
-    return _sweep(ctx, counts, chosen, explicit, batch, batch_per_gpu, p2, top)
+    return _sweep(ctx, counts, chosen, explicit, batch, batch_per_gpu, p2, top, brief)
 
 
 def check_request(gpus, strategies, batch, batch_per_gpu, p2, options: Options,
@@ -104,7 +106,7 @@ def check_request(gpus, strategies, batch, batch_per_gpu, p2, options: Options,
     return chosen, explicit, counts
 
 
-def _sweep(ctx, counts, chosen, explicit, batch, batch_per_gpu, p2, top=None) -> list[Point]:
+def _sweep(ctx, counts, chosen, explicit, batch, batch_per_gpu, p2, top=None, brief=False) -> list[Point]:
     """Every configuration evaluated in arrays (compute/vector; per point where a strategy
     or option is not covered there), ranked, and the points output built."""
     from oracle.compute.engine import prepare
@@ -118,7 +120,7 @@ def _sweep(ctx, counts, chosen, explicit, batch, batch_per_gpu, p2, top=None) ->
             out.extend(rank(evaluate_all(ctx, configurations(ctx, p, B, chosen, explicit, p2))))
         return out
     cols = run.columns(ctx, counts, chosen, explicit, batch, batch_per_gpu, p2, keep=False)
-    return run.materialize(ctx, cols, run.ranked(cols, top))
+    return run.materialize(ctx, cols, run.ranked(cols, top), brief)
 
 
 def configurations(
@@ -157,6 +159,9 @@ def evaluate(ctx: Context, cfg: Config) -> Point:
 
 def rank(group: list[Point]) -> list[Point]:
     """Rank the points of one GPU count: feasible by total time, then the rest."""
+    if len(group) == 1:  # --top 1's output (compute/vector/run.materialize): nothing to sort
+        (pt,) = group
+        return [pt.with_rank(1 if pt.feasible else None)]
     order = {name: i for i, name in enumerate(names())}
 
     def key(pt: Point) -> tuple:

@@ -154,12 +154,52 @@ def to_rows(points: Sequence[Point]) -> list[dict]:
 
 def to_csv(points: Sequence[Point]) -> str:
     buf = io.StringIO()
-    columns = csv_columns()
     writer = csv.writer(buf, lineterminator="\n")
-    writer.writerow(columns)
-    for row in to_rows(points):
-        writer.writerow([_cell(row.get(k)) for k in columns])  # a column a row lacks: empty
+    writer.writerow(csv_columns())
+    writer.writerows(map(csv_cells, points))
     return buf.getvalue()
+
+
+def csv_cells(pt: Point) -> list:
+    """A point's CSV cells in :func:`csv_columns`' order: ``_cell`` of each value of
+    :func:`to_rows`' row (issue 29: without building the row's dicts; tests/test_records_csv.py
+    holds them equal)."""
+    nums = _nums
+    memory = pt.detail("memory") or {}
+    return [
+        _text(pt.model), _text(pt.system), _text(pt.strategy), _cell(pt.gpus), _cell(pt.p1), _cell(pt.p2),
+        _cell(_int_if_whole(pt.global_batch)), _cell(pt.segments),
+        *nums((pt.iterations_per_epoch, pt.compute_s, pt.communication_s, pt.total_s, pt.iteration_s,
+               pt.memory_bytes)),
+        _cell(pt.feasible), _cell(pt.rank), *nums(pt.breakdown.as_dict().values()),
+        _text("; ".join(lim.reason for lim in pt.limits)), _text(pt.profile_kind), _text(pt.memory_model),
+        *nums((pt.detail("max_batch_per_gpu"),)), *nums(memory.get(k) for k in MEMORY_PARTS),
+        _text(pt.compute_conversion), _text(pt.stack),
+    ]  # fmt: skip
+
+
+def _nums(values) -> list:
+    """``_cell(_num(v))`` of each value: repr of a finite float, else empty."""
+    out = []
+    for v in values:
+        if v is None:
+            out.append("")
+            continue
+        v = float(v)
+        out.append(repr(v) if math.isfinite(v) else "")
+    return out
+
+
+_TEXT: dict[str, object] = {}  # csv_cell of the few distinct texts of a sweep (names, labels)
+
+
+def _text(v: str) -> object:
+    hit = _TEXT.get(v)
+    if hit is None:
+        hit = _cell(v)
+        if len(_TEXT) < 4096:
+            _TEXT[v] = hit
+    return hit
 
 
 def _cell(v: object) -> object:

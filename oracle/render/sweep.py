@@ -30,9 +30,11 @@ def begin(fmt: str) -> str:
 def rows(fmt: str, label: str, where: str, points: Sequence[Point], first: bool) -> str:
     """One case's points; ``first``: no case was written before (JSON's commas)."""
     if fmt == "csv":
-        from oracle.render.records import to_rows
+        from oracle.render.records import csv_cells
+        from oracle.textsafe import csv_cell
 
-        return "".join(_csv_line([label, where, *(_cell(r.get(k)) for k in _columns())]) for r in to_rows(points))
+        case = [csv_cell(label), csv_cell(where)]
+        return _csv_lines([case + csv_cells(pt) for pt in points])
     if fmt == "json":
         from oracle.render.records import point_to_dict
 
@@ -59,15 +61,15 @@ def _columns() -> list[str]:
     return csv_columns()
 
 
-def _cell(v: object) -> object:
-    return "" if v is None else repr(v) if isinstance(v, float) else v
-
-
 def _csv_line(values: list) -> str:
     from oracle.textsafe import csv_cell
 
+    return _csv_lines([[csv_cell(v) for v in values]])
+
+
+def _csv_lines(rows) -> str:
     buf = io.StringIO()
-    csv.writer(buf, lineterminator="\n").writerow([csv_cell(v) for v in values])
+    csv.writer(buf, lineterminator="\n").writerows(rows)
     return buf.getvalue()
 
 

@@ -29,10 +29,11 @@ def check_names(cases: list[Case], files, path: str) -> None:
                                   hint=exc.hint) from None  # fmt: skip
 
 
-def requests(cases: list[Case], files, path: str, every_point: bool = False) -> list:
+def requests(cases: list[Case], files, path: str, every_point: bool = False, brief: bool = False) -> list:
     """Every case's oracle.api.SweepRequest, built before anything is projected: a bad
     value of a case (a batch, an option, GPU counts whose points would not fit in
-    memory: compute/sweep.check_request) is an error naming the sweep file and the case before any output."""
+    memory: compute/sweep.check_request) is an error naming the sweep file and the case before any output.
+    ``brief``: points with only the details a CSV row shows (compute/sweep.sweep)."""
     from dataclasses import replace
 
     from oracle import api
@@ -47,7 +48,7 @@ def requests(cases: list[Case], files, path: str, every_point: bool = False) -> 
             req = api.request(model, system, profile, gpus, strategies, p2, files=files, **v)
             check_request(req.counts, strategies, req.run.batch, req.run.per_gpu, p2, req.run.options,
                           None if every_point else 1)  # fmt: skip
-        out.append(req if every_point else replace(req, top=1))  # the best: the first point of every count
+        out.append(replace(req, brief=brief) if every_point else replace(req, top=1, brief=brief))  # best: the first per count
     return out
 
 

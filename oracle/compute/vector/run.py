@@ -114,19 +114,24 @@ def ranked(cols_list: list[Columns], top: int | None = None) -> list[tuple[int, 
     return list(zip(which[idx].tolist(), row[idx].tolist()))
 
 
-def materialize(ctx, cols_list: list[Columns], picks) -> list:
+def materialize(ctx, cols_list: list[Columns], picks, brief: bool = False) -> list:
     """The points of ``picks`` (:func:`ranked`), the per-point path's, ranked per GPU count
-    by compute/sweep.rank on their own numbers (the same order as the arrays')."""
+    by compute/sweep.rank on their own numbers (the same order as the arrays').  ``brief``:
+    a feasible row of columns that keep their memory parts (the kinds whose formulas repeat
+    the per-point path's operations in its order) is built from the columns, with only the
+    details a CSV row shows (:func:`brief_point`)."""
     from itertools import groupby
 
     from oracle.compute.sweep import evaluate_all, rank
 
     out: list = [None] * len(picks)
-    todo, slots = [], []
+    todo, slots, rows = [], [], {}
     for i, (w, r) in enumerate(picks):
         c = cols_list[w]
         if r in c.points:
             out[i] = c.points[r]
+        elif brief and c.memory_parts is not None and not c.limit_codes(r):
+            out[i] = brief_point(ctx, c, r, rows.get(w) or rows.setdefault(w, _row_lists(c)))
         else:
             S = int(c.segments[r]) if c.segments is not None and c.segments[r] else None
             todo.append(Config(c.strategy, int(c.gpus[r]), int(c.p1[r]), int(c.p2[r]), float(c.batch[r]), S))
@@ -134,3 +139,33 @@ def materialize(ctx, cols_list: list[Columns], picks) -> list:
     for i, pt in zip(slots, evaluate_all(ctx, todo)):
         out[i] = pt
     return [pt for _, group in groupby(out, key=lambda pt: pt.gpus) for pt in rank(list(group))]
+
+
+def _row_lists(c: Columns) -> dict:
+    """The columns as Python lists (one conversion for all of a strategy's rows)."""
+    assert c.memory_parts is not None and c.max_batch is not None
+    return {"gpus": c.gpus.tolist(), "p1": c.p1.tolist(), "p2": c.p2.tolist(), "batch": c.batch.tolist(),
+            "memory": c.memory.tolist(), "max_batch": c.max_batch.tolist(),
+            "phases": {k: v.tolist() for k, v in c.phases.items()},
+            "parts": {k: v.tolist() for k, v in c.memory_parts.items()}}  # fmt: skip
+
+
+def brief_point(ctx, c: Columns, r: int, lists: dict):
+    """Row ``r`` of ``c`` (feasible, its memory parts kept) as the point
+    compute/strategies/base.make_point makes, but for the strategy's own details (an
+    all-reduce's algorithm, ...): its details are the memory parts and the largest
+    per-GPU batch only (what render/records.csv_cells reads)."""
+    import math
+
+    from oracle.compute.cost import Breakdown, Point
+    from oracle.compute.stack import stack_name
+
+    p, B, max_b = lists["gpus"][r], lists["batch"][r], lists["max_batch"][r]
+    parts = {k: v[r] for k, v in lists["parts"].items()}
+    return Point(model=ctx.model.name, system=ctx.system.name, strategy=c.strategy, gpus=p, p1=lists["p1"][r],
+                 p2=lists["p2"][r], global_batch=B, segments=None,
+                 iterations_per_epoch=ctx.D / B if B > 0 else math.nan,
+                 breakdown=Breakdown(**{k: v[r] for k, v in lists["phases"].items()}), memory_bytes=lists["memory"][r],
+                 details=(("memory", parts), ("max_batch_per_gpu", None if math.isnan(max_b) else max_b)),
+                 profile_kind=ctx.profile_kind, memory_model=ctx.memory_model,
+                 compute_conversion=ctx.conversion_label(B / p) if p > 0 else "", stack=stack_name(ctx.options))  # fmt: skip

@@ -1,0 +1,89 @@
+"""CSV rows without the per-point path (issue 29): a feasible row of the arrays whose
+formulas keep their memory parts (compute/vector/run.brief_point) renders the CSV cells
+of the per-point path's point, byte for byte, over shipped models, the systems the
+arrays cover, GPU counts and memory models; render/records.csv_cells gives the cells of
+the rows to_rows builds; ``predict --top N -f csv`` writes the first N rows of every GPU
+count of the full CSV."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from conftest import run_cli
+from test_vector import SYSTEMS, counts_for, times_for
+
+from oracle.compute.context import Context, Options
+from oracle.compute.strategies import names
+from oracle.compute.strategies.base import Config
+from oracle.compute.sweep import evaluate_all, sweep
+from oracle.compute.vector import kinds, run
+from oracle.load import load_model, load_system
+from oracle.render.records import _cell, csv_cells, csv_columns, to_rows
+
+MODELS = ["resnet50", "vgg16", "alexnet", "mobilenet_v2", "inception_v3", "cifar_resnet20"]
+OPTIONS = (Options(), Options(memory_model="paradl", zero=3, mixed_precision=True), Options(zero=1, optimizer="adam"))
+
+
+def _config(c, r: int) -> Config:
+    return Config(c.strategy, int(c.gpus[r]), int(c.p1[r]), int(c.p2[r]), float(c.batch[r]))
+
+
+@pytest.mark.parametrize("model_name", MODELS)
+def test_rows_from_columns_equal_rows_from_points(model_name):
+    m = load_model(model_name)
+    compared = 0
+    for system_name in SYSTEMS:
+        for options in OPTIONS:
+            ctx = Context(m, load_system(system_name), times_for(m, 1), options)
+            if not kinds.covered(ctx):
+                continue
+            counts = sorted(set(counts_for(ctx.system)) | {4, 16, 24, 48, 128, 256})
+            for batch, per_gpu in ((512.0, None), (None, 16.0), (None, 2.0)):
+                for c in run.columns(ctx, counts, names(), True, batch, per_gpu, None):
+                    if c.memory_parts is None:
+                        continue
+                    rows = [r for r in range(c.size) if not c.limit_codes(r)][:60]
+                    lists = run._row_lists(c)
+                    points = evaluate_all(ctx, [_config(c, r) for r in rows])
+                    for r, pt in zip(rows, points):
+                        got = csv_cells(run.brief_point(ctx, c, r, lists).with_rank(1))
+                        assert got == csv_cells(pt.with_rank(1)), (system_name, c.strategy, _config(c, r))
+                        compared += 1
+    assert compared > 100
+
+
+def test_brief_is_kept_by_the_kinds_whose_operations_repeat_the_per_point_path():
+    m = load_model("resnet50")
+    ctx = Context(m, load_system("abci"), times_for(m), Options())
+    cols = run.columns(ctx, [1, 2, 8, 12], names(), True, 256.0, None, None)
+    kept = {c.strategy for c in cols if c.memory_parts is not None}
+    assert kept == {"serial", "data", "filter", "channel", "data+filter"}
+
+
+@pytest.mark.parametrize("system_name", ["abci", "lassen", "dgx1-v100"])
+def test_csv_cells_are_the_cells_of_to_rows(system_name):
+    m = load_model("resnet50")
+    points = sweep(m, load_system(system_name), times_for(m, 2), [1, 2, 3, 8, 64, 5000], "all", batch_per_gpu=64.0)
+    assert any(pt.segments for pt in points) and any(not pt.feasible for pt in points)
+    old = [[_cell(row.get(k)) for k in csv_columns()] for row in to_rows(points)]
+    assert [csv_cells(pt) for pt in points] == old
+
+
+@pytest.mark.parametrize("system_name", ["abci", "lassen"])
+def test_predict_top_csv_is_the_first_rows_of_every_count_of_the_full_csv(system_name):
+    args = ("predict", "-m", "resnet50", "-s", system_name, "-p", "resnet50_v100", "--gpus", "1..96",
+            "--batch-per-gpu", "32", "-f", "csv")  # fmt: skip
+    full = run_cli(*args)
+    top = run_cli(*args, "--top", "2")
+    assert full.code == 0 and top.code == 0, full.err + top.err
+    lines = full.out.splitlines()
+    gpus = csv_columns().index("gpus")
+    first: list[str] = []
+    seen: dict[str, int] = {}
+    for line in lines[1:]:
+        g = line.split(",")[gpus]  # the cells before gpus are names without commas
+        seen[g] = seen.get(g, 0) + 1
+        if seen[g] <= 2:
+            first.append(line)
+    assert top.out.splitlines() == [lines[0], *first]
+    assert np.mean([",data," in line for line in first]) > 0.3  # rows of the arrays' own points among them
