@@ -179,15 +179,8 @@ def csv_cells(pt: Point) -> list:
 
 
 def _nums(values) -> list:
-    """``_cell(_num(v))`` of each value: repr of a finite float, else empty."""
-    out = []
-    for v in values:
-        if v is None:
-            out.append("")
-            continue
-        v = float(v)
-        out.append(repr(v) if math.isfinite(v) else "")
-    return out
+    """``_cell(_num(v))`` of each value: repr of a finite float, else empty (NaN compares false)."""
+    return [repr(f) if v is not None and -math.inf < (f := float(v)) < math.inf else "" for v in values]
 
 
 _TEXT: dict[str, object] = {}  # csv_cell of the few distinct texts of a sweep (names, labels)

@@ -149,4 +149,8 @@ class Filter(Strategy):
         # whole before the next layer, ParaDL §3.2, so every GPU keeps them)
         mem = MemoryParts(2 * B * ctx.sum_act, s.w_s / p + s.w_r, split_samples=B)
         bd = Breakdown(forward_backward_s=fb, weight_update_s=wu, layer_collectives_s=lc)
-        return make_point(ctx, cfg, bd, mem, self.width_limit(ctx, s, p, "p"))
+        return make_point(ctx, cfg, bd, mem, self.limits(ctx, cfg))
+
+    def limits(self, ctx: Context, cfg: Config) -> list[Limit]:
+        """The strategy's own limits of a configuration (compute/vector/run.brief_point too)."""
+        return self.width_limit(ctx, ctx.split(self.name), cfg.gpus, "p")

@@ -117,8 +117,8 @@ def ranked(cols_list: list[Columns], top: int | None = None) -> list[tuple[int, 
 def materialize(ctx, cols_list: list[Columns], picks, brief: bool = False) -> list:
     """The points of ``picks`` (:func:`ranked`), the per-point path's, ranked per GPU count
     by compute/sweep.rank on their own numbers (the same order as the arrays').  ``brief``:
-    a feasible row of columns that keep their memory parts (the kinds whose formulas repeat
-    the per-point path's operations in its order) is built from the columns, with only the
+    a row of columns that keep their memory parts (the kinds whose formulas repeat the
+    per-point path's operations in its order) is built from the columns, with only the
     details a CSV row shows (:func:`brief_point`)."""
     from itertools import groupby
 
@@ -130,7 +130,7 @@ def materialize(ctx, cols_list: list[Columns], picks, brief: bool = False) -> li
         c = cols_list[w]
         if r in c.points:
             out[i] = c.points[r]
-        elif brief and c.memory_parts is not None and not c.limit_codes(r):
+        elif brief and c.memory_parts is not None:
             out[i] = brief_point(ctx, c, r, rows.get(w) or rows.setdefault(w, _row_lists(c)))
         else:
             S = int(c.segments[r]) if c.segments is not None and c.segments[r] else None
@@ -151,10 +151,11 @@ def _row_lists(c: Columns) -> dict:
 
 
 def brief_point(ctx, c: Columns, r: int, lists: dict):
-    """Row ``r`` of ``c`` (feasible, its memory parts kept) as the point
-    compute/strategies/base.make_point makes, but for the strategy's own details (an
-    all-reduce's algorithm, ...): its details are the memory parts and the largest
-    per-GPU batch only (what render/records.csv_cells reads)."""
+    """Row ``r`` of ``c`` (its memory parts kept) as the point compute/strategies/base.make_point
+    makes, but for the strategy's own details (an all-reduce's algorithm, ...): its
+    details are the memory parts and the largest per-GPU batch only (what
+    render/records.csv_cells reads); its limits those the columns flag, worded by the
+    per-point path's functions."""
     import math
 
     from oracle.compute.cost import Breakdown, Point
@@ -162,10 +163,26 @@ def brief_point(ctx, c: Columns, r: int, lists: dict):
 
     p, B, max_b = lists["gpus"][r], lists["batch"][r], lists["max_batch"][r]
     parts = {k: v[r] for k, v in lists["parts"].items()}
-    return Point(model=ctx.model.name, system=ctx.system.name, strategy=c.strategy, gpus=p, p1=lists["p1"][r],
-                 p2=lists["p2"][r], global_batch=B, segments=None,
-                 iterations_per_epoch=ctx.D / B if B > 0 else math.nan,
+    cfg = Config(c.strategy, p, lists["p1"][r], lists["p2"][r], B)
+    return Point(model=ctx.model.name, system=ctx.system.name, strategy=c.strategy, gpus=p, p1=cfg.p1, p2=cfg.p2,
+                 global_batch=B, segments=None, iterations_per_epoch=ctx.D / B if B > 0 else math.nan,
                  breakdown=Breakdown(**{k: v[r] for k, v in lists["phases"].items()}), memory_bytes=lists["memory"][r],
+                 limits=_limits(ctx, c, r, cfg, lists["memory"][r]),
                  details=(("memory", parts), ("max_batch_per_gpu", None if math.isnan(max_b) else max_b)),
                  profile_kind=ctx.profile_kind, memory_model=ctx.memory_model,
                  compute_conversion=ctx.conversion_label(B / p) if p > 0 else "", stack=stack_name(ctx.options))  # fmt: skip
+
+
+def _limits(ctx, c: Columns, r: int, cfg: Config, memory: float) -> tuple:
+    """make_point's limits of row ``r`` in its order: the system's size, the strategy's
+    own (its ``limits``), the dataset, overflow, GPU memory; none without a flagged code."""
+    from oracle.compute.strategies.base import OVERFLOW, epoch_limit, gpus_limit, memory_limit
+
+    hit = [code for code, mask in c.codes if mask[r]]
+    if not hit:
+        return ()
+    out = [gpus_limit(ctx.system, cfg.gpus)] if "gpus" in hit else []
+    out += REGISTRY[c.strategy].limits(ctx, cfg) + epoch_limit(ctx, cfg.batch)
+    out += [OVERFLOW] if "overflow" in hit else []
+    out += [memory_limit(ctx.system, memory)] if "memory" in hit else []
+    return tuple(out)
