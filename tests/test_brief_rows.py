@@ -20,12 +20,13 @@ from oracle.compute.vector import kinds, run
 from oracle.load import load_model, load_system
 from oracle.render.records import _cell, csv_cells, csv_columns, to_rows
 
-MODELS = ["resnet50", "vgg16", "alexnet", "mobilenet_v2", "inception_v3", "cifar_resnet20"]
+MODELS = ["resnet50", "vgg16", "alexnet", "mobilenet_v2", "inception_v3", "cifar_resnet20", "unet3d"]
 OPTIONS = (Options(), Options(memory_model="paradl", zero=3, mixed_precision=True), Options(zero=1, optimizer="adam"))
 
 
 def _config(c, r: int) -> Config:
-    return Config(c.strategy, int(c.gpus[r]), int(c.p1[r]), int(c.p2[r]), float(c.batch[r]))
+    S = int(c.segments[r]) if c.segments is not None and c.segments[r] else None
+    return Config(c.strategy, int(c.gpus[r]), int(c.p1[r]), int(c.p2[r]), float(c.batch[r]), S)
 
 
 @pytest.mark.parametrize("model_name", MODELS)
@@ -40,10 +41,8 @@ def test_rows_from_columns_equal_rows_from_points(model_name):
             counts = sorted(set(counts_for(ctx.system)) | {4, 16, 24, 48, 128, 256})
             for batch, per_gpu in ((512.0, None), (None, 16.0), (None, 2.0)):
                 for c in run.columns(ctx, counts, names(), True, batch, per_gpu, None):
-                    if c.memory_parts is None:
-                        continue
-                    rows = [r for r in range(c.size) if not c.limit_codes(r)][:40]
-                    rows += [r for r in range(c.size) if c.limit_codes(r)][:40]
+                    brief = [] if c.brief_rows is None else np.flatnonzero(c.brief_rows).tolist()
+                    rows = [r for r in brief if not c.limit_codes(r)][:40] + [r for r in brief if c.limit_codes(r)][:40]
                     lists = run._row_lists(c)
                     points = evaluate_all(ctx, [_config(c, r) for r in rows])
                     for r, pt in zip(rows, points):
@@ -57,9 +56,12 @@ def test_rows_from_columns_equal_rows_from_points(model_name):
 def test_brief_is_kept_by_the_kinds_whose_operations_repeat_the_per_point_path():
     m = load_model("resnet50")
     ctx = Context(m, load_system("abci"), times_for(m), Options())
-    cols = run.columns(ctx, [1, 2, 8, 12], names(), True, 256.0, None, None)
+    cols = run.columns(ctx, [1, 2, 8, 12, 500], names(), True, 256.0, None, None)
     kept = {c.strategy for c in cols if c.memory_parts is not None}
-    assert kept == {"serial", "data", "filter", "channel", "data+filter"}
+    assert kept == {"serial", "data", "filter", "channel", "data+filter", "spatial", "data+spatial"}
+    assert all(c.brief_rows.all() for c in cols if c.strategy in kept)
+    (pipe,) = (c for c in cols if c.strategy == "pipeline")
+    assert pipe.brief_rows.tolist() == (pipe.gpus > ctx.G).tolist()  # its stages' sums: numpy's order differs
 
 
 @pytest.mark.parametrize("system_name", ["abci", "lassen", "dgx1-v100"])
@@ -89,3 +91,41 @@ def test_predict_top_csv_is_the_first_rows_of_every_count_of_the_full_csv(system
             first.append(line)
     assert top.out.splitlines() == [lines[0], *first]
     assert np.mean([",data," in line for line in first]) > 0.3  # rows of the arrays' own points among them
+
+
+def _search_grid(p: int, dims: int) -> tuple[int, ...]:
+    """layers/geometry.balanced_grid's search: every non-increasing factorization, the one
+    with the smallest largest factor (then the largest smallest)."""
+    from oracle.compute.layers.geometry import divisors
+
+    found = []
+
+    def rec(rest, k, cap, acc):
+        if k == 1:
+            if rest <= cap:
+                found.append(acc + (rest,))
+            return
+        for f in divisors(rest):
+            if f <= cap:
+                rec(rest // f, k - 1, f, acc + (f,))
+
+    rec(p, dims, p, ())
+    return min(found, key=lambda g: (max(g), -min(g)))
+
+
+def test_two_dimensional_grids_are_the_searchs():
+    from oracle.compute.layers.geometry import balanced_grid
+
+    assert [balanced_grid.__wrapped__(p, 2) for p in range(1, 5001)] == [_search_grid(p, 2) for p in range(1, 5001)]
+    assert balanced_grid(8, 2) == (4, 2) and balanced_grid(97, 2) == (97, 1)
+
+
+def test_config_arrays_list_the_hybrids_configurations_in_order():
+    from oracle.compute.strategies import REGISTRY
+
+    counts = np.array([1, 2, 3, 4, 12, 36, 97, 360, 1024, 2310, 4095], dtype=np.int64)
+    for name in ("data+filter", "data+spatial"):
+        p, p1, p2, B = run.config_arrays(name, counts, 2.0 * counts, None)
+        want = [(c.gpus, c.p1, c.p2, c.batch) for g in counts.tolist()
+                for c in REGISTRY[name].configurations(None, g, 2.0 * g)]  # fmt: skip
+        assert list(zip(p.tolist(), p1.tolist(), p2.tolist(), B.tolist())) == want

@@ -68,11 +68,12 @@ def _stream(cases, reqs, cases_file, fmt, every_point, output) -> list:
     best, wrote = [], False
     with _sink(output) as write, _Progress(len(cases)) as bar:
         head = rs.begin(fmt)  # written with the first case's rows: an error in it leaves no output
-        for case, points in run(cases, reqs, cases_file, every_point):
-            text, head = head + rs.rows(fmt, case.label, case.where, points, not wrote), ""
-            wrote = wrote or bool(points)
-            write(text)
-            best += [(case.label, pt.system, pt.gpus, pt.total_s, pt.strategy) for pt in points if pt.rank == 1]
+        for case, runs in run(cases, reqs, cases_file, every_point):
+            for points in runs:  # issue 29: a run of GPU counts at a time, memory flat
+                text, head = head + rs.rows(fmt, case.label, case.where, points, not wrote), ""
+                wrote = wrote or bool(points)
+                write(text)
+                best += [(case.label, pt.system, pt.gpus, pt.total_s, pt.strategy) for pt in points if pt.rank == 1]
             bar.advance(case.label)
         write(head + rs.end(fmt, wrote))
     return best

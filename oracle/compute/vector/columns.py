@@ -39,6 +39,8 @@ class Columns:
     # (NaN: none) of every row, where the memory came from one :func:`memory_total` call
     memory_parts: dict[str, np.ndarray] | None = None
     max_batch: np.ndarray | None = None
+    # the rows whose numbers are the per-point path's to the last bit (compute/vector/run.brief_point)
+    brief_rows: np.ndarray | None = None
 
     @property
     def size(self) -> int:
@@ -136,6 +138,7 @@ def _kept(ctx, into: Columns | None, names: tuple[str, ...], parts: list, grow) 
     scale = np.where(grow > 0, (ctx.system.gpu_memory_bytes - (total - grow)) / grow, np.inf)
     fits = np.isfinite(scale) & (into.batch > 0) & (into.gpus > 0)
     into.max_batch = np.where(fits, np.maximum(0.0, np.floor(scale * into.batch / into.gpus * (1 + 1e-12))), np.nan)
+    into.brief_rows = np.ones(n, dtype=bool)  # its kinds repeat the per-point operations in their order
     return total
 
 

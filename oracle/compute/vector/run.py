@@ -7,6 +7,7 @@ the first ``top`` of every GPU count."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -30,15 +31,13 @@ def config_arrays(name: str, counts: np.ndarray, batches: np.ndarray, p2: int | 
     if p2 is not None:
         p1 = np.where(counts % p2 == 0, counts // p2, 0)
         return counts, p1, np.full(counts.size, p2, dtype=np.int64), batches
-    where = {int(p): i for i, p in enumerate(counts.tolist())}
-    rows, qs = [], []
-    top = int(counts.max()) if counts.size else 0
-    for q in range(2, top // 2 + 1):
-        multiples = np.arange(2 * q, top + 1, q)
-        hit = [where[m] for m in multiples.tolist() if m in where]
-        rows += hit
-        qs += [q] * len(hit)
-    rows_a, qs_a = np.asarray(rows, dtype=np.int64), np.asarray(qs, dtype=np.int64)
+    rows, qs = [np.zeros(0, dtype=np.int64)], [np.zeros(0, dtype=np.int64)]
+    for d in range(2, math.isqrt(int(counts.max())) + 1 if counts.size else 0):  # q = d and q = p/d, p >= d²
+        hit = np.flatnonzero((counts % d == 0) & (counts >= d * d))
+        pair = hit[counts[hit] != d * d]
+        rows += [hit, pair]
+        qs += [np.full(hit.size, d, dtype=np.int64), counts[pair] // d]
+    rows_a, qs_a = np.concatenate(rows), np.concatenate(qs)
     order = np.lexsort((qs_a, rows_a))
     rows_a, qs_a = rows_a[order], qs_a[order]
     p = counts[rows_a]
@@ -130,7 +129,7 @@ def materialize(ctx, cols_list: list[Columns], picks, brief: bool = False) -> li
         c = cols_list[w]
         if r in c.points:
             out[i] = c.points[r]
-        elif brief and c.memory_parts is not None:
+        elif brief and c.brief_rows is not None and c.brief_rows[r]:
             out[i] = brief_point(ctx, c, r, rows.get(w) or rows.setdefault(w, _row_lists(c)))
         else:
             S = int(c.segments[r]) if c.segments is not None and c.segments[r] else None
@@ -143,32 +142,36 @@ def materialize(ctx, cols_list: list[Columns], picks, brief: bool = False) -> li
 
 def _row_lists(c: Columns) -> dict:
     """The columns as Python lists (one conversion for all of a strategy's rows)."""
-    assert c.memory_parts is not None and c.max_batch is not None
     return {"gpus": c.gpus.tolist(), "p1": c.p1.tolist(), "p2": c.p2.tolist(), "batch": c.batch.tolist(),
-            "memory": c.memory.tolist(), "max_batch": c.max_batch.tolist(),
-            "phases": {k: v.tolist() for k, v in c.phases.items()},
-            "parts": {k: v.tolist() for k, v in c.memory_parts.items()}}  # fmt: skip
+            "memory": c.memory.tolist(), "phases": {k: v.tolist() for k, v in c.phases.items()},
+            "segments": None if c.segments is None else c.segments.tolist(),
+            "max_batch": None if c.max_batch is None else c.max_batch.tolist(),
+            "parts": None if c.memory_parts is None else {k: v.tolist() for k, v in c.memory_parts.items()}}  # fmt: skip
 
 
 def brief_point(ctx, c: Columns, r: int, lists: dict):
-    """Row ``r`` of ``c`` (its memory parts kept) as the point compute/strategies/base.make_point
+    """Row ``r`` of ``c`` (one of its ``brief_rows``) as the point compute/strategies/base.make_point
     makes, but for the strategy's own details (an all-reduce's algorithm, ...): its
-    details are the memory parts and the largest per-GPU batch only (what
-    render/records.csv_cells reads); its limits those the columns flag, worded by the
-    per-point path's functions."""
+    details are the memory parts and the largest per-GPU batch only, where the columns
+    kept them (what render/records.csv_cells reads); its limits those the columns flag,
+    worded by the per-point path's functions."""
     import math
 
     from oracle.compute.cost import Breakdown, Point
     from oracle.compute.stack import stack_name
 
-    p, B, max_b = lists["gpus"][r], lists["batch"][r], lists["max_batch"][r]
-    parts = {k: v[r] for k, v in lists["parts"].items()}
-    cfg = Config(c.strategy, p, lists["p1"][r], lists["p2"][r], B)
+    p, B = lists["gpus"][r], lists["batch"][r]
+    S = lists["segments"][r] if lists["segments"] is not None and lists["segments"][r] else None
+    cfg = Config(c.strategy, p, lists["p1"][r], lists["p2"][r], B, S)
+    details: tuple = ()
+    if lists["parts"] is not None:
+        max_b = lists["max_batch"][r]
+        parts = {k: v[r] for k, v in lists["parts"].items()}
+        details = (("memory", parts), ("max_batch_per_gpu", None if math.isnan(max_b) else max_b))
     return Point(model=ctx.model.name, system=ctx.system.name, strategy=c.strategy, gpus=p, p1=cfg.p1, p2=cfg.p2,
-                 global_batch=B, segments=None, iterations_per_epoch=ctx.D / B if B > 0 else math.nan,
+                 global_batch=B, segments=S, iterations_per_epoch=ctx.D / B if B > 0 else math.nan,
                  breakdown=Breakdown(**{k: v[r] for k, v in lists["phases"].items()}), memory_bytes=lists["memory"][r],
-                 limits=_limits(ctx, c, r, cfg, lists["memory"][r]),
-                 details=(("memory", parts), ("max_batch_per_gpu", None if math.isnan(max_b) else max_b)),
+                 limits=_limits(ctx, c, r, cfg, lists["memory"][r]), details=details,
                  profile_kind=ctx.profile_kind, memory_model=ctx.memory_model,
                  compute_conversion=ctx.conversion_label(B / p) if p > 0 else "", stack=stack_name(ctx.options))  # fmt: skip
 
