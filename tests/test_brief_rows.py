@@ -1,11 +1,14 @@
 """CSV rows without the per-point path (issue 29): a row of the arrays whose formulas
-keep their memory parts (compute/vector/run.brief_point), feasible or not, renders the
+repeat the per-point operations (compute/vector/rows.brief_rows), feasible or not, renders the
 CSV cells of the per-point path's point (numbers, memory parts, limits), byte for byte, over shipped models, the systems the
 arrays cover, GPU counts and memory models; render/records.csv_cells gives the cells of
 the rows to_rows builds; ``predict --top N -f csv`` writes the first N rows of every GPU
 count of the full CSV."""
 
 from __future__ import annotations
+
+import csv
+import io
 
 import numpy as np
 import pytest
@@ -17,8 +20,10 @@ from oracle.compute.strategies import names
 from oracle.compute.strategies.base import Config
 from oracle.compute.sweep import evaluate_all, sweep
 from oracle.compute.vector import kinds, run
+from oracle.compute.vector.rows import brief_rows
 from oracle.load import load_model, load_system
-from oracle.render.records import _cell, csv_cells, csv_columns, to_rows
+from oracle.render.records import _cell, csv_cells, csv_columns, csv_lines, to_rows
+from oracle.textsafe import csv_cell
 
 MODELS = ["resnet50", "vgg16", "alexnet", "mobilenet_v2", "inception_v3", "cifar_resnet20", "unet3d"]
 OPTIONS = (Options(), Options(memory_model="paradl", zero=3, mixed_precision=True), Options(zero=1, optimizer="adam"))
@@ -43,11 +48,11 @@ def test_rows_from_columns_equal_rows_from_points(model_name):
                 for c in run.columns(ctx, counts, names(), True, batch, per_gpu, None):
                     brief = [] if c.brief_rows is None else np.flatnonzero(c.brief_rows).tolist()
                     rows = [r for r in brief if not c.limit_codes(r)][:40] + [r for r in brief if c.limit_codes(r)][:40]
-                    lists = run._row_lists(c)
                     points = evaluate_all(ctx, [_config(c, r) for r in rows])
-                    for r, pt in zip(rows, points):
-                        got = csv_cells(run.brief_point(ctx, c, r, lists).with_rank(1))
-                        assert got == csv_cells(pt.with_rank(1)), (system_name, c.strategy, _config(c, r))
+                    for r, row, pt in zip(rows, brief_rows(ctx, c, np.asarray(rows, dtype=np.int64)), points):
+                        got = csv_lines([row.with_rank(2)]), (row.gpus, row.strategy, row.p2, row.total_s, row.feasible)
+                        want = csv_lines([pt.with_rank(2)]), (pt.gpus, pt.strategy, pt.p2, pt.total_s, pt.feasible)
+                        assert repr(got) == repr(want), (system_name, c.strategy, _config(c, r))  # NaN totals too
                         compared += 1
                         infeasible += not pt.feasible
     assert compared > 100 and infeasible > 20
@@ -129,3 +134,16 @@ def test_config_arrays_list_the_hybrids_configurations_in_order():
         want = [(c.gpus, c.p1, c.p2, c.batch) for g in counts.tolist()
                 for c in REGISTRY[name].configurations(None, g, 2.0 * g)]  # fmt: skip
         assert list(zip(p.tolist(), p1.tolist(), p2.tolist(), B.tolist())) == want
+
+
+def test_a_brief_rows_line_is_the_writers_after_any_case_label():
+    m = load_model("resnet50")
+    ctx = Context(m, load_system("abci"), times_for(m), Options())
+    (c,) = run.columns(ctx, [2, 8, 5000], ["data"], True, None, 64.0, None)
+    rows = np.arange(c.size)
+    points = evaluate_all(ctx, [_config(c, r) for r in rows.tolist()])
+    for label in ("plain", "a, b", 'say "x"', "=1+1", "two\nlines", ""):
+        prefix = (label, "cases[0]")
+        buf = io.StringIO()
+        csv.writer(buf, lineterminator="\n").writerows([[csv_cell(x) for x in prefix] + csv_cells(pt) for pt in points])
+        assert csv_lines(brief_rows(ctx, c, rows), prefix) == buf.getvalue()

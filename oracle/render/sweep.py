@@ -30,11 +30,9 @@ def begin(fmt: str) -> str:
 def rows(fmt: str, label: str, where: str, points: Sequence[Point], first: bool) -> str:
     """One case's points; ``first``: no case was written before (JSON's commas)."""
     if fmt == "csv":
-        from oracle.render.records import csv_cells
-        from oracle.textsafe import csv_cell
+        from oracle.render.records import csv_lines
 
-        case = [csv_cell(label), csv_cell(where)]
-        return _csv_lines([case + csv_cells(pt) for pt in points])
+        return csv_lines(points, (label, where))
     if fmt == "json":
         from oracle.render.records import point_to_dict
 
@@ -64,12 +62,8 @@ def _columns() -> list[str]:
 def _csv_line(values: list) -> str:
     from oracle.textsafe import csv_cell
 
-    return _csv_lines([[csv_cell(v) for v in values]])
-
-
-def _csv_lines(rows) -> str:
     buf = io.StringIO()
-    csv.writer(buf, lineterminator="\n").writerows(rows)
+    csv.writer(buf, lineterminator="\n").writerow([csv_cell(v) for v in values])
     return buf.getvalue()
 
 

@@ -130,7 +130,7 @@ class Filter(Strategy):
 
     def width_limit(self, ctx: Context, sums: SplitSums, q: int, label: str) -> list[Limit]:
         """p <= the smallest width of the split layers (filters; heads of attention)."""
-        least, name = min_layer(ctx, sums.mask, self.widths(ctx))
+        least, name = _least_width(ctx, self, sums)
         if name and q > least:
             what = "heads" if ctx.types[ctx.model.index[name]] == "attention" else self.width_noun
             return [Limit(self.limit_code, f"{label}={q} exceeds the {least} {what} of {name}")]
@@ -154,3 +154,9 @@ class Filter(Strategy):
     def limits(self, ctx: Context, cfg: Config) -> list[Limit]:
         """The strategy's own limits of a configuration (compute/vector/run.brief_point too)."""
         return self.width_limit(ctx, ctx.split(self.name), cfg.gpus, "p")
+
+
+@per_context  # issue 29: asked for every configuration of a sweep's rows (compute/vector/rows.py)
+def _least_width(ctx: Context, strategy: Filter, sums: SplitSums) -> tuple[int, str]:
+    """The smallest width of the split layers of ``sums`` and its layer (base.min_layer)."""
+    return min_layer(ctx, sums.mask, strategy.widths(ctx))

@@ -116,76 +116,29 @@ def ranked(cols_list: list[Columns], top: int | None = None) -> list[tuple[int, 
 def materialize(ctx, cols_list: list[Columns], picks, brief: bool = False) -> list:
     """The points of ``picks`` (:func:`ranked`), the per-point path's, ranked per GPU count
     by compute/sweep.rank on their own numbers (the same order as the arrays').  ``brief``:
-    a row of columns that keep their memory parts (the kinds whose formulas repeat the
-    per-point path's operations in its order) is built from the columns, with only the
-    details a CSV row shows (:func:`brief_point`)."""
+    the rows whose numbers are the per-point path's to the last bit (Columns.brief_rows)
+    as compute/vector/rows.BriefRow (what a CSV row shows, built for all at once)."""
     from itertools import groupby
 
     from oracle.compute.sweep import evaluate_all, rank
+    from oracle.compute.vector.rows import brief_rows
 
     out: list = [None] * len(picks)
-    todo, slots, rows = [], [], {}
+    todo, slots, briefs = [], [], {}
     for i, (w, r) in enumerate(picks):
         c = cols_list[w]
         if r in c.points:
             out[i] = c.points[r]
         elif brief and c.brief_rows is not None and c.brief_rows[r]:
-            out[i] = brief_point(ctx, c, r, rows.get(w) or rows.setdefault(w, _row_lists(c)))
+            briefs.setdefault(w, ([], []))[0].append(r)
+            briefs[w][1].append(i)
         else:
             S = int(c.segments[r]) if c.segments is not None and c.segments[r] else None
             todo.append(Config(c.strategy, int(c.gpus[r]), int(c.p1[r]), int(c.p2[r]), float(c.batch[r]), S))
             slots.append(i)
+    for w, (rows, where) in briefs.items():
+        for i, row in zip(where, brief_rows(ctx, cols_list[w], np.asarray(rows, dtype=np.int64))):
+            out[i] = row
     for i, pt in zip(slots, evaluate_all(ctx, todo)):
         out[i] = pt
     return [pt for _, group in groupby(out, key=lambda pt: pt.gpus) for pt in rank(list(group))]
-
-
-def _row_lists(c: Columns) -> dict:
-    """The columns as Python lists (one conversion for all of a strategy's rows)."""
-    return {"gpus": c.gpus.tolist(), "p1": c.p1.tolist(), "p2": c.p2.tolist(), "batch": c.batch.tolist(),
-            "memory": c.memory.tolist(), "phases": {k: v.tolist() for k, v in c.phases.items()},
-            "segments": None if c.segments is None else c.segments.tolist(),
-            "max_batch": None if c.max_batch is None else c.max_batch.tolist(),
-            "parts": None if c.memory_parts is None else {k: v.tolist() for k, v in c.memory_parts.items()}}  # fmt: skip
-
-
-def brief_point(ctx, c: Columns, r: int, lists: dict):
-    """Row ``r`` of ``c`` (one of its ``brief_rows``) as the point compute/strategies/base.make_point
-    makes, but for the strategy's own details (an all-reduce's algorithm, ...): its
-    details are the memory parts and the largest per-GPU batch only, where the columns
-    kept them (what render/records.csv_cells reads); its limits those the columns flag,
-    worded by the per-point path's functions."""
-    import math
-
-    from oracle.compute.cost import Breakdown, Point
-    from oracle.compute.stack import stack_name
-
-    p, B = lists["gpus"][r], lists["batch"][r]
-    S = lists["segments"][r] if lists["segments"] is not None and lists["segments"][r] else None
-    cfg = Config(c.strategy, p, lists["p1"][r], lists["p2"][r], B, S)
-    details: tuple = ()
-    if lists["parts"] is not None:
-        max_b = lists["max_batch"][r]
-        parts = {k: v[r] for k, v in lists["parts"].items()}
-        details = (("memory", parts), ("max_batch_per_gpu", None if math.isnan(max_b) else max_b))
-    return Point(model=ctx.model.name, system=ctx.system.name, strategy=c.strategy, gpus=p, p1=cfg.p1, p2=cfg.p2,
-                 global_batch=B, segments=S, iterations_per_epoch=ctx.D / B if B > 0 else math.nan,
-                 breakdown=Breakdown(**{k: v[r] for k, v in lists["phases"].items()}), memory_bytes=lists["memory"][r],
-                 limits=_limits(ctx, c, r, cfg, lists["memory"][r]), details=details,
-                 profile_kind=ctx.profile_kind, memory_model=ctx.memory_model,
-                 compute_conversion=ctx.conversion_label(B / p) if p > 0 else "", stack=stack_name(ctx.options))  # fmt: skip
-
-
-def _limits(ctx, c: Columns, r: int, cfg: Config, memory: float) -> tuple:
-    """make_point's limits of row ``r`` in its order: the system's size, the strategy's
-    own (its ``limits``), the dataset, overflow, GPU memory; none without a flagged code."""
-    from oracle.compute.strategies.base import OVERFLOW, epoch_limit, gpus_limit, memory_limit
-
-    hit = [code for code, mask in c.codes if mask[r]]
-    if not hit:
-        return ()
-    out = [gpus_limit(ctx.system, cfg.gpus)] if "gpus" in hit else []
-    out += REGISTRY[c.strategy].limits(ctx, cfg) + epoch_limit(ctx, cfg.batch)
-    out += [OVERFLOW] if "overflow" in hit else []
-    out += [memory_limit(ctx.system, memory)] if "memory" in hit else []
-    return tuple(out)
