@@ -25,7 +25,8 @@ def sweep(cases_file, fmt, every_point, plot_file, output):
     Each case of CASES.yaml is an `oracle predict` whose model, system, stack,
     precision, batch and batch_per_gpu may be lists (profile: one, or a mapping of
     each model to its profile); every combination is projected.  Writes, per case, the fastest feasible configuration at each GPU count
-    (rank 1; --all: every point), streamed as each case finishes.
+    (rank 1; --all: every point), streamed as it is projected, a run of GPU counts at a time
+    (memory stays flat however many points a case has).
 
     \b
     Example CASES.yaml:

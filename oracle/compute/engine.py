@@ -24,7 +24,7 @@ import functools
 
 import numpy as np
 
-from oracle.compute.partition import greedy_cuts, split_to
+from oracle.compute.partition import split_to
 
 
 def per_context(fn):
@@ -120,10 +120,25 @@ def warm_partitions(ctx, counts) -> None:
     ps = np.array(sorted({int(p) for p in counts if 1 <= p <= ctx.G and p not in cache}), dtype=np.int64)
     if ps.size < FEW_COUNTS:  # Context.partition solves each when asked
         return
-    for p, limit in zip(ps.tolist(), bottlenecks(ctx, ps).tolist()):
-        cuts = greedy_cuts(ctx._prefix_fb, limit, ctx.G)
-        assert cuts is not None  # the limit is at least the largest layer's time
+    for p, cuts in zip(ps.tolist(), all_cuts(ctx._prefix_fb, bottlenecks(ctx, ps), ctx.G)):
         cache[p] = split_to([(cuts[k], cuts[k + 1]) for k in range(len(cuts) - 1)], p)
+
+
+def all_cuts(pre: np.ndarray, limits: np.ndarray, G: int) -> list[list[int]]:
+    """compute/partition.greedy_cuts for every limit at once, step for step (each limit
+    at least the largest layer's time: every walk reaches G)."""
+    tol = limits * 1e-12 + 1e-300  # as greedy_cuts: limit·1e-12 + 1e-300
+    pos = np.zeros(limits.size, dtype=np.int64)
+    steps = [pos]
+    live = pos < G
+    while live.any():
+        nxt = np.searchsorted(pre, pre[pos] + limits + tol, side="right") - 1
+        assert not (live & (nxt <= pos)).any()  # a layer above its limit: greedy_cuts' None
+        pos = np.where(live, np.minimum(nxt, G), pos)
+        steps.append(pos)
+        live = pos < G
+    table = np.stack(steps, axis=1)
+    return [row[:n].tolist() for row, n in zip(table, ((table < G).sum(axis=1) + 1).tolist())]
 
 
 def prepare(ctx, counts, chosen) -> None:

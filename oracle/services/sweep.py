@@ -1,6 +1,7 @@
 """``oracle sweep CASES.yaml`` (issue 29): every combination of a sweep file
 (load/sweepfile.py) projected in one process, each input file loaded once, the cases
-one after another so that only one case's points are in memory at a time."""
+one after another and each in runs of GPU counts (compute/engine.chunks), so that only
+one run's points are in memory at a time."""
 
 from __future__ import annotations
 

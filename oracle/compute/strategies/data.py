@@ -98,5 +98,5 @@ class Data(Strategy):
         return make_point(ctx, cfg, bd, mem, self.limits(ctx, cfg), details)
 
     def limits(self, ctx: Context, cfg: Config) -> list[Limit]:
-        """The strategy's own limits of a configuration (compute/vector/run.brief_point too)."""
+        """The strategy's own limits of a configuration (compute/vector/rows.brief_rows too)."""
         return batch_limit(cfg.batch, cfg.gpus)

@@ -102,7 +102,7 @@ class DataFilter(Strategy):
         return make_point(ctx, cfg, bd, mem, self.limits(ctx, cfg), details)
 
     def limits(self, ctx: Context, cfg: Config) -> list[Limit]:
-        """The strategy's own limits of a configuration (compute/vector/run.brief_point too)."""
+        """The strategy's own limits of a configuration (compute/vector/rows.brief_rows too)."""
         s = ctx.split(self.name)
         return batch_limit(cfg.batch, cfg.p1, "data-parallel group") + REGISTRY[Filter.name].width_limit(
             ctx, s, cfg.p2, "p2")  # fmt: skip

@@ -152,7 +152,7 @@ class Filter(Strategy):
         return make_point(ctx, cfg, bd, mem, self.limits(ctx, cfg))
 
     def limits(self, ctx: Context, cfg: Config) -> list[Limit]:
-        """The strategy's own limits of a configuration (compute/vector/run.brief_point too)."""
+        """The strategy's own limits of a configuration (compute/vector/rows.brief_rows too)."""
         return self.width_limit(ctx, ctx.split(self.name), cfg.gpus, "p")
 
 

@@ -71,7 +71,7 @@ class Pipeline(Strategy):
         return [Config(self.name, p, 1, p, batch, S)]
 
     def limits(self, ctx: Context, cfg: Config) -> list[Limit]:
-        """The strategy's own limits of a configuration (compute/vector/run.brief_point too)."""
+        """The strategy's own limits of a configuration (compute/vector/rows.brief_rows too)."""
         p, B = cfg.gpus, cfg.batch
         S = cfg.segments or default_segments(B, p)
         limits = [Limit("segments", f"S={S} segments exceed the batch B={B:g}")] if S > B else []

@@ -37,5 +37,5 @@ class Serial(Strategy):
         return make_point(ctx, cfg, bd, mem, self.limits(ctx, cfg))
 
     def limits(self, ctx: Context, cfg: Config) -> list[Limit]:
-        """The strategy's own limits of a configuration (compute/vector/run.brief_point too)."""
+        """The strategy's own limits of a configuration (compute/vector/rows.brief_rows too)."""
         return [] if cfg.gpus == 1 else [Limit(self.name, f"serial runs on one GPU, not {cfg.gpus}")]

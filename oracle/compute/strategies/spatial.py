@@ -322,5 +322,5 @@ class Spatial(Strategy):
         return make_point(ctx, cfg, bd, mem, self.limits(ctx, cfg), details)
 
     def limits(self, ctx: Context, cfg: Config) -> list[Limit]:
-        """The strategy's own limits of a configuration (compute/vector/run.brief_point too)."""
+        """The strategy's own limits of a configuration (compute/vector/rows.brief_rows too)."""
         return spatial_limits(ctx, spatial_grid(ctx, cfg.gpus))

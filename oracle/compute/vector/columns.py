@@ -39,7 +39,7 @@ class Columns:
     # (NaN: none) of every row, where the memory came from one :func:`memory_total` call
     memory_parts: dict[str, np.ndarray] | None = None
     max_batch: np.ndarray | None = None
-    # the rows whose numbers are the per-point path's to the last bit (compute/vector/run.brief_point)
+    # the rows whose numbers are the per-point path's to the last bit (compute/vector/rows.brief_rows)
     brief_rows: np.ndarray | None = None
 
     @property

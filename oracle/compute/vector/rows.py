@@ -64,7 +64,6 @@ def brief_rows(ctx, c: Columns, rows: np.ndarray) -> list[BriefRow]:
         for i in np.flatnonzero(hits.any(axis=1)).tolist():
             cfg = Config(c.strategy, gpus[i], p1[i], p2[i], batch[i], segments[i])
             limits[i] = _limits(ctx, cfg, [k for k, on in zip(codes, hits[i].tolist()) if on], memory[i])
-    labels: dict = {}
     values = {
         "model": ctx.model.name, "system": ctx.system.name, "strategy": c.strategy, "gpus": gpus,
         "p1": p1, "p2": p2, "global_batch": batch, "segments": segments,
@@ -75,17 +74,23 @@ def brief_rows(ctx, c: Columns, rows: np.ndarray) -> list[BriefRow]:
         "max_batch_per_gpu": [None if math.isnan(x) else x for x in c.max_batch[rows].tolist()]
         if c.max_batch is not None else [None] * rows.size,
         "memory": {k: v[rows].tolist() for k, v in c.memory_parts.items()} if c.memory_parts is not None else None,
-        "compute_conversion": [labels[b] if b in labels else labels.setdefault(b, _label(ctx, b, g))
-                               for b, g in zip(batch, gpus)],
+        "compute_conversion": _labels(ctx, batch, gpus),
         "stack": stack_name(ctx.options),
     }  # fmt: skip
     block, name, system = Block(values), c.strategy, ctx.system.name
     return [BriefRow(block, i, gpus[i], name, p2[i], system, totals[i], not limits[i]) for i in range(rows.size)]
 
 
-def _label(ctx, batch: float, gpus: int) -> str:
-    """make_point's compute conversion (one per global batch: a sweep's rows share few)."""
-    return ctx.conversion_label(batch / gpus) if gpus > 0 else ""
+def _labels(ctx, batch: list, gpus: list) -> list[str]:
+    """make_point's compute conversion of each row, once per per-GPU batch B/p."""
+    seen: dict = {}
+    out = []
+    for b, g in zip(batch, gpus):
+        x = b / g if g > 0 else None
+        if x not in seen:
+            seen[x] = ctx.conversion_label(x) if x is not None else ""
+        out.append(seen[x])
+    return out
 
 
 def _in_order(values: list) -> np.ndarray:

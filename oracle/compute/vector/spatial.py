@@ -68,7 +68,7 @@ def _halo_block(ctx, h, q, b, f, out, block) -> None:
 def _row_sums(x: np.ndarray, has: np.ndarray) -> np.ndarray:
     """Each row's sum of its ``has`` entries as spatial.halo_time's np.sum adds them (on
     the entries alone: numpy's pairwise sum groups them by their count), so that the
-    arrays' halo equals the per-point path's to the last bit (run.brief_point builds
+    arrays' halo equals the per-point path's to the last bit (rows.brief_rows builds
     rows from these columns)."""
     return np.array([row[keep].sum() for row, keep in zip(x, has)], dtype=float).reshape(x.shape[0])
 
