@@ -10,9 +10,13 @@ issue 29's ``1..N``), in process (the CLI's ``main`` with stdout captured); the 
 with ``--top 1 --format csv`` in process and in a fresh Python process (``process``:
 start-up and imports included, its peak resident set from ru_maxrss of the child),
 ``compute.sweep.sweep`` alone on loaded inputs, and ``oracle sweep`` of ResNet-50 on
-four systems x two batches x GPU counts 1..N/4, every point (--all) to a file.  Each
-measurement runs in a fresh process; memory is its peak of Python's allocations
-(tracemalloc; numpy's arrays included) and its peak resident set (ru_maxrss).
+four systems x two batches x GPU counts 1..N/4, every point (--all) to a file.  The
+issue's streamed sweep: ``sweepall`` (``oracle sweep --all``) and ``sweepbest`` (the
+best configuration per count) of ResNet-50 on abci and lassen x batches 32 and 64 per
+GPU x GPU counts 1..N, to a file (N = 12,500: about 10^6 points; only the resident set
+is measured there, tracemalloc would multiply the time).  Each measurement runs in a
+fresh process; memory is its peak of Python's allocations (tracemalloc; numpy's arrays
+included) and its peak resident set (ru_maxrss).
 ``--before TREE``: the same measurements with the ``oracle`` package of another
 checkout first (e.g. ``git archive COMMIT oracle models systems profiles stacks data |
 tar -x -C TREE``), so that before and after share the machine's load.  The targets
@@ -40,6 +44,15 @@ SWEEP = """cases:
   - model: resnet50
     profile: resnet50_v100
     system: [abci, dgx-h100-superpod, lassen, dgx1-v100]
+    batch_per_gpu: [32, 64]
+    gpus: {gpus}
+"""
+
+# issue 29, "Done when": a sweep of 10^6 points streamed (the systems the arrays cover)
+STREAMED = """cases:
+  - model: resnet50
+    profile: resnet50_v100
+    system: [abci, lassen]
     batch_per_gpu: [32, 64]
     gpus: {gpus}
 """
@@ -78,13 +91,13 @@ def run_cli(args: list[str]) -> int:
     return len(buf.getvalue())
 
 
-def sweep_command(tmp: Path, n: int) -> int:
-    """``oracle sweep --all`` of :data:`SWEEP` with GPU counts 1..n/4 (written as a list,
-    which both sides of --before read); returns the points it wrote."""
+def sweep_command(tmp: Path, n: int, cases_text: str = SWEEP, every: bool = True) -> int:
+    """``oracle sweep`` (``every``: --all) of ``cases_text`` with GPU counts 1..n (written
+    as a list, which both sides of --before read); returns the rows it wrote."""
     cases = tmp / "cases.yaml"
-    cases.write_text(SWEEP.format(gpus="[" + ", ".join(str(g) for g in range(1, max(1, n // 4) + 1)) + "]"))
+    cases.write_text(cases_text.format(gpus="[" + ", ".join(str(g) for g in range(1, max(1, n) + 1)) + "]"))
     out = tmp / "rows.csv"
-    run_cli(["sweep", str(cases), "--all", "-o", str(out)])
+    run_cli(["sweep", str(cases), *(["--all"] if every else []), "-o", str(out)])
     with open(out, encoding="utf-8") as fh:
         return sum(1 for _ in fh) - 1
 
@@ -104,13 +117,16 @@ def engine(profile: Path, n: int) -> int:
     return len(sweep(m, s, bind_profile(m, pr), range(1, n + 1), "all", batch_per_gpu=32, options=Options()))
 
 
-def measure(fn, repeats: int) -> tuple[float, float, object]:
-    """Median seconds over ``repeats`` runs, the tracemalloc peak (MB) of one more, and its result."""
+def measure(fn, repeats: int, trace: bool = True) -> tuple[float, float, object]:
+    """Median seconds over ``repeats`` runs, the tracemalloc peak (MB) of one more, and its
+    result (without ``trace``: NaN, and the last run's result)."""
     runs = []
     for _ in range(repeats):
         t0 = time.perf_counter()
-        fn()
+        out = fn()
         runs.append(time.perf_counter() - t0)
+    if not trace:
+        return statistics.median(runs), float("nan"), out
     tracemalloc.start()
     out = fn()
     peak = tracemalloc.get_traced_memory()[1] / 1e6
@@ -124,7 +140,9 @@ def maxrss_mb() -> float:
 
 KINDS = {"engine": "engine: compute.sweep.sweep", "predict": "predict --strategy all -b 32 -f json",
          "top1": "predict ... --top 1 -f csv", "process": "predict ... --top 1 -f csv, fresh process",
-         "sweep": "oracle sweep --all (4 systems x 2 batches)"}  # fmt: skip
+         "sweep": "oracle sweep --all (4 systems x 2 batches)",
+         "sweepall": "oracle sweep --all (abci,lassen x 2 batches)", "sweepbest": "oracle sweep (abci,lassen x 2)"}  # fmt: skip
+UNTRACED = ("sweepall", "sweepbest")  # 10^6 points: the resident set only
 
 
 def one(kind: str, n: int, repeats: int) -> dict:
@@ -135,8 +153,10 @@ def one(kind: str, n: int, repeats: int) -> dict:
         fn = {"engine": lambda: engine(profile, n), "predict": lambda: run_cli(predict_args(profile, n)),
               "top1": lambda: run_cli(predict_args(profile, n, top=1)),
               "process": lambda: process(profile, n, os.getcwd()),
-              "sweep": lambda: sweep_command(Path(tmp), n)}[kind]  # fmt: skip
-        t, peak, size = measure(fn, repeats)
+              "sweep": lambda: sweep_command(Path(tmp), n // 4),
+              "sweepall": lambda: sweep_command(Path(tmp), n, STREAMED),
+              "sweepbest": lambda: sweep_command(Path(tmp), n, STREAMED, every=False)}[kind]  # fmt: skip
+        t, peak, size = measure(fn, repeats, kind not in UNTRACED)
     rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024 if kind == "process" else maxrss_mb()
     return {"seconds": t, "peak_MB": peak, "maxrss_MB": rss, "size": size}
 

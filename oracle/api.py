@@ -63,6 +63,7 @@ class SweepRequest:
     strategies: Any = "all"
     p2: int | None = None
     top: int | None = None  # issue 29: only the first ``top`` points of every GPU count are built
+    brief: bool = False  # issue 29: points with only the details a CSV row shows (compute/sweep.sweep)
 
 
 @dataclass(frozen=True)
@@ -126,21 +127,41 @@ def model_system(system, model_name: str, stack):
 def run_sweep(req: SweepRequest) -> Sweep:
     """The one pipeline of ``api.predict`` and the CLI (``oracle predict``, ``plot``,
     ``report``): the compute model, then the sweep."""
+    req, points, conversion = _swept(req, stream=False)
+    if req.system.anchors:  # issue 26: a calibrated system's measured runs
+        from oracle.services.anchors import anchored_sweep
+
+        points = anchored_sweep(points, req)
+    return Sweep(points, conversion)
+
+
+def stream_sweep(req: SweepRequest):
+    """:func:`run_sweep`'s points in runs of GPU counts, one run held at a time (oracle
+    sweep, issue 29: compute/sweep.sweep's ``stream``); a calibrated system's in one."""
+    req, points, _ = _swept(req, stream=True)
+    if req.system.anchors:  # a list: the whole sweep (run_sweep)
+        from oracle.services.anchors import anchored_sweep
+
+        yield anchored_sweep(points, req)
+        return
+    yield from points
+
+
+def _swept(req: SweepRequest, stream: bool):
+    """(the request on the model's own calibration, the sweep's points or their
+    iterator, the compute conversion); none evaluated yet where a stream is not read."""
     from oracle.compute.conversion import prepare
     from oracle.compute.sweep import sweep
 
     run = req.run
     req = replace(req, system=model_system(req.system, req.model.name, run.options.stack))
     times, conversion = prepare(req.model, req.system, req.profile, run.options)  # issue 13: the compute model
-    top = None if req.system.anchors else req.top  # anchors may reorder a count's points
+    plain = req.system.anchors  # anchors may reorder a count's points and add their own details
     points = sweep(req.model, req.system, times, req.counts, req.strategies, batch=run.batch,
                    batch_per_gpu=run.per_gpu, p2=req.p2, options=run.options, profile_kind=req.profile.kind,
-                   conversion=conversion, top=top)  # fmt: skip
-    if req.system.anchors:  # issue 26: a calibrated system's measured runs
-        from oracle.services.anchors import anchored_sweep
-
-        points = anchored_sweep(points, req)
-    return Sweep(points, conversion)
+                   conversion=conversion, top=None if plain else req.top, brief=req.brief and not plain,
+                   stream=stream and not plain)  # fmt: skip
+    return req, points, conversion
 
 
 class Inputs:

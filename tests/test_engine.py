@@ -112,3 +112,15 @@ def test_a_copy_of_a_context_on_another_system_does_not_reuse_its_costs():
     other = with_system(ctx, slow)
     assert halo_time(other, 4, 32.0)[0] > before[0]
     assert halo_time(ctx, 4, 32.0) == before
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_all_cuts_are_greedy_cuts_for_every_limit(seed):
+    from oracle.compute.engine import all_cuts
+    from oracle.compute.partition import greedy_cuts
+
+    rng = np.random.default_rng(seed)
+    t = rng.lognormal(-6, 2, 300)
+    pre = np.concatenate([[0.0], np.cumsum(t)])
+    limits = t.max() * (1 + rng.random(200) * rng.choice([0.0, 0.5, 10.0, 400.0], 200))
+    assert all_cuts(pre, limits, t.size) == [greedy_cuts(pre, float(x), t.size) for x in limits]

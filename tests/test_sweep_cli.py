@@ -85,10 +85,32 @@ def test_a_bad_value_names_the_case_before_any_output(tmp_path):
     one_error(run_cli("sweep", str(path)), "cases.yaml", "cases[1]")
 
 
-def test_a_case_over_the_memory_budget_says_what_it_needs(tmp_path):
-    path, _ = sweep_file(tmp_path, "  - {{model: {m}, profile: {p}, system: {s}, batch: 32, gpus: '1..60000',"
-                                   " strategy: data}}\n")  # fmt: skip
-    one_error(run_cli("sweep", str(path)), "cases[0].gpus", "60,000 points", "GB of memory")
+def test_a_case_streams_in_runs_of_gpu_counts_row_for_row(tmp_path, monkeypatch):
+    """Issue 29: a case is evaluated and written compute/engine.CHUNK_POINTS points at a
+    time (memory flat): runs of 7 points write what one run writes, in every format."""
+    from oracle.compute import engine
+
+    path, _ = sweep_file(tmp_path, "  - {{model: {m}, profile: {p}, system: [{s}, big.yaml], batch_per_gpu: [8, 32],"
+                                   " gpus: '1..40'}}\n")  # fmt: skip
+    whole = {(fmt, flag): run_cli("sweep", str(path), "-f", fmt, *flag) for fmt in ("csv", "json", "markdown")
+             for flag in ((), ("--all",))}  # fmt: skip
+    monkeypatch.setattr(engine, "CHUNK_POINTS", 7)
+    assert len(engine.chunks(range(1, 41), ["data", "data+filter"])) > 5
+    for (fmt, flag), r in whole.items():
+        assert r.code == 0, r.err
+        assert run_cli("sweep", str(path), "-f", fmt, *flag).out == r.out, (fmt, flag)
+
+
+def test_a_case_over_the_memory_budget_at_once_streams(tmp_path):
+    """What predict would hold at once (and refuses) a sweep's case holds a run at a time."""
+    from oracle.compute.context import Options
+    from oracle.compute.sweep import check_request
+    from oracle.errors import OracleError
+
+    with pytest.raises(OracleError, match="60,000 points"):
+        check_request(range(1, 60001), "data", 32.0, None, None, Options(), top=1)
+    check_request(range(1, 60001), "data", 32.0, None, None, Options(), top=1, streamed=True)
+    check_request(range(1, 60001), "all", 32.0, None, None, Options(), streamed=True)  # every point, too
 
 
 def test_plot(tmp_path):

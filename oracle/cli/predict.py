@@ -32,6 +32,6 @@ def predict(fmt, top, chart, width, max_batch, output, **sweep):
     from oracle.cli.common import render_points
     from oracle.services.project import project
 
-    points, meta, _ = project(top=top, **sweep)
+    points, meta, _ = project(top=top, brief=fmt == "csv", **sweep)  # issue 29: CSV reads few details
     meta["show_max_batch"] = max_batch
     render_points(points, meta, fmt, top, chart, width, output)

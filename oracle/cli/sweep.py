@@ -25,7 +25,8 @@ def sweep(cases_file, fmt, every_point, plot_file, output):
     Each case of CASES.yaml is an `oracle predict` whose model, system, stack,
     precision, batch and batch_per_gpu may be lists (profile: one, or a mapping of
     each model to its profile); every combination is projected.  Writes, per case, the fastest feasible configuration at each GPU count
-    (rank 1; --all: every point), streamed as each case finishes.
+    (rank 1; --all: every point), streamed as it is projected, a run of GPU counts at a time
+    (memory stays flat however many points a case has).
 
     \b
     Example CASES.yaml:
@@ -43,7 +44,7 @@ def sweep(cases_file, fmt, every_point, plot_file, output):
     cases = load_sweep(cases_file)
     files = Files()
     check_names(cases, files, cases_file)
-    reqs = requests(cases, files, cases_file, every_point)
+    reqs = requests(cases, files, cases_file, every_point, brief=fmt == "csv")
     if plot_file:  # its mistakes before the sweep runs
         from oracle.render.output import check_target
         from oracle.render.plots import format_for, require
@@ -68,11 +69,12 @@ def _stream(cases, reqs, cases_file, fmt, every_point, output) -> list:
     best, wrote = [], False
     with _sink(output) as write, _Progress(len(cases)) as bar:
         head = rs.begin(fmt)  # written with the first case's rows: an error in it leaves no output
-        for case, points in run(cases, reqs, cases_file, every_point):
-            text, head = head + rs.rows(fmt, case.label, case.where, points, not wrote), ""
-            wrote = wrote or bool(points)
-            write(text)
-            best += [(case.label, pt.system, pt.gpus, pt.total_s, pt.strategy) for pt in points if pt.rank == 1]
+        for case, runs in run(cases, reqs, cases_file, every_point):
+            for points in runs:  # issue 29: a run of GPU counts at a time, memory flat
+                text, head = head + rs.rows(fmt, case.label, case.where, points, not wrote), ""
+                wrote = wrote or bool(points)
+                write(text)
+                best += [(case.label, pt.system, pt.gpus, pt.total_s, pt.strategy) for pt in points if pt.rank == 1]
             bar.advance(case.label)
         write(head + rs.end(fmt, wrote))
     return best

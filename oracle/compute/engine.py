@@ -24,7 +24,7 @@ import functools
 
 import numpy as np
 
-from oracle.compute.partition import greedy_cuts, split_to
+from oracle.compute.partition import split_to
 
 
 def per_context(fn):
@@ -120,10 +120,25 @@ def warm_partitions(ctx, counts) -> None:
     ps = np.array(sorted({int(p) for p in counts if 1 <= p <= ctx.G and p not in cache}), dtype=np.int64)
     if ps.size < FEW_COUNTS:  # Context.partition solves each when asked
         return
-    for p, limit in zip(ps.tolist(), bottlenecks(ctx, ps).tolist()):
-        cuts = greedy_cuts(ctx._prefix_fb, limit, ctx.G)
-        assert cuts is not None  # the limit is at least the largest layer's time
+    for p, cuts in zip(ps.tolist(), all_cuts(ctx._prefix_fb, bottlenecks(ctx, ps), ctx.G)):
         cache[p] = split_to([(cuts[k], cuts[k + 1]) for k in range(len(cuts) - 1)], p)
+
+
+def all_cuts(pre: np.ndarray, limits: np.ndarray, G: int) -> list[list[int]]:
+    """compute/partition.greedy_cuts for every limit at once, step for step (each limit
+    at least the largest layer's time: every walk reaches G)."""
+    tol = limits * 1e-12 + 1e-300  # as greedy_cuts: limit·1e-12 + 1e-300
+    pos = np.zeros(limits.size, dtype=np.int64)
+    steps = [pos]
+    live = pos < G
+    while live.any():
+        nxt = np.searchsorted(pre, pre[pos] + limits + tol, side="right") - 1
+        assert not (live & (nxt <= pos)).any()  # a layer above its limit: greedy_cuts' None
+        pos = np.where(live, np.minimum(nxt, G), pos)
+        steps.append(pos)
+        live = pos < G
+    table = np.stack(steps, axis=1)
+    return [row[:n].tolist() for row, n in zip(table, ((table < G).sum(axis=1) + 1).tolist())]
 
 
 def prepare(ctx, counts, chosen) -> None:
@@ -181,26 +196,59 @@ def count_points(counts, chosen, explicit: bool = True, p2: int | None = None) -
 BYTES_PER_ARRAY_POINT = 1_000
 
 
-def output_points(counts, chosen, explicit=True, p2=None, top=None) -> tuple[int, int, bool]:
-    """(points built, points only in arrays, exact) of a request: with ``top``, ``top``
-    per count built and every point in arrays (a strategy compute/vector does not cover
-    too: its points are evaluated compute/vector/run.CHUNK at a time and only their
-    numbers kept); without, every point built."""
+def output_points(counts, chosen, explicit=True, p2=None, top=None, streamed=False) -> tuple[int, int, bool]:
+    """(points built, points only in arrays, exact) held at once by a request: with
+    ``top``, ``top`` per count built and every point in arrays (a strategy compute/vector
+    does not cover too: its points are evaluated compute/vector/run.CHUNK at a time and
+    only their numbers kept); without, every point built.  ``streamed``: the counts are
+    evaluated :func:`chunks` at a time (oracle sweep), so only the largest chunk's."""
+    if streamed:
+        return max((output_points(part, chosen, explicit, p2, top) for part in chunks(counts, chosen, explicit, p2)),
+                   default=(0, 0, True))  # fmt: skip
     n, exact = count_points(counts, chosen, explicit, p2)
     if not top:
         return n, 0, exact
     return min(n, top * len(counts)), n, exact
 
 
-def check_memory(counts, chosen, explicit: bool = True, p2: int | None = None, top: int | None = None) -> None:
+# The points a streamed sweep (oracle sweep) evaluates at once: about 200 MB of built
+# points (BYTES_PER_POINT) at most; per chunk, the arrays' fixed costs (a call per
+# strategy, the ranking) are small against 10,000 points
+CHUNK_POINTS = 10_000
+
+
+def chunks(counts, chosen, explicit: bool = True, p2: int | None = None) -> list[list[int]]:
+    """The sorted distinct ``counts`` in consecutive runs of at most :data:`CHUNK_POINTS`
+    points (compute/sweep.configurations' count per GPU count; a count is never split:
+    a sweep ranks the points of each count together)."""
+    from oracle.compute.strategies import REGISTRY
+
+    c = np.asarray(sorted(set(int(g) for g in counts)), dtype=np.int64)
+    per = np.zeros(c.size, dtype=np.int64)
+    pairs = factorizations(c) if p2 is None else None
+    for name in chosen:
+        s = REGISTRY[name]
+        here = np.ones(c.size, dtype=bool) if explicit else (c == 1) == s.one_gpu
+        per += np.where(here, pairs if s.hybrid and pairs is not None else 1, 0)
+    out, start, held = [], 0, 0
+    for i, n in enumerate(per.tolist()):
+        if held and held + n > CHUNK_POINTS:
+            out.append(c[start:i].tolist())
+            start, held = i, 0
+        held += n
+    return out + ([c[start:].tolist()] if c.size else [])
+
+
+def check_memory(counts, chosen, explicit: bool = True, p2: int | None = None, top: int | None = None,
+                 streamed: bool = False) -> None:  # fmt: skip
     """Refuse a request whose points would not fit in :data:`MEMORY_BUDGET_BYTES`:
     one error saying how many points and how much memory it needs (exit 2).  Points
     built for the output count :data:`BYTES_PER_POINT` each, the others
-    :data:`BYTES_PER_ARRAY_POINT` (:func:`output_points`)."""
+    :data:`BYTES_PER_ARRAY_POINT` (:func:`output_points`; ``streamed``: a chunk's)."""
     from oracle.errors import OracleError
     from oracle.units import fmt_gb
 
-    n, arrays, exact = output_points(counts, chosen, explicit, p2, top)
+    n, arrays, exact = output_points(counts, chosen, explicit, p2, top, streamed)
     need = n * BYTES_PER_POINT + arrays * BYTES_PER_ARRAY_POINT
     if need > MEMORY_BUDGET_BYTES:
         many = f"{max(n, arrays):,}" if exact else f"at least {max(n, arrays):,}"

@@ -7,7 +7,7 @@ Ranking (docs/cli.md): feasible points of the same GPU count ordered by total ti
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 
 import numpy as np
 
@@ -62,23 +62,39 @@ def sweep(
     profile_kind: str = "",
     conversion=None,
     top: int | None = None,
-) -> list[Point]:
+    brief: bool = False,
+    stream: bool = False,
+):
     """Evaluate and rank.  Exactly one of ``batch`` (strong scaling, B fixed) and
     ``batch_per_gpu`` (weak scaling, B = b·p) must be given.  ``top``: only the first
     ``top`` points of every GPU count (issue 29: the rest are evaluated in arrays, never
-    built as points)."""
+    built as points).  ``brief``: points with only the details a CSV row shows
+    (compute/vector/run.materialize).  Returns the points, or with ``stream`` an
+    iterator of the points of successive runs of GPU counts (compute/engine.chunks),
+    one run held at a time."""
     options = options or Options()  # valid by construction (compute/options.check_options)
-    chosen, explicit, counts = check_request(gpus, strategies, batch, batch_per_gpu, p2, options, top)
+    chosen, explicit, counts = check_request(gpus, strategies, batch, batch_per_gpu, p2, options, top, stream)
     ctx = Context(model, system, times, options, profile_kind, conversion=conversion)
-    return _sweep(ctx, counts, chosen, explicit, batch, batch_per_gpu, p2, top)
+    if stream:
+        return _streamed(ctx, counts, chosen, explicit, batch, batch_per_gpu, p2, top, brief)
+    return _sweep(ctx, counts, chosen, explicit, batch, batch_per_gpu, p2, top, brief)
 
 
-def check_request(gpus, strategies, batch, batch_per_gpu, p2, options: Options,
-                  top: int | None = None) -> tuple[list[str], bool, list[int]]:  # fmt: skip
+def _streamed(ctx, counts, chosen, explicit, *args) -> Iterator[list[Point]]:
+    from oracle.compute.engine import chunks, prepare
+
+    prepare(ctx, counts, chosen)  # every count's partitions at once, as one sweep's
+    for part in chunks(counts, chosen, explicit, args[2]):
+        yield _sweep(ctx, part, chosen, explicit, *args)
+
+
+def check_request(gpus, strategies, batch, batch_per_gpu, p2, options: Options, top: int | None = None,
+                  streamed: bool = False) -> tuple[list[str], bool, list[int]]:  # fmt: skip
     """The checks of :func:`sweep` before anything is evaluated (also for oracle sweep's
     cases, before any output): the strategies, whether they were explicit, the counts;
     the memory of the points built (``top`` per count; the rest evaluated in arrays,
-    compute/vector, or point by point keeping only their numbers)."""
+    compute/vector, or point by point keeping only their numbers; ``streamed``: of the
+    largest run of counts evaluated at once)."""
     chosen, explicit = parse_strategies(strategies)
     if options.replicated_gradients and Data.name not in chosen:  # issue 18: Lee et al. replicate within data parallelism
         raise OracleError("applies to data parallelism, which --strategy leaves out",
@@ -100,25 +116,25 @@ def check_request(gpus, strategies, batch, batch_per_gpu, p2, options: Options,
         raise OracleError(f"got {counts[0]}; GPU counts must be >= 1", path="--gpus")
     from oracle.compute.engine import check_memory
 
-    check_memory(counts, chosen, explicit, p2, top)  # issue 29: a request's output must fit in memory
+    check_memory(counts, chosen, explicit, p2, top, streamed)  # issue 29: a request's output must fit in memory
     return chosen, explicit, counts
 
 
-def _sweep(ctx, counts, chosen, explicit, batch, batch_per_gpu, p2, top=None) -> list[Point]:
+def _sweep(ctx, counts, chosen, explicit, batch, batch_per_gpu, p2, top=None, brief=False) -> list[Point]:
     """Every configuration evaluated in arrays (compute/vector; per point where a strategy
     or option is not covered there), ranked, and the points output built."""
     from oracle.compute.engine import prepare
     from oracle.compute.vector import run
 
     prepare(ctx, counts, chosen)  # issue 29: per-count work for every count at once
-    if top is None:  # every point is built: the arrays would only add their own cost
+    if top is None and not brief:  # every point is built in full: the arrays would only add their own cost
         out: list[Point] = []
         for p in counts:
             B = float(batch) if batch is not None else float(batch_per_gpu) * p
             out.extend(rank(evaluate_all(ctx, configurations(ctx, p, B, chosen, explicit, p2))))
         return out
-    cols = run.columns(ctx, counts, chosen, explicit, batch, batch_per_gpu, p2, keep=False)
-    return run.materialize(ctx, cols, run.ranked(cols, top))
+    cols = run.columns(ctx, counts, chosen, explicit, batch, batch_per_gpu, p2, keep=top is None)
+    return run.materialize(ctx, cols, run.ranked(cols, top), brief)
 
 
 def configurations(
@@ -157,6 +173,9 @@ def evaluate(ctx: Context, cfg: Config) -> Point:
 
 def rank(group: list[Point]) -> list[Point]:
     """Rank the points of one GPU count: feasible by total time, then the rest."""
+    if len(group) == 1:  # --top 1's output (compute/vector/run.materialize): nothing to sort
+        (pt,) = group
+        return [pt.with_rank(1 if pt.feasible else None)]
     order = {name: i for i, name in enumerate(names())}
 
     def key(pt: Point) -> tuple:

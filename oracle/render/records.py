@@ -8,6 +8,7 @@ import math
 from collections.abc import Callable, Sequence
 
 from oracle.compute.cost import Point, phase_names
+from oracle.compute.vector.rows import BriefRow
 from oracle.render.jsontext import IndentedWriter
 from oracle.textsafe import csv_cell
 
@@ -121,7 +122,7 @@ _CSV_HEAD = [
     "iteration_s",
     "memory_bytes",
     "feasible",
-    "rank",
+    "rank",  # last: a block's rows are written around it (_block_cells)
 ]
 _CSV_TAIL = [
     "limits",
@@ -153,13 +154,114 @@ def to_rows(points: Sequence[Point]) -> list[dict]:
 
 
 def to_csv(points: Sequence[Point]) -> str:
+    return ",".join(csv_columns()) + "\n" + csv_lines(points)  # the names need no quotes
+
+
+def csv_lines(points, prefix: Sequence[str] = ()) -> str:
+    """The CSV lines (csv.writer's) of points, each after the ``prefix`` cells (oracle
+    sweep's case): a Point's by :func:`csv_cells`, a compute/vector/rows.BriefRow's
+    joined from its block's cells, formatted once and quoted as the writer quotes (issue
+    29; tests/test_brief_rows.py holds the lines of both equal)."""
+    from oracle.textsafe import csv_cell
+
     buf = io.StringIO()
-    columns = csv_columns()
     writer = csv.writer(buf, lineterminator="\n")
-    writer.writerow(columns)
-    for row in to_rows(points):
-        writer.writerow([_cell(row.get(k)) for k in columns])  # a column a row lacks: empty
+    pre = [csv_cell(x) for x in prefix]
+    head = "".join(_quoted(x) + "," for x in pre)
+    write = buf.write
+    for pt in points:
+        if type(pt) is not BriefRow:
+            writer.writerow(pre + csv_cells(pt) if pre else csv_cells(pt))
+            continue
+        block = pt.block
+        if block.cells is None:
+            block.cells = _block_cells(block.values)
+        left, right = block.cells[pt.i]
+        write(f"{head}{left},{'' if pt.rank is None else pt.rank},{right}\n")
     return buf.getvalue()
+
+
+def csv_cells(pt: Point) -> list:
+    """A point's CSV cells in :func:`csv_columns`' order: ``_cell`` of each value of
+    :func:`to_rows`' row (issue 29: without building the row's dicts)."""
+    nums = _nums
+    memory = pt.detail("memory") or {}
+    return [
+        _text(pt.model), _text(pt.system), _text(pt.strategy), _cell(pt.gpus), _cell(pt.p1), _cell(pt.p2),
+        _cell(_int_if_whole(pt.global_batch)), _cell(pt.segments),
+        *nums((pt.iterations_per_epoch, pt.compute_s, pt.communication_s, pt.total_s, pt.iteration_s,
+               pt.memory_bytes)),
+        _cell(pt.feasible), _cell(pt.rank), *nums(pt.breakdown.as_dict().values()),
+        _text("; ".join(lim.reason for lim in pt.limits)), _text(pt.profile_kind), _text(pt.memory_model),
+        *nums((pt.detail("max_batch_per_gpu"),)), *nums(memory.get(k) for k in MEMORY_PARTS),
+        _text(pt.compute_conversion), _text(pt.stack),
+    ]  # fmt: skip
+
+
+def _block_cells(v: dict) -> list[tuple[str, str]]:
+    """Every row of a block (compute/vector/rows.Block) as the text of its CSV cells
+    before and after the rank (each row's own), written as :func:`csv_cells` and the
+    writer write a Point's: column by column."""
+    n = len(v["gpus"])
+    nums, const = _floats, lambda x: [_quoted(_text(x))] * n
+    memory = v["memory"] or {}
+    cols = [const(v["model"]), const(v["system"]), const(v["strategy"]), *(list(map(str, v[k])) for k in ("gpus", "p1", "p2")),
+            [str(_cell(_int_if_whole(b))) for b in v["global_batch"]], [str(_cell(s)) for s in v["segments"]],
+            *(nums(v[k]) for k in ("iterations_per_epoch", "compute_s", "communication_s", "total_s", "iteration_s",
+                                   "memory_bytes")),
+            list(map(str, v["feasible"]))]  # fmt: skip
+    after = [*(nums(v["phases"][k]) for k in phase_names()), [_quoted(_text("; ".join(r))) for r in v["limits"]],
+             const(v["profile_kind"]), const(v["memory_model"]), _nums(v["max_batch_per_gpu"]),
+             *(nums(memory[k]) if k in memory else [""] * n for k in MEMORY_PARTS),
+             [_quoted(_text(x)) for x in v["compute_conversion"]], const(v["stack"])]  # fmt: skip
+    return list(zip(map(",".join, zip(*cols)), map(",".join, zip(*after))))
+
+
+_QUOTED: dict[str, str] = {}
+
+
+def _quoted(s: object) -> str:
+    """A cell's text as csv.writer writes it among others (quoted where it must be)."""
+    if type(s) is not str:
+        return str(s)
+    hit = _QUOTED.get(s)
+    if hit is None:
+        buf = io.StringIO()
+        csv.writer(buf, lineterminator="\n").writerow([s, ""])  # not alone: an empty cell alone is quoted
+        hit = buf.getvalue()[:-2]
+        if len(_QUOTED) < 4096:
+            _QUOTED[s] = hit
+    return hit
+
+
+
+
+def _nums(values) -> list:
+    """``_cell(_num(v))`` of each value: repr of a finite float, else empty (NaN compares false)."""
+    return [repr(f) if v is not None and -math.inf < (f := float(v)) < math.inf else "" for v in values]
+
+
+_NOT_FINITE = frozenset(("nan", "inf", "-inf"))
+
+
+def _floats(values: list) -> list:
+    """:func:`_nums` of Python floats (a block's columns), by repr alone; a column of one
+    value (a phase a strategy has not, a part that does not change) formatted once."""
+    if len(values) > 1 and values.count(values[0]) == len(values):
+        return _floats(values[:1]) * len(values)
+    return [("" if s in _NOT_FINITE else s) for s in map(repr, values)]
+
+
+_TEXT: dict[str, object] = {}  # csv_cell of the few distinct texts of a sweep (names, labels)
+
+
+def _text(v: str) -> object:
+    hit = _TEXT.get(v)
+    if hit is None:
+        hit = _cell(v)
+        if len(_TEXT) < 4096:
+            _TEXT[v] = hit
+    return hit
 
 
 def _cell(v: object) -> object:

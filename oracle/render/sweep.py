@@ -30,9 +30,9 @@ def begin(fmt: str) -> str:
 def rows(fmt: str, label: str, where: str, points: Sequence[Point], first: bool) -> str:
     """One case's points; ``first``: no case was written before (JSON's commas)."""
     if fmt == "csv":
-        from oracle.render.records import to_rows
+        from oracle.render.records import csv_lines
 
-        return "".join(_csv_line([label, where, *(_cell(r.get(k)) for k in _columns())]) for r in to_rows(points))
+        return csv_lines(points, (label, where))
     if fmt == "json":
         from oracle.render.records import point_to_dict
 
@@ -57,10 +57,6 @@ def _columns() -> list[str]:
     from oracle.render.records import csv_columns
 
     return csv_columns()
-
-
-def _cell(v: object) -> object:
-    return "" if v is None else repr(v) if isinstance(v, float) else v
 
 
 def _csv_line(values: list) -> str:

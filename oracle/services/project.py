@@ -139,7 +139,8 @@ def options_note(system, options) -> str:
     return " · ".join(bits)
 
 
-def project(model, system, profile, gpus=None, strategies="all", p2=None, layers=None, top=None, **flags):
+def project(model, system, profile, gpus=None, strategies="all", p2=None, layers=None, top=None, brief=False,
+            **flags):
     """Load the inputs and run the sweep, as ``oracle predict`` does (``flags``: its
     options by their names, as compute.options.Flags.parse takes them; precision and
     batch not given: the profile's).
@@ -147,14 +148,15 @@ def project(model, system, profile, gpus=None, strategies="all", p2=None, layers
     Returns (points, meta, inputs): ``meta`` labels tables, plots and the report,
     ``inputs`` is a dict with the loaded model, system, profile, options, GPU counts and
     ``files`` (the load.Files that read them, for the command's further projections).
-    ``top``: only the first ``top`` points of every GPU count are built (issue 29)."""
+    ``top``: only the first ``top`` points of every GPU count are built; ``brief``: with only
+    the details a CSV row shows (issue 29, compute/sweep.sweep)."""
     from oracle.api import model_system, request, run_sweep
     from oracle.load import Files
 
     files = Files()
     req = request(model, system, profile, gpus, strategies, p2, files=files, **flags)
     own = req.model.name in dict(req.system.models)  # issue 26: the model's own calibration, everywhere below
-    req = replace(req, system=model_system(req.system, req.model.name, req.run.options.stack), top=top)
+    req = replace(req, system=model_system(req.system, req.model.name, req.run.options.stack), top=top, brief=brief)
     sweep = run_sweep(req)
     points = sweep.points
     if layers:

@@ -1,6 +1,7 @@
 """``oracle sweep CASES.yaml`` (issue 29): every combination of a sweep file
 (load/sweepfile.py) projected in one process, each input file loaded once, the cases
-one after another so that only one case's points are in memory at a time."""
+one after another and each in runs of GPU counts (compute/engine.chunks), so that only
+one run's points are in memory at a time."""
 
 from __future__ import annotations
 
@@ -29,10 +30,11 @@ def check_names(cases: list[Case], files, path: str) -> None:
                                   hint=exc.hint) from None  # fmt: skip
 
 
-def requests(cases: list[Case], files, path: str, every_point: bool = False) -> list:
+def requests(cases: list[Case], files, path: str, every_point: bool = False, brief: bool = False) -> list:
     """Every case's oracle.api.SweepRequest, built before anything is projected: a bad
     value of a case (a batch, an option, GPU counts whose points would not fit in
-    memory: compute/sweep.check_request) is an error naming the sweep file and the case before any output."""
+    memory: compute/sweep.check_request) is an error naming the sweep file and the case before any output.
+    ``brief``: points with only the details a CSV row shows (compute/sweep.sweep)."""
     from dataclasses import replace
 
     from oracle import api
@@ -46,20 +48,25 @@ def requests(cases: list[Case], files, path: str, every_point: bool = False) -> 
         with _blamed(path, case.where):
             req = api.request(model, system, profile, gpus, strategies, p2, files=files, **v)
             check_request(req.counts, strategies, req.run.batch, req.run.per_gpu, p2, req.run.options,
-                          None if every_point else 1)  # fmt: skip
-        out.append(req if every_point else replace(req, top=1))  # the best: the first point of every count
+                          None if every_point else 1, streamed=True)  # fmt: skip
+        out.append(replace(req, brief=brief) if every_point else replace(req, top=1, brief=brief))  # best: the first per count
     return out
 
 
-def run(cases: list[Case], reqs: list, path: str, every_point: bool = False) -> Iterator[tuple[Case, list]]:
-    """(case, points) for each case in order: its fastest feasible configuration at each
-    GPU count (rank 1), or with ``every_point`` every point."""
+def run(cases: list[Case], reqs: list, path: str, every_point: bool = False) -> Iterator[tuple[Case, Iterator[list]]]:
+    """(case, its points in runs of GPU counts, each evaluated as it is read: issue 29,
+    oracle.api.stream_sweep) for each case in order: its fastest feasible configuration
+    at each GPU count (rank 1), or with ``every_point`` every point."""
+    for case, req in zip(cases, reqs):
+        yield case, _points(req, path, case.where, every_point)
+
+
+def _points(req, path: str, where: str, every_point: bool) -> Iterator[list]:
     from oracle import api
 
-    for case, req in zip(cases, reqs):
-        with _blamed(path, case.where):
-            points = api.run_sweep(req).points
-        yield case, points if every_point else [pt for pt in points if pt.rank == 1]
+    with _blamed(path, where):
+        for points in api.stream_sweep(req):
+            yield points if every_point else [pt for pt in points if pt.rank == 1]
 
 
 @contextmanager

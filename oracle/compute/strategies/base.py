@@ -198,29 +198,15 @@ def make_point(
         breakdown = _with_input(ctx, cfg, breakdown)
     limits = list(limits) + epoch_limit(ctx, cfg.batch)
     if cfg.gpus > system.total_gpus:
-        limits.insert(
-            0,
-            Limit("gpus", f"needs {cfg.gpus} GPUs; {system.name} has {system.total_gpus}"),
-        )
+        limits.insert(0, gpus_limit(system, cfg.gpus))
     phases = breakdown.as_dict().values()  # all finite, memory not inf: the common case, one pass
     if not (all(map(math.isfinite, phases)) and not math.isinf(memory)) and (
         any(math.isinf(v) for v in phases) or math.isinf(memory)
         or (any(math.isnan(v) for v in phases) and not all(math.isnan(v) for v in phases))
     ):  # fmt: skip
-        limits.append(
-            Limit(
-                "overflow",
-                "the projection overflows the floating-point range: check the magnitudes"
-                " of the inputs (times, α, β, sizes)",
-            )
-        )
+        limits.append(OVERFLOW)
     if not math.isnan(memory) and memory > system.gpu_memory_bytes:
-        limits.append(
-            Limit(
-                "memory",
-                f"needs {fmt_gb(memory)} of {fmt_gb(system.gpu_memory_bytes)} GPU memory",
-            )
-        )
+        limits.append(memory_limit(system, memory))
     return Point(
         model=ctx.model.name,
         system=system.name,
@@ -240,6 +226,20 @@ def make_point(
         compute_conversion=ctx.conversion_label(cfg.batch / cfg.gpus) if cfg.gpus > 0 else "",
         stack=stack_name(ctx.options),
     )
+
+
+OVERFLOW = Limit("overflow", "the projection overflows the floating-point range: check the magnitudes"
+                 " of the inputs (times, α, β, sizes)")  # fmt: skip
+
+
+def gpus_limit(system, gpus: int) -> Limit:
+    """More GPUs than the system has."""
+    return Limit("gpus", f"needs {gpus} GPUs; {system.name} has {system.total_gpus}")
+
+
+def memory_limit(system, memory: float) -> Limit:
+    """More bytes per GPU than a GPU holds."""
+    return Limit("memory", f"needs {fmt_gb(memory)} of {fmt_gb(system.gpu_memory_bytes)} GPU memory")
 
 
 def epoch_limit(ctx: Context, batch: float) -> list[Limit]:

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from oracle.compute.context import Context
-from oracle.compute.cost import Breakdown, Point
+from oracle.compute.cost import Breakdown, Limit, Point
 from oracle.compute.network import (
     allgather_algorithm,
     allreduce_algorithm,
@@ -95,4 +95,8 @@ class Data(Strategy):
         details = {"allreduce_level": level, "allreduce": algo}
         if ctx.options.overlap != "none":
             overlap_details(details, bd, I * hidden)
-        return make_point(ctx, cfg, bd, mem, batch_limit(B, p), details)
+        return make_point(ctx, cfg, bd, mem, self.limits(ctx, cfg), details)
+
+    def limits(self, ctx: Context, cfg: Config) -> list[Limit]:
+        """The strategy's own limits of a configuration (compute/vector/rows.brief_rows too)."""
+        return batch_limit(cfg.batch, cfg.gpus)

@@ -96,8 +96,13 @@ class DataFilter(Strategy):
             gradient_exchange_s=I * ar,
             layer_collectives_s=lc,
         )
-        limits = batch_limit(B, p1, "data-parallel group") + REGISTRY[Filter.name].width_limit(ctx, s, p2, "p2")
         details = {"contention": phi, "allreduce_level": level}
         if ctx.options.overlap != "none":
             overlap_details(details, bd, I * hidden)
-        return make_point(ctx, cfg, bd, mem, limits, details)
+        return make_point(ctx, cfg, bd, mem, self.limits(ctx, cfg), details)
+
+    def limits(self, ctx: Context, cfg: Config) -> list[Limit]:
+        """The strategy's own limits of a configuration (compute/vector/rows.brief_rows too)."""
+        s = ctx.split(self.name)
+        return batch_limit(cfg.batch, cfg.p1, "data-parallel group") + REGISTRY[Filter.name].width_limit(
+            ctx, s, cfg.p2, "p2")  # fmt: skip

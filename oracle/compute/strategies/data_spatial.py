@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from oracle.compute.context import Context
-from oracle.compute.cost import Breakdown, Point
+from oracle.compute.cost import Breakdown, Limit, Point
 from oracle.compute.network import (
     allreduce_algorithm,
     contention_factor,
@@ -32,6 +32,7 @@ from oracle.compute.strategies.spatial import (
     Spatial,
     gather_tail,
     halo_time,
+    spatial_grid,
     spatial_limits,
     spatial_memory,
 )
@@ -96,8 +97,11 @@ class DataSpatial(Strategy):
             layer_collectives_s=I * lc,
             halo_s=I * halo,
         )
-        limits = batch_limit(B, p1, "data-parallel group") + spatial_limits(ctx, grid)
         details = {"grid": grid, "contention": phi, "allreduce_level": level}
         if ctx.options.overlap != "none":
             overlap_details(details, bd, I * hidden)
-        return make_point(ctx, cfg, bd, mem, limits, details)
+        return make_point(ctx, cfg, bd, mem, self.limits(ctx, cfg), details)
+
+    def limits(self, ctx: Context, cfg: Config) -> list[Limit]:
+        """The strategy's own limits of a configuration (compute/vector/rows.brief_rows too)."""
+        return batch_limit(cfg.batch, cfg.p1, "data-parallel group") + spatial_limits(ctx, spatial_grid(ctx, cfg.p2))

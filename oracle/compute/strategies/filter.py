@@ -130,7 +130,7 @@ class Filter(Strategy):
 
     def width_limit(self, ctx: Context, sums: SplitSums, q: int, label: str) -> list[Limit]:
         """p <= the smallest width of the split layers (filters; heads of attention)."""
-        least, name = min_layer(ctx, sums.mask, self.widths(ctx))
+        least, name = _least_width(ctx, self, sums)
         if name and q > least:
             what = "heads" if ctx.types[ctx.model.index[name]] == "attention" else self.width_noun
             return [Limit(self.limit_code, f"{label}={q} exceeds the {least} {what} of {name}")]
@@ -149,4 +149,14 @@ class Filter(Strategy):
         # whole before the next layer, ParaDL §3.2, so every GPU keeps them)
         mem = MemoryParts(2 * B * ctx.sum_act, s.w_s / p + s.w_r, split_samples=B)
         bd = Breakdown(forward_backward_s=fb, weight_update_s=wu, layer_collectives_s=lc)
-        return make_point(ctx, cfg, bd, mem, self.width_limit(ctx, s, p, "p"))
+        return make_point(ctx, cfg, bd, mem, self.limits(ctx, cfg))
+
+    def limits(self, ctx: Context, cfg: Config) -> list[Limit]:
+        """The strategy's own limits of a configuration (compute/vector/rows.brief_rows too)."""
+        return self.width_limit(ctx, ctx.split(self.name), cfg.gpus, "p")
+
+
+@per_context  # issue 29: asked for every configuration of a sweep's rows (compute/vector/rows.py)
+def _least_width(ctx: Context, strategy: Filter, sums: SplitSums) -> tuple[int, str]:
+    """The smallest width of the split layers of ``sums`` and its layer (base.min_layer)."""
+    return min_layer(ctx, sums.mask, strategy.widths(ctx))

@@ -70,17 +70,22 @@ class Pipeline(Strategy):
         S = ctx.options.segments or default_segments(batch, p)
         return [Config(self.name, p, 1, p, batch, S)]
 
+    def limits(self, ctx: Context, cfg: Config) -> list[Limit]:
+        """The strategy's own limits of a configuration (compute/vector/rows.brief_rows too)."""
+        p, B = cfg.gpus, cfg.batch
+        S = cfg.segments or default_segments(B, p)
+        limits = [Limit("segments", f"S={S} segments exceed the batch B={B:g}")] if S > B else []
+        if p > ctx.G:
+            limits.append(Limit("layers", f"p={p} exceeds the {ctx.G} layers of {ctx.model.name}"
+                                          " (one stage per layer at most)"))  # fmt: skip
+        return limits
+
     def evaluate(self, ctx: Context, cfg: Config) -> Point:
         p, B, D = cfg.gpus, cfg.batch, ctx.D
         S = cfg.segments or default_segments(B, p)
         I = D / B
-        limits = []
-        if S > B:
-            limits.append(Limit("segments", f"S={S} segments exceed the batch B={B:g}"))
+        limits = self.limits(ctx, cfg)
         if p > ctx.G:
-            limits.append(
-                Limit("layers", f"p={p} exceeds the {ctx.G} layers of {ctx.model.name} (one stage per layer at most)")
-            )
             return not_computable(ctx, cfg, limits)
         groups = ctx.partition(p)
         fw_at, bw_at, _ = ctx.times_at(B / S)  # a stage's kernels work on one micro-batch

@@ -34,5 +34,8 @@ class Serial(Strategy):
         # memory / (γδ) = Σ 2B(x+y) + 2w                                ParaDL eq. 4
         # (framework model: the saved tensors of B samples, compute/memory.py)
         mem = MemoryParts(2 * B * ctx.sum_act, ctx.sum_w, split_samples=B)
-        limits = [] if cfg.gpus == 1 else [Limit(self.name, f"serial runs on one GPU, not {cfg.gpus}")]
-        return make_point(ctx, cfg, bd, mem, limits)
+        return make_point(ctx, cfg, bd, mem, self.limits(ctx, cfg))
+
+    def limits(self, ctx: Context, cfg: Config) -> list[Limit]:
+        """The strategy's own limits of a configuration (compute/vector/rows.brief_rows too)."""
+        return [] if cfg.gpus == 1 else [Limit(self.name, f"serial runs on one GPU, not {cfg.gpus}")]

@@ -319,4 +319,8 @@ class Spatial(Strategy):
         details: dict = {"grid": grid}
         if ctx.options.overlap != "none":
             overlap_details(details, bd, I * hidden)
-        return make_point(ctx, cfg, bd, mem, spatial_limits(ctx, grid), details)
+        return make_point(ctx, cfg, bd, mem, self.limits(ctx, cfg), details)
+
+    def limits(self, ctx: Context, cfg: Config) -> list[Limit]:
+        """The strategy's own limits of a configuration (compute/vector/rows.brief_rows too)."""
+        return spatial_limits(ctx, spatial_grid(ctx, cfg.gpus))

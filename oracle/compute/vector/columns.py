@@ -35,6 +35,12 @@ class Columns:
     points: dict = field(default_factory=dict)
     segments: np.ndarray | None = None
     unfit: np.ndarray | None = None
+    # issue 29: compute/memory.memory_bytes' parts and base._memory's largest per-GPU batch
+    # (NaN: none) of every row, where the memory came from one :func:`memory_total` call
+    memory_parts: dict[str, np.ndarray] | None = None
+    max_batch: np.ndarray | None = None
+    # the rows whose numbers are the per-point path's to the last bit (compute/vector/rows.brief_rows)
+    brief_rows: np.ndarray | None = None
 
     @property
     def size(self) -> int:
@@ -82,11 +88,18 @@ class Columns:
                 self.unfit[r] = True
 
 
+# compute/memory.paradl_memory's and framework_memory's parts, in their order
+PARADL_PARTS = ("activations_bytes", "weights_bytes", "gradients_bytes", "optimizer_bytes", "workspace_bytes")
+FRAMEWORK_PARTS = ("activations_bytes", "transient_bytes", "weights_bytes", "gradients_bytes", "optimizer_bytes",
+                   "buffers_bytes", "allocator_bytes", "workspace_bytes", "cuda_context_bytes")  # fmt: skip
+
+
 def memory_total(ctx, activations, weights, data_group, split_samples, split=None, rest_samples=0.0,
-                 extra_elements=0.0, stats=None) -> np.ndarray:  # fmt: skip
+                 extra_elements=0.0, stats=None, into: Columns | None = None) -> np.ndarray:  # fmt: skip
     """Bytes per GPU of compute/memory.MemoryParts with these fields (arrays or numbers):
     compute/memory.memory_bytes and base._memory's sum of its parts, in their order.
-    ``stats``: context.mask_stats of the split given per entry (pipeline stages)."""
+    ``stats``: context.mask_stats of the split given per entry (pipeline stages);
+    ``into``: the columns (one entry per row) that keep the parts and the largest batch."""
     o = ctx.options
     n = np.maximum(data_group, 1)
     zo, zg, zw = (n if o.zero >= k else 1 for k in (1, 2, 3))
@@ -96,7 +109,7 @@ def memory_total(ctx, activations, weights, data_group, split_samples, split=Non
         act = g * ctx.delta * activations
         parts = [act, g * ctx.delta * weights / zw, g * ctx.delta * weights / zg,
                  g * (OPTIMIZER_BYTES[o.optimizer] + master) * weights / zo, ctx.system.gpu_workspace_bytes]  # fmt: skip
-        return _sum(parts)
+        return _kept(ctx, into, PARADL_PARTS, parts, act)
     fw = ctx.system.framework  # memory.framework_memory: the framework model
     s_in, s_out, t_in, t_out = ctx.mask_stats(split) if stats is None else stats
     act = split_samples * s_in + rest_samples * s_out + ctx.delta * extra_elements  # held activations
@@ -110,7 +123,23 @@ def memory_total(ctx, activations, weights, data_group, split_samples, split=Non
         parts += [ctx.system.gpu_workspace_bytes, 0.0]
     else:
         parts += [fw.workspace_bytes, fw.cuda_context_bytes]
-    return _sum(parts)
+    return _kept(ctx, into, FRAMEWORK_PARTS, parts, (act + trans) * (1.0 + fw.allocator_overhead))
+
+
+def _kept(ctx, into: Columns | None, names: tuple[str, ...], parts: list, grow) -> np.ndarray:
+    """The parts' sum; with ``into``, the parts and base._memory's largest per-GPU batch
+    B/p that fits (memory is affine in the batch: the ``grow`` bytes scale with it)."""
+    total = _sum(parts)
+    if into is None:
+        return total
+    n = into.size
+    into.memory_parts = {k: np.broadcast_to(np.asarray(v, dtype=float), (n,)) for k, v in zip(names, parts)}
+    grow = np.broadcast_to(np.asarray(grow, dtype=float), (n,))
+    scale = np.where(grow > 0, (ctx.system.gpu_memory_bytes - (total - grow)) / grow, np.inf)
+    fits = np.isfinite(scale) & (into.batch > 0) & (into.gpus > 0)
+    into.max_batch = np.where(fits, np.maximum(0.0, np.floor(scale * into.batch / into.gpus * (1 + 1e-12))), np.nan)
+    into.brief_rows = np.ones(n, dtype=bool)  # its kinds repeat the per-point operations in their order
+    return total
 
 
 def per_value(fn, x: np.ndarray) -> np.ndarray:

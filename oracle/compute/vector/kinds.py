@@ -74,7 +74,7 @@ def _serial(ctx, c: Columns) -> list:
     c.phases["forward_backward_s"] = D * per_value(ctx.fb_sum, B)
     c.phases["weight_update_s"] = I * ctx.sum_wu
     # memory / (γδ) = Σ 2B(x+y) + 2w                                ParaDL eq. 4
-    c.memory = memory_total(ctx, 2 * B * ctx.sum_act, ctx.sum_w, 1, B)
+    c.memory = memory_total(ctx, 2 * B * ctx.sum_act, ctx.sum_w, 1, B, into=c)
     return [(Serial.name, c.gpus != 1)]
 
 
@@ -89,7 +89,7 @@ def _data(ctx, c: Columns) -> list:
     ar = net.ring_allreduce(ctx.system, p, span, ctx.delta * ctx.sum_w, 1.0, "gradient_allreduce")
     c.phases["gradient_exchange_s"] = I * ar
     # memory / (γδ) = Σ (2B/p)(x+y) + 2w                             ParaDL eq. 7
-    c.memory = memory_total(ctx, 2 * B / p * ctx.sum_act, ctx.sum_w, p, B / p)
+    c.memory = memory_total(ctx, 2 * B / p * ctx.sum_act, ctx.sum_w, p, B / p, into=c)
     return [("batch", p > B)]
 
 
@@ -140,7 +140,7 @@ def _filter(ctx, c: Columns) -> list:
     c.phases["weight_update_s"] = I / p * s.wu_s + I * s.wu_r
     c.phases["layer_collectives_s"] = I * layer_collectives(ctx, s, p, B)
     # memory / (γδ) = Σ 2B(x+y) + Σs 2w/p + Σr 2w                          docs/cost-model.md
-    c.memory = memory_total(ctx, 2 * B * ctx.sum_act, s.w_s / p + s.w_r, 1, B)
+    c.memory = memory_total(ctx, 2 * B * ctx.sum_act, s.w_s / p + s.w_r, 1, B, into=c)
     return [_width(ctx, strategy, s, p)]
 
 
@@ -167,7 +167,7 @@ def _data_filter(ctx, c: Columns) -> list:
     ar = net.ring_allreduce(ctx.system, p1, span, ctx.delta * (s.w_s / p2 + s.w_r), phi, "gradient_allreduce")
     c.phases["gradient_exchange_s"] = I * ar
     # memory / (γδ) = Σ (2B/p1)(x+y) + Σs 2w/p2 + Σr 2w                     ParaDL eq. 20
-    c.memory = memory_total(ctx, 2 * B / p1 * ctx.sum_act, s.w_s / p2 + s.w_r, p1, B / p1)
+    c.memory = memory_total(ctx, 2 * B / p1 * ctx.sum_act, s.w_s / p2 + s.w_r, p1, B / p1, into=c)
     return [("batch", p1 > B), _width(ctx, REGISTRY[Filter.name], s, p2)]
 
 

@@ -30,6 +30,7 @@ def pipeline(ctx, c: Columns) -> list:
     for name in c.phases:
         c.phases[name] = np.full(p.size, np.nan) if name in _OWN else np.where(p <= ctx.G, 0.0, np.nan)
     rows = np.flatnonzero(p <= ctx.G)
+    c.brief_rows = p > ctx.G  # not computable: every number NaN, as base.not_computable's
     if rows.size:
         _stages(ctx, c, rows)
     return [("segments", c.segments > B), ("layers", p > ctx.G)]

@@ -7,6 +7,7 @@ the first ``top`` of every GPU count."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -30,15 +31,13 @@ def config_arrays(name: str, counts: np.ndarray, batches: np.ndarray, p2: int | 
     if p2 is not None:
         p1 = np.where(counts % p2 == 0, counts // p2, 0)
         return counts, p1, np.full(counts.size, p2, dtype=np.int64), batches
-    where = {int(p): i for i, p in enumerate(counts.tolist())}
-    rows, qs = [], []
-    top = int(counts.max()) if counts.size else 0
-    for q in range(2, top // 2 + 1):
-        multiples = np.arange(2 * q, top + 1, q)
-        hit = [where[m] for m in multiples.tolist() if m in where]
-        rows += hit
-        qs += [q] * len(hit)
-    rows_a, qs_a = np.asarray(rows, dtype=np.int64), np.asarray(qs, dtype=np.int64)
+    rows, qs = [np.zeros(0, dtype=np.int64)], [np.zeros(0, dtype=np.int64)]
+    for d in range(2, math.isqrt(int(counts.max())) + 1 if counts.size else 0):  # q = d and q = p/d, p >= d²
+        hit = np.flatnonzero((counts % d == 0) & (counts >= d * d))
+        pair = hit[counts[hit] != d * d]
+        rows += [hit, pair]
+        qs += [np.full(hit.size, d, dtype=np.int64), counts[pair] // d]
+    rows_a, qs_a = np.concatenate(rows), np.concatenate(qs)
     order = np.lexsort((qs_a, rows_a))
     rows_a, qs_a = rows_a[order], qs_a[order]
     p = counts[rows_a]
@@ -114,23 +113,32 @@ def ranked(cols_list: list[Columns], top: int | None = None) -> list[tuple[int, 
     return list(zip(which[idx].tolist(), row[idx].tolist()))
 
 
-def materialize(ctx, cols_list: list[Columns], picks) -> list:
+def materialize(ctx, cols_list: list[Columns], picks, brief: bool = False) -> list:
     """The points of ``picks`` (:func:`ranked`), the per-point path's, ranked per GPU count
-    by compute/sweep.rank on their own numbers (the same order as the arrays')."""
+    by compute/sweep.rank on their own numbers (the same order as the arrays').  ``brief``:
+    the rows whose numbers are the per-point path's to the last bit (Columns.brief_rows)
+    as compute/vector/rows.BriefRow (what a CSV row shows, built for all at once)."""
     from itertools import groupby
 
     from oracle.compute.sweep import evaluate_all, rank
+    from oracle.compute.vector.rows import brief_rows
 
     out: list = [None] * len(picks)
-    todo, slots = [], []
+    todo, slots, briefs = [], [], {}
     for i, (w, r) in enumerate(picks):
         c = cols_list[w]
         if r in c.points:
             out[i] = c.points[r]
+        elif brief and c.brief_rows is not None and c.brief_rows[r]:
+            briefs.setdefault(w, ([], []))[0].append(r)
+            briefs[w][1].append(i)
         else:
             S = int(c.segments[r]) if c.segments is not None and c.segments[r] else None
             todo.append(Config(c.strategy, int(c.gpus[r]), int(c.p1[r]), int(c.p2[r]), float(c.batch[r]), S))
             slots.append(i)
+    for w, (rows, where) in briefs.items():
+        for i, row in zip(where, brief_rows(ctx, cols_list[w], np.asarray(rows, dtype=np.int64))):
+            out[i] = row
     for i, pt in zip(slots, evaluate_all(ctx, todo)):
         out[i] = pt
     return [pt for _, group in groupby(out, key=lambda pt: pt.gpus) for pt in rank(list(group))]

@@ -61,8 +61,16 @@ def _halo_block(ctx, h, q, b, f, out, block) -> None:
     t = 0.0
     for elements in (hx, hdy):  # forward: halo(x); backward: halo(dy)
         x = _chain(ctx, f, 2 * net.p2p(ctx.system, span, b[:, None] * ctx.delta * elements, "halo"))
-        t = t + np.where(has, x, 0.0).sum(axis=1)
+        t = t + _row_sums(x, has)
     out["halo"][block] = np.where(q > 1, t, 0.0)
+
+
+def _row_sums(x: np.ndarray, has: np.ndarray) -> np.ndarray:
+    """Each row's sum of its ``has`` entries as spatial.halo_time's np.sum adds them (on
+    the entries alone: numpy's pairwise sum groups them by their count), so that the
+    arrays' halo equals the per-point path's to the last bit (rows.brief_rows builds
+    rows from these columns)."""
+    return np.array([row[keep].sum() for row, keep in zip(x, has)], dtype=float).reshape(x.shape[0])
 
 
 def _chain(ctx, f, concurrent):
@@ -73,13 +81,13 @@ def _chain(ctx, f, concurrent):
     return concurrent * np.maximum(1, f.max(axis=1) - 1)[:, None] + impl.halo_sync_s
 
 
-def _memory(ctx, g: dict, paradl_act, group, n_split, n_rest) -> np.ndarray:
+def _memory(ctx, g: dict, paradl_act, group, n_split, n_rest, into=None) -> np.ndarray:
     """spatial.spatial_memory's parts, as bytes per GPU."""
     s = ctx.split(Spatial.name)
     extra = n_rest * g["halo_x"]
     if 0 <= s.last < ctx.G - 1:
         extra = np.where(g["tail"], extra + n_rest * float(ctx.y[s.last]), extra)
-    return memory_total(ctx, paradl_act, ctx.sum_w, group, n_split, s.mask, n_rest, extra)
+    return memory_total(ctx, paradl_act, ctx.sum_w, group, n_split, s.mask, n_rest, extra, into=into)
 
 
 def spatial(ctx, c: Columns) -> list:
@@ -98,7 +106,7 @@ def spatial(ctx, c: Columns) -> list:
     c.phases["layer_collectives_s"] = I * g["gather"]
     c.phases["halo_s"] = I * g["halo"]
     # memory / (γδ) = Σs (2B/p)(x+y) + Σr 2B(x+y) + Σ 2w                 docs/cost-model.md
-    c.memory = _memory(ctx, g, 2 * B / p * s.act_s + 2 * B * s.act_r, p, B / p, B)
+    c.memory = _memory(ctx, g, 2 * B / p * s.act_s + 2 * B * s.act_r, p, B / p, B, into=c)
     return [(Spatial.name, g["bad"])]
 
 
@@ -123,5 +131,5 @@ def data_spatial(ctx, c: Columns) -> list:
     c.phases["layer_collectives_s"] = I * g["gather"]
     c.phases["halo_s"] = I * g["halo"]
     # memory / (γδ) = Σs (2B/p)(x+y) + Σr (2B/p1)(x+y) + Σ 2w                 docs/cost-model.md
-    c.memory = _memory(ctx, g, 2 * B / p * s.act_s + 2 * b * s.act_r, p, B / p, b)
+    c.memory = _memory(ctx, g, 2 * B / p * s.act_s + 2 * b * s.act_r, p, B / p, b, into=c)
     return [("batch", p1 > B), (Spatial.name, g["bad"])]

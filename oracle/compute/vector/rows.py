@@ -1,0 +1,115 @@
+"""Output rows straight from the columns (issue 29: ``oracle sweep`` and ``predict -f csv``
+at 10^5-10^6 points): the rows of a strategy's columns whose numbers are the per-point
+path's to the last bit (:attr:`Columns.brief_rows`) as one :class:`Block` of Python
+lists, one entry per row, holding what a point's CSV row shows, and a
+:class:`BriefRow` per row that ranks and groups as a :class:`~oracle.compute.cost.Point`
+does (render/records.csv_cells renders either; tests/test_brief_rows.py holds their
+cells equal)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from oracle.compute.cost import phase_names
+from oracle.compute.strategies.base import Config
+from oracle.compute.vector.columns import Columns
+
+
+class Block:
+    """Rows of one strategy's columns: ``values`` by a Point's attribute names (lists;
+    ``phases`` and ``memory`` dicts of lists, ``memory`` None where no parts were kept;
+    ``limits`` each row's reasons); ``cells``: a renderer's formatted rows, kept."""
+
+    def __init__(self, values: dict) -> None:
+        self.values = values
+        self.cells: list | None = None
+
+
+class BriefRow:
+    """Row ``i`` of a :class:`Block`: the fields a sweep ranks, groups and plots by."""
+
+    __slots__ = ("block", "i", "gpus", "strategy", "p2", "system", "total_s", "feasible", "rank")
+
+    def __init__(self, block: Block, i: int, gpus: int, strategy: str, p2: int, system: str, total_s: float,
+                 feasible: bool, rank: int | None = None) -> None:  # fmt: skip
+        self.block, self.i, self.gpus, self.strategy, self.p2 = block, i, gpus, strategy, p2
+        self.system, self.total_s, self.feasible, self.rank = system, total_s, feasible, rank
+
+    def with_rank(self, rank: int | None) -> BriefRow:
+        v = self.block, self.i, self.gpus, self.strategy, self.p2, self.system, self.total_s, self.feasible
+        return BriefRow(*v, rank)
+
+
+def brief_rows(ctx, c: Columns, rows: np.ndarray) -> list[BriefRow]:
+    """Rows ``rows`` of ``c`` (among its ``brief_rows``) as make_point would finish them
+    (Point's sums in its order: compute, communication, total, per iteration)."""
+    from oracle.compute.stack import stack_name
+
+    p, B = c.gpus[rows], c.batch[rows]
+    ph = {k: v[rows] for k, v in c.phases.items()}
+    compute, comm = (_in_order([ph[n] for n in phase_names(part)]) for part in ("compute", "communication"))
+    total = compute + comm + ph["input_s"]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        it = np.where(B > 0, ctx.D / np.where(B > 0, B, 1.0), np.nan)
+        per_it = np.where(it > 0, total / np.where(it > 0, it, 1.0), np.nan)
+    gpus, p1, p2, totals, batch = p.tolist(), c.p1[rows].tolist(), c.p2[rows].tolist(), total.tolist(), B.tolist()
+    segments = [s or None for s in c.segments[rows].tolist()] if c.segments is not None else [None] * rows.size
+    memory = c.memory[rows].tolist()
+    limits: list = [()] * rows.size
+    if c.codes:
+        hits = np.stack([mask[rows] for _, mask in c.codes], axis=1)
+        codes = [code for code, _ in c.codes]
+        for i in np.flatnonzero(hits.any(axis=1)).tolist():
+            cfg = Config(c.strategy, gpus[i], p1[i], p2[i], batch[i], segments[i])
+            limits[i] = _limits(ctx, cfg, [k for k, on in zip(codes, hits[i].tolist()) if on], memory[i])
+    values = {
+        "model": ctx.model.name, "system": ctx.system.name, "strategy": c.strategy, "gpus": gpus,
+        "p1": p1, "p2": p2, "global_batch": batch, "segments": segments,
+        "iterations_per_epoch": it.tolist(), "compute_s": compute.tolist(), "communication_s": comm.tolist(),
+        "total_s": totals, "iteration_s": per_it.tolist(), "memory_bytes": memory,
+        "feasible": [not lim for lim in limits], "phases": {k: v.tolist() for k, v in ph.items()},
+        "limits": limits, "profile_kind": ctx.profile_kind, "memory_model": ctx.memory_model,
+        "max_batch_per_gpu": [None if math.isnan(x) else x for x in c.max_batch[rows].tolist()]
+        if c.max_batch is not None else [None] * rows.size,
+        "memory": {k: v[rows].tolist() for k, v in c.memory_parts.items()} if c.memory_parts is not None else None,
+        "compute_conversion": _labels(ctx, batch, gpus),
+        "stack": stack_name(ctx.options),
+    }  # fmt: skip
+    block, name, system = Block(values), c.strategy, ctx.system.name
+    return [BriefRow(block, i, gpus[i], name, p2[i], system, totals[i], not limits[i]) for i in range(rows.size)]
+
+
+def _labels(ctx, batch: list, gpus: list) -> list[str]:
+    """make_point's compute conversion of each row, once per per-GPU batch B/p."""
+    seen: dict = {}
+    out = []
+    for b, g in zip(batch, gpus):
+        x = b / g if g > 0 else None
+        if x not in seen:
+            seen[x] = ctx.conversion_label(x) if x is not None else ""
+        out.append(seen[x])
+    return out
+
+
+def _in_order(values: list) -> np.ndarray:
+    """Left to right, as compute/cost._sum adds a point's phases."""
+    total = values[0]
+    for v in values[1:]:
+        total = total + v
+    return total
+
+
+def _limits(ctx, cfg: Config, hit: list[str], memory: float) -> tuple[str, ...]:
+    """make_point's limits' reasons for a configuration whose columns flag the codes
+    ``hit``, in its order: the system's size, the strategy's own (its ``limits``), the
+    dataset, overflow, GPU memory."""
+    from oracle.compute.strategies import REGISTRY
+    from oracle.compute.strategies.base import OVERFLOW, epoch_limit, gpus_limit, memory_limit
+
+    out = [gpus_limit(ctx.system, cfg.gpus)] if "gpus" in hit else []
+    out += REGISTRY[cfg.strategy].limits(ctx, cfg) + epoch_limit(ctx, cfg.batch)
+    out += [OVERFLOW] if "overflow" in hit else []
+    out += [memory_limit(ctx.system, memory)] if "memory" in hit else []
+    return tuple(lim.reason for lim in out)

@@ -1,0 +1,148 @@
+"""CSV rows without the per-point path (issue 29): a row of the arrays whose formulas
+repeat the per-point operations (compute/vector/rows.brief_rows), feasible or not, renders the
+CSV cells of the per-point path's point (numbers, memory parts, limits), byte for byte, over shipped models, the systems the
+arrays cover, GPU counts and memory models; render/records.csv_cells gives the cells of
+the rows to_rows builds; ``predict --top N -f csv`` writes the first N rows of every GPU
+count of the full CSV."""
+
+from __future__ import annotations
+
+import csv
+import io
+
+import numpy as np
+import pytest
+from conftest import run_cli
+from test_vector import SYSTEMS, counts_for, times_for
+
+from oracle.compute.context import Context, Options
+from oracle.compute.strategies import names
+from oracle.compute.strategies.base import Config
+from oracle.compute.sweep import evaluate_all, sweep
+from oracle.compute.vector import kinds, run
+from oracle.compute.vector.rows import brief_rows
+from oracle.load import load_model, load_system
+from oracle.render.records import _cell, csv_cells, csv_columns, csv_lines, to_rows
+from oracle.textsafe import csv_cell
+
+MODELS = ["resnet50", "vgg16", "alexnet", "mobilenet_v2", "inception_v3", "cifar_resnet20", "unet3d"]
+OPTIONS = (Options(), Options(memory_model="paradl", zero=3, mixed_precision=True), Options(zero=1, optimizer="adam"))
+
+
+def _config(c, r: int) -> Config:
+    S = int(c.segments[r]) if c.segments is not None and c.segments[r] else None
+    return Config(c.strategy, int(c.gpus[r]), int(c.p1[r]), int(c.p2[r]), float(c.batch[r]), S)
+
+
+@pytest.mark.parametrize("model_name", MODELS)
+def test_rows_from_columns_equal_rows_from_points(model_name):
+    m = load_model(model_name)
+    compared = infeasible = 0
+    for system_name in SYSTEMS:
+        for options in OPTIONS:
+            ctx = Context(m, load_system(system_name), times_for(m, 1), options)
+            if not kinds.covered(ctx):
+                continue
+            counts = sorted(set(counts_for(ctx.system)) | {4, 16, 24, 48, 128, 256})
+            for batch, per_gpu in ((512.0, None), (None, 16.0), (None, 2.0)):
+                for c in run.columns(ctx, counts, names(), True, batch, per_gpu, None):
+                    brief = [] if c.brief_rows is None else np.flatnonzero(c.brief_rows).tolist()
+                    rows = [r for r in brief if not c.limit_codes(r)][:40] + [r for r in brief if c.limit_codes(r)][:40]
+                    points = evaluate_all(ctx, [_config(c, r) for r in rows])
+                    for r, row, pt in zip(rows, brief_rows(ctx, c, np.asarray(rows, dtype=np.int64)), points):
+                        got = csv_lines([row.with_rank(2)]), (row.gpus, row.strategy, row.p2, row.total_s, row.feasible)
+                        want = csv_lines([pt.with_rank(2)]), (pt.gpus, pt.strategy, pt.p2, pt.total_s, pt.feasible)
+                        assert repr(got) == repr(want), (system_name, c.strategy, _config(c, r))  # NaN totals too
+                        compared += 1
+                        infeasible += not pt.feasible
+    assert compared > 100 and infeasible > 20
+
+
+def test_brief_is_kept_by_the_kinds_whose_operations_repeat_the_per_point_path():
+    m = load_model("resnet50")
+    ctx = Context(m, load_system("abci"), times_for(m), Options())
+    cols = run.columns(ctx, [1, 2, 8, 12, 500], names(), True, 256.0, None, None)
+    kept = {c.strategy for c in cols if c.memory_parts is not None}
+    assert kept == {"serial", "data", "filter", "channel", "data+filter", "spatial", "data+spatial"}
+    assert all(c.brief_rows.all() for c in cols if c.strategy in kept)
+    (pipe,) = (c for c in cols if c.strategy == "pipeline")
+    assert pipe.brief_rows.tolist() == (pipe.gpus > ctx.G).tolist()  # its stages' sums: numpy's order differs
+
+
+@pytest.mark.parametrize("system_name", ["abci", "lassen", "dgx1-v100"])
+def test_csv_cells_are_the_cells_of_to_rows(system_name):
+    m = load_model("resnet50")
+    points = sweep(m, load_system(system_name), times_for(m, 2), [1, 2, 3, 8, 64, 5000], "all", batch_per_gpu=64.0)
+    assert any(pt.segments for pt in points) and any(not pt.feasible for pt in points)
+    old = [[_cell(row.get(k)) for k in csv_columns()] for row in to_rows(points)]
+    assert [csv_cells(pt) for pt in points] == old
+
+
+@pytest.mark.parametrize("system_name", ["abci", "lassen", "dgx1-v100"])
+@pytest.mark.parametrize("profile", ["resnet50_v100", "resnet50_a100_fp16_estimated"])
+@pytest.mark.parametrize("scaling", [("--batch", "512"), ("--batch-per-gpu", "32")])
+def test_predict_csv_writes_the_per_point_paths_rows(system_name, profile, scaling):
+    """With and without --top: the brief rows' CSV is the one of the points the per-point
+    path builds (a compute conversion per per-GPU batch included)."""
+    from oracle.render.predict import select_top
+    from oracle.render.records import to_csv
+    from oracle.services.project import project
+
+    flag = {"--batch": "batch", "--batch-per-gpu": "batch_per_gpu"}[scaling[0]]
+    points, _, _ = project("resnet50", system_name, profile, "1..48,96,4000", **{flag: float(scaling[1])})
+    for top in (None, 2):
+        args = ("predict", "-m", "resnet50", "-s", system_name, "-p", profile, "--gpus", "1..48,96,4000", *scaling)
+        r = run_cli(*args, "-f", "csv", *(("--top", str(top)) if top else ()))
+        assert r.code == 0, r.err
+        assert r.out == to_csv(select_top(points, top)), (top, system_name)
+
+
+def _search_grid(p: int, dims: int) -> tuple[int, ...]:
+    """layers/geometry.balanced_grid's search: every non-increasing factorization, the one
+    with the smallest largest factor (then the largest smallest)."""
+    from oracle.compute.layers.geometry import divisors
+
+    found = []
+
+    def rec(rest, k, cap, acc):
+        if k == 1:
+            if rest <= cap:
+                found.append(acc + (rest,))
+            return
+        for f in divisors(rest):
+            if f <= cap:
+                rec(rest // f, k - 1, f, acc + (f,))
+
+    rec(p, dims, p, ())
+    return min(found, key=lambda g: (max(g), -min(g)))
+
+
+def test_two_dimensional_grids_are_the_searchs():
+    from oracle.compute.layers.geometry import balanced_grid
+
+    assert [balanced_grid.__wrapped__(p, 2) for p in range(1, 5001)] == [_search_grid(p, 2) for p in range(1, 5001)]
+    assert balanced_grid(8, 2) == (4, 2) and balanced_grid(97, 2) == (97, 1)
+
+
+def test_config_arrays_list_the_hybrids_configurations_in_order():
+    from oracle.compute.strategies import REGISTRY
+
+    counts = np.array([1, 2, 3, 4, 12, 36, 97, 360, 1024, 2310, 4095], dtype=np.int64)
+    for name in ("data+filter", "data+spatial"):
+        p, p1, p2, B = run.config_arrays(name, counts, 2.0 * counts, None)
+        want = [(c.gpus, c.p1, c.p2, c.batch) for g in counts.tolist()
+                for c in REGISTRY[name].configurations(None, g, 2.0 * g)]  # fmt: skip
+        assert list(zip(p.tolist(), p1.tolist(), p2.tolist(), B.tolist())) == want
+
+
+def test_a_brief_rows_line_is_the_writers_after_any_case_label():
+    m = load_model("resnet50")
+    ctx = Context(m, load_system("abci"), times_for(m), Options())
+    (c,) = run.columns(ctx, [2, 8, 5000], ["data"], True, None, 64.0, None)
+    rows = np.arange(c.size)
+    points = evaluate_all(ctx, [_config(c, r) for r in rows.tolist()])
+    for label in ("plain", "a, b", 'say "x"', "=1+1", "two\nlines", ""):
+        prefix = (label, "cases[0]")
+        buf = io.StringIO()
+        csv.writer(buf, lineterminator="\n").writerows([[csv_cell(x) for x in prefix] + csv_cells(pt) for pt in points])
+        assert csv_lines(brief_rows(ctx, c, rows), prefix) == buf.getvalue()
