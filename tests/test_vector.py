@@ -70,11 +70,11 @@ def mismatches(ctx, cols) -> list:
 def test_columns_equal_the_per_point_engine(model_name):
     m = load_model(model_name)
     covered = 0
-    for system_name in SYSTEMS:
+    for k, system_name in enumerate(SYSTEMS):
         for options, scalings in ((Options(), ((256.0, None), (None, 32.0))),
                                   (Options(memory_model="paradl", zero=3, mixed_precision=True), ((256.0, None),))):
             ctx = Context(m, load_system(system_name), times_for(m), options)
-            counts = counts_for(ctx.system)
+            counts = counts_for(ctx.system)[k % 2 :: 2]  # every other count, by turns (the suite's time)
             for batch, per_gpu in scalings:
                 for name in names():
                     if not kinds.covers(ctx, name):
@@ -85,7 +85,7 @@ def test_columns_equal_the_per_point_engine(model_name):
                     # hybrids: a sample of their factorizations (every one at the small counts)
                     cols = kinds.evaluate_many(ctx, name, *_sample(run.config_arrays(name, c, B, None)))
                     assert not mismatches(ctx, cols), (system_name, options.memory_model)
-    assert covered  # the ring systems (abci, lassen, ...) are covered
+    assert covered == 3 * len(names()) * len(SYSTEMS)  # NCCL (the DGX files), abci-2020's input and leader all-reduce
 
 
 def _sample(arrays, most: int = 120):
@@ -96,18 +96,81 @@ def _sample(arrays, most: int = 120):
     return tuple(a[keep] for a in arrays)
 
 
-def test_the_shipped_defaults_fall_back_where_the_arrays_do_not_reach(tmp_path):
-    from oracle.api import request
+def default_context(tmp_path, model_name: str, system_name: str, **flags) -> Context:
+    """The context ``oracle predict`` builds for a system under its defaults (its stack's
+    options and system changes, the compute model converting the profile), with ``flags``."""
+    from oracle.api import model_system, request
+    from oracle.compute.conversion import prepare
 
-    prof = tmp_path / "p.yaml"
-    prof.write_text(PROFILE)
-    reached = {}
-    for system_name in SYSTEMS:
-        req = request("resnet152", system_name, str(prof), "1..4", batch=64)
-        ctx = Context(req.model, req.system, times_for(req.model), req.run.options)
-        reached[system_name] = kinds.covers(ctx, "data")
-    assert reached["abci"] and reached["lassen"]
-    assert not reached["dgx-h100-superpod"]  # NCCL's algorithms and the pytorch stack: point by point
+    prof = tmp_path / f"{model_name}.yaml"
+    prof.write_text(PROFILE.replace("ResNet-152", load_model(model_name).name))
+    req = request(model_name, system_name, str(prof), "1..4", **flags)
+    o = req.run.options
+    system = model_system(req.system, req.model.name, o.stack)
+    times, conversion = prepare(req.model, system, req.profile, o)
+    return Context(req.model, system, times, o, req.profile.kind, conversion=conversion)
+
+
+STACKS = sorted(p.stem for p in (ROOT / "stacks").glob("*.yaml"))
+# what stays point by point under a system's defaults or a stack (compute/vector/kinds.covers):
+# ParaDL's own tool
+POINT_BY_POINT = {"paradl": set(names())}
+
+
+@pytest.mark.parametrize(("model_name", "stack"), [("resnet50", None), ("mobilenet_v2", None)]
+                         + [("resnet50", s) for s in STACKS if s != "paradl"])  # fmt: skip
+def test_columns_equal_the_per_point_engine_under_defaults_and_stacks(tmp_path, model_name, stack):
+    """Every shipped system under its defaults (the DGX/HGX/A3 files: the pytorch stack,
+    NCCL's algorithms, --overlap buckets) and under each shipped stack (its per-GPU costs,
+    overlap, input pipeline): the arrays cover what POINT_BY_POINT does not list and give
+    the per-point numbers, strong and weak scaling and half the counts by turns."""
+    flags = {} if stack is None else {"stack": stack}
+    for k, system_name in enumerate(SYSTEMS):
+        scaling = {"batch": 256.0} if k % 2 else {"batch_per_gpu": 32.0}
+        ctx = default_context(tmp_path, model_name, system_name, **flags, **scaling)
+        left = POINT_BY_POINT.get(stack, set()) | POINT_BY_POINT.get(system_name, set())
+        assert [n for n in names() if not kinds.covers(ctx, n)] == [n for n in names() if n in left], system_name
+        c = np.array(counts_for(ctx.system)[k % 2 :: 2], dtype=np.int64)  # every other count, by turns
+        B = np.full(c.size, 256.0) if "batch" in scaling else 32.0 * c
+        for name in names():
+            if name not in left:
+                cols = kinds.evaluate_many(ctx, name, *_sample(run.config_arrays(name, c, B, None)))
+                assert not mismatches(ctx, cols), (system_name, name)
+
+
+def test_columns_equal_under_nccl_pinned_and_an_nvlink_domain_beyond_a_host():
+    """NCCL_ALGO pinned (--collective nvls, collnet: a group without that algorithm takes
+    NCCL's choice), an NVLink domain of 4 hosts (one NCCL node), one bucket per layer, and
+    ParaDL's leader all-reduce in both hybrids' data groups and data+spatial's split layers."""
+    from dataclasses import replace
+
+    m = load_model("resnet50")
+    s = load_system("dgx-h100-superpod")
+    s = replace(s, interconnect=replace(s.interconnect, nvlink_domain_gpus=32))
+    leader = replace(s, implementation=replace(s.implementation, data_filter_allreduce="leader",
+                                               data_spatial_allreduce="leader"))  # fmt: skip
+    c = np.array(counts_for(s)[::2] + [16, 24, 40, 48, 72, 96], dtype=np.int64)
+    for s, options in ((s, Options(collective="nvls")), (s, Options(collective="collnet")),
+                       (s, Options(overlap="buckets", bucket_bytes=0)), (leader, Options(overlap="buckets"))):  # fmt: skip
+        ctx = Context(m, s, times_for(m), options)
+        for name in names():
+            assert kinds.covers(ctx, name)
+            cols = kinds.evaluate_many(ctx, name, *_sample(run.config_arrays(name, c, 32.0 * c, None), 60))
+            assert not mismatches(ctx, cols), (options, name)
+
+
+def test_the_options_the_arrays_do_not_reach_fall_back(tmp_path):
+    """The DGX defaults are covered; the delayed update (where gradients overlap),
+    --collective auto and ParaDL's tool (the paradl stack) stay point by point."""
+    ctx = default_context(tmp_path, "resnet152", "dgx-h100-superpod", batch=64)
+    assert ctx.options.overlap == "buckets" and ctx.algorithm == "nccl" and ctx.options.stack is not None
+    assert all(kinds.covers(ctx, n) for n in names())
+    ctx = default_context(tmp_path, "resnet50", "dgx1-v100", batch=64, overlap="buckets", delayed_update="fc")
+    assert [n for n in names() if not kinds.covers(ctx, n)] == ["data", "spatial", "data+filter", "data+spatial"]
+    ctx = default_context(tmp_path, "resnet50", "dgx1-v100", batch=64, collective="auto")
+    assert not any(kinds.covers(ctx, n) for n in names())
+    ctx = default_context(tmp_path, "resnet50", "abci", batch=64, stack="paradl")
+    assert not any(kinds.covers(ctx, n) for n in names())
 
 
 @pytest.mark.parametrize("system_name", ["abci", "lassen", "dgx1-v100"])
@@ -135,12 +198,13 @@ def test_the_memory_guard_counts_the_points_built():
 
 
 def test_top_on_a_system_the_arrays_do_not_cover_keeps_only_numbers():
-    """dgx1-v100 (NCCL, the pytorch stack): every strategy point by point, CHUNK at a time,
-    only their numbers and feasibility kept (the output's points are built again, and
-    test_top_builds_the_points_full_materialization_ranks_first compares them)."""
+    """dgx1-v100 with --collective auto (the cheapest algorithm per call): every strategy
+    point by point, CHUNK at a time, only their numbers and feasibility kept (the output's
+    points are built again, and test_top_builds_the_points_full_materialization_ranks_first
+    compares them)."""
     m = load_model("resnet50")
     s = load_system("dgx1-v100")
-    ctx = Context(m, s, times_for(m), Options())
+    ctx = Context(m, s, times_for(m), Options(collective="auto"))
     assert not any(kinds.covers(ctx, n, None) for n in names())
     kept = run.columns(ctx, list(range(1, 41)), names(), False, None, 32.0, None)
     cols = run.columns(ctx, list(range(1, 41)), names(), False, None, 32.0, None, keep=False)

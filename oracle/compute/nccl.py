@@ -226,7 +226,7 @@ def allreduce(system, group, m: np.ndarray, phi: float, purpose: str, link, only
     return best, used
 
 
-def _lines(system, group, purpose: str, link) -> tuple[int, int, dict, tuple[str, ...]]:
+def group_lines(system, group, purpose: str, link) -> tuple[int, int, dict, tuple[str, ...]]:
     """(n, g, lines, labels): the group's NCCL nodes and GPUs on each, and the lines
     {(intra|inter, protocol): (α, β)} of the level of one node's g GPUs and of the span's
     level; a protocol one level lacks takes that level's Simple line."""
@@ -249,7 +249,7 @@ def _candidates(system, group, purpose: str, link, algos: tuple[str, ...] = ()):
     cache = system.__dict__.setdefault("_nccl", {})
     key = (group, purpose, algos)
     if key not in cache:
-        n, g, lines, labels = _lines(system, group, purpose, link)
+        n, g, lines, labels = group_lines(system, group, purpose, link)
         cands = terms(group.p, n, g, tuple((lb, protocol_kind(lb)) for lb in labels), offers(system, algos))
         cands = [t for t in cands if t.algorithm in algos] or cands  # NCCL_ALGO, where the group has one
         parts = np.array([term_parts(t, lines) for t in cands])
@@ -263,7 +263,7 @@ def allgather_pieces(system, group, purpose: str, link) -> list[tuple[float, flo
     """NCCL's ring all-gather as affine pieces (seconds at 0 bytes, seconds per byte each GPU
     contributes), one per protocol: (p-n)·α_i + (n-1)·α_o + (p-1)·m_i·max(β_i, β_o) (the ring
     all-gather's p-1 steps, n-1 of them across the network; tuning.cc)."""
-    n, _, lines, labels = _lines(system, group, purpose, link)
+    n, _, lines, labels = group_lines(system, group, purpose, link)
     p = group.p
     out = []
     for label in labels:

@@ -212,7 +212,7 @@ def log_errors(log, lines: dict, offer: Offers = Offers(), in_place: bool = Fals
 
 def intra_lines(system) -> dict:
     """The lines {("intra", protocol): (α, β)} of the level one node's GPUs all-reduce over
-    (compute/nccl.py, as its ``_lines``): its own line Simple, its protocol lines by name, a
+    (compute/nccl.py, as its ``group_lines``): its own line Simple, its protocol lines by name, a
     protocol it lacks its Simple line."""
     from oracle.compute.network import link
 

@@ -12,6 +12,8 @@ import numpy as np
 
 from oracle.compute.cost import phase_names
 from oracle.compute.memory import OPTIMIZER_BYTES
+from oracle.compute.vector.io import with_input
+from oracle.compute.vector.stack import per_iteration
 from oracle.vocabulary import PARADL
 
 
@@ -170,14 +172,16 @@ def _sum(values):
 
 def finish(ctx, cols: Columns, limits: list[tuple[str, np.ndarray]]) -> Columns:
     """make_point's tail for every entry: ZeRO-3, then the limits in make_point's order
-    (system size first, the strategy's, dataset, overflow, GPU memory).  The stack's
-    costs and the input pipeline are not here: compute/vector/kinds.py falls back to
-    the per-point path where they apply."""
+    (system size first, the strategy's, dataset, overflow, GPU memory); the stack's
+    per-GPU costs after ZeRO-3 (compute/vector/stack.py), then the input pipeline's
+    stall (compute/vector/io.py)."""
     system = ctx.system
     ph = cols.phases
     if ctx.options.zero >= 3:  # Rajbhandari et al., SC 2020, §7.2: 1.5x the all-reduce volume
         ge = ph["gradient_exchange_s"]
         ph["gradient_exchange_s"] = np.where((ge != 0) | np.isnan(ge), 1.5 * ge, ge)
+    per_iteration(ctx, cols)
+    with_input(ctx, cols)
     codes = [("gpus", cols.gpus > system.total_gpus), *limits, ("dataset", cols.batch > ctx.D)]
     values = np.stack([np.broadcast_to(np.asarray(v, dtype=float), (cols.size,)) for v in ph.values()])
     nan = np.isnan(values)

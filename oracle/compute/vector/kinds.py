@@ -6,9 +6,12 @@ cited there).  :func:`covers` says where a strategy or an option is not covered
 here: the caller then takes the per-point path (compute/vector/run.py).
 
 Covered: every shipped strategy (spatial and data+spatial in compute/vector/spatial.py,
-pipeline in compute/vector/pipeline.py, without activation checkpointing) under ring collectives
-(compute/vector/net.supported), without a software stack's per-GPU costs (--stack),
-an input pipeline, --overlap, --replicated-gradients or ParaDL's own tool.
+pipeline in compute/vector/pipeline.py, without activation checkpointing) under ring or
+NCCL collectives (compute/vector/collectives.py; net.supported: no measured tables), with
+a software stack's per-GPU costs (compute/vector/stack.py), an input pipeline
+(compute/vector/io.py) and --overlap buckets (compute/vector/overlap.py); not the delayed
+update (the strategies that overlap gradients), --replicated-gradients, or ParaDL's own
+tool.  ParaDL's leader all-reduce (§4.5.1) of the hybrids: compute/vector/collectives.Leader.
 """
 
 from __future__ import annotations
@@ -27,24 +30,21 @@ from oracle.compute.strategies.filter import Filter
 from oracle.compute.strategies.pipeline import Pipeline
 from oracle.compute.strategies.serial import Serial
 from oracle.compute.strategies.spatial import Spatial
+from oracle.compute.vector import collectives as coll
 from oracle.compute.vector import net
+from oracle.compute.vector import overlap as voverlap
 from oracle.compute.vector import pipeline as vpipeline
 from oracle.compute.vector import spatial as vspatial
 from oracle.compute.vector.columns import Columns, finish, memory_total, per_value, split_compute
 
+# the strategies whose gradient exchange --overlap buckets times (strategies/*.py overlapped_gradients)
+OVERLAPPED = (Data.name, Spatial.name, DataFilter.name, DataSpatial.name)
 ROWS_PER_BLOCK = 2048  # layer collectives: (group, samples) pairs per block of the (pairs x layers) arrays
 
 
 def covered(ctx) -> bool:
     """Whether the context's options are within this module's formulas."""
-    o = ctx.options
-    return (
-        not paradl_stack.uses_tool(ctx)
-        and o.stack is None
-        and ctx.system.input is None
-        and o.overlap == "none"
-        and net.supported(ctx)
-    )
+    return not paradl_stack.uses_tool(ctx) and net.supported(ctx) and coll.supported(ctx)
 
 
 def covers(ctx, name: str, p2: int | None = None) -> bool:
@@ -54,9 +54,7 @@ def covers(ctx, name: str, p2: int | None = None) -> bool:
         return False
     if (name == Data.name and ctx.options.replicated_gradients) or (name == Pipeline.name and not vpipeline.covers(ctx)):
         return False
-    impl = ctx.system.implementation  # ParaDL's leader all-reduce (§4.5.1): point by point
-    leader = impl.data_filter_allreduce != "flat" or (name == DataSpatial.name and impl.data_spatial_allreduce != "flat")
-    return not (REGISTRY[name].hybrid and leader)
+    return not (name in OVERLAPPED and not voverlap.covers(ctx))
 
 
 def evaluate_many(ctx, name: str, gpus, p1, p2, batch) -> Columns:
@@ -85,9 +83,11 @@ def _data(ctx, c: Columns) -> list:
     c.phases["forward_backward_s"] = D / p * per_value(ctx.fb_sum, B / p)
     c.phases["weight_update_s"] = I * ctx.sum_wu
     # communication = I · AR(p, δΣw) on GPUs 0..p-1                  ParaDL eq. 6
-    span = net.span_contiguous(p, ctx.system.gpus_per_node)
-    ar = net.ring_allreduce(ctx.system, p, span, ctx.delta * ctx.sum_w, 1.0, "gradient_allreduce")
-    c.phases["gradient_exchange_s"] = I * ar
+    ar = coll.prepare(ctx, "allreduce", p, 1.0, "gradient_allreduce")
+    if ctx.options.overlap == "buckets":  # bucketed all-reduces during the backward (data.py)
+        c.phases["gradient_exchange_s"] = I * voverlap.exposed(ctx, [ar], lambda _: ctx.delta * ctx.w, B / p)
+    else:
+        c.phases["gradient_exchange_s"] = I * ar(ctx.delta * ctx.sum_w)
     # memory / (γδ) = Σ (2B/p)(x+y) + 2w                             ParaDL eq. 7
     c.memory = memory_total(ctx, 2 * B / p * ctx.sum_act, ctx.sum_w, p, B / p, into=c)
     return [("batch", p > B)]
@@ -110,19 +110,17 @@ def layer_collectives(ctx, sums, q: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def _collectives_block(ctx, sums, q: np.ndarray, b: np.ndarray) -> np.ndarray:
-    system, gpn = ctx.system, ctx.system.gpus_per_node
     qc = q[:, None]
-    span = net.span_contiguous(qc, gpn)
     m = ctx.delta * b[:, None] * sums.coll_y[None, :]
-    ag = net.ring_allgather(system, qc, span, m / qc, 1.0, "layer_allgather")
-    pattern = system.implementation.layer_backward  # filter.backward_collective
+    ag = coll.allgather(ctx, q, m / qc, 1.0, "layer_allgather")
+    pattern = ctx.system.implementation.layer_backward  # filter.backward_collective
     if pattern == "none":
         back = np.zeros_like(m)
     elif pattern == "reduce_scatter":
-        back = net.ring_allgather(system, qc, span, m / qc, 1.0, "layer_allreduce")
+        back = coll.allgather(ctx, q, m / qc, 1.0, "layer_allreduce")
     else:
         size = m / qc if pattern == "allreduce_slice" else m
-        back = net.ring_allreduce(system, qc, span, size, 1.0, "layer_allreduce")
+        back = coll.allreduce(ctx, q, size, 1.0, "layer_allreduce", first_min=False)
     g = sums.coll_groups[None, :]
     aligned = (g > 1) & (g % qc == 0)
     per_layer = ag * np.ones(m.shape[1]) + np.where(aligned, ag, back)
@@ -163,9 +161,15 @@ def _data_filter(ctx, c: Columns) -> list:
     # gradient exchange: AR_φ(p1, δ(Σs w/p2 + Σr w)) among {0, p2, 2·p2, ...}   docs/cost-model.md
     gpn = ctx.system.gpus_per_node
     phi = net.contention(ctx.system, net.flows_per_node(p1, p2, gpn), ctx.options.contention)
-    span = net.span_strided(p1, p2, gpn)
-    ar = net.ring_allreduce(ctx.system, p1, span, ctx.delta * (s.w_s / p2 + s.w_r), phi, "gradient_allreduce")
-    c.phases["gradient_exchange_s"] = I * ar
+    ar = coll.data_group(ctx, p1, p2, phi)
+    if ctx.options.overlap == "buckets":  # the data group's buckets during the backward (data_filter.py)
+
+        def grads(q):  # the split layers' gradients of a model part of q GPUs
+            return ctx.delta * np.where(s.mask, ctx.w / q, ctx.w)
+
+        c.phases["gradient_exchange_s"] = I * voverlap.exposed(ctx, [ar], grads, B / p, B / p1, s.mask, key=p2)
+    else:
+        c.phases["gradient_exchange_s"] = I * ar(ctx.delta * (s.w_s / p2 + s.w_r))
     # memory / (γδ) = Σ (2B/p1)(x+y) + Σs 2w/p2 + Σr 2w                     ParaDL eq. 20
     c.memory = memory_total(ctx, 2 * B / p1 * ctx.sum_act, s.w_s / p2 + s.w_r, p1, B / p1, into=c)
     return [("batch", p1 > B), _width(ctx, REGISTRY[Filter.name], s, p2)]

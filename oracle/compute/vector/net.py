@@ -7,9 +7,9 @@ as arrays, one entry per point, the same floating-point operations in the same o
 
 α/β come from compute/network.link for each distinct span (a level, an operation's
 transport, the cheapest of the level's protocol lines).  :func:`supported` says where
-these are the per-point model's numbers: ring collectives, no measured tables, no
-operation with an algorithm of its own; elsewhere the strategies fall back to the
-per-point path (compute/vector/kinds.py).
+these are the per-point model's numbers: no measured tables; NCCL's algorithms are
+compute/vector/collectives.py's; elsewhere the strategies fall back to the per-point
+path (compute/vector/kinds.py).
 """
 
 from __future__ import annotations
@@ -17,21 +17,16 @@ from __future__ import annotations
 import numpy as np
 
 from oracle.compute.network import link
-from oracle.vocabulary import RING
 
 # the implementation patterns the layer collectives' backward may take (network.backward_collective)
 LAYER_BACKWARD = ("allreduce", "reduce_scatter", "allreduce_slice", "none")
 
 
 def supported(ctx) -> bool:
-    """Whether every collective of the context is the ring of the α-β lines."""
+    """Whether the collectives come from the α-β lines (no measured tables) and the layer
+    collectives' backward is a known pattern (the algorithms: vector/collectives.supported)."""
     system = ctx.system
-    return (
-        ctx.algorithm == RING
-        and not system.collective_tables
-        and all(op.algorithm is None for _, op in system.operations)
-        and system.implementation.layer_backward in LAYER_BACKWARD
-    )
+    return not system.collective_tables and system.implementation.layer_backward in LAYER_BACKWARD
 
 
 def span_contiguous(count: np.ndarray, gpn: int) -> np.ndarray:
@@ -67,17 +62,17 @@ def flows_per_node(p1: np.ndarray, p2: np.ndarray, gpn: int) -> np.ndarray:
     return np.where((p1 > 1) & inter, np.minimum(p2, gpn), 0)
 
 
-def _lines(system, span: np.ndarray, purpose: str):
+def lines(system, span: np.ndarray, purpose: str):
     """Per entry the link's (α, β) lines: a list of (α, β, has) arrays, line k of the
     entry's link where ``has``."""
     spans, inv = np.unique(span, return_inverse=True)
     inv = inv.reshape(span.shape)
-    lines = [link(system, int(s), purpose).lines() for s in spans]  # each link's, once
+    per_link = [link(system, int(s), purpose).lines() for s in spans]  # each link's, once
     out = []
-    for k in range(max((len(ls) for ls in lines), default=0)):
-        a = np.array([ls[k][0] if k < len(ls) else np.nan for ls in lines])
-        b = np.array([ls[k][1] if k < len(ls) else np.nan for ls in lines])
-        has = np.array([k < len(ls) for ls in lines])
+    for k in range(max((len(ls) for ls in per_link), default=0)):
+        a = np.array([ls[k][0] if k < len(ls) else np.nan for ls in per_link])
+        b = np.array([ls[k][1] if k < len(ls) else np.nan for ls in per_link])
+        has = np.array([k < len(ls) for ls in per_link])
         out.append((a[inv], b[inv], has[inv]))
     return out
 
@@ -87,7 +82,7 @@ def _cheapest(system, p, span, purpose, cost) -> np.ndarray:
     lines are looked up per (p, span) entry and broadcast over the messages."""
     p, span = np.broadcast_arrays(np.asarray(p), np.asarray(span))
     best = None
-    for a, b, has in _lines(system, np.where(p > 1, span, 1), purpose):
+    for a, b, has in lines(system, np.where(p > 1, span, 1), purpose):
         c = np.asarray(cost(p, a, b), dtype=float)
         best = c if best is None else np.where(has, np.minimum(best, c), best)
     if best is None:
@@ -119,7 +114,7 @@ def p2p(system, span, m, purpose: str) -> np.ndarray:
     """P2P(m) = α + m·β of the cheapest line per entry (network.p2p; span per entry)."""
     span = np.asarray(span)
     best = None
-    for a, b, has in _lines(system, span, purpose):
+    for a, b, has in lines(system, span, purpose):
         c = a + m * b
         best = c if best is None else np.where(has, np.minimum(best, c), best)
     return np.zeros(np.broadcast_shapes(span.shape, np.shape(m))) if best is None else best

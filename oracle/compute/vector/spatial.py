@@ -10,7 +10,9 @@ from __future__ import annotations
 import numpy as np
 
 from oracle.compute.strategies.spatial import Spatial, halo_layers, spatial_grid
+from oracle.compute.vector import collectives as coll
 from oracle.compute.vector import net
+from oracle.compute.vector import overlap as voverlap
 from oracle.compute.vector.columns import Columns, memory_total, per_value, split_compute
 
 ROWS_PER_BLOCK = 2048  # groups per block of the (groups x halo layers) arrays
@@ -37,9 +39,8 @@ def group_costs(ctx, q: np.ndarray, b: np.ndarray) -> dict[str, np.ndarray]:
     out["tail"] &= 0 <= s.last < ctx.G - 1
     out["gather"] = np.zeros(qs.size)
     if 0 <= s.last < ctx.G - 1:  # AG(q, δ·b·y_last/q) before the replicated head
-        span = net.span_contiguous(qs, ctx.system.gpus_per_node)
         m = ctx.delta * bs * ctx.y[s.last] / qs
-        out["gather"] = net.ring_allgather(ctx.system, qs, span, m, 1.0, "tail_gather")
+        out["gather"] = coll.allgather(ctx, qs, m, 1.0, "tail_gather")
     return {k: v[inv] for k, v in out.items()}
 
 
@@ -59,8 +60,11 @@ def _halo_block(ctx, h, q, b, f, out, block) -> None:
     span = np.where(q <= 1, 1, np.where(q <= gpn, 2, 2 * gpn))[:, None]  # network.span_neighbours
     has = (hx + hdy) > 0
     t = 0.0
-    for elements in (hx, hdy):  # forward: halo(x); backward: halo(dy)
+    hidden = ctx.options.overlap != "none"  # each layer's halo behind its local compute (spatial.halo_time)
+    for elements, own in ((hx, ctx.fw), (hdy, ctx.bw)):  # forward: halo(x); backward: halo(dy)
         x = _chain(ctx, f, 2 * net.p2p(ctx.system, span, b[:, None] * ctx.delta * elements, "halo"))
+        if hidden:  # overlap.exposed_halo: max(0, halo - (b/q)·own time)
+            x = np.maximum(0.0, x - (b / q)[:, None] * own[h["index"]][None, :])
         t = t + _row_sums(x, has)
     out["halo"][block] = np.where(q > 1, t, 0.0)
 
@@ -99,9 +103,13 @@ def spatial(ctx, c: Columns) -> list:
         lambda b: ctx.fb_sum(b, s, "r"), B)  # fmt: skip
     c.phases["weight_update_s"] = I * ctx.sum_wu
     # communication = AR(p, δΣs w) + halo + AG(p, δ·B·y_last/p)          docs/cost-model.md
-    span = net.span_contiguous(p, ctx.system.gpus_per_node)
-    c.phases["gradient_exchange_s"] = I * net.ring_allreduce(ctx.system, p, span, ctx.delta * s.w_s, 1.0,
-                                                             "gradient_allreduce")  # fmt: skip
+    ar = coll.prepare(ctx, "allreduce", p, 1.0, "gradient_allreduce")
+    if ctx.options.overlap == "buckets":  # split layers' gradients during the backward (spatial.py)
+        grads = np.where(s.mask, ctx.delta * ctx.w, 0.0)
+        ge = voverlap.exposed(ctx, [ar], lambda _: grads, B / p, B, s.mask)
+    else:
+        ge = ar(ctx.delta * s.w_s)
+    c.phases["gradient_exchange_s"] = I * ge
     g = group_costs(ctx, p, B)
     c.phases["layer_collectives_s"] = I * g["gather"]
     c.phases["halo_s"] = I * g["halo"]
@@ -122,10 +130,17 @@ def data_spatial(ctx, c: Columns) -> list:
     # gradient exchange: AR_φ(p, δΣs w) over all GPUs + AR_φ(p1, δΣr w)      docs/cost-model.md
     system, gpn = ctx.system, ctx.system.gpus_per_node
     phi_all = net.contention(system, np.where(p > gpn, 1, 0), ctx.options.contention)
-    ge = net.ring_allreduce(system, p, net.span_contiguous(p, gpn), ctx.delta * s.w_s, phi_all, "gradient_allreduce")
+    if system.implementation.data_spatial_allreduce == "leader":  # ParaDL §4.5.1's code (data_spatial.py)
+        split = coll.leader(ctx, p, phi_all, "gradient_allreduce")
+    else:
+        split = coll.prepare(ctx, "allreduce", p, phi_all, "gradient_allreduce")
     phi = net.contention(system, net.flows_per_node(p1, p2, gpn), ctx.options.contention)
-    ge = ge + net.ring_allreduce(system, p1, net.span_strided(p1, p2, gpn), ctx.delta * s.w_r, phi,
-                                 "gradient_allreduce")  # fmt: skip
+    rest = coll.data_group(ctx, p1, p2, phi)
+    if ctx.options.overlap == "buckets":  # both all-reduces in buckets during the backward (data_spatial.py)
+        grads = ctx.delta * ctx.w
+        ge = voverlap.exposed(ctx, [split, rest], lambda _: grads, B / p, b, s.mask, kinds=np.where(s.mask, 0, 1))
+    else:
+        ge = split(ctx.delta * s.w_s) + rest(ctx.delta * s.w_r)
     c.phases["gradient_exchange_s"] = I * ge
     g = group_costs(ctx, p2, b)
     c.phases["layer_collectives_s"] = I * g["gather"]
