@@ -12,6 +12,8 @@ import io
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from conftest import run_cli
 from test_vector import SYSTEMS, counts_for, times_for
 
@@ -146,3 +148,40 @@ def test_a_brief_rows_line_is_the_writers_after_any_case_label():
         buf = io.StringIO()
         csv.writer(buf, lineterminator="\n").writerows([[csv_cell(x) for x in prefix] + csv_cells(pt) for pt in points])
         assert csv_lines(brief_rows(ctx, c, rows), prefix) == buf.getvalue()
+
+
+
+def test_ranking_runs_of_counts_at_once_is_ranking_each_count():
+    """compute/sweep.rank_runs (one stable sort) orders and ranks as rank does per GPU
+    count: feasible by time, then the infeasible, ties (equal totals, NaN totals) in the
+    same order."""
+    import random
+    from itertools import groupby
+
+    from oracle.compute.sweep import configurations, rank, rank_runs
+
+    m = load_model("resnet50")
+    ctx = Context(m, load_system("abci"), times_for(m), Options())
+    configs = [cfg for p in (1, 2, 6, 12, 300, 5000) for cfg in configurations(ctx, p, 64.0 * p, names(), False)]
+    points = [pt.with_rank(None) for pt in evaluate_all(ctx, configs)]
+    points += [pt for pt in points if pt.gpus in (12, 5000)]  # equal totals
+    assert any(not pt.feasible for pt in points) and any(np.isnan(pt.total_s) for pt in points)
+    shuffled = sorted(random.Random(29).sample(points, len(points)), key=lambda pt: pt.gpus)  # runs, any order
+
+    def seen(pts):
+        return [(pt.gpus, pt.strategy, pt.p1, pt.p2, repr(pt.total_s), pt.rank) for pt in pts]
+
+    want = [pt for _, group in groupby(shuffled, key=lambda pt: pt.gpus) for pt in rank(list(group))]
+    assert seen(rank_runs(shuffled)) == seen(want)
+    assert len({pt.rank for pt in want}) > 3
+
+
+@given(st.lists(st.one_of(st.none(), st.floats(), st.sampled_from([0.0, -0.0, 1e16, 1e-05, 5.0])), max_size=40))
+def test_a_blocks_float_cells_are_each_values_own(values):
+    """render/records: a block's column of floats formatted once per distinct value (bit
+    for bit: 0.0 and -0.0 differ) gives each value's cell (repr; empty for None, NaN, inf)."""
+    from oracle.render.records import _float_columns, _nums
+
+    got, twice = _float_columns([values, values[::-1]])
+    assert ([twice] * len(values) if isinstance(twice, str) else twice) == _nums(values[::-1])
+    assert ([got] * len(values) if isinstance(got, str) else got) == _nums(values)

@@ -198,3 +198,37 @@ def rank(group: list[Point]) -> list[Point]:
         else:
             out.append(pt.with_rank(None))
     return out
+
+
+def rank_runs(points: list) -> list:
+    """:func:`rank` of each run of points of one GPU count (``points`` ordered by count) in
+    one stable sort by the same keys (numpy's lexsort, as sorted() is stable: the same
+    order and ranks, issue 29: a sweep's 10^6 rows); a compute/vector/rows.BriefRow,
+    built for this output alone, takes its rank in place."""
+    from oracle.compute.vector.rows import BriefRow
+
+    n = len(points)
+    if n == 0:
+        return []
+    order = {name: i for i, name in enumerate(names())}
+    gpus = np.fromiter([pt.gpus for pt in points], np.int64, n)
+    total = np.fromiter([pt.total_s for pt in points], float, n)
+    feasible = np.fromiter([pt.feasible for pt in points], bool, n)
+    strategy = np.fromiter([order.get(pt.strategy, 99) for pt in points], np.int64, n)
+    nan = np.isnan(total)
+    idx = np.lexsort((np.fromiter([pt.p2 for pt in points], np.int64, n), strategy, np.where(nan, 0.0, total), nan,
+                      ~feasible, gpus))  # fmt: skip
+    g, ok = gpus[idx], feasible[idx]
+    start = np.maximum.accumulate(np.where(np.r_[True, g[1:] != g[:-1]], np.arange(n), 0))
+    seen = np.cumsum(ok)
+    ranks = np.where(ok, seen - np.r_[0, seen][start], 0).tolist()
+    out = []
+    for i, r in zip(idx.tolist(), ranks):
+        pt = points[i]
+        if type(pt) is BriefRow:
+            pt.rank = r or None
+            out.append(pt)
+        else:
+            out.append(pt.with_rank(r or None))
+    return out
+

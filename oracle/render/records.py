@@ -5,7 +5,11 @@ from __future__ import annotations
 import csv
 import io
 import math
+import re
 from collections.abc import Callable, Sequence
+from itertools import repeat
+
+import numpy as np
 
 from oracle.compute.cost import Point, phase_names
 from oracle.compute.vector.rows import BriefRow
@@ -201,29 +205,75 @@ def csv_cells(pt: Point) -> list:
 def _block_cells(v: dict) -> list[tuple[str, str]]:
     """Every row of a block (compute/vector/rows.Block) as the text of its CSV cells
     before and after the rank (each row's own), written as :func:`csv_cells` and the
-    writer write a Point's: column by column."""
+    writer write a Point's: column by column, each distinct value formatted once (a str:
+    the same cell in every row)."""
     n = len(v["gpus"])
-    nums, const = _floats, lambda x: [_quoted(_text(x))] * n
     memory = v["memory"] or {}
-    cols = [const(v["model"]), const(v["system"]), const(v["strategy"]), *(list(map(str, v[k])) for k in ("gpus", "p1", "p2")),
-            [str(_cell(_int_if_whole(b))) for b in v["global_batch"]], [str(_cell(s)) for s in v["segments"]],
-            *(nums(v[k]) for k in ("iterations_per_epoch", "compute_s", "communication_s", "total_s", "iteration_s",
-                                   "memory_bytes")),
-            list(map(str, v["feasible"]))]  # fmt: skip
-    after = [*(nums(v["phases"][k]) for k in phase_names()), [_quoted(_text("; ".join(r))) for r in v["limits"]],
-             const(v["profile_kind"]), const(v["memory_model"]), _nums(v["max_batch_per_gpu"]),
-             *(nums(memory[k]) if k in memory else [""] * n for k in MEMORY_PARTS),
-             [_quoted(_text(x)) for x in v["compute_conversion"]], const(v["stack"])]  # fmt: skip
-    return list(zip(map(",".join, zip(*cols)), map(",".join, zip(*after))))
+    parts = [k for k in MEMORY_PARTS if k in memory]
+    nums = _float_columns([*(v[k] for k in _BLOCK_NUMS), *(v["phases"][k] for k in phase_names()),
+                           v["max_batch_per_gpu"], *(memory[k] for k in parts)])  # fmt: skip
+    part_cells = dict(zip(parts, nums[len(nums) - len(parts) :]))
+    left = [_joined_const((v["model"], v["system"], v["strategy"])), *(list(map(str, v[k])) for k in ("gpus", "p1", "p2")),
+            _by_value(lambda b: str(_cell(_int_if_whole(b))))(v["global_batch"]), _by_value(lambda s: str(_cell(s)))(v["segments"]),
+            *nums[: len(_BLOCK_NUMS)], _by_value(str)(v["feasible"])]  # fmt: skip
+    right = [*nums[len(_BLOCK_NUMS) : len(nums) - len(parts) - 1],
+             _by_value(lambda r: _quoted(_text("; ".join(r))))(v["limits"]),
+             _joined_const((v["profile_kind"], v["memory_model"])), nums[len(nums) - len(parts) - 1],
+             *(part_cells.get(k, "") for k in MEMORY_PARTS),
+             _by_value(lambda x: _quoted(_text(x)))(v["compute_conversion"]), _joined_const((v["stack"],))]  # fmt: skip
+    return list(zip(_joined(left, n), _joined(right, n)))
+
+
+_BLOCK_NUMS = ("iterations_per_epoch", "compute_s", "communication_s", "total_s", "iteration_s", "memory_bytes")
+
+
+def _joined_const(values: tuple) -> str:
+    """The cells of texts every row of a block shares, joined."""
+    return ",".join(_quoted(_text(x)) for x in values)
+
+
+def _joined(cols: list, n: int) -> list[str]:
+    """The ``n`` rows of ``cols`` (lists of cells, or a str: every row's cell) joined by
+    commas, adjacent shared cells joined once."""
+    merged: list = []
+    for col in cols:
+        if type(col) is str and merged and type(merged[-1]) is str:
+            merged[-1] += "," + col
+        else:
+            merged.append(col)
+    if len(merged) == 1 and type(merged[0]) is str:
+        return [merged[0]] * n
+    return list(map(",".join, zip(*(repeat(c, n) if type(c) is str else c for c in merged))))
+
+
+def _by_value(fmt: Callable[[object], str]) -> Callable[[list], list]:
+    """``fmt`` of each value of a column, once per distinct value (values equal as dict
+    keys must have one text: not for floats, whose 0.0 and -0.0 differ; :func:`_float_columns`)."""
+
+    def column(values: list) -> list:
+        seen: dict = {}
+        get = seen.get
+        out = []
+        for x in values:
+            t = get(x)
+            if t is None:
+                t = seen[x] = fmt(x)
+            out.append(t)
+        return out
+
+    return column
 
 
 _QUOTED: dict[str, str] = {}
+_SPECIAL = re.compile(r'[,"\r\n]')
 
 
 def _quoted(s: object) -> str:
     """A cell's text as csv.writer writes it among others (quoted where it must be)."""
     if type(s) is not str:
         return str(s)
+    if not _SPECIAL.search(s):  # no delimiter, quote or line break: written as it is
+        return s
     hit = _QUOTED.get(s)
     if hit is None:
         buf = io.StringIO()
@@ -234,8 +284,6 @@ def _quoted(s: object) -> str:
     return hit
 
 
-
-
 def _nums(values) -> list:
     """``_cell(_num(v))`` of each value: repr of a finite float, else empty (NaN compares false)."""
     return [repr(f) if v is not None and -math.inf < (f := float(v)) < math.inf else "" for v in values]
@@ -244,12 +292,17 @@ def _nums(values) -> list:
 _NOT_FINITE = frozenset(("nan", "inf", "-inf"))
 
 
-def _floats(values: list) -> list:
-    """:func:`_nums` of Python floats (a block's columns), by repr alone; a column of one
-    value (a phase a strategy has not, a part that does not change) formatted once."""
-    if len(values) > 1 and values.count(values[0]) == len(values):
-        return _floats(values[:1]) * len(values)
-    return [("" if s in _NOT_FINITE else s) for s in map(repr, values)]
+def _float_columns(columns: list[list]) -> list:
+    """:func:`_nums` of a block's columns of floats (None: empty), each distinct value of
+    them all (bit for bit: 0.0 and -0.0 differ) formatted once; a column whose rows are
+    all the same cell as that cell's str."""
+    a = np.asarray(columns, dtype=float).reshape(len(columns), -1)  # Python floats, exactly; None as NaN
+    bits, inverse = np.unique(a.view(np.int64), return_inverse=True)
+    texts = np.array([("" if s in _NOT_FINITE else s) for s in map(repr, bits.view(float).tolist())], dtype=object)
+    out: list = []
+    for at in inverse.reshape(a.shape):
+        out.append(str(texts[at[0]]) if at.size and (at == at[0]).all() else texts[at].tolist())
+    return out
 
 
 _TEXT: dict[str, object] = {}  # csv_cell of the few distinct texts of a sweep (names, labels)

@@ -13,7 +13,8 @@ import math
 import numpy as np
 
 from oracle.compute.cost import phase_names
-from oracle.compute.strategies.base import Config
+from oracle.compute.strategies import REGISTRY
+from oracle.compute.strategies.base import OVERFLOW, Config, epoch_limit, gpus_limit, memory_limit
 from oracle.compute.vector.columns import Columns
 
 
@@ -59,11 +60,7 @@ def brief_rows(ctx, c: Columns, rows: np.ndarray) -> list[BriefRow]:
     memory = c.memory[rows].tolist()
     limits: list = [()] * rows.size
     if c.codes:
-        hits = np.stack([mask[rows] for _, mask in c.codes], axis=1)
-        codes = [code for code, _ in c.codes]
-        for i in np.flatnonzero(hits.any(axis=1)).tolist():
-            cfg = Config(c.strategy, gpus[i], p1[i], p2[i], batch[i], segments[i])
-            limits[i] = _limits(ctx, cfg, [k for k, on in zip(codes, hits[i].tolist()) if on], memory[i])
+        _reasons(ctx, c, rows, (gpus, p1, p2, batch, segments, memory), limits)
     values = {
         "model": ctx.model.name, "system": ctx.system.name, "strategy": c.strategy, "gpus": gpus,
         "p1": p1, "p2": p2, "global_batch": batch, "segments": segments,
@@ -101,15 +98,50 @@ def _in_order(values: list) -> np.ndarray:
     return total
 
 
-def _limits(ctx, cfg: Config, hit: list[str], memory: float) -> tuple[str, ...]:
-    """make_point's limits' reasons for a configuration whose columns flag the codes
-    ``hit``, in its order: the system's size, the strategy's own (its ``limits``), the
-    dataset, overflow, GPU memory."""
-    from oracle.compute.strategies import REGISTRY
-    from oracle.compute.strategies.base import OVERFLOW, epoch_limit, gpus_limit, memory_limit
+# the limits' codes make_point gives every strategy (the rest are a strategy's own, its ``limits``)
+_SHARED_CODES = frozenset(("gpus", "overflow", "memory"))
 
-    out = [gpus_limit(ctx.system, cfg.gpus)] if "gpus" in hit else []
-    out += REGISTRY[cfg.strategy].limits(ctx, cfg) + epoch_limit(ctx, cfg.batch)
-    out += [OVERFLOW] if "overflow" in hit else []
-    out += [memory_limit(ctx.system, memory)] if "memory" in hit else []
-    return tuple(lim.reason for lim in out)
+
+def _reasons(ctx, c: Columns, rows: np.ndarray, fields: tuple, limits: list) -> None:
+    """Each infeasible row's reasons into ``limits``, make_point's in its order (the
+    system's size, the strategy's own (its ``limits``), the dataset, overflow, GPU
+    memory), rows grouped by the codes they hit: the strategy's own limits asked only
+    where the columns flag one of its codes, the dataset's where they flag it; the
+    system's size and GPU memory formatted once per value."""
+    gpus, p1, p2, batch, segments, memory = fields
+    codes = [code for code, _ in c.codes]
+    hits = np.stack([mask[rows] for _, mask in c.codes], axis=1)
+    pattern = hits.astype(np.int64) @ (np.int64(1) << np.arange(len(codes), dtype=np.int64))
+    bad, texts = np.flatnonzero(pattern), _SharedTexts(ctx.system)
+    for pat in np.unique(pattern[bad]).tolist():
+        hit = [k for j, k in enumerate(codes) if pat >> j & 1]
+        at = bad[pattern[bad] == pat].tolist()
+        over = (OVERFLOW.reason,) if "overflow" in hit else ()
+        own = not _SHARED_CODES.union(["dataset"]).issuperset(hit)
+        for i in at:
+            reasons = [texts.gpus(gpus[i])] if "gpus" in hit else []
+            if own:
+                cfg = Config(c.strategy, gpus[i], p1[i], p2[i], batch[i], segments[i])
+                reasons += [lim.reason for lim in REGISTRY[c.strategy].limits(ctx, cfg)]
+            if "dataset" in hit:
+                reasons += [lim.reason for lim in epoch_limit(ctx, batch[i])]
+            limits[i] = (*reasons, *over, *((texts.memory(memory[i]),) if "memory" in hit else ()))
+
+
+class _SharedTexts:
+    """The reasons of base.gpus_limit and base.memory_limit, each value's formatted once."""
+
+    def __init__(self, system) -> None:
+        self.system, self._gpus, self._memory = system, {}, {}
+
+    def gpus(self, gpus: int) -> str:
+        hit = self._gpus.get(gpus)
+        if hit is None:
+            hit = self._gpus[gpus] = gpus_limit(self.system, gpus).reason
+        return hit
+
+    def memory(self, memory: float) -> str:
+        hit = self._memory.get(memory)
+        if hit is None:
+            hit = self._memory[memory] = memory_limit(self.system, memory).reason
+        return hit

@@ -90,11 +90,11 @@ def per_point(ctx, name: str, counts: np.ndarray, batches: np.ndarray, p2: int |
     return cols
 
 
-def ranked(cols_list: list[Columns], top: int | None = None) -> list[tuple[int, int]]:
-    """(which columns, row) of the points to output, in compute/sweep.rank's order per
+def ranked(cols_list: list[Columns], top: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(which columns, row: arrays) of the points to output, in compute/sweep.rank's order per
     GPU count (counts ascending): the first ``top`` of every count (all without)."""
     if not cols_list:
-        return []
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
     order = {n: i for i, n in enumerate(names())}
     cat = np.concatenate
     gpus = cat([c.gpus for c in cols_list])
@@ -110,7 +110,7 @@ def ranked(cols_list: list[Columns], top: int | None = None) -> list[tuple[int, 
         start = np.maximum.accumulate(np.where(first, np.arange(g.size), 0))
         idx = idx[np.arange(g.size) - start < top]
     row = cat([np.arange(c.size) for c in cols_list])
-    return list(zip(which[idx].tolist(), row[idx].tolist()))
+    return which[idx], row[idx]
 
 
 def materialize(ctx, cols_list: list[Columns], picks, brief: bool = False) -> list:
@@ -118,27 +118,26 @@ def materialize(ctx, cols_list: list[Columns], picks, brief: bool = False) -> li
     by compute/sweep.rank on their own numbers (the same order as the arrays').  ``brief``:
     the rows whose numbers are the per-point path's to the last bit (Columns.brief_rows)
     as compute/vector/rows.BriefRow (what a CSV row shows, built for all at once)."""
-    from itertools import groupby
-
-    from oracle.compute.sweep import evaluate_all, rank
+    from oracle.compute.sweep import evaluate_all, rank_runs
     from oracle.compute.vector.rows import brief_rows
 
-    out: list = [None] * len(picks)
-    todo, slots, briefs = [], [], {}
-    for i, (w, r) in enumerate(picks):
-        c = cols_list[w]
-        if r in c.points:
-            out[i] = c.points[r]
-        elif brief and c.brief_rows is not None and c.brief_rows[r]:
-            briefs.setdefault(w, ([], []))[0].append(r)
-            briefs[w][1].append(i)
-        else:
+    which, rows = picks
+    out: list = [None] * which.size
+    todo, slots = [], []
+    for w, c in enumerate(cols_list):
+        at = np.flatnonzero(which == w)
+        if brief and c.brief_rows is not None:  # issue 29: the brief rows of the columns at once
+            short = c.brief_rows[rows[at]] & ~np.isin(rows[at], list(c.points))
+            for i, row in zip(at[short].tolist(), brief_rows(ctx, c, rows[at[short]]) if short.any() else ()):
+                out[i] = row
+            at = at[~short]
+        for i, r in zip(at.tolist(), rows[at].tolist()):
+            if r in c.points:
+                out[i] = c.points[r]
+                continue
             S = int(c.segments[r]) if c.segments is not None and c.segments[r] else None
             todo.append(Config(c.strategy, int(c.gpus[r]), int(c.p1[r]), int(c.p2[r]), float(c.batch[r]), S))
             slots.append(i)
-    for w, (rows, where) in briefs.items():
-        for i, row in zip(where, brief_rows(ctx, cols_list[w], np.asarray(rows, dtype=np.int64))):
-            out[i] = row
     for i, pt in zip(slots, evaluate_all(ctx, todo)):
         out[i] = pt
-    return [pt for _, group in groupby(out, key=lambda pt: pt.gpus) for pt in rank(list(group))]
+    return rank_runs(out)
