@@ -26,10 +26,9 @@ def group_costs(ctx, q: np.ndarray, b: np.ndarray) -> dict[str, np.ndarray]:
     the grid's halo elements once per distinct q, the seconds once per distinct (q, b)."""
     qs, bs, inv = unique_pairs(q, b)
     gq, at = np.unique(qs, return_inverse=True)  # the distinct groups; entry k's is gq[at[k]]
-    grids = np.array([spatial_grid(ctx, int(x)) for x in gq.tolist()], dtype=float).reshape(gq.size, -1)
-    out = {"halo": np.zeros(qs.size), "tail": grids.prod(axis=1)[at] > 1}
     h = halo_layers(ctx)
-    g = _grid_halos(h, grids) if h["index"].size else None
+    grids, g = _per_group(ctx, h, gq)
+    out = {"halo": np.zeros(qs.size), "tail": grids.prod(axis=1)[at] > 1}
     out["halo_x"] = g["halo_x"][at] if g else np.zeros(qs.size)
     out["bad"] = g["bad"][at] if g else np.zeros(qs.size, dtype=bool)
     for lo in range(0, qs.size if g else 0, ROWS_PER_BLOCK):
@@ -42,6 +41,21 @@ def group_costs(ctx, q: np.ndarray, b: np.ndarray) -> dict[str, np.ndarray]:
         m = ctx.delta * bs * ctx.y[s.last] / qs
         out["gather"] = coll.allgather(ctx, qs, m, 1.0, "tail_gather")
     return {k: v[inv] for k, v in out.items()}
+
+
+def _per_group(ctx, h, gq: np.ndarray) -> tuple[np.ndarray, dict | None]:
+    """The grids of the group sizes gq (sorted, distinct) and their :func:`_grid_halos`;
+    kept on the context for the next call whose sizes are among them (data+spatial's
+    groups after spatial's)."""
+    known = ctx.__dict__.get("_vector_grid_halos")
+    if known is not None and known[0].size:
+        at = np.minimum(np.searchsorted(known[0], gq), known[0].size - 1)
+        if (known[0][at] == gq).all():
+            return known[1][at], None if known[2] is None else {k: v[at] for k, v in known[2].items()}
+    grids = np.array([spatial_grid(ctx, int(x)) for x in gq.tolist()], dtype=float).reshape(gq.size, -1)
+    g = _grid_halos(h, grids) if h["index"].size else None
+    ctx.__dict__["_vector_grid_halos"] = (gq, grids, g)
+    return grids, g
 
 
 def _grid_halos(h, f) -> dict[str, np.ndarray]:
