@@ -53,7 +53,10 @@ def _per_group(ctx, h, gq: np.ndarray) -> tuple[np.ndarray, dict | None]:
         if (known[0][at] == gq).all():
             return known[1][at], None if known[2] is None else {k: v[at] for k, v in known[2].items()}
     grids = np.array([spatial_grid(ctx, int(x)) for x in gq.tolist()], dtype=float).reshape(gq.size, -1)
-    g = _grid_halos(h, grids) if h["index"].size else None
+    g = None
+    if h["index"].size and gq.size:  # in blocks of grids: the (grids x layers x dims) temporaries stay small
+        parts = [_grid_halos(h, grids[lo:lo + ROWS_PER_BLOCK]) for lo in range(0, gq.size, ROWS_PER_BLOCK)]
+        g = {k: np.concatenate([part[k] for part in parts]) for k in parts[0]}
     ctx.__dict__["_vector_grid_halos"] = (gq, grids, g)
     return grids, g
 
