@@ -151,6 +151,19 @@ def per_value(fn, x: np.ndarray) -> np.ndarray:
     return np.array([fn(float(v)) for v in u], dtype=float)[inv.reshape(x.shape)]
 
 
+def unique_pairs(q: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The distinct (q, b) pairs (GPU counts, samples), sorted by q then b, and each
+    entry's index among them: np.unique(axis=1)'s answer at a numeric sort's cost."""
+    q, b = np.asarray(q).astype(np.int64).reshape(-1), np.asarray(b, dtype=float).reshape(-1)
+    order = np.lexsort((b, q))
+    qs, bs = q[order], b[order]
+    new = np.ones(q.size, dtype=bool)
+    new[1:] = (qs[1:] != qs[:-1]) | (bs[1:] != bs[:-1])
+    inv = np.empty(q.size, dtype=np.int64)
+    inv[order] = np.cumsum(new) - 1
+    return qs[new], bs[new], inv
+
+
 def split_compute(ctx, sums, samples, q, iterations, batch) -> np.ndarray:
     """context.split_compute of every entry: samples·Σs(FW+BW)·(f + (1-f)/q) + I·n_s·o."""
     impl = ctx.system.implementation

@@ -35,7 +35,7 @@ from oracle.compute.vector import net
 from oracle.compute.vector import overlap as voverlap
 from oracle.compute.vector import pipeline as vpipeline
 from oracle.compute.vector import spatial as vspatial
-from oracle.compute.vector.columns import Columns, finish, memory_total, per_value, split_compute
+from oracle.compute.vector.columns import Columns, finish, memory_total, per_value, split_compute, unique_pairs
 
 # the strategies whose gradient exchange --overlap buckets times (strategies/*.py overlapped_gradients)
 OVERLAPPED = (Data.name, Spatial.name, DataFilter.name, DataSpatial.name)
@@ -95,32 +95,35 @@ def _data(ctx, c: Columns) -> list:
 
 def layer_collectives(ctx, sums, q: np.ndarray, b: np.ndarray) -> np.ndarray:
     """filter.horizontal_collectives of every (q, b): Σ [AG(q, δ·b·y_l/q) + AR(q, δ·b·y_l)]
-    over the split layers but the last (ParaDL eq. 15), once per distinct pair."""
+    over the split layers but the last (ParaDL eq. 15), once per distinct pair; each
+    collective prepared once for every pair, evaluated a block of pairs at a time."""
     out = np.zeros(q.size)
     if sums.coll_y.size == 0:
         return out
-    pairs, inv = np.unique(np.stack([q.astype(float), b]), axis=1, return_inverse=True)
-    inv = inv.reshape(-1)
-    sums_q = np.zeros(pairs.shape[1])
-    for lo in range(0, pairs.shape[1], ROWS_PER_BLOCK):
-        qq = pairs[0, lo:lo + ROWS_PER_BLOCK].astype(np.int64)
-        bb = pairs[1, lo:lo + ROWS_PER_BLOCK]
-        sums_q[lo:lo + ROWS_PER_BLOCK] = _collectives_block(ctx, sums, qq, bb)
+    qs, bs, inv = unique_pairs(q, b)
+    pattern = ctx.system.implementation.layer_backward  # filter.backward_collective
+    ag = coll.prepare(ctx, "allgather", qs, 1.0, "layer_allgather")
+    if pattern == "reduce_scatter":
+        back = coll.prepare(ctx, "allgather", qs, 1.0, "layer_allreduce")
+    else:
+        back = None if pattern == "none" else coll.prepare(ctx, "allreduce", qs, 1.0, "layer_allreduce")
+    sums_q = np.zeros(qs.size)
+    for lo in range(0, qs.size, ROWS_PER_BLOCK):
+        rows = np.arange(lo, min(lo + ROWS_PER_BLOCK, qs.size))
+        part = None if back is None else back.take(rows)
+        sums_q[rows] = _collectives_block(ctx, sums, qs[rows], bs[rows], ag.take(rows), part)
     return sums_q[inv]
 
 
-def _collectives_block(ctx, sums, q: np.ndarray, b: np.ndarray) -> np.ndarray:
+def _collectives_block(ctx, sums, q: np.ndarray, b: np.ndarray, allgather, backward) -> np.ndarray:
     qc = q[:, None]
     m = ctx.delta * b[:, None] * sums.coll_y[None, :]
-    ag = coll.allgather(ctx, q, m / qc, 1.0, "layer_allgather")
-    pattern = ctx.system.implementation.layer_backward  # filter.backward_collective
+    ag = allgather(m / qc)
+    pattern = ctx.system.implementation.layer_backward
     if pattern == "none":
         back = np.zeros_like(m)
-    elif pattern == "reduce_scatter":
-        back = coll.allgather(ctx, q, m / qc, 1.0, "layer_allreduce")
     else:
-        size = m / qc if pattern == "allreduce_slice" else m
-        back = coll.allreduce(ctx, q, size, 1.0, "layer_allreduce", first_min=False)
+        back = backward(m if pattern == "allreduce" else m / qc, first_min=pattern == "reduce_scatter")
     g = sums.coll_groups[None, :]
     aligned = (g > 1) & (g % qc == 0)
     per_layer = ag * np.ones(m.shape[1]) + np.where(aligned, ag, back)

@@ -64,16 +64,18 @@ def flows_per_node(p1: np.ndarray, p2: np.ndarray, gpn: int) -> np.ndarray:
 
 def lines(system, span: np.ndarray, purpose: str):
     """Per entry the link's (α, β) lines: a list of (α, β, has) arrays, line k of the
-    entry's link where ``has``."""
-    spans, inv = np.unique(span, return_inverse=True)
-    inv = inv.reshape(span.shape)
-    per_link = [link(system, int(s), purpose).lines() for s in spans]  # each link's, once
+    entry's link where ``has``.  Without measured tables (:func:`supported`) a link's
+    lines depend on its span through network.level_for alone: each level's link is
+    looked up once, at its own max_gpus, and every entry takes its level's."""
+    tops = np.array([level.max_gpus for level in system.network])
+    at = np.minimum(np.searchsorted(tops, span, side="left"), tops.size - 1)  # network.level_for
+    per_link = [link(system, int(top), purpose).lines() for top in tops.tolist()]  # each level's, once
     out = []
     for k in range(max((len(ls) for ls in per_link), default=0)):
         a = np.array([ls[k][0] if k < len(ls) else np.nan for ls in per_link])
         b = np.array([ls[k][1] if k < len(ls) else np.nan for ls in per_link])
         has = np.array([k < len(ls) for ls in per_link])
-        out.append((a[inv], b[inv], has[inv]))
+        out.append((a[at], b[at], has[at]))
     return out
 
 

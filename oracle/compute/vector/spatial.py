@@ -13,7 +13,7 @@ from oracle.compute.strategies.spatial import Spatial, halo_layers, spatial_grid
 from oracle.compute.vector import collectives as coll
 from oracle.compute.vector import net
 from oracle.compute.vector import overlap as voverlap
-from oracle.compute.vector.columns import Columns, memory_total, per_value, split_compute
+from oracle.compute.vector.columns import Columns, memory_total, per_value, split_compute, unique_pairs
 
 ROWS_PER_BLOCK = 2048  # groups per block of the (groups x halo layers) arrays
 
@@ -23,18 +23,17 @@ def group_costs(ctx, q: np.ndarray, b: np.ndarray) -> dict[str, np.ndarray]:
     iteration (spatial.halo_time), the tail all-gather (spatial.gather_tail), whether
     the grid is too fine (spatial.spatial_violations), the halo elements of one sample's
     saved inputs and whether the head's input is gathered (spatial.spatial_memory);
-    once per distinct (q, b)."""
-    pairs, inv = np.unique(np.stack([q.astype(float), b]), axis=1, return_inverse=True)
-    inv = inv.reshape(-1)
-    qs, bs = pairs[0].astype(np.int64), pairs[1]
-    grids = np.array([spatial_grid(ctx, int(x)) for x in qs.tolist()], dtype=float).reshape(qs.size, -1)
-    out = {k: np.zeros(qs.size) for k in ("halo", "halo_x")}
-    out["bad"], out["tail"] = np.zeros(qs.size, dtype=bool), grids.prod(axis=1) > 1
+    the grid's halo elements once per distinct q, the seconds once per distinct (q, b)."""
+    qs, bs, inv = unique_pairs(q, b)
+    gq, at = np.unique(qs, return_inverse=True)  # the distinct groups; entry k's is gq[at[k]]
     h = halo_layers(ctx)
-    for lo in range(0, qs.size, ROWS_PER_BLOCK):
+    grids, g = _per_group(ctx, h, gq)
+    out = {"halo": np.zeros(qs.size), "tail": grids.prod(axis=1)[at] > 1}
+    out["halo_x"] = g["halo_x"][at] if g else np.zeros(qs.size)
+    out["bad"] = g["bad"][at] if g else np.zeros(qs.size, dtype=bool)
+    for lo in range(0, qs.size if g else 0, ROWS_PER_BLOCK):
         block = slice(lo, lo + ROWS_PER_BLOCK)
-        if h["index"].size:
-            _halo_block(ctx, h, qs[block], bs[block], grids[block], out, block)
+        out["halo"][block] = _halo_block(ctx, h, g, qs[block], bs[block], grids, at[block])
     s = ctx.split(Spatial.name)
     out["tail"] &= 0 <= s.last < ctx.G - 1
     out["gather"] = np.zeros(qs.size)
@@ -44,37 +43,75 @@ def group_costs(ctx, q: np.ndarray, b: np.ndarray) -> dict[str, np.ndarray]:
     return {k: v[inv] for k, v in out.items()}
 
 
-def _halo_block(ctx, h, q, b, f, out, block) -> None:
-    """spatial.halo_elements, halo_time and spatial_violations for a block of groups."""
+def _per_group(ctx, h, gq: np.ndarray) -> tuple[np.ndarray, dict | None]:
+    """The grids of the group sizes gq (sorted, distinct) and their :func:`_grid_halos`;
+    kept on the context for the next call whose sizes are among them (data+spatial's
+    groups after spatial's)."""
+    known = ctx.__dict__.get("_vector_grid_halos")
+    if known is not None and known[0].size:
+        at = np.minimum(np.searchsorted(known[0], gq), known[0].size - 1)
+        if (known[0][at] == gq).all():
+            return known[1][at], None if known[2] is None else {k: v[at] for k, v in known[2].items()}
+    grids = np.array([spatial_grid(ctx, int(x)) for x in gq.tolist()], dtype=float).reshape(gq.size, -1)
+    g = None
+    if h["index"].size and gq.size:  # in blocks of grids: the (grids x layers x dims) temporaries stay small
+        parts = [_grid_halos(h, grids[lo:lo + ROWS_PER_BLOCK]) for lo in range(0, gq.size, ROWS_PER_BLOCK)]
+        g = {k: np.concatenate([part[k] for part in parts]) for k in parts[0]}
+    ctx.__dict__["_vector_grid_halos"] = (gq, grids, g)
+    return grids, g
+
+
+def _grid_halos(h, f) -> dict[str, np.ndarray]:
+    """spatial.halo_elements and spatial_violations of every grid (a row of f): halo(x)
+    and halo(dy) per split layer, their sum over the layers, which are nonzero, too fine."""
     local_x, local_y = np.ceil(h["X"][None] / f[:, None]), np.ceil(h["Y"][None] / f[:, None])
     split = (f > 1)[:, None]
 
     def side(local, channels):
-        others = local.prod(axis=2)[:, :, None] / local
-        return channels * (2.0 * h["half"] * others * split).sum(axis=2)
+        others = _over_dims(local, np.multiply)[:, :, None] / local
+        return channels * _over_dims(2.0 * h["half"] * others * split, np.add)
 
     hx, hdy = side(local_x, h["C"]), side(local_y, h["F"])
-    out["halo_x"][block] = hx.sum(axis=1)
-    out["bad"][block] = (h["Y"][None] < f[:, None]).any(axis=(1, 2))
+    bad = _over_dims(h["Y"][None] < f[:, None], np.logical_or).any(axis=1)
+    return {"hx": hx, "hdy": hdy, "halo_x": hx.sum(axis=1), "bad": bad, "has": (hx + hdy) > 0}
+
+
+def _over_dims(x: np.ndarray, op) -> np.ndarray:
+    """op.reduce over the last axis (the spatial dimensions); two of them as one
+    elementwise op(x0, x1): the same bits (IEEE addition and multiplication commute),
+    without numpy's slow reduce over a short axis."""
+    return op(x[..., 0], x[..., 1]) if x.shape[-1] == 2 else op.reduce(x, axis=-1)
+
+
+def _halo_block(ctx, h, g, q, b, grids, at) -> np.ndarray:
+    """spatial.halo_time for a block of (q, b) groups, ``at`` their grids' rows of g."""
+    f = grids[at]
     gpn = ctx.system.gpus_per_node
     span = np.where(q <= 1, 1, np.where(q <= gpn, 2, 2 * gpn))[:, None]  # network.span_neighbours
-    has = (hx + hdy) > 0
+    has = g["has"][at]
     t = 0.0
     hidden = ctx.options.overlap != "none"  # each layer's halo behind its local compute (spatial.halo_time)
-    for elements, own in ((hx, ctx.fw), (hdy, ctx.bw)):  # forward: halo(x); backward: halo(dy)
+    for elements, own in ((g["hx"][at], ctx.fw), (g["hdy"][at], ctx.bw)):  # forward: halo(x); backward: halo(dy)
         x = _chain(ctx, f, 2 * net.p2p(ctx.system, span, b[:, None] * ctx.delta * elements, "halo"))
         if hidden:  # overlap.exposed_halo: max(0, halo - (b/q)·own time)
             x = np.maximum(0.0, x - (b / q)[:, None] * own[h["index"]][None, :])
         t = t + _row_sums(x, has)
-    out["halo"][block] = np.where(q > 1, t, 0.0)
+    return np.where(q > 1, t, 0.0)
 
 
 def _row_sums(x: np.ndarray, has: np.ndarray) -> np.ndarray:
     """Each row's sum of its ``has`` entries as spatial.halo_time's np.sum adds them (on
     the entries alone: numpy's pairwise sum groups them by their count), so that the
     arrays' halo equals the per-point path's to the last bit (rows.brief_rows builds
-    rows from these columns)."""
-    return np.array([row[keep].sum() for row, keep in zip(x, has)], dtype=float).reshape(x.shape[0])
+    rows from these columns).  Rows of one pattern of ``has`` are summed together: a
+    sum along the last axis of a C-ordered array adds each row as a 1-D sum does."""
+    out, ids = np.zeros(x.shape[0]), {}
+    which = np.array([ids.setdefault(r.tobytes(), len(ids)) for r in np.packbits(has, axis=1)], dtype=np.int64)
+    for k in range(len(ids)):
+        rows = np.flatnonzero(which == k)
+        keep = np.flatnonzero(has[rows[0]])
+        out[rows] = np.ascontiguousarray(x[np.ix_(rows, keep)]).sum(axis=1)
+    return out
 
 
 def _chain(ctx, f, concurrent):

@@ -1,0 +1,58 @@
+"""Parts of the array cost model (compute/vector, issue 29) against what they stand in
+for: the distinct (q, b) pairs against np.unique, the halo's row sums against a 1-D
+np.sum per row to the bit, and the links' lines by network level against
+network.link per span on every shipped system."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from oracle.compute.network import link
+from oracle.compute.vector import net
+from oracle.compute.vector.columns import unique_pairs
+from oracle.compute.vector.spatial import _row_sums
+from oracle.load import load_system
+
+ROOT = Path(__file__).resolve().parent.parent
+SYSTEMS = sorted(p.stem for p in (ROOT / "systems").glob("*.yaml"))
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.lists(st.tuples(st.integers(1, 40), st.sampled_from([0.5, 1.0, 3.0, 32.0, 1e6])), min_size=1, max_size=60))
+def test_unique_pairs_is_numpys(entries):
+    q = np.array([e[0] for e in entries])
+    b = np.array([e[1] for e in entries])
+    qs, bs, inv = unique_pairs(q, b)
+    pairs, expected_inv = np.unique(np.stack([q.astype(float), b]), axis=1, return_inverse=True)
+    assert np.array_equal(qs, pairs[0].astype(np.int64)) and np.array_equal(bs, pairs[1])
+    assert np.array_equal(inv, expected_inv.reshape(-1))
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(1, 300), st.integers(0, 2**31 - 1))
+def test_row_sums_add_as_one_dimensional_sums(width, seed):
+    rng = np.random.default_rng(seed)
+    x = rng.random((40, width)) * 10.0 ** rng.integers(-9, 9, (40, width))
+    patterns = rng.random((3, width)) < 0.7  # a few patterns of kept entries, one per row
+    has = patterns[rng.integers(0, 3, 40)]
+    expected = np.array([row[keep].sum() for row, keep in zip(x, has)])
+    assert np.array_equal(_row_sums(x, has), expected)
+
+
+def test_lines_by_level_are_each_spans_link():
+    for name in SYSTEMS:
+        system = load_system(name)
+        if not net.supported(type("Ctx", (), {"system": system})()):
+            continue
+        top = max(level.max_gpus for level in system.network)
+        spans = np.arange(1, 2 * top + 2)
+        for purpose in ("gradient_allreduce", "layer_allgather", "halo"):
+            got = net.lines(system, spans, purpose)
+            for i, span in enumerate(spans.tolist()):
+                own = link(system, span, purpose).lines()
+                kept = [(a[i], b[i]) for a, b, has in got if has[i]]
+                assert kept == list(own), (name, purpose, span)
