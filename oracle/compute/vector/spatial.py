@@ -73,7 +73,7 @@ def _grid_halos(h, f) -> dict[str, np.ndarray]:
     cut = np.cumsum([0] + [h[k][0].size for k in keys])
     u = {k: distinct[:, cut[i]:cut[i + 1]].reshape(-1, *h[k].shape[1:]) for i, k in enumerate(keys)}
     hx, hdy, bad = _layer_halos(u, f)
-    hx, hdy = hx[:, inv], hdy[:, inv]
+    hx, hdy = hx.take(inv, axis=1), hdy.take(inv, axis=1)  # C order, as before ([:, inv] is F)
     return {"hx": hx, "hdy": hdy, "halo_x": hx.sum(axis=1), "bad": bad, "has": (hx + hdy) > 0}
 
 
