@@ -7,6 +7,8 @@ grid itself (spatial.spatial_grid) once per distinct q."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from oracle.compute.strategies.spatial import Spatial, halo_layers, spatial_grid
@@ -52,13 +54,25 @@ def _per_group(ctx, h, gq: np.ndarray) -> tuple[np.ndarray, dict | None]:
         at = np.minimum(np.searchsorted(known[0], gq), known[0].size - 1)
         if (known[0][at] == gq).all():
             return known[1][at], None if known[2] is None else {k: v[at] for k, v in known[2].items()}
-    grids = np.array([spatial_grid(ctx, int(x)) for x in gq.tolist()], dtype=float).reshape(gq.size, -1)
+    grids = _grids(ctx, gq)
     g = None
     if h["index"].size and gq.size:  # in blocks of grids: the (grids x layers x dims) temporaries stay small
         parts = [_grid_halos(h, grids[lo:lo + ROWS_PER_BLOCK]) for lo in range(0, gq.size, ROWS_PER_BLOCK)]
         g = {k: np.concatenate([part[k] for part in parts]) for k in parts[0]}
     ctx.__dict__["_vector_grid_halos"] = (gq, grids, g)
     return grids, g
+
+
+def _grids(ctx, gq: np.ndarray) -> np.ndarray:
+    """spatial.spatial_grid of every group size in gq, a row each; two dimensions split
+    as a grid at once: (q/d, d) with d the largest divisor of q with d·d <= q
+    (layers/geometry.balanced_grid's own answer), the other cases one by one."""
+    if ctx.model.spatial_dims == 2 and ctx.system.implementation.spatial_decomposition == "grid" and (gq >= 1).all():
+        d = np.ones(gq.size, dtype=np.int64)
+        for k in range(2, math.isqrt(int(gq.max())) + 1 if gq.size else 0):
+            d = np.where((gq % k == 0) & (k * k <= gq), k, d)
+        return np.stack([gq // d, d], axis=1).astype(float)
+    return np.array([spatial_grid(ctx, int(x)) for x in gq.tolist()], dtype=float).reshape(gq.size, -1)
 
 
 def _grid_halos(h, f) -> dict[str, np.ndarray]:
