@@ -74,5 +74,5 @@ def split_to(groups: list[tuple[int, int]], p: int) -> list[tuple[int, int]]:
         if r and b - a >= lo:  # the first r groups at level L (by start) go down one more
             keep, r = keep - 1, r - 1
         out.append((a, a + keep))
-        out.extend((k, k + 1) for k in range(a + keep, b))
+        out.extend(zip(range(a + keep, b), range(a + keep + 1, b + 1)))
     return out
