@@ -69,7 +69,7 @@ def _serial(ctx, c: Columns) -> list:
     B, D = c.batch, ctx.D
     I = D / B
     # compute = D Σ(FW+BW) + I ΣWU                                  ParaDL eq. 3
-    c.phases["forward_backward_s"] = D * per_value(ctx.fb_sum, B)
+    c.phases["forward_backward_s"] = D * per_value(ctx, ctx.fb_sum, B)
     c.phases["weight_update_s"] = I * ctx.sum_wu
     # memory / (γδ) = Σ 2B(x+y) + 2w                                ParaDL eq. 4
     c.memory = memory_total(ctx, 2 * B * ctx.sum_act, ctx.sum_w, 1, B, into=c)
@@ -80,7 +80,7 @@ def _data(ctx, c: Columns) -> list:
     p, B, D = c.gpus, c.batch, ctx.D
     I = D / B
     # compute = (D/p) Σ(FW+BW) + I ΣWU                               ParaDL eq. 5
-    c.phases["forward_backward_s"] = D / p * per_value(ctx.fb_sum, B / p)
+    c.phases["forward_backward_s"] = D / p * per_value(ctx, ctx.fb_sum, B / p)
     c.phases["weight_update_s"] = I * ctx.sum_wu
     # communication = I · AR(p, δΣw) on GPUs 0..p-1                  ParaDL eq. 6
     ar = coll.prepare(ctx, "allreduce", p, 1.0, "gradient_allreduce")
@@ -144,7 +144,7 @@ def _filter(ctx, c: Columns) -> list:
     s = ctx.split(c.strategy)
     # compute = (D/p) Σs(FW+BW) + D Σr(FW+BW) + (I/p) Σs WU + I Σr WU    docs/cost-model.md
     c.phases["forward_backward_s"] = split_compute(ctx, s, D, p, I, B / p) + D * per_value(
-        lambda b: ctx.fb_sum(b, s, "r"), B)  # fmt: skip
+        ctx, lambda b: ctx.fb_sum(b, s, "r"), B)  # fmt: skip
     c.phases["weight_update_s"] = I / p * s.wu_s + I * s.wu_r
     c.phases["layer_collectives_s"] = I * layer_collectives(ctx, s, p, B)
     # memory / (γδ) = Σ 2B(x+y) + Σs 2w/p + Σr 2w                          docs/cost-model.md
@@ -164,7 +164,7 @@ def _data_filter(ctx, c: Columns) -> list:
     s = ctx.split(c.strategy)
     # compute = (D/p) Σs FB + (D/p1) Σr FB + (I/p2) Σs WU + I Σr WU        docs/cost-model.md
     c.phases["forward_backward_s"] = split_compute(ctx, s, D / p1, p2, I, B / p) + D / p1 * per_value(
-        lambda b: ctx.fb_sum(b, s, "r"), B / p1)  # fmt: skip
+        ctx, lambda b: ctx.fb_sum(b, s, "r"), B / p1)  # fmt: skip
     c.phases["weight_update_s"] = I / p2 * s.wu_s + I * s.wu_r
     # layer collectives in the group: Σ [AG(p2, δ·B·y/p) + AR(p2, δ·B·y/p1)]
     c.phases["layer_collectives_s"] = I * layer_collectives(ctx, s, p2, B / p1)

@@ -165,7 +165,7 @@ def spatial(ctx, c: Columns) -> list:
     s = ctx.split(Spatial.name)
     # compute = (D/p) Σs(FW+BW) + D Σr(FW+BW) + I ΣWU                   docs/cost-model.md
     c.phases["forward_backward_s"] = split_compute(ctx, s, D, p, I, B / p) + D * per_value(
-        lambda b: ctx.fb_sum(b, s, "r"), B)  # fmt: skip
+        ctx, lambda b: ctx.fb_sum(b, s, "r"), B)  # fmt: skip
     c.phases["weight_update_s"] = I * ctx.sum_wu
     # communication = AR(p, δΣs w) + halo + AG(p, δ·B·y_last/p)          docs/cost-model.md
     ar = coll.prepare(ctx, "allreduce", p, 1.0, "gradient_allreduce")
@@ -190,7 +190,7 @@ def data_spatial(ctx, c: Columns) -> list:
     b = B / p1  # samples per spatial group
     # compute = (D/p) Σs FB + (D/p1) Σr FB + I ΣWU                           docs/cost-model.md
     c.phases["forward_backward_s"] = split_compute(ctx, s, D / p1, p2, I, B / p) + D / p1 * per_value(
-        lambda x: ctx.fb_sum(x, s, "r"), b)  # fmt: skip
+        ctx, lambda x: ctx.fb_sum(x, s, "r"), b)  # fmt: skip
     c.phases["weight_update_s"] = I * ctx.sum_wu
     # gradient exchange: AR_φ(p, δΣs w) over all GPUs + AR_φ(p1, δΣr w)      docs/cost-model.md
     system, gpn = ctx.system, ctx.system.gpus_per_node
