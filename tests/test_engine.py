@@ -152,3 +152,23 @@ def test_split_to_splits_as_the_heap_does(sizes, data):
     groups = list(zip(cuts[:-1], cuts[1:]))
     p = data.draw(st.integers(1, cuts[-1]))
     assert split_to(groups, p) == split_by_heap(groups, p)
+
+
+@given(st.lists(st.floats(0.0, 1e3) | st.sampled_from([0.0, 1.0, 1e-3]), min_size=1, max_size=60),
+       st.lists(st.floats(0.5, 50.0), min_size=1, max_size=20), st.data())  # fmt: skip
+def test_group_counts_are_greedy_cuts_counts(times, scales, data):
+    """compute/engine._group_counts: greedy_cuts' number of groups per limit, -1 where a
+    layer exceeds it, or some number above the cap once the walk passes the cap (a layer
+    above the limit further on is then not seen)."""
+    from oracle.compute.engine import _group_counts
+    from oracle.compute.partition import greedy_cuts
+
+    t = np.array(times)
+    pre = np.concatenate([[0.0], np.cumsum(t)])
+    limits = max(t.max(), 1e-6) * np.array(scales)
+    cap = np.array(data.draw(st.lists(st.integers(0, t.size + 2), min_size=limits.size, max_size=limits.size)))
+    got = _group_counts(pre, limits, t.size, cap)
+    for n, x, c in zip(got.tolist(), limits.tolist(), cap.tolist()):
+        cuts = greedy_cuts(pre, x, t.size)
+        want = -1 if cuts is None else len(cuts) - 1
+        assert n == want or (n > c and (want > c or want == -1)), (n, want, c)
