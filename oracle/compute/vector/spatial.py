@@ -75,20 +75,24 @@ def _grids(ctx, gq: np.ndarray) -> np.ndarray:
     return np.array([spatial_grid(ctx, int(x)) for x in gq.tolist()], dtype=float).reshape(gq.size, -1)
 
 
-def _grid_halos(h, f) -> dict[str, np.ndarray]:
-    """spatial.halo_elements and spatial_violations of every grid (a row of f): halo(x)
-    and halo(dy) per split layer, their sum over the layers, which are nonzero, too fine.
-    Computed once per distinct layer (kernel, extents, channels: ResNet-152's 156 split
-    layers are 24) and spread to the layers; each element's operations are unchanged."""
+def _distinct_layers(h) -> tuple[dict[str, np.ndarray], np.ndarray]:
+    """The distinct split layers of h (kernel, extents, channels: ResNet-152's 156 are
+    24), as h's arrays, and each layer's row among them."""
     keys = ("half", "X", "Y", "C", "F")
     rows = np.concatenate([h[k].reshape(h[k].shape[0], -1) for k in keys], axis=1)
     distinct, inv = np.unique(rows, axis=0, return_inverse=True)
-    inv = inv.reshape(-1)
     cut = np.cumsum([0] + [h[k][0].size for k in keys])
-    u = {k: distinct[:, cut[i]:cut[i + 1]].reshape(-1, *h[k].shape[1:]) for i, k in enumerate(keys)}
+    return {k: distinct[:, cut[i]:cut[i + 1]].reshape(-1, *h[k].shape[1:]) for i, k in enumerate(keys)}, inv.reshape(-1)
+
+
+def _grid_halos(h, f) -> dict[str, np.ndarray]:
+    """spatial.halo_elements and spatial_violations of every grid (a row of f): halo(x)
+    and halo(dy) per distinct split layer (:func:`_distinct_layers`), their sum over the
+    layers, which layers' are nonzero, too fine; each element's operations unchanged."""
+    u, layer = _distinct_layers(h)
     hx, hdy, bad = _layer_halos(u, f)
-    hx, hdy = hx.take(inv, axis=1), hdy.take(inv, axis=1)  # C order, as before ([:, inv] is F)
-    return {"hx": hx, "hdy": hdy, "halo_x": hx.sum(axis=1), "bad": bad, "has": (hx + hdy) > 0}
+    every_x, every_dy = hx.take(layer, axis=1), hdy.take(layer, axis=1)  # C order, as before ([:, layer] is F)
+    return {"hx": hx, "hdy": hdy, "halo_x": every_x.sum(axis=1), "bad": bad, "has": (every_x + every_dy) > 0}
 
 
 def _layer_halos(h, f) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -119,8 +123,9 @@ def _halo_block(ctx, h, g, q, b, grids, at) -> np.ndarray:
     has = g["has"][at]
     t = 0.0
     hidden = ctx.options.overlap != "none"  # each layer's halo behind its local compute (spatial.halo_time)
+    layer = _distinct_layers(h)[1]  # the halos per distinct layer, spread to the layers in C order
     for elements, own in ((g["hx"][at], ctx.fw), (g["hdy"][at], ctx.bw)):  # forward: halo(x); backward: halo(dy)
-        x = _chain(ctx, f, 2 * net.p2p(ctx.system, span, b[:, None] * ctx.delta * elements, "halo"))
+        x = _chain(ctx, f, 2 * net.p2p(ctx.system, span, b[:, None] * ctx.delta * elements, "halo")).take(layer, axis=1)
         if hidden:  # overlap.exposed_halo: max(0, halo - (b/q)·own time)
             x = np.maximum(0.0, x - (b / q)[:, None] * own[h["index"]][None, :])
         t = t + _row_sums(x, has)
