@@ -21,12 +21,14 @@ included) and its peak resident set (ru_maxrss).
 checkout first (e.g. ``git archive COMMIT oracle models systems profiles stacks data |
 tar -x -C TREE``), so that before and after share the machine's load.  The targets
 (issue 29, "Done when"): N = 10,000 within about 2 s and under 1 GB.  Timings depend
-on the machine and its load: compare numbers of one run only.
+on the machine and its load: compare numbers of one run only.  Both trees are
+byte-compiled first (``compileall``), as an installed package runs.
 """
 
 from __future__ import annotations
 
 import argparse
+import compileall
 import contextlib
 import io
 import json
@@ -180,8 +182,16 @@ def main() -> int:
     import yaml
 
     print(f"import numpy, pandas, yaml, rich, click: {time.perf_counter() - t0:.3f} s")
+    fresh = []  # the issue's yardstick: the same imports in a fresh process (start-up included)
+    for _ in range(args.repeats):
+        t0 = time.perf_counter()
+        subprocess.run([sys.executable, "-c", "import numpy, pandas, yaml, rich, click"], check=True)
+        fresh.append(time.perf_counter() - t0)
+    print(f"the same in a fresh process: {statistics.median(fresh):.3f} s (median of {args.repeats})")
     here = str(Path(__file__).resolve().parent.parent)
     trees = ([("before", args.before)] if args.before else []) + [("after", here)]
+    for _, tree in trees:  # as an installed package runs: byte-compiled (PYTHONDONTWRITEBYTECODE=1 would compile
+        compileall.compile_dir(Path(tree) / "oracle", quiet=1)  # each fresh process's modules again, ~0.2 s)
     print(f"{'tree':<7} {'what':<44} {'N':>6} {'points/bytes':>12} {'median s':>9} {'peak MB':>8} {'maxrss MB':>9}")
     for n in (int(v) for v in args.counts.split(",")):
         for kind in args.kinds.split(","):

@@ -27,6 +27,7 @@ function per destination.
 
 from __future__ import annotations
 
+import functools
 import re
 
 # Characters that end a line somewhere (str.splitlines, terminals) or are invisible
@@ -97,8 +98,14 @@ def console(**kwargs):
 # What a YAML stream may hold raw (YAML 1.1 as PyYAML reads it), less the line breaks
 # NEL, LS, PS and the byte-order mark: everything else is written as an escape.
 _YAML_RAW = "\x20-\x7e\xa0-\u2027\u202a-\ud7ff\ue000-\ufefe\uff00-\ufffd\U00010000-\U0010ffff"
-_YAML_ESCAPE = re.compile(f'[^{_YAML_RAW}]|["\\\\]')
-_YAML_COMMENT = re.compile(f"[^\t{_YAML_RAW}]")
+
+
+@functools.cache  # compiled when first used: ~13 ms that a command writing no YAML need not pay (issue 29)
+def _yaml_pattern(comment: bool) -> re.Pattern:
+    """What a double-quoted scalar escapes (not raw, or ``"`` ``\\``), or a comment line."""
+    return re.compile(f"[^\t{_YAML_RAW}]") if comment else re.compile(f'[^{_YAML_RAW}]|["\\\\]')
+
+
 _YAML_PLAIN = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]*")
 _YAML_RESERVED = frozenset({"true", "false", "yes", "no", "on", "off", "null", "y", "n", "~"})
 
@@ -114,7 +121,7 @@ def _yaml_escape(m: re.Match) -> str:
 def yaml_quoted(text: object) -> str:
     """``text`` as a YAML double-quoted scalar on one line: line breaks, control and
     other characters YAML does not allow raw written as escapes; it reads back as ``text``."""
-    return '"' + _YAML_ESCAPE.sub(_yaml_escape, str(text)) + '"'
+    return '"' + _yaml_pattern(False).sub(_yaml_escape, str(text)) + '"'
 
 
 def yaml_scalar(text: object) -> str:
@@ -129,7 +136,7 @@ def yaml_scalar(text: object) -> str:
 def yaml_comment(text: object) -> str:
     """``text`` as the body of one ``#`` comment line: a line break (or any character
     YAML does not allow raw) in a name shown as an escape, never a new line of keys."""
-    return _YAML_COMMENT.sub(_escaped, str(text))
+    return _yaml_pattern(True).sub(_escaped, str(text))
 
 
 def yaml_comments(lines) -> list[str]:

@@ -10,6 +10,8 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from oracle.compute.context import Context, Options
 from oracle.compute.engine import warm_partitions
@@ -124,3 +126,49 @@ def test_all_cuts_are_greedy_cuts_for_every_limit(seed):
     pre = np.concatenate([[0.0], np.cumsum(t)])
     limits = t.max() * (1 + rng.random(200) * rng.choice([0.0, 0.5, 10.0, 400.0], 200))
     assert all_cuts(pre, limits, t.size) == [greedy_cuts(pre, float(x), t.size) for x in limits]
+
+
+def split_by_heap(groups, p):
+    """compute/partition.split_to as it was (8644bca): a heap keyed on (-layers, start),
+    popped once per split; the closed form must make the same choices."""
+    import heapq
+
+    heap = [(a - b, a, b) for a, b in groups]
+    heapq.heapify(heap)
+    done, count = [], len(groups)
+    while count < p:
+        _, a, b = heapq.heappop(heap)
+        heapq.heappush(heap, (a - (b - 1), a, b - 1))
+        done.append((b - 1, b))
+        count += 1
+    return sorted(done + [(a, b) for _, a, b in heap])
+
+
+@given(st.lists(st.integers(1, 40) | st.sampled_from([1, 2, 3, 8]), min_size=1, max_size=30), st.data())
+def test_split_to_splits_as_the_heap_does(sizes, data):
+    from oracle.compute.partition import split_to
+
+    cuts = np.concatenate([[0], np.cumsum(sizes)]).tolist()
+    groups = list(zip(cuts[:-1], cuts[1:]))
+    p = data.draw(st.integers(1, cuts[-1]))
+    assert split_to(groups, p) == split_by_heap(groups, p)
+
+
+@given(st.lists(st.floats(0.0, 1e3) | st.sampled_from([0.0, 1.0, 1e-3]), min_size=1, max_size=60),
+       st.lists(st.floats(0.5, 50.0), min_size=1, max_size=20), st.data())  # fmt: skip
+def test_group_counts_are_greedy_cuts_counts(times, scales, data):
+    """compute/engine._group_counts: greedy_cuts' number of groups per limit, -1 where a
+    layer exceeds it, or some number above the cap once the walk passes the cap (a layer
+    above the limit further on is then not seen)."""
+    from oracle.compute.engine import _group_counts
+    from oracle.compute.partition import greedy_cuts
+
+    t = np.array(times)
+    pre = np.concatenate([[0.0], np.cumsum(t)])
+    limits = max(t.max(), 1e-6) * np.array(scales)
+    cap = np.array(data.draw(st.lists(st.integers(0, t.size + 2), min_size=limits.size, max_size=limits.size)))
+    got = _group_counts(pre, limits, t.size, cap)
+    for n, x, c in zip(got.tolist(), limits.tolist(), cap.tolist()):
+        cuts = greedy_cuts(pre, x, t.size)
+        want = -1 if cuts is None else len(cuts) - 1
+        assert n == want or (n > c and (want > c or want == -1)), (n, want, c)

@@ -56,3 +56,58 @@ def test_lines_by_level_are_each_spans_link():
                 own = link(system, span, purpose).lines()
                 kept = [(a[i], b[i]) for a, b, has in got if has[i]]
                 assert kept == list(own), (name, purpose, span)
+
+
+def _context(model_name: str, system_name: str):
+    from oracle.compute.context import Context, Options
+    from oracle.load import load_model
+    from oracle.model import LayerTimes
+
+    m = load_model(model_name)
+    fw = np.random.default_rng(3).lognormal(-9, 1.5, len(m.layers))
+    return Context(m, load_system(system_name), tuple(LayerTimes(float(f), 2 * float(f), f / 10) for f in fw), Options())
+
+
+@settings(max_examples=10, deadline=None)
+@given(st.sampled_from(["resnet152", "resnet50", "inception_v3", "vgg16"]), st.sampled_from(SYSTEMS),
+       st.lists(st.integers(1, 5000), min_size=1, max_size=40))  # fmt: skip
+def test_layer_collectives_once_per_distinct_layer_are_the_per_layer_sums(model_name, system_name, qs):
+    """vector/kinds.layer_collectives evaluates each distinct split layer once: its sums
+    equal those of every layer evaluated, to the bit (the spread rows summed in C order)."""
+    from oracle.compute.vector import collectives as coll
+    from oracle.compute.vector.kinds import _collectives_block, layer_collectives
+
+    ctx = _context(model_name, system_name)
+    q = np.array(sorted(set(qs)))
+    b = 32.0 * q
+    for name in ("filter", "channel"):
+        s = ctx.split(name)
+        pattern = ctx.system.implementation.layer_backward
+        kind = "allgather" if pattern == "reduce_scatter" else "allreduce"
+        back = None if pattern == "none" else coll.prepare(ctx, kind, q, 1.0, "layer_allreduce")
+        ag = coll.prepare(ctx, "allgather", q, 1.0, "layer_allgather")
+        full = _collectives_block(ctx, s.coll_y, s.coll_groups, q, b, ag, back).sum(axis=1)
+        assert np.array_equal(layer_collectives(ctx, s, q, b), np.where(q > 1, full, 0.0), equal_nan=True)
+
+
+@settings(max_examples=10, deadline=None)
+@given(st.sampled_from(["resnet152", "inception_v3", "cosmoflow", "unet3d"]), st.sampled_from(SYSTEMS),
+       st.lists(st.integers(1, 5000), min_size=1, max_size=40))  # fmt: skip
+def test_grids_and_halos_once_per_distinct_layer_are_every_layers(model_name, system_name, qs):
+    """vector/spatial: the grids of all group sizes at once are spatial.spatial_grid's,
+    and the halos computed once per distinct split layer are those of every layer (the
+    same bits, their sums over the layers too)."""
+    from oracle.compute.strategies.spatial import halo_layers, spatial_grid
+    from oracle.compute.vector.spatial import _distinct_layers, _grid_halos, _grids, _layer_halos
+
+    ctx = _context(model_name, system_name)
+    gq = np.array(sorted(set(qs)))
+    grids = _grids(ctx, gq)
+    assert np.array_equal(grids, np.array([spatial_grid(ctx, int(x)) for x in gq.tolist()], dtype=float))
+    h = halo_layers(ctx)
+    g = _grid_halos(h, grids)
+    hx, hdy, bad = _layer_halos(h, grids)
+    layer = _distinct_layers(h)[1]
+    assert np.array_equal(g["hx"].take(layer, axis=1), hx) and np.array_equal(g["hdy"].take(layer, axis=1), hdy)
+    assert np.array_equal(g["bad"], bad)
+    assert np.array_equal(g["halo_x"], hx.sum(axis=1)) and np.array_equal(g["has"], (hx + hdy) > 0)

@@ -60,21 +60,23 @@ def _key(value):
 def _group_counts(pre: np.ndarray, limits: np.ndarray, G: int, cap: np.ndarray) -> np.ndarray:
     """For each limit, the number of groups compute/partition.greedy_cuts forms (its
     ``len(cuts) - 1``), or -1 where a layer exceeds the limit; counting stops once it
-    exceeds ``cap`` (the answer is then some number > cap)."""
+    exceeds ``cap`` (the answer is then some number > cap).  Every walk steps on until
+    the last one is done (a finished one's steps are not counted): fewer array
+    operations a step than walking only the unfinished ones."""
     tol = limits * 1e-12 + 1e-300  # as greedy_cuts: limit·1e-12 + 1e-300
     pos = np.zeros(limits.size, dtype=np.int64)
+    step = np.zeros(limits.size, dtype=np.int64)
     count = np.zeros(limits.size, dtype=np.int64)
-    live = np.ones(limits.size, dtype=bool)  # still walking
-    while live.any():
-        idx = np.flatnonzero(live)
-        nxt = np.searchsorted(pre, pre[pos[idx]] + limits[idx] + tol[idx], side="right") - 1
-        stuck = nxt <= pos[idx]
-        count[idx[stuck]] = -1
-        go = idx[~stuck]
-        pos[go] = np.minimum(nxt[~stuck], G)
-        count[go] += 1
-        live[idx[stuck]] = False
-        live[go] = (pos[go] < G) & (count[go] <= cap[go])
+    pending = np.ones(limits.size, dtype=bool)
+    while pending.any():
+        nxt = np.searchsorted(pre, pre[pos] + limits + tol, side="right") - 1
+        stuck = nxt <= pos
+        pos = np.minimum(nxt, G)
+        step += 1
+        done = pending & (stuck | (pos >= G) | (step > cap))
+        if done.any():
+            count[done] = np.where(stuck[done], -1, step[done])
+            pending &= ~done
     return count
 
 

@@ -51,17 +51,28 @@ def partition_cached(ctx, p: int) -> list[tuple[int, int]]:
 
 def split_to(groups: list[tuple[int, int]], p: int) -> list[tuple[int, int]]:
     """Split multi-layer groups until there are p (never raises the maximum): always the
-    group with the most layers (the first of equals) gives up its last layer.  A heap
-    keyed on (-layers, start) makes the choices of a linear scan in O(p log p)."""
-    import heapq
-
-    heap = [(a - b, a, b) for a, b in groups]
-    heapq.heapify(heap)
-    done: list[tuple[int, int]] = []
-    count = len(groups)
-    while count < p:
-        _, a, b = heapq.heappop(heap)
-        heapq.heappush(heap, (a - (b - 1), a, b - 1))
-        done.append((b - 1, b))
-        count += 1
-    return sorted(done + [(a, b) for _, a, b in heap])
+    group with the most layers (the first of equals) gives up its last layer.  Those
+    choices in closed form: every group above a level L comes down to L layers, and the
+    first r of the groups then at L (by start) to L - 1, where L is the lowest level
+    whose excess (the layers above it) is at most the p - len(groups) splits and r the
+    splits left; each layer given up is a group of its own."""
+    need = p - len(groups)
+    if need <= 0:
+        return sorted(groups)
+    sizes = [b - a for a, b in groups]
+    lo, hi = 1, max(sizes)  # the excess is at most ``need`` at L = max(sizes), not below lo - 1 = 0
+    while lo < hi:  # the lowest level L in [1, max] with excess(L) <= need
+        mid = (lo + hi) // 2
+        if sum(n - mid for n in sizes if n > mid) <= need:
+            hi = mid
+        else:
+            lo = mid + 1
+    r = need - sum(n - lo for n in sizes if n > lo)
+    out: list[tuple[int, int]] = []
+    for a, b in sorted(groups):
+        keep = min(b - a, lo)
+        if r and b - a >= lo:  # the first r groups at level L (by start) go down one more
+            keep, r = keep - 1, r - 1
+        out.append((a, a + keep))
+        out.extend(zip(range(a + keep, b), range(a + keep + 1, b + 1)))
+    return out

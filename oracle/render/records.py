@@ -166,8 +166,6 @@ def csv_lines(points, prefix: Sequence[str] = ()) -> str:
     sweep's case): a Point's by :func:`csv_cells`, a compute/vector/rows.BriefRow's
     joined from its block's cells, formatted once and quoted as the writer quotes (issue
     29; tests/test_brief_rows.py holds the lines of both equal)."""
-    from oracle.textsafe import csv_cell
-
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
     pre = [csv_cell(x) for x in prefix]

@@ -144,9 +144,13 @@ def _kept(ctx, into: Columns | None, names: tuple[str, ...], parts: list, grow) 
     return total
 
 
-def per_value(fn, x: np.ndarray) -> np.ndarray:
+def per_value(ctx, fn, x: np.ndarray) -> np.ndarray:
     """fn(x) of every entry, called once per distinct value (a cached scalar function
-    of few values: the layer sums at a per-GPU batch)."""
+    of few values: the context's layer sums at a per-GPU batch); once for all entries
+    where the context's times are the same at every batch (no conversion:
+    Context.times_at gives the profile's own)."""
+    if ctx.conversion is None and x.size:
+        return np.full(x.shape, fn(float(x.flat[0])), dtype=float)
     u, inv = np.unique(x, return_inverse=True)
     return np.array([fn(float(v)) for v in u], dtype=float)[inv.reshape(x.shape)]
 
@@ -168,7 +172,7 @@ def split_compute(ctx, sums, samples, q, iterations, batch) -> np.ndarray:
     """context.split_compute of every entry: samples·Σs(FW+BW)·(f + (1-f)/q) + I·n_s·o."""
     impl = ctx.system.implementation
     f = np.where(q > 1, impl.split_serial_fraction, 0.0)
-    fb_s = per_value(lambda b: ctx.fb_sum(b, sums, "s"), batch)
+    fb_s = per_value(ctx, lambda b: ctx.fb_sum(b, sums, "s"), batch)
     t = samples * fb_s * (f + (1.0 - f) / q)
     if impl.split_overhead_s:
         t = np.where(q > 1, t + iterations * int(sums.mask.sum()) * impl.split_overhead_s, t)

@@ -69,7 +69,7 @@ def _serial(ctx, c: Columns) -> list:
     B, D = c.batch, ctx.D
     I = D / B
     # compute = D Σ(FW+BW) + I ΣWU                                  ParaDL eq. 3
-    c.phases["forward_backward_s"] = D * per_value(ctx.fb_sum, B)
+    c.phases["forward_backward_s"] = D * per_value(ctx, ctx.fb_sum, B)
     c.phases["weight_update_s"] = I * ctx.sum_wu
     # memory / (γδ) = Σ 2B(x+y) + 2w                                ParaDL eq. 4
     c.memory = memory_total(ctx, 2 * B * ctx.sum_act, ctx.sum_w, 1, B, into=c)
@@ -80,7 +80,7 @@ def _data(ctx, c: Columns) -> list:
     p, B, D = c.gpus, c.batch, ctx.D
     I = D / B
     # compute = (D/p) Σ(FW+BW) + I ΣWU                               ParaDL eq. 5
-    c.phases["forward_backward_s"] = D / p * per_value(ctx.fb_sum, B / p)
+    c.phases["forward_backward_s"] = D / p * per_value(ctx, ctx.fb_sum, B / p)
     c.phases["weight_update_s"] = I * ctx.sum_wu
     # communication = I · AR(p, δΣw) on GPUs 0..p-1                  ParaDL eq. 6
     ar = coll.prepare(ctx, "allreduce", p, 1.0, "gradient_allreduce")
@@ -96,7 +96,9 @@ def _data(ctx, c: Columns) -> list:
 def layer_collectives(ctx, sums, q: np.ndarray, b: np.ndarray) -> np.ndarray:
     """filter.horizontal_collectives of every (q, b): Σ [AG(q, δ·b·y_l/q) + AR(q, δ·b·y_l)]
     over the split layers but the last (ParaDL eq. 15), once per distinct pair; each
-    collective prepared once for every pair, evaluated a block of pairs at a time."""
+    collective prepared once for every pair, evaluated a block of pairs at a time, once
+    per distinct layer (y_l and its groups: ResNet-152's 155 are 6) and spread to the
+    layers before the sum (the same terms in the same order)."""
     out = np.zeros(q.size)
     if sums.coll_y.size == 0:
         return out
@@ -107,27 +109,32 @@ def layer_collectives(ctx, sums, q: np.ndarray, b: np.ndarray) -> np.ndarray:
         back = coll.prepare(ctx, "allgather", qs, 1.0, "layer_allreduce")
     else:
         back = None if pattern == "none" else coll.prepare(ctx, "allreduce", qs, 1.0, "layer_allreduce")
+    _, first, layer = np.unique(np.stack([sums.coll_y, sums.coll_groups], axis=1), axis=0, return_index=True,
+                                return_inverse=True)  # fmt: skip
+    y, groups, layer = sums.coll_y[first], sums.coll_groups[first], layer.reshape(-1)
     sums_q = np.zeros(qs.size)
     for lo in range(0, qs.size, ROWS_PER_BLOCK):
         rows = np.arange(lo, min(lo + ROWS_PER_BLOCK, qs.size))
         part = None if back is None else back.take(rows)
-        sums_q[rows] = _collectives_block(ctx, sums, qs[rows], bs[rows], ag.take(rows), part)
+        per_layer = _collectives_block(ctx, y, groups, qs[rows], bs[rows], ag.take(rows), part)
+        spread = per_layer.take(layer, axis=1)  # C order, as before ([:, layer] is F: its row sums differ)
+        sums_q[rows] = np.where(qs[rows] > 1, spread.sum(axis=1), 0.0)
     return sums_q[inv]
 
 
-def _collectives_block(ctx, sums, q: np.ndarray, b: np.ndarray, allgather, backward) -> np.ndarray:
+def _collectives_block(ctx, y, groups, q: np.ndarray, b: np.ndarray, allgather, backward) -> np.ndarray:
+    """Seconds of each (q, b) pair's collectives at each layer of y (and its groups)."""
     qc = q[:, None]
-    m = ctx.delta * b[:, None] * sums.coll_y[None, :]
+    m = ctx.delta * b[:, None] * y[None, :]
     ag = allgather(m / qc)
     pattern = ctx.system.implementation.layer_backward
     if pattern == "none":
         back = np.zeros_like(m)
     else:
         back = backward(m if pattern == "allreduce" else m / qc, first_min=pattern == "reduce_scatter")
-    g = sums.coll_groups[None, :]
+    g = groups[None, :]
     aligned = (g > 1) & (g % qc == 0)
-    per_layer = ag * np.ones(m.shape[1]) + np.where(aligned, ag, back)
-    return np.where(q > 1, per_layer.sum(axis=1), 0.0)
+    return ag * np.ones(m.shape[1]) + np.where(aligned, ag, back)
 
 
 def _filter(ctx, c: Columns) -> list:
@@ -137,7 +144,7 @@ def _filter(ctx, c: Columns) -> list:
     s = ctx.split(c.strategy)
     # compute = (D/p) Σs(FW+BW) + D Σr(FW+BW) + (I/p) Σs WU + I Σr WU    docs/cost-model.md
     c.phases["forward_backward_s"] = split_compute(ctx, s, D, p, I, B / p) + D * per_value(
-        lambda b: ctx.fb_sum(b, s, "r"), B)  # fmt: skip
+        ctx, lambda b: ctx.fb_sum(b, s, "r"), B)  # fmt: skip
     c.phases["weight_update_s"] = I / p * s.wu_s + I * s.wu_r
     c.phases["layer_collectives_s"] = I * layer_collectives(ctx, s, p, B)
     # memory / (γδ) = Σ 2B(x+y) + Σs 2w/p + Σr 2w                          docs/cost-model.md
@@ -157,7 +164,7 @@ def _data_filter(ctx, c: Columns) -> list:
     s = ctx.split(c.strategy)
     # compute = (D/p) Σs FB + (D/p1) Σr FB + (I/p2) Σs WU + I Σr WU        docs/cost-model.md
     c.phases["forward_backward_s"] = split_compute(ctx, s, D / p1, p2, I, B / p) + D / p1 * per_value(
-        lambda b: ctx.fb_sum(b, s, "r"), B / p1)  # fmt: skip
+        ctx, lambda b: ctx.fb_sum(b, s, "r"), B / p1)  # fmt: skip
     c.phases["weight_update_s"] = I / p2 * s.wu_s + I * s.wu_r
     # layer collectives in the group: Σ [AG(p2, δ·B·y/p) + AR(p2, δ·B·y/p1)]
     c.phases["layer_collectives_s"] = I * layer_collectives(ctx, s, p2, B / p1)

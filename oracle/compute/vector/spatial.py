@@ -7,6 +7,8 @@ grid itself (spatial.spatial_grid) once per distinct q."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from oracle.compute.strategies.spatial import Spatial, halo_layers, spatial_grid
@@ -52,7 +54,7 @@ def _per_group(ctx, h, gq: np.ndarray) -> tuple[np.ndarray, dict | None]:
         at = np.minimum(np.searchsorted(known[0], gq), known[0].size - 1)
         if (known[0][at] == gq).all():
             return known[1][at], None if known[2] is None else {k: v[at] for k, v in known[2].items()}
-    grids = np.array([spatial_grid(ctx, int(x)) for x in gq.tolist()], dtype=float).reshape(gq.size, -1)
+    grids = _grids(ctx, gq)
     g = None
     if h["index"].size and gq.size:  # in blocks of grids: the (grids x layers x dims) temporaries stay small
         parts = [_grid_halos(h, grids[lo:lo + ROWS_PER_BLOCK]) for lo in range(0, gq.size, ROWS_PER_BLOCK)]
@@ -61,9 +63,40 @@ def _per_group(ctx, h, gq: np.ndarray) -> tuple[np.ndarray, dict | None]:
     return grids, g
 
 
+def _grids(ctx, gq: np.ndarray) -> np.ndarray:
+    """spatial.spatial_grid of every group size in gq, a row each; two dimensions split
+    as a grid at once: (q/d, d) with d the largest divisor of q with d·d <= q
+    (layers/geometry.balanced_grid's own answer), the other cases one by one."""
+    if ctx.model.spatial_dims == 2 and ctx.system.implementation.spatial_decomposition == "grid" and (gq >= 1).all():
+        d = np.ones(gq.size, dtype=np.int64)
+        for k in range(2, math.isqrt(int(gq.max())) + 1 if gq.size else 0):
+            d = np.where((gq % k == 0) & (k * k <= gq), k, d)
+        return np.stack([gq // d, d], axis=1).astype(float)
+    return np.array([spatial_grid(ctx, int(x)) for x in gq.tolist()], dtype=float).reshape(gq.size, -1)
+
+
+def _distinct_layers(h) -> tuple[dict[str, np.ndarray], np.ndarray]:
+    """The distinct split layers of h (kernel, extents, channels: ResNet-152's 156 are
+    24), as h's arrays, and each layer's row among them."""
+    keys = ("half", "X", "Y", "C", "F")
+    rows = np.concatenate([h[k].reshape(h[k].shape[0], -1) for k in keys], axis=1)
+    distinct, inv = np.unique(rows, axis=0, return_inverse=True)
+    cut = np.cumsum([0] + [h[k][0].size for k in keys])
+    return {k: distinct[:, cut[i]:cut[i + 1]].reshape(-1, *h[k].shape[1:]) for i, k in enumerate(keys)}, inv.reshape(-1)
+
+
 def _grid_halos(h, f) -> dict[str, np.ndarray]:
     """spatial.halo_elements and spatial_violations of every grid (a row of f): halo(x)
-    and halo(dy) per split layer, their sum over the layers, which are nonzero, too fine."""
+    and halo(dy) per distinct split layer (:func:`_distinct_layers`), their sum over the
+    layers, which layers' are nonzero, too fine; each element's operations unchanged."""
+    u, layer = _distinct_layers(h)
+    hx, hdy, bad = _layer_halos(u, f)
+    every_x, every_dy = hx.take(layer, axis=1), hdy.take(layer, axis=1)  # C order, as before ([:, layer] is F)
+    return {"hx": hx, "hdy": hdy, "halo_x": every_x.sum(axis=1), "bad": bad, "has": (every_x + every_dy) > 0}
+
+
+def _layer_halos(h, f) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """halo(x), halo(dy) per grid (a row of f) and layer of h, and whether a grid is too fine."""
     local_x, local_y = np.ceil(h["X"][None] / f[:, None]), np.ceil(h["Y"][None] / f[:, None])
     split = (f > 1)[:, None]
 
@@ -72,8 +105,7 @@ def _grid_halos(h, f) -> dict[str, np.ndarray]:
         return channels * _over_dims(2.0 * h["half"] * others * split, np.add)
 
     hx, hdy = side(local_x, h["C"]), side(local_y, h["F"])
-    bad = _over_dims(h["Y"][None] < f[:, None], np.logical_or).any(axis=1)
-    return {"hx": hx, "hdy": hdy, "halo_x": hx.sum(axis=1), "bad": bad, "has": (hx + hdy) > 0}
+    return hx, hdy, _over_dims(h["Y"][None] < f[:, None], np.logical_or).any(axis=1)
 
 
 def _over_dims(x: np.ndarray, op) -> np.ndarray:
@@ -91,8 +123,9 @@ def _halo_block(ctx, h, g, q, b, grids, at) -> np.ndarray:
     has = g["has"][at]
     t = 0.0
     hidden = ctx.options.overlap != "none"  # each layer's halo behind its local compute (spatial.halo_time)
+    layer = _distinct_layers(h)[1]  # the halos per distinct layer, spread to the layers in C order
     for elements, own in ((g["hx"][at], ctx.fw), (g["hdy"][at], ctx.bw)):  # forward: halo(x); backward: halo(dy)
-        x = _chain(ctx, f, 2 * net.p2p(ctx.system, span, b[:, None] * ctx.delta * elements, "halo"))
+        x = _chain(ctx, f, 2 * net.p2p(ctx.system, span, b[:, None] * ctx.delta * elements, "halo")).take(layer, axis=1)
         if hidden:  # overlap.exposed_halo: max(0, halo - (b/q)·own time)
             x = np.maximum(0.0, x - (b / q)[:, None] * own[h["index"]][None, :])
         t = t + _row_sums(x, has)
@@ -137,7 +170,7 @@ def spatial(ctx, c: Columns) -> list:
     s = ctx.split(Spatial.name)
     # compute = (D/p) Σs(FW+BW) + D Σr(FW+BW) + I ΣWU                   docs/cost-model.md
     c.phases["forward_backward_s"] = split_compute(ctx, s, D, p, I, B / p) + D * per_value(
-        lambda b: ctx.fb_sum(b, s, "r"), B)  # fmt: skip
+        ctx, lambda b: ctx.fb_sum(b, s, "r"), B)  # fmt: skip
     c.phases["weight_update_s"] = I * ctx.sum_wu
     # communication = AR(p, δΣs w) + halo + AG(p, δ·B·y_last/p)          docs/cost-model.md
     ar = coll.prepare(ctx, "allreduce", p, 1.0, "gradient_allreduce")
@@ -162,7 +195,7 @@ def data_spatial(ctx, c: Columns) -> list:
     b = B / p1  # samples per spatial group
     # compute = (D/p) Σs FB + (D/p1) Σr FB + I ΣWU                           docs/cost-model.md
     c.phases["forward_backward_s"] = split_compute(ctx, s, D / p1, p2, I, B / p) + D / p1 * per_value(
-        lambda x: ctx.fb_sum(x, s, "r"), b)  # fmt: skip
+        ctx, lambda x: ctx.fb_sum(x, s, "r"), b)  # fmt: skip
     c.phases["weight_update_s"] = I * ctx.sum_wu
     # gradient exchange: AR_φ(p, δΣs w) over all GPUs + AR_φ(p1, δΣr w)      docs/cost-model.md
     system, gpn = ctx.system, ctx.system.gpus_per_node
