@@ -272,6 +272,7 @@ class Spatial(Strategy):
     phases = (Phase("halo_s", "communication", "comm: halo exchange", "#DDCC77", ".."),)  # Paul Tol's muted
     layerwise = LayerwiseKind(fill_spatial)
     limit_words = {name: "spatial split too fine"}  # the limit code is the name
+    limit_fields = {name: ("gpus",)}
 
     def split_layers(self, ctx: Context) -> tuple[np.ndarray, None]:
         """Every layer up to and including the last one whose output still has a spatial
