@@ -14,6 +14,7 @@ from itertools import repeat
 import numpy as np
 
 from oracle.compute.cost import phase_names
+from oracle.compute.engine import per_context
 from oracle.compute.strategies import REGISTRY
 from oracle.compute.strategies.base import OVERFLOW, Config, epoch_limit, gpus_limit, memory_reasons
 from oracle.compute.vector.columns import Columns
@@ -133,23 +134,25 @@ def _reasons(ctx, c: Columns, rows: np.ndarray, fields: tuple, limits: list) -> 
 class _Texts:
     """The reasons of a block's rows (``fields``: gpus, p1, p2, batch, segments as lists,
     then memory as an array), each as a tuple of texts: the system's size once per
-    GPU count, the dataset's once per batch, GPU memory's of every row at once
-    (base.memory_reasons), the strategy's own once per the values of the Config fields
-    its hit codes read (Strategy.limit_fields; all of them where undeclared)."""
+    GPU count, the dataset's once per batch, the strategy's own once per the values of
+    the Config fields its hit codes read (Strategy.limit_fields; all of them where
+    undeclared), each in the context's :func:`_worded` (every block of a sweep's case);
+    GPU memory's of every row at once (base.memory_reasons)."""
 
     def __init__(self, ctx, strategy: str, fields: tuple) -> None:
         self.ctx, self.strategy, self.fields, self.memory_bytes = ctx, strategy, fields[:-1], fields[-1]
-        self._own: dict = {}
+
+    def _by(self, kind: tuple, column: list, at: list, word) -> list:
+        seen = _worded(self.ctx, kind)
+        for value in {column[i] for i in at}.difference(seen):
+            seen[value] = word(value)
+        return [seen[column[i]] for i in at]
 
     def gpus(self, at: list) -> list:
-        column = self.fields[0]
-        words = {g: (gpus_limit(self.ctx.system, g).reason,) for g in {column[i] for i in at}}
-        return [words[column[i]] for i in at]
+        return self._by(("gpus",), self.fields[0], at, lambda g: (gpus_limit(self.ctx.system, g).reason,))
 
     def dataset(self, at: list) -> list:
-        column = self.fields[3]
-        words = {b: tuple(lim.reason for lim in epoch_limit(self.ctx, b)) for b in {column[i] for i in at}}
-        return [words[column[i]] for i in at]
+        return self._by(("dataset",), self.fields[3], at, lambda b: tuple(x.reason for x in epoch_limit(self.ctx, b)))
 
     def memory(self, at: np.ndarray) -> list:
         return [(text,) for text in memory_reasons(self.ctx.system, self.memory_bytes[at].tolist())]
@@ -164,12 +167,20 @@ class _Texts:
         if all(k in declared for k in own):
             used = [j for j, f in enumerate(_FIELDS) if any(f in declared[k] for k in own)]
         keys = zip(*([self.fields[j][i] for i in at] for j in used)) if used else repeat((), len(at))
-        seen = self._own.setdefault(own, {})
+        seen = _worded(self.ctx, (self.strategy, *own))
         out = []
         for i, key in zip(at, keys):
             reasons = seen.get(key)
             if reasons is None:
                 cfg = Config(self.strategy, *(column[i] for column in self.fields))
-                reasons = seen[key] = tuple(lim.reason for lim in strategy.limits(self.ctx, cfg))
+                reasons = seen[key] = tuple([lim.reason for lim in strategy.limits(self.ctx, cfg)])
             out.append(reasons)
         return out
+
+
+@per_context
+def _worded(ctx, kind: tuple) -> dict:
+    """The reasons of ``kind`` (a shared code; a strategy and its own codes) worded so far
+    in ``ctx``, by the values they read: filled by :class:`_Texts` (issue 29: a sweep's
+    case words a reason once, not once per run of counts)."""
+    return {}
