@@ -258,15 +258,8 @@ def _by_value(fmt: Callable[[object], str]) -> Callable[[list], list]:
     keys must have one text: not for floats, whose 0.0 and -0.0 differ; :func:`_float_columns`)."""
 
     def column(values: list) -> list:
-        seen: dict = {}
-        get = seen.get
-        out = []
-        for x in values:
-            t = get(x)
-            if t is None:
-                t = seen[x] = fmt(x)
-            out.append(t)
-        return out
+        seen = {x: fmt(x) for x in set(values)}
+        return list(map(seen.__getitem__, values))
 
     return column
 
