@@ -76,8 +76,9 @@ def brief_rows(ctx, c: Columns, rows: np.ndarray) -> list[BriefRow]:
         "compute_conversion": _labels(ctx, batch, gpus),
         "stack": stack_name(ctx.options),
     }  # fmt: skip
-    block, name, system = Block(values), c.strategy, ctx.system.name
-    return [BriefRow(block, i, gpus[i], name, p2[i], system, totals[i], not limits[i]) for i in range(rows.size)]
+    block, n = Block(values), rows.size
+    return list(map(BriefRow, repeat(block, n), range(n), gpus, repeat(c.strategy, n), p2, repeat(ctx.system.name, n),
+                    totals, values["feasible"]))  # fmt: skip
 
 
 def _labels(ctx, batch: list, gpus: list) -> list[str]:
@@ -166,15 +167,14 @@ class _Texts:
         used = range(len(_FIELDS))  # a code not declared: the reasons read every field
         if all(k in declared for k in own):
             used = [j for j, f in enumerate(_FIELDS) if any(f in declared[k] for k in own)]
-        keys = zip(*([self.fields[j][i] for i in at] for j in used)) if used else repeat((), len(at))
+        keys = list(zip(*([self.fields[j][i] for i in at] for j in used)) if used else repeat((), len(at)))
         seen = _worded(self.ctx, (self.strategy, *own))
-        out = []
-        for i, key in zip(at, keys):
-            reasons = seen.get(key)
-            if reasons is None:
-                cfg = Config(self.strategy, *(column[i] for column in self.fields))
-                reasons = seen[key] = tuple([lim.reason for lim in strategy.limits(self.ctx, cfg)])
-            out.append(reasons)
+        out = list(map(seen.get, keys))
+        for j in [j for j, reasons in enumerate(out) if reasons is None]:  # not worded yet
+            if keys[j] not in seen:
+                cfg = Config(self.strategy, *(column[at[j]] for column in self.fields))
+                seen[keys[j]] = tuple([lim.reason for lim in strategy.limits(self.ctx, cfg)])
+            out[j] = seen[keys[j]]
         return out
 
 
