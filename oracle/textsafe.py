@@ -178,6 +178,14 @@ def csv_cell(value: object) -> object:
     return value  # a number such as -1.5 stays a number
 
 
+def csv_texts(texts: list[str]) -> list[str]:
+    """:func:`csv_cell` of each text, with one search for control characters over them
+    all (issue 29: a sweep's column of limits, one text per row)."""
+    if _CONTROL_CSV.search("\n".join(texts)):  # a line break is no control character here
+        return [csv_cell(t) for t in texts]
+    return [t if t[:1] not in _FIRST else csv_cell(t) for t in texts]
+
+
 def csv_row(values) -> list:
     return [csv_cell(v) for v in values]
 

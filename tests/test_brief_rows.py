@@ -185,6 +185,6 @@ def test_a_blocks_float_cells_are_each_values_own(values):
     for bit: 0.0 and -0.0 differ) gives each value's cell (repr; empty for None, NaN, inf)."""
     from oracle.render.records import _float_columns, _nums
 
-    got, twice = _float_columns([values, values[::-1]])
+    ((got, twice),) = _float_columns([[values, values[::-1]]])
     assert ([twice] * len(values) if isinstance(twice, str) else twice) == _nums(values[::-1])
     assert ([got] * len(values) if isinstance(got, str) else got) == _nums(values)

@@ -171,14 +171,14 @@ def csv_lines(points, prefix: Sequence[str] = ()) -> str:
     pre = [csv_cell(x) for x in prefix]
     head = "".join(_quoted(x) + "," for x in pre)
     write = buf.write
+    blocks = {id(pt.block): pt.block for pt in points if type(pt) is BriefRow and pt.block.cells is None}
+    for block, nums in zip(blocks.values(), _float_columns([_block_floats(b.values) for b in blocks.values()])):
+        block.cells = _block_cells(block.values, nums)
     for pt in points:
         if type(pt) is not BriefRow:
             writer.writerow(pre + csv_cells(pt) if pre else csv_cells(pt))
             continue
-        block = pt.block
-        if block.cells is None:
-            block.cells = _block_cells(block.values)
-        left, right = block.cells[pt.i]
+        left, right = pt.block.cells[pt.i]
         write(f"{head}{left},{'' if pt.rank is None else pt.rank},{right}\n")
     return buf.getvalue()
 
@@ -200,22 +200,29 @@ def csv_cells(pt: Point) -> list:
     ]  # fmt: skip
 
 
-def _block_cells(v: dict) -> list[tuple[str, str]]:
+def _block_floats(v: dict) -> list[list]:
+    """The columns of floats of a block (compute/vector/rows.Block), in :func:`_block_cells`' order."""
+    memory = v["memory"] or {}
+    return [*(v[k] for k in _BLOCK_NUMS), *(v["phases"][k] for k in phase_names()), v["max_batch_per_gpu"],
+            *(memory[k] for k in MEMORY_PARTS if k in memory)]  # fmt: skip
+
+
+def _block_cells(v: dict, nums: list) -> list[tuple[str, str]]:
     """Every row of a block (compute/vector/rows.Block) as the text of its CSV cells
     before and after the rank (each row's own), written as :func:`csv_cells` and the
     writer write a Point's: column by column, each distinct value formatted once (a str:
-    the same cell in every row)."""
+    the same cell in every row; ``nums``: :func:`_float_columns` of :func:`_block_floats`)."""
+    from oracle.textsafe import csv_texts
+
     n = len(v["gpus"])
     memory = v["memory"] or {}
     parts = [k for k in MEMORY_PARTS if k in memory]
-    nums = _float_columns([*(v[k] for k in _BLOCK_NUMS), *(v["phases"][k] for k in phase_names()),
-                           v["max_batch_per_gpu"], *(memory[k] for k in parts)])  # fmt: skip
     part_cells = dict(zip(parts, nums[len(nums) - len(parts) :]))
     left = [_joined_const((v["model"], v["system"], v["strategy"])), *(list(map(str, v[k])) for k in ("gpus", "p1", "p2")),
             _by_value(lambda b: str(_cell(_int_if_whole(b))))(v["global_batch"]), _by_value(lambda s: str(_cell(s)))(v["segments"]),
             *nums[: len(_BLOCK_NUMS)], _by_value(str)(v["feasible"])]  # fmt: skip
     right = [*nums[len(_BLOCK_NUMS) : len(nums) - len(parts) - 1],
-             _by_value(lambda r: _quoted(_text("; ".join(r))))(v["limits"]),
+             _quoted_texts(csv_texts(["; ".join(r) for r in v["limits"]])),
              _joined_const((v["profile_kind"], v["memory_model"])), nums[len(nums) - len(parts) - 1],
              *(part_cells.get(k, "") for k in MEMORY_PARTS),
              _by_value(lambda x: _quoted(_text(x)))(v["compute_conversion"]), _joined_const((v["stack"],))]  # fmt: skip
@@ -249,15 +256,8 @@ def _by_value(fmt: Callable[[object], str]) -> Callable[[list], list]:
     keys must have one text: not for floats, whose 0.0 and -0.0 differ; :func:`_float_columns`)."""
 
     def column(values: list) -> list:
-        seen: dict = {}
-        get = seen.get
-        out = []
-        for x in values:
-            t = get(x)
-            if t is None:
-                t = seen[x] = fmt(x)
-            out.append(t)
-        return out
+        seen = {x: fmt(x) for x in set(values)}
+        return list(map(seen.__getitem__, values))
 
     return column
 
@@ -282,24 +282,35 @@ def _quoted(s: object) -> str:
     return hit
 
 
+def _quoted_texts(texts: list[str]) -> list[str]:
+    """:func:`_quoted` of each text, with one search over them all."""
+    if _SPECIAL.search("\t".join(texts)):  # a tab is written as it is
+        return [_quoted(t) for t in texts]
+    return texts
+
+
 def _nums(values) -> list:
     """``_cell(_num(v))`` of each value: repr of a finite float, else empty (NaN compares false)."""
     return [repr(f) if v is not None and -math.inf < (f := float(v)) < math.inf else "" for v in values]
 
 
-_NOT_FINITE = frozenset(("nan", "inf", "-inf"))
-
-
-def _float_columns(columns: list[list]) -> list:
-    """:func:`_nums` of a block's columns of floats (None: empty), each distinct value of
-    them all (bit for bit: 0.0 and -0.0 differ) formatted once; a column whose rows are
-    all the same cell as that cell's str."""
-    a = np.asarray(columns, dtype=float).reshape(len(columns), -1)  # Python floats, exactly; None as NaN
-    bits, inverse = np.unique(a.view(np.int64), return_inverse=True)
-    texts = np.array([("" if s in _NOT_FINITE else s) for s in map(repr, bits.view(float).tolist())], dtype=object)
-    out: list = []
-    for at in inverse.reshape(a.shape):
-        out.append(str(texts[at[0]]) if at.size and (at == at[0]).all() else texts[at].tolist())
+def _float_columns(blocks: list[list[list]]) -> list[list]:
+    """:func:`_nums` of each block's columns of floats (None: empty), each distinct value
+    of them all (bit for bit: 0.0 and -0.0 differ) formatted once, in every block (issue
+    29: a value recurs across the blocks of a sweep's run of counts); a column whose rows
+    are all the same cell as that cell's str."""
+    arrays = [np.asarray(cols, dtype=float).reshape(len(cols), -1) for cols in blocks]  # exactly; None as NaN
+    flat = np.concatenate([a.reshape(-1) for a in arrays]) if arrays else np.zeros(0)
+    bits, inverse = np.unique(flat.view(np.int64), return_inverse=True)
+    values = bits.view(float)
+    finite = np.isfinite(values)
+    texts = np.full(values.size, "", dtype=object)
+    texts[finite] = list(map(repr, values[finite].tolist()))  # empty where not finite
+    out, start = [], 0
+    for a in arrays:
+        at = inverse.reshape(-1)[start : start + a.size].reshape(a.shape)
+        start += a.size
+        out.append([str(texts[r[0]]) if r.size and (r == r[0]).all() else texts[r].tolist() for r in at])
     return out
 
 

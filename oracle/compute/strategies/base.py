@@ -79,6 +79,9 @@ class Strategy:
     style: Style = Style("#999999", "o")  # grey: declare a colour and marker of its own
     layerwise: LayerwiseKind | None = None  # None: no per-layer distribution
     limit_words: dict[str, str] = {}  # limit code it reports -> a few words for plot labels
+    # limit code of :meth:`limits` -> the Config fields its reason reads (with the context):
+    # compute/vector/rows.py words each reason once per their values (issue 29); undeclared: per row
+    limit_fields: dict[str, tuple[str, ...]] = {}
 
     @property
     def hybrid(self) -> bool:
@@ -239,7 +242,14 @@ def gpus_limit(system, gpus: int) -> Limit:
 
 def memory_limit(system, memory: float) -> Limit:
     """More bytes per GPU than a GPU holds."""
-    return Limit("memory", f"needs {fmt_gb(memory)} of {fmt_gb(system.gpu_memory_bytes)} GPU memory")
+    return Limit("memory", memory_reasons(system, (memory,))[0])
+
+
+def memory_reasons(system, memories) -> list[str]:
+    """:func:`memory_limit`'s reason of each value, the GPU's size worded once (issue 29:
+    a sweep's rows, compute/vector/rows.py)."""
+    of = f" of {fmt_gb(system.gpu_memory_bytes)} GPU memory"
+    return [f"needs {fmt_gb(m)}{of}" for m in memories]
 
 
 def epoch_limit(ctx: Context, batch: float) -> list[Limit]:

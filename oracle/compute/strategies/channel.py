@@ -19,6 +19,7 @@ class Channel(Filter):
     style = Style("#F0E442", "v")  # yellow (Okabe & Ito 2008; markers get a dark edge to stay visible)
     limit_code = "channels"
     limit_words = {limit_code: "p > input channels"}
+    limit_fields = {limit_code: ("gpus",)}
     width_noun = "input channels"
 
     def split_layers(self, ctx: Context) -> tuple[np.ndarray, np.ndarray]:

@@ -54,6 +54,7 @@ class Data(Strategy):
     description = "samples split over p GPUs; gradients all-reduced"
     style = Style("#0072B2", "o")  # blue (Okabe & Ito 2008)
     layerwise = LayerwiseKind(fill_data, grid=False)
+    limit_fields = {"batch": ("batch", "gpus")}
 
     def evaluate(self, ctx: Context, cfg: Config) -> Point:
         p, B, D = cfg.gpus, cfg.batch, ctx.D

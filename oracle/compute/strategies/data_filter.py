@@ -62,6 +62,7 @@ class DataFilter(Strategy):
     description = "filter parallelism in groups of p2, data parallelism across p1 groups"
     style = Style("#D55E00", "P")  # vermillion (Okabe & Ito 2008)
     limit_words = {"factorization": "p2 does not divide p"}  # data+spatial's too (factor_limit)
+    limit_fields = {"batch": ("batch", "p1"), Filter.limit_code: ("p2",)}
 
     def configurations(self, ctx, p, batch, p2=None):
         return hybrid_configurations(self.name, p, batch, p2)

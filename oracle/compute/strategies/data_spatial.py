@@ -46,6 +46,7 @@ class DataSpatial(Strategy):
     hybrid_parts = (Data.name, Spatial.name)
     description = "spatial parallelism in groups of p2, data parallelism across p1 groups"
     style = Style("#CC79A7", "X")  # reddish purple (Okabe & Ito 2008)
+    limit_fields = {"batch": ("batch", "p1"), Spatial.name: ("p2",)}
 
     def configurations(self, ctx, p, batch, p2=None):
         return hybrid_configurations(self.name, p, batch, p2)

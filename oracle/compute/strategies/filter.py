@@ -112,6 +112,7 @@ class Filter(Strategy):
     layerwise = LayerwiseKind(fill_split)
     limit_code = "filters"
     limit_words = {limit_code: "p > filters of a layer"}
+    limit_fields = {limit_code: ("gpus",)}
     width_noun = "filters"  # what a split layer's width counts (a layer-wise limit's words)
 
     def split_layers(self, ctx: Context) -> tuple[np.ndarray, np.ndarray]:

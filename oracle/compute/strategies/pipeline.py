@@ -61,6 +61,7 @@ class Pipeline(Strategy):
     description = "layers split into p stages; S micro-batches in flight"
     style = Style("#56B4E9", "D")  # sky blue (Okabe & Ito 2008)
     limit_words = {"layers": "more stages than layers", "segments": "S > batch"}
+    limit_fields = {"layers": ("gpus",), "segments": ("gpus", "batch", "segments")}
     phases = (Phase("pipeline_p2p_s", "communication", "comm: pipeline transfers", "#44AA99", "xx"),)  # Paul Tol's muted
 
     def parts(self, p: int) -> tuple[int, int]:

@@ -22,6 +22,7 @@ class Serial(Strategy):
     description = "one GPU, no communication"
     style = Style("#000000", "o")  # black (Okabe & Ito 2008)
     limit_words = {name: "serial is 1 GPU"}  # the limit code is the name
+    limit_fields = {name: ("gpus",)}
 
     def parts(self, p: int) -> tuple[int, int]:
         return (1, 1)

@@ -4,6 +4,7 @@ spatial output are split; the fc head runs replicated after an all-gather."""
 
 from __future__ import annotations
 
+import bisect
 import math
 from typing import TYPE_CHECKING
 
@@ -114,17 +115,28 @@ def spatial_violations(ctx: Context, grid: tuple[int, ...]) -> list[str]:
     h = halo_layers(ctx)
     if h["index"].size == 0:
         return []
-    f = np.array(grid, dtype=float)
-    bad = (h["Y"] < f).any(axis=1)
-    if not bad.any():
+    minima = _running_minima(ctx)
+    if len(grid) != len(minima):  # one factor for every dimension (numpy's broadcasting)
+        bad = (h["Y"] < np.array(grid, dtype=float)).any(axis=1)
+        first = int(np.flatnonzero(bad)[0]) if bad.any() else len(bad)
+    else:  # issue 29: a sweep's rows ask it for every grid; bisection, not arrays
+        first = min(bisect.bisect_right(m, -f) for m, f in zip(minima, grid))
+    if first == len(h["index"]):
         return []
-    first = int(np.flatnonzero(bad)[0])
     i = int(h["index"][first])
     out_shape = "x".join(str(int(v)) for v in h["Y"][first])
     return [
         f"spatial split {'x'.join(map(str, grid))} exceeds the {out_shape} output of"
         f" {ctx.names[i]}"
     ]
+
+
+@per_context
+def _running_minima(ctx: Context) -> list[list[float]]:
+    """Per spatial dimension, minus the smallest output extent of the split layers up to
+    each (ascending): the first layer an extent below f splits too finely is the first
+    entry above -f."""
+    return [(-np.minimum.accumulate(y)).tolist() for y in halo_layers(ctx)["Y"].T]
 
 
 @per_context  # issue 29: once per (group, samples) in a sweep (compute/engine.py)
@@ -272,6 +284,7 @@ class Spatial(Strategy):
     phases = (Phase("halo_s", "communication", "comm: halo exchange", "#DDCC77", ".."),)  # Paul Tol's muted
     layerwise = LayerwiseKind(fill_spatial)
     limit_words = {name: "spatial split too fine"}  # the limit code is the name
+    limit_fields = {name: ("gpus",)}
 
     def split_layers(self, ctx: Context) -> tuple[np.ndarray, None]:
         """Every layer up to and including the last one whose output still has a spatial

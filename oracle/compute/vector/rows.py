@@ -9,12 +9,14 @@ cells equal)."""
 from __future__ import annotations
 
 import math
+from itertools import repeat
 
 import numpy as np
 
 from oracle.compute.cost import phase_names
+from oracle.compute.engine import per_context
 from oracle.compute.strategies import REGISTRY
-from oracle.compute.strategies.base import OVERFLOW, Config, epoch_limit, gpus_limit, memory_limit
+from oracle.compute.strategies.base import OVERFLOW, Config, epoch_limit, gpus_limit, memory_reasons
 from oracle.compute.vector.columns import Columns
 
 
@@ -57,7 +59,7 @@ def brief_rows(ctx, c: Columns, rows: np.ndarray) -> list[BriefRow]:
         per_it = np.where(it > 0, total / np.where(it > 0, it, 1.0), np.nan)
     gpus, p1, p2, totals, batch = p.tolist(), c.p1[rows].tolist(), c.p2[rows].tolist(), total.tolist(), B.tolist()
     segments = [s or None for s in c.segments[rows].tolist()] if c.segments is not None else [None] * rows.size
-    memory = c.memory[rows].tolist()
+    memory = c.memory[rows]
     limits: list = [()] * rows.size
     if c.codes:
         _reasons(ctx, c, rows, (gpus, p1, p2, batch, segments, memory), limits)
@@ -65,7 +67,7 @@ def brief_rows(ctx, c: Columns, rows: np.ndarray) -> list[BriefRow]:
         "model": ctx.model.name, "system": ctx.system.name, "strategy": c.strategy, "gpus": gpus,
         "p1": p1, "p2": p2, "global_batch": batch, "segments": segments,
         "iterations_per_epoch": it.tolist(), "compute_s": compute.tolist(), "communication_s": comm.tolist(),
-        "total_s": totals, "iteration_s": per_it.tolist(), "memory_bytes": memory,
+        "total_s": totals, "iteration_s": per_it.tolist(), "memory_bytes": memory.tolist(),
         "feasible": [not lim for lim in limits], "phases": {k: v.tolist() for k, v in ph.items()},
         "limits": limits, "profile_kind": ctx.profile_kind, "memory_model": ctx.memory_model,
         "max_batch_per_gpu": [None if math.isnan(x) else x for x in c.max_batch[rows].tolist()]
@@ -74,8 +76,9 @@ def brief_rows(ctx, c: Columns, rows: np.ndarray) -> list[BriefRow]:
         "compute_conversion": _labels(ctx, batch, gpus),
         "stack": stack_name(ctx.options),
     }  # fmt: skip
-    block, name, system = Block(values), c.strategy, ctx.system.name
-    return [BriefRow(block, i, gpus[i], name, p2[i], system, totals[i], not limits[i]) for i in range(rows.size)]
+    block, n = Block(values), rows.size
+    return list(map(BriefRow, repeat(block, n), range(n), gpus, repeat(c.strategy, n), p2, repeat(ctx.system.name, n),
+                    totals, values["feasible"]))  # fmt: skip
 
 
 def _labels(ctx, batch: list, gpus: list) -> list[str]:
@@ -100,48 +103,84 @@ def _in_order(values: list) -> np.ndarray:
 
 # the limits' codes make_point gives every strategy (the rest are a strategy's own, its ``limits``)
 _SHARED_CODES = frozenset(("gpus", "overflow", "memory"))
+_FIELDS = ("gpus", "p1", "p2", "batch", "segments")  # a Config's after its strategy, as _reasons gets them
 
 
 def _reasons(ctx, c: Columns, rows: np.ndarray, fields: tuple, limits: list) -> None:
     """Each infeasible row's reasons into ``limits``, make_point's in its order (the
     system's size, the strategy's own (its ``limits``), the dataset, overflow, GPU
     memory), rows grouped by the codes they hit: the strategy's own limits asked only
-    where the columns flag one of its codes, the dataset's where they flag it; the
-    system's size and GPU memory formatted once per value."""
-    gpus, p1, p2, batch, segments, memory = fields
+    where the columns flag one of its codes, the dataset's where they flag it; each
+    reason worded once per the values it reads (:class:`_Texts`)."""
     codes = [code for code, _ in c.codes]
     hits = np.stack([mask[rows] for _, mask in c.codes], axis=1)
     pattern = hits.astype(np.int64) @ (np.int64(1) << np.arange(len(codes), dtype=np.int64))
-    bad, texts = np.flatnonzero(pattern), _SharedTexts(ctx.system)
+    bad, texts = np.flatnonzero(pattern), _Texts(ctx, c.strategy, fields)
     for pat in sorted(set(pattern[bad].tolist())):  # np.unique would import numpy.ma (~14 ms)
         hit = [k for j, k in enumerate(codes) if pat >> j & 1]
-        at = bad[pattern[bad] == pat].tolist()
-        over = (OVERFLOW.reason,) if "overflow" in hit else ()
-        own = not _SHARED_CODES.union(["dataset"]).issuperset(hit)
-        for i in at:
-            reasons = [texts.gpus(gpus[i])] if "gpus" in hit else []
-            if own:
-                cfg = Config(c.strategy, gpus[i], p1[i], p2[i], batch[i], segments[i])
-                reasons += [lim.reason for lim in REGISTRY[c.strategy].limits(ctx, cfg)]
-            if "dataset" in hit:
-                reasons += [lim.reason for lim in epoch_limit(ctx, batch[i])]
-            limits[i] = (*reasons, *over, *((texts.memory(memory[i]),) if "memory" in hit else ()))
+        at = bad[pattern[bad] == pat]
+        ats = at.tolist()
+        parts = [texts.gpus(ats) if "gpus" in hit else None, texts.own(hit, ats),
+                 texts.dataset(ats) if "dataset" in hit else None,
+                 [(OVERFLOW.reason,)] * len(ats) if "overflow" in hit else None,
+                 texts.memory(at) if "memory" in hit else None]  # fmt: skip
+        joined: list = [()] * len(ats)
+        for part in parts:
+            if part is not None:
+                joined = [a + b for a, b in zip(joined, part)]
+        for i, reasons in zip(ats, joined):
+            limits[i] = reasons
 
 
-class _SharedTexts:
-    """The reasons of base.gpus_limit and base.memory_limit, each value's formatted once."""
+class _Texts:
+    """The reasons of a block's rows (``fields``: gpus, p1, p2, batch, segments as lists,
+    then memory as an array), each as a tuple of texts: the system's size once per
+    GPU count, the dataset's once per batch, the strategy's own once per the values of
+    the Config fields its hit codes read (Strategy.limit_fields; all of them where
+    undeclared), each in the context's :func:`_worded` (every block of a sweep's case);
+    GPU memory's of every row at once (base.memory_reasons)."""
 
-    def __init__(self, system) -> None:
-        self.system, self._gpus, self._memory = system, {}, {}
+    def __init__(self, ctx, strategy: str, fields: tuple) -> None:
+        self.ctx, self.strategy, self.fields, self.memory_bytes = ctx, strategy, fields[:-1], fields[-1]
 
-    def gpus(self, gpus: int) -> str:
-        hit = self._gpus.get(gpus)
-        if hit is None:
-            hit = self._gpus[gpus] = gpus_limit(self.system, gpus).reason
-        return hit
+    def _by(self, kind: tuple, column: list, at: list, word) -> list:
+        seen = _worded(self.ctx, kind)
+        for value in {column[i] for i in at}.difference(seen):
+            seen[value] = word(value)
+        return [seen[column[i]] for i in at]
 
-    def memory(self, memory: float) -> str:
-        hit = self._memory.get(memory)
-        if hit is None:
-            hit = self._memory[memory] = memory_limit(self.system, memory).reason
-        return hit
+    def gpus(self, at: list) -> list:
+        return self._by(("gpus",), self.fields[0], at, lambda g: (gpus_limit(self.ctx.system, g).reason,))
+
+    def dataset(self, at: list) -> list:
+        return self._by(("dataset",), self.fields[3], at, lambda b: tuple(x.reason for x in epoch_limit(self.ctx, b)))
+
+    def memory(self, at: np.ndarray) -> list:
+        return [(text,) for text in memory_reasons(self.ctx.system, self.memory_bytes[at].tolist())]
+
+    def own(self, hit: list, at: list) -> list | None:
+        own = tuple(k for k in hit if k not in _SHARED_CODES and k != "dataset")
+        if not own:
+            return None
+        strategy = REGISTRY[self.strategy]
+        declared = strategy.limit_fields
+        used = range(len(_FIELDS))  # a code not declared: the reasons read every field
+        if all(k in declared for k in own):
+            used = [j for j, f in enumerate(_FIELDS) if any(f in declared[k] for k in own)]
+        keys = list(zip(*([self.fields[j][i] for i in at] for j in used)) if used else repeat((), len(at)))
+        seen = _worded(self.ctx, (self.strategy, *own))
+        out = list(map(seen.get, keys))
+        for j in [j for j, reasons in enumerate(out) if reasons is None]:  # not worded yet
+            if keys[j] not in seen:
+                cfg = Config(self.strategy, *(column[at[j]] for column in self.fields))
+                seen[keys[j]] = tuple([lim.reason for lim in strategy.limits(self.ctx, cfg)])
+            out[j] = seen[keys[j]]
+        return out
+
+
+@per_context
+def _worded(ctx, kind: tuple) -> dict:
+    """The reasons of ``kind`` (a shared code; a strategy and its own codes) worded so far
+    in ``ctx``, by the values they read: filled by :class:`_Texts` (issue 29: a sweep's
+    case words a reason once, not once per run of counts)."""
+    return {}
