@@ -101,6 +101,40 @@ def test_a_case_streams_in_runs_of_gpu_counts_row_for_row(tmp_path, monkeypatch)
         assert run_cli("sweep", str(path), "-f", fmt, *flag).out == r.out, (fmt, flag)
 
 
+@pytest.mark.parametrize("flag", [(), ("--all",)])
+def test_the_progress_bar_counts_gpu_counts_run_by_run(tmp_path, monkeypatch, flag):
+    """Issue 29's progress bar counts every case's GPU counts, so one large case shows it
+    as its runs are written (it used to advance once per case: a one-case sweep never
+    drew it); its steps add up to all the counts, never more."""
+    from contextlib import contextmanager
+
+    from oracle.cli import sweep as cli_sweep
+    from oracle.compute import engine
+    from oracle.render import progress
+
+    advanced, totals = [], []
+
+    class Bar:
+        def advance(self, description=None, steps=1):
+            advanced.append(steps)
+
+    @contextmanager
+    def fake(description, total=None, **_):
+        totals.append(total)
+        yield Bar()
+
+    monkeypatch.setattr(progress, "progress", fake)
+    monkeypatch.setattr(progress, "wanted", lambda stream=None: True)
+    monkeypatch.setattr(cli_sweep._Progress, "AFTER_S", -1.0)  # drawn from the first run on
+    monkeypatch.setattr(engine, "CHUNK_POINTS", 7)
+    path, _ = sweep_file(tmp_path, "  - {{model: {m}, profile: {p}, system: [{s}], batch_per_gpu: 8, gpus: '1..40'}}\n"
+                                   "  - {{model: {m}, profile: {p}, system: [big.yaml], batch_per_gpu: 8, gpus: [2, 4]}}\n")  # fmt: skip
+    r = run_cli("sweep", str(path), *flag)
+    assert r.code == 0, r.err
+    assert totals == [42]  # 40 + 2 GPU counts
+    assert sum(advanced) == 42 and len([s for s in advanced if s]) > 5, advanced  # many runs, not one per case
+
+
 def test_a_case_over_the_memory_budget_at_once_streams(tmp_path):
     """What predict would hold at once (and refuses) a sweep's case holds a run at a time."""
     from oracle.compute.context import Options

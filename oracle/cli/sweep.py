@@ -67,42 +67,53 @@ def _stream(cases, reqs, cases_file, fmt, every_point, output) -> list:
     from oracle.services.sweep import run
 
     best, wrote = [], False
-    with _sink(output) as write, _Progress(len(cases)) as bar:
+    with _sink(output) as write, _Progress([req.counts for req in reqs]) as bar:
         head = rs.begin(fmt)  # written with the first case's rows: an error in it leaves no output
-        for case, runs in run(cases, reqs, cases_file, every_point):
+        for i, (case, runs) in enumerate(run(cases, reqs, cases_file, every_point)):
             for points in runs:  # issue 29: a run of GPU counts at a time, memory flat
                 text, head = head + rs.rows(fmt, case.label, case.where, points, not wrote), ""
                 wrote = wrote or bool(points)
                 write(text)
                 best += [(case.label, pt.system, pt.gpus, pt.total_s, pt.strategy) for pt in points if pt.rank == 1]
-            bar.advance(case.label)
+                bar.reach(i, max((pt.gpus for pt in points), default=0), case.label)
+            bar.reach(i, None, case.label)
         write(head + rs.end(fmt, wrote))
     return best
 
 
 class _Progress:
-    """A progress bar (render/progress.py) that appears once the sweep has run for a second."""
+    """A progress bar (render/progress.py) counting GPU counts over all cases, so that one
+    large case shows it too; it appears once the sweep has run for ``AFTER_S`` seconds."""
 
-    def __init__(self, total: int) -> None:
+    AFTER_S = 1.0
+
+    def __init__(self, counts: list) -> None:
         import time
 
-        self.total, self.done, self.start, self._cm, self._bar = total, 0, time.monotonic(), None, None
+        self.counts = [sorted(set(c)) for c in counts]  # each case's distinct GPU counts, in run order
+        self.offsets = [sum(len(c) for c in self.counts[:i]) for i in range(len(self.counts))]
+        self.total, self.done = sum(len(c) for c in self.counts), 0
+        self.start, self._cm, self._bar = time.monotonic(), None, None
 
     def __enter__(self):
         return self
 
-    def advance(self, label: str) -> None:
+    def reach(self, case: int, gpus: int | None, label: str) -> None:
+        """Case ``case`` has written its GPU counts up to ``gpus`` (None: all of them)."""
+        import bisect
         import time
 
         from oracle.render.progress import progress, wanted
 
-        self.done += 1
-        if self._bar is None and time.monotonic() - self.start > 1.0 and self.done < self.total and wanted():
+        mine = self.counts[case]
+        done = self.offsets[case] + (len(mine) if gpus is None else bisect.bisect_right(mine, gpus))
+        if self._bar is None and time.monotonic() - self.start > self.AFTER_S and done < self.total and wanted():
             self._cm = progress("sweeping", total=self.total)
             self._bar = self._cm.__enter__()
-            self._bar.advance(steps=self.done - 1)
-        if self._bar is not None:
-            self._bar.advance(label)
+            self._bar.advance(steps=self.done)
+        if self._bar is not None and done > self.done:
+            self._bar.advance(label, steps=done - self.done)
+        self.done = max(self.done, done)
 
     def __exit__(self, *exc) -> None:
         if self._cm is not None:
@@ -116,7 +127,7 @@ def _sink(output):
     import os
     import tempfile
 
-    from oracle.render.output import current_umask, check_target, write_stdout
+    from oracle.render.output import check_target, current_umask, write_stdout
 
     @contextlib.contextmanager
     def to_file():
