@@ -159,6 +159,23 @@ def test_columns_equal_under_nccl_pinned_and_an_nvlink_domain_beyond_a_host():
             assert not mismatches(ctx, cols), (options, name)
 
 
+@pytest.mark.parametrize("system_name", ["abci", "dgx1-v100", "dgx-h100-superpod"])
+def test_the_hybrids_at_a_given_p2_in_arrays(tmp_path, system_name):
+    """--p2: the hybrids' one factorization (p/p2, p2) at every count p2 divides is
+    evaluated in arrays and equals the per-point numbers; at the other counts the
+    per-point path says why (strategies/base.factor_limit), as before."""
+    ctx = default_context(tmp_path, "resnet50", system_name, batch_per_gpu=32.0)
+    counts = sorted(set(counts_for(ctx.system)) | {16, 24, 48, 96})
+    for p2 in (2, 3, 8):
+        cols = run.columns(ctx, counts, ["data+filter", "data+spatial"], True, None, 32.0, p2)
+        arrays = [c for c in cols if not c.points]
+        assert {c.strategy for c in arrays} == {"data+filter", "data+spatial"}, p2
+        assert all((c.gpus % p2 == 0).all() and (c.p2 == p2).all() for c in arrays)
+        assert sum(c.size for c in cols) == 2 * len(counts)  # one configuration per count
+        for c in cols:
+            assert not mismatches(ctx, c), (system_name, p2, c.strategy)
+
+
 def test_the_options_the_arrays_do_not_reach_fall_back(tmp_path):
     """The DGX defaults are covered; the delayed update (where gradients overlap),
     --collective auto and ParaDL's tool (the paradl stack) stay point by point."""
@@ -205,7 +222,7 @@ def test_top_on_a_system_the_arrays_do_not_cover_keeps_only_numbers():
     m = load_model("resnet50")
     s = load_system("dgx1-v100")
     ctx = Context(m, s, times_for(m), Options(collective="auto"))
-    assert not any(kinds.covers(ctx, n, None) for n in names())
+    assert not any(kinds.covers(ctx, n) for n in names())
     kept = run.columns(ctx, list(range(1, 41)), names(), False, None, 32.0, None)
     cols = run.columns(ctx, list(range(1, 41)), names(), False, None, 32.0, None, keep=False)
     assert all(not c.points for c in cols) and any(c.unfit.any() for c in cols)

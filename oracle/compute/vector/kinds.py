@@ -47,10 +47,11 @@ def covered(ctx) -> bool:
     return not paradl_stack.uses_tool(ctx) and net.supported(ctx) and coll.supported(ctx)
 
 
-def covers(ctx, name: str, p2: int | None = None) -> bool:
+def covers(ctx, name: str) -> bool:
     """Whether :func:`evaluate_many` evaluates the named strategy in this context (a
-    hybrid: at every factorization, not --p2's one)."""
-    if name not in FORMULAS or not covered(ctx) or (REGISTRY[name].hybrid and p2 is not None):
+    hybrid: at every factorization, or --p2's one where it divides the count:
+    vector/run.columns)."""
+    if name not in FORMULAS or not covered(ctx):
         return False
     if (name == Data.name and ctx.options.replicated_gradients) or (name == Pipeline.name and not vpipeline.covers(ctx)):
         return False

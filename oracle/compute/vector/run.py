@@ -54,9 +54,13 @@ def columns(ctx, counts: Sequence[int], chosen, explicit, batch, batch_per_gpu, 
             continue
         at = c if explicit else c[(c == 1) == REGISTRY[name].one_gpu]
         B = np.full(at.size, float(batch)) if batch is not None else float(batch_per_gpu) * at
-        if not covers(ctx, name, p2):
+        if not covers(ctx, name):
             out.append(per_point(ctx, name, at, B, p2, keep))
             continue
+        if p2 is not None and REGISTRY[name].hybrid and (at % p2).any():  # --p2 dividing no count: its point
+            rest = at % p2 != 0  # says so (strategies/base.factor_limit), point by point
+            out.append(per_point(ctx, name, at[rest], B[rest], p2, keep))
+            at, B = at[~rest], B[~rest]
         arrays = config_arrays(name, at, B, p2)
         if arrays[0].size:  # none: no count with a configuration (a hybrid at primes)
             out.append(evaluate_many(ctx, name, *arrays))
