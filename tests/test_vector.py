@@ -176,14 +176,31 @@ def test_the_hybrids_at_a_given_p2_in_arrays(tmp_path, system_name):
             assert not mismatches(ctx, c), (system_name, p2, c.strategy)
 
 
+@pytest.mark.parametrize("system_name", ["abci", "dgx1-v100", "dgx-h100-superpod"])
+def test_the_delayed_update_in_arrays(tmp_path, system_name):
+    """--delayed-update (Lee et al. §IV; overlap._delayed_timeline): the delayed layers'
+    buckets after the others', the stall and the next forward's window, in arrays, equal
+    the per-point numbers; layers named by type and by name, several bucket sizes."""
+    for model_name, delayed, extra in (("vgg16", "fc", {}), ("resnet50", "fc", {"bucket_mb": 1.0}),
+                                        ("vgg16", "fc6,fc8", {"bucket_mb": 0.0}),
+                                        ("resnet50", "conv", {"bucket_layers": 3})):  # fmt: skip
+        ctx = default_context(tmp_path, model_name, system_name, batch_per_gpu=32.0, overlap="buckets",
+                              delayed_update=delayed, **extra)  # fmt: skip
+        assert ctx.delayed_mask().any(), delayed
+        c = np.array(counts_for(ctx.system)[::2] + [16, 24, 48], dtype=np.int64)
+        for name in ("data", "spatial", "data+filter", "data+spatial"):
+            assert kinds.covers(ctx, name)
+            cols = kinds.evaluate_many(ctx, name, *_sample(run.config_arrays(name, c, 32.0 * c, None), 60))
+            assert cols.phases["gradient_exchange_s"].any() or name == "spatial"
+            assert not mismatches(ctx, cols), (model_name, delayed, extra, name)
+
+
 def test_the_options_the_arrays_do_not_reach_fall_back(tmp_path):
-    """The DGX defaults are covered; the delayed update (where gradients overlap),
-    --collective auto and ParaDL's tool (the paradl stack) stay point by point."""
+    """The DGX defaults are covered; --collective auto and ParaDL's tool (the paradl
+    stack) stay point by point."""
     ctx = default_context(tmp_path, "resnet152", "dgx-h100-superpod", batch=64)
     assert ctx.options.overlap == "buckets" and ctx.algorithm == "nccl" and ctx.options.stack is not None
     assert all(kinds.covers(ctx, n) for n in names())
-    ctx = default_context(tmp_path, "resnet50", "dgx1-v100", batch=64, overlap="buckets", delayed_update="fc")
-    assert [n for n in names() if not kinds.covers(ctx, n)] == ["data", "spatial", "data+filter", "data+spatial"]
     ctx = default_context(tmp_path, "resnet50", "dgx1-v100", batch=64, collective="auto")
     assert not any(kinds.covers(ctx, n) for n in names())
     ctx = default_context(tmp_path, "resnet50", "abci", batch=64, stack="paradl")

@@ -6,7 +6,9 @@ per-point arithmetic in its order: a bucket starts when its last layer's backwar
 done and the previous bucket has ended, exposed = min(total, max(0, end of the last
 all-reduce - end of the backward)).  Python's max(a, b) keeps a unless b > a, and
 min(a, b) keeps a unless b < a: the np.where below.  The delayed update (Lee et al.
-§IV) stays point by point (:func:`covers`)."""
+§IV; overlap._delayed_timeline): the delayed layers' buckets after the others', the
+update of the others waiting for theirs, the delayed ones hidden also by the next
+forward up to the first delayed layer."""
 
 from __future__ import annotations
 
@@ -18,10 +20,16 @@ ROWS_PER_BLOCK = 4096  # configurations per block of the (configurations x layer
 
 
 def covers(ctx) -> bool:
-    """Whether the options' overlap is within this module: none, or buckets without
-    --delayed-update."""
-    o = ctx.options
-    return o.overlap == "none" or (o.overlap == "buckets" and not o.delayed_update)
+    """Whether the options' overlap is within this module: none, or buckets."""
+    return ctx.options.overlap in ("none", "buckets")
+
+
+def _delayed(ctx):
+    """The --delayed-update layers (base.overlapped_gradients), None where none is named."""
+    if not ctx.options.delayed_update:
+        return None
+    mask = ctx.delayed_mask()
+    return mask if mask.any() else None
 
 
 def buckets(ctx, grads: np.ndarray, kinds: np.ndarray) -> list:
@@ -42,39 +50,70 @@ def timeline(ctx, backward, key: np.ndarray, grads_of, costs, kinds=None) -> tup
     exposed, total = np.zeros(n), np.zeros(n)
     order = np.argsort(key, kind="stable")
     packed: dict = {}
+    delayed = _delayed(ctx)
     for lo in range(0, n, ROWS_PER_BLOCK):
         block = order[lo : lo + ROWS_PER_BLOCK]
-        done = np.cumsum(backward(block)[:, ::-1], axis=1)[:, ::-1]  # layer l's backward ends (cumsum adds in order)
+        bwd = backward(block)
+        done = np.cumsum(bwd[:, ::-1], axis=1)[:, ::-1]  # layer l's backward ends (cumsum adds in order)
+        window = None if delayed is None else _window(ctx, bwd, delayed)
         k = key[block]
         for part in np.split(np.arange(block.size), np.flatnonzero(np.diff(k)) + 1):
             kv = k[part[0]].item()
             if kv not in packed:
-                packed[kv] = buckets(ctx, grads_of(kv), kinds)
+                g = grads_of(kv)
+                packed[kv] = ([buckets(ctx, g, kinds)] if delayed is None else
+                              [buckets(ctx, np.where(delayed, 0.0, g), kinds), buckets(ctx, np.where(delayed, g, 0.0), kinds)])  # fmt: skip
             rows = block[part]
-            exposed[rows], total[rows] = _channel(done[part], packed[kv], [c.take(rows) for c in costs])
+            exposed[rows], total[rows] = _channel(done[part], packed[kv], [c.take(rows) for c in costs],
+                                                  None if window is None else window[part])  # fmt: skip
     return exposed, total
 
 
-def _channel(done: np.ndarray, bk: list, costs: list) -> tuple[np.ndarray, np.ndarray]:
+def _window(ctx, bwd: np.ndarray, delayed: np.ndarray) -> np.ndarray:
+    """Per configuration, the next forward's seconds before the first delayed layer
+    (base.overlapped_gradients' forward, in proportion to the backward, summed as
+    overlap._delayed_timeline sums it: a row's contiguous slice)."""
+    first = int(np.flatnonzero(delayed)[0])
+    with np.errstate(divide="ignore", invalid="ignore"):
+        forward = np.where(ctx.bw > 0, bwd * ctx.fw / ctx.bw, 0.0)
+    return np.array([float(np.sum(row[:first])) for row in forward])
+
+
+def _channel(done: np.ndarray, parts: list, costs: list, window=None) -> tuple[np.ndarray, np.ndarray]:
     """gradient_timeline's loop over the buckets for configurations whose layers' backward
-    ends at ``done`` (configurations x layers); each kind's buckets costed at once."""
+    ends at ``done`` (configurations x layers); each kind's buckets costed at once.
+    ``parts``: the buckets, or with ``window`` (the delayed update) the others' and then
+    the delayed layers' (overlap._delayed_timeline)."""
     n = done.shape[0]
     end = (done[:, 0] if done.shape[1] else np.zeros(n)) + 0.0
-    channel, total = np.zeros(n), np.zeros(n)
-    if not bk:
+    channel, total, stall = np.zeros(n), np.zeros(n), np.zeros(n)
+    for j, bk in enumerate(parts):
+        durations = _durations(bk, costs, n)
+        for i, (layers, _, _) in enumerate(bk):
+            ready = done[:, layers].max(axis=1)
+            channel = np.where(channel > ready, channel, ready) + durations[:, i]
+            total = total + durations[:, i]
+        if window is not None and j == 0:  # the update of the other layers waits for theirs
+            stall = channel - end
+            stall = np.where(stall > 0.0, stall, 0.0)
+    if window is not None:
+        late = channel - (end + stall + window)
+        return stall + np.where(late > 0.0, late, 0.0), total
+    if not parts[0]:
         return np.zeros(n), total
+    late = channel - end
+    late = np.where(late > 0.0, late, 0.0)
+    return np.where(late < total, late, total), total
+
+
+def _durations(bk: list, costs: list, n: int) -> np.ndarray:
+    """Each bucket's all-reduce seconds (configurations x buckets), each kind's at once."""
     durations = np.zeros((n, len(bk)))
     for kind, cost in enumerate(costs):
         cols = [i for i, b in enumerate(bk) if b[2] == kind]
         if cols:
             durations[:, cols] = cost(np.array([bk[i][1] for i in cols])[None, :] * np.ones((n, 1)))
-    for i, (layers, _, _) in enumerate(bk):
-        ready = done[:, layers].max(axis=1)
-        channel = np.where(channel > ready, channel, ready) + durations[:, i]
-        total = total + durations[:, i]
-    late = channel - end
-    late = np.where(late > 0.0, late, 0.0)
-    return np.where(late < total, late, total), total
+    return durations
 
 
 def backward_of(ctx, samples: np.ndarray) -> np.ndarray:
