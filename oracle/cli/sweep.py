@@ -89,10 +89,11 @@ class _Progress:
 
     def __init__(self, counts: list) -> None:
         import time
+        from itertools import accumulate
 
         self.counts = [sorted(set(c)) for c in counts]  # each case's distinct GPU counts, in run order
-        self.offsets = [sum(len(c) for c in self.counts[:i]) for i in range(len(self.counts))]
-        self.total, self.done = sum(len(c) for c in self.counts), 0
+        self.offsets = [0, *accumulate(len(c) for c in self.counts)]  # the counts before each case; all
+        self.total, self.done = self.offsets[-1], 0
         self.start, self._cm, self._bar = time.monotonic(), None, None
 
     def __enter__(self):
