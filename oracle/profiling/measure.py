@@ -17,7 +17,9 @@ How each time is isolated (so that every layer's time is its own):
    weight gradients are written, not accumulated.
 4. Each is repeated ``warmup + repeats`` times; the first ``warmup`` are discarded and
    the **median** of the rest, divided by the batch, is the per-sample time.  On CUDA
-   the device is synchronised before and after every timed region.
+   a time is the GPU's execution time of what the region launched, read from CUDA
+   events with the launches queued behind a spin kernel (``oracle.profiling.timing.GpuClock``): the host's
+   launch time is left out, as the cost model keeps it apart (the stack's launch floor).
 5. **Weight update** ``WU_l`` (per iteration): ``torch.optim.SGD(momentum=0.9)`` over
    all parameters of the network is timed as a whole (median of repeats), and so is one
    such optimizer per layer, over that layer's parameters only.  The whole step is
@@ -30,7 +32,9 @@ How each time is isolated (so that every layer's time is its own):
    same batch.  It is timed ``repeats`` times before the per-layer runs and
    ``repeats`` times after them (after ``warmup`` untimed steps), and the median of
    all is kept, so that a change of machine load during the run affects both sides
-   alike.  ``batch * sum(FW_l + BW_l) + sum(WU_l)`` should be close to it.
+   alike.  ``batch * sum(FW_l + BW_l) + sum(WU_l)`` should be close to it.  On CUDA
+   both sides are GPU times, and the wall-clock step is recorded beside them: where it
+   is longer, the host's launching, not the GPU, bounded the step.
 
 On CPU the number of threads is set (``--threads``) or left as PyTorch chose it, and
 recorded (``torch.get_num_threads()``).  Other processes on the machine make CPU
@@ -54,6 +58,7 @@ from datetime import datetime, timezone
 from oracle.errors import OracleError
 from oracle.model import MODEL_INPUT, LayerTimes, Model, Profile
 from oracle.profiling import require_torch
+from oracle.profiling.timing import Timer
 
 # progress(done, total, what): called between measurements (never inside a timed region)
 Progress = Callable[[int, int, str], None]
@@ -80,6 +85,9 @@ class Measurement:
     others_cpu_share: float | None = None  # CPU time other processes used / (wall * CPUs)
     cpus: int | None = None  # logical CPUs of the machine
     peak_allocated_bytes: float | None = None  # CUDA: torch.cuda.max_memory_allocated of a step
+    step_wall_s: float | None = None  # CUDA: the whole step, wall-clock (host launches included)
+    conv_tf32: bool | None = None  # CUDA: torch.backends.cudnn.allow_tf32 (PyTorch's default: True)
+    gpu_short_runs: tuple[int, int] | None = None  # CUDA: (timed runs that outlasted their spin, runs)
 
     @property
     def framework(self) -> str:
@@ -116,11 +124,17 @@ class Measurement:
         return (
             f"measured with `oracle profile` on {where}, {self.framework}, on {self.date}:"
             f" fp32, batch {self.batch}, median of {self.repeats} repeats after"
-            f" {self.warmup} warm-up; each layer timed in isolation on its real input"
+            f" {self.warmup} warm-up{self._gpu_method()}; each layer timed in isolation on its real input"
             " (backward via autograd with a random upstream gradient); weight update ="
             " SGD momentum 0.9 step of the whole network, apportioned to layers by their"
             " separately timed steps"
         )
+
+    def _gpu_method(self) -> str:
+        if self.device_type != "cuda":
+            return ""
+        tf32 = "TF32" if self.conv_tf32 else "fp32"
+        return f" (convolutions in {tf32}, cuDNN autotuned; GPU execution times, launches excluded)"
 
     def notes(self) -> str:
         return (
@@ -129,7 +143,27 @@ class Measurement:
             f" training step {self.step_s:.6g} s: ratio {self.ratio:.3f}."
             f" Separately timed per-layer optimizer steps summed to {self.wu_separate_sum_s:.6g} s"
             f" against {self.optimizer_step_s:.6g} s for one step over the whole network."
+            + self.gpu_note()
             + self.load_note()
+        )
+
+    def gpu_note(self) -> str:
+        if self.step_wall_s is None:
+            return ""
+        return (
+            " Times are the GPU's execution times (the host's kernel launches left out);"
+            f" the whole step took {self.step_wall_s:.6g} s wall-clock"
+            + (" (bound by the host's launches)." if self.step_wall_s > 1.2 * self.step_s else ".")
+            + self._short_note()
+        )
+
+    def _short_note(self) -> str:
+        short, runs = self.gpu_short_runs or (0, 0)
+        if not short:
+            return ""
+        return (
+            f" {short} of {runs} timed runs launched for longer than the spin kernel ahead of"
+            " them ran: their times include gaps between launches."
         )
 
     def load_note(self) -> str:
@@ -245,6 +279,10 @@ def measure(
             raise OracleError("--threads must be at least 1", path="--threads")
         torch.set_num_threads(threads)
     gc_was_enabled = gc.isenabled()
+    # training scripts let cuDNN pick each convolution's fastest algorithm (DeepLearningExamples
+    # PyTorch/Classification/ConvNets/main.py: cudnn.benchmark = True); the warm-up runs pick it
+    benchmark_was = torch.backends.cudnn.benchmark
+    torch.backends.cudnn.benchmark = dev.type == "cuda" or benchmark_was
     try:
         gc.collect()
         gc.disable()
@@ -252,33 +290,9 @@ def measure(
     finally:
         if gc_was_enabled:
             gc.enable()
+        torch.backends.cudnn.benchmark = benchmark_was
         if threads is not None:
             torch.set_num_threads(old_threads)
-
-
-class _Timer:
-    """Synchronised timings on one device, and progress ticks."""
-
-    def __init__(self, torch, dev, clock, progress, total_steps: int) -> None:
-        self.torch, self.dev, self.clock, self.progress = torch, dev, clock, progress
-        self.cuda = dev.type == "cuda"
-        self.total_steps, self.done = total_steps, 0
-
-    def sync(self) -> None:
-        if self.cuda:
-            self.torch.cuda.synchronize(self.dev)
-
-    def timed(self, fn) -> float:
-        self.sync()
-        t0 = self.clock()
-        fn()
-        self.sync()
-        return self.clock() - t0
-
-    def tick(self, what: str) -> None:
-        self.done += 1
-        if self.progress is not None:
-            self.progress(self.done, self.total_steps, what)
 
 
 def _measure(torch, model, dev, batch, repeats, warmup, seed, progress, clock) -> Measurement:
@@ -287,7 +301,7 @@ def _measure(torch, model, dev, batch, repeats, warmup, seed, progress, clock) -
     start = time.perf_counter()
     cpu_before = _cpu_times()
     date = datetime.now(timezone.utc).isoformat(timespec="seconds")
-    timer = _Timer(torch, dev, clock, progress, 2 * len(model.layers) + 4)
+    timer = Timer(torch, dev, clock, progress, 2 * len(model.layers) + 4)
     torch.manual_seed(seed)
     net = build_network(model, dev)
     net.train()
@@ -308,7 +322,7 @@ def _measure(torch, model, dev, batch, repeats, warmup, seed, progress, clock) -
             opt_all.step()
 
     # 6 (first half): whole training steps
-    step_times = [timer.timed(train_step) for _ in range(warmup + repeats)][warmup:]
+    step_times = [timer.timed(train_step, "step") for _ in range(warmup + repeats)][warmup:]
     if opt_all is not None:
         opt_all.zero_grad(set_to_none=True)
     timer.tick("training step")
@@ -316,8 +330,9 @@ def _measure(torch, model, dev, batch, repeats, warmup, seed, progress, clock) -
     del outs
     wu, opt_step, sep_sum = _update_times(torch, net, params, opt_all, timer, repeats, warmup)  # 5
     # 6 (second half): whole training steps again; median of both halves
-    step_times += [timer.timed(train_step) for _ in range(repeats)]
+    step_times += [timer.timed(train_step, "step") for _ in range(repeats)]
     step = statistics.median(step_times)
+    wall = statistics.median([timer.wall(train_step) for _ in range(repeats)]) if timer.cuda else None
     timer.tick("training step")
 
     saved, peak = _memory(torch, net, x, dev, train_step)
@@ -343,10 +358,13 @@ def _measure(torch, model, dev, batch, repeats, warmup, seed, progress, clock) -
         others_cpu_share=_others_share(cpu_before, _cpu_times(), time.perf_counter() - start),
         cpus=os.cpu_count(),
         peak_allocated_bytes=peak,
+        step_wall_s=wall,
+        conv_tf32=bool(torch.backends.cudnn.allow_tf32) if timer.cuda else None,
+        gpu_short_runs=(timer.gpu.short, timer.gpu.runs) if timer.gpu is not None else None,
     )
 
 
-def _layer_times(torch, net, outs, params, timer: _Timer, batch, repeats, warmup) -> tuple[list[float], list[float]]:
+def _layer_times(torch, net, outs, params, timer: Timer, batch, repeats, warmup) -> tuple[list[float], list[float]]:
     """Steps 1-4: forward and backward of each layer, in isolation (seconds per sample)."""
     fw: list[float] = []
     bw: list[float] = []
@@ -366,10 +384,10 @@ def _layer_times(torch, net, outs, params, timer: _Timer, batch, repeats, warmup
             for t in inputs:
                 t.grad = None
             holder: list = []
-            fts.append(timer.timed(lambda m=module, xs=inputs: holder.append(m(*xs))))
+            fts.append(timer.timed(lambda m=module, xs=inputs: holder.append(m(*xs)), "fw"))
             y = holder.pop()
             if y.requires_grad:  # the lambdas bind their tensors: the loop deletes the names
-                bts.append(timer.timed(lambda out=y, g=upstream: out.backward(g)))
+                bts.append(timer.timed(lambda out=y, g=upstream: out.backward(g), "bw"))
             else:
                 bts.append(0.0)
             del y
@@ -380,7 +398,7 @@ def _layer_times(torch, net, outs, params, timer: _Timer, batch, repeats, warmup
     return fw, bw
 
 
-def _update_times(torch, net, params, opt_all, timer: _Timer, repeats, warmup) -> tuple[list[float], float, float]:
+def _update_times(torch, net, params, opt_all, timer: Timer, repeats, warmup) -> tuple[list[float], float, float]:
     """Step 5: weight update, per layer and for the whole network (gradients are those of
     the last backward of each layer); the per-layer times scaled to the whole step.
     Returns (per-layer times, the whole optimizer step, the per-layer sum)."""
@@ -391,7 +409,7 @@ def _update_times(torch, net, params, opt_all, timer: _Timer, repeats, warmup) -
             wu_sep.append(0.0)
         else:
             opt = torch.optim.SGD(ps, lr=1e-6, momentum=0.9)
-            ts = [timer.timed(opt.step) for _ in range(warmup + repeats)]
+            ts = [timer.timed(opt.step, "wu") for _ in range(warmup + repeats)]
             wu_sep.append(statistics.median(ts[warmup:]))
             del opt
         timer.tick(f"wu {name}")
@@ -399,7 +417,7 @@ def _update_times(torch, net, params, opt_all, timer: _Timer, repeats, warmup) -
         if p.grad is None:
             p.grad = torch.randn_like(p)
     if opt_all is not None:
-        ts = [timer.timed(opt_all.step) for _ in range(warmup + repeats)]
+        ts = [timer.timed(opt_all.step, "optimizer") for _ in range(warmup + repeats)]
         opt_step = statistics.median(ts[warmup:])
     else:
         opt_step = 0.0

@@ -1,0 +1,204 @@
+"""Measure whole training steps of torchvision models on one GPU, the way eager PyTorch runs them.
+
+For each model x precision x memory format x per-GPU batch it times the steady state of the
+loop NVIDIA DeepLearningExamples' ConvNets runs (PyTorch/Classification/ConvNets/image_classification/
+training.py: zero_grad, forward under autocast, cross-entropy, GradScaler-scaled backward,
+SGD with momentum 0.875 and weight decay 3.0517578125e-05 as configs.yml sets them for resnet50),
+on synthetic data already on the GPU (no input pipeline), with
+``torch.backends.cudnn.benchmark = True`` as that code sets it.  Per row:
+
+- ``iteration_ms``: wall-clock time of ``--iters`` back-to-back steps (synchronised before and
+  after) divided by the steps, after ``--warmup`` steps; ``images_per_s`` = batch / that.
+- ``host_fb_ms``: host time to enqueue zero_grad + forward + loss + backward of one step started
+  on an idle GPU (median of 5), i.e. what the host spends launching, not what the GPU runs.
+- ``kernels_per_iteration`` / ``kernels_fb``: GPU kernels of one whole step / of its forward
+  and backward (torch.profiler, CUDA activity; memcpy and memset not counted).
+- ``optimizer_ms``: one ``optimizer.step()`` alone (median of 10, CUDA events), the fp32
+  master weights' update whatever the precision.
+- ``peak_allocated_GB`` / ``peak_reserved_GB``: torch.cuda.max_memory_allocated / reserved over
+  the timed steps; ``static_allocated_GB``: allocated once the model, gradients and optimizer
+  state exist, between steps.
+
+Rows are written to ``-o`` as each finishes (a crash keeps the finished rows); a row whose
+measurement failed (out of memory, say) says so in ``error``.  The rows in
+``validation/gpu-training-steps.csv`` came from the command in their ``command`` column.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import statistics
+import sys
+import time
+
+FIELDS = [
+    "model", "gpu", "precision", "memory_format", "batch", "iteration_ms", "images_per_s",
+    "host_fb_ms", "kernels_per_iteration", "kernels_fb", "optimizer_ms", "peak_allocated_GB",
+    "peak_reserved_GB", "static_allocated_GB", "torch", "torchvision", "cudnn", "driver",
+    "iters", "warmup", "error", "command",
+]  # fmt: skip
+MOMENTUM, WEIGHT_DECAY, LR = 0.875, 3.0517578125e-05, 0.256  # DLE ConvNets configs.yml (resnet50)
+
+
+class Step:
+    """One model on one GPU: the training step and its pieces."""
+
+    def __init__(self, torch, name: str, batch: int, precision: str, memory_format: str) -> None:
+        from torchvision import models
+
+        self.torch, self.amp = torch, precision == "amp"
+        dev = torch.device("cuda")
+        fmt = torch.channels_last if memory_format == "channels_last" else torch.contiguous_format
+        self.net = getattr(models, name)(weights=None).to(dev, memory_format=fmt).train()
+        self.x = torch.randn(batch, 3, 224, 224, device=dev).to(memory_format=fmt)
+        self.y = torch.randint(0, 1000, (batch,), device=dev)
+        self.loss_fn = torch.nn.CrossEntropyLoss()
+        self.opt = torch.optim.SGD(self.net.parameters(), lr=LR, momentum=MOMENTUM, weight_decay=WEIGHT_DECAY)
+        self.scaler = torch.amp.GradScaler("cuda", enabled=self.amp)
+
+    def forward_backward(self) -> None:
+        self.opt.zero_grad(set_to_none=True)
+        with self.torch.autocast("cuda", dtype=self.torch.float16, enabled=self.amp):
+            loss = self.loss_fn(self.net(self.x), self.y)
+        self.scaler.scale(loss).backward()
+
+    def __call__(self) -> None:
+        self.forward_backward()
+        self.scaler.step(self.opt)
+        self.scaler.update()
+
+
+def _steady_ms(torch, step: Step, iters: int) -> float:
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    for _ in range(iters):
+        step()
+    torch.cuda.synchronize()
+    return (time.perf_counter() - t0) / iters * 1e3
+
+
+def _host_fb_ms(torch, step: Step) -> float:
+    times = []
+    for _ in range(5):
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        step.forward_backward()
+        times.append((time.perf_counter() - t0) * 1e3)
+        torch.cuda.synchronize()
+        step.scaler.step(step.opt)
+        step.scaler.update()
+    return statistics.median(times)
+
+
+def _kernels(torch, fn) -> int:
+    from torch.profiler import ProfilerActivity, profile
+
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        fn()
+        torch.cuda.synchronize()
+    names = [e.name for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
+    return sum(1 for n in names if not n.startswith(("Memcpy", "Memset", "[memory]")))
+
+
+def _optimizer_ms(torch, step: Step) -> float:
+    times = []
+    for _ in range(10):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        torch.cuda.synchronize()
+        start.record()
+        step.opt.step()
+        end.record()
+        torch.cuda.synchronize()
+        times.append(start.elapsed_time(end))
+    return statistics.median(times)
+
+
+def measure_row(torch, name, precision, memory_format, batch, iters, warmup) -> dict:
+    """One row of measurements (see the module docstring)."""
+    step = Step(torch, name, batch, precision, memory_format)
+    for _ in range(warmup):
+        step()
+    torch.cuda.synchronize()
+    static = torch.cuda.memory_allocated()
+    torch.cuda.reset_peak_memory_stats()
+    ms = _steady_ms(torch, step, iters)
+    gb = 1e9
+    row = {"iteration_ms": ms, "images_per_s": batch / ms * 1e3,
+           "peak_allocated_GB": torch.cuda.max_memory_allocated() / gb,
+           "peak_reserved_GB": torch.cuda.max_memory_reserved() / gb, "static_allocated_GB": static / gb}  # fmt: skip
+    row["host_fb_ms"] = _host_fb_ms(torch, step)
+    try:
+        row["kernels_per_iteration"] = _kernels(torch, step)
+        row["kernels_fb"] = _kernels(torch, step.forward_backward)
+    except Exception as exc:  # noqa: BLE001 - no profiler (CUPTI) leaves the counts blank, not the row
+        row["error"] = f"kernel counts: {type(exc).__name__}: {str(exc).splitlines()[0][:160]}"
+    step.scaler.step(step.opt)
+    step.scaler.update()
+    row["optimizer_ms"] = _optimizer_ms(torch, step)
+    del step
+    return row
+
+
+def _environment(torch) -> dict:
+    import torchvision
+
+    props = torch.cuda.get_device_properties(0)
+    try:
+        import subprocess
+
+        driver = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+                                capture_output=True, text=True, timeout=30).stdout.strip()  # fmt: skip
+    except (OSError, subprocess.SubprocessError):
+        driver = ""
+    return {"gpu": props.name, "torch": torch.__version__, "torchvision": torchvision.__version__,
+            "cudnn": str(torch.backends.cudnn.version()), "driver": driver}  # fmt: skip
+
+
+def _fmt(v):
+    return f"{v:.6g}" if isinstance(v, float) else v
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("models", nargs="+")
+    parser.add_argument("--batches", type=int, nargs="+", default=[16, 32, 64, 128, 256])
+    parser.add_argument("--precisions", nargs="+", choices=["fp32", "amp"], default=["fp32", "amp"])
+    parser.add_argument("--formats", nargs="+", choices=["contiguous", "channels_last"], default=["channels_last"])
+    parser.add_argument("--iters", type=int, default=30)
+    parser.add_argument("--warmup", type=int, default=10)
+    parser.add_argument("-o", "--output", required=True)
+    parser.add_argument("--append", action="store_true", help="append to -o (no header)")
+    args = parser.parse_args(argv)
+    import torch
+
+    if not torch.cuda.is_available():
+        print("CUDA is not available to PyTorch here", file=sys.stderr)
+        return 2
+    torch.backends.cudnn.benchmark = True
+    env = _environment(torch)
+    command = "python scripts/measure_training_step.py " + " ".join(argv if argv is not None else sys.argv[1:])
+    with open(args.output, "a" if args.append else "w", newline="") as fh:
+        out = csv.DictWriter(fh, FIELDS)
+        if not args.append:
+            out.writeheader()
+        for name in args.models:
+            for precision in args.precisions:
+                for fmt in args.formats:
+                    for batch in args.batches:
+                        row = {"model": name, "precision": precision, "memory_format": fmt, "batch": batch,
+                               "iters": args.iters, "warmup": args.warmup, "command": command, **env}  # fmt: skip
+                        try:
+                            row.update(measure_row(torch, name, precision, fmt, batch, args.iters, args.warmup))
+                        except Exception as exc:  # noqa: BLE001 - a failed row is data (OOM at a batch)
+                            row["error"] = f"{type(exc).__name__}: {str(exc).splitlines()[0][:200]}"
+                        torch.cuda.empty_cache()
+                        out.writerow({k: _fmt(v) for k, v in row.items()})
+                        fh.flush()
+                        print({k: _fmt(row.get(k)) for k in FIELDS[:14]}, flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
