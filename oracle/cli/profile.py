@@ -65,7 +65,9 @@ def profile(model, batch, device, repeats, warmup, threads, estimate, system, ef
     summary then goes to standard error).  Measuring times every layer in isolation
     on its real input: forward, backward with a random upstream gradient, and an SGD
     momentum step, as medians of --repeats after --warmup runs; it also times whole
-    training steps and prints how the sum of the layers compares.
+    training steps and prints how the sum of the layers compares.  On CUDA the times are
+    the GPU's execution times of the kernels (the host's launches left out: a stack's
+    launch floor models them).
 
     \b
     Examples:
