@@ -59,6 +59,7 @@ from oracle.errors import OracleError
 from oracle.model import MODEL_INPUT, LayerTimes, Model, Profile
 from oracle.profiling import require_torch
 from oracle.profiling.timing import Timer
+from oracle.vocabulary import FP32
 
 # progress(done, total, what): called between measurements (never inside a timed region)
 Progress = Callable[[int, int, str], None]
@@ -133,7 +134,7 @@ class Measurement:
     def _gpu_method(self) -> str:
         if self.device_type != "cuda":
             return ""
-        tf32 = "TF32" if self.conv_tf32 else "fp32"
+        tf32 = "TF32" if self.conv_tf32 else FP32
         return f" (convolutions in {tf32}, cuDNN autotuned; GPU execution times, launches excluded)"
 
     def notes(self) -> str:
