@@ -400,6 +400,7 @@ def test_cuda_measurement_writes_a_profile_that_binds(run, tmp_path, text):
     assert r.device_type == "cuda" and r.device == torch.cuda.get_device_name(0)
     assert r.peak_allocated_bytes is not None and r.peak_allocated_bytes > 0
     assert r.step_wall_s is not None and r.step_wall_s > 0 and isinstance(r.conv_tf32, bool)
+    assert r.step_host_s is not None and r.step_host_s > 0 and r.launch_floor_s_per_layer > 0
     assert "GPU execution times" in r.source() and "wall-clock" in r.notes()
     out = tmp_path / "gpu.yaml"
     res = run("profile", _write(tmp_path, "m2.yaml", text), "--device", "cuda", "--batch", 8,
@@ -479,6 +480,7 @@ def test_gpu_clock_times_kernels_not_launches(monkeypatch):
     secs = [c * gpu.s_per_cycle for c in spins]
     assert secs == pytest.approx([2e-3, 10e-3, 2e-3, 10e-3, 2e-3])
     assert len(calls) == 5  # each region ran once: none repeated
+    assert gpu.host == {"bw": pytest.approx([5e-3, 5e-3, 1e-4, 1e-4]), "fw": pytest.approx([1e-4])}
     assert (gpu.short, gpu.runs) == (1, 5)
     assert gpu.timed(launch(2.0), "step") == pytest.approx(1.5e-3)
     assert gpu.spins["step"] == timing.GpuClock.MAX_SPIN_S  # capped
@@ -490,17 +492,38 @@ def test_gpu_clock_times_kernels_not_launches(monkeypatch):
 
 
 def test_gpu_notes_say_what_was_timed():
+    from oracle.model import LayerTimes
     from oracle.profiling.measure import Measurement
 
     kw = dict(model="M", device="NVIDIA H200", device_type="cuda", torch_version="2.11", batch=64,
               threads=16, repeats=10, warmup=3, date="2026-11-26", layers=(), step_s=0.03,
               optimizer_step_s=0.001, wu_separate_sum_s=0.001, elapsed_s=1.0)  # fmt: skip
-    host_bound = Measurement(**kw, step_wall_s=0.05, conv_tf32=True, gpu_short_runs=(3, 500))
+    layers = tuple((f"l{i}", LayerTimes(1e-5, 2e-5, 1e-5, 0.0)) for i in range(100))
+    host_bound = Measurement(**{**kw, "layers": layers}, step_wall_s=0.05, conv_tf32=True,
+                             gpu_short_runs=(3, 500), step_host_s=0.025)  # fmt: skip
     assert "convolutions in TF32" in host_bound.source() and "launches excluded" in host_bound.source()
     notes = host_bound.notes()
     assert "0.05 s wall-clock (bound by the host's launches)" in notes and "3 of 500 timed runs" in notes
+    assert host_bound.launch_floor_s_per_layer == pytest.approx(2.5e-4)  # 25 ms over 100 layers
+    assert "0.025 s to launch one step, 0.00025 s per layer" in notes
     gpu_bound = Measurement(**kw, step_wall_s=0.031, conv_tf32=False, gpu_short_runs=(0, 500))
     assert "convolutions in fp32" in gpu_bound.source()
     assert "bound by" not in gpu_bound.notes() and "timed runs" not in gpu_bound.notes()
     cpu = Measurement(**{**kw, "device_type": "cpu"})
-    assert "GPU" not in cpu.source() + cpu.notes()
+    assert "GPU" not in cpu.source() + cpu.notes() and cpu.launch_floor_s_per_layer is None
+
+
+def test_gpu_summary_prints_the_hosts_launch_floor():
+    from oracle.model import LayerTimes
+    from oracle.profiling.measure import Measurement
+    from oracle.render.profile_file import measurement_summary
+
+    kw = dict(model="M", device="NVIDIA H200", device_type="cuda", torch_version="2.11", batch=64,
+              threads=16, repeats=10, warmup=3, date="2026-11-26", step_s=0.03,
+              optimizer_step_s=0.001, wu_separate_sum_s=0.001, elapsed_s=1.0)  # fmt: skip
+    layers = tuple((f"l{i}", LayerTimes(1e-5, 2e-5, 1e-5, 0.0)) for i in range(100))
+    text = measurement_summary(Measurement(**kw, layers=layers, step_wall_s=0.05, step_host_s=0.025), None)
+    assert "whole step, wall-clock" in text and "host launching one step" in text
+    assert "launches 0.00025 s per layer" in text and "iteration.launch_floor_s_per_layer" in text
+    cpu = measurement_summary(Measurement(**{**kw, "device_type": "cpu"}, layers=layers), None)
+    assert "wall-clock" not in cpu and "launch_floor" not in cpu

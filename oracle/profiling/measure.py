@@ -89,6 +89,15 @@ class Measurement:
     step_wall_s: float | None = None  # CUDA: the whole step, wall-clock (host launches included)
     conv_tf32: bool | None = None  # CUDA: torch.backends.cudnn.allow_tf32 (PyTorch's default: True)
     gpu_short_runs: tuple[int, int] | None = None  # CUDA: (timed runs that outlasted their spin, runs)
+    step_host_s: float | None = None  # CUDA: the host's launching of one whole step (median)
+
+    @property
+    def launch_floor_s_per_layer(self) -> float | None:
+        """This host's launching of a whole step per layer: what a stack's
+        ``iteration.launch_floor_s_per_layer`` holds (optimizer step included, a little over)."""
+        if self.step_host_s is None or not self.layers:
+            return None
+        return self.step_host_s / len(self.layers)
 
     @property
     def framework(self) -> str:
@@ -155,7 +164,17 @@ class Measurement:
             " Times are the GPU's execution times (the host's kernel launches left out);"
             f" the whole step took {self.step_wall_s:.6g} s wall-clock"
             + (" (bound by the host's launches)." if self.step_wall_s > 1.2 * self.step_s else ".")
+            + self._host_note()
             + self._short_note()
+        )
+
+    def _host_note(self) -> str:
+        if self.launch_floor_s_per_layer is None:
+            return ""
+        return (
+            f" The host took {self.step_host_s:.6g} s to launch one step,"
+            f" {self.launch_floor_s_per_layer:.3g} s per layer: a stack's"
+            " iteration.launch_floor_s_per_layer for this host."
         )
 
     def _short_note(self) -> str:
@@ -362,6 +381,7 @@ def _measure(torch, model, dev, batch, repeats, warmup, seed, progress, clock) -
         step_wall_s=wall,
         conv_tf32=bool(torch.backends.cudnn.allow_tf32) if timer.cuda else None,
         gpu_short_runs=(timer.gpu.short, timer.gpu.runs) if timer.gpu is not None else None,
+        step_host_s=statistics.median(timer.gpu.host["step"]) if timer.gpu is not None else None,
     )
 
 

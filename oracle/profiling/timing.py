@@ -60,6 +60,7 @@ class GpuClock:
         sleep = getattr(torch.cuda, "_sleep", None)
         self.sleep, self.spins = sleep, {}
         self.runs = self.short = 0  # timed runs; those whose launching outlasted the spin
+        self.host: dict[str, list[float]] = {}  # per region: the host's launching of each run, s
         self.s_per_cycle = self._calibrate() if sleep is not None else None
 
     def _calibrate(self) -> float:
@@ -88,6 +89,7 @@ class GpuClock:
         host_s = time.perf_counter() - h0
         self.torch.cuda.synchronize(self.dev)
         self.spins[key] = min(self.MAX_SPIN_S, max(self.MIN_SPIN_S, 2 * host_s))
+        self.host.setdefault(key, []).append(host_s)
         self.runs += 1
         self.short += self.s_per_cycle is None or host_s >= spin_s
         return start.elapsed_time(end) / 1e3

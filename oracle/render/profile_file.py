@@ -78,6 +78,22 @@ def _fmt_s(value: float) -> str:
     return f"{value:.4g} s"
 
 
+def _host_lines(m, width: int) -> list[str]:
+    """CUDA: the times above are the GPU's; what the host's launching adds."""
+    if getattr(m, "step_wall_s", None) is None:
+        return []
+    lines = [f"  {'whole step, wall-clock':<{width}}  {m.step_wall_s:.6g}"]
+    if m.launch_floor_s_per_layer is not None:
+        lines += [
+            f"  {'host launching one step':<{width}}  {m.step_host_s:.6g}",
+            "",
+            "times are the GPU's (kernels); this host launches"
+            f" {m.launch_floor_s_per_layer:.3g} s per layer and step: put it in a stack file's"
+            " iteration.launch_floor_s_per_layer to project this host (docs/accuracy.md)",
+        ]
+    return lines
+
+
 def measurement_summary(m, written: str | None) -> str:
     """Plain-text summary of a :class:`~oracle.profiling.measure.Measurement`."""
     threads = ""
@@ -100,6 +116,7 @@ def measurement_summary(m, written: str | None) -> str:
     ]
     lines += [f"  {label:<{width}}  {value:.6g}" for label, value in rows]
     lines.append(f"  {'sum of layers / whole step':<{width}}  {m.ratio:.3f}")
+    lines += _host_lines(m, width)
     share = getattr(m, "others_cpu_share", None)
     if m.device_type == "cpu" and share is not None and share > 0.1:
         lines += [
