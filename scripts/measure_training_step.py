@@ -35,7 +35,7 @@ import time
 FIELDS = [
     "model", "gpu", "precision", "memory_format", "batch", "iteration_ms", "images_per_s",
     "host_fb_ms", "kernels_per_iteration", "kernels_fb", "optimizer_ms", "peak_allocated_GB",
-    "peak_reserved_GB", "static_allocated_GB", "torch", "torchvision", "cudnn", "driver",
+    "peak_reserved_GB", "static_allocated_GB", "torch", "torchvision", "cudnn", "driver", "host_cpu",
     "iters", "warmup", "error", "command",
 ]  # fmt: skip
 MOMENTUM, WEIGHT_DECAY, LR = 0.875, 3.0517578125e-05, 0.256  # DLE ConvNets configs.yml (resnet50)
@@ -152,8 +152,10 @@ def _environment(torch) -> dict:
                                 capture_output=True, text=True, timeout=30).stdout.strip()  # fmt: skip
     except (OSError, subprocess.SubprocessError):
         driver = ""
+    from oracle.profiling.measure import cpu_name  # the host launches the kernels: its CPU matters
+
     return {"gpu": props.name, "torch": torch.__version__, "torchvision": torchvision.__version__,
-            "cudnn": str(torch.backends.cudnn.version()), "driver": driver}  # fmt: skip
+            "cudnn": str(torch.backends.cudnn.version()), "driver": driver, "host_cpu": cpu_name()}  # fmt: skip
 
 
 def _fmt(v):
