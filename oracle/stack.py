@@ -90,6 +90,10 @@ class Stack:
     # fused ops, XLA, MXNet's NHWC kernels) or as kernels of their own (eager PyTorch);
     # None: as the system's implementation says
     fused_activations: Sourced | None = None
+    # the fraction of the HBM bandwidth the software's batchnorm kernels (per-channel
+    # reductions) and maxpool kernels reach; None: the compute model's
+    reduction_memory_efficiency: Sourced | None = None
+    maxpool_memory_efficiency: Sourced | None = None
 
     def data_parallel_efficiency_for(self, precision_class: str) -> float:
         return float(dict(self.data_parallel_efficiency)[precision_class].value)

@@ -23,7 +23,8 @@ V100 = lookup("V100-SXM2-16GB")
 A100 = lookup("A100-SXM4-80GB")
 # explicit constants, so the hand computations do not follow the fitted defaults
 KC = K.KernelConstants(simt_efficiency=0.5, tensor_efficiency=0.25, memory_efficiency=0.8, launch_s=1e-6,
-                       tile_elements=16384, k_split=256, fuse_activations=True)  # fmt: skip
+                       tile_elements=16384, k_split=256, fuse_activations=True,
+                       reduction_memory_efficiency=0.4)  # fmt: skip
 
 TINY = {
     "name": "T",
@@ -63,12 +64,13 @@ CONV = {
     ("A100", "fp16"): 150_994_944 * 3.375 / (0.25 * 312e12),  # 6.5334e-6
 }
 # batchnorm bn1 at b = 256: reads x twice, writes y: bytes = δ·(256·3·2048 + 64)
-# fp32 6,291,712 B, fp16 3,145,856 B at 0.8 of 900 / 2039 GB/s (memory-bound); bw twice the bytes
+# fp32 6,291,712 B, fp16 3,145,856 B at the reduction efficiency 0.4 (not the streaming 0.8)
+# of 900 / 2039 GB/s (memory-bound); bw twice the bytes
 BN = {
-    ("V100", "fp32"): 6_291_712 / (0.8 * 900e9),
-    ("V100", "fp16"): 3_145_856 / (0.8 * 900e9),
-    ("A100", "fp32"): 6_291_712 / (0.8 * 2039e9),
-    ("A100", "fp16"): 3_145_856 / (0.8 * 2039e9),
+    ("V100", "fp32"): 6_291_712 / (0.4 * 900e9),  # 17.477 us (8.739 us at 0.8)
+    ("V100", "fp16"): 3_145_856 / (0.4 * 900e9),
+    ("A100", "fp32"): 6_291_712 / (0.4 * 2039e9),
+    ("A100", "fp16"): 3_145_856 / (0.4 * 2039e9),
 }
 # fc at b = 256: x = 2048, y = 10, w = 20480, FLOPs 40,960 per sample -> 10,485,760;
 # n = 2560/16384 = 0.15625 tiles, K = 2048 -> split-K by min(SMs/n, K/256 = 8) = 8:
@@ -99,6 +101,33 @@ def test_fused_activation_and_flatten_cost_nothing(tiny):
     unfused = K.per_sample_times(tiny, V100, "fp32", 256, replace(KC, fuse_activations=False))
     # relu reads x and writes y: 4·256·(2048 + 2048) B at 720 GB/s, per sample
     assert unfused[tiny.index["r1"]][0] == pytest.approx(4 * 4096 / 720e9, rel=1e-12)
+
+
+def test_batchnorm_and_maxpool_run_at_their_own_efficiencies_by_hand(tiny):
+    """batchnorm's kernels (per-channel reductions) move their bytes at
+    reduction_memory_efficiency of the bandwidth, maxpool's at maxpool_memory_efficiency,
+    other memory-bound kernels at memory_efficiency: bn1 at b = 256 in fp32 on a V100,
+    6,291,712 B at 0.5 x 900 GB/s = 13.982 us forward, 27.963 us backward; the unfused relu
+    r1 (4·256·4096 B) stays at 0.9; a 2x2 maxpool of 16x8x8 (x = 1024, y = 256 per sample)
+    moves 4·256·1280 = 1,310,720 B at 0.22 x 900 GB/s = 6.620 us forward."""
+    k = replace(KC, memory_efficiency=0.9, reduction_memory_efficiency=0.5, maxpool_memory_efficiency=0.22,
+                fuse_activations=False)  # fmt: skip
+    fw, bw = K.layer_time(*_layer(tiny, "bn1"), V100, "fp32", 256, k)
+    assert fw == pytest.approx(6_291_712 / (0.5 * 900e9), rel=1e-12)
+    assert bw == pytest.approx(2 * 6_291_712 / (0.5 * 900e9), rel=1e-12)
+    assert K.layer_time(*_layer(tiny, "r1"), V100, "fp32", 256, k)[0] == pytest.approx(4 * 256 * 4096 / (0.9 * 900e9), rel=1e-12)
+    fw_v, bw_v = K.per_sample_array(K.ModelArrays.of(tiny, k), V100, "fp32", 256, k)  # the vectorised path too
+    i = tiny.index["bn1"]
+    assert fw_v[i] * 256 == pytest.approx(fw, rel=1e-12) and bw_v[i] * 256 == pytest.approx(bw, rel=1e-12)
+    # None (the default): as streaming kernels, 6,291,712 B at 0.9 x 900 GB/s
+    streaming = K.layer_time(*_layer(tiny, "bn1"), V100, "fp32", 256, replace(k, reduction_memory_efficiency=None))[0]
+    assert streaming == pytest.approx(6_291_712 / (0.9 * 900e9), rel=1e-12)
+    pool = parse_model({"name": "P", "input": [16, 8, 8], "dataset": {"name": "d", "samples": 1000},
+                        "layers": [{"name": "p", "type": "maxpool", "kernel": 2}]}, "p.yaml")  # fmt: skip
+    fw, bw = K.layer_time(*_layer(pool, "p"), V100, "fp32", 256, k)
+    assert fw == pytest.approx(1_310_720 / (0.22 * 900e9), rel=1e-12) and bw == pytest.approx(2 * fw, rel=1e-12)
+    fw_v, _ = K.per_sample_array(K.ModelArrays.of(pool, k), V100, "fp32", 256, k)
+    assert fw_v[0] * 256 == pytest.approx(fw, rel=1e-12)
 
 
 # a depthwise convolution (one input channel per group) at b = 256: x = y = 32·64 = 2048,
@@ -408,10 +437,12 @@ def test_tf32_efficiency_is_its_own_constant():
 @pytest.mark.parametrize("name", ["resnet50", "efficientnet_b0", "resnext101_32x4d"])
 @pytest.mark.parametrize("prec", ["fp32", "fp16"])
 @pytest.mark.parametrize("batch", [0.5, 3, 64, 512])
-def test_vectorised_model_equals_the_per_layer_one(name, prec, batch):
+@pytest.mark.parametrize("shares", [(None, None), (0.5, 0.22)])
+def test_vectorised_model_equals_the_per_layer_one(name, prec, batch, shares):
     m = load_model(name)
-    fw, bw = K.per_sample_array(K.ModelArrays.of(m), A100, prec, batch)
-    for i, (f, b) in enumerate(K.per_sample_times(m, A100, prec, batch)):
+    k = replace(K.DEFAULT_CONSTANTS, reduction_memory_efficiency=shares[0], maxpool_memory_efficiency=shares[1])
+    fw, bw = K.per_sample_array(K.ModelArrays.of(m), A100, prec, batch, k)
+    for i, (f, b) in enumerate(K.per_sample_times(m, A100, prec, batch, k)):
         assert fw[i] == pytest.approx(f, rel=1e-12, abs=0) and bw[i] == pytest.approx(b, rel=1e-12, abs=0)
 
 

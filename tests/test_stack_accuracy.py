@@ -10,9 +10,11 @@ from conftest import ROOT
 
 
 def test_held_out_a100_rows_with_their_stacks():
-    """Held out (A100), with the shipped stacks: 91.5% when written (88.4% before depthwise
+    """Held out (A100), with the shipped stacks: 92.2% when written (91.5% before `pytorch`
+    ran batch norm and max pooling at their measured bandwidth shares, 88.4% before depthwise
     convolutions ran on CUDA cores bound by on-chip bandwidth, kernels.py); fitted (V100)
-    95.7%; PyTorch's EfficientNet-B0 A100 rows within 0.84-0.96x (1.24-1.41x too fast before)."""
+    95.4% (95.7% before); PyTorch's EfficientNet-B0 A100 rows within 0.89-1.07x (0.84-0.96x
+    before the batch-norm refit, 1.24-1.41x too fast before depthwise on CUDA cores)."""
     sys.path.insert(0, str(ROOT / "benchmarks"))
     import dle_accuracy as d
     import stack_accuracy as s
@@ -28,8 +30,8 @@ def test_held_out_a100_rows_with_their_stacks():
     def acc(rs):
         return mean(d.accuracy(s.project(r, stacks.get(r["framework"])), float(r["throughput_img_per_s"])) for r in rs)
 
-    assert acc(held) >= 0.915
-    assert acc(fitted) >= 0.955
+    assert acc(held) >= 0.92
+    assert acc(fitted) >= 0.95
     effnet = [r for r in held if r["framework"] == "PyTorch" and r["model"] == "efficientnet-b0"]
     ratios = [s.project(r, stacks["PyTorch"]) / float(r["throughput_img_per_s"]) for r in effnet]
-    assert len(ratios) == 6 and all(0.8 <= x <= 1.0 for x in ratios)
+    assert len(ratios) == 6 and all(0.85 <= x <= 1.1 for x in ratios)

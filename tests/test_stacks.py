@@ -109,7 +109,8 @@ def test_efficiency_applies_to_estimated_profiles_by_generation_and_precision_cl
 
 
 def test_per_iteration_costs_by_hand():
-    st = replace(load_stack("pytorch"), fixed_s=Sourced(0.002, "t"), launch_floor_s_per_layer=Sourced(1e-4, "t"))
+    st = replace(load_stack("pytorch"), fixed_s=Sourced(0.002, "t"), launch_floor_s_per_layer=Sourced(1e-4, "t"),
+                 data_parallel_efficiency=(("fp32", Sourced(0.9, "t")), ("mixed", Sourced(0.8, "t"))))
     o = Options(mixed_precision=True, stack=st)  # data-parallel efficiency (mixed) 0.8
     # 1 GPU: no data-parallel loss; 100 iterations: +0.2 s update; floor 100·10·1e-4 = 0.1 s
     assert per_iteration(o, 1, 100, 10, 5.0, 1.0) == pytest.approx((5.0, 1.2))
@@ -219,10 +220,11 @@ def test_pytorch_stack_named_in_header_and_json_and_moves_multi_gpu_compute():
     assert table.code == 0 and "stack: pytorch" in table.out
     none, st = (json.loads(run_cli(*base, "--stack", name, "-f", "json").out)[0] for name in ("none", "pytorch"))
     assert st["stack"] == "pytorch" and none["stack"] == ""
-    # fp16 profile: beyond one GPU the data-parallel efficiency (mixed) 0.8 on the same per-GPU batch
+    # fp16 profile: beyond one GPU the data-parallel efficiency (mixed, 0.88) on the same per-GPU batch
     one = json.loads(run_cli(*base[:-4], "--gpus", "1", "-b", "64", "--stack", "pytorch", "-f", "json").out)[0]
     fb1 = one["breakdown"]["forward_backward_s"] / 8  # the epoch's samples over 8 GPUs
-    assert st["breakdown"]["forward_backward_s"] == pytest.approx(fb1 / 0.8, rel=1e-9)
+    dp = load_stack("pytorch").data_parallel_efficiency_for("mixed")
+    assert dp < 1 and st["breakdown"]["forward_backward_s"] == pytest.approx(fb1 / dp, rel=1e-9)
     assert st["overlap_ratio"] > 0 and none["overlap_ratio"] == 0
 
 
@@ -232,7 +234,9 @@ def test_list_and_show_stack():
     j = json.loads(run_cli("show", "stack", "pytorch", "-f", "json").out)
     assert j["values"]["communication.bucket_MB"]["value"] == 25
     assert "distributed.py" in j["values"]["communication.bucket_MB"]["source"]
-    assert math.isclose(j["values"]["compute.data_parallel_efficiency.mixed"]["value"], 0.8)
+    assert math.isclose(j["values"]["compute.data_parallel_efficiency.mixed"]["value"], 0.88)
+    assert math.isclose(j["values"]["compute.reduction_memory_efficiency"]["value"], 0.5)
+    assert math.isclose(j["values"]["compute.maxpool_memory_efficiency"]["value"], 0.22)
 
 
 def test_runs_file_stack_column_comes_before_the_option(tmp_path):
@@ -330,6 +334,8 @@ def test_fit_runs_compute_profile_reproduces_the_run_under_the_stack(tmp_path):
     (lambda d: d["iteration"]["update_bytes_per_parameter"]["mixed"].__setitem__("value", -4),
      "iteration.update_bytes_per_parameter.mixed.value"),
     (lambda d: d["iteration"]["update_bytes_per_parameter"].pop("fp32"), "iteration.update_bytes_per_parameter"),
+    (lambda d: d["compute"]["reduction_memory_efficiency"].__setitem__("value", 1.5),
+     "compute.reduction_memory_efficiency.value"),
 ])  # fmt: skip
 def test_bad_stack_values_name_the_key(edit, key):
     doc = _doc()
@@ -354,7 +360,8 @@ def test_python_api_takes_a_stack():
     (a,), (b,) = oracle.predict(*args, stack="none", **kw), oracle.predict(*args, stack="pytorch", **kw)
     assert a.stack == "" and b.stack == "pytorch"
     (b1,) = oracle.predict(*args, stack="pytorch", **dict(kw, gpus=[1]))
-    assert b.breakdown.forward_backward_s == pytest.approx(b1.breakdown.forward_backward_s / 8 / 0.8, rel=1e-9)
+    dp = load_stack("pytorch").data_parallel_efficiency_for("mixed")  # 0.88
+    assert b.breakdown.forward_backward_s == pytest.approx(b1.breakdown.forward_backward_s / 8 / dp, rel=1e-9)
     (c,) = oracle.predict(*args, stack="paradl", memory_reuse=0.5, **kw)  # γ with the stack's ParaDL bound
     assert c.memory_model == "paradl"
 
@@ -394,3 +401,26 @@ def test_nccl_algo_restricts_what_nccl_chooses(tmp_path):
     assert free.startswith("nccl nvls") and kept.split()[1].split("/")[0] in ("ring", "tree")
     with pytest.raises(OracleError, match="communication.nccl_algorithms"):
         load_file(_nccl_algo_stack(tmp_path, "ring,bogus"))
+
+
+def test_pytorch_batchnorm_and_maxpool_run_at_their_measured_efficiencies():
+    """stacks/pytorch.yaml compute.reduction_memory_efficiency 0.5 and
+    maxpool_memory_efficiency 0.22 (eager PyTorch's native kernels, measured on an H200): a
+    profile's batchnorm layers (the compute model's streaming 0.9) are converted to take
+    0.9/0.5 = 1.8x as long on the same GPU, precision and batch, its maxpool 0.9/0.22; the
+    convolutions and adds 1x."""
+    from oracle.compute.conversion import prepare
+    from oracle.load import load_model
+    from oracle.profiling.estimate import estimate
+
+    model, system = load_model("resnet50"), load_system("dgx-a100-80gb")
+    profile = estimate(model, system, compute_efficiency=None, memory_efficiency=None, batch=256, precision="fp16")
+    on = stack_system(system, load_stack("pytorch"))
+    assert (on.implementation.reduction_memory_efficiency, on.implementation.maxpool_memory_efficiency) == (0.5, 0.22)
+    _, conversion = prepare(model, on, profile, Options(precision="fp16"))
+    fw, bw, _, _ = conversion.factors(256.0)
+    types = [layer.type for layer in model.layers]
+    for t in ("batchnorm", "maxpool", "conv", "add"):
+        i = [j for j, u in enumerate(types) if u == t]
+        want = {"batchnorm": 0.9 / 0.5, "maxpool": 0.9 / 0.22}.get(t, 1.0)
+        assert fw[i] == pytest.approx(want, rel=1e-9) and bw[i] == pytest.approx(want, rel=1e-9), t

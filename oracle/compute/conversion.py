@@ -81,9 +81,13 @@ class Conversion:
     def __init__(self, model: Model, origin: Origin, system: System, precision: str, mixed: bool,
                  constants: K.KernelConstants = K.DEFAULT_CONSTANTS,
                  arrays: K.ModelArrays | None = None) -> None:  # fmt: skip
-        # the profile ran with the model's default (fused activations); the system says how
-        # its framework runs (implementation.fused_activations)
-        self.k_src, self.k = constants, replace(constants, fuse_activations=system.implementation.fused_activations)
+        # the profile ran with the model's default (fused activations, batchnorm and maxpool at
+        # its streaming speed); the system says how its framework runs
+        # (implementation.fused_activations, a stack's kernel bandwidth shares)
+        impl = system.implementation
+        shares = {f: getattr(impl, f) or getattr(constants, f) for f in K.MEMORY_EFFICIENCY_FIELDS.values()}
+        self.k_src = constants
+        self.k = replace(constants, fuse_activations=impl.fused_activations, **shares)
         self.model, self.origin = model, origin
         self.precision = run_precision(precision, mixed)
         self.mixed = mixed

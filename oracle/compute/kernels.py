@@ -46,6 +46,13 @@ For layer ``l`` run on ``b`` samples at once (``F_l`` forward FLOPs per sample,
   B_onchip by 2x).  This is why EfficientNet gains less from an A100 than its HBM ratio
   (2039/900 = 2.27): its depthwise kernels gain only the SM ratio 19.5/15.7 = 1.24, in
   TF32 and AMP alike (tensor cores do not run them).  No waves factor (no GEMM tiles).
+- **Batch norm and max pooling** (``KernelConstants.reduction_memory_efficiency``,
+  ``maxpool_memory_efficiency``; ``MEMORY_EFFICIENCY_FIELDS``): batch norm's statistics and
+  its backward's per-channel sums are reductions over the batch, and max pooling reads
+  overlapping windows and scatters its gradient through saved indices; in some frameworks'
+  kernels they reach a smaller share of the bandwidth than streaming kernels (eager
+  PyTorch's native ones on an H200, measured per layer: batch norm about 0.5, max pooling
+  about 0.22); default: as streaming kernels; a software stack sets its own.
 - **Fused activations** (default on; ``KernelConstants.fuse_activations``): an
   element-wise activation right after a batchnorm or an add runs inside that kernel
   (cuDNN's fused BN+activation and BN+add+activation ops; MXNet's and TF-XLA's ResNet
@@ -73,6 +80,9 @@ from oracle.model import ACTIVATIONS, Layer, LayerInfo, Model
 from oracle.vocabulary import FP32, PRECISION_BYTES, TF32
 
 MATMUL_TYPES = ("conv", "fc", "attention")  # attention: cuBLAS GEMMs and batched GEMMs
+# memory-bound layer types whose bandwidth share a software stack may set: the KernelConstants
+# field of each (None there: memory_efficiency)
+MEMORY_EFFICIENCY_FIELDS = {"batchnorm": "reduction_memory_efficiency", "maxpool": "maxpool_memory_efficiency"}
 VIEW_TYPES = ("flatten", "slice")  # no kernel
 WU_PASSES = 5  # SGD momentum: read w, grad, m; write w, m (oracle.profiling.estimate)
 
@@ -86,6 +96,14 @@ class KernelConstants:
     simt_efficiency: float = 0.95  # conv/fc on CUDA cores (fp32; cuDNN's Winograd/FFT included)
     tensor_efficiency: float = 0.60  # conv/fc on tensor cores (fp16 on V100; applied to tf32/bf16 too)
     memory_efficiency: float = 0.90  # streaming kernels (STREAM-type kernels reach 80-90% of HBM peak)
+    # batchnorm's kernels (per-channel reductions over the batch) and maxpool's at these
+    # fractions of the HBM bandwidth; None: at memory_efficiency, as in the frameworks the
+    # efficiencies above were fitted on (cuDNN's fused batch norms).  A software stack sets
+    # its own (compute.reduction_memory_efficiency, compute.maxpool_memory_efficiency; eager
+    # PyTorch's native kernels on an H200: stacks/pytorch.yaml) and conversion.py converts
+    # a profile to them
+    reduction_memory_efficiency: float | None = None
+    maxpool_memory_efficiency: float | None = None
     launch_s: float = 5e-6  # nominal kernel launch floor (NVIDIA CUDA Graphs blog, 2019)
     tile_elements: int = 128 * 128  # output elements per conv/fc thread block (CUTLASS default tile)
     k_split: int = 256  # smallest reduction slice per block under split-K (nominal)
@@ -109,6 +127,13 @@ class KernelConstants:
     # EfficientNet-B0 only (benchmarks/dle_accuracy.py --fit-grouped: 90.3% there), A100
     # rows held out.  None: as the other grouped convolutions
     depthwise_efficiency: float | None = 0.03
+
+    def memory_rate(self, gpu: GpuSpec, layer_type: str) -> float:
+        """B/s of a memory-bound kernel of ``layer_type``: its MEMORY_EFFICIENCY_FIELDS
+        share of the bandwidth where set, else memory_efficiency."""
+        field = MEMORY_EFFICIENCY_FIELDS.get(layer_type)
+        e = getattr(self, field) if field else None
+        return (self.memory_efficiency if e is None else e) * gpu.memory_bandwidth_Bps
 
     def depthwise_rate(self, gpu: GpuSpec, precision: str) -> float:
         """FLOP/s of a depthwise convolution: one element of δ bytes read on chip per
@@ -190,7 +215,7 @@ def layer_time(
     work = forward_work(layer, info, batch, delta)
     if work.kernels == 0:
         return 0.0, 0.0
-    byte_rate = k.memory_efficiency * gpu.memory_bandwidth_Bps
+    byte_rate = k.memory_rate(gpu, layer.type)
     if work.matmul:
         peak = gpu.peak(precision)
         if peak is None:
@@ -244,6 +269,7 @@ __all__ = [
     "DEFAULT_CONSTANTS",
     "KernelConstants",
     "LayerWork",
+    "MEMORY_EFFICIENCY_FIELDS",
     "forward_work",
     "fused_layers",
     "kernel_time",
@@ -268,6 +294,7 @@ class ModelArrays:
     active: object  # bool: has a kernel (not a view, not fused)
     grouped: object = None  # bool: a convolution with groups > 1
     depthwise: object = None  # bool: a convolution with one input channel per group
+    types: object = None  # str: the layer type (for MEMORY_EFFICIENCY_FIELDS)
 
     @classmethod
     def of(cls, model: Model, k: KernelConstants = DEFAULT_CONSTANTS) -> ModelArrays:
@@ -285,7 +312,7 @@ class ModelArrays:
                          depthwise(layer, info)))
         cols = list(zip(*rows)) if rows else [()] * 9
         a = [np.array(c, dtype=float) for c in cols[:5]] + [np.array(c, dtype=bool) for c in cols[5:]]
-        return cls(*a)
+        return cls(*a, types=np.array([layer.type for layer in model.layers], dtype=str))
 
 
 def per_sample_array(arrays: ModelArrays, gpu: GpuSpec, precision: str, batch: float,
@@ -297,6 +324,8 @@ def per_sample_array(arrays: ModelArrays, gpu: GpuSpec, precision: str, batch: f
     a = arrays
     delta = PRECISION_BYTES[precision]
     byte_rate = k.memory_efficiency * gpu.memory_bandwidth_Bps
+    for layer_type in MEMORY_EFFICIENCY_FIELDS if a.types is not None else ():
+        byte_rate = np.where(a.types == layer_type, k.memory_rate(gpu, layer_type), byte_rate)
     flops = a.flops * batch
     nbytes = delta * (batch * a.io + a.params)
     simt = k.simt_efficiency * (gpu.peak(FP32) or gpu.peak_flops[0][1])

@@ -115,6 +115,9 @@ def parse_stack(doc: dict, file: str) -> Stack:
     dp.done()
     scaling = sourced(compute, "scaling", choice(COMPUTE_SCALINGS))
     fused = sourced(compute, "fused_activations", boolean(), required=False)
+    share = number(gt=0, le=1, what="a fraction of the memory bandwidth")
+    reduction = sourced(compute, "reduction_memory_efficiency", share, required=False)
+    maxpool = sourced(compute, "maxpool_memory_efficiency", share, required=False)
     compute.done()
     it = top.sub("iteration")
     seconds = number(ge=0, what="seconds")
@@ -146,4 +149,4 @@ def parse_stack(doc: dict, file: str) -> Stack:
     top.done()
     return Stack(name, file, description, efficiency, data_parallel, scaling, fixed, floor, per_gpu, per_node,
                  library, algorithm, overlap, bucket, cycle, memory_model, cost_model, split_types,
-                 split_points, paths, update, nccl_algos, fused)  # fmt: skip
+                 split_points, paths, update, nccl_algos, fused, reduction, maxpool)  # fmt: skip

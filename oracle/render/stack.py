@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import json
 
+from oracle.compute.kernels import MEMORY_EFFICIENCY_FIELDS
 from oracle.stack import Sourced, Stack
+
+KERNEL_SHARES = tuple(MEMORY_EFFICIENCY_FIELDS.values())  # compute.<field>: the stack's kernels' bandwidth shares
 
 
 def stack_values(st: Stack) -> list[tuple[str, Sourced]]:
@@ -13,6 +16,7 @@ def stack_values(st: Stack) -> list[tuple[str, Sourced]]:
     out = [(f"compute.{'by_gpu.' + gpu + '.' if gpu else 'efficiency.'}{cls}", v) for gpu, cls, v in st.efficiency]
     out += [(f"compute.data_parallel_efficiency.{cls}", v) for cls, v in st.data_parallel_efficiency]
     out += [("compute.fused_activations", st.fused_activations)] if st.fused_activations else []
+    out += [(f"compute.{k}", getattr(st, k)) for k in KERNEL_SHARES if getattr(st, k)]
     out += [("compute.scaling", st.compute_scaling), ("iteration.fixed_s", st.fixed_s),
             ("iteration.launch_floor_s_per_layer", st.launch_floor_s_per_layer)]  # fmt: skip
     out += [(f"iteration.update_bytes_per_parameter.{cls}", v) for cls, v in st.update_bytes_per_parameter]
