@@ -159,6 +159,58 @@ def test_columns_equal_under_nccl_pinned_and_an_nvlink_domain_beyond_a_host():
             assert not mismatches(ctx, cols), (options, name)
 
 
+# --collective's algorithms other than the ring and NCCL's (network.allreduce_algorithm)
+OTHER_ALGORITHMS = ("auto", "rhd", "tree", "hierarchical", "leader", "ps")
+OFF_THE_NODES = [16, 24, 40, 48, 96]  # with counts_for's 3, 5, 6, 12, 30, 97, 210: not multiples of 4 or 8
+
+
+@pytest.mark.parametrize("system_name", ["abci", "lassen", "dgx1-v100", "dgx-h100-superpod", "hgx-h200"])
+def test_columns_equal_under_every_collective_algorithm(tmp_path, system_name):
+    """--collective auto, rhd, tree, hierarchical, leader and ps (vector/collectives'
+    Formula, TwoLevel and Cheapest) are covered and give the per-point numbers under the
+    system's defaults (the DGX/HGX files: the pytorch stack, --overlap buckets), strong
+    and weak scaling by turns, at powers of two and counts off the nodes' multiples, and
+    with a --contention override (the hierarchical's φ_g = max(φ, φ of g flows))."""
+    for k, algo in enumerate(OTHER_ALGORITHMS):
+        for flags in ({}, {"contention": 3.0}) if algo in ("hierarchical", "auto") else ({},):
+            scaling = {"batch": 256.0} if k % 2 else {"batch_per_gpu": 32.0}
+            ctx = default_context(tmp_path, "resnet50", system_name, collective=algo, **flags, **scaling)
+            assert ctx.algorithm == algo
+            c = np.array(sorted(set(counts_for(ctx.system)) | set(OFF_THE_NODES)), dtype=np.int64)
+            B = np.full(c.size, 256.0) if "batch" in scaling else 32.0 * c
+            for name in names():
+                assert kinds.covers(ctx, name), (algo, name)
+                cols = kinds.evaluate_many(ctx, name, *_sample(run.config_arrays(name, c, B, None), 60))
+                assert not mismatches(ctx, cols), (system_name, algo, flags, name)
+
+
+def test_columns_equal_under_operation_entries_naming_algorithms():
+    """A system's operations: entries naming an algorithm (theirs wins over --collective:
+    network.link; an all-reduce-only one takes the ring for an all-gather), with each
+    pattern of the layer collectives' backward, and ParaDL's leader all-reduce in both
+    hybrids' data groups, with and without an entry of its own for the gradients."""
+    from dataclasses import replace
+
+    from oracle.model import OperationOverride as Op
+
+    m = load_model("resnet50")
+    base = load_system("abci")
+    own = (("layer_allgather", Op(algorithm="rhd", beta_scale=1.5)), ("allreduce", Op(algorithm="tree")),
+           ("tail_gather", Op(algorithm="auto")))  # fmt: skip
+    grads = (("gradient_allreduce", Op(algorithm="hierarchical")),)
+    c = np.array(counts_for(base)[::2] + OFF_THE_NODES, dtype=np.int64)
+    for algo, pattern, ops in (("ring", "allreduce", own + grads), ("ps", "reduce_scatter", own),
+                               ("auto", "allreduce_slice", own + grads), ("rhd", "none", own)):  # fmt: skip
+        impl = replace(base.implementation, layer_backward=pattern, data_filter_allreduce="leader",
+                       data_spatial_allreduce="leader")  # fmt: skip
+        ctx = Context(m, replace(base, operations=base.operations + ops, implementation=impl), times_for(m),
+                      Options(collective=algo, contention=2.0 if algo == "auto" else None))  # fmt: skip
+        for name in names():
+            assert kinds.covers(ctx, name), (algo, name)
+            cols = kinds.evaluate_many(ctx, name, *_sample(run.config_arrays(name, c, 32.0 * c, None), 60))
+            assert not mismatches(ctx, cols), (algo, pattern, name)
+
+
 @pytest.mark.parametrize("system_name", ["abci", "dgx1-v100", "dgx-h100-superpod"])
 def test_the_hybrids_at_a_given_p2_in_arrays(tmp_path, system_name):
     """--p2: the hybrids' one factorization (p/p2, p2) at every count p2 divides is
@@ -196,15 +248,30 @@ def test_the_delayed_update_in_arrays(tmp_path, system_name):
 
 
 def test_the_options_the_arrays_do_not_reach_fall_back(tmp_path):
-    """The DGX defaults are covered; --collective auto and ParaDL's tool (the paradl
-    stack) stay point by point."""
+    """The DGX defaults and --collective auto are covered; --replicated-gradients (data
+    parallelism's), a measured collective table and ParaDL's tool (the paradl stack) stay
+    point by point."""
     ctx = default_context(tmp_path, "resnet152", "dgx-h100-superpod", batch=64)
     assert ctx.options.overlap == "buckets" and ctx.algorithm == "nccl" and ctx.options.stack is not None
     assert all(kinds.covers(ctx, n) for n in names())
     ctx = default_context(tmp_path, "resnet50", "dgx1-v100", batch=64, collective="auto")
+    assert all(kinds.covers(ctx, n) for n in names())
+    ctx = default_context(tmp_path, "resnet50", "dgx1-v100", batch=64, replicated_gradients="fc")
+    assert [n for n in names() if not kinds.covers(ctx, n)] == ["data"]
+    m = load_model("resnet50")
+    ctx = Context(m, measured(load_system("dgx1-v100")), times_for(m), Options())
     assert not any(kinds.covers(ctx, n) for n in names())
     ctx = default_context(tmp_path, "resnet50", "abci", batch=64, stack="paradl")
     assert not any(kinds.covers(ctx, n) for n in names())
+
+
+def measured(system):
+    """The system with a measured all-reduce table (8 GPUs in one node; network.link)."""
+    from dataclasses import replace
+
+    from oracle.model import CollectiveTable
+
+    return replace(system, collective_tables=(CollectiveTable("allreduce", 8, 8, (1e3, 1e6, 1e7), (1e-5, 1e-4, 9e-4)),))
 
 
 @pytest.mark.parametrize("system_name", ["abci", "lassen", "dgx1-v100"])
@@ -232,13 +299,12 @@ def test_the_memory_guard_counts_the_points_built():
 
 
 def test_top_on_a_system_the_arrays_do_not_cover_keeps_only_numbers():
-    """dgx1-v100 with --collective auto (the cheapest algorithm per call): every strategy
+    """dgx1-v100 with a measured all-reduce table (net.supported): every strategy
     point by point, CHUNK at a time, only their numbers and feasibility kept (the output's
     points are built again, and test_top_builds_the_points_full_materialization_ranks_first
     compares them)."""
     m = load_model("resnet50")
-    s = load_system("dgx1-v100")
-    ctx = Context(m, s, times_for(m), Options(collective="auto"))
+    ctx = Context(m, measured(load_system("dgx1-v100")), times_for(m), Options())
     assert not any(kinds.covers(ctx, n) for n in names())
     kept = run.columns(ctx, list(range(1, 41)), names(), False, None, 32.0, None)
     cols = run.columns(ctx, list(range(1, 41)), names(), False, None, 32.0, None, keep=False)

@@ -286,13 +286,40 @@ def group_strided(count: int, stride: int, gpus_per_node: int) -> Group:
     return Group(count, nodes, per_node, span_strided(count, stride, gpus_per_node))
 
 
-def _tree(p: int, m: np.ndarray, lk: Link, phi: float) -> np.ndarray:
+def rhd_allreduce(p, m, alpha, beta, phi):
+    """Rabenseifner's all-reduce, 2⌈log2 p⌉α + 2(p-1)/p·mβφ (p, α, β numbers or arrays)."""
+    return 2.0 * np.ceil(np.log2(p)) * alpha + 2.0 * (p - 1) / p * m * beta * phi
+
+
+def rhd_allgather(p, m_each, alpha, beta, phi):
+    """Recursive-doubling all-gather, ⌈log2 p⌉α + (p-1)·m_i·βφ."""
+    return np.ceil(np.log2(p)) * alpha + (p - 1) * m_each * beta * phi
+
+
+def tree_allreduce(p, m, alpha, beta, phi):
+    """The pipelined double binary tree, 2(log2 p + k)(α + mβφ/(2k)) at the best k."""
     logp = np.log2(p)
-    with np.errstate(over="ignore", invalid="ignore"):
-        bw = m * lk.beta_s_per_byte * phi
-        k = np.maximum(1.0, np.sqrt(logp * bw / (2.0 * lk.alpha_s)))
-        t = 2.0 * (logp + k) * (lk.alpha_s + bw / (2.0 * k))
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        bw = m * beta * phi
+        k = np.maximum(1.0, np.sqrt(logp * bw / (2.0 * alpha)))
+        t = 2.0 * (logp + k) * (alpha + bw / (2.0 * k))
     return np.where(np.isfinite(bw), t, np.inf)  # an overflow stays an overflow, never NaN
+
+
+def ps_allreduce(p, m, alpha, beta, phi, servers: int):
+    """The parameter server's push and pull, 2α + 2·mβφ·max(1, p/s)."""
+    return 2.0 * alpha + 2.0 * m * beta * phi * np.maximum(1.0, p / servers)
+
+
+def two_level(name: str, g, n, m, inner: tuple, outer: tuple, phi, phi_g):
+    """The leader (ParaDL §4.5.1) or hierarchical all-reduce of g GPUs on each of n nodes,
+    the levels' own (α, β) ``inner`` and ``outer``; φ_g the hierarchical's g flows' φ."""
+    (ai, bi), (ao, bo) = inner, outer
+    local = 2.0 * (g - 1) * (ai + m / g * bi)
+    if name == "leader":
+        return 2.0 * local + 2.0 * (n - 1) * (ao + m / n * bo * phi)
+    # hierarchical: the g local ranks all-reduce their m/g shares across nodes at once
+    return local + 2.0 * (n - 1) * (ao + m / (g * n) * bo * phi_g)
 
 
 def allreduce_algorithm(
@@ -334,27 +361,23 @@ def allreduce_algorithm(
 
 
 def _allreduce_one(system, group, m, name, lk, phi, contention, purpose="allreduce"):
-    p = group.p
+    p, a, b = group.p, lk.alpha_s, lk.beta_s_per_byte
     if name == RING:
         return np.asarray(allreduce(p, m, lk, phi))
     if name == "rhd":
-        return 2.0 * math.ceil(math.log2(p)) * lk.alpha_s + 2.0 * (p - 1) / p * m * lk.beta_s_per_byte * phi
+        return rhd_allreduce(p, m, a, b, phi)
     if name == "tree":
-        return _tree(p, m, lk, phi)
+        return tree_allreduce(p, m, a, b, phi)
     if name == "ps":
-        return 2.0 * lk.alpha_s + 2.0 * m * lk.beta_s_per_byte * phi * max(1.0, p / system.ps_servers)
+        return ps_allreduce(p, m, a, b, phi, system.ps_servers)
     g, n = group.per_node, group.nodes
     if n <= 1 or g <= 1:  # nothing to split in two levels: the flat ring
         return np.asarray(allreduce(p, m, lk, phi))
-    gpn = system.gpus_per_node
     inner = link(system, g, purpose)
-    outer = link(system, n * gpn, purpose)
-    local = 2.0 * (g - 1) * (inner.alpha_s + m / g * inner.beta_s_per_byte)
-    if name == "leader":
-        return 2.0 * local + 2.0 * (n - 1) * (outer.alpha_s + m / n * outer.beta_s_per_byte * phi)
-    # hierarchical: the g local ranks all-reduce their m/g shares across nodes at once
+    outer = link(system, n * system.gpus_per_node, purpose)
     phi_g = max(phi, contention_factor(system, g, contention))
-    return local + 2.0 * (n - 1) * (outer.alpha_s + m / (g * n) * outer.beta_s_per_byte * phi_g)
+    return two_level(name, g, n, m, (inner.alpha_s, inner.beta_s_per_byte), (outer.alpha_s, outer.beta_s_per_byte),
+                     phi, phi_g)  # fmt: skip
 
 
 def allgather_pieces(system: System, group: Group, algorithm: str = RING, purpose: str = "allgather") -> list[tuple[float, float]]:
@@ -399,7 +422,7 @@ def allgather_algorithm(
         pieces = nccl.allgather_pieces(system, group, purpose, link)
         return _out(np.min([t0 + m * slope * phi for t0, slope in pieces], axis=0)), "nccl ring"
     ring = np.asarray(allgather(p, m, lk, phi))
-    rhd = math.ceil(math.log2(p)) * lk.alpha_s + (p - 1) * m * lk.beta_s_per_byte * phi
+    rhd = rhd_allgather(p, m, lk.alpha_s, lk.beta_s_per_byte, phi)
     if algorithm == "rhd":
         return _out(rhd), "rhd"
     if algorithm == AUTO:

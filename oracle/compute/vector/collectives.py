@@ -1,15 +1,24 @@
 """All-reduce and all-gather over many groups at once, by the algorithm the per-point path
 runs for the operation (issue 29; compute/network.allreduce_algorithm and
-allgather_algorithm): the ring of the α-β lines (compute/vector/net.py), or NCCL's choice
-per call (compute/nccl.py).  A group is GPUs 0..p-1 (``stride`` 0) or {0, stride,
+allgather_algorithm).  A group is GPUs 0..p-1 (``stride`` None) or {0, stride,
 2·stride, ...} (network.group_contiguous, group_strided).
+
+Covered: every algorithm of vocabulary.ALGORITHMS, the context's or an operation
+entry's (measured tables: vector/net.supported).  The ring of the α-β lines
+(compute/vector/net.py); rhd, tree and ps (:class:`Formula`) of the link's own line;
+hierarchical and ParaDL's leader (:class:`TwoLevel`) of the inner level's (g GPUs) and
+the outer's (n nodes) own lines, the flat ring where the group has one node or one GPU
+on each; auto (:class:`Cheapest`) numpy's min over ALLREDUCE_ALGORITHMS (all-reduce) or
+over ring and rhd (all-gather; the all-reduce-only algorithms take the ring); the
+formulas are compute/network.py's own (rhd_allreduce, tree_allreduce, ps_allreduce,
+two_level, rhd_allgather) over arrays; NCCL's choice per call (compute/nccl.py).
 
 NCCL: every group's candidates (compute/vector/nccl.py: latency, seconds per byte,
 tree-correction row of each algorithm and protocol) are laid out per entry, and each
-entry takes the cheapest, t = a + (b·φ)·m / c(m), the per-point arithmetic in its order.  One size per call (a gradient all-reduce, a bucket)
-takes the first cheapest as Python's min() does; per-layer sizes take numpy's min, as
-nccl.allreduce does for arrays.  The all-gather is NCCL's ring, the cheapest of its
-affine pieces (nccl.allgather_pieces)."""
+entry takes the cheapest, t = a + (b·φ)·m / c(m), the per-point arithmetic in its
+order.  One size per call (a gradient all-reduce, a bucket) takes the first cheapest as
+Python's min() does; per-layer sizes take numpy's min, as nccl.allreduce does for arrays.
+The all-gather is NCCL's ring, the cheapest of its affine pieces (nccl.allgather_pieces)."""
 
 from __future__ import annotations
 
@@ -17,11 +26,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from oracle.compute import nccl
+from oracle.compute import nccl, network
 from oracle.compute.network import link, primitive
 from oracle.compute.vector import nccl as vnccl
 from oracle.compute.vector import net
-from oracle.vocabulary import NCCL, NCCL_PINNED, RING
+from oracle.vocabulary import ALGORITHMS, ALLREDUCE_ALGORITHMS, AUTO, NCCL, NCCL_PINNED, RING
 
 NCCL_NAMES = (NCCL, *NCCL_PINNED)
 
@@ -39,9 +48,9 @@ def algorithm(ctx, purpose: str) -> str:
 
 
 def supported(ctx) -> bool:
-    """Whether every operation's algorithm is a ring or NCCL's (the others: point by point)."""
-    ok = (RING, *NCCL_NAMES)
-    return ctx.algorithm in ok and all(op.algorithm in (None, *ok) for _, op in ctx.system.operations)
+    """Whether the context's and every operation's algorithm is one of vocabulary.ALGORITHMS
+    (all of them are here)."""
+    return ctx.algorithm in ALGORITHMS and all(op.algorithm in (None, *ALGORITHMS) for _, op in ctx.system.operations)
 
 
 def _span(gpn: int, p: np.ndarray, stride) -> np.ndarray:
@@ -111,42 +120,87 @@ def _first_min(t: np.ndarray, has: np.ndarray) -> np.ndarray:
 
 
 @dataclass
-class Leader:
-    """ParaDL's leader all-reduce per entry (§4.5.1; network._allreduce_one "leader"): a
-    reduce to one GPU per node, the leaders' ring, a broadcast back,
-    2·2(g-1)(α_i + m/g·β_i) + 2(n-1)(α_o + m/n·β_o·φ) of the levels' own lines; the flat
-    ring (``ring``) where the group has one node or one GPU on each."""
+class Formula:
+    """network.py's rhd, tree or ps all-reduce, or rhd all-gather (``kind``: op_name), per
+    entry, of the link's own line (α ``a``, β ``b``; network.allreduce_algorithm's lk)."""
 
+    kind: str  # allreduce_rhd, allreduce_tree, allreduce_ps, allgather_rhd
+    p: np.ndarray
+    phi: np.ndarray
+    a: np.ndarray
+    b: np.ndarray
+    servers: int = 1  # the system's ps_servers
+
+    def take(self, rows: np.ndarray) -> Formula:
+        return Formula(self.kind, *(x[rows] for x in (self.p, self.phi, self.a, self.b)), self.servers)
+
+    def __call__(self, m, first_min: bool = True) -> np.ndarray:
+        m = np.asarray(m, dtype=float)
+        extra = max(0, m.ndim - self.p.ndim)
+        p, phi, a, b = (_pad(x, extra) for x in (self.p, self.phi, self.a, self.b))
+        q = np.maximum(p, 1)  # one GPU: 0 below (a collective over one PE)
+        if self.kind == "allreduce_ps":
+            t = network.ps_allreduce(q, m, a, b, phi, self.servers)
+        else:
+            t = FORMULAS[self.kind](q, m, a, b, phi)
+        return np.where(p > 1, t, 0.0)
+
+
+FORMULAS = {"allreduce_rhd": network.rhd_allreduce, "allreduce_tree": network.tree_allreduce,
+            "allgather_rhd": network.rhd_allgather}  # fmt: skip
+
+
+@dataclass
+class TwoLevel:
+    """The leader all-reduce (ParaDL §4.5.1; network._allreduce_one "leader": a reduce to
+    one GPU per node, the leaders' ring, a broadcast back) or the hierarchical one (the g
+    local ranks' rings across the nodes at once, φ_g = max(φ, φ of g flows)) per entry:
+    network.two_level of the levels' own lines; the flat ring (``ring``) where the group
+    has one node or one GPU on each."""
+
+    name: str  # leader, hierarchical
     ring: Collective
     g: np.ndarray
     n: np.ndarray
     inner: tuple  # (α, β) of the g GPUs' level, per entry
     outer: tuple  # (α, β) of the n nodes' level
+    phi_g: np.ndarray
 
-    def take(self, rows: np.ndarray) -> Leader:
-        return Leader(self.ring.take(rows), self.g[rows], self.n[rows], tuple(x[rows] for x in self.inner),
-                      tuple(x[rows] for x in self.outer))  # fmt: skip
+    def take(self, rows: np.ndarray) -> TwoLevel:
+        return TwoLevel(self.name, self.ring.take(rows), self.g[rows], self.n[rows],
+                        tuple(x[rows] for x in self.inner), tuple(x[rows] for x in self.outer),
+                        self.phi_g[rows])  # fmt: skip
 
     def __call__(self, m, first_min: bool = True) -> np.ndarray:
         m = np.asarray(m, dtype=float)
         extra = max(0, m.ndim - self.g.ndim)
-        g, n, phi = (_pad(x, extra) for x in (self.g, self.n, self.ring.phi))
-        (ai, bi), (ao, bo) = ((_pad(a, extra), _pad(b, extra)) for a, b in (self.inner, self.outer))
-        local = 2.0 * (g - 1) * (ai + m / g * bi)
-        two = 2.0 * local + 2.0 * (n - 1) * (ao + m / n * bo * phi)
+        g, n, phi, phi_g = (_pad(x, extra) for x in (self.g, self.n, self.ring.phi, self.phi_g))
+        inner, outer = (tuple(_pad(x, extra) for x in lv) for lv in (self.inner, self.outer))
+        two = network.two_level(self.name, g, n, m, inner, outer, phi, phi_g)
         return np.where((n > 1) & (g > 1) & _pad(self.ring.p > 1, extra), two, self.ring(m, first_min))
 
 
+@dataclass
+class Cheapest:
+    """``auto``: the cheapest of the algorithms' times per entry and size, as
+    network.allreduce_algorithm stacks them (numpy's min over ALLREDUCE_ALGORITHMS in
+    order) and allgather_algorithm takes the smaller of ring and rhd."""
+
+    parts: list
+
+    def take(self, rows: np.ndarray) -> Cheapest:
+        return Cheapest([c.take(rows) for c in self.parts])
+
+    def __call__(self, m, first_min: bool = True) -> np.ndarray:
+        times = [c(m, first_min) for c in self.parts]
+        shape = np.broadcast_shapes(*(t.shape for t in times))
+        return np.stack([np.broadcast_to(t, shape) for t in times]).min(axis=0)
+
+
 def leader(ctx, p, phi, purpose: str, stride=None):
-    """network.allreduce_algorithm(..., "leader") of every entry's group: :class:`Leader`,
+    """network.allreduce_algorithm(..., "leader") of every entry's group: :class:`TwoLevel`,
     or the algorithm of the system's operation entry where it names one."""
-    system = ctx.system
-    if own_algorithm(system, purpose) is not None:
-        return prepare(ctx, "allreduce", p, phi, purpose, stride)
-    p = np.asarray(p)
-    ring = prepare(ctx, "allreduce", p, phi, purpose, stride, RING)
-    nodes, per, _ = vnccl.groups(system.gpus_per_node, p, stride)
-    return Leader(ring, per, nodes, _own(system, per, purpose), _own(system, nodes * system.gpus_per_node, purpose))
+    return prepare(ctx, "allreduce", p, phi, purpose, stride, None if own_algorithm(ctx.system, purpose) else "leader")
 
 
 def data_group(ctx, p1, p2, phi):
@@ -165,15 +219,42 @@ def _own(system, spans: np.ndarray, purpose: str) -> tuple[np.ndarray, np.ndarra
     return np.array([lk.alpha_s for lk in lks])[inv], np.array([lk.beta_s_per_byte for lk in lks])[inv]
 
 
-def prepare(ctx, op: str, p, phi, purpose: str, stride=None, algo: str | None = None) -> Collective:
+def prepare(ctx, op: str, p, phi, purpose: str, stride=None, algo: str | None = None):
     """The ``op`` (allreduce, allgather) of every entry's group (p, stride arrays), by
-    ``algo`` (None: :func:`algorithm`'s)."""
+    ``algo`` (None: :func:`algorithm`'s): a :class:`Collective` (ring, NCCL's),
+    :class:`Formula`, :class:`TwoLevel` or :class:`Cheapest` (auto)."""
     p = np.asarray(p)
     phi = np.broadcast_to(np.asarray(phi, dtype=float), p.shape)
     algo = algo or algorithm(ctx, purpose)
-    if algo == RING:
-        span = np.where(p > 1, _span(ctx.system.gpus_per_node, p, stride), 1)
-        return Collective("ring_" + op, p, phi, *_stack(net.lines(ctx.system, span, purpose), p.size))
+    if algo in NCCL_NAMES:
+        return _nccl(ctx, op, p, phi, purpose, stride, algo)
+    span = np.where(p > 1, _span(ctx.system.gpus_per_node, p, stride), 1)
+    lines = net.lines(ctx.system, span, purpose)
+    ring = Collective("ring_" + op, p, phi, *_stack(lines, p.size))
+    if op == "allgather":  # network.allgather_algorithm: the all-reduce-only ones take the ring
+        names = {"rhd": ("rhd",), AUTO: (RING, "rhd")}.get(algo, (RING,))
+    else:
+        names = ALLREDUCE_ALGORITHMS if algo == AUTO else (algo,)
+    parts = [_one(ctx, op, name, ring, lines[0][:2], purpose, stride) for name in names]
+    return parts[0] if len(parts) == 1 else Cheapest(parts)
+
+
+def _one(ctx, op: str, name: str, ring: Collective, own: tuple, purpose: str, stride):
+    """One algorithm's collective per entry; ``own``: the (α, β) arrays of the link's own line."""
+    if name == RING:
+        return ring
+    if name in ("leader", "hierarchical"):
+        system = ctx.system
+        nodes, per, _ = vnccl.groups(system.gpus_per_node, ring.p, stride)
+        cf = net.contention(system, per, ctx.options.contention)
+        phi_g = np.where(cf > ring.phi, cf, ring.phi)  # Python's max(φ, cf)
+        return TwoLevel(name, ring, per, nodes, _own(system, per, purpose),
+                        _own(system, nodes * system.gpus_per_node, purpose), phi_g)  # fmt: skip
+    return Formula(f"{op}_{name}", ring.p, ring.phi, own[0], own[1], ctx.system.ps_servers)
+
+
+def _nccl(ctx, op: str, p, phi, purpose: str, stride, algo: str) -> Collective:
+    """NCCL's candidates per entry (compute/vector/nccl.py)."""
     algos = () if op == "allgather" else nccl.nccl_algo(ctx.system, None if algo == NCCL else algo)
     cands = vnccl.candidates(ctx, p, stride, purpose, op, algos) if p.size else []
     corr = None if op == "allgather" or not cands else np.stack([c[3] for c in cands])

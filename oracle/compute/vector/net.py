@@ -7,8 +7,8 @@ as arrays, one entry per point, the same floating-point operations in the same o
 
 α/β come from compute/network.link for each distinct span (a level, an operation's
 transport, the cheapest of the level's protocol lines).  :func:`supported` says where
-these are the per-point model's numbers: no measured tables; NCCL's algorithms are
-compute/vector/collectives.py's; elsewhere the strategies fall back to the per-point
+these are the per-point model's numbers: no measured tables (the other algorithms are
+compute/vector/collectives.py's); elsewhere the strategies fall back to the per-point
 path (compute/vector/kinds.py).
 """
 
