@@ -19,6 +19,9 @@ on synthetic data already on the GPU (no input pipeline), with
   the timed steps; ``static_allocated_GB``: allocated once the model, gradients and optimizer
   state exist, between steps.
 
+``--device cpu`` runs the same steps on the CPU (AMP in bfloat16; no kernel counts or
+memory): it checks the script where there is no GPU (``tests/test_measure_script.py``).
+
 Rows are written to ``-o`` as each finishes (a crash keeps the finished rows); a row whose
 measurement failed (out of memory, say) says so in ``error``.  The rows in
 ``validation/gpu-training-steps.csv`` came from the command in their ``command`` column.
@@ -41,25 +44,67 @@ FIELDS = [
 MOMENTUM, WEIGHT_DECAY, LR = 0.875, 3.0517578125e-05, 0.256  # DLE ConvNets configs.yml (resnet50)
 
 
-class Step:
-    """One model on one GPU: the training step and its pieces."""
+class Device:
+    """Where the steps run: a CUDA GPU (what the rows are), or the CPU, which checks this
+    script anywhere (``--device cpu``: AMP in bfloat16, no kernel counts or memory)."""
 
-    def __init__(self, torch, name: str, batch: int, precision: str, memory_format: str) -> None:
+    def __init__(self, torch, kind: str) -> None:
+        self.torch, self.kind, self.cuda = torch, kind, kind == "cuda"
+        self.dev = torch.device(kind)
+        self.half = torch.float16 if self.cuda else torch.bfloat16
+
+    def sync(self) -> None:
+        if self.cuda:
+            self.torch.cuda.synchronize()
+
+    def time_ms(self, fn) -> float:
+        """fn's time on the device: CUDA events on a GPU (launch gaps included), else the wall clock."""
+        self.sync()
+        if not self.cuda:
+            t0 = time.perf_counter()
+            fn()
+            return (time.perf_counter() - t0) * 1e3
+        start, end = (self.torch.cuda.Event(enable_timing=True) for _ in range(2))
+        start.record()
+        fn()
+        end.record()
+        self.sync()
+        return start.elapsed_time(end)
+
+    def memory_GB(self) -> dict:
+        if not self.cuda:
+            return {}
+        cuda, gb = self.torch.cuda, 1e9
+        return {"peak_allocated_GB": cuda.max_memory_allocated() / gb, "peak_reserved_GB": cuda.max_memory_reserved() / gb}
+
+    def reset_memory(self) -> float | None:
+        """Allocated bytes now (GB), and the peak counters reset."""
+        if not self.cuda:
+            return None
+        self.torch.cuda.reset_peak_memory_stats()
+        return self.torch.cuda.memory_allocated() / 1e9
+
+
+class Step:
+    """One model on one device: the training step and its pieces."""
+
+    def __init__(self, device: Device, name: str, batch: int, precision: str, memory_format: str) -> None:
         from torchvision import models
 
-        self.torch, self.amp = torch, precision == "amp"
-        dev = torch.device("cuda")
+        torch = device.torch
+        self.device, self.amp = device, precision == "amp"
+        dev = device.dev
         fmt = torch.channels_last if memory_format == "channels_last" else torch.contiguous_format
         self.net = getattr(models, name)(weights=None).to(dev, memory_format=fmt).train()
         self.x = torch.randn(batch, 3, 224, 224, device=dev).to(memory_format=fmt)
         self.y = torch.randint(0, 1000, (batch,), device=dev)
         self.loss_fn = torch.nn.CrossEntropyLoss()
         self.opt = torch.optim.SGD(self.net.parameters(), lr=LR, momentum=MOMENTUM, weight_decay=WEIGHT_DECAY)
-        self.scaler = torch.amp.GradScaler("cuda", enabled=self.amp)
+        self.scaler = torch.amp.GradScaler(device.kind, enabled=self.amp and device.cuda)
 
     def forward_backward(self) -> None:
         self.opt.zero_grad(set_to_none=True)
-        with self.torch.autocast("cuda", dtype=self.torch.float16, enabled=self.amp):
+        with self.device.torch.autocast(self.device.kind, dtype=self.device.half, enabled=self.amp):
             loss = self.loss_fn(self.net(self.x), self.y)
         self.scaler.scale(loss).backward()
 
@@ -69,81 +114,74 @@ class Step:
         self.scaler.update()
 
 
-def _steady_ms(torch, step: Step, iters: int) -> float:
-    torch.cuda.synchronize()
+def _steady_ms(device: Device, step: Step, iters: int) -> float:
+    device.sync()
     t0 = time.perf_counter()
     for _ in range(iters):
         step()
-    torch.cuda.synchronize()
+    device.sync()
     return (time.perf_counter() - t0) / iters * 1e3
 
 
-def _host_fb_ms(torch, step: Step) -> float:
+def _host_fb_ms(device: Device, step: Step) -> float:
     times = []
     for _ in range(5):
-        torch.cuda.synchronize()
+        device.sync()
         t0 = time.perf_counter()
         step.forward_backward()
         times.append((time.perf_counter() - t0) * 1e3)
-        torch.cuda.synchronize()
+        device.sync()
         step.scaler.step(step.opt)
         step.scaler.update()
     return statistics.median(times)
 
 
-def _kernels(torch, fn) -> int:
+def _kernels(device: Device, fn) -> int | None:
+    """GPU kernels fn launches (torch.profiler; memcpy and memset not counted); None on a CPU."""
+    if not device.cuda:
+        return None
     from torch.profiler import ProfilerActivity, profile
 
-    torch.cuda.synchronize()
+    torch = device.torch
+    device.sync()
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
         fn()
-        torch.cuda.synchronize()
+        device.sync()
     names = [e.name for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
     return sum(1 for n in names if not n.startswith(("Memcpy", "Memset", "[memory]")))
 
 
-def _optimizer_ms(torch, step: Step) -> float:
-    times = []
-    for _ in range(10):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        torch.cuda.synchronize()
-        start.record()
-        step.opt.step()
-        end.record()
-        torch.cuda.synchronize()
-        times.append(start.elapsed_time(end))
-    return statistics.median(times)
-
-
-def measure_row(torch, name, precision, memory_format, batch, iters, warmup) -> dict:
+def measure_row(device: Device, name, precision, memory_format, batch, iters, warmup) -> dict:
     """One row of measurements (see the module docstring)."""
-    step = Step(torch, name, batch, precision, memory_format)
+    step = Step(device, name, batch, precision, memory_format)
     for _ in range(warmup):
         step()
-    torch.cuda.synchronize()
-    static = torch.cuda.memory_allocated()
-    torch.cuda.reset_peak_memory_stats()
-    ms = _steady_ms(torch, step, iters)
-    gb = 1e9
-    row = {"iteration_ms": ms, "images_per_s": batch / ms * 1e3,
-           "peak_allocated_GB": torch.cuda.max_memory_allocated() / gb,
-           "peak_reserved_GB": torch.cuda.max_memory_reserved() / gb, "static_allocated_GB": static / gb}  # fmt: skip
-    row["host_fb_ms"] = _host_fb_ms(torch, step)
+    device.sync()
+    static = device.reset_memory()
+    ms = _steady_ms(device, step, iters)
+    row = {"iteration_ms": ms, "images_per_s": batch / ms * 1e3, "static_allocated_GB": static, **device.memory_GB()}
+    row["host_fb_ms"] = _host_fb_ms(device, step)
     try:
-        row["kernels_per_iteration"] = _kernels(torch, step)
-        row["kernels_fb"] = _kernels(torch, step.forward_backward)
+        row["kernels_per_iteration"] = _kernels(device, step)
+        row["kernels_fb"] = _kernels(device, step.forward_backward)
     except Exception as exc:  # noqa: BLE001 - no profiler (CUPTI) leaves the counts blank, not the row
         row["error"] = f"kernel counts: {type(exc).__name__}: {str(exc).splitlines()[0][:160]}"
     step.scaler.step(step.opt)
     step.scaler.update()
-    row["optimizer_ms"] = _optimizer_ms(torch, step)
+    row["optimizer_ms"] = statistics.median(device.time_ms(step.opt.step) for _ in range(10))
     del step
     return row
 
 
-def _environment(torch) -> dict:
+def _environment(device: Device) -> dict:
     import torchvision
 
+    from oracle.profiling.measure import cpu_name  # the host launches the kernels: its CPU matters
+
+    torch = device.torch
+    base = {"torch": torch.__version__, "torchvision": torchvision.__version__, "host_cpu": cpu_name()}
+    if not device.cuda:
+        return {**base, "gpu": "none (CPU)"}
     props = torch.cuda.get_device_properties(0)
     try:
         import subprocess
@@ -152,14 +190,29 @@ def _environment(torch) -> dict:
                                 capture_output=True, text=True, timeout=30).stdout.strip()  # fmt: skip
     except (OSError, subprocess.SubprocessError):
         driver = ""
-    from oracle.profiling.measure import cpu_name  # the host launches the kernels: its CPU matters
-
-    return {"gpu": props.name, "torch": torch.__version__, "torchvision": torchvision.__version__,
-            "cudnn": str(torch.backends.cudnn.version()), "driver": driver, "host_cpu": cpu_name()}  # fmt: skip
+    return {**base, "gpu": props.name, "cudnn": str(torch.backends.cudnn.version()), "driver": driver}
 
 
 def _fmt(v):
     return f"{v:.6g}" if isinstance(v, float) else v
+
+
+def _rows(device: Device, args, command: str):
+    """Every (model, precision, format, batch) row, measured (a failure is the row's ``error``)."""
+    env = _environment(device)
+    for name in args.models:
+        for precision in args.precisions:
+            for fmt in args.formats:
+                for batch in args.batches:
+                    row = {"model": name, "precision": precision, "memory_format": fmt, "batch": batch,
+                           "iters": args.iters, "warmup": args.warmup, "command": command, **env}  # fmt: skip
+                    try:
+                        row.update(measure_row(device, name, precision, fmt, batch, args.iters, args.warmup))
+                    except Exception as exc:  # noqa: BLE001 - a failed row is data (OOM at a batch)
+                        row["error"] = f"{type(exc).__name__}: {str(exc).splitlines()[0][:200]}"
+                    if device.cuda:
+                        device.torch.cuda.empty_cache()
+                    yield row
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -170,35 +223,26 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--formats", nargs="+", choices=["contiguous", "channels_last"], default=["channels_last"])
     parser.add_argument("--iters", type=int, default=30)
     parser.add_argument("--warmup", type=int, default=10)
+    parser.add_argument("--device", choices=["cuda", "cpu"], default="cuda",
+                        help="cpu: check this script without a GPU (the numbers mean nothing for a GPU)")
     parser.add_argument("-o", "--output", required=True)
     parser.add_argument("--append", action="store_true", help="append to -o (no header)")
     args = parser.parse_args(argv)
     import torch
 
-    if not torch.cuda.is_available():
-        print("CUDA is not available to PyTorch here", file=sys.stderr)
+    if args.device == "cuda" and not torch.cuda.is_available():
+        print("CUDA is not available to PyTorch here (--device cpu checks the script)", file=sys.stderr)
         return 2
     torch.backends.cudnn.benchmark = True
-    env = _environment(torch)
     command = "python scripts/measure_training_step.py " + " ".join(argv if argv is not None else sys.argv[1:])
     with open(args.output, "a" if args.append else "w", newline="") as fh:
         out = csv.DictWriter(fh, FIELDS)
         if not args.append:
             out.writeheader()
-        for name in args.models:
-            for precision in args.precisions:
-                for fmt in args.formats:
-                    for batch in args.batches:
-                        row = {"model": name, "precision": precision, "memory_format": fmt, "batch": batch,
-                               "iters": args.iters, "warmup": args.warmup, "command": command, **env}  # fmt: skip
-                        try:
-                            row.update(measure_row(torch, name, precision, fmt, batch, args.iters, args.warmup))
-                        except Exception as exc:  # noqa: BLE001 - a failed row is data (OOM at a batch)
-                            row["error"] = f"{type(exc).__name__}: {str(exc).splitlines()[0][:200]}"
-                        torch.cuda.empty_cache()
-                        out.writerow({k: _fmt(v) for k, v in row.items()})
-                        fh.flush()
-                        print({k: _fmt(row.get(k)) for k in FIELDS[:14]}, flush=True)
+        for row in _rows(Device(torch, args.device), args, command):
+            out.writerow({k: _fmt(v) for k, v in row.items()})
+            fh.flush()
+            print({k: _fmt(row.get(k)) for k in FIELDS[:14]}, flush=True)
     return 0
 
 

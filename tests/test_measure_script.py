@@ -1,0 +1,59 @@
+"""scripts/measure_training_step.py, the script that measured validation/gpu-training-steps.csv
+on a GPU: run here on the CPU (``--device cpu``), so that it still works when the next
+session is lent a GPU.  Skipped without torchvision."""
+
+from __future__ import annotations
+
+import csv
+import sys
+from pathlib import Path
+
+import pytest
+
+SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "measure_training_step.py"
+
+
+@pytest.fixture(scope="module")
+def script():
+    pytest.importorskip("torchvision")
+    sys.path.insert(0, str(SCRIPT.parent))
+    import measure_training_step
+
+    return measure_training_step
+
+
+def test_cpu_run_writes_every_row_with_the_columns_of_the_gpu_rows(script, tmp_path):
+    out = tmp_path / "steps.csv"
+    args = ["mobilenet_v3_small", "--device", "cpu", "--batches", "2", "--precisions", "fp32", "amp",
+            "--formats", "contiguous", "channels_last", "--iters", "1", "--warmup", "1", "-o", str(out)]  # fmt: skip
+    assert script.main(args) == 0
+    rows = list(csv.DictReader(out.open()))
+    assert [(r["precision"], r["memory_format"]) for r in rows] == [
+        ("fp32", "contiguous"), ("fp32", "channels_last"), ("amp", "contiguous"), ("amp", "channels_last")]
+    for r in rows:
+        assert not r["error"], r["error"]
+        assert float(r["iteration_ms"]) > 0 and float(r["host_fb_ms"]) > 0 and float(r["optimizer_ms"]) > 0
+        assert float(r["images_per_s"]) == pytest.approx(2 / float(r["iteration_ms"]) * 1e3, rel=1e-4)
+        assert r["gpu"] == "none (CPU)" and r["host_cpu"] and r["kernels_fb"] == ""
+        assert r["command"].startswith("python scripts/measure_training_step.py mobilenet_v3_small --device cpu")
+    # the GPU rows' columns are the script's, and the benchmark reads them by these names
+    shipped = next(csv.reader((SCRIPT.parents[1] / "validation" / "gpu-training-steps.csv").open()))
+    assert set(shipped) <= set(script.FIELDS) and set(script.FIELDS) - set(shipped) == {"host_cpu"}
+
+
+def test_a_failed_row_is_data_not_a_crash(script, tmp_path):
+    out = tmp_path / "steps.csv"
+    args = ["no_such_model", "--device", "cpu", "--batches", "2", "--precisions", "fp32", "--iters", "1",
+            "--warmup", "0", "-o", str(out)]  # fmt: skip
+    assert script.main(args) == 0
+    (row,) = csv.DictReader(out.open())
+    assert row["error"].startswith("AttributeError") and row["iteration_ms"] == ""
+
+
+def test_without_cuda_the_gpu_run_refuses(script, tmp_path, capsys):
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("CUDA is available here")
+    assert script.main(["resnet18", "-o", str(tmp_path / "x.csv")]) == 2
+    assert "--device cpu" in capsys.readouterr().err
