@@ -61,6 +61,17 @@ class CliResult:
         return [line for line in self.err.splitlines() if line.strip()]
 
 
+def benchmark(name: str):
+    """The module benchmarks/NAME.py (the benchmarks import each other by plain name)."""
+    import importlib
+    import sys
+
+    bench_dir = str(Path(__file__).resolve().parents[1] / "benchmarks")
+    if bench_dir not in sys.path:
+        sys.path.insert(0, bench_dir)
+    return importlib.import_module(name)
+
+
 def cli_runner() -> CliRunner:
     """A CliRunner that keeps stderr apart from stdout with every click the project allows."""
     try:  # click < 8.2 mixes stderr into stdout unless told otherwise

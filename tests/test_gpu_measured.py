@@ -10,21 +10,15 @@ change makes it better."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 from statistics import mean
 
 import pytest
-
-BENCH = Path(__file__).resolve().parents[1] / "benchmarks" / "gpu_measured.py"
+from conftest import benchmark
 
 
 @pytest.fixture(scope="module")
 def bench():
-    sys.path.insert(0, str(BENCH.parent))
-    import gpu_measured
-
-    return gpu_measured
+    return benchmark("gpu_measured")
 
 
 @pytest.fixture(scope="module")

@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import json
 import re
-import sys
 from pathlib import Path
 
 import pytest
-from conftest import run_cli
+from conftest import benchmark, run_cli
 
 BENCH = Path(__file__).resolve().parents[1] / "benchmarks" / "scale_accuracy.py"
 
@@ -30,10 +29,7 @@ MEAN_FLOOR = {"stack": 0.82, "none": 0.80}
 
 @pytest.fixture(scope="module")
 def bench():
-    sys.path.insert(0, str(BENCH.parent))
-    import scale_accuracy
-
-    return scale_accuracy
+    return benchmark("scale_accuracy")
 
 
 @pytest.fixture(scope="module")

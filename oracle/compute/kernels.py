@@ -324,8 +324,9 @@ def per_sample_array(arrays: ModelArrays, gpu: GpuSpec, precision: str, batch: f
     a = arrays
     delta = PRECISION_BYTES[precision]
     byte_rate = k.memory_efficiency * gpu.memory_bandwidth_Bps
-    for layer_type in MEMORY_EFFICIENCY_FIELDS if a.types is not None else ():
-        byte_rate = np.where(a.types == layer_type, k.memory_rate(gpu, layer_type), byte_rate)
+    for layer_type, field in MEMORY_EFFICIENCY_FIELDS.items():  # only the shares a stack set
+        if a.types is not None and getattr(k, field) is not None:
+            byte_rate = np.where(a.types == layer_type, k.memory_rate(gpu, layer_type), byte_rate)
     flops = a.flops * batch
     nbytes = delta * (batch * a.io + a.params)
     simt = k.simt_efficiency * (gpu.peak(FP32) or gpu.peak_flops[0][1])
