@@ -19,6 +19,15 @@ on synthetic data already on the GPU (no input pipeline), with
   the timed steps; ``static_allocated_GB``: allocated once the model, gradients and optimizer
   state exist, between steps.
 
+``--execution cuda_graph`` captures the whole step (forward, loss, backward and the optimizer
+step) once in a CUDA graph and times its replays, as PyTorch's "whole-network capture"
+(docs: notes/cuda.html#whole-network-capture) and tuned stacks run it: the GPU's time with no
+host launching in the way.  AMP there is bfloat16 autocast without a GradScaler (the scaler's
+inf check synchronises with the host, which a graph cannot hold); on Hopper bfloat16 and
+float16 run at the same tensor-core rate (H100 datasheet).  Kernel counts and
+``host_fb_ms`` are left blank for graph rows; ``host_fb_ms`` there would be one replay's
+launch.
+
 ``--device cpu`` runs the same steps on the CPU (AMP in bfloat16; no kernel counts or
 memory): it checks the script where there is no GPU (``tests/test_measure_script.py``).
 
@@ -39,7 +48,7 @@ FIELDS = [
     "model", "gpu", "precision", "memory_format", "batch", "iteration_ms", "images_per_s",
     "host_fb_ms", "kernels_per_iteration", "kernels_fb", "optimizer_ms", "peak_allocated_GB",
     "peak_reserved_GB", "static_allocated_GB", "torch", "torchvision", "cudnn", "driver", "host_cpu",
-    "iters", "warmup", "error", "command",
+    "iters", "warmup", "execution", "error", "command",
 ]  # fmt: skip
 MOMENTUM, WEIGHT_DECAY, LR = 0.875, 3.0517578125e-05, 0.256  # DLE ConvNets configs.yml (resnet50)
 
@@ -88,11 +97,13 @@ class Device:
 class Step:
     """One model on one device: the training step and its pieces."""
 
-    def __init__(self, device: Device, name: str, batch: int, precision: str, memory_format: str) -> None:
+    def __init__(self, device: Device, name: str, batch: int, precision: str, memory_format: str,
+                 half=None) -> None:  # fmt: skip
         from torchvision import models
 
         torch = device.torch
         self.device, self.amp = device, precision == "amp"
+        self.half = half or device.half
         dev = device.dev
         fmt = torch.channels_last if memory_format == "channels_last" else torch.contiguous_format
         self.net = getattr(models, name)(weights=None).to(dev, memory_format=fmt).train()
@@ -104,7 +115,7 @@ class Step:
 
     def forward_backward(self) -> None:
         self.opt.zero_grad(set_to_none=True)
-        with self.device.torch.autocast(self.device.kind, dtype=self.device.half, enabled=self.amp):
+        with self.device.torch.autocast(self.device.kind, dtype=self.half, enabled=self.amp):
             loss = self.loss_fn(self.net(self.x), self.y)
         self.scaler.scale(loss).backward()
 
@@ -112,6 +123,40 @@ class Step:
         self.forward_backward()
         self.scaler.step(self.opt)
         self.scaler.update()
+
+
+class GraphStep:
+    """The whole step of ``step`` captured once in a CUDA graph (module docstring); calling
+    it replays the graph.  Warmed up on a side stream first, as capture requires."""
+
+    def __init__(self, step: Step, warmup: int) -> None:
+        torch = step.device.torch
+        self.step, self.device = step, step.device
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            for _ in range(max(warmup, 3)):  # cuDNN's autotuning and the momentum buffers happen here
+                self.eager()
+        torch.cuda.current_stream().wait_stream(side)
+        self.graph = torch.cuda.CUDAGraph()
+        step.opt.zero_grad(set_to_none=True)
+        with torch.cuda.graph(self.graph):
+            self.forward_backward()
+            step.opt.step()
+
+    def forward_backward(self) -> None:
+        s = self.step
+        with self.device.torch.autocast("cuda", dtype=s.half, enabled=s.amp, cache_enabled=False):
+            loss = s.loss_fn(s.net(s.x), s.y)
+        loss.backward()
+
+    def eager(self) -> None:
+        self.step.opt.zero_grad(set_to_none=True)
+        self.forward_backward()
+        self.step.opt.step()
+
+    def __call__(self) -> None:
+        self.graph.replay()
 
 
 def _steady_ms(device: Device, step: Step, iters: int) -> float:
@@ -151,15 +196,34 @@ def _kernels(device: Device, fn) -> int | None:
     return sum(1 for n in names if not n.startswith(("Memcpy", "Memset", "[memory]")))
 
 
-def measure_row(device: Device, name, precision, memory_format, batch, iters, warmup) -> dict:
-    """One row of measurements (see the module docstring)."""
-    step = Step(device, name, batch, precision, memory_format)
+def _steady_row(device: Device, step, batch: int, iters: int, warmup: int) -> dict:
+    """The steady-state time and memory of ``step`` after ``warmup`` untimed runs."""
     for _ in range(warmup):
         step()
     device.sync()
     static = device.reset_memory()
     ms = _steady_ms(device, step, iters)
-    row = {"iteration_ms": ms, "images_per_s": batch / ms * 1e3, "static_allocated_GB": static, **device.memory_GB()}
+    return {"iteration_ms": ms, "images_per_s": batch / ms * 1e3, "static_allocated_GB": static, **device.memory_GB()}
+
+
+def measure_graph_row(device: Device, name, precision, memory_format, batch, iters, warmup) -> dict:
+    """One row with the step captured in a CUDA graph (module docstring)."""
+    if not device.cuda:
+        raise RuntimeError("CUDA graphs need a GPU (--execution eager on a CPU)")
+    step = Step(device, name, batch, precision, memory_format, half=device.torch.bfloat16)
+    graph = GraphStep(step, warmup)
+    row = _steady_row(device, graph, batch, iters, warmup)
+    row["optimizer_ms"] = statistics.median(device.time_ms(step.opt.step) for _ in range(10))
+    del graph, step
+    return row
+
+
+def measure_row(device: Device, name, precision, memory_format, batch, iters, warmup, execution="eager") -> dict:
+    """One row of measurements (see the module docstring)."""
+    if execution == "cuda_graph":
+        return measure_graph_row(device, name, precision, memory_format, batch, iters, warmup)
+    step = Step(device, name, batch, precision, memory_format)
+    row = _steady_row(device, step, batch, iters, warmup)
     row["host_fb_ms"] = _host_fb_ms(device, step)
     try:
         row["kernels_per_iteration"] = _kernels(device, step)
@@ -205,9 +269,11 @@ def _rows(device: Device, args, command: str):
             for fmt in args.formats:
                 for batch in args.batches:
                     row = {"model": name, "precision": precision, "memory_format": fmt, "batch": batch,
-                           "iters": args.iters, "warmup": args.warmup, "command": command, **env}  # fmt: skip
+                           "iters": args.iters, "warmup": args.warmup, "execution": args.execution,
+                           "command": command, **env}  # fmt: skip
                     try:
-                        row.update(measure_row(device, name, precision, fmt, batch, args.iters, args.warmup))
+                        row.update(measure_row(device, name, precision, fmt, batch, args.iters, args.warmup,
+                                               args.execution))  # fmt: skip
                     except Exception as exc:  # noqa: BLE001 - a failed row is data (OOM at a batch)
                         row["error"] = f"{type(exc).__name__}: {str(exc).splitlines()[0][:200]}"
                     if device.cuda:
@@ -225,6 +291,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--warmup", type=int, default=10)
     parser.add_argument("--device", choices=["cuda", "cpu"], default="cuda",
                         help="cpu: check this script without a GPU (the numbers mean nothing for a GPU)")
+    parser.add_argument("--execution", choices=["eager", "cuda_graph"], default="eager",
+                        help="cuda_graph: the whole step captured once and replayed (a GPU only)")
     parser.add_argument("-o", "--output", required=True)
     parser.add_argument("--append", action="store_true", help="append to -o (no header)")
     args = parser.parse_args(argv)

@@ -38,7 +38,7 @@ def test_cpu_run_writes_every_row_with_the_columns_of_the_gpu_rows(script, tmp_p
         assert r["command"].startswith("python scripts/measure_training_step.py mobilenet_v3_small --device cpu")
     # the GPU rows' columns are the script's, and the benchmark reads them by these names
     shipped = next(csv.reader((SCRIPT.parents[1] / "validation" / "gpu-training-steps.csv").open()))
-    assert set(shipped) <= set(script.FIELDS) and set(script.FIELDS) - set(shipped) == {"host_cpu"}
+    assert shipped == script.FIELDS
 
 
 def test_a_failed_row_is_data_not_a_crash(script, tmp_path):
@@ -57,3 +57,12 @@ def test_without_cuda_the_gpu_run_refuses(script, tmp_path, capsys):
         pytest.skip("CUDA is available here")
     assert script.main(["resnet18", "-o", str(tmp_path / "x.csv")]) == 2
     assert "--device cpu" in capsys.readouterr().err
+
+
+def test_a_cuda_graph_row_without_a_gpu_is_a_failed_row(script, tmp_path):
+    out = tmp_path / "steps.csv"
+    args = ["mobilenet_v3_small", "--device", "cpu", "--execution", "cuda_graph", "--batches", "2",
+            "--precisions", "amp", "--iters", "1", "--warmup", "0", "-o", str(out)]  # fmt: skip
+    assert script.main(args) == 0
+    (row,) = csv.DictReader(out.open())
+    assert row["execution"] == "cuda_graph" and "CUDA graphs need a GPU" in row["error"] and row["iteration_ms"] == ""
