@@ -73,14 +73,26 @@ LIBRARY: tuple[GpuSpec, ...] = (
 )
 
 
+# the names CUDA reports (torch.cuda.get_device_name, nvidia-smi), which `oracle profile
+# --device cuda` records as a profile's device, for the library entries they are: the SXM
+# parts (the PCIe and NVL parts have other clocks and bandwidths, and no entry here)
+DEVICE_NAMES = {
+    "H100-SXM5-80GB": ("NVIDIA H100 80GB HBM3",),
+    "H200-SXM-141GB": ("NVIDIA H200",),
+}
+VENDOR_PREFIXES = ("nvidia", "tesla")  # "NVIDIA A100-SXM4-80GB", "Tesla V100-SXM2-16GB"
+
+
+def _norm(s: str) -> str:
+    return "".join(ch for ch in s.lower() if ch.isalnum())
+
+
 def lookup(name: str) -> GpuSpec | None:
-    """The library entry whose name matches ``name`` (case and separators ignored)."""
-
-    def norm(s: str) -> str:
-        return "".join(ch for ch in s.lower() if ch.isalnum())
-
-    key = norm(name)
+    """The library entry whose name matches ``name`` (case and separators ignored), by its
+    own name with or without the vendor's prefix, or by the name CUDA reports for it."""
+    key = _norm(name)
+    bare = next((key[len(v) :] for v in VENDOR_PREFIXES if key.startswith(v)), key)
     for spec in LIBRARY:
-        if norm(spec.name) == key:
+        if _norm(spec.name) in (key, bare) or key in map(_norm, DEVICE_NAMES.get(spec.name, ())):
             return spec
     return None

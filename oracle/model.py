@@ -454,6 +454,11 @@ class Profile:
     total_wu_per_iteration_s: float | None = None
     meta: tuple[tuple[str, str], ...] = ()
     precision: str = FP32  # arithmetic precision the times were measured at (issue 13)
+    # the software stack the times were measured under (``stack:``; "" none named) and the
+    # compute model's kernel fields it sets (Stack.kernel_constants), which a conversion
+    # starts from (compute/conversion.py)
+    stack: str = ""
+    kernels: tuple[tuple[str, object], ...] = ()
 
     def times(self) -> dict[str, LayerTimes]:
         return dict(self.layers)

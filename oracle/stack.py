@@ -95,6 +95,18 @@ class Stack:
     reduction_memory_efficiency: Sourced | None = None
     maxpool_memory_efficiency: Sourced | None = None
 
+    def kernel_constants(self) -> dict:
+        """The compute model's kernel fields (compute/kernels.KernelConstants) this stack's
+        software sets: its fused or separate activations and batchnorm's and maxpool's
+        bandwidth shares; the fields it leaves to the model are absent."""
+        out: dict = {}
+        if self.fused_activations is not None:
+            out["fuse_activations"] = bool(self.fused_activations.value)
+        for field in ("reduction_memory_efficiency", "maxpool_memory_efficiency"):
+            if (v := getattr(self, field)) is not None:
+                out[field] = float(v.value)
+        return out
+
     def data_parallel_efficiency_for(self, precision_class: str) -> float:
         return float(dict(self.data_parallel_efficiency)[precision_class].value)
 

@@ -42,11 +42,14 @@ class Origin:
     batch: float | None
     spec: GpuSpec | None
     file: str = ""
+    # the kernel fields of the stack it was measured under (Profile.kernels): eager PyTorch's
+    # separate activations and slower batchnorm, for `oracle profile --device cuda`
+    kernels: tuple[tuple[str, object], ...] = ()
 
     @classmethod
     def of(cls, profile: Profile) -> Origin:
         batch = float(profile.measured_samples_per_gpu) if profile.measured_samples_per_gpu else None
-        return cls(profile.device, profile.precision, batch, lookup(profile.device), profile.file)
+        return cls(profile.device, profile.precision, batch, lookup(profile.device), profile.file, profile.kernels)
 
     def text(self, batch: float | None = None) -> str:
         b = self.batch if self.batch is not None else batch
@@ -81,12 +84,13 @@ class Conversion:
     def __init__(self, model: Model, origin: Origin, system: System, precision: str, mixed: bool,
                  constants: K.KernelConstants = K.DEFAULT_CONSTANTS,
                  arrays: K.ModelArrays | None = None) -> None:  # fmt: skip
-        # the profile ran with the model's default (fused activations, batchnorm and maxpool at
-        # its streaming speed); the system says how its framework runs
-        # (implementation.fused_activations, a stack's kernel bandwidth shares)
+        # the profile ran with its stack's kernels where it names one (Origin.kernels), else the
+        # model's default (fused activations, batchnorm and maxpool at its streaming speed);
+        # the system says how its framework runs (implementation.fused_activations, a stack's
+        # kernel bandwidth shares)
         impl = system.implementation
         shares = {f: getattr(impl, f) or getattr(constants, f) for f in K.MEMORY_EFFICIENCY_FIELDS.values()}
-        self.k_src = constants
+        self.k_src = replace(constants, **dict(origin.kernels))
         self.k = replace(constants, fuse_activations=impl.fused_activations, **shares)
         self.model, self.origin = model, origin
         self.precision = run_precision(precision, mixed)

@@ -32,6 +32,7 @@ def parse_profile(doc: dict, file: str) -> Profile:
     framework = top.opt("framework", string(), "unknown framework")
     samples = top.opt("measured_samples_per_gpu", integer(ge=1, le=int(BATCH_PER_GPU.hi), what="samples per GPU"))
     precision = top.opt("precision", choice(PRECISIONS), FP32)
+    stack = top.opt("stack", string(), "")
     source = top.opt("source", string(nonempty=False), "")
     kind = top.opt("kind", choice(KINDS), None)
     meta = []
@@ -94,7 +95,23 @@ def parse_profile(doc: dict, file: str) -> Profile:
         total_wu_per_iteration_s=total_wu,
         meta=tuple(meta),
         precision=precision,
+        stack=stack,
+        kernels=_stack_kernels(top, stack) if stack else (),
     )
+
+
+def _stack_kernels(top: Fields, name: str) -> tuple[tuple[str, object], ...]:
+    """The kernel fields of the stack a profile was measured under (``stack:``): a shipped
+    stack's name, or a stack file's path (relative to the profile's folder)."""
+    from oracle.errors import OracleError
+    from oracle.load import load_stack
+
+    beside = Path(top.file).parent / name
+    try:
+        stack = load_stack(beside if beside.suffix in (".yaml", ".yml") and beside.is_file() else name)
+    except OracleError as exc:
+        raise top.error("stack", f"'{name}' is neither a shipped stack nor a stack file", hint=exc.hint) from None
+    return tuple(stack.kernel_constants().items())
 
 
 def _all_or_no_memory(top: Fields, layers: list[tuple[str, LayerTimes]]) -> None:

@@ -59,7 +59,7 @@ from oracle.errors import OracleError
 from oracle.model import MODEL_INPUT, LayerTimes, Model, Profile
 from oracle.profiling import require_torch
 from oracle.profiling.timing import Timer
-from oracle.vocabulary import FP32
+from oracle.vocabulary import FP32, TF32
 
 # progress(done, total, what): called between measurements (never inside a timed region)
 Progress = Callable[[int, int, str], None]
@@ -203,6 +203,10 @@ class Measurement:
             kind="measured",
             measured_samples_per_gpu=self.batch,
             source=self.source(),
+            # on a GPU: convolutions in TF32 as PyTorch runs them by default, under eager
+            # PyTorch's kernels (the pytorch stack's; a conversion starts from them)
+            precision=TF32 if self.device_type == "cuda" and self.conv_tf32 else FP32,
+            stack="pytorch" if self.device_type == "cuda" else "",
             meta=(
                 ("batch", str(self.batch)),
                 ("threads", str(self.threads)),

@@ -49,6 +49,8 @@ def profile_yaml(profile: Profile, header: Sequence[str] = ()) -> str:
         out.append(f"measured_samples_per_gpu: {int(profile.measured_samples_per_gpu)}")
     if profile.precision != FP32:
         out.append(f"precision: {profile.precision}")
+    if profile.stack:
+        out += _string("stack", profile.stack)
     meta = dict(profile.meta)
     for key in ("batch", "threads", "date", "framework_version", "efficiency", "peak_allocated_bytes"):
         if key in meta:
