@@ -35,11 +35,7 @@ def parse_profile(doc: dict, file: str) -> Profile:
     stack = top.opt("stack", string(), "")
     source = top.opt("source", string(nonempty=False), "")
     kind = top.opt("kind", choice(KINDS), None)
-    meta = []
-    for key in ("batch", "threads", "date", "framework_version", "efficiency", "notes", "peak_allocated_bytes"):
-        if key in top.map and top.map[key] is not None:
-            meta.append((key, str(top.map[key])))
-            top.used.add(key)
+    meta = _meta(top)
 
     has_layers = "layers" in top.map and top.map["layers"] is not None
     has_total = "total" in top.map and top.map["total"] is not None
@@ -51,19 +47,7 @@ def parse_profile(doc: dict, file: str) -> Profile:
     layers: list[tuple[str, LayerTimes]] = []
     total_fwbw = total_wu = None
     if has_layers:
-        lf = top.sub("layers")
-        assert lf is not None
-        if not lf.map:
-            raise top.error("layers", "is empty; expected the times of every layer")
-        for lname in list(lf.map):
-            tf = lf.sub(lname)
-            assert tf is not None
-            fw = tf.req("fw_s", _time, "forward seconds per sample")
-            bw = tf.req("bw_s", _time, "backward seconds per sample")
-            wu = tf.opt("wu_s", _time, 0.0)
-            saved = tf.opt("saved_bytes", number(ge=0, le=1e15, what="bytes per sample saved for the backward"))
-            tf.done()
-            layers.append((str(lname), LayerTimes(fw, bw, wu, saved)))
+        layers = _layers(top)
         _all_or_no_memory(top, layers)
         if sum(t.fw_s + t.bw_s for _, t in layers) <= 0:
             raise top.error("layers", "all forward and backward times are zero")
@@ -93,11 +77,40 @@ def parse_profile(doc: dict, file: str) -> Profile:
         file=file,
         total_fw_bw_per_sample_s=total_fwbw,
         total_wu_per_iteration_s=total_wu,
-        meta=tuple(meta),
+        meta=meta,
         precision=precision,
         stack=stack,
         kernels=_stack_kernels(top, stack) if stack else (),
     )
+
+
+def _meta(top: Fields) -> tuple[tuple[str, str], ...]:
+    """What `oracle profile` records beside the times, as text."""
+    meta = []
+    for key in ("batch", "threads", "date", "framework_version", "efficiency", "notes", "peak_allocated_bytes"):
+        if key in top.map and top.map[key] is not None:
+            meta.append((key, str(top.map[key])))
+            top.used.add(key)
+    return tuple(meta)
+
+
+def _layers(top: Fields) -> list[tuple[str, LayerTimes]]:
+    """The per-layer times of ``layers:``, in the file's order."""
+    lf = top.sub("layers")
+    assert lf is not None
+    if not lf.map:
+        raise top.error("layers", "is empty; expected the times of every layer")
+    layers = []
+    for lname in list(lf.map):
+        tf = lf.sub(lname)
+        assert tf is not None
+        fw = tf.req("fw_s", _time, "forward seconds per sample")
+        bw = tf.req("bw_s", _time, "backward seconds per sample")
+        wu = tf.opt("wu_s", _time, 0.0)
+        saved = tf.opt("saved_bytes", number(ge=0, le=1e15, what="bytes per sample saved for the backward"))
+        tf.done()
+        layers.append((str(lname), LayerTimes(fw, bw, wu, saved)))
+    return layers
 
 
 def _stack_kernels(top: Fields, name: str) -> tuple[tuple[str, object], ...]:
