@@ -91,7 +91,7 @@ def request(model, system, profile, gpus=None, strategies="all", p2=None, files=
     checked = system_flags(files, flags, s, checked)
     s = stack_system(s, checked.options.stack)  # issue 25: the stack's input pipeline, if any
     counts = default_gpus(s.total_gpus) if gpus is None else parse_gpus(gpus)  # '' is an error
-    return SweepRequest(m, s, pr, checked.resolve(pr), counts, strategies, p2)
+    return SweepRequest(m, s, pr, checked.resolve(pr, system=s), counts, strategies, p2)
 
 
 def with_stack(files, flags: dict) -> dict:
@@ -199,7 +199,7 @@ class Inputs:
             m, s, pr = files.model(model), files.system(system), files.profile(profile)
             flags = flags if stack else system_flags(files, {**self._flags, **dict(own)}, s, flags)
             s = s.for_model(m.name)  # issue 26: a model's own calibration
-            options = flags.resolve(pr, precision, mixed).options
+            options = flags.resolve(pr, precision, mixed, system=s).options
             s = stack_system(s, options.stack)
             self._contexts[key] = build_context(m, s, pr, options)
         return self._contexts[key]

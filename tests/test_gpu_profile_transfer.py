@@ -112,3 +112,21 @@ def test_a_cpu_profile_names_no_stack_and_converts_nowhere():
     pr = load_profile(PROFILES / "resnet50_cpu.yaml")
     assert pr.stack == "" and pr.kernels == () and lookup(pr.device) is None
     assert K.DEFAULT_CONSTANTS.fuse_activations  # what a conversion of a profile naming no stack starts from
+
+
+def test_a_tf32_profile_projects_a_gpu_without_tf32_in_fp32_and_says_so(run):
+    """PyTorch's TF32 falls back to fp32 before Ampere: an H200 profile (tf32) on ABCI's
+    V100s runs fp32 unasked, and the header says why; asking for tf32 there is the error."""
+    from oracle.compute.options import profile_precision
+
+    assert profile_precision("tf32", load_system("abci")) == ("fp32", "V100-SXM2-16GB lacks")
+    assert profile_precision("tf32", load_system("hgx-h200")) == ("tf32", "")
+    assert profile_precision("fp16", load_system("abci")) == ("fp16", "") and profile_precision("tf32", None)[0] == "tf32"
+    r = run("predict", "-m", "resnet152", "-s", "abci", "-p", PROFILES / "resnet152_h200.yaml", "--strategy", "data",
+            "--gpus", "8", "-b", "32")  # fmt: skip
+    assert r.code == 0, r.err
+    assert "fp32 (δ=4; profile at tf32, which V100-SXM2-16GB lacks: converted)" in r.out
+    assert "NVIDIA H200 tf32 b=32 → V100-SXM2-16GB fp32 b=32" in r.out
+    r = run("predict", "-m", "resnet152", "-s", "abci", "-p", PROFILES / "resnet152_h200.yaml", "--gpus", "8",
+            "-b", "32", "--precision", "tf32")  # fmt: skip
+    assert r.code == 2 and "no peak for precision tf32" in r.err

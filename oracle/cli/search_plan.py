@@ -30,7 +30,7 @@ def run_search_command(model, system, profile, gpus, max_gpus, kinds, strategies
     config, assignment, counts, batch = gpu_counts(m, gpus, max_gpus, checked.batch, checked.batch_per_gpu,
                                                    evaluate_file)  # fmt: skip
     check_effort(m, counts, kind_list)
-    run = replace(checked, batch=batch).resolve(pr)
+    run = replace(checked, batch=batch).resolve(pr, system=s)
     ctx = build_context(m, s, pr, run.options)  # issue 13: compute converted to the run
     meta = describe(m, s, pr, run, ctx.conversion)
     results = []

@@ -9,7 +9,7 @@ from typing import Any
 
 from oracle.errors import OracleError, did_you_mean
 from oracle.limits import BATCH, BATCH_PER_GPU, CONTENTION, COUNT, REUSE, SAMPLES, check_option
-from oracle.vocabulary import ALGORITHMS, FP32, FRAMEWORK, MEMORY_MODELS, PARADL, PRECISION_BYTES
+from oracle.vocabulary import ALGORITHMS, FP32, FRAMEWORK, MEMORY_MODELS, PARADL, PRECISION_BYTES, TF32
 
 COMPUTE_SCALINGS = ("model", "linear")  # issue 13, docs/cost-model.md
 # weak scaling's per-GPU batch when neither an option nor the profile gives one: the
@@ -150,6 +150,7 @@ class FromProfile:
     value: Any
     given: bool  # set by an option
     recorded: Any  # what the profile records (None: nothing)
+    why: str = ""  # why the value is not the profile's though no option set it
 
 
 @dataclass(frozen=True)
@@ -206,15 +207,18 @@ class Flags:
         )  # fmt: skip
         return cls(options, precision, batch, batch_per_gpu)
 
-    def resolve(self, profile, precision: str | None = None, mixed_precision: bool | None = None) -> Run:
+    def resolve(self, profile, precision: str | None = None, mixed_precision: bool | None = None,
+                system=None) -> Run:  # fmt: skip
         """The run of these flags on ``profile`` (issue 23): precision and per-GPU batch are
         the flags' where given, else what the profile records (its ``precision``, fp32 by
         the file format's default; its ``measured_samples_per_gpu``, else
         :data:`DEFAULT_BATCH_PER_GPU`).  ``precision``/``mixed_precision``: a measured
         run's own (its precision column), before the flags.  The device is always the
-        system's GPU."""
+        system's GPU: a profile's TF32 on a ``system`` whose GPU has none (before Ampere)
+        runs in fp32, as the same script would there (:func:`profile_precision`)."""
         given = precision or self.precision
-        chosen = FromProfile(given or profile.precision, given is not None, profile.precision)
+        value, why = (given, "") if given else profile_precision(profile.precision, system)
+        chosen = FromProfile(value, given is not None, profile.precision, why)
         mixed = self.options.mixed_precision if mixed_precision is None else mixed_precision
         options = replace(self.options, precision=chosen.value, mixed_precision=mixed)
         if self.batch is not None:
@@ -222,6 +226,21 @@ class Flags:
         recorded = float(profile.measured_samples_per_gpu) if profile.measured_samples_per_gpu else None
         value = self.batch_per_gpu if self.batch_per_gpu is not None else (recorded or float(DEFAULT_BATCH_PER_GPU))
         return Run(options, chosen, None, FromProfile(float(value), self.batch_per_gpu is not None, recorded))
+
+
+def profile_precision(recorded: str, system) -> tuple[str, str]:
+    """The precision a run takes from a profile recording ``recorded`` on ``system``, and
+    why when it is not that: TF32 is a tensor-core mode PyTorch and TensorFlow fall back
+    from to fp32 on GPUs without it (V100: torch.backends.cudnn.allow_tf32 only acts on
+    Ampere and later), so a TF32 profile projects such a GPU in fp32."""
+    if recorded != TF32 or system is None:
+        return recorded, ""
+    from oracle.compute.conversion import system_spec
+
+    spec = system_spec(system)
+    if spec is None or spec.peak(TF32) is not None:
+        return recorded, ""
+    return FP32, f"{system.gpu_model} lacks"
 
 
 def _memory_reuse(gamma: float | None, same: dict) -> float:

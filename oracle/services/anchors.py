@@ -37,5 +37,5 @@ def _context(anchor, req):
     precision, mixed = PRECISION_COLUMN[anchor.precision.lower()] if anchor.precision else (None, None)
     name = anchor.stack or req.system.stack  # a run without one ran under the file's (issue 25)
     stack = load_stack(name) if name and name != NO_STACK else None
-    options = Flags.parse(**dict(anchor.options), stack=stack).resolve(req.profile, precision, mixed).options
+    options = Flags.parse(**dict(anchor.options), stack=stack).resolve(req.profile, precision, mixed, system=req.system).options
     return build_context(req.model, stack_system(req.system, stack), req.profile, options)

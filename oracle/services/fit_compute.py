@@ -44,7 +44,7 @@ def run_options(run, file: str, profile, flags: dict, system=None):
     except OracleError as exc:
         exc.file, exc.line = exc.file or file, exc.line or run.line
         raise
-    return parsed.resolve(profile, precision, mixed).options
+    return parsed.resolve(profile, precision, mixed, system=system).options
 
 
 def calibrate_compute(runs_file: str, chosen, base_system: str, flags: dict):

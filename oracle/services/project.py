@@ -67,6 +67,8 @@ def provenance(chosen, used, options: str, shown: str, converts: bool, default=N
     the options and the profile's value when they differ from it, else nothing."""
     if chosen.recorded is None or used == chosen.recorded:
         return "" if chosen.given or chosen.recorded in (None, default) else "from the profile"
+    if chosen.why and not chosen.given:
+        return f"profile at {shown}, which {chosen.why}: " + ("converted" if converts else "times not converted")
     return f"{options}, profile at {shown}: " + ("converted" if converts else "times not converted")
 
 
