@@ -8,8 +8,8 @@ here: the caller then takes the per-point path (compute/vector/run.py).
 Covered: every shipped strategy (spatial and data+spatial in compute/vector/spatial.py,
 pipeline in compute/vector/pipeline.py, without activation checkpointing) under every
 collective algorithm (compute/vector/collectives.py: ring, rhd, tree, hierarchical,
-leader, ps, auto and NCCL's; net.supported: no measured tables), with
-a software stack's per-GPU costs (compute/vector/stack.py), an input pipeline
+leader, ps, auto and NCCL's) and with a system's measured collective tables
+(compute/vector/tables.py), with a software stack's per-GPU costs (compute/vector/stack.py), an input pipeline
 (compute/vector/io.py) and --overlap buckets (compute/vector/overlap.py); not the delayed
 update (the strategies that overlap gradients), --replicated-gradients, or ParaDL's own
 tool.  ParaDL's leader all-reduce (§4.5.1) of the hybrids: compute/vector/collectives.TwoLevel.
