@@ -248,16 +248,16 @@ def test_the_delayed_update_in_arrays(tmp_path, system_name):
 
 
 def test_the_options_the_arrays_do_not_reach_fall_back(tmp_path):
-    """The DGX defaults, --collective auto and measured collective tables
-    (tests/test_vector_tables.py) are covered; --replicated-gradients (data
-    parallelism's) and ParaDL's tool (the paradl stack) stay point by point."""
+    """The DGX defaults, --collective auto, --replicated-gradients and measured
+    collective tables (tests/test_vector_replicated.py, test_vector_tables.py) are
+    covered; ParaDL's tool (the paradl stack) stays point by point."""
     ctx = default_context(tmp_path, "resnet152", "dgx-h100-superpod", batch=64)
     assert ctx.options.overlap == "buckets" and ctx.algorithm == "nccl" and ctx.options.stack is not None
     assert all(kinds.covers(ctx, n) for n in names())
     ctx = default_context(tmp_path, "resnet50", "dgx1-v100", batch=64, collective="auto")
     assert all(kinds.covers(ctx, n) for n in names())
     ctx = default_context(tmp_path, "resnet50", "dgx1-v100", batch=64, replicated_gradients="fc")
-    assert [n for n in names() if not kinds.covers(ctx, n)] == ["data"]
+    assert all(kinds.covers(ctx, n) for n in names())
     m = load_model("resnet50")
     ctx = Context(m, measured(load_system("dgx1-v100")), times_for(m), Options())
     assert all(kinds.covers(ctx, n) for n in names())

@@ -38,13 +38,15 @@ def buckets(ctx, grads: np.ndarray, kinds: np.ndarray) -> list:
     return [b for b in buckets_of(grads, kinds, o.bucket_bytes or None, o.bucket_layers) if b[1] > 0]
 
 
-def timeline(ctx, backward, key: np.ndarray, grads_of, costs, kinds=None) -> tuple[np.ndarray, np.ndarray]:
+def timeline(ctx, backward, key: np.ndarray, grads_of, costs, kinds=None, tail=None) -> tuple[np.ndarray, np.ndarray]:
     """(exposed, total) seconds per iteration of every configuration (base.overlapped_gradients).
     ``backward(rows)``: those configurations' backward seconds per layer (rows x layers);
     ``key``: configurations with equal keys have the gradient bytes ``grads_of(key)``
     (per layer); ``costs[kind]``: compute/vector/collectives.Collective of every
-    configuration for a bucket of that kind; ``kinds``: per layer (None: all 0).  The
-    configurations in blocks, sorted by key; each key's buckets packed once."""
+    configuration for a bucket of that kind; ``kinds``: per layer (None: all 0);
+    ``tail``: per configuration the computation after the backward that hides the
+    buckets as it does (gradient_timeline's tail_s; None: none).  The configurations in
+    blocks, sorted by key; each key's buckets packed once."""
     n = key.size
     kinds = np.zeros(ctx.G, dtype=int) if kinds is None else kinds
     exposed, total = np.zeros(n), np.zeros(n)
@@ -65,7 +67,8 @@ def timeline(ctx, backward, key: np.ndarray, grads_of, costs, kinds=None) -> tup
                               [buckets(ctx, np.where(delayed, 0.0, g), kinds), buckets(ctx, np.where(delayed, g, 0.0), kinds)])  # fmt: skip
             rows = block[part]
             exposed[rows], total[rows] = _channel(done[part], packed[kv], [c.take(rows) for c in costs],
-                                                  None if window is None else window[part])  # fmt: skip
+                                                  None if window is None else window[part],
+                                                  0.0 if tail is None else tail[rows])  # fmt: skip
     return exposed, total
 
 
@@ -79,13 +82,13 @@ def _window(ctx, bwd: np.ndarray, delayed: np.ndarray) -> np.ndarray:
     return np.array([float(np.sum(row[:first])) for row in forward])
 
 
-def _channel(done: np.ndarray, parts: list, costs: list, window=None) -> tuple[np.ndarray, np.ndarray]:
+def _channel(done: np.ndarray, parts: list, costs: list, window=None, tail=0.0) -> tuple[np.ndarray, np.ndarray]:
     """gradient_timeline's loop over the buckets for configurations whose layers' backward
     ends at ``done`` (configurations x layers); each kind's buckets costed at once.
     ``parts``: the buckets, or with ``window`` (the delayed update) the others' and then
-    the delayed layers' (overlap._delayed_timeline)."""
+    the delayed layers' (overlap._delayed_timeline); ``tail``: timeline's."""
     n = done.shape[0]
-    end = (done[:, 0] if done.shape[1] else np.zeros(n)) + 0.0
+    end = (done[:, 0] if done.shape[1] else np.zeros(n)) + tail
     channel, total, stall = np.zeros(n), np.zeros(n), np.zeros(n)
     for j, bk in enumerate(parts):
         durations = _durations(bk, costs, n)
@@ -124,7 +127,7 @@ def backward_of(ctx, samples: np.ndarray) -> np.ndarray:
     return samples[:, None] * bw
 
 
-def exposed(ctx, costs, grads_of, samples, rest=None, mask=None, key=None, kinds=None) -> np.ndarray:
+def exposed(ctx, costs, grads_of, samples, rest=None, mask=None, key=None, kinds=None, tail=None) -> np.ndarray:
     """The exposed gradient exchange per iteration of every configuration with --overlap
     buckets (:func:`timeline`): ``samples`` per entry the samples a GPU's layers hold
     (``mask``: the masked layers', ``rest`` the others'), ``key`` None: one gradient
@@ -136,4 +139,4 @@ def exposed(ctx, costs, grads_of, samples, rest=None, mask=None, key=None, kinds
             return backward_of(ctx, samples[r])
         return np.where(mask, backward_of(ctx, samples[r]), backward_of(ctx, rest[r]))
 
-    return timeline(ctx, backward, key, grads_of, costs, kinds)[0]
+    return timeline(ctx, backward, key, grads_of, costs, kinds, tail)[0]
