@@ -12,8 +12,8 @@ leader, ps, auto and NCCL's) and with a system's measured collective tables
 (compute/vector/tables.py), with a software stack's per-GPU costs
 (compute/vector/stack.py), an input pipeline (compute/vector/io.py), --overlap buckets
 and the delayed update (compute/vector/overlap.py) and data parallelism's
---replicated-gradients (compute/vector/replicated.py); not ParaDL's own tool (the paradl
-stack: :func:`covered`).  ParaDL's leader all-reduce (§4.5.1) of the hybrids:
+--replicated-gradients (compute/vector/replicated.py), and ParaDL's own tool (the paradl
+stack: compute/vector/paradl.py).  ParaDL's leader all-reduce (§4.5.1) of the hybrids:
 compute/vector/collectives.TwoLevel.
 """
 
@@ -36,6 +36,7 @@ from oracle.compute.strategies.spatial import Spatial
 from oracle.compute.vector import collectives as coll
 from oracle.compute.vector import net
 from oracle.compute.vector import overlap as voverlap
+from oracle.compute.vector import paradl as vparadl
 from oracle.compute.vector import pipeline as vpipeline
 from oracle.compute.vector import replicated as vreplicated
 from oracle.compute.vector import spatial as vspatial
@@ -48,7 +49,7 @@ ROWS_PER_BLOCK = 2048  # layer collectives: (group, samples) pairs per block of 
 
 def covered(ctx) -> bool:
     """Whether the context's options are within this module's formulas."""
-    return not paradl_stack.uses_tool(ctx) and net.supported(ctx) and coll.supported(ctx)
+    return net.supported(ctx) and coll.supported(ctx)
 
 
 def covers(ctx, name: str) -> bool:
@@ -65,6 +66,8 @@ def covers(ctx, name: str) -> bool:
 def evaluate_many(ctx, name: str, gpus, p1, p2, batch) -> Columns:
     """Columns of the named strategy's configurations (one it :func:`covers`)."""
     fn = FORMULAS[name]
+    if paradl_stack.uses_tool(ctx) and vparadl.covers(ctx, name):  # ParaDL's tool (the paradl stack)
+        fn = vparadl.tool_columns
     cols = Columns(name, gpus, p1, p2, batch, {n: np.zeros(gpus.size) for n in phase_names()}, np.zeros(0))
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
         return finish(ctx, cols, fn(ctx, cols))
