@@ -3,7 +3,7 @@
 formulas (compute/paradl/paradl_tool.py, citing parallel_analysis.py as tool:LINE) with
 the GPU counts, parts and batches as arrays, the same floating-point operations in the
 same order.  What depends on the layers — the per-GPU weights and per-sample time of the
-split layers (paradl_tool._split_sums), the spatial sums (_spatial_sums) — and the
+split layers (paradl_tool.split_sums), the spatial sums (spatial_sums) — and the
 tool's network constants (network_factor) come from the tool's own functions once per
 distinct part count; math.ceil is np.ceil (an integer as a float: the products are the
 same).  Serial, data, filter, channel, spatial, data+filter and data+spatial
@@ -44,11 +44,11 @@ def _factor(g: np.ndarray, gpudirect: bool = True) -> tuple[np.ndarray, np.ndarr
 
 
 def _spatial_sums(net: tool.ToolNet, parts: np.ndarray, upto: int) -> tuple:
-    return _per(parts, lambda v: tool._spatial_sums(net, v, upto))
+    return _per(parts, lambda v: tool.spatial_sums(net, v, upto))
 
 
 def _split_sums(net: tool.ToolNet, parts: np.ndarray) -> tuple:
-    return _per(parts, lambda v: tool._split_sums(net, v))
+    return _per(parts, lambda v: tool.split_sums(net, v))
 
 
 def _serial(net, plat, c: Columns) -> dict:
@@ -92,7 +92,7 @@ def _spatial(net, plat, c: Columns) -> dict:
     bandwidth, latency = _factor(p, gpudirect=False)
     iterations = np.ceil(net.samples / B)
     columns = (lambda lay: lay.y[1], lambda lay: lay.x[1])  # tool:611, 615
-    halo = iterations * tool._halo_s(net, columns, fit, latency, bandwidth)
+    halo = iterations * tool.halo_exchanges_s(net, columns, fit, latency, bandwidth)
     cut = float(net.layers[net.last_split].out_items)
     gather = iterations * 2 * (p - 1) * (latency + B * cut * ITEM / bandwidth / p)
     reduce = (net.samples / B) * tool.ring_allreduce_s(p, w * ITEM, bandwidth, latency)
@@ -126,8 +126,8 @@ def _data_spatial(net, plat, c: Columns) -> dict:
     compute = np.ceil(net.samples / p1) * comp
     iterations = np.ceil(net.samples / batch)
     bandwidth, latency = _factor(p2, gpudirect=False)
-    column = lambda lay: lay.x[0] * tool._prod(lay.x[2:])  # noqa: E731  tool:924-926
-    halo = tool._halo_s(net, (column, column), b, latency, bandwidth / (p2 * 2))
+    column = lambda lay: lay.x[0] * tool.prod(lay.x[2:])  # noqa: E731  tool:924-926
+    halo = tool.halo_exchanges_s(net, (column, column), b, latency, bandwidth / (p2 * 2))
     cut = float(net.layers[net.last_split].out_items)
     gather = 2 * (p2 - 1) * (latency + b * cut * ITEM / (bandwidth / 2) / p2)
     bandwidth, latency = _factor(p2)  # tool:965: NVLink's constants
