@@ -113,12 +113,12 @@ def default_context(tmp_path, model_name: str, system_name: str, **flags) -> Con
 
 STACKS = sorted(p.stem for p in (ROOT / "stacks").glob("*.yaml"))
 # what stays point by point under a system's defaults or a stack (compute/vector/kinds.covers):
-# ParaDL's own tool
-POINT_BY_POINT = {"paradl": set(names())}
+# nothing (ParaDL's own tool, the paradl stack: compute/vector/paradl.py)
+POINT_BY_POINT: dict[str, set] = {}
 
 
 @pytest.mark.parametrize(("model_name", "stack"), [("resnet50", None), ("mobilenet_v2", None)]
-                         + [("resnet50", s) for s in STACKS if s != "paradl"])  # fmt: skip
+                         + [("resnet50", s) for s in STACKS])  # fmt: skip
 def test_columns_equal_the_per_point_engine_under_defaults_and_stacks(tmp_path, model_name, stack):
     """Every shipped system under its defaults (the DGX/HGX/A3 files: the pytorch stack,
     NCCL's algorithms, --overlap buckets) and under each shipped stack (its per-GPU costs,
@@ -247,22 +247,22 @@ def test_the_delayed_update_in_arrays(tmp_path, system_name):
             assert not mismatches(ctx, cols), (model_name, delayed, extra, name)
 
 
-def test_the_options_the_arrays_do_not_reach_fall_back(tmp_path):
-    """The DGX defaults and --collective auto are covered; --replicated-gradients (data
-    parallelism's), a measured collective table and ParaDL's tool (the paradl stack) stay
-    point by point."""
+def test_the_options_the_arrays_once_left_point_by_point_are_covered(tmp_path):
+    """The DGX defaults, --collective auto, --replicated-gradients, measured collective
+    tables and ParaDL's tool, the paradl stack (tests/test_vector_replicated.py,
+    test_vector_tables.py, test_vector_paradl.py), are covered."""
     ctx = default_context(tmp_path, "resnet152", "dgx-h100-superpod", batch=64)
     assert ctx.options.overlap == "buckets" and ctx.algorithm == "nccl" and ctx.options.stack is not None
     assert all(kinds.covers(ctx, n) for n in names())
     ctx = default_context(tmp_path, "resnet50", "dgx1-v100", batch=64, collective="auto")
     assert all(kinds.covers(ctx, n) for n in names())
     ctx = default_context(tmp_path, "resnet50", "dgx1-v100", batch=64, replicated_gradients="fc")
-    assert [n for n in names() if not kinds.covers(ctx, n)] == ["data"]
+    assert all(kinds.covers(ctx, n) for n in names())
     m = load_model("resnet50")
     ctx = Context(m, measured(load_system("dgx1-v100")), times_for(m), Options())
-    assert not any(kinds.covers(ctx, n) for n in names())
+    assert all(kinds.covers(ctx, n) for n in names())
     ctx = default_context(tmp_path, "resnet50", "abci", batch=64, stack="paradl")
-    assert not any(kinds.covers(ctx, n) for n in names())
+    assert all(kinds.covers(ctx, n) for n in names())
 
 
 def measured(system):
@@ -298,19 +298,19 @@ def test_the_memory_guard_counts_the_points_built():
     assert "--top N" not in err.value.hint  # given already
 
 
-def test_top_on_a_system_the_arrays_do_not_cover_keeps_only_numbers():
-    """dgx1-v100 with a measured all-reduce table (net.supported): every strategy
-    point by point, CHUNK at a time, only their numbers and feasibility kept (the output's
-    points are built again, and test_top_builds_the_points_full_materialization_ranks_first
+def test_top_where_the_arrays_do_not_reach_keeps_only_numbers(tmp_path):
+    """The hybrids at the counts --p2 does not divide (run.columns): point by point,
+    CHUNK at a time, only their numbers and feasibility kept (the output's points are
+    built again, and test_top_builds_the_points_full_materialization_ranks_first
     compares them)."""
-    m = load_model("resnet50")
-    ctx = Context(m, measured(load_system("dgx1-v100")), times_for(m), Options())
-    assert not any(kinds.covers(ctx, n) for n in names())
-    kept = run.columns(ctx, list(range(1, 41)), names(), False, None, 32.0, None)
-    cols = run.columns(ctx, list(range(1, 41)), names(), False, None, 32.0, None, keep=False)
-    assert all(not c.points for c in cols) and any(c.unfit.any() for c in cols)
+    ctx = default_context(tmp_path, "resnet50", "abci", batch_per_gpu=32.0)
+    hybrids = ["data+filter", "data+spatial"]
+    kept = [c for c in run.columns(ctx, list(range(1, 41)), hybrids, False, None, 32.0, 3) if c.points]
+    cols = [c for c in run.columns(ctx, list(range(1, 41)), hybrids, False, None, 32.0, 3, keep=False)
+            if c.unfit is not None]  # fmt: skip
+    assert len(cols) == len(kept) == 2 and all(not c.points and c.unfit.any() for c in cols)
     for a, b in zip(kept, cols):
-        assert (a.feasible() == b.feasible()).all() and (a.total() == b.total()).all()
+        assert (a.feasible() == b.feasible()).all() and np.array_equal(a.total(), b.total(), equal_nan=True)
 
 
 def test_predict_top_answers_what_every_point_cannot(tmp_path):

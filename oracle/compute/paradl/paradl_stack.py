@@ -98,10 +98,14 @@ def split_mask(ctx: Context, strategy: str) -> np.ndarray:
 
 
 def tool_net(ctx: Context, strategy: str) -> tool.ToolNet:
-    """The tool's view of the run's model and profile, split as ``strategy`` splits it."""
-    mask = split_mask(ctx, strategy)
-    layers = tuple(tool.ToolLayer(kind, x, w, y, bool(mask[i])) for i, kind, x, w, y in tool_layers(ctx))
-    return tool.ToolNet(ctx.D, ctx.sum_fb, layers)
+    """The tool's view of the run's model and profile, split as ``strategy`` splits it;
+    made once per context and strategy (a sweep asks for it at every point)."""
+    cache = ctx.__dict__.setdefault("_tool_nets", {})
+    if strategy not in cache:
+        mask = split_mask(ctx, strategy)
+        layers = tuple(tool.ToolLayer(kind, x, w, y, bool(mask[i])) for i, kind, x, w, y in tool_layers(ctx))
+        cache[strategy] = tool.ToolNet(ctx.D, ctx.sum_fb, layers)
+    return cache[strategy]
 
 
 def platform(ctx: Context) -> tool.ToolPlatform:
@@ -128,16 +132,16 @@ def _tool_point(ctx: Context, cfg: Config, net: tool.ToolNet) -> tool.ToolPoint 
 TOOL_STRATEGIES = (Serial.name, Data.name, Filter.name, Channel.name, Spatial.name, DataFilter.name,
                    DataSpatial.name)  # fmt: skip
 # strategy: (the tool's bound, what it counts, the limit's code as oracle's strategies report it)
-_BOUNDS = {Filter.name: ("F", "output channels", "filters"), Channel.name: ("C", "input channels", "channels"),
+BOUNDS = {Filter.name: ("F", "output channels", "filters"), Channel.name: ("C", "input channels", "channels"),
            Spatial.name: ("W", "width", Spatial.name)}  # fmt: skip
 
 
 def _limits(ctx: Context, cfg: Config, net: tool.ToolNet) -> list[Limit]:
     """The tool's bounds on p (tool:341, 448, 557): the fewest output channels, input
     channels or the narrowest width of the split layers."""
-    if cfg.strategy not in _BOUNDS or cfg.p1 == 0:
+    if cfg.strategy not in BOUNDS or cfg.p1 == 0:
         return []
-    which, what, code = _BOUNDS[cfg.strategy]
+    which, what, code = BOUNDS[cfg.strategy]
     bound = net.min_split(which)
     if cfg.gpus > bound:
         return [Limit(code, f"p={cfg.gpus} exceeds the split layers' fewest {what}, {bound:g}"

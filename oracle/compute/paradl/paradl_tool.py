@@ -49,7 +49,7 @@ def kind_of(name: str) -> str:
     return next((k for k in KINDS if k in name), "")
 
 
-def _prod(values: Sequence[int]) -> int:
+def prod(values: Sequence[int]) -> int:
     out = 1
     for v in values:
         out *= v
@@ -68,15 +68,15 @@ class ToolLayer:
 
     @property
     def in_items(self) -> int:  # tool:1247-1249
-        return _prod(self.x)
+        return prod(self.x)
 
     @property
     def weight_items(self) -> int:  # tool:1252-1255
-        return _prod(self.w)
+        return prod(self.w)
 
     @property
     def out_items(self) -> int:  # tool:1258-1261
-        return _prod(self.y)
+        return prod(self.y)
 
     @property
     def kernel(self) -> int:  # tool:607, 922: w[2]
@@ -88,18 +88,18 @@ def layer_flops(layer: ToolLayer) -> float:
     forward FLOPs times 2 (backward) plus the weight-gradient FLOPs |w|."""
     kind, x, w, y = kind_of(layer.name), layer.x, layer.w, layer.y
     if kind == "CONV":  # tool:1287-1292, 2 C F prod(K Y)
-        fw = 2 * w[0] * w[1] * _prod(w[i] * y[i - 1] for i in range(2, len(w)))
+        fw = 2 * w[0] * w[1] * prod(w[i] * y[i - 1] for i in range(2, len(w)))
     elif kind in ("MPOOL", "APOOL"):  # tool:1293-1300, C F prod(K Y)
-        fw = x[0] * y[0] * _prod(w[i] * y[i - 1] for i in range(2, len(w)))
+        fw = x[0] * y[0] * prod(w[i] * y[i - 1] for i in range(2, len(w)))
     elif kind in ("RELU", "ADD"):  # tool:1301-1304, 1316-1319
-        fw = _prod(y)
+        fw = prod(y)
     elif kind == "FC":  # tool:1305-1308
-        fw = _prod(w)
+        fw = prod(w)
     elif kind == "BNORM":  # tool:1309-1315
-        fw = 4 * _prod(x)
+        fw = 4 * prod(x)
     else:  # tool:1321-1322
         fw = 0
-    return fw * 2 + _prod(w)  # tool:1324-1329
+    return fw * 2 + prod(w)  # tool:1324-1329
 
 
 @dataclass(frozen=True)
@@ -231,7 +231,7 @@ def data(net: ToolNet, plat: ToolPlatform, per_gpu_batch: float, gpus: float) ->
     return ToolPoint(Data.name, batch, gpus, memory, compute, gradient_exchange_s=comm)
 
 
-def _split_sums(net: ToolNet, parts: float) -> tuple[float, float, int, float]:
+def split_sums(net: ToolNet, parts: float) -> tuple[float, float, int, float]:
     """Per-GPU weights and per-sample time with split layers divided by ``parts``, the split
     layers' summed outputs except the model's last layer's, and the number of split layers
     less that one (tool:387-402, 496-511, 788-802)."""
@@ -258,7 +258,7 @@ def filter_or_channel(
     """Filter or channel parallelism of the split layers (core_analysis_filter tool:378-439,
     core_analysis_channel tool:487-528: the same numbers), None when out of memory (tool:405)."""
     x, y, _ = net.totals
-    weights, comp, count, out = _split_sums(net, gpus)
+    weights, comp, count, out = split_sums(net, gpus)
     memory = 2 * (batch * (x + y) + weights / gpus) * BYTES_PER_ITEM  # tool:404, 513
     if memory > plat.memory_bytes:
         return None
@@ -270,7 +270,7 @@ def filter_or_channel(
     return ToolPoint(case, batch, gpus, memory, compute, layer_collectives_s=comm)
 
 
-def _spatial_sums(net: ToolNet, parts: float, upto: int) -> tuple[float, float, float]:
+def spatial_sums(net: ToolNet, parts: float, upto: int) -> tuple[float, float, float]:
     """(|x|, |y|, per-sample time) of layers 0..upto-1, split layers divided by ``parts``
     (tool:565-576, 875-886): every layer counts, RELU and BNORM included."""
     x = y = comp = 0.0
@@ -286,7 +286,7 @@ def _spatial_sums(net: ToolNet, parts: float, upto: int) -> tuple[float, float, 
     return x, y, comp
 
 
-def _halo_s(net: ToolNet, columns, samples: float, latency: float, bandwidth: float) -> float:
+def halo_exchanges_s(net: ToolNet, columns, samples: float, latency: float, bandwidth: float) -> float:
     """Halo exchanges of one iteration: per split layer up to the last split one with kernel
     > 1, one exchange per column function (activation, input gradient) of 2(alpha + m beta),
     m = column(layer) (K-1)//2 samples bytes, (K-1)//2 Python 2's integer division
@@ -304,7 +304,7 @@ def spatial(net: ToolNet, plat: ToolPlatform, batch: float, gpus: float) -> Tool
     """Spatial parallelism (analysis_spatial, tool:530-630), None when one sample does not fit
     (tool:578-581). The halos are sized by the samples that would fit, not by B (tool:611)."""
     _, _, w = net.totals
-    x, y, comp = _spatial_sums(net, gpus, len(net.layers))
+    x, y, comp = spatial_sums(net, gpus, len(net.layers))
     fit = (plat.items / 2 - w) / (x + y)  # tool:578
     if fit < 1:
         return None
@@ -313,7 +313,7 @@ def spatial(net: ToolNet, plat: ToolPlatform, batch: float, gpus: float) -> Tool
     bandwidth, latency = network_factor(gpus, gpudirect=False)  # tool:595
     iterations = math.ceil(net.samples / batch)
     columns = (lambda lay: lay.y[1], lambda lay: lay.x[1])  # tool:611, 615: one row of W
-    halo = iterations * _halo_s(net, columns, fit, latency, bandwidth)  # tool:617
+    halo = iterations * halo_exchanges_s(net, columns, fit, latency, bandwidth)  # tool:617
     cut = float(net.layers[net.last_split].out_items)  # tool:621
     gather = iterations * 2 * (gpus - 1) * (latency + batch * cut * BYTES_PER_ITEM / bandwidth / gpus)
     reduce = (net.samples / batch) * ring_allreduce_s(gpus, w * BYTES_PER_ITEM, bandwidth, latency)
@@ -328,7 +328,7 @@ def data_filter(net: ToolNet, plat: ToolPlatform, per_gpu_batch: float, gpus: fl
     p2 = p2 or plat.gpus_per_node
     p1 = gpus / p2
     batch = per_gpu_batch * p1  # tool:780
-    weights, comp, count, out = _split_sums(net, p2)
+    weights, comp, count, out = split_sums(net, p2)
     memory = 2 * (per_gpu_batch * (x + y) + weights) * BYTES_PER_ITEM  # tool:805
     iterations = math.ceil(net.samples / batch)
     compute = iterations * per_gpu_batch * comp  # tool:806
@@ -351,13 +351,13 @@ def data_spatial(net: ToolNet, plat: ToolPlatform, per_gpu_batch: float, gpus: f
     p2 = p2 or plat.gpus_per_node
     p1 = gpus / p2
     batch = per_gpu_batch * p1  # tool:901
-    x, y, comp = _spatial_sums(net, p2, net.last_split + 1)  # tool:875
+    x, y, comp = spatial_sums(net, p2, net.last_split + 1)  # tool:875
     memory = 2 * (batch * (x + y) / p1 + w) * BYTES_PER_ITEM  # tool:904
     compute = math.ceil(net.samples / p1) * comp  # tool:906
     iterations = math.ceil(net.samples / batch)
     bandwidth, latency = network_factor(p2, gpudirect=False)  # tool:909
-    column = lambda lay: lay.x[0] * _prod(lay.x[2:])  # noqa: E731  tool:924-926, x's for both
-    halo = _halo_s(net, (column, column), per_gpu_batch, latency, bandwidth / (p2 * 2))  # tool:911
+    column = lambda lay: lay.x[0] * prod(lay.x[2:])  # noqa: E731  tool:924-926, x's for both
+    halo = halo_exchanges_s(net, (column, column), per_gpu_batch, latency, bandwidth / (p2 * 2))  # tool:911
     cut = float(net.layers[net.last_split].out_items)  # tool:957
     step = latency + per_gpu_batch * cut * BYTES_PER_ITEM / (bandwidth / 2) / p2  # tool:944
     gather = 2 * (p2 - 1) * step  # tool:958

@@ -29,7 +29,7 @@ import numpy as np
 from oracle.compute import nccl, network
 from oracle.compute.network import link, primitive
 from oracle.compute.vector import nccl as vnccl
-from oracle.compute.vector import net
+from oracle.compute.vector import net, tables
 from oracle.vocabulary import ALGORITHMS, ALLREDUCE_ALGORITHMS, AUTO, NCCL, NCCL_PINNED, RING
 
 NCCL_NAMES = (NCCL, *NCCL_PINNED)
@@ -225,10 +225,15 @@ def prepare(ctx, op: str, p, phi, purpose: str, stride=None, algo: str | None = 
     :class:`Formula`, :class:`TwoLevel` or :class:`Cheapest` (auto)."""
     p = np.asarray(p)
     phi = np.broadcast_to(np.asarray(phi, dtype=float), p.shape)
-    algo = algo or algorithm(ctx, purpose)
+    span = np.where(p > 1, _span(ctx.system.gpus_per_node, p, stride), 1)
+    model = _model(ctx, op, p, phi, purpose, stride, algo or algorithm(ctx, purpose), span)
+    return tables.measured(ctx, op, purpose, model, p, phi, span)  # a measured table wins (network.link)
+
+
+def _model(ctx, op: str, p, phi, purpose: str, stride, algo: str, span):
+    """:func:`prepare`'s collective of the α-β model (and NCCL's)."""
     if algo in NCCL_NAMES:
         return _nccl(ctx, op, p, phi, purpose, stride, algo)
-    span = np.where(p > 1, _span(ctx.system.gpus_per_node, p, stride), 1)
     lines = net.lines(ctx.system, span, purpose)
     ring = Collective("ring_" + op, p, phi, *_stack(lines, p.size))
     if op == "allgather":  # network.allgather_algorithm: the all-reduce-only ones take the ring

@@ -8,11 +8,13 @@ here: the caller then takes the per-point path (compute/vector/run.py).
 Covered: every shipped strategy (spatial and data+spatial in compute/vector/spatial.py,
 pipeline in compute/vector/pipeline.py, without activation checkpointing) under every
 collective algorithm (compute/vector/collectives.py: ring, rhd, tree, hierarchical,
-leader, ps, auto and NCCL's; net.supported: no measured tables), with
-a software stack's per-GPU costs (compute/vector/stack.py), an input pipeline
-(compute/vector/io.py) and --overlap buckets (compute/vector/overlap.py); not the delayed
-update (the strategies that overlap gradients), --replicated-gradients, or ParaDL's own
-tool.  ParaDL's leader all-reduce (§4.5.1) of the hybrids: compute/vector/collectives.TwoLevel.
+leader, ps, auto and NCCL's) and with a system's measured collective tables
+(compute/vector/tables.py), with a software stack's per-GPU costs
+(compute/vector/stack.py), an input pipeline (compute/vector/io.py), --overlap buckets
+and the delayed update (compute/vector/overlap.py) and data parallelism's
+--replicated-gradients (compute/vector/replicated.py), and ParaDL's own tool (the paradl
+stack: compute/vector/paradl.py).  ParaDL's leader all-reduce (§4.5.1) of the hybrids:
+compute/vector/collectives.TwoLevel.
 """
 
 from __future__ import annotations
@@ -34,7 +36,9 @@ from oracle.compute.strategies.spatial import Spatial
 from oracle.compute.vector import collectives as coll
 from oracle.compute.vector import net
 from oracle.compute.vector import overlap as voverlap
+from oracle.compute.vector import paradl as vparadl
 from oracle.compute.vector import pipeline as vpipeline
+from oracle.compute.vector import replicated as vreplicated
 from oracle.compute.vector import spatial as vspatial
 from oracle.compute.vector.columns import Columns, finish, memory_total, per_value, split_compute, unique_pairs
 
@@ -45,7 +49,7 @@ ROWS_PER_BLOCK = 2048  # layer collectives: (group, samples) pairs per block of 
 
 def covered(ctx) -> bool:
     """Whether the context's options are within this module's formulas."""
-    return not paradl_stack.uses_tool(ctx) and net.supported(ctx) and coll.supported(ctx)
+    return net.supported(ctx) and coll.supported(ctx)
 
 
 def covers(ctx, name: str) -> bool:
@@ -54,7 +58,7 @@ def covers(ctx, name: str) -> bool:
     vector/run.columns)."""
     if name not in FORMULAS or not covered(ctx):
         return False
-    if (name == Data.name and ctx.options.replicated_gradients) or (name == Pipeline.name and not vpipeline.covers(ctx)):
+    if name == Pipeline.name and not vpipeline.covers(ctx):
         return False
     return not (name in OVERLAPPED and not voverlap.covers(ctx))
 
@@ -62,6 +66,8 @@ def covers(ctx, name: str) -> bool:
 def evaluate_many(ctx, name: str, gpus, p1, p2, batch) -> Columns:
     """Columns of the named strategy's configurations (one it :func:`covers`)."""
     fn = FORMULAS[name]
+    if paradl_stack.uses_tool(ctx) and vparadl.covers(ctx, name):  # ParaDL's tool (the paradl stack)
+        fn = vparadl.tool_columns
     cols = Columns(name, gpus, p1, p2, batch, {n: np.zeros(gpus.size) for n in phase_names()}, np.zeros(0))
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
         return finish(ctx, cols, fn(ctx, cols))
@@ -86,7 +92,11 @@ def _data(ctx, c: Columns) -> list:
     c.phases["weight_update_s"] = I * ctx.sum_wu
     # communication = I · AR(p, δΣw) on GPUs 0..p-1                  ParaDL eq. 6
     ar = coll.prepare(ctx, "allreduce", p, 1.0, "gradient_allreduce")
-    if ctx.options.overlap == "buckets":  # bucketed all-reduces during the backward (data.py)
+    if ctx.options.replicated_gradients:  # Lee et al. §III-C-2 (compute/vector/replicated.py)
+        c.phases["forward_backward_s"] += np.where(p > 1, I * vreplicated.extra_s(ctx, p, B), 0.0)
+        exchange = vreplicated.exposed if ctx.options.overlap == "buckets" else vreplicated.exchange
+        c.phases["gradient_exchange_s"] = I * exchange(ctx, p, B, ar)
+    elif ctx.options.overlap == "buckets":  # bucketed all-reduces during the backward (data.py)
         c.phases["gradient_exchange_s"] = I * voverlap.exposed(ctx, [ar], lambda _: ctx.delta * ctx.w, B / p)
     else:
         c.phases["gradient_exchange_s"] = I * ar(ctx.delta * ctx.sum_w)

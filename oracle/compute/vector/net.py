@@ -7,9 +7,9 @@ as arrays, one entry per point, the same floating-point operations in the same o
 
 α/β come from compute/network.link for each distinct span (a level, an operation's
 transport, the cheapest of the level's protocol lines).  :func:`supported` says where
-these are the per-point model's numbers: no measured tables (the other algorithms are
-compute/vector/collectives.py's); elsewhere the strategies fall back to the per-point
-path (compute/vector/kinds.py).
+these are the per-point model's numbers (the other algorithms are
+compute/vector/collectives.py's, measured tables compute/vector/tables.py's); elsewhere
+the strategies fall back to the per-point path (compute/vector/kinds.py).
 """
 
 from __future__ import annotations
@@ -23,10 +23,9 @@ LAYER_BACKWARD = ("allreduce", "reduce_scatter", "allreduce_slice", "none")
 
 
 def supported(ctx) -> bool:
-    """Whether the collectives come from the α-β lines (no measured tables) and the layer
-    collectives' backward is a known pattern (the algorithms: vector/collectives.supported)."""
-    system = ctx.system
-    return not system.collective_tables and system.implementation.layer_backward in LAYER_BACKWARD
+    """Whether the layer collectives' backward is a known pattern (the algorithms:
+    vector/collectives.supported; measured tables: vector/tables.py)."""
+    return ctx.system.implementation.layer_backward in LAYER_BACKWARD
 
 
 def span_contiguous(count: np.ndarray, gpn: int) -> np.ndarray:
@@ -64,9 +63,10 @@ def flows_per_node(p1: np.ndarray, p2: np.ndarray, gpn: int) -> np.ndarray:
 
 def lines(system, span: np.ndarray, purpose: str):
     """Per entry the link's (α, β) lines: a list of (α, β, has) arrays, line k of the
-    entry's link where ``has``.  Without measured tables (:func:`supported`) a link's
-    lines depend on its span through network.level_for alone: each level's link is
-    looked up once, at its own max_gpus, and every entry takes its level's."""
+    entry's link where ``has``.  A link's lines depend on its span through
+    network.level_for alone (a measured table, looked up with a GPU count, is
+    vector/tables.py's): each level's link is looked up once, at its own max_gpus, and
+    every entry takes its level's."""
     tops = np.array([level.max_gpus for level in system.network])
     at = np.minimum(np.searchsorted(tops, span, side="left"), tops.size - 1)  # network.level_for
     per_link = [link(system, int(top), purpose).lines() for top in tops.tolist()]  # each level's, once

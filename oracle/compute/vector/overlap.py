@@ -38,13 +38,15 @@ def buckets(ctx, grads: np.ndarray, kinds: np.ndarray) -> list:
     return [b for b in buckets_of(grads, kinds, o.bucket_bytes or None, o.bucket_layers) if b[1] > 0]
 
 
-def timeline(ctx, backward, key: np.ndarray, grads_of, costs, kinds=None) -> tuple[np.ndarray, np.ndarray]:
+def timeline(ctx, backward, key: np.ndarray, grads_of, costs, kinds=None, tail=None) -> tuple[np.ndarray, np.ndarray]:
     """(exposed, total) seconds per iteration of every configuration (base.overlapped_gradients).
     ``backward(rows)``: those configurations' backward seconds per layer (rows x layers);
     ``key``: configurations with equal keys have the gradient bytes ``grads_of(key)``
     (per layer); ``costs[kind]``: compute/vector/collectives.Collective of every
-    configuration for a bucket of that kind; ``kinds``: per layer (None: all 0).  The
-    configurations in blocks, sorted by key; each key's buckets packed once."""
+    configuration for a bucket of that kind; ``kinds``: per layer (None: all 0);
+    ``tail``: per configuration the computation after the backward that hides the
+    buckets as it does (gradient_timeline's tail_s; None: none).  The configurations in
+    blocks, sorted by key; each key's buckets packed once."""
     n = key.size
     kinds = np.zeros(ctx.G, dtype=int) if kinds is None else kinds
     exposed, total = np.zeros(n), np.zeros(n)
@@ -57,16 +59,30 @@ def timeline(ctx, backward, key: np.ndarray, grads_of, costs, kinds=None) -> tup
         done = np.cumsum(bwd[:, ::-1], axis=1)[:, ::-1]  # layer l's backward ends (cumsum adds in order)
         window = None if delayed is None else _window(ctx, bwd, delayed)
         k = key[block]
+        groups: dict = {}  # the block's keys by the layers and kinds of their buckets
         for part in np.split(np.arange(block.size), np.flatnonzero(np.diff(k)) + 1):
             kv = k[part[0]].item()
             if kv not in packed:
-                g = grads_of(kv)
-                packed[kv] = ([buckets(ctx, g, kinds)] if delayed is None else
-                              [buckets(ctx, np.where(delayed, 0.0, g), kinds), buckets(ctx, np.where(delayed, g, 0.0), kinds)])  # fmt: skip
+                packed[kv] = _pack(ctx, grads_of(kv), kinds, delayed)
+            groups.setdefault(packed[kv][0], []).append((part, packed[kv][1]))
+        for shape, members in groups.items():
+            part = np.concatenate([m[0] for m in members])
+            sizes = [np.concatenate([np.broadcast_to(m[1][j], (m[0].size, m[1][j].size)) for m in members])
+                     for j in range(len(shape))]  # fmt: skip
             rows = block[part]
-            exposed[rows], total[rows] = _channel(done[part], packed[kv], [c.take(rows) for c in costs],
-                                                  None if window is None else window[part])  # fmt: skip
+            exposed[rows], total[rows] = _channel(done[part], shape, sizes, [c.take(rows) for c in costs],
+                                                  None if window is None else window[part],
+                                                  0.0 if tail is None else tail[rows])  # fmt: skip
     return exposed, total
+
+
+def _pack(ctx, grads: np.ndarray, kinds: np.ndarray, delayed) -> tuple[tuple, list]:
+    """A gradient vector's buckets (the delayed update: the others' and then the delayed
+    layers'): their layers and kinds, and their bytes (an array per list of buckets)."""
+    parts = [buckets(ctx, grads, kinds)] if delayed is None else [
+        buckets(ctx, np.where(delayed, 0.0, grads), kinds), buckets(ctx, np.where(delayed, grads, 0.0), kinds)]  # fmt: skip
+    shape = tuple(tuple((tuple(layers), kind) for layers, _, kind in bk) for bk in parts)
+    return shape, [np.array([size for _, size, _ in bk], dtype=float) for bk in parts]
 
 
 def _window(ctx, bwd: np.ndarray, delayed: np.ndarray) -> np.ndarray:
@@ -79,18 +95,20 @@ def _window(ctx, bwd: np.ndarray, delayed: np.ndarray) -> np.ndarray:
     return np.array([float(np.sum(row[:first])) for row in forward])
 
 
-def _channel(done: np.ndarray, parts: list, costs: list, window=None) -> tuple[np.ndarray, np.ndarray]:
+def _channel(done: np.ndarray, parts: tuple, sizes: list, costs: list, window=None, tail=0.0) -> tuple[np.ndarray, np.ndarray]:
     """gradient_timeline's loop over the buckets for configurations whose layers' backward
     ends at ``done`` (configurations x layers); each kind's buckets costed at once.
-    ``parts``: the buckets, or with ``window`` (the delayed update) the others' and then
-    the delayed layers' (overlap._delayed_timeline)."""
+    ``parts``: the buckets' (layers, kind), or with ``window`` (the delayed update) the
+    others' and then the delayed layers' (overlap._delayed_timeline); ``sizes``: their
+    bytes per configuration (configurations x buckets, one array per part); ``tail``:
+    timeline's."""
     n = done.shape[0]
-    end = (done[:, 0] if done.shape[1] else np.zeros(n)) + 0.0
+    end = (done[:, 0] if done.shape[1] else np.zeros(n)) + tail
     channel, total, stall = np.zeros(n), np.zeros(n), np.zeros(n)
     for j, bk in enumerate(parts):
-        durations = _durations(bk, costs, n)
-        for i, (layers, _, _) in enumerate(bk):
-            ready = done[:, layers].max(axis=1)
+        durations = _durations(bk, sizes[j], costs, n)
+        for i, (layers, _) in enumerate(bk):
+            ready = done[:, list(layers)].max(axis=1)
             channel = np.where(channel > ready, channel, ready) + durations[:, i]
             total = total + durations[:, i]
         if window is not None and j == 0:  # the update of the other layers waits for theirs
@@ -106,13 +124,13 @@ def _channel(done: np.ndarray, parts: list, costs: list, window=None) -> tuple[n
     return np.where(late < total, late, total), total
 
 
-def _durations(bk: list, costs: list, n: int) -> np.ndarray:
+def _durations(bk: tuple, sizes: np.ndarray, costs: list, n: int) -> np.ndarray:
     """Each bucket's all-reduce seconds (configurations x buckets), each kind's at once."""
     durations = np.zeros((n, len(bk)))
     for kind, cost in enumerate(costs):
-        cols = [i for i, b in enumerate(bk) if b[2] == kind]
+        cols = [i for i, b in enumerate(bk) if b[1] == kind]
         if cols:
-            durations[:, cols] = cost(np.array([bk[i][1] for i in cols])[None, :] * np.ones((n, 1)))
+            durations[:, cols] = cost(sizes[:, cols])
     return durations
 
 
@@ -124,7 +142,7 @@ def backward_of(ctx, samples: np.ndarray) -> np.ndarray:
     return samples[:, None] * bw
 
 
-def exposed(ctx, costs, grads_of, samples, rest=None, mask=None, key=None, kinds=None) -> np.ndarray:
+def exposed(ctx, costs, grads_of, samples, rest=None, mask=None, key=None, kinds=None, tail=None) -> np.ndarray:
     """The exposed gradient exchange per iteration of every configuration with --overlap
     buckets (:func:`timeline`): ``samples`` per entry the samples a GPU's layers hold
     (``mask``: the masked layers', ``rest`` the others'), ``key`` None: one gradient
@@ -136,4 +154,4 @@ def exposed(ctx, costs, grads_of, samples, rest=None, mask=None, key=None, kinds
             return backward_of(ctx, samples[r])
         return np.where(mask, backward_of(ctx, samples[r]), backward_of(ctx, rest[r]))
 
-    return timeline(ctx, backward, key, grads_of, costs, kinds)[0]
+    return timeline(ctx, backward, key, grads_of, costs, kinds, tail)[0]
