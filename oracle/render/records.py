@@ -6,13 +6,13 @@ import csv
 import io
 import math
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from itertools import repeat
 
 import numpy as np
 
 from oracle.compute.cost import Point, phase_names
-from oracle.compute.vector.rows import BriefRow
+from oracle.compute.vector.rows import BriefRow, points as row_points
 from oracle.render.jsontext import IndentedWriter
 from oracle.textsafe import csv_cell
 
@@ -94,11 +94,28 @@ def _int_if_whole(v: float) -> float | int | None:
 
 def to_json(points: Sequence[Point]) -> str:
     """== json.dumps([point_to_dict(p) for p in points], indent=2, allow_nan=False) + "\n"."""
-    if not points:
-        return "[]\n"
+    return "".join(json_texts([points]))
+
+
+def json_texts(runs: Iterable[Sequence]) -> Iterator[str]:
+    """:func:`to_json`'s text of the points of successive runs (issue 29: a run of GPU
+    counts at a time, its compute/vector/rows.BriefRow's made points there), a piece per
+    run that has points, then the end."""
     writer = IndentedWriter(expand=_plain)
-    body = ",\n  ".join(writer.write(point_to_dict(p, plain=_keep_tuples), "  ") for p in points)
-    return "[\n  " + body + "\n]\n"
+    first = True
+    for run in runs:
+        if run:
+            body = ",\n  ".join(writer.write(point_to_dict(p, plain=_keep_tuples), "  ") for p in row_points(run))
+            yield ("[\n  " if first else ",\n  ") + body
+            first = False
+    yield "[]\n" if first else "\n]\n"
+
+
+def csv_texts(runs: Iterable[Sequence]) -> Iterator[str]:
+    """:func:`to_csv`'s text: the header, then the lines of each run of points."""
+    yield ",".join(csv_columns()) + "\n"
+    for run in runs:
+        yield csv_lines(run)
 
 
 def _keep_tuples(v: object) -> object:
@@ -158,7 +175,7 @@ def to_rows(points: Sequence[Point]) -> list[dict]:
 
 
 def to_csv(points: Sequence[Point]) -> str:
-    return ",".join(csv_columns()) + "\n" + csv_lines(points)  # the names need no quotes
+    return "".join(csv_texts([points]))  # the names need no quotes
 
 
 def csv_lines(points, prefix: Sequence[str] = ()) -> str:
@@ -222,7 +239,7 @@ def _block_cells(v: dict, nums: list) -> list[tuple[str, str]]:
             _by_value(lambda b: str(_cell(_int_if_whole(b))))(v["global_batch"]), _by_value(lambda s: str(_cell(s)))(v["segments"]),
             *nums[: len(_BLOCK_NUMS)], _by_value(str)(v["feasible"])]  # fmt: skip
     right = [*nums[len(_BLOCK_NUMS) : len(nums) - len(parts) - 1],
-             _quoted_texts(csv_texts(["; ".join(r) for r in v["limits"]])),
+             _quoted_texts(csv_texts(["; ".join([lim.reason for lim in r]) for r in v["limits"]])),
              _joined_const((v["profile_kind"], v["memory_model"])), nums[len(nums) - len(parts) - 1],
              *(part_cells.get(k, "") for k in MEMORY_PARTS),
              _by_value(lambda x: _quoted(_text(x)))(v["compute_conversion"]), _joined_const((v["stack"],))]  # fmt: skip

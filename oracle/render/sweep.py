@@ -28,11 +28,15 @@ def begin(fmt: str) -> str:
 
 
 def rows(fmt: str, label: str, where: str, points: Sequence[Point], first: bool) -> str:
-    """One case's points; ``first``: no case was written before (JSON's commas)."""
+    """One case's points (a compute/vector/rows.BriefRow as its point, issue 29);
+    ``first``: no case was written before (JSON's commas)."""
     if fmt == "csv":
         from oracle.render.records import csv_lines
 
         return csv_lines(points, (label, where))
+    from oracle.compute.vector.rows import points as row_points
+
+    points = row_points(points)
     if fmt == "json":
         from oracle.render.records import point_to_dict
 

@@ -108,6 +108,12 @@ class Strategy:
     def evaluate(self, ctx: Context, cfg: Config) -> Point:  # pragma: no cover - abstract
         raise NotImplementedError
 
+    def brief_details(self, ctx: Context, cfg: Config) -> dict | None:
+        """The details :meth:`evaluate` gives a configuration before make_point's (issue 29:
+        compute/vector/rows.points builds the point of a row of the arrays with them);
+        None: they cannot be told without evaluating it (the row's point is evaluated)."""
+        return None
+
 
 REGISTRY: dict[str, Strategy] = {}
 _changes = [0]  # register/unregister count: what caches of the registry's contents key on
