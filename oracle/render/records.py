@@ -12,7 +12,7 @@ from itertools import repeat
 import numpy as np
 
 from oracle.compute.cost import Point, phase_names
-from oracle.compute.vector.rows import BriefRow, points as row_points
+from oracle.compute.vector.rows import BriefRow
 from oracle.render.jsontext import IndentedWriter
 from oracle.textsafe import csv_cell
 
@@ -101,11 +101,17 @@ def json_texts(runs: Iterable[Sequence]) -> Iterator[str]:
     """:func:`to_json`'s text of the points of successive runs (issue 29: a run of GPU
     counts at a time, its compute/vector/rows.BriefRow's made points there), a piece per
     run that has points, then the end."""
+    from oracle.render.rows_json import item_texts
+
     writer = IndentedWriter(expand=_plain)
+
+    def write(pt: Point) -> str:
+        return writer.write(point_to_dict(pt, plain=_keep_tuples), "  ")
+
     first = True
     for run in runs:
         if run:
-            body = ",\n  ".join(writer.write(point_to_dict(p, plain=_keep_tuples), "  ") for p in row_points(run))
+            body = ",\n  ".join(item_texts(run, write))
             yield ("[\n  " if first else ",\n  ") + body
             first = False
     yield "[]\n" if first else "\n]\n"
@@ -311,17 +317,17 @@ def _nums(values) -> list:
     return [repr(f) if v is not None and -math.inf < (f := float(v)) < math.inf else "" for v in values]
 
 
-def _float_columns(blocks: list[list[list]]) -> list[list]:
+def _float_columns(blocks: list[list[list]], empty: str = "") -> list[list]:
     """:func:`_nums` of each block's columns of floats (None: empty), each distinct value
     of them all (bit for bit: 0.0 and -0.0 differ) formatted once, in every block (issue
     29: a value recurs across the blocks of a sweep's run of counts); a column whose rows
-    are all the same cell as that cell's str."""
+    are all the same cell as that cell's str; ``empty``: the cell of a non-finite value."""
     arrays = [np.asarray(cols, dtype=float).reshape(len(cols), -1) for cols in blocks]  # exactly; None as NaN
     flat = np.concatenate([a.reshape(-1) for a in arrays]) if arrays else np.zeros(0)
     bits, inverse = np.unique(flat.view(np.int64), return_inverse=True)
     values = bits.view(float)
     finite = np.isfinite(values)
-    texts = np.full(values.size, "", dtype=object)
+    texts = np.full(values.size, empty, dtype=object)
     texts[finite] = list(map(repr, values[finite].tolist()))  # empty where not finite
     out, start = [], 0
     for a in arrays:

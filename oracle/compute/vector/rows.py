@@ -197,21 +197,24 @@ def points(items: list) -> list:
         if type(it) is BriefRow:
             blocks.setdefault(id(it.block), []).append(j)
     for js in blocks.values():
-        for j, pt in zip(js, _block_points([items[j] for j in js])):
-            out[j] = pt
+        rows = [items[j] for j in js]
+        for j, row, got in zip(js, rows, resolved(rows)):
+            out[j] = _point(row.block.values, row.i, got, row.rank) if type(got) is dict else got
     return out
 
 
-def _block_points(rows: list[BriefRow]) -> list[Point]:
+def resolved(rows: list[BriefRow]) -> list:
+    """Each of ``rows`` (of one block) as the details evaluate gives its configuration
+    (Strategy.brief_details), or where those cannot be told without evaluating it, its
+    point at its rank (compute/sweep.evaluate_all)."""
     from oracle.compute.sweep import evaluate_all
 
     v, ctx = rows[0].block.values, rows[0].block.ctx
     strategy = REGISTRY[v["strategy"]]
     fields = [v[k] for k in ("gpus", "p1", "p2", "global_batch", "segments")]
     configs = [Config(v["strategy"], *(f[r.i] for f in fields)) for r in rows]
-    details = [strategy.brief_details(ctx, cfg) for cfg in configs]
-    out = [None if d is None else _point(v, r.i, d, r.rank) for r, d in zip(rows, details)]
-    todo = [j for j, d in enumerate(details) if d is None]
+    out = [strategy.brief_details(ctx, cfg) for cfg in configs]
+    todo = [j for j, d in enumerate(out) if d is None]
     for j, pt in zip(todo, evaluate_all(ctx, [configs[j] for j in todo])):
         out[j] = pt.with_rank(rows[j].rank)
     return out
