@@ -10,19 +10,14 @@ from __future__ import annotations
 
 import json
 
-import numpy as np
 import pytest
 from conftest import run_cli
-from test_brief_rows import _config
-from test_vector import SYSTEMS, counts_for, times_for
+from test_brief_rows import sampled_rows
 
-from oracle.compute.context import Context, Options
+from oracle.compute.context import Options
 from oracle.compute.cost import phase_names
 from oracle.compute.strategies import names
-from oracle.compute.sweep import evaluate_all
-from oracle.compute.vector import kinds, run
 from oracle.compute.vector.rows import brief_rows
-from oracle.load import load_model, load_system
 from oracle.render import sweep as rs
 from oracle.render.predict import markdown_texts
 from oracle.render.records import MEMORY_PARTS, to_json
@@ -43,25 +38,13 @@ def _texts(items: list) -> tuple:
 
 @pytest.mark.parametrize("model_name", MODELS)
 def test_json_and_markdown_of_rows_are_their_points(model_name):
-    m = load_model(model_name)
     compared = infeasible = 0
-    for system_name in SYSTEMS[MODELS.index(model_name) :: len(MODELS)]:
-        for options in OPTIONS:
-            ctx = Context(m, load_system(system_name), times_for(m, 3), options)
-            if not kinds.covered(ctx):
-                continue
-            counts = sorted(set(counts_for(ctx.system)) | {4, 16, 24, 48})
-            for batch, per_gpu in ((512.0, None), (None, 2.0)):
-                for c in run.columns(ctx, counts, names(), True, batch, per_gpu, None):
-                    brief = [] if c.brief_rows is None else np.flatnonzero(c.brief_rows).tolist()
-                    rows = [r for r in brief if not c.limit_codes(r)][:30] + [r for r in brief if c.limit_codes(r)][:30]
-                    if not rows:
-                        continue
-                    got = [row.with_rank(k % 3 or None) for k, row in enumerate(brief_rows(ctx, c, np.array(rows)))]
-                    want = [pt.with_rank(k % 3 or None) for k, pt in enumerate(evaluate_all(ctx, [_config(c, r) for r in rows]))]
-                    assert _texts(got) == _texts(want), (system_name, options, c.strategy)
-                    compared += len(rows)
-                    infeasible += sum(not pt.feasible for pt in want)
+    for ctx, c, rows, points in sampled_rows(model_name, MODELS, OPTIONS, ((512.0, None), (None, 2.0)), 3, n=30):
+        got = [row.with_rank(k % 3 or None) for k, row in enumerate(brief_rows(ctx, c, rows))]
+        want = [pt.with_rank(k % 3 or None) for k, pt in enumerate(points)]
+        assert _texts(got) == _texts(want), (ctx.system.name, ctx.options, c.strategy)
+        compared += len(want)
+        infeasible += sum(not pt.feasible for pt in want)
     assert compared > 500 and infeasible > 50
 
 
@@ -73,9 +56,12 @@ ARGS = ("-m", "resnet50", "-p", "resnet50_v100", "--gpus", "1..40,96,1000,5000")
 def test_predict_written_in_runs_is_the_whole_sweep(monkeypatch, system_name, extra):
     """Runs of a few GPU counts (compute/engine.CHUNK_POINTS) joined: the text of every
     point evaluated and rendered at once (a system with DDP's buckets: rows evaluated)."""
+    import csv
+    import io
+
     from oracle.compute import engine
     from oracle.render.predict import markdown, select_top
-    from oracle.render.records import to_csv
+    from oracle.render.records import csv_cells, csv_columns, point_to_dict
     from oracle.services.project import project
 
     top = int(extra[-1]) if "--top" in extra else None
@@ -84,8 +70,11 @@ def test_predict_written_in_runs_is_the_whole_sweep(monkeypatch, system_name, ex
         flags["zero"] = 2
     points, meta, _ = project("resnet50", system_name, "resnet50_v100", ARGS[-1], **flags)  # every point built
     shown = select_top(points, top)
+    table = io.StringIO()
+    csv.writer(table, lineterminator="\n").writerows([csv_columns()] + [csv_cells(pt) for pt in shown])
+    text = json.dumps([point_to_dict(pt) for pt in shown], indent=2, allow_nan=False) + "\n"
     monkeypatch.setattr(engine, "CHUNK_POINTS", 40)
-    for fmt, want in (("json", to_json(shown)), ("csv", to_csv(shown)), ("markdown", markdown(points, meta, top))):
+    for fmt, want in (("json", text), ("csv", table.getvalue()), ("markdown", markdown(points, meta, top))):
         r = run_cli("predict", "-s", system_name, *ARGS, *extra, "-f", fmt)
         assert r.code == 0, r.err
         assert r.out == want, (fmt, system_name)
