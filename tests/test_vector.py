@@ -51,7 +51,8 @@ def counts_for(system) -> list[int]:
 
 def mismatches(ctx, cols) -> list:
     """Where the columns differ from the per-point path's points."""
-    cfgs = [Config(cols.strategy, int(cols.gpus[i]), int(cols.p1[i]), int(cols.p2[i]), float(cols.batch[i]))
+    S = cols.segments.tolist() if cols.segments is not None else [0] * cols.size  # the pipeline's S (0: none)
+    cfgs = [Config(cols.strategy, int(cols.gpus[i]), int(cols.p1[i]), int(cols.p2[i]), float(cols.batch[i]), S[i] or None)
             for i in range(cols.size)]  # fmt: skip
     out = []
     feasible = cols.feasible()
@@ -245,6 +246,31 @@ def test_the_delayed_update_in_arrays(tmp_path, system_name):
             cols = kinds.evaluate_many(ctx, name, *_sample(run.config_arrays(name, c, 32.0 * c, None), 60))
             assert cols.phases["gradient_exchange_s"].any() or name == "spatial"
             assert not mismatches(ctx, cols), (model_name, delayed, extra, name)
+
+
+@pytest.mark.parametrize("model_name", ["resnet50", "vgg16", "unet3d", "inception_v3"])
+def test_pipeline_activation_checkpointing_in_arrays(model_name):
+    """GPipe's checkpointing in arrays (vector/pipeline.py): each stage's backward
+    recomputes its forward, a stage holds its input for all B samples and one
+    micro-batch's activations; both memory models, default and fixed segments, strong
+    and weak scaling, over every shipped system (half the counts by turns)."""
+    m = load_model(model_name)
+    changed = 0
+    for k, system_name in enumerate(SYSTEMS):
+        for extra in ({}, {"memory_model": "paradl", "segments": 8, "mixed_precision": True}):
+            ctx = Context(m, load_system(system_name), times_for(m, k), Options(checkpointing=True, **extra))
+            plain = Context(m, ctx.system, ctx.times, Options(**extra))
+            assert kinds.covers(ctx, "pipeline")
+            c = np.array(counts_for(ctx.system)[k % 2 :: 2], dtype=np.int64)
+            for B in (np.full(c.size, 256.0), 32.0 * c):
+                arrays = run.config_arrays("pipeline", c, B, None)
+                cols = kinds.evaluate_many(ctx, "pipeline", *arrays)
+                assert not mismatches(ctx, cols), (system_name, extra)
+                before = kinds.evaluate_many(plain, "pipeline", *arrays)
+                ok = c <= ctx.G
+                changed += int((cols.memory[ok] != before.memory[ok]).all())
+                changed += int((cols.phases["forward_backward_s"][ok] > before.phases["forward_backward_s"][ok]).all())
+    assert changed == 2 * 2 * 2 * len(SYSTEMS)  # checkpointing moves every computable count's memory and compute
 
 
 def test_the_options_the_arrays_do_not_reach_fall_back(tmp_path):
