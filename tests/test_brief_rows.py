@@ -191,8 +191,8 @@ def test_ranking_runs_of_counts_at_once_is_ranking_each_count():
 def test_a_blocks_float_cells_are_each_values_own(values):
     """render/records: a block's column of floats formatted once per distinct value (bit
     for bit: 0.0 and -0.0 differ) gives each value's cell (repr; empty for None, NaN, inf)."""
-    from oracle.render.records import _float_columns, _nums
+    from oracle.render.records import float_columns, _nums
 
-    ((got, twice),) = _float_columns([[values, values[::-1]]])
+    ((got, twice),) = float_columns([[values, values[::-1]]])
     assert ([twice] * len(values) if isinstance(twice, str) else twice) == _nums(values[::-1])
     assert ([got] * len(values) if isinstance(got, str) else got) == _nums(values)

@@ -23,7 +23,8 @@ def predict(fmt, top, chart, width, max_batch, output, **sweep):
     Per-epoch times and per-GPU memory of each parallelization strategy at each GPU
     count (docs/cost-model.md), ranked by total time per GPU count; points that break (more GPUs
     than filters, out of memory, fewer than one sample per GPU, ...) are shown with
-    their reasons.
+    their reasons.  CSV, JSON and Markdown are written a run of GPU counts at a time as
+    they are projected (memory stays flat however many points).
 
     \b
     Example:

@@ -33,10 +33,10 @@ class Style(NamedTuple):
 
 def _indented_details(d: dict) -> str:
     from oracle.render.jsontext import IndentedWriter
-    from oracle.render.records import _plain
+    from oracle.render.records import plain_value
 
     if not _WRITER:
-        _WRITER.append(IndentedWriter(expand=_plain))
+        _WRITER.append(IndentedWriter(expand=plain_value))
     return _WRITER[0].write(d, "    ")
 
 
@@ -73,13 +73,13 @@ def item_texts(items: list, write, style: Style = INDENTED, head: str = "") -> l
 def _block_texts(v: dict, details: dict, style: Style, head: str) -> dict:
     """Row -> (its text before the rank, after it) of the rows in ``details`` (their
     strategy's details by row), point_to_dict's keys in its order after ``head``."""
-    from oracle.render.records import _by_value, _float_columns, _int_if_whole
+    from oracle.render.records import by_value, float_columns, int_if_whole
 
     at = sorted(details)
     n, memory, phases = len(at), v["memory"], phase_names()
     parts = list(memory) if memory is not None else []
     floats = [*(v[k] for k in _NUMS), *(v["phases"][k] for k in phases), v["max_batch_per_gpu"], *(memory[k] for k in parts)]
-    (cols,) = _float_columns([[[c[i] for i in at] for c in floats]], empty="null")
+    (cols,) = float_columns([[[c[i] for i in at] for c in floats]], empty="null")
     nums, cells = dict(zip(_NUMS, cols)), dict(zip([*phases, "max_batch_per_gpu", *parts], cols[len(_NUMS) :]))
     row = {k: [v[k][i] for i in at] for k in ("gpus", "p1", "p2", "global_batch", "segments", "feasible", "limits",
                                               "compute_conversion")}  # fmt: skip
@@ -88,19 +88,19 @@ def _block_texts(v: dict, details: dict, style: Style, head: str) -> dict:
     for k in ("model", "system", "strategy"):
         left.item(k, _string(v[k]), first=k == "model" and not head)
     for k in ("gpus", "p1", "p2"):
-        left.item(k, _by_value(str)(row[k]))
-    left.item("global_batch", _by_value(lambda b: _scalar(_int_if_whole(b)))(row["global_batch"]))
-    left.item("segments", _by_value(_scalar)(row["segments"]))
+        left.item(k, by_value(str)(row[k]))
+    left.item("global_batch", by_value(lambda b: _scalar(int_if_whole(b)))(row["global_batch"]))
+    left.item("segments", by_value(_scalar)(row["segments"]))
     for k in _NUMS:
         left.item(k, nums[k])
-    left.item("feasible", _by_value(_scalar)(row["feasible"]))
-    left.item("limits", _by_value(lambda lims: _texts([x.reason for x in lims], style))(row["limits"]))
+    left.item("feasible", by_value(_scalar)(row["feasible"]))
+    left.item("limits", by_value(lambda lims: _texts([x.reason for x in lims], style))(row["limits"]))
     left.item("rank", "")
     right.nested("breakdown", [(k, cells[k]) for k in phases])
-    right.item("limit_codes", _by_value(lambda lims: _texts([x.code for x in lims], style))(row["limits"]))
+    right.item("limit_codes", by_value(lambda lims: _texts([x.code for x in lims], style))(row["limits"]))
     for k in ("profile_kind", "memory_model"):
         right.item(k, _string(v[k]))
-    right.item("compute_conversion", _by_value(_string)(row["compute_conversion"]))
+    right.item("compute_conversion", by_value(_string)(row["compute_conversion"]))
     right.item("stack", _string(v["stack"]))
     if parts:
         right.nested("memory_breakdown", [(k, cells[k]) for k in parts])
@@ -109,7 +109,7 @@ def _block_texts(v: dict, details: dict, style: Style, head: str) -> dict:
     right.item("max_batch_per_gpu", cells["max_batch_per_gpu"])
     right.item("communication_total_s", nums["communication_s"])
     right.item("overlap_ratio", "0.0")
-    right.item("details", _by_value(lambda d: style.details(_plain_details(d)))([tuple(details[i].items()) for i in at]))
+    right.item("details", by_value(lambda d: style.details(_plain_details(d)))([tuple(details[i].items()) for i in at]))
     right.add(style.close)
     return dict(zip(at, zip(left.rows(n), right.rows(n))))
 
@@ -173,6 +173,6 @@ def _texts(texts: list[str], style: Style) -> str:
 
 def _plain_details(items: tuple) -> dict:
     """point_to_dict's ``details`` of a strategy's details (make_point's own none here)."""
-    from oracle.render.records import _TOP_DETAILS, _plain
+    from oracle.render.records import TOP_DETAILS, plain_value
 
-    return {k: _plain(x) for k, x in items if k not in _TOP_DETAILS}
+    return {k: plain_value(x) for k, x in items if k not in TOP_DETAILS}
