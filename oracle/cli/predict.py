@@ -52,8 +52,8 @@ def _stream(runs, meta: dict, fmt: str, top, output) -> None:
     from oracle.render.predict import markdown_texts, select_top
     from oracle.render.records import csv_texts, json_texts
 
-    shown = (select_top(run, top) for run in runs)
-    pieces = {"csv": csv_texts, "json": json_texts}[fmt](shown) if fmt != "markdown" else markdown_texts(runs, meta, top)
+    texts = {"csv": csv_texts, "json": json_texts, "markdown": lambda shown: markdown_texts(shown, meta)}[fmt]
+    pieces = texts(select_top(run, top) for run in runs)
     with sink(output) as write:
         head = next(pieces)
         for piece in pieces:

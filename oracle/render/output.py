@@ -199,14 +199,31 @@ def sink(output: str | Path | None) -> Iterator:
     if output is None or str(output) == "-":
         yield lambda text: write_stdout(text) if text else None
         return
-    target = check_target(output)
-    with _temp(target, "w") as (fh, tmp):
-        yield fh.write
+    shown, target, writing, tmp = str(output), check_target(output), False, ""
     try:
+        with _temp(target, "w") as (fh, tmp):
+            writing = True
+            yield _guarded(fh.write, shown)
+            writing = False
         os.replace(tmp, target)
-    except OSError as exc:
-        _unlink(tmp)
-        raise _error(str(output), exc) from None
+    except OSError as exc:  # creating, writing, flushing or renaming the file (not the caller's own)
+        if writing:
+            raise
+        if tmp:
+            _unlink(tmp)
+        raise _error(shown, exc) from None
+
+
+def _guarded(write, shown: str):
+    """``write`` whose OSError (a full disk) is -o's one error line naming the file."""
+
+    def guarded(text: str) -> None:
+        try:
+            write(text)
+        except OSError as exc:
+            raise _error(shown, exc) from None
+
+    return guarded
 
 
 def emit(text: str, output: str | Path | None) -> None:

@@ -9,6 +9,7 @@ render/jsontext.IndentedWriter; so are points.  tests/test_stream.py holds both 
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from collections.abc import Callable
@@ -31,16 +32,18 @@ class Style(NamedTuple):
     details: Callable[[dict], str]  # json.dumps of the details dict in this layout
 
 
-def _indented_details(d: dict) -> str:
+@functools.cache
+def _writer():
     from oracle.render.jsontext import IndentedWriter
     from oracle.render.records import plain_value
 
-    if not _WRITER:
-        _WRITER.append(IndentedWriter(expand=plain_value))
-    return _WRITER[0].write(d, "    ")
+    return IndentedWriter(expand=plain_value)
 
 
-_WRITER: list = []
+def _indented_details(d: dict) -> str:
+    return _writer().write(d, "    ")
+
+
 INDENTED = Style("{\n    ", ",\n    ", ("\n      ", ",\n      ", "\n    "), "\n  }", _indented_details)
 ONE_LINE = Style("{", ", ", ("", ", ", ""), "}", lambda d: json.dumps(d, allow_nan=False))
 

@@ -140,7 +140,7 @@ def options_note(system, options) -> str:
 
 
 def project(model, system, profile, gpus=None, strategies="all", p2=None, layers=None, top=None, brief=False,
-            stream=False, **flags):  # fmt: skip
+            stream=False, **flags):
     """Load the inputs and run the sweep, as ``oracle predict`` does (``flags``: its
     options by their names, as compute.options.Flags.parse takes them; precision and
     batch not given: the profile's).

@@ -110,8 +110,10 @@ class Strategy:
 
     def brief_details(self, ctx: Context, cfg: Config) -> dict | None:
         """The details :meth:`evaluate` gives a configuration before make_point's (issue 29:
-        compute/vector/rows.points builds the point of a row of the arrays with them);
-        None: they cannot be told without evaluating it (the row's point is evaluated)."""
+        compute/vector/rows.points and render/rows_json.py write a row of the arrays with
+        them); None: they cannot be told without evaluating it (the row's point is
+        evaluated), as with --overlap, whose communication_total_s and overlap_ratio
+        (base.overlap_details) the rows do not hold."""
         return None
 
 
