@@ -1,10 +1,12 @@
-"""Output rows straight from the columns (issue 29: ``oracle sweep`` and ``predict -f csv``
-at 10^5-10^6 points): the rows of a strategy's columns whose numbers are the per-point
-path's to the last bit (:attr:`Columns.brief_rows`) as one :class:`Block` of Python
-lists, one entry per row, holding what a point's CSV row shows, and a
-:class:`BriefRow` per row that ranks and groups as a :class:`~oracle.compute.cost.Point`
-does (render/records.csv_cells renders either; tests/test_brief_rows.py holds their
-cells equal)."""
+"""Output rows straight from the columns (issue 29: ``oracle sweep`` and ``predict -f
+csv|json|markdown`` at 10^5-10^6 points): the rows of a strategy's columns whose numbers
+are the per-point path's to the last bit (:attr:`Columns.brief_rows`) as one
+:class:`Block` of Python lists, one entry per row, holding what a point's CSV row shows,
+and a :class:`BriefRow` per row that ranks and groups as a
+:class:`~oracle.compute.cost.Point` does (render/records.csv_cells renders either;
+tests/test_brief_rows.py holds their cells equal); with the details the strategy tells
+without evaluating (:func:`resolved`) a row is its point (:func:`points`, Markdown) or
+its JSON (render/rows_json.py; tests/test_stream.py)."""
 
 from __future__ import annotations
 
