@@ -14,7 +14,10 @@ four systems x two batches x GPU counts 1..N/4, every point (--all) to a file.  
 issue's streamed sweep: ``sweepall`` (``oracle sweep --all``) and ``sweepbest`` (the
 best configuration per count) of ResNet-50 on abci and lassen x batches 32 and 64 per
 GPU x GPU counts 1..N, to a file (N = 12,500: about 10^6 points; only the resident set
-is measured there, tracemalloc would multiply the time).  Each measurement runs in a
+is measured there, tracemalloc would multiply the time); ``sweepjson`` and ``sweepmd``
+the same ``--all`` as JSON and Markdown; ``jsonfile`` and ``mdfile`` the predict above
+as JSON and Markdown to a file (``-o``: its output streamed, a run of counts at a
+time, and not held by the measuring process; resident set only).  Each measurement runs in a
 fresh process; memory is its peak of Python's allocations (tracemalloc; numpy's arrays
 included) and its peak resident set (ru_maxrss).
 ``--before TREE``: the same measurements with the ``oracle`` package of another
@@ -62,10 +65,17 @@ STREAMED = """cases:
 PROFILE = "model: ResNet-152\nsource: benchmark only (timing does not depend on it)\ntotal: {fw_bw_per_sample_s: 0.01}\n"
 
 
-def predict_args(profile: Path, n: int, top: int | None = None) -> list[str]:
-    fmt = ["--top", str(top), "--format", "csv"] if top else ["--format", "json"]
+def predict_args(profile: Path, n: int, top: int | None = None, fmt: str = "json") -> list[str]:
+    shown = ["--top", str(top), "--format", "csv"] if top else ["--format", fmt]
     return ["predict", "-m", "resnet152", "-s", "abci", "-p", str(profile), "--strategy", "all",
-            "--gpus", ",".join(str(g) for g in range(1, n + 1)), "-b", "32", *fmt]  # fmt: skip
+            "--gpus", ",".join(str(g) for g in range(1, n + 1)), "-b", "32", *shown]  # fmt: skip
+
+
+def to_file(tmp: Path, args: list[str]) -> int:
+    """The CLI with ``-o`` a file (output not held in this process); returns its bytes."""
+    out = tmp / "out.txt"
+    run_cli([*args, "-o", str(out)])
+    return out.stat().st_size
 
 
 def process(profile: Path, n: int, tree: str) -> int:
@@ -93,13 +103,14 @@ def run_cli(args: list[str]) -> int:
     return len(buf.getvalue())
 
 
-def sweep_command(tmp: Path, n: int, cases_text: str = SWEEP, every: bool = True) -> int:
+def sweep_command(tmp: Path, n: int, cases_text: str = SWEEP, every: bool = True, fmt: str = "csv") -> int:
     """``oracle sweep`` (``every``: --all) of ``cases_text`` with GPU counts 1..n (written
-    as a list, which both sides of --before read); returns the rows it wrote."""
+    as a list, which both sides of --before read) as ``fmt``; returns the lines it wrote
+    (CSV: the rows)."""
     cases = tmp / "cases.yaml"
     cases.write_text(cases_text.format(gpus="[" + ", ".join(str(g) for g in range(1, max(1, n) + 1)) + "]"))
     out = tmp / "rows.csv"
-    run_cli(["sweep", str(cases), *(["--all"] if every else []), "-o", str(out)])
+    run_cli(["sweep", str(cases), *(["--all"] if every else []), "-f", fmt, "-o", str(out)])
     with open(out, encoding="utf-8") as fh:
         return sum(1 for _ in fh) - 1
 
@@ -143,8 +154,12 @@ def maxrss_mb() -> float:
 KINDS = {"engine": "engine: compute.sweep.sweep", "predict": "predict --strategy all -b 32 -f json",
          "top1": "predict ... --top 1 -f csv", "process": "predict ... --top 1 -f csv, fresh process",
          "sweep": "oracle sweep --all (4 systems x 2 batches)",
-         "sweepall": "oracle sweep --all (abci,lassen x 2 batches)", "sweepbest": "oracle sweep (abci,lassen x 2)"}  # fmt: skip
-UNTRACED = ("sweepall", "sweepbest")  # 10^6 points: the resident set only
+         "sweepall": "oracle sweep --all (abci,lassen x 2 batches)", "sweepbest": "oracle sweep (abci,lassen x 2)",
+         "jsonfile": "predict ... -f json -o FILE", "mdfile": "predict ... -f markdown -o FILE",
+         "sweepjson": "oracle sweep --all -f json (abci,lassen x 2)",
+         "sweepmd": "oracle sweep --all -f markdown (abci,lassen x 2)"}  # fmt: skip
+# the resident set only (10^6 points; output streamed to a file, whose memory is the measure)
+UNTRACED = ("sweepall", "sweepbest", "jsonfile", "mdfile", "sweepjson", "sweepmd")
 
 
 def one(kind: str, n: int, repeats: int) -> dict:
@@ -157,7 +172,11 @@ def one(kind: str, n: int, repeats: int) -> dict:
               "process": lambda: process(profile, n, os.getcwd()),
               "sweep": lambda: sweep_command(Path(tmp), n // 4),
               "sweepall": lambda: sweep_command(Path(tmp), n, STREAMED),
-              "sweepbest": lambda: sweep_command(Path(tmp), n, STREAMED, every=False)}[kind]  # fmt: skip
+              "sweepbest": lambda: sweep_command(Path(tmp), n, STREAMED, every=False),
+              "jsonfile": lambda: to_file(Path(tmp), predict_args(profile, n)),
+              "mdfile": lambda: to_file(Path(tmp), predict_args(profile, n, fmt="markdown")),
+              "sweepjson": lambda: sweep_command(Path(tmp), n, STREAMED, fmt="json"),
+              "sweepmd": lambda: sweep_command(Path(tmp), n, STREAMED, fmt="markdown")}[kind]  # fmt: skip
         t, peak, size = measure(fn, repeats, kind not in UNTRACED)
     rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024 if kind == "process" else maxrss_mb()
     return {"seconds": t, "peak_MB": peak, "maxrss_MB": rss, "size": size}

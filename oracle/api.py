@@ -124,27 +124,23 @@ def model_system(system, model_name: str, stack):
     return stack_system(system.for_model(model_name), stack)
 
 
-def run_sweep(req: SweepRequest) -> Sweep:
+def run_sweep(req: SweepRequest, stream: bool = False) -> Sweep:
     """The one pipeline of ``api.predict`` and the CLI (``oracle predict``, ``plot``,
-    ``report``): the compute model, then the sweep."""
-    req, points, conversion = _swept(req, stream=False)
-    if req.system.anchors:  # issue 26: a calibrated system's measured runs
+    ``report``): the compute model, then the sweep.  ``stream``: the points an iterator
+    of runs of GPU counts, each evaluated as it is read, one held at a time (issue 29:
+    compute/sweep.sweep's ``stream``); a calibrated system's in one run."""
+    req, points, conversion = _swept(req, stream=stream)
+    if req.system.anchors:  # issue 26: a calibrated system's measured runs (a list: the whole sweep)
         from oracle.services.anchors import anchored_sweep
 
         points = anchored_sweep(points, req)
+        return Sweep(iter([points]) if stream else points, conversion)
     return Sweep(points, conversion)
 
 
 def stream_sweep(req: SweepRequest):
-    """:func:`run_sweep`'s points in runs of GPU counts, one run held at a time (oracle
-    sweep, issue 29: compute/sweep.sweep's ``stream``); a calibrated system's in one."""
-    req, points, _ = _swept(req, stream=True)
-    if req.system.anchors:  # a list: the whole sweep (run_sweep)
-        from oracle.services.anchors import anchored_sweep
-
-        yield anchored_sweep(points, req)
-        return
-    yield from points
+    """:func:`run_sweep`'s points in runs of GPU counts (oracle sweep), evaluated once read."""
+    yield from run_sweep(req, stream=True).points
 
 
 def _swept(req: SweepRequest, stream: bool):

@@ -36,30 +36,38 @@ def _config(c, r: int) -> Config:
     return Config(c.strategy, int(c.gpus[r]), int(c.p1[r]), int(c.p2[r]), float(c.batch[r]), S)
 
 
-@pytest.mark.parametrize("model_name", MODELS)
-def test_rows_from_columns_equal_rows_from_points(model_name):
+def sampled_rows(model_name: str, models: list, options_sets, batches, seed: int, extra=(), n: int = 40):
+    """(context, columns, rows, their per-point points): up to ``n`` feasible and ``n``
+    infeasible rows of each strategy's columns whose numbers are the per-point path's
+    (Columns.brief_rows), the models taking turns over the shipped systems (each
+    system under at least one model: every system under every model took ~2 minutes of
+    the suite once the DGX files were covered too), under each of ``options_sets``."""
     m = load_model(model_name)
-    compared = infeasible = 0
-    # the models take turns over the shipped systems (each system under at least one
-    # model): every system under every model took ~2 minutes of the suite once the DGX
-    # files were covered too
-    for system_name in SYSTEMS[MODELS.index(model_name) :: len(MODELS)]:
-        for options in OPTIONS:
-            ctx = Context(m, load_system(system_name), times_for(m, 1), options)
+    for system_name in SYSTEMS[models.index(model_name) :: len(models)]:
+        for options in options_sets:
+            ctx = Context(m, load_system(system_name), times_for(m, seed), options)
             if not kinds.covered(ctx):
                 continue
-            counts = sorted(set(counts_for(ctx.system)) | {4, 16, 24, 48, 128, 256})
-            for batch, per_gpu in ((512.0, None), (None, 16.0), (None, 2.0)):
+            counts = sorted(set(counts_for(ctx.system)) | {4, 16, 24, 48, *extra})
+            for batch, per_gpu in batches:
                 for c in run.columns(ctx, counts, names(), True, batch, per_gpu, None):
                     brief = [] if c.brief_rows is None else np.flatnonzero(c.brief_rows).tolist()
-                    rows = [r for r in brief if not c.limit_codes(r)][:40] + [r for r in brief if c.limit_codes(r)][:40]
-                    points = evaluate_all(ctx, [_config(c, r) for r in rows])
-                    for r, row, pt in zip(rows, brief_rows(ctx, c, np.asarray(rows, dtype=np.int64)), points):
-                        got = csv_lines([row.with_rank(2)]), (row.gpus, row.strategy, row.p2, row.total_s, row.feasible)
-                        want = csv_lines([pt.with_rank(2)]), (pt.gpus, pt.strategy, pt.p2, pt.total_s, pt.feasible)
-                        assert repr(got) == repr(want), (system_name, c.strategy, _config(c, r))  # NaN totals too
-                        compared += 1
-                        infeasible += not pt.feasible
+                    rows = [r for r in brief if not c.limit_codes(r)][:n] + [r for r in brief if c.limit_codes(r)][:n]
+                    if rows:
+                        yield ctx, c, np.asarray(rows, dtype=np.int64), evaluate_all(ctx, [_config(c, r) for r in rows])
+
+
+@pytest.mark.parametrize("model_name", MODELS)
+def test_rows_from_columns_equal_rows_from_points(model_name):
+    compared = infeasible = 0
+    batches = ((512.0, None), (None, 16.0), (None, 2.0))
+    for ctx, c, rows, points in sampled_rows(model_name, MODELS, OPTIONS, batches, 1, (128, 256)):
+        for r, row, pt in zip(rows.tolist(), brief_rows(ctx, c, rows), points):
+            got = csv_lines([row.with_rank(2)]), (row.gpus, row.strategy, row.p2, row.total_s, row.feasible)
+            want = csv_lines([pt.with_rank(2)]), (pt.gpus, pt.strategy, pt.p2, pt.total_s, pt.feasible)
+            assert repr(got) == repr(want), (ctx.system.name, c.strategy, _config(c, r))  # NaN totals too
+            compared += 1
+            infeasible += not pt.feasible
     assert compared > 100 and infeasible > 20
 
 
@@ -183,8 +191,8 @@ def test_ranking_runs_of_counts_at_once_is_ranking_each_count():
 def test_a_blocks_float_cells_are_each_values_own(values):
     """render/records: a block's column of floats formatted once per distinct value (bit
     for bit: 0.0 and -0.0 differ) gives each value's cell (repr; empty for None, NaN, inf)."""
-    from oracle.render.records import _float_columns, _nums
+    from oracle.render.records import float_columns, _nums
 
-    ((got, twice),) = _float_columns([[values, values[::-1]]])
+    ((got, twice),) = float_columns([[values, values[::-1]]])
     assert ([twice] * len(values) if isinstance(twice, str) else twice) == _nums(values[::-1])
     assert ([got] * len(values) if isinstance(got, str) else got) == _nums(values)

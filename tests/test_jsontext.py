@@ -14,7 +14,7 @@ from oracle.compute.context import Options
 from oracle.compute.sweep import sweep
 from oracle.load import load_model, load_profile, load_system
 from oracle.render.jsontext import IndentedWriter
-from oracle.render.records import _plain, point_to_dict, to_json
+from oracle.render.records import plain_value, point_to_dict, to_json
 
 
 def _slow(v: object) -> str:
@@ -22,9 +22,9 @@ def _slow(v: object) -> str:
 
 
 def _expanded(v: object) -> object:
-    """What the writer is promised to write: every tuple as _plain makes it."""
+    """What the writer is promised to write: every tuple as plain_value makes it."""
     if isinstance(v, tuple):
-        return _plain(v)
+        return plain_value(v)
     if isinstance(v, list):
         return [_expanded(x) for x in v]
     if isinstance(v, dict):
@@ -57,7 +57,7 @@ _values = st.recursive(
 
 @given(_values)
 def test_any_json_value_as_json_dumps_writes_it(v):
-    assert IndentedWriter(expand=_plain).write(v) == _slow(_expanded(v))
+    assert IndentedWriter(expand=plain_value).write(v) == _slow(_expanded(v))
 
 
 @pytest.mark.parametrize(
@@ -65,17 +65,17 @@ def test_any_json_value_as_json_dumps_writes_it(v):
     [
         (("é☃", "a],\n  [b"), ("x", "y")),  # rows: the encoded newline is "\\n", never a separator
         (("a",), ()),  # an empty row: not written as rows
-        ((1.0, float("nan")), (True, 1)),  # non-finite in a tuple: None, as _plain makes it
+        ((1.0, float("nan")), (True, 1)),  # non-finite in a tuple: None, as plain_value makes it
         {"a": (float("inf"), -0.0), 1: "int key", None: [], 2.5: {}},  # json's key conversions
         [[1, 2], [3, [4, {"k": ()}]]],
     ],
 )
 def test_edges_as_json_dumps_writes_them(v):
-    assert IndentedWriter(expand=_plain).write(v) == _slow(_expanded(v))
+    assert IndentedWriter(expand=plain_value).write(v) == _slow(_expanded(v))
 
 
 def test_non_finite_outside_a_tuple_is_refused_as_json_refuses_it():
     with pytest.raises(ValueError):
-        IndentedWriter(expand=_plain).write({"a": [1.0, math.inf]})
+        IndentedWriter(expand=plain_value).write({"a": [1.0, math.inf]})
     with pytest.raises(ValueError):
         _slow({"a": [1.0, math.inf]})

@@ -453,7 +453,7 @@ def test_every_file_argument(tmp_path, argument, kind):
 # command line writing to {out}; the renderer whose failure must not touch {out}.
 WRITERS = {
     "predict": (["predict", "-m", "alexnet", "-s", "abci", "-p", "alexnet_v100", "--gpus", "4", "-f", "json",
-                 "-o", "{out}"], "oracle.render.records.to_json", "out.json"),
+                 "-o", "{out}"], "oracle.render.rows_json.item_texts", "out.json"),  # in the streamed write
     "predict table": (["predict", "-m", "alexnet", "-s", "abci", "-p", "alexnet_v100", "--gpus", "4", "-o", "{out}"],
                       "oracle.render.predict.render_text", "out.txt"),
     "show": (["show", "model", "alexnet", "-f", "json", "-o", "{out}"], "oracle.render.show.model_json", "out.json"),
@@ -462,6 +462,7 @@ WRITERS = {
     "import": (["import", "data/chainer-logs/vgg16-data-abci", "-m", "vgg16", "-s", "abci", "-p", "vgg16_v100",
                 "--strategy", "data", "-o", "{out}"], "oracle.services.import_logs._csv", "runs.csv"),
     "snapshot": (["snapshot", "{cases}", "-o", "{out}"], "oracle.services.baseline._dump", "base.json"),
+    "sweep": (["sweep", "{cases}", "-f", "json", "-o", "{out}"], "oracle.render.rows_json.item_texts", "out.json"),
     "fit network": (["fit", "network", "--system", "abci", "data/nccl-tests/abci-v100/intra_vnode_4nodes.txt",
                      "data/nccl-tests/abci-v100/inter_vnode_2nodes.txt", "-o", "{out}"], "oracle.render.fit.system_yaml",
                     "sys.yaml"),

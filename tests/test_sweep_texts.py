@@ -2,7 +2,7 @@
 rows): a strategy's own limit reasons once per the Config fields it declares
 (Strategy.limit_fields) and per context across runs of GPU counts
 (compute/vector/rows._Texts); the CSV cells of a whole column at once
-(textsafe.csv_texts, render/records._quoted_texts, records._float_columns over the
+(textsafe.csv_texts, render/records._quoted_texts, records.float_columns over the
 blocks of a run); spatial_violations by bisection. Each gives every row its own text."""
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from oracle.compute.sweep import evaluate_all
 from oracle.compute.vector import run
 from oracle.compute.vector.rows import brief_rows
 from oracle.load import load_model, load_system
-from oracle.render.records import _float_columns, _nums, _quoted, _quoted_texts
+from oracle.render.records import float_columns, _nums, _quoted, _quoted_texts
 from oracle.textsafe import csv_cell, csv_texts
 
 
@@ -65,7 +65,7 @@ def test_reasons_worded_for_one_run_of_counts_serve_the_next_run():
             configs = [Config(c.strategy, int(c.gpus[r]), int(c.p1[r]), int(c.p2[r]), float(c.batch[r]),
                               int(c.segments[r]) if c.segments is not None and c.segments[r] else None)
                        for r in rows.tolist()]  # fmt: skip
-            want = [tuple(lim.reason for lim in pt.limits) for pt in evaluate_all(ctx, configs)]
+            want = [tuple(pt.limits) for pt in evaluate_all(ctx, configs)]  # codes and reasons
             assert got == want, (counts, c.strategy)
             assert any(got), c.strategy
 
@@ -89,10 +89,10 @@ FLOATS = st.lists(st.one_of(st.none(), st.floats(), st.sampled_from([0.0, -0.0, 
 
 @given(FLOATS, FLOATS, FLOATS)
 def test_float_cells_of_a_runs_blocks_are_each_blocks_own(a, b, c):
-    """records._float_columns formats the distinct values of several blocks (of their
+    """records.float_columns formats the distinct values of several blocks (of their
     own sizes; a block's columns one size) at once."""
     want = [[a, a[::-1]], [b], [c, c[::-1], c]]
-    got = _float_columns(want)
+    got = float_columns(want)
     for block, columns in zip(got, want):
         assert len(block) == len(columns)
         for cells, values in zip(block, columns):

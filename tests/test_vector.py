@@ -51,7 +51,8 @@ def counts_for(system) -> list[int]:
 
 def mismatches(ctx, cols) -> list:
     """Where the columns differ from the per-point path's points."""
-    cfgs = [Config(cols.strategy, int(cols.gpus[i]), int(cols.p1[i]), int(cols.p2[i]), float(cols.batch[i]))
+    S = cols.segments.tolist() if cols.segments is not None else [0] * cols.size  # the pipeline's S (0: none)
+    cfgs = [Config(cols.strategy, int(cols.gpus[i]), int(cols.p1[i]), int(cols.p2[i]), float(cols.batch[i]), S[i] or None)
             for i in range(cols.size)]  # fmt: skip
     out = []
     feasible = cols.feasible()
@@ -247,6 +248,31 @@ def test_the_delayed_update_in_arrays(tmp_path, system_name):
             assert not mismatches(ctx, cols), (model_name, delayed, extra, name)
 
 
+@pytest.mark.parametrize("model_name", ["resnet50", "vgg16", "unet3d", "inception_v3"])
+def test_pipeline_activation_checkpointing_in_arrays(model_name):
+    """GPipe's checkpointing in arrays (vector/pipeline.py): each stage's backward
+    recomputes its forward, a stage holds its input for all B samples and one
+    micro-batch's activations; both memory models, default and fixed segments, strong
+    and weak scaling, over every shipped system (half the counts by turns)."""
+    m = load_model(model_name)
+    changed = 0
+    for k, system_name in enumerate(SYSTEMS):
+        for extra in ({}, {"memory_model": "paradl", "segments": 8, "mixed_precision": True}):
+            ctx = Context(m, load_system(system_name), times_for(m, k), Options(checkpointing=True, **extra))
+            plain = Context(m, ctx.system, ctx.times, Options(**extra))
+            assert kinds.covers(ctx, "pipeline")
+            c = np.array(counts_for(ctx.system)[k % 2 :: 2], dtype=np.int64)
+            for B in (np.full(c.size, 256.0), 32.0 * c):
+                arrays = run.config_arrays("pipeline", c, B, None)
+                cols = kinds.evaluate_many(ctx, "pipeline", *arrays)
+                assert not mismatches(ctx, cols), (system_name, extra)
+                before = kinds.evaluate_many(plain, "pipeline", *arrays)
+                ok = c <= ctx.G
+                changed += int((cols.memory[ok] != before.memory[ok]).all())
+                changed += int((cols.phases["forward_backward_s"][ok] > before.phases["forward_backward_s"][ok]).all())
+    assert changed == 2 * 2 * 2 * len(SYSTEMS)  # checkpointing moves every computable count's memory and compute
+
+
 def test_the_options_the_arrays_once_left_point_by_point_are_covered(tmp_path):
     """The DGX defaults, --collective auto, --replicated-gradients, measured collective
     tables and ParaDL's tool, the paradl stack (tests/test_vector_replicated.py,
@@ -317,9 +343,9 @@ def test_predict_top_answers_what_every_point_cannot(tmp_path):
     prof = tmp_path / "p.yaml"
     prof.write_text(PROFILE)
     args = ("predict", "-m", "resnet152", "-s", "abci", "-p", prof, "--strategy", "data+filter",
-            "--gpus", "1..10000", "-b", "32", "--format", "csv")  # fmt: skip
-    one_error(run_cli(*args), "--gpus", "points", "GB of memory")
-    r = run_cli(*args, "--top", "1")
+            "--gpus", "1..10000", "-b", "32")  # fmt: skip
+    one_error(run_cli(*args), "--gpus", "points", "GB of memory")  # the table holds every point (CSV is streamed)
+    r = run_cli(*args, "--top", "1", "--format", "csv")
     assert r.code == 0, r.err
     composite = int((factorizations(np.arange(1, 10001)) > 0).sum())  # a prime has no p1·p2 with both >= 2
     assert len(r.out.strip().splitlines()) == 1 + composite  # the header, one row a count

@@ -23,7 +23,8 @@ def predict(fmt, top, chart, width, max_batch, output, **sweep):
     Per-epoch times and per-GPU memory of each parallelization strategy at each GPU
     count (docs/cost-model.md), ranked by total time per GPU count; points that break (more GPUs
     than filters, out of memory, fewer than one sample per GPU, ...) are shown with
-    their reasons.
+    their reasons.  CSV, JSON and Markdown are written a run of GPU counts at a time as
+    they are projected (memory stays flat however many points).
 
     \b
     Example:
@@ -32,6 +33,30 @@ def predict(fmt, top, chart, width, max_batch, output, **sweep):
     from oracle.cli.common import render_points
     from oracle.services.project import project
 
-    points, meta, _ = project(top=top, brief=fmt == "csv", **sweep)  # issue 29: CSV reads few details
+    if fmt in STREAMED and not sweep.get("layers"):  # issue 29: a run of GPU counts at a time, memory flat
+        runs, meta, _ = project(top=top, brief=True, stream=True, **sweep)
+        _stream(runs, meta, fmt, top, output)
+        return
+    points, meta, _ = project(top=top, **sweep)
     meta["show_max_batch"] = max_batch
     render_points(points, meta, fmt, top, chart, width, output)
+
+
+STREAMED = ("csv", "json", "markdown")
+
+
+def _stream(runs, meta: dict, fmt: str, top, output) -> None:
+    """Write each run of points as it is projected, the output's start with the first
+    run's rows (an error evaluating it leaves no output on standard output)."""
+    from oracle.render.output import sink
+    from oracle.render.predict import markdown_texts, select_top
+    from oracle.render.records import csv_texts, json_texts
+
+    texts = {"csv": csv_texts, "json": json_texts, "markdown": lambda shown: markdown_texts(shown, meta)}[fmt]
+    pieces = texts(select_top(run, top) for run in runs)
+    with sink(output) as write:
+        head = next(pieces)
+        for piece in pieces:
+            write(head + piece)
+            head = ""
+        write(head)

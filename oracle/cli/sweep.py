@@ -44,7 +44,7 @@ def sweep(cases_file, fmt, every_point, plot_file, output):
     cases = load_sweep(cases_file)
     files = Files()
     check_names(cases, files, cases_file)
-    reqs = requests(cases, files, cases_file, every_point, brief=fmt == "csv")
+    reqs = requests(cases, files, cases_file, every_point, brief=True)  # issue 29: rows from the arrays
     if plot_file:  # its mistakes before the sweep runs
         from oracle.render.output import check_target
         from oracle.render.plots import format_for, require
@@ -64,10 +64,11 @@ def _stream(cases, reqs, cases_file, fmt, every_point, output) -> list:
     """Write the rows case by case; return the (label, system, gpus, total_s, strategy) of each
     case's fastest point per GPU count (for the plot)."""
     from oracle.render import sweep as rs
+    from oracle.render.output import sink
     from oracle.services.sweep import run
 
     best, wrote = [], False
-    with _sink(output) as write, _Progress([req.counts for req in reqs]) as bar:
+    with sink(output) as write, _Progress([req.counts for req in reqs]) as bar:
         head = rs.begin(fmt)  # written with the first case's rows: an error in it leaves no output
         for i, (case, runs) in enumerate(run(cases, reqs, cases_file, every_point)):
             for points in runs:  # issue 29: a run of GPU counts at a time, memory flat
@@ -119,32 +120,3 @@ class _Progress:
     def __exit__(self, *exc) -> None:
         if self._cm is not None:
             self._cm.__exit__(*exc)
-
-
-def _sink(output):
-    """A context giving ``write(text)``: to standard output as the text comes, or to a
-    temporary file next to ``-o FILE`` renamed over it once every case is written."""
-    import contextlib
-    import os
-    import tempfile
-
-    from oracle.render.output import check_target, current_umask, write_stdout
-
-    @contextlib.contextmanager
-    def to_file():
-        target = check_target(output)
-        fd, tmp = tempfile.mkstemp(prefix=f".{target.name[:64]}.", suffix=".tmp", dir=target.parent)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
-                yield fh.write
-            os.chmod(tmp, 0o644 & ~current_umask())
-            os.replace(tmp, target)
-        finally:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-
-    @contextlib.contextmanager
-    def to_stdout():
-        yield lambda text: write_stdout(text) if text else None
-
-    return to_stdout() if output is None or str(output) == "-" else to_file()

@@ -103,13 +103,21 @@ def check_target(path: str | Path) -> Path:
 
 def _write_temp(target: Path, data: str | bytes) -> str:
     """``data`` in a new temporary file next to ``target``, with target's permissions."""
-    mode = "wb" if isinstance(data, bytes) else "w"
+    with _temp(target, "wb" if isinstance(data, bytes) else "w") as (fh, tmp):
+        fh.write(data)
+    return tmp
+
+
+@contextlib.contextmanager
+def _temp(target: Path, mode: str) -> Iterator[tuple]:
+    """(open file, its name): a new temporary file next to ``target``, flushed to disk
+    and given target's permissions when the block ends; removed if it raises."""
     parent = target.parent if str(target.parent) else Path(".")
     short = target.name.encode("utf-8", "surrogateescape")[:64].decode("utf-8", "ignore")
     fd, tmp = tempfile.mkstemp(prefix=f".{short}.", suffix=".tmp", dir=parent)  # < 100 bytes
     try:
         with os.fdopen(fd, mode, **({} if mode == "wb" else {"encoding": "utf-8", "newline": ""})) as fh:
-            fh.write(data)
+            yield fh, tmp
             fh.flush()
             os.fsync(fh.fileno())
         try:
@@ -119,7 +127,6 @@ def _write_temp(target: Path, data: str | bytes) -> str:
     except BaseException:
         _unlink(tmp)
         raise
-    return tmp
 
 
 def _unlink(path: str) -> None:
@@ -181,6 +188,42 @@ def write_stdout(text: str) -> None:
 
     sys.stdout.write(stdout_text(text))  # a failure here is reported by the command group (one line, exit 2)
     sys.stdout.flush()
+
+
+@contextlib.contextmanager
+def sink(output: str | Path | None) -> Iterator:
+    """A context giving ``write(text)`` for output written as it is made (issue 29: a
+    sweep a run of GPU counts at a time): to standard output as the text comes, or to a
+    temporary file next to ``-o FILE`` renamed over it once the block ends (as
+    :func:`write_file`: an error leaves the old file)."""
+    if output is None or str(output) == "-":
+        yield lambda text: write_stdout(text) if text else None
+        return
+    shown, target, writing, tmp = str(output), check_target(output), False, ""
+    try:
+        with _temp(target, "w") as (fh, tmp):
+            writing = True
+            yield _guarded(fh.write, shown)
+            writing = False
+        os.replace(tmp, target)
+    except OSError as exc:  # creating, writing, flushing or renaming the file (not the caller's own)
+        if writing:
+            raise
+        if tmp:
+            _unlink(tmp)
+        raise _error(shown, exc) from None
+
+
+def _guarded(write, shown: str):
+    """``write`` whose OSError (a full disk) is -o's one error line naming the file."""
+
+    def guarded(text: str) -> None:
+        try:
+            write(text)
+        except OSError as exc:
+            raise _error(shown, exc) from None
+
+    return guarded
 
 
 def emit(text: str, output: str | Path | None) -> None:

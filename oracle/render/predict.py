@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import io
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from itertools import groupby
 
 from oracle.compute.cost import Point
@@ -199,23 +199,35 @@ def render_text(renderable, width: int = 140, color: bool = False) -> str:
 
 
 def markdown(points: Sequence[Point], meta: dict, top: int | None = None) -> str:
-    shown = select_top(points, top)
+    return "".join(markdown_texts([points], meta, top))
+
+
+def markdown_texts(runs: Iterable[Sequence], meta: dict, top: int | None = None) -> Iterator[str]:
+    """:func:`markdown`'s text: the header and the table's head, then the rows of each
+    run of ranked points (issue 29: a run of GPU counts at a time; a
+    compute/vector/rows.BriefRow as its point)."""
+    from oracle.compute.vector.rows import points as row_points
+
     out = [f"**{md(line)}**  " if i == 0 else f"{md(line)}  " for i, line in enumerate(header_lines(meta))]
     out.append("")
     out.append("| GPUs | rank | strategy | p1×p2 | batch | compute | comm | epoch | iteration | mem/GPU | limits |")
     out.append("|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---|")
-    for pt in shown:
-        name = md(_strategy(pt))
-        if pt.rank == 1:
-            name = f"**{name}**"
-        limits = md("; ".join(lim.reason for lim in pt.limits))
-        out.append(
-            f"| {pt.gpus} | {pt.rank or '–'} | {name} | {_parts(pt)} | {_batch(pt)} | "
-            f"{fmt_seconds(pt.compute_s)} | {fmt_seconds(pt.communication_s)} | "
-            f"{fmt_seconds(pt.total_s)} | {fmt_seconds(pt.iteration_s)} | "
-            f"{fmt_bytes(pt.memory_bytes)} | {limits} |"
-        )
-    return "\n".join(out) + "\n"
+    yield "\n".join(out) + "\n"
+    for run in runs:
+        yield "".join(markdown_row(pt) + "\n" for pt in row_points(select_top(run, top)))
+
+
+def markdown_row(pt: Point) -> str:
+    name = md(_strategy(pt))
+    if pt.rank == 1:
+        name = f"**{name}**"
+    limits = md("; ".join(lim.reason for lim in pt.limits))
+    return (
+        f"| {pt.gpus} | {pt.rank or '–'} | {name} | {_parts(pt)} | {_batch(pt)} | "
+        f"{fmt_seconds(pt.compute_s)} | {fmt_seconds(pt.communication_s)} | "
+        f"{fmt_seconds(pt.total_s)} | {fmt_seconds(pt.iteration_s)} | "
+        f"{fmt_bytes(pt.memory_bytes)} | {limits} |"
+    )
 
 
 CHART_COMPUTE = ("█", "cyan")

@@ -6,7 +6,7 @@ import csv
 import io
 import math
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from itertools import repeat
 
 import numpy as np
@@ -26,15 +26,16 @@ def _num(v: float) -> float | None:
     return v if math.isfinite(v) else None
 
 
-def _plain(v: object) -> object:
+def plain_value(v: object) -> object:
+    """A detail in JSON's types: tuples as lists, a non-finite float as None."""
     if isinstance(v, tuple):
-        return [_plain(x) for x in v]
+        return [plain_value(x) for x in v]
     if isinstance(v, float):
         return _num(v)
     return v
 
 
-def point_to_dict(pt: Point, plain: Callable[[object], object] = _plain) -> dict:
+def point_to_dict(pt: Point, plain: Callable[[object], object] = plain_value) -> dict:
     """docs/cli.md keys (exactly those names), then extras; ``plain`` turns each detail
     into JSON's types (to_json passes tuples on as they are: its writer expands them once)."""
     return {
@@ -44,7 +45,7 @@ def point_to_dict(pt: Point, plain: Callable[[object], object] = _plain) -> dict
         "gpus": pt.gpus,
         "p1": pt.p1,
         "p2": pt.p2,
-        "global_batch": _int_if_whole(pt.global_batch),
+        "global_batch": int_if_whole(pt.global_batch),
         "segments": pt.segments,
         "iterations_per_epoch": _num(pt.iterations_per_epoch),
         "compute_s": _num(pt.compute_s),
@@ -67,11 +68,11 @@ def point_to_dict(pt: Point, plain: Callable[[object], object] = _plain) -> dict
         # with --overlap: communication_s is the exposed part; this is everything sent
         "communication_total_s": _num(pt.detail("communication_total_s", pt.communication_s)),
         "overlap_ratio": _num(pt.detail("overlap_ratio", 0.0)),
-        "details": {k: plain(v) for k, v in pt.details if k not in _TOP_DETAILS},
+        "details": {k: plain(v) for k, v in pt.details if k not in TOP_DETAILS},
     }
 
 
-_TOP_DETAILS = ("memory", "communication_total_s", "overlap_ratio", "max_batch_per_gpu")
+TOP_DETAILS = ("memory", "communication_total_s", "overlap_ratio", "max_batch_per_gpu")
 # memory_breakdown parts as CSV columns (framework model: all; ParaDL: the first five)
 MEMORY_PARTS = (
     "activations_bytes",
@@ -86,7 +87,7 @@ MEMORY_PARTS = (
 )
 
 
-def _int_if_whole(v: float) -> float | int | None:
+def int_if_whole(v: float) -> float | int | None:
     if isinstance(v, float) and not math.isfinite(v):
         return None
     return int(v) if isinstance(v, float) and v.is_integer() else v
@@ -94,15 +95,38 @@ def _int_if_whole(v: float) -> float | int | None:
 
 def to_json(points: Sequence[Point]) -> str:
     """== json.dumps([point_to_dict(p) for p in points], indent=2, allow_nan=False) + "\n"."""
-    if not points:
-        return "[]\n"
-    writer = IndentedWriter(expand=_plain)
-    body = ",\n  ".join(writer.write(point_to_dict(p, plain=_keep_tuples), "  ") for p in points)
-    return "[\n  " + body + "\n]\n"
+    return "".join(json_texts([points]))
+
+
+def json_texts(runs: Iterable[Sequence]) -> Iterator[str]:
+    """:func:`to_json`'s text of the points of successive runs (issue 29: a run of GPU
+    counts at a time, its compute/vector/rows.BriefRow's made points there), a piece per
+    run that has points, then the end."""
+    from oracle.render.rows_json import item_texts
+
+    writer = IndentedWriter(expand=plain_value)
+
+    def write(pt: Point) -> str:
+        return writer.write(point_to_dict(pt, plain=_keep_tuples), "  ")
+
+    first = True
+    for run in runs:
+        if run:
+            body = ",\n  ".join(item_texts(run, write))
+            yield ("[\n  " if first else ",\n  ") + body
+            first = False
+    yield "[]\n" if first else "\n]\n"
+
+
+def csv_texts(runs: Iterable[Sequence]) -> Iterator[str]:
+    """:func:`to_csv`'s text: the header, then the lines of each run of points."""
+    yield ",".join(csv_columns()) + "\n"
+    for run in runs:
+        yield csv_lines(run)
 
 
 def _keep_tuples(v: object) -> object:
-    return v if isinstance(v, tuple) else _plain(v)
+    return v if isinstance(v, tuple) else plain_value(v)
 
 
 def csv_columns() -> list[str]:
@@ -158,7 +182,7 @@ def to_rows(points: Sequence[Point]) -> list[dict]:
 
 
 def to_csv(points: Sequence[Point]) -> str:
-    return ",".join(csv_columns()) + "\n" + csv_lines(points)  # the names need no quotes
+    return "".join(csv_texts([points]))  # the names need no quotes
 
 
 def csv_lines(points, prefix: Sequence[str] = ()) -> str:
@@ -172,7 +196,7 @@ def csv_lines(points, prefix: Sequence[str] = ()) -> str:
     head = "".join(_quoted(x) + "," for x in pre)
     write = buf.write
     blocks = {id(pt.block): pt.block for pt in points if type(pt) is BriefRow and pt.block.cells is None}
-    for block, nums in zip(blocks.values(), _float_columns([_block_floats(b.values) for b in blocks.values()])):
+    for block, nums in zip(blocks.values(), float_columns([_block_floats(b.values) for b in blocks.values()])):
         block.cells = _block_cells(block.values, nums)
     for pt in points:
         if type(pt) is not BriefRow:
@@ -190,7 +214,7 @@ def csv_cells(pt: Point) -> list:
     memory = pt.detail("memory") or {}
     return [
         _text(pt.model), _text(pt.system), _text(pt.strategy), _cell(pt.gpus), _cell(pt.p1), _cell(pt.p2),
-        _cell(_int_if_whole(pt.global_batch)), _cell(pt.segments),
+        _cell(int_if_whole(pt.global_batch)), _cell(pt.segments),
         *nums((pt.iterations_per_epoch, pt.compute_s, pt.communication_s, pt.total_s, pt.iteration_s,
                pt.memory_bytes)),
         _cell(pt.feasible), _cell(pt.rank), *nums(pt.breakdown.as_dict().values()),
@@ -211,7 +235,7 @@ def _block_cells(v: dict, nums: list) -> list[tuple[str, str]]:
     """Every row of a block (compute/vector/rows.Block) as the text of its CSV cells
     before and after the rank (each row's own), written as :func:`csv_cells` and the
     writer write a Point's: column by column, each distinct value formatted once (a str:
-    the same cell in every row; ``nums``: :func:`_float_columns` of :func:`_block_floats`)."""
+    the same cell in every row; ``nums``: :func:`float_columns` of :func:`_block_floats`)."""
     from oracle.textsafe import csv_texts
 
     n = len(v["gpus"])
@@ -219,13 +243,13 @@ def _block_cells(v: dict, nums: list) -> list[tuple[str, str]]:
     parts = [k for k in MEMORY_PARTS if k in memory]
     part_cells = dict(zip(parts, nums[len(nums) - len(parts) :]))
     left = [_joined_const((v["model"], v["system"], v["strategy"])), *(list(map(str, v[k])) for k in ("gpus", "p1", "p2")),
-            _by_value(lambda b: str(_cell(_int_if_whole(b))))(v["global_batch"]), _by_value(lambda s: str(_cell(s)))(v["segments"]),
-            *nums[: len(_BLOCK_NUMS)], _by_value(str)(v["feasible"])]  # fmt: skip
+            by_value(lambda b: str(_cell(int_if_whole(b))))(v["global_batch"]), by_value(lambda s: str(_cell(s)))(v["segments"]),
+            *nums[: len(_BLOCK_NUMS)], by_value(str)(v["feasible"])]  # fmt: skip
     right = [*nums[len(_BLOCK_NUMS) : len(nums) - len(parts) - 1],
-             _quoted_texts(csv_texts(["; ".join(r) for r in v["limits"]])),
+             _quoted_texts(csv_texts(["; ".join([lim.reason for lim in r]) for r in v["limits"]])),
              _joined_const((v["profile_kind"], v["memory_model"])), nums[len(nums) - len(parts) - 1],
              *(part_cells.get(k, "") for k in MEMORY_PARTS),
-             _by_value(lambda x: _quoted(_text(x)))(v["compute_conversion"]), _joined_const((v["stack"],))]  # fmt: skip
+             by_value(lambda x: _quoted(_text(x)))(v["compute_conversion"]), _joined_const((v["stack"],))]  # fmt: skip
     return list(zip(_joined(left, n), _joined(right, n)))
 
 
@@ -251,9 +275,9 @@ def _joined(cols: list, n: int) -> list[str]:
     return list(map(",".join, zip(*(repeat(c, n) if type(c) is str else c for c in merged))))
 
 
-def _by_value(fmt: Callable[[object], str]) -> Callable[[list], list]:
+def by_value(fmt: Callable[[object], str]) -> Callable[[list], list]:
     """``fmt`` of each value of a column, once per distinct value (values equal as dict
-    keys must have one text: not for floats, whose 0.0 and -0.0 differ; :func:`_float_columns`)."""
+    keys must have one text: not for floats, whose 0.0 and -0.0 differ; :func:`float_columns`)."""
 
     def column(values: list) -> list:
         seen = {x: fmt(x) for x in set(values)}
@@ -294,17 +318,17 @@ def _nums(values) -> list:
     return [repr(f) if v is not None and -math.inf < (f := float(v)) < math.inf else "" for v in values]
 
 
-def _float_columns(blocks: list[list[list]]) -> list[list]:
+def float_columns(blocks: list[list[list]], empty: str = "") -> list[list]:
     """:func:`_nums` of each block's columns of floats (None: empty), each distinct value
     of them all (bit for bit: 0.0 and -0.0 differ) formatted once, in every block (issue
     29: a value recurs across the blocks of a sweep's run of counts); a column whose rows
-    are all the same cell as that cell's str."""
+    are all the same cell as that cell's str; ``empty``: the cell of a non-finite value."""
     arrays = [np.asarray(cols, dtype=float).reshape(len(cols), -1) for cols in blocks]  # exactly; None as NaN
     flat = np.concatenate([a.reshape(-1) for a in arrays]) if arrays else np.zeros(0)
     bits, inverse = np.unique(flat.view(np.int64), return_inverse=True)
     values = bits.view(float)
     finite = np.isfinite(values)
-    texts = np.full(values.size, "", dtype=object)
+    texts = np.full(values.size, empty, dtype=object)
     texts[finite] = list(map(repr, values[finite].tolist()))  # empty where not finite
     out, start = [], 0
     for a in arrays:

@@ -28,17 +28,24 @@ def begin(fmt: str) -> str:
 
 
 def rows(fmt: str, label: str, where: str, points: Sequence[Point], first: bool) -> str:
-    """One case's points; ``first``: no case was written before (JSON's commas)."""
+    """One case's points (a compute/vector/rows.BriefRow as its point, issue 29);
+    ``first``: no case was written before (JSON's commas)."""
     if fmt == "csv":
         from oracle.render.records import csv_lines
 
         return csv_lines(points, (label, where))
     if fmt == "json":
         from oracle.render.records import point_to_dict
+        from oracle.render.rows_json import ONE_LINE, item_texts
 
-        items = [json.dumps({"case": label, "where": where, **point_to_dict(pt)}, allow_nan=False) for pt in points]
-        return _join_json(items, first)
-    return "".join(_md_row(label, pt) for pt in points)
+        def write(pt: Point) -> str:
+            return json.dumps({"case": label, "where": where, **point_to_dict(pt)}, allow_nan=False)
+
+        head = f'"case": {json.dumps(label)}, "where": {json.dumps(where)}'
+        return _join_json(item_texts(list(points), write, ONE_LINE, head), first)
+    from oracle.compute.vector.rows import points as row_points
+
+    return "".join(_md_row(label, pt) for pt in row_points(points))
 
 
 def _join_json(items: list[str], first: bool) -> str:

@@ -142,7 +142,7 @@ def options_note(system, options) -> str:
 
 
 def project(model, system, profile, gpus=None, strategies="all", p2=None, layers=None, top=None, brief=False,
-            **flags):
+            stream=False, **flags):
     """Load the inputs and run the sweep, as ``oracle predict`` does (``flags``: its
     options by their names, as compute.options.Flags.parse takes them; precision and
     batch not given: the profile's).
@@ -150,8 +150,9 @@ def project(model, system, profile, gpus=None, strategies="all", p2=None, layers
     Returns (points, meta, inputs): ``meta`` labels tables, plots and the report,
     ``inputs`` is a dict with the loaded model, system, profile, options, GPU counts and
     ``files`` (the load.Files that read them, for the command's further projections).
-    ``top``: only the first ``top`` points of every GPU count are built; ``brief``: with only
-    the details a CSV row shows (issue 29, compute/sweep.sweep)."""
+    ``top``: only the first ``top`` points of every GPU count are built; ``brief``: the rows
+    of the arrays as compute/vector/rows.BriefRow (issue 29, compute/sweep.sweep);
+    ``stream``: the points an iterator of runs of GPU counts (api.run_sweep), not with ``layers``."""
     from oracle.api import model_system, request, run_sweep
     from oracle.load import Files
 
@@ -159,7 +160,7 @@ def project(model, system, profile, gpus=None, strategies="all", p2=None, layers
     req = request(model, system, profile, gpus, strategies, p2, files=files, **flags)
     own = req.model.name in dict(req.system.models)  # issue 26: the model's own calibration, everywhere below
     req = replace(req, system=model_system(req.system, req.model.name, req.run.options.stack), top=top, brief=brief)
-    sweep = run_sweep(req)
+    sweep = run_sweep(req, stream=stream)
     points = sweep.points
     if layers:
         points = with_layerwise(points, layers, req)

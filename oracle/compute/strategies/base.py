@@ -108,6 +108,14 @@ class Strategy:
     def evaluate(self, ctx: Context, cfg: Config) -> Point:  # pragma: no cover - abstract
         raise NotImplementedError
 
+    def brief_details(self, ctx: Context, cfg: Config) -> dict | None:
+        """The details :meth:`evaluate` gives a configuration before make_point's (issue 29:
+        compute/vector/rows.points and render/rows_json.py write a row of the arrays with
+        them); None: they cannot be told without evaluating it (the row's point is
+        evaluated), as with --overlap, whose communication_total_s and overlap_ratio
+        (base.overlap_details) the rows do not hold."""
+        return None
+
 
 REGISTRY: dict[str, Strategy] = {}
 _changes = [0]  # register/unregister count: what caches of the registry's contents key on

@@ -46,6 +46,12 @@ def fill_data(ctx: Context, cols: Columns, reg: Registry, k: int, d, B: float) -
     cols.lay[:, k] = reg.layout(("S", p, 1), p)
 
 
+def gradient_allreduce(ctx: Context, group, m_bytes: float) -> tuple[float, str]:
+    """(seconds, algorithm) of the data-parallel gradient all-reduce of ``m_bytes`` in ``group``."""
+    return allreduce_algorithm(ctx.system, group, m_bytes, ctx.algorithm, contention=ctx.options.contention,
+                               purpose="gradient_allreduce")  # fmt: skip
+
+
 @register
 class Data(Strategy):
     name = "data"
@@ -67,8 +73,7 @@ class Data(Strategy):
         group = group_contiguous(p, ctx.system.gpus_per_node)
 
         def cost(m):
-            return allreduce_algorithm(ctx.system, group, m, ctx.algorithm, contention=ctx.options.contention,
-                                       purpose="gradient_allreduce")  # fmt: skip
+            return gradient_allreduce(ctx, group, m)
 
         rep = replicated_layers(ctx, p, B)  # Lee et al. §III-C-2 (compute/replicated.py)
         grads = ctx.delta * ctx.w if rep is None else np.where(rep.mask, rep.gather_each, ctx.delta * ctx.w)
@@ -97,6 +102,15 @@ class Data(Strategy):
         if ctx.options.overlap != "none":
             overlap_details(details, bd, I * hidden)
         return make_point(ctx, cfg, bd, mem, self.limits(ctx, cfg), details)
+
+    def brief_details(self, ctx: Context, cfg: Config) -> dict | None:
+        """evaluate's details (Strategy.brief_details); None with --overlap (the hidden
+        share) or replicated gradients (the all-reduced message depends on p and B)."""
+        if ctx.options.overlap != "none" or ctx.options.replicated_gradients:
+            return None
+        group = group_contiguous(cfg.gpus, ctx.system.gpus_per_node)
+        algo = gradient_allreduce(ctx, group, ctx.delta * ctx.sum_w)[1]
+        return {"allreduce_level": level_for(ctx.system, group.span).name, "allreduce": algo}
 
     def limits(self, ctx: Context, cfg: Config) -> list[Limit]:
         """The strategy's own limits of a configuration (compute/vector/rows.brief_rows too)."""

@@ -42,15 +42,22 @@ def factor_limit(cfg: Config) -> list[Limit]:
 def data_group_allreduce(ctx: Context, p1: int, p2: int, m_bytes: float) -> tuple[float, float, str]:
     """AR_φ(p1, m) among the data-parallel group {0, p2, 2·p2, ...} (docs/cost-model.md-4.3):
     the p2 groups' all-reduces run at once and share each node's links (φ)."""
-    gpn = ctx.system.gpus_per_node
-    group = group_strided(p1, p2, gpn)
-    phi = contention_factor(ctx.system, data_group_flows_per_node(p1, p2, gpn), ctx.options.contention)
+    group, phi, level = data_group(ctx, p1, p2)
     # implementation data_filter_allreduce: leader — reduce to a leader per node, all-reduce
     # among leaders, broadcast back (ParaDL §4.5.1's data+spatial pattern; issue 14)
     leader = ctx.system.implementation.data_filter_allreduce == "leader"
     ar, _ = allreduce_algorithm(ctx.system, group, m_bytes, "leader" if leader else ctx.algorithm, phi,
                                 ctx.options.contention, "gradient_allreduce")  # fmt: skip
-    return ar, phi, level_for(ctx.system, group.span).name
+    return ar, phi, level
+
+
+def data_group(ctx: Context, p1: int, p2: int) -> tuple:
+    """The data-parallel group {0, p2, 2·p2, ...} of p1 GPUs, its contention φ and the
+    name of the network level it spans."""
+    gpn = ctx.system.gpus_per_node
+    group = group_strided(p1, p2, gpn)
+    phi = contention_factor(ctx.system, data_group_flows_per_node(p1, p2, gpn), ctx.options.contention)
+    return group, phi, level_for(ctx.system, group.span).name
 
 
 @register
@@ -101,6 +108,13 @@ class DataFilter(Strategy):
         if ctx.options.overlap != "none":
             overlap_details(details, bd, I * hidden)
         return make_point(ctx, cfg, bd, mem, self.limits(ctx, cfg), details)
+
+    def brief_details(self, ctx: Context, cfg: Config) -> dict | None:
+        """evaluate's details (Strategy.brief_details); None with --overlap (the hidden share)."""
+        if ctx.options.overlap != "none" or cfg.p1 == 0:
+            return None
+        _, phi, level = data_group(ctx, cfg.p1, cfg.p2)
+        return {"contention": phi, "allreduce_level": level}
 
     def limits(self, ctx: Context, cfg: Config) -> list[Limit]:
         """The strategy's own limits of a configuration (compute/vector/rows.brief_rows too)."""

@@ -27,7 +27,7 @@ from oracle.compute.strategies.base import (
     register,
 )
 from oracle.compute.strategies.data import Data
-from oracle.compute.strategies.data_filter import data_group_allreduce, factor_limit
+from oracle.compute.strategies.data_filter import data_group, data_group_allreduce, factor_limit
 from oracle.compute.strategies.spatial import (
     Spatial,
     gather_tail,
@@ -102,6 +102,15 @@ class DataSpatial(Strategy):
         if ctx.options.overlap != "none":
             overlap_details(details, bd, I * hidden)
         return make_point(ctx, cfg, bd, mem, self.limits(ctx, cfg), details)
+
+    def brief_details(self, ctx: Context, cfg: Config) -> dict | None:
+        """evaluate's details (Strategy.brief_details): the grid of halo_time, φ of the data
+        group, the level all p GPUs span; None with --overlap (the hidden share)."""
+        if ctx.options.overlap != "none" or cfg.p1 == 0:
+            return None
+        _, phi, _ = data_group(ctx, cfg.p1, cfg.p2)
+        level = level_for(ctx.system, group_contiguous(cfg.gpus, ctx.system.gpus_per_node).span).name
+        return {"grid": spatial_grid(ctx, cfg.p2), "contention": phi, "allreduce_level": level}
 
     def limits(self, ctx: Context, cfg: Config) -> list[Limit]:
         """The strategy's own limits of a configuration (compute/vector/rows.brief_rows too)."""

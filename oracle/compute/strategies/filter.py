@@ -152,6 +152,10 @@ class Filter(Strategy):
         bd = Breakdown(forward_backward_s=fb, weight_update_s=wu, layer_collectives_s=lc)
         return make_point(ctx, cfg, bd, mem, self.limits(ctx, cfg))
 
+    def brief_details(self, ctx: Context, cfg: Config) -> dict:
+        """None beyond make_point's (issue 29, Strategy.brief_details)."""
+        return {}
+
     def limits(self, ctx: Context, cfg: Config) -> list[Limit]:
         """The strategy's own limits of a configuration (compute/vector/rows.brief_rows too)."""
         return self.width_limit(ctx, ctx.split(self.name), cfg.gpus, "p")

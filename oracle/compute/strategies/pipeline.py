@@ -114,3 +114,7 @@ class Pipeline(Strategy):
         bd = Breakdown(forward_backward_s=fb, weight_update_s=wu, pipeline_p2p_s=comm)
         stages = tuple((ctx.names[a], ctx.names[b - 1]) for a, b in groups)
         return make_point(ctx, cfg, bd, mem, limits, {"stages": stages})
+
+    def brief_details(self, ctx: Context, cfg: Config) -> dict | None:
+        """None but beyond the model's layers (not computable: no details)."""
+        return {} if cfg.gpus > ctx.G else None

@@ -37,6 +37,10 @@ class Serial(Strategy):
         mem = MemoryParts(2 * B * ctx.sum_act, ctx.sum_w, split_samples=B)
         return make_point(ctx, cfg, bd, mem, self.limits(ctx, cfg))
 
+    def brief_details(self, ctx: Context, cfg: Config) -> dict:
+        """None beyond make_point's (issue 29, Strategy.brief_details)."""
+        return {}
+
     def limits(self, ctx: Context, cfg: Config) -> list[Limit]:
         """The strategy's own limits of a configuration (compute/vector/rows.brief_rows too)."""
         return [] if cfg.gpus == 1 else [Limit(self.name, f"serial runs on one GPU, not {cfg.gpus}")]

@@ -334,6 +334,10 @@ class Spatial(Strategy):
             overlap_details(details, bd, I * hidden)
         return make_point(ctx, cfg, bd, mem, self.limits(ctx, cfg), details)
 
+    def brief_details(self, ctx: Context, cfg: Config) -> dict | None:
+        """evaluate's details (Strategy.brief_details): halo_time's grid; None with --overlap."""
+        return None if ctx.options.overlap != "none" else {"grid": spatial_grid(ctx, cfg.gpus)}
+
     def limits(self, ctx: Context, cfg: Config) -> list[Limit]:
         """The strategy's own limits of a configuration (compute/vector/rows.brief_rows too)."""
         return spatial_limits(ctx, spatial_grid(ctx, cfg.gpus))

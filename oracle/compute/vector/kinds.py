@@ -6,7 +6,7 @@ cited there).  :func:`covers` says where a strategy or an option is not covered
 here: the caller then takes the per-point path (compute/vector/run.py).
 
 Covered: every shipped strategy (spatial and data+spatial in compute/vector/spatial.py,
-pipeline in compute/vector/pipeline.py, without activation checkpointing) under every
+pipeline in compute/vector/pipeline.py, activation checkpointing too) under every
 collective algorithm (compute/vector/collectives.py: ring, rhd, tree, hierarchical,
 leader, ps, auto and NCCL's) and with a system's measured collective tables
 (compute/vector/tables.py), with a software stack's per-GPU costs
@@ -57,8 +57,6 @@ def covers(ctx, name: str) -> bool:
     hybrid: at every factorization, or --p2's one where it divides the count:
     vector/run.columns)."""
     if name not in FORMULAS or not covered(ctx):
-        return False
-    if name == Pipeline.name and not vpipeline.covers(ctx):
         return False
     return not (name in OVERLAPPED and not voverlap.covers(ctx))
 

@@ -2,7 +2,9 @@
 compute/strategies/pipeline.py point by point, ParaDL eq. 12-14).  Every count's
 optimal partition comes from the context's cache (filled for all counts at once by
 compute/engine.warm_partitions); the stages of all counts are laid end to end and the
-per-stage sums, maxima and the slowest cut taken with ``reduceat``.  Summing a stage
+per-stage sums, maxima and the slowest cut taken with ``reduceat``; with activation
+checkpointing (GPipe) each stage's backward recomputes its forward, and a stage holds
+its input for all B samples and one micro-batch's activations.  Summing a stage
 sequentially rather than numpy's pairwise sum of a slice may differ in the last bits
 (well inside the 1e-9 the equality test holds); the points output are the per-point
 path's (compute/vector/run.materialize)."""
@@ -13,11 +15,6 @@ import numpy as np
 
 from oracle.compute.vector import net
 from oracle.compute.vector.columns import Columns, memory_total
-
-
-def covers(ctx) -> bool:
-    """Activation checkpointing stays point by point."""
-    return not ctx.options.checkpointing
 
 
 def pipeline(ctx, c: Columns) -> list:
@@ -57,20 +54,30 @@ def _stages(ctx, c: Columns, rows: np.ndarray) -> None:
     bw_g = np.add.reduceat(bw_rows.ravel(), at)
     wu_g = np.add.reduceat(np.tile(ctx.wu, p.size), at)
     # compute = D(p+S-1)/S · (max FW_Gi + max BW_Gi) + I max WU_Gi      ParaDL eq. 12
-    fb = D * (p + S - 1) / S * (np.maximum.reduceat(fw_g, first) + np.maximum.reduceat(bw_g, first))
+    # (checkpointing recomputes each stage's forward during its backward)
+    back = bw_g + fw_g if ctx.options.checkpointing else bw_g
+    fb = D * (p + S - 1) / S * (np.maximum.reduceat(fw_g, first) + np.maximum.reduceat(back, first))
     c.phases["forward_backward_s"][rows] = fb
     c.phases["weight_update_s"][rows] = I * np.maximum.reduceat(wu_g, first)
     # communication = I · 2(p+S-2) max_{i<p} (α + (B/S)·δ·y_Gi·β)          ParaDL eq. 13
     c.phases["pipeline_p2p_s"][rows] = np.where(p > 1, I * 2 * (p + S - 2) * _worst_p2p(ctx, p, micro, stops), 0.0)
-    # memory / (γδ) = max_i Σ_{l∈Gi} (2B(x+y) + 2w)                      ParaDL eq. 14
-    act_pre = np.concatenate([[0.0], np.cumsum(2 * (ctx.x + ctx.y))])
-    w_pre = np.concatenate([[0.0], np.cumsum(ctx.w)])
     saved = ctx.saved_prefix
     stats = (saved[stops] - saved[starts], 0.0, np.maximum.reduceat(np.tile(ctx.transient, p.size), at), 0.0)
-    Bs = B[row_of]
-    per_stage = memory_total(ctx, Bs * (act_pre[stops] - act_pre[starts]), w_pre[stops] - w_pre[starts], 1, Bs,
-                             stats=stats)  # fmt: skip
-    c.memory[rows] = np.maximum.reduceat(per_stage, first)
+    c.memory[rows] = np.maximum.reduceat(_stage_memory(ctx, B[row_of], S[row_of], starts, stops, stats), first)
+
+
+def _stage_memory(ctx, B: np.ndarray, S: np.ndarray, starts: np.ndarray, stops: np.ndarray, stats: tuple):
+    """Bytes per GPU of every stage (pipeline.stage_memory and make_point's sum; B, S: its
+    count's; ``stats``: the stages' saved and transient bytes per sample).
+    memory / (γδ) = Σ_{l∈Gi} (2B(x+y) + 2w)                             ParaDL eq. 14;
+    with checkpointing (GPipe, Huang et al. 2019 §2.3) B·|x_first| + (B/S)·Σ 2(x+y)."""
+    act_pre = np.concatenate([[0.0], np.cumsum(2 * (ctx.x + ctx.y))])
+    w_pre = np.concatenate([[0.0], np.cumsum(ctx.w)])
+    act, w = act_pre[stops] - act_pre[starts], w_pre[stops] - w_pre[starts]
+    if ctx.options.checkpointing:
+        x0 = ctx.x[starts]
+        return memory_total(ctx, B * x0 + B / S * act, w, 1, B / S, extra_elements=B * x0, stats=stats)
+    return memory_total(ctx, B * act, w, 1, B, stats=stats)
 
 
 def _worst_p2p(ctx, p: np.ndarray, micro: np.ndarray, stops: np.ndarray) -> np.ndarray:

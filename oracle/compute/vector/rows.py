@@ -1,10 +1,12 @@
-"""Output rows straight from the columns (issue 29: ``oracle sweep`` and ``predict -f csv``
-at 10^5-10^6 points): the rows of a strategy's columns whose numbers are the per-point
-path's to the last bit (:attr:`Columns.brief_rows`) as one :class:`Block` of Python
-lists, one entry per row, holding what a point's CSV row shows, and a
-:class:`BriefRow` per row that ranks and groups as a :class:`~oracle.compute.cost.Point`
-does (render/records.csv_cells renders either; tests/test_brief_rows.py holds their
-cells equal)."""
+"""Output rows straight from the columns (issue 29: ``oracle sweep`` and ``predict -f
+csv|json|markdown`` at 10^5-10^6 points): the rows of a strategy's columns whose numbers
+are the per-point path's to the last bit (:attr:`Columns.brief_rows`) as one
+:class:`Block` of Python lists, one entry per row, holding what a point's CSV row shows,
+and a :class:`BriefRow` per row that ranks and groups as a
+:class:`~oracle.compute.cost.Point` does (render/records.csv_cells renders either;
+tests/test_brief_rows.py holds their cells equal); with the details the strategy tells
+without evaluating (:func:`resolved`) a row is its point (:func:`points`, Markdown) or
+its JSON (render/rows_json.py; tests/test_stream.py)."""
 
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ from itertools import repeat
 
 import numpy as np
 
-from oracle.compute.cost import phase_names
+from oracle.compute.cost import Breakdown, Limit, Point, phase_names
 from oracle.compute.engine import per_context
 from oracle.compute.strategies import REGISTRY
 from oracle.compute.strategies.base import OVERFLOW, Config, epoch_limit, gpus_limit, memory_reasons
@@ -21,12 +23,12 @@ from oracle.compute.vector.columns import Columns
 
 
 class Block:
-    """Rows of one strategy's columns: ``values`` by a Point's attribute names (lists;
-    ``phases`` and ``memory`` dicts of lists, ``memory`` None where no parts were kept;
-    ``limits`` each row's reasons); ``cells``: a renderer's formatted rows, kept."""
+    """Rows of one strategy's columns in ``ctx``: ``values`` by a Point's attribute names
+    (lists; ``phases`` and ``memory`` dicts of lists, ``memory`` None where no parts were
+    kept; ``limits`` each row's Limits); ``cells``: a renderer's formatted rows, kept."""
 
-    def __init__(self, values: dict) -> None:
-        self.values = values
+    def __init__(self, values: dict, ctx=None) -> None:
+        self.values, self.ctx = values, ctx
         self.cells: list | None = None
 
 
@@ -76,7 +78,7 @@ def brief_rows(ctx, c: Columns, rows: np.ndarray) -> list[BriefRow]:
         "compute_conversion": _labels(ctx, batch, gpus),
         "stack": stack_name(ctx.options),
     }  # fmt: skip
-    block, n = Block(values), rows.size
+    block, n = Block(values, ctx), rows.size
     return list(map(BriefRow, repeat(block, n), range(n), gpus, repeat(c.strategy, n), p2, repeat(ctx.system.name, n),
                     totals, values["feasible"]))  # fmt: skip
 
@@ -122,7 +124,7 @@ def _reasons(ctx, c: Columns, rows: np.ndarray, fields: tuple, limits: list) -> 
         ats = at.tolist()
         parts = [texts.gpus(ats) if "gpus" in hit else None, texts.own(hit, ats),
                  texts.dataset(ats) if "dataset" in hit else None,
-                 [(OVERFLOW.reason,)] * len(ats) if "overflow" in hit else None,
+                 [(OVERFLOW,)] * len(ats) if "overflow" in hit else None,
                  texts.memory(at) if "memory" in hit else None]  # fmt: skip
         joined: list = [()] * len(ats)
         for part in parts:
@@ -133,8 +135,8 @@ def _reasons(ctx, c: Columns, rows: np.ndarray, fields: tuple, limits: list) -> 
 
 
 class _Texts:
-    """The reasons of a block's rows (``fields``: gpus, p1, p2, batch, segments as lists,
-    then memory as an array), each as a tuple of texts: the system's size once per
+    """The limits of a block's rows (``fields``: gpus, p1, p2, batch, segments as lists,
+    then memory as an array), each as a tuple of Limits: the system's size once per
     GPU count, the dataset's once per batch, the strategy's own once per the values of
     the Config fields its hit codes read (Strategy.limit_fields; all of them where
     undeclared), each in the context's :func:`_worded` (every block of a sweep's case);
@@ -150,13 +152,13 @@ class _Texts:
         return [seen[column[i]] for i in at]
 
     def gpus(self, at: list) -> list:
-        return self._by(("gpus",), self.fields[0], at, lambda g: (gpus_limit(self.ctx.system, g).reason,))
+        return self._by(("gpus",), self.fields[0], at, lambda g: (gpus_limit(self.ctx.system, g),))
 
     def dataset(self, at: list) -> list:
-        return self._by(("dataset",), self.fields[3], at, lambda b: tuple(x.reason for x in epoch_limit(self.ctx, b)))
+        return self._by(("dataset",), self.fields[3], at, lambda b: tuple(epoch_limit(self.ctx, b)))
 
     def memory(self, at: np.ndarray) -> list:
-        return [(text,) for text in memory_reasons(self.ctx.system, self.memory_bytes[at].tolist())]
+        return [(Limit("memory", text),) for text in memory_reasons(self.ctx.system, self.memory_bytes[at].tolist())]
 
     def own(self, hit: list, at: list) -> list | None:
         own = tuple(k for k in hit if k not in _SHARED_CODES and k != "dataset")
@@ -173,14 +175,64 @@ class _Texts:
         for j in [j for j, reasons in enumerate(out) if reasons is None]:  # not worded yet
             if keys[j] not in seen:
                 cfg = Config(self.strategy, *(column[at[j]] for column in self.fields))
-                seen[keys[j]] = tuple([lim.reason for lim in strategy.limits(self.ctx, cfg)])
+                seen[keys[j]] = tuple(strategy.limits(self.ctx, cfg))
             out[j] = seen[keys[j]]
         return out
 
 
 @per_context
 def _worded(ctx, kind: tuple) -> dict:
-    """The reasons of ``kind`` (a shared code; a strategy and its own codes) worded so far
+    """The limits of ``kind`` (a shared code; a strategy and its own codes) worded so far
     in ``ctx``, by the values they read: filled by :class:`_Texts` (issue 29: a sweep's
     case words a reason once, not once per run of counts)."""
     return {}
+
+
+def points(items: list) -> list:
+    """``items`` with each BriefRow as the per-point path's Point of its row at its rank
+    (issue 29: JSON and Markdown of the arrays' rows, a run of GPU counts at a time):
+    built from its block's values and the strategy's details (Strategy.brief_details),
+    or evaluated (compute/sweep.evaluate_all) where those cannot be told without it."""
+    out = list(items)
+    blocks: dict = {}
+    for j, it in enumerate(items):
+        if type(it) is BriefRow:
+            blocks.setdefault(id(it.block), []).append(j)
+    for js in blocks.values():
+        rows = [items[j] for j in js]
+        for j, row, got in zip(js, rows, resolved(rows)):
+            out[j] = _point(row.block.values, row.i, got, row.rank) if type(got) is dict else got
+    return out
+
+
+def resolved(rows: list[BriefRow]) -> list:
+    """Each of ``rows`` (of one block) as the details evaluate gives its configuration
+    (Strategy.brief_details), or where those cannot be told without evaluating it, its
+    point at its rank (compute/sweep.evaluate_all)."""
+    from oracle.compute.sweep import evaluate_all
+
+    v, ctx = rows[0].block.values, rows[0].block.ctx
+    strategy = REGISTRY[v["strategy"]]
+    fields = [v[k] for k in ("gpus", "p1", "p2", "global_batch", "segments")]
+    configs = [Config(v["strategy"], *(f[r.i] for f in fields)) for r in rows]
+    out = [strategy.brief_details(ctx, cfg) for cfg in configs]
+    todo = [j for j, d in enumerate(out) if d is None]
+    for j, pt in zip(todo, evaluate_all(ctx, [configs[j] for j in todo])):
+        out[j] = pt.with_rank(rows[j].rank)
+    return out
+
+
+def _point(v: dict, i: int, details: dict, rank: int | None) -> Point:
+    """Row ``i`` of a block's values as make_point finishes it: the strategy's details,
+    then the memory parts and the largest batch where the block kept them."""
+    if v["memory"] is not None:
+        parts = {k: col[i] for k, col in v["memory"].items()}
+        details = {**details, "memory": parts, "max_batch_per_gpu": v["max_batch_per_gpu"][i]}
+    return Point(
+        model=v["model"], system=v["system"], strategy=v["strategy"], gpus=v["gpus"][i], p1=v["p1"][i],
+        p2=v["p2"][i], global_batch=v["global_batch"][i], segments=v["segments"][i],
+        iterations_per_epoch=v["iterations_per_epoch"][i],
+        breakdown=Breakdown(**{k: col[i] for k, col in v["phases"].items()}), memory_bytes=v["memory_bytes"][i],
+        limits=v["limits"][i], rank=rank, details=tuple(details.items()), profile_kind=v["profile_kind"],
+        memory_model=v["memory_model"], compute_conversion=v["compute_conversion"][i], stack=v["stack"],
+    )  # fmt: skip

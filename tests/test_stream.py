@@ -1,0 +1,111 @@
+"""JSON and Markdown straight from the arrays' rows, written a run of GPU counts at a time
+(issue 29): a row of the arrays (compute/vector/rows.BriefRow) renders the JSON
+(``predict``'s indented objects and ``oracle sweep``'s one-line ones) and the Markdown
+rows of the per-point path's point, byte for byte, feasible or not, whatever its rank,
+over shipped models, systems and options (a row whose details need its evaluation:
+its evaluated point); ``predict -f csv|json|markdown`` written in runs is the whole
+sweep's text rendered at once; the JSON parses and has the documented keys."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from conftest import run_cli
+from test_brief_rows import sampled_rows
+
+from oracle.compute.context import Options
+from oracle.compute.cost import phase_names
+from oracle.compute.strategies import names
+from oracle.compute.vector.rows import brief_rows
+from oracle.render import sweep as rs
+from oracle.render.predict import markdown_texts
+from oracle.render.records import MEMORY_PARTS, to_json
+
+MODELS = ["resnet50", "vgg16", "unet3d", "mobilenet_v2"]
+OPTIONS = (Options(), Options(memory_model="paradl", zero=3, mixed_precision=True), Options(zero=1, optimizer="adam"),
+           Options(overlap="buckets"))  # fmt: skip
+META = {"model": "m", "system": "s", "profile": "p", "scaling": "x", "samples": 1, "precision": "fp32",
+        "memory_model": "framework", "gamma": 1.0}  # fmt: skip
+
+
+def _texts(items: list) -> tuple:
+    """What each output format writes of ``items``."""
+    label = 'a "case", ünïcode'
+    return (to_json(items), rs.rows("json", label, "cases[1]", items, False), rs.rows("markdown", label, "", items, True),
+            "".join(markdown_texts([items], META)))  # fmt: skip
+
+
+@pytest.mark.parametrize("model_name", MODELS)
+def test_json_and_markdown_of_rows_are_their_points(model_name):
+    compared = infeasible = 0
+    for ctx, c, rows, points in sampled_rows(model_name, MODELS, OPTIONS, ((512.0, None), (None, 2.0)), 3, n=30):
+        got = [row.with_rank(k % 3 or None) for k, row in enumerate(brief_rows(ctx, c, rows))]
+        want = [pt.with_rank(k % 3 or None) for k, pt in enumerate(points)]
+        assert _texts(got) == _texts(want), (ctx.system.name, ctx.options, c.strategy)
+        compared += len(want)
+        infeasible += sum(not pt.feasible for pt in want)
+    assert compared > 500 and infeasible > 50
+
+
+ARGS = ("-m", "resnet50", "-p", "resnet50_v100", "--gpus", "1..40,96,1000,5000")
+
+
+@pytest.mark.parametrize(("system_name", "extra"), [("abci", ("-b", "32")), ("lassen", ("-B", "256", "--zero", "2")),
+                                                    ("dgx1-v100", ("-b", "64", "--top", "2"))])  # fmt: skip
+def test_predict_written_in_runs_is_the_whole_sweep(monkeypatch, system_name, extra):
+    """Runs of a few GPU counts (compute/engine.CHUNK_POINTS) joined: the text of every
+    point evaluated and rendered at once (a system with DDP's buckets: rows evaluated)."""
+    import csv
+    import io
+
+    from oracle.compute import engine
+    from oracle.render.predict import markdown, select_top
+    from oracle.render.records import csv_cells, csv_columns, point_to_dict
+    from oracle.services.project import project
+
+    top = int(extra[-1]) if "--top" in extra else None
+    flags = dict(zip(("batch_per_gpu" if extra[0] == "-b" else "batch",), (float(extra[1]),)))
+    if "--zero" in extra:
+        flags["zero"] = 2
+    points, meta, _ = project("resnet50", system_name, "resnet50_v100", ARGS[-1], **flags)  # every point built
+    shown = select_top(points, top)
+    table = io.StringIO()
+    csv.writer(table, lineterminator="\n").writerows([csv_columns()] + [csv_cells(pt) for pt in shown])
+    text = json.dumps([point_to_dict(pt) for pt in shown], indent=2, allow_nan=False) + "\n"
+    monkeypatch.setattr(engine, "CHUNK_POINTS", 40)
+    for fmt, want in (("json", text), ("csv", table.getvalue()), ("markdown", markdown(points, meta, top))):
+        r = run_cli("predict", "-s", system_name, *ARGS, *extra, "-f", fmt)
+        assert r.code == 0, r.err
+        assert r.out == want, (fmt, system_name)
+    assert len(engine.chunks(sorted({*range(1, 41), 96, 1000, 5000}), names(), False)) > 5
+
+
+DOCUMENTED = ("model", "system", "strategy", "gpus", "p1", "p2", "global_batch", "segments", "iterations_per_epoch",
+              "compute_s", "communication_s", "total_s", "iteration_s", "memory_bytes", "feasible", "limits",
+              "limit_codes", "rank", "breakdown", "memory_model", "memory_breakdown", "max_batch_per_gpu",
+              "compute_conversion", "stack", "profile_kind", "communication_total_s", "overlap_ratio", "details")  # fmt: skip
+
+
+def test_json_parses_and_has_the_documented_keys(monkeypatch, tmp_path):
+    """docs/file-formats.md "Output: a projected point": predict's objects (written in runs)
+    and oracle sweep's, after its case and where."""
+    from oracle.compute import engine
+
+    monkeypatch.setattr(engine, "CHUNK_POINTS", 40)
+    r = run_cli("predict", "-s", "abci", *ARGS, "-b", "32", "-f", "json")
+    assert r.code == 0, r.err
+    got = json.loads(r.out)
+    cases = tmp_path / "cases.yaml"
+    cases.write_text("cases:\n  - {model: resnet50, profile: resnet50_v100, system: abci, batch: 32, gpus: '1..40'}\n")
+    r = run_cli("sweep", cases, "--all", "-f", "json")
+    assert r.code == 0, r.err
+    swept = json.loads(r.out)
+    assert [list(row)[:2] for row in swept] == [["case", "where"]] * len(swept)
+    for row in got + [{k: v for k, v in row.items() if k not in ("case", "where")} for row in swept]:
+        assert sorted(row) == sorted(DOCUMENTED)
+        assert list(row["breakdown"]) == list(phase_names())
+        assert row["memory_breakdown"] is None or set(row["memory_breakdown"]) <= set(MEMORY_PARTS)
+        assert len(row["limits"]) == len(row["limit_codes"]) and row["feasible"] == (not row["limits"])
+    assert {row["strategy"] for row in got} == set(names())
+    assert any(not row["feasible"] for row in got) and any(row["details"].get("grid") for row in got)
