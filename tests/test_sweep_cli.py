@@ -101,6 +101,26 @@ def test_a_case_streams_in_runs_of_gpu_counts_row_for_row(tmp_path, monkeypatch)
         assert run_cli("sweep", str(path), "-f", fmt, *flag).out == r.out, (fmt, flag)
 
 
+def test_with_top_a_run_holds_top_built_points_per_count_and_its_array_points(monkeypatch):
+    """With ``top`` only top points per count are built; the rest stay in arrays, so a run
+    is bounded by CHUNK_POINTS built points and CHUNK_ARRAY_POINTS evaluated ones (the
+    arrays' fixed costs paid per run: predict --top 1 of 1..10,000 GPUs took 20 runs)."""
+    from oracle.compute import engine
+
+    counts, chosen = list(range(1, 41)), ["data", "data+filter"]
+    assert len(engine.chunks(counts, chosen, top=1)) == 1  # 40 built, far under both bounds
+    monkeypatch.setattr(engine, "CHUNK_POINTS", 7)
+    assert len(engine.chunks(counts, chosen, top=1)) == 6  # 40 counts, 7 built per run
+    assert len(engine.chunks(counts, chosen, top=1)) < len(engine.chunks(counts, chosen))
+    monkeypatch.setattr(engine, "CHUNK_POINTS", 10_000)
+    monkeypatch.setattr(engine, "CHUNK_ARRAY_POINTS", 30)
+    runs = engine.chunks(counts, chosen, top=1)
+    assert len(runs) > 2 and [c for r in runs for c in r] == counts
+    for r in runs:
+        evaluated = sum(engine.count_points([c], chosen)[0] for c in r)
+        assert evaluated <= 30 or len(r) == 1, (r, evaluated)
+
+
 @pytest.mark.parametrize("flag", [(), ("--all",)])
 def test_the_progress_bar_counts_gpu_counts_run_by_run(tmp_path, monkeypatch, flag):
     """Issue 29's progress bar counts every case's GPU counts, so one large case shows it
@@ -127,6 +147,7 @@ def test_the_progress_bar_counts_gpu_counts_run_by_run(tmp_path, monkeypatch, fl
     monkeypatch.setattr(progress, "wanted", lambda stream=None: True)
     monkeypatch.setattr(cli_sweep._Progress, "AFTER_S", -1.0)  # drawn from the first run on
     monkeypatch.setattr(engine, "CHUNK_POINTS", 7)
+    monkeypatch.setattr(engine, "CHUNK_ARRAY_POINTS", 20)  # the best per count builds one point a count
     path, _ = sweep_file(tmp_path, "  - {{model: {m}, profile: {p}, system: [{s}], batch_per_gpu: 8, gpus: '1..40'}}\n"
                                    "  - {{model: {m}, profile: {p}, system: [big.yaml], batch_per_gpu: 8, gpus: [2, 4]}}\n")  # fmt: skip
     r = run_cli("sweep", str(path), *flag)

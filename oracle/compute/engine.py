@@ -205,7 +205,7 @@ def output_points(counts, chosen, explicit=True, p2=None, top=None, streamed=Fal
     only their numbers kept); without, every point built.  ``streamed``: the counts are
     evaluated :func:`chunks` at a time (oracle sweep), so only the largest chunk's."""
     if streamed:
-        return max((output_points(part, chosen, explicit, p2, top) for part in chunks(counts, chosen, explicit, p2)),
+        return max((output_points(part, chosen, explicit, p2, top) for part in chunks(counts, chosen, explicit, p2, top)),
                    default=(0, 0, True))  # fmt: skip
     n, exact = count_points(counts, chosen, explicit, p2)
     if not top:
@@ -213,16 +213,22 @@ def output_points(counts, chosen, explicit=True, p2=None, top=None, streamed=Fal
     return min(n, top * len(counts)), n, exact
 
 
-# The points a streamed sweep (oracle sweep) evaluates at once: about 200 MB of built
-# points (BYTES_PER_POINT) at most; per chunk, the arrays' fixed costs (a call per
-# strategy, the ranking) are small against 10,000 points
+# The points a streamed sweep (oracle sweep, predict's CSV/JSON/Markdown) evaluates at
+# once: about 200 MB of built points (BYTES_PER_POINT) at most; per chunk, the arrays'
+# fixed costs (a call per strategy and block, the ranking) are small against 10,000
+# points.  With ``top`` only top points per count are built and the rest stay in arrays:
+# then a run holds up to a quarter of MEMORY_BUDGET_BYTES of array points
+# (BYTES_PER_ARRAY_POINT), so those fixed costs are paid once or a few times, not per
+# 10,000 points (predict --top 1 of 1..10,000 GPUs ran 20 runs, 1.3x the time of one)
 CHUNK_POINTS = 10_000
+CHUNK_ARRAY_POINTS = 250_000
 
 
-def chunks(counts, chosen, explicit: bool = True, p2: int | None = None) -> list[list[int]]:
+def chunks(counts, chosen, explicit: bool = True, p2: int | None = None, top: int | None = None) -> list[list[int]]:
     """The sorted distinct ``counts`` in consecutive runs of at most :data:`CHUNK_POINTS`
-    points (compute/sweep.configurations' count per GPU count; a count is never split:
-    a sweep ranks the points of each count together)."""
+    points built (all of a count's, or ``top``) and :data:`CHUNK_ARRAY_POINTS` evaluated
+    (compute/sweep.configurations' count per GPU count; a count is never split: a sweep
+    ranks the points of each count together)."""
     from oracle.compute.strategies import REGISTRY
 
     c = np.asarray(sorted(set(int(g) for g in counts)), dtype=np.int64)
@@ -232,12 +238,13 @@ def chunks(counts, chosen, explicit: bool = True, p2: int | None = None) -> list
         s = REGISTRY[name]
         here = np.ones(c.size, dtype=bool) if explicit else (c == 1) == s.one_gpu
         per += np.where(here, pairs if s.hybrid and pairs is not None else 1, 0)
-    out, start, held = [], 0, 0
-    for i, n in enumerate(per.tolist()):
-        if held and held + n > CHUNK_POINTS:
+    built = per if not top else np.minimum(per, top)
+    out, start, held, evaluated = [], 0, 0, 0
+    for i, (b, n) in enumerate(zip(built.tolist(), per.tolist())):
+        if held and (held + b > CHUNK_POINTS or evaluated + n > CHUNK_ARRAY_POINTS):
             out.append(c[start:i].tolist())
-            start, held = i, 0
-        held += n
+            start, held, evaluated = i, 0, 0
+        held, evaluated = held + b, evaluated + n
     return out + ([c[start:].tolist()] if c.size else [])
 
 

@@ -84,7 +84,7 @@ def _streamed(ctx, counts, chosen, explicit, *args) -> Iterator[list[Point]]:
     from oracle.compute.engine import chunks, prepare
 
     prepare(ctx, counts, chosen)  # every count's partitions at once, as one sweep's
-    for part in chunks(counts, chosen, explicit, args[2]):
+    for part in chunks(counts, chosen, explicit, args[2], args[3]):  # args: batch, batch_per_gpu, p2, top, brief
         yield _sweep(ctx, part, chosen, explicit, *args)
 
 
