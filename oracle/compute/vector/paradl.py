@@ -150,7 +150,8 @@ def covers(ctx, name: str) -> bool:
 def tool_columns(ctx, c: Columns) -> list:
     """paradl_stack.evaluate of every entry (B > 0, p2 dividing p): the phases and memory
     into ``c``, the limits in make_point's order (the tool's memory refusal, as
-    base.not_computable's point: every number NaN; else its bound on p)."""
+    base.not_computable's point: every number NaN; else its bound on p); the points'
+    details and the limits' wording for the rows written from the columns."""
     net = stack.tool_net(ctx, c.strategy)
     found = FORMULAS[c.strategy](net, stack.platform(ctx), c)
     none = np.broadcast_to(found.get("none", False), (c.size,))
@@ -163,7 +164,25 @@ def tool_columns(ctx, c: Columns) -> list:
         c.phases[name] = np.where(none, np.nan, c.phases[name])
     c.memory = np.where(none, np.nan, np.broadcast_to(found["memory"], (c.size,)))
     limits = [("memory", none.copy())]
-    if c.strategy in stack.BOUNDS:  # paradl_stack._limits
+    if c.strategy in stack.BOUNDS:  # paradl_stack.tool_limits
         which, _, code = stack.BOUNDS[c.strategy]
         limits.append((code, ~none & (c.gpus > net.min_split(which))))
+    # issue 29: the rows are the points (compute/vector/rows.py): the tool's details, its limits' wording
+    c.brief_rows, c.details = np.ones(c.size, dtype=bool), (none.astype(np.int8), (stack.DETAILS, {}))
+    c.wording = ToolWording(c.strategy)
     return limits
+
+
+class ToolWording:
+    """The reasons of the tool's own limit codes (Columns.wording): its refusal (code
+    "memory", paradl_stack.REFUSALS: one per strategy) and its bound on p
+    (paradl_stack.tool_limits: per GPU count)."""
+
+    def __init__(self, strategy: str) -> None:
+        bound = {stack.BOUNDS[strategy][2]: ("gpus",)} if strategy in stack.BOUNDS else {}
+        self.limit_fields = {"memory": (), **bound}
+
+    def limits(self, ctx, cfg, codes) -> list:
+        if "memory" in codes:
+            return [stack.REFUSALS[cfg.strategy]]
+        return stack.tool_limits(ctx, cfg, stack.tool_net(ctx, cfg.strategy))
