@@ -5,8 +5,8 @@ the GPU counts, parts and batches as arrays, the same floating-point operations 
 same order.  What depends on the layers — the per-GPU weights and per-sample time of the
 split layers (paradl_tool.split_sums), the spatial sums (spatial_sums) — and the
 tool's network constants (network_factor) come from the tool's own functions once per
-distinct part count; math.ceil is np.ceil (an integer as a float: the products are the
-same).  Serial, data, filter, channel, spatial, data+filter and data+spatial
+distinct part count (split_sums once, over an array of them); math.ceil is np.ceil (an
+integer as a float: the products are the same).  Serial, data, filter, channel, spatial, data+filter and data+spatial
 (paradl_stack.TOOL_STRATEGIES); pipeline keeps oracle's formulas (compute/vector/kinds.py),
 as the per-point path does."""
 
@@ -48,7 +48,12 @@ def _spatial_sums(net: tool.ToolNet, parts: np.ndarray, upto: int) -> tuple:
 
 
 def _split_sums(net: tool.ToolNet, parts: np.ndarray) -> tuple:
-    return _per(parts, lambda v: tool.split_sums(net, v))
+    """tool.split_sums of every entry, its sums over the distinct part counts at once (an
+    array of them: the same operations, element by element, in the same order)."""
+    u, inv = np.unique(parts, return_inverse=True)
+    weights, comp, count, out = tool.split_sums(net, u)  # numbers where no layer is split
+    per = [np.broadcast_to(np.asarray(v, dtype=float), u.shape)[inv.reshape(-1)] for v in (weights, comp)]
+    return per[0], per[1], count, out
 
 
 def _serial(net, plat, c: Columns) -> dict:
