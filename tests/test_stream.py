@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 from conftest import run_cli
 from test_brief_rows import sampled_rows
@@ -46,6 +47,45 @@ def test_json_and_markdown_of_rows_are_their_points(model_name):
         compared += len(want)
         infeasible += sum(not pt.feasible for pt in want)
     assert compared > 500 and infeasible > 50
+
+
+# ParaDL's own tool (the paradl stack, compute/vector/paradl.py): refusals (every number
+# NaN), its bounds on p, past the system's size, strong and weak scaling
+TOOL_CASES = (("cosmoflow", "abci", None, 32.0), ("cifar_resnet20", "dgx-h100-superpod", 256.0, None),
+              ("resnet50", "abci-2020", None, 32.0), ("vgg16", "dgx1-v100", 512.0, None))  # fmt: skip
+
+
+def test_the_tools_rows_are_its_points(tmp_path):
+    """The rows of the tool's columns (its details and the wording of its limits:
+    Columns.details, Columns.wording) write the CSV, JSON and Markdown of the per-point
+    path's points, byte for byte, whatever their rank."""
+    from test_brief_rows import _config
+    from test_vector import counts_for, default_context
+
+    from oracle.compute.sweep import evaluate_all
+    from oracle.compute.vector import paradl, run
+    from oracle.render.records import csv_lines
+
+    seen = set()
+    for model_name, system_name, batch, per_gpu in TOOL_CASES:
+        flags = {"batch": batch} if batch else {"batch_per_gpu": per_gpu}
+        ctx = default_context(tmp_path, model_name, system_name, stack="paradl", **flags)
+        counts = sorted(set(counts_for(ctx.system)) | {4, 16, 24, 48, 96})
+        for c in run.columns(ctx, counts, names(), True, batch, per_gpu, None):
+            if not paradl.covers(ctx, c.strategy):  # pipeline: oracle's formulas (test_brief_rows)
+                continue
+            assert c.brief_rows.all(), c.strategy
+            bad = np.flatnonzero(~c.feasible())
+            rows = np.union1d(np.arange(0, c.size, max(1, c.size // 25)), bad[:: max(1, bad.size // 25)])
+            evaluated = evaluate_all(ctx, [_config(c, r) for r in rows.tolist()])
+            points = [pt.with_rank(k % 3 or None) for k, pt in enumerate(evaluated)]
+            got = [row.with_rank(k % 3 or None) for k, row in enumerate(brief_rows(ctx, c, rows))]
+            assert (csv_lines(got), _texts(got)) == (csv_lines(points), _texts(points)), (system_name, c.strategy)
+            seen |= {(c.strategy, lim.reason.endswith(("(ParaDL's tool)", "tool:405)", "tool:578-581)")), lim.code)
+                     for pt in points for lim in pt.limits}  # fmt: skip
+    refusals = {(s, True, "memory") for s in ("filter", "channel", "spatial")}
+    bounds = {("filter", True, "filters"), ("channel", True, "channels"), ("spatial", True, "spatial")}
+    assert refusals | bounds | {("data", False, "gpus"), ("data", False, "memory")} <= seen
 
 
 ARGS = ("-m", "resnet50", "-p", "resnet50_v100", "--gpus", "1..40,96,1000,5000")

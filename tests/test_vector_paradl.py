@@ -59,3 +59,33 @@ def test_the_tool_refuses_and_bounds_in_arrays(tmp_path):
     ctx = default_context(tmp_path, "cifar_resnet20", "dgx-h100-superpod", stack="paradl", batch=256.0)
     seen = codes_seen(ctx, sorted(set(counts_for(ctx.system)) | {16, 24, 48, 96}), False, 200)
     assert {("filter", "filters"), ("channel", "channels"), ("spatial", "spatial")} <= seen
+
+
+def test_the_tools_rows_are_written_without_its_points(monkeypatch, tmp_path):
+    """predict -f csv|json|markdown and oracle sweep (--all or not) under the paradl stack
+    write the tool's rows from its columns (compute/vector/rows.py): the tool costs no
+    point (paradl_stack.evaluate makes none; pipeline's are oracle's own)."""
+    from conftest import run_cli
+
+    made = []
+
+    def counted(ctx, cfg):
+        pt = evaluate(ctx, cfg)
+        made.extend([cfg] if pt is not None else [])
+        return pt
+
+    evaluate = paradl_stack.evaluate
+    monkeypatch.setattr(paradl_stack, "evaluate", counted)
+    cases = tmp_path / "cases.yaml"
+    cases.write_text("cases:\n  - {model: cifar_resnet20, profile: cifar_resnet20_cpu, system: dgx1-v100,"
+                     " stack: paradl, batch: [64, 256], gpus: '1..70', strategy: all}\n")  # fmt: skip
+    args = ("predict", "-m", "cosmoflow", "-s", "abci", "-p", "cosmoflow_v100", "--stack", "paradl", "--gpus", "1..70")
+    for extra in (("-b", "4", "-f", "csv"), ("-B", "64", "-f", "json"), ("-b", "2", "-f", "markdown", "--top", "3")):
+        r = run_cli(*args, *extra)
+        assert r.code == 0 and "filter" in r.out and "ParaDL's tool" in r.out, r.err
+    for extra in (("--all", "-f", "json"), ("-f", "markdown"), ("--all",)):
+        r = run_cli("sweep", cases, *extra)
+        assert r.code == 0 and "data" in r.out, r.err
+    assert made == []
+    r = run_cli(*args, "-b", "4")  # the table's points are built in full: the tool's counted
+    assert r.code == 0 and made, r.err

@@ -113,17 +113,24 @@ def platform(ctx: Context) -> tool.ToolPlatform:
     return tool.ToolPlatform(system.gpu_memory_bytes, system.gpus_per_node, system.total_gpus)
 
 
-def _tool_point(ctx: Context, cfg: Config, net: tool.ToolNet) -> tool.ToolPoint | str:
-    """The tool's numbers for a configuration, or why it makes none ("memory", "sample")."""
+# the tool's refusals (base.not_computable's points: every number NaN), by strategy
+REFUSALS = {s: Limit("memory", "needs more memory than the GPU has (ParaDL's tool, tool:405)")
+            for s in (Filter.name, Channel.name)}  # fmt: skip
+REFUSALS[Spatial.name] = Limit("memory", "not one sample fits the GPU's memory (ParaDL's tool, tool:578-581)")
+DETAILS = {"cost_model": "ParaDL's tool (parallel_analysis.py, issue 27)"}  # a point's details (none where refused)
+
+
+def _tool_point(ctx: Context, cfg: Config, net: tool.ToolNet) -> tool.ToolPoint | Limit:
+    """The tool's numbers for a configuration, or why it makes none (:data:`REFUSALS`)."""
     plat, s, B = platform(ctx), cfg.strategy, cfg.batch
     if s == Serial.name:
         return tool.single(net, plat, B)
     if s == Data.name:
         return tool.data(net, plat, B / cfg.gpus, cfg.gpus)
     if s in (Filter.name, Channel.name):
-        return tool.filter_or_channel(net, plat, B, cfg.gpus, s) or "memory"
+        return tool.filter_or_channel(net, plat, B, cfg.gpus, s) or REFUSALS[s]
     if s == Spatial.name:
-        return tool.spatial(net, plat, B, cfg.gpus) or "sample"
+        return tool.spatial(net, plat, B, cfg.gpus) or REFUSALS[s]
     if s == DataFilter.name:
         return tool.data_filter(net, plat, B / cfg.p1, cfg.gpus, cfg.p2)
     return tool.data_spatial(net, plat, B / cfg.p1, cfg.gpus, cfg.p2)
@@ -136,7 +143,7 @@ BOUNDS = {Filter.name: ("F", "output channels", "filters"), Channel.name: ("C", 
            Spatial.name: ("W", "width", Spatial.name)}  # fmt: skip
 
 
-def _limits(ctx: Context, cfg: Config, net: tool.ToolNet) -> list[Limit]:
+def tool_limits(ctx: Context, cfg: Config, net: tool.ToolNet) -> list[Limit]:
     """The tool's bounds on p (tool:341, 448, 557): the fewest output channels, input
     channels or the narrowest width of the split layers."""
     if cfg.strategy not in BOUNDS or cfg.p1 == 0:
@@ -155,12 +162,9 @@ def evaluate(ctx: Context, cfg: Config) -> Point | None:
         return None  # not the tool's, p2 does not divide p, or no batch: oracle's own point
     net = tool_net(ctx, cfg.strategy)
     found = _tool_point(ctx, cfg, net)
-    if isinstance(found, str):
-        why = ("needs more memory than the GPU has (ParaDL's tool, tool:405)" if found == "memory" else
-               "not one sample fits the GPU's memory (ParaDL's tool, tool:578-581)")  # fmt: skip
-        return not_computable(ctx, cfg, [Limit("memory", why)])
+    if isinstance(found, Limit):
+        return not_computable(ctx, cfg, [found])
     bd = Breakdown(forward_backward_s=found.compute_s, weight_update_s=ctx.D / cfg.batch * ctx.sum_wu,
                    gradient_exchange_s=found.gradient_exchange_s, layer_collectives_s=found.layer_collectives_s,
                    **({"halo_s": found.halo_s} if found.halo_s else {}))  # fmt: skip
-    details = {"cost_model": "ParaDL's tool (parallel_analysis.py, issue 27)"}
-    return make_point(ctx, cfg, bd, found.memory_bytes, _limits(ctx, cfg, net), details)
+    return make_point(ctx, cfg, bd, found.memory_bytes, tool_limits(ctx, cfg, net), DETAILS)

@@ -43,6 +43,11 @@ class Columns:
     max_batch: np.ndarray | None = None
     # the rows whose numbers are the per-point path's to the last bit (compute/vector/rows.brief_rows)
     brief_rows: np.ndarray | None = None
+    # where not its registered strategy's (ParaDL's tool: compute/vector/paradl.py): the rows'
+    # details as (each row's index, the dicts), and who words its own limit codes
+    # (``limit_fields``, ``limits(ctx, cfg, codes hit)``; rows.py)
+    details: tuple[np.ndarray, tuple[dict, ...]] | None = None
+    wording: object | None = None
 
     @property
     def size(self) -> int:

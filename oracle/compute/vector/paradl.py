@@ -5,8 +5,8 @@ the GPU counts, parts and batches as arrays, the same floating-point operations 
 same order.  What depends on the layers — the per-GPU weights and per-sample time of the
 split layers (paradl_tool.split_sums), the spatial sums (spatial_sums) — and the
 tool's network constants (network_factor) come from the tool's own functions once per
-distinct part count; math.ceil is np.ceil (an integer as a float: the products are the
-same).  Serial, data, filter, channel, spatial, data+filter and data+spatial
+distinct part count (split_sums once, over an array of them); math.ceil is np.ceil (an
+integer as a float: the products are the same).  Serial, data, filter, channel, spatial, data+filter and data+spatial
 (paradl_stack.TOOL_STRATEGIES); pipeline keeps oracle's formulas (compute/vector/kinds.py),
 as the per-point path does."""
 
@@ -48,7 +48,12 @@ def _spatial_sums(net: tool.ToolNet, parts: np.ndarray, upto: int) -> tuple:
 
 
 def _split_sums(net: tool.ToolNet, parts: np.ndarray) -> tuple:
-    return _per(parts, lambda v: tool.split_sums(net, v))
+    """tool.split_sums of every entry, its sums over the distinct part counts at once (an
+    array of them: the same operations, element by element, in the same order)."""
+    u, inv = np.unique(parts, return_inverse=True)
+    weights, comp, count, out = tool.split_sums(net, u)  # numbers where no layer is split
+    per = [np.broadcast_to(np.asarray(v, dtype=float), u.shape)[inv.reshape(-1)] for v in (weights, comp)]
+    return per[0], per[1], count, out
 
 
 def _serial(net, plat, c: Columns) -> dict:
@@ -150,7 +155,8 @@ def covers(ctx, name: str) -> bool:
 def tool_columns(ctx, c: Columns) -> list:
     """paradl_stack.evaluate of every entry (B > 0, p2 dividing p): the phases and memory
     into ``c``, the limits in make_point's order (the tool's memory refusal, as
-    base.not_computable's point: every number NaN; else its bound on p)."""
+    base.not_computable's point: every number NaN; else its bound on p); the points'
+    details and the limits' wording for the rows written from the columns."""
     net = stack.tool_net(ctx, c.strategy)
     found = FORMULAS[c.strategy](net, stack.platform(ctx), c)
     none = np.broadcast_to(found.get("none", False), (c.size,))
@@ -163,7 +169,25 @@ def tool_columns(ctx, c: Columns) -> list:
         c.phases[name] = np.where(none, np.nan, c.phases[name])
     c.memory = np.where(none, np.nan, np.broadcast_to(found["memory"], (c.size,)))
     limits = [("memory", none.copy())]
-    if c.strategy in stack.BOUNDS:  # paradl_stack._limits
+    if c.strategy in stack.BOUNDS:  # paradl_stack.tool_limits
         which, _, code = stack.BOUNDS[c.strategy]
         limits.append((code, ~none & (c.gpus > net.min_split(which))))
+    # issue 29: the rows are the points (compute/vector/rows.py): the tool's details, its limits' wording
+    c.brief_rows, c.details = np.ones(c.size, dtype=bool), (none.astype(np.int8), (stack.DETAILS, {}))
+    c.wording = ToolWording(c.strategy)
     return limits
+
+
+class ToolWording:
+    """The reasons of the tool's own limit codes (Columns.wording): its refusal (code
+    "memory", paradl_stack.REFUSALS: one per strategy) and its bound on p
+    (paradl_stack.tool_limits: per GPU count)."""
+
+    def __init__(self, strategy: str) -> None:
+        bound = {stack.BOUNDS[strategy][2]: ("gpus",)} if strategy in stack.BOUNDS else {}
+        self.limit_fields = {"memory": (), **bound}
+
+    def limits(self, ctx, cfg, codes) -> list:
+        if "memory" in codes:
+            return [stack.REFUSALS[cfg.strategy]]
+        return stack.tool_limits(ctx, cfg, stack.tool_net(ctx, cfg.strategy))

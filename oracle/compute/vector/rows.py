@@ -25,7 +25,8 @@ from oracle.compute.vector.columns import Columns
 class Block:
     """Rows of one strategy's columns in ``ctx``: ``values`` by a Point's attribute names
     (lists; ``phases`` and ``memory`` dicts of lists, ``memory`` None where no parts were
-    kept; ``limits`` each row's Limits); ``cells``: a renderer's formatted rows, kept."""
+    kept; ``limits`` each row's Limits; ``details`` each row's dict where the columns hold
+    them, else None); ``cells``: a renderer's formatted rows, kept."""
 
     def __init__(self, values: dict, ctx=None) -> None:
         self.values, self.ctx = values, ctx
@@ -65,6 +66,7 @@ def brief_rows(ctx, c: Columns, rows: np.ndarray) -> list[BriefRow]:
     limits: list = [()] * rows.size
     if c.codes:
         _reasons(ctx, c, rows, (gpus, p1, p2, batch, segments, memory), limits)
+    told = None if c.details is None else [c.details[1][k] for k in c.details[0][rows].tolist()]
     values = {
         "model": ctx.model.name, "system": ctx.system.name, "strategy": c.strategy, "gpus": gpus,
         "p1": p1, "p2": p2, "global_batch": batch, "segments": segments,
@@ -76,7 +78,7 @@ def brief_rows(ctx, c: Columns, rows: np.ndarray) -> list[BriefRow]:
         if c.max_batch is not None else [None] * rows.size,
         "memory": {k: v[rows].tolist() for k, v in c.memory_parts.items()} if c.memory_parts is not None else None,
         "compute_conversion": _labels(ctx, batch, gpus),
-        "stack": stack_name(ctx.options),
+        "stack": stack_name(ctx.options), "details": told,
     }  # fmt: skip
     block, n = Block(values, ctx), rows.size
     return list(map(BriefRow, repeat(block, n), range(n), gpus, repeat(c.strategy, n), p2, repeat(ctx.system.name, n),
@@ -103,8 +105,6 @@ def _in_order(values: list) -> np.ndarray:
     return total
 
 
-# the limits' codes make_point gives every strategy (the rest are a strategy's own, its ``limits``)
-_SHARED_CODES = frozenset(("gpus", "overflow", "memory"))
 _FIELDS = ("gpus", "p1", "p2", "batch", "segments")  # a Config's after its strategy, as _reasons gets them
 
 
@@ -113,19 +113,20 @@ def _reasons(ctx, c: Columns, rows: np.ndarray, fields: tuple, limits: list) -> 
     system's size, the strategy's own (its ``limits``), the dataset, overflow, GPU
     memory), rows grouped by the codes they hit: the strategy's own limits asked only
     where the columns flag one of its codes, the dataset's where they flag it; each
-    reason worded once per the values it reads (:class:`_Texts`)."""
-    codes = [code for code, _ in c.codes]
+    reason worded once per the values it reads (:class:`_Texts`).  The codes are
+    columns.finish's: the system's size, the strategy's own, the dataset, overflow, memory."""
+    codes, n = [code for code, _ in c.codes], len(c.codes)
     hits = np.stack([mask[rows] for _, mask in c.codes], axis=1)
-    pattern = hits.astype(np.int64) @ (np.int64(1) << np.arange(len(codes), dtype=np.int64))
-    bad, texts = np.flatnonzero(pattern), _Texts(ctx, c.strategy, fields)
+    pattern = hits.astype(np.int64) @ (np.int64(1) << np.arange(n, dtype=np.int64))
+    bad, texts = np.flatnonzero(pattern), _Texts(ctx, c.strategy, fields, c.wording)
     for pat in sorted(set(pattern[bad].tolist())):  # np.unique would import numpy.ma (~14 ms)
-        hit = [k for j, k in enumerate(codes) if pat >> j & 1]
+        hit = [bool(pat >> j & 1) for j in range(n)]
         at = bad[pattern[bad] == pat]
         ats = at.tolist()
-        parts = [texts.gpus(ats) if "gpus" in hit else None, texts.own(hit, ats),
-                 texts.dataset(ats) if "dataset" in hit else None,
-                 [(OVERFLOW,)] * len(ats) if "overflow" in hit else None,
-                 texts.memory(at) if "memory" in hit else None]  # fmt: skip
+        own = [k for k, h in zip(codes[1:-3], hit[1:-3]) if h]
+        parts = [texts.gpus(ats) if hit[0] else None, texts.own(own, ats),
+                 texts.dataset(ats) if hit[-3] else None, [(OVERFLOW,)] * len(ats) if hit[-2] else None,
+                 texts.memory(at) if hit[-1] else None]  # fmt: skip
         joined: list = [()] * len(ats)
         for part in parts:
             if part is not None:
@@ -140,10 +141,11 @@ class _Texts:
     GPU count, the dataset's once per batch, the strategy's own once per the values of
     the Config fields its hit codes read (Strategy.limit_fields; all of them where
     undeclared), each in the context's :func:`_worded` (every block of a sweep's case);
-    GPU memory's of every row at once (base.memory_reasons)."""
+    GPU memory's of every row at once (base.memory_reasons); ``wording``: Columns.wording."""
 
-    def __init__(self, ctx, strategy: str, fields: tuple) -> None:
+    def __init__(self, ctx, strategy: str, fields: tuple, wording=None) -> None:
         self.ctx, self.strategy, self.fields, self.memory_bytes = ctx, strategy, fields[:-1], fields[-1]
+        self.wording = wording
 
     def _by(self, kind: tuple, column: list, at: list, word) -> list:
         seen = _worded(self.ctx, kind)
@@ -160,22 +162,22 @@ class _Texts:
     def memory(self, at: np.ndarray) -> list:
         return [(Limit("memory", text),) for text in memory_reasons(self.ctx.system, self.memory_bytes[at].tolist())]
 
-    def own(self, hit: list, at: list) -> list | None:
-        own = tuple(k for k in hit if k not in _SHARED_CODES and k != "dataset")
+    def own(self, own: list, at: list) -> list | None:
         if not own:
             return None
-        strategy = REGISTRY[self.strategy]
-        declared = strategy.limit_fields
+        strategy, wording = REGISTRY[self.strategy], self.wording
+        declared = (wording or strategy).limit_fields
         used = range(len(_FIELDS))  # a code not declared: the reasons read every field
         if all(k in declared for k in own):
             used = [j for j, f in enumerate(_FIELDS) if any(f in declared[k] for k in own)]
         keys = list(zip(*([self.fields[j][i] for i in at] for j in used)) if used else repeat((), len(at)))
-        seen = _worded(self.ctx, (self.strategy, *own))
+        seen = _worded(self.ctx, (self.strategy, *own))  # one wording per strategy in a context
         out = list(map(seen.get, keys))
         for j in [j for j, reasons in enumerate(out) if reasons is None]:  # not worded yet
             if keys[j] not in seen:
                 cfg = Config(self.strategy, *(column[at[j]] for column in self.fields))
-                seen[keys[j]] = tuple(strategy.limits(self.ctx, cfg))
+                found = wording.limits(self.ctx, cfg, own) if wording else strategy.limits(self.ctx, cfg)
+                seen[keys[j]] = tuple(found)
             out[j] = seen[keys[j]]
         return out
 
@@ -207,11 +209,13 @@ def points(items: list) -> list:
 
 def resolved(rows: list[BriefRow]) -> list:
     """Each of ``rows`` (of one block) as the details evaluate gives its configuration
-    (Strategy.brief_details), or where those cannot be told without evaluating it, its
-    point at its rank (compute/sweep.evaluate_all)."""
+    (the columns' where they hold them, else Strategy.brief_details), or where those
+    cannot be told without evaluating it, its point at its rank (compute/sweep.evaluate_all)."""
     from oracle.compute.sweep import evaluate_all
 
     v, ctx = rows[0].block.values, rows[0].block.ctx
+    if v["details"] is not None:  # the columns hold them (Columns.details)
+        return [v["details"][r.i] for r in rows]
     strategy = REGISTRY[v["strategy"]]
     fields = [v[k] for k in ("gpus", "p1", "p2", "global_batch", "segments")]
     configs = [Config(v["strategy"], *(f[r.i] for f in fields)) for r in rows]
