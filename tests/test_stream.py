@@ -25,7 +25,8 @@ from oracle.render.records import MEMORY_PARTS, to_json
 
 MODELS = ["resnet50", "vgg16", "unet3d", "mobilenet_v2"]
 OPTIONS = (Options(), Options(memory_model="paradl", zero=3, mixed_precision=True), Options(zero=1, optimizer="adam"),
-           Options(overlap="buckets"))  # fmt: skip
+           Options(overlap="buckets"), Options(overlap="buckets", bucket_layers=2, zero=3, memory_model="paradl"))  # fmt: skip
+DELAYED = {"unet3d": "convtranspose"}  # --delayed-update's layers of a model without fc layers (the others' fc)
 META = {"model": "m", "system": "s", "profile": "p", "scaling": "x", "samples": 1, "precision": "fp32",
         "memory_model": "framework", "gamma": 1.0}  # fmt: skip
 
@@ -40,7 +41,9 @@ def _texts(items: list) -> tuple:
 @pytest.mark.parametrize("model_name", MODELS)
 def test_json_and_markdown_of_rows_are_their_points(model_name):
     compared = infeasible = 0
-    for ctx, c, rows, points in sampled_rows(model_name, MODELS, OPTIONS, ((512.0, None), (None, 2.0)), 3, n=30):
+    delayed = Options(overlap="buckets", delayed_update=(DELAYED.get(model_name, "fc"),), bucket_bytes=0)
+    for ctx, c, rows, points in sampled_rows(model_name, MODELS, (*OPTIONS, delayed), ((512.0, None), (None, 2.0)), 3,
+                                             n=30):  # fmt: skip
         got = [row.with_rank(k % 3 or None) for k, row in enumerate(brief_rows(ctx, c, rows))]
         want = [pt.with_rank(k % 3 or None) for k, pt in enumerate(points)]
         assert _texts(got) == _texts(want), (ctx.system.name, ctx.options, c.strategy)
@@ -149,3 +152,29 @@ def test_json_parses_and_has_the_documented_keys(monkeypatch, tmp_path):
         assert len(row["limits"]) == len(row["limit_codes"]) and row["feasible"] == (not row["limits"])
     assert {row["strategy"] for row in got} == set(names())
     assert any(not row["feasible"] for row in got) and any(row["details"].get("grid") for row in got)
+
+
+def test_overlap_rows_are_written_from_the_columns(monkeypatch):
+    """--overlap buckets (the pytorch stack's): the rows of the strategies that report the
+    hidden share (data, data+filter, data+spatial, spatial; the delayed update too) are
+    written from the columns' communication_total_s and overlap_ratio, none evaluated
+    point by point (compute/vector/rows.resolved), and some hide part of it."""
+    from oracle.compute import sweep
+
+    evaluated: list = []
+    real = sweep.evaluate_all
+    monkeypatch.setattr(sweep, "evaluate_all", lambda ctx, configs: evaluated.extend(configs) or real(ctx, configs))
+    overlapped = "data,data+filter,data+spatial,spatial"
+    for extra in ((), ("--delayed-update", "fc", "--zero", "3")):
+        r = run_cli("predict", "-s", "dgx-h100-superpod", *ARGS[:4], "--gpus", "1..70", "-b", "32", "--overlap",
+                    "buckets", "--strategy", overlapped, *extra, "-f", "json")  # fmt: skip
+        assert r.code == 0, r.err
+        got = json.loads(r.out)
+        assert {row["strategy"] for row in got} == set(overlapped.split(","))
+        assert all(row["details"] for row in got)
+        assert any(0.0 < row["overlap_ratio"] < 1.0 for row in got if row["strategy"] == "data+spatial")
+        assert any(row["communication_total_s"] > row["communication_s"] for row in got if row["strategy"] == "data")
+        r = run_cli("predict", "-s", "dgx-h100-superpod", *ARGS[:4], "--gpus", "1..70", "-b", "32", "--overlap",
+                    "buckets", "--strategy", overlapped, *extra, "-f", "markdown")  # fmt: skip
+        assert r.code == 0 and r.out.count("| data+spatial |") > 50, r.err
+    assert evaluated == []

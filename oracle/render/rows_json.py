@@ -79,11 +79,13 @@ def _block_texts(v: dict, details: dict, style: Style, head: str) -> dict:
     from oracle.render.records import by_value, float_columns, int_if_whole
 
     at = sorted(details)
-    n, memory, phases = len(at), v["memory"], phase_names()
+    n, memory, phases, hidden = len(at), v["memory"], phase_names(), v["overlap"] or {}
     parts = list(memory) if memory is not None else []
-    floats = [*(v[k] for k in _NUMS), *(v["phases"][k] for k in phases), v["max_batch_per_gpu"], *(memory[k] for k in parts)]
+    floats = [*(v[k] for k in _NUMS), *(v["phases"][k] for k in phases), v["max_batch_per_gpu"],
+              *(memory[k] for k in parts), *hidden.values()]  # fmt: skip (hidden: --overlap's, rows.resolved)
     (cols,) = float_columns([[[c[i] for i in at] for c in floats]], empty="null")
-    nums, cells = dict(zip(_NUMS, cols)), dict(zip([*phases, "max_batch_per_gpu", *parts], cols[len(_NUMS) :]))
+    nums = dict(zip(_NUMS, cols))
+    cells = dict(zip([*phases, "max_batch_per_gpu", *parts, *hidden], cols[len(_NUMS) :]))
     row = {k: [v[k][i] for i in at] for k in ("gpus", "p1", "p2", "global_batch", "segments", "feasible", "limits",
                                               "compute_conversion")}  # fmt: skip
     left, right = _Pieces(style), _Pieces(style)
@@ -110,8 +112,8 @@ def _block_texts(v: dict, details: dict, style: Style, head: str) -> dict:
     else:
         right.item("memory_breakdown", "null")
     right.item("max_batch_per_gpu", cells["max_batch_per_gpu"])
-    right.item("communication_total_s", nums["communication_s"])
-    right.item("overlap_ratio", "0.0")
+    right.item("communication_total_s", cells.get("communication_total_s", nums["communication_s"]))
+    right.item("overlap_ratio", cells.get("overlap_ratio", "0.0"))
     right.item("details", by_value(lambda d: style.details(_plain_details(d)))([tuple(details[i].items()) for i in at]))
     right.add(style.close)
     return dict(zip(at, zip(left.rows(n), right.rows(n))))

@@ -82,6 +82,9 @@ class Strategy:
     # limit code of :meth:`limits` -> the Config fields its reason reads (with the context):
     # compute/vector/rows.py words each reason once per their values (issue 29); undeclared: per row
     limit_fields: dict[str, tuple[str, ...]] = {}
+    # with --overlap its details hold overlap_details' communication_total_s and overlap_ratio
+    # (its gradient exchange in buckets, overlapped_gradients; compute/vector/rows.resolved)
+    reports_overlap: bool = False
 
     @property
     def hybrid(self) -> bool:
@@ -111,9 +114,8 @@ class Strategy:
     def brief_details(self, ctx: Context, cfg: Config) -> dict | None:
         """The details :meth:`evaluate` gives a configuration before make_point's (issue 29:
         compute/vector/rows.points and render/rows_json.py write a row of the arrays with
-        them); None: they cannot be told without evaluating it (the row's point is
-        evaluated), as with --overlap, whose communication_total_s and overlap_ratio
-        (base.overlap_details) the rows do not hold."""
+        them, less overlap_details' two: the rows hold those, :attr:`reports_overlap`); None:
+        they cannot be told without evaluating it (the row's point is evaluated)."""
         return None
 
 

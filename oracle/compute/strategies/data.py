@@ -61,6 +61,7 @@ class Data(Strategy):
     style = Style("#0072B2", "o")  # blue (Okabe & Ito 2008)
     layerwise = LayerwiseKind(fill_data, grid=False)
     limit_fields = {"batch": ("batch", "gpus")}
+    reports_overlap = True
 
     def evaluate(self, ctx: Context, cfg: Config) -> Point:
         p, B, D = cfg.gpus, cfg.batch, ctx.D
@@ -104,9 +105,9 @@ class Data(Strategy):
         return make_point(ctx, cfg, bd, mem, self.limits(ctx, cfg), details)
 
     def brief_details(self, ctx: Context, cfg: Config) -> dict | None:
-        """evaluate's details (Strategy.brief_details); None with --overlap (the hidden
-        share) or replicated gradients (the all-reduced message depends on p and B)."""
-        if ctx.options.overlap != "none" or ctx.options.replicated_gradients:
+        """evaluate's details (Strategy.brief_details); None with replicated gradients (the
+        all-reduced message depends on p and B)."""
+        if ctx.options.replicated_gradients:
             return None
         group = group_contiguous(cfg.gpus, ctx.system.gpus_per_node)
         algo = gradient_allreduce(ctx, group, ctx.delta * ctx.sum_w)[1]

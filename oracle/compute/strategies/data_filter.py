@@ -70,6 +70,7 @@ class DataFilter(Strategy):
     style = Style("#D55E00", "P")  # vermillion (Okabe & Ito 2008)
     limit_words = {"factorization": "p2 does not divide p"}  # data+spatial's too (factor_limit)
     limit_fields = {"batch": ("batch", "p1"), Filter.limit_code: ("p2",)}
+    reports_overlap = True
 
     def configurations(self, ctx, p, batch, p2=None):
         return hybrid_configurations(self.name, p, batch, p2)
@@ -110,8 +111,8 @@ class DataFilter(Strategy):
         return make_point(ctx, cfg, bd, mem, self.limits(ctx, cfg), details)
 
     def brief_details(self, ctx: Context, cfg: Config) -> dict | None:
-        """evaluate's details (Strategy.brief_details); None with --overlap (the hidden share)."""
-        if ctx.options.overlap != "none" or cfg.p1 == 0:
+        """evaluate's details (Strategy.brief_details); None where p2 does not divide p."""
+        if cfg.p1 == 0:
             return None
         _, phi, level = data_group(ctx, cfg.p1, cfg.p2)
         return {"contention": phi, "allreduce_level": level}

@@ -47,6 +47,7 @@ class DataSpatial(Strategy):
     description = "spatial parallelism in groups of p2, data parallelism across p1 groups"
     style = Style("#CC79A7", "X")  # reddish purple (Okabe & Ito 2008)
     limit_fields = {"batch": ("batch", "p1"), Spatial.name: ("p2",)}
+    reports_overlap = True
 
     def configurations(self, ctx, p, batch, p2=None):
         return hybrid_configurations(self.name, p, batch, p2)
@@ -105,8 +106,8 @@ class DataSpatial(Strategy):
 
     def brief_details(self, ctx: Context, cfg: Config) -> dict | None:
         """evaluate's details (Strategy.brief_details): the grid of halo_time, φ of the data
-        group, the level all p GPUs span; None with --overlap (the hidden share)."""
-        if ctx.options.overlap != "none" or cfg.p1 == 0:
+        group, the level all p GPUs span; None where p2 does not divide p."""
+        if cfg.p1 == 0:
             return None
         _, phi, _ = data_group(ctx, cfg.p1, cfg.p2)
         level = level_for(ctx.system, group_contiguous(cfg.gpus, ctx.system.gpus_per_node).span).name

@@ -285,6 +285,7 @@ class Spatial(Strategy):
     layerwise = LayerwiseKind(fill_spatial)
     limit_words = {name: "spatial split too fine"}  # the limit code is the name
     limit_fields = {name: ("gpus",)}
+    reports_overlap = True
 
     def split_layers(self, ctx: Context) -> tuple[np.ndarray, None]:
         """Every layer up to and including the last one whose output still has a spatial
@@ -335,8 +336,8 @@ class Spatial(Strategy):
         return make_point(ctx, cfg, bd, mem, self.limits(ctx, cfg), details)
 
     def brief_details(self, ctx: Context, cfg: Config) -> dict | None:
-        """evaluate's details (Strategy.brief_details): halo_time's grid; None with --overlap."""
-        return None if ctx.options.overlap != "none" else {"grid": spatial_grid(ctx, cfg.gpus)}
+        """evaluate's details (Strategy.brief_details): halo_time's grid."""
+        return {"grid": spatial_grid(ctx, cfg.gpus)}
 
     def limits(self, ctx: Context, cfg: Config) -> list[Limit]:
         """The strategy's own limits of a configuration (compute/vector/rows.brief_rows too)."""

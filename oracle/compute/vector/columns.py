@@ -6,6 +6,7 @@ limits), with the same floating-point operations in the same order."""
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -48,6 +49,11 @@ class Columns:
     # (``limit_fields``, ``limits(ctx, cfg, codes hit)``; rows.py)
     details: tuple[np.ndarray, tuple[dict, ...]] | None = None
     wording: object | None = None
+    # --overlap buckets: the communication seconds per epoch hidden behind computation
+    # (base.overlap_details' hidden_s) of every row, and what finish makes of it there:
+    # communication_total_s and overlap_ratio (None: the strategy reports no overlap)
+    hidden_s: np.ndarray | None = None
+    overlap: dict[str, np.ndarray] | None = None
 
     @property
     def size(self) -> int:
@@ -193,12 +199,18 @@ def _sum(values):
 
 
 def finish(ctx, cols: Columns, limits: list[tuple[str, np.ndarray]]) -> Columns:
-    """make_point's tail for every entry: ZeRO-3, then the limits in make_point's order
+    """make_point's tail for every entry (the overlap's totals of the strategy's
+    breakdown first, as its evaluate reports them: Columns.overlap): ZeRO-3, then the limits in make_point's order
     (system size first, the strategy's, dataset, overflow, GPU memory); the stack's
     per-GPU costs after ZeRO-3 (compute/vector/stack.py), then the input pipeline's
     stall (compute/vector/io.py)."""
     system = ctx.system
     ph = cols.phases
+    if cols.hidden_s is not None:  # base.overlap_details, before make_point: the strategy's exposed part
+        names = phase_names("communication")
+        total = functools.reduce(np.add, [ph[n] for n in names[1:]], ph[names[0]]) + cols.hidden_s  # Breakdown's sum
+        ratio = np.where(total > 0, cols.hidden_s / np.where(total > 0, total, 1.0), 0.0)
+        cols.overlap = {"communication_total_s": total, "overlap_ratio": ratio}
     if ctx.options.zero >= 3:  # Rajbhandari et al., SC 2020, §7.2: 1.5x the all-reduce volume
         ge = ph["gradient_exchange_s"]
         ph["gradient_exchange_s"] = np.where((ge != 0) | np.isnan(ge), 1.5 * ge, ge)

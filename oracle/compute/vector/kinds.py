@@ -42,8 +42,6 @@ from oracle.compute.vector import replicated as vreplicated
 from oracle.compute.vector import spatial as vspatial
 from oracle.compute.vector.columns import Columns, finish, memory_total, per_value, split_compute, unique_pairs
 
-# the strategies whose gradient exchange --overlap buckets times (strategies/*.py overlapped_gradients)
-OVERLAPPED = (Data.name, Spatial.name, DataFilter.name, DataSpatial.name)
 ROWS_PER_BLOCK = 2048  # layer collectives: (group, samples) pairs per block of the (pairs x layers) arrays
 
 
@@ -58,7 +56,7 @@ def covers(ctx, name: str) -> bool:
     vector/run.columns)."""
     if name not in FORMULAS or not covered(ctx):
         return False
-    return not (name in OVERLAPPED and not voverlap.covers(ctx))
+    return not (REGISTRY[name].reports_overlap and not voverlap.covers(ctx))  # its buckets (overlapped_gradients)
 
 
 def evaluate_many(ctx, name: str, gpus, p1, p2, batch) -> Columns:
@@ -92,15 +90,26 @@ def _data(ctx, c: Columns) -> list:
     ar = coll.prepare(ctx, "allreduce", p, 1.0, "gradient_allreduce")
     if ctx.options.replicated_gradients:  # Lee et al. §III-C-2 (compute/vector/replicated.py)
         c.phases["forward_backward_s"] += np.where(p > 1, I * vreplicated.extra_s(ctx, p, B), 0.0)
-        exchange = vreplicated.exposed if ctx.options.overlap == "buckets" else vreplicated.exchange
-        c.phases["gradient_exchange_s"] = I * exchange(ctx, p, B, ar)
+        if ctx.options.overlap == "buckets":
+            c.phases["gradient_exchange_s"] = _hiding(c, I, vreplicated.bucketed(ctx, p, B, ar))
+        else:
+            c.phases["gradient_exchange_s"] = I * vreplicated.exchange(ctx, p, B, ar)
     elif ctx.options.overlap == "buckets":  # bucketed all-reduces during the backward (data.py)
-        c.phases["gradient_exchange_s"] = I * voverlap.exposed(ctx, [ar], lambda _: ctx.delta * ctx.w, B / p)
+        exchange = voverlap.bucketed(ctx, [ar], lambda _: ctx.delta * ctx.w, B / p)
+        c.phases["gradient_exchange_s"] = _hiding(c, I, exchange)
     else:
         c.phases["gradient_exchange_s"] = I * ar(ctx.delta * ctx.sum_w)
     # memory / (γδ) = Σ (2B/p)(x+y) + 2w                             ParaDL eq. 7
     c.memory = memory_total(ctx, 2 * B / p * ctx.sum_act, ctx.sum_w, p, B / p, into=c)
     return [("batch", p > B)]
+
+
+def _hiding(c: Columns, I, exchange: tuple) -> np.ndarray:
+    """I · the exposed exchange per iteration of ``exchange`` (exposed, total), the rows'
+    hidden share I · (total - exposed) kept (data.py's and data_filter.py's ``hidden``)."""
+    exposed, total = exchange
+    c.hidden_s = I * (total - exposed)
+    return I * exposed
 
 
 def layer_collectives(ctx, sums, q: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -187,7 +196,8 @@ def _data_filter(ctx, c: Columns) -> list:
         def grads(q):  # the split layers' gradients of a model part of q GPUs
             return ctx.delta * np.where(s.mask, ctx.w / q, ctx.w)
 
-        c.phases["gradient_exchange_s"] = I * voverlap.exposed(ctx, [ar], grads, B / p, B / p1, s.mask, key=p2)
+        exchange = voverlap.bucketed(ctx, [ar], grads, B / p, B / p1, s.mask, key=p2)
+        c.phases["gradient_exchange_s"] = _hiding(c, I, exchange)
     else:
         c.phases["gradient_exchange_s"] = I * ar(ctx.delta * (s.w_s / p2 + s.w_r))
     # memory / (γδ) = Σ (2B/p1)(x+y) + Σs 2w/p2 + Σr 2w                     ParaDL eq. 20

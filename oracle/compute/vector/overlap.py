@@ -142,9 +142,10 @@ def backward_of(ctx, samples: np.ndarray) -> np.ndarray:
     return samples[:, None] * bw
 
 
-def exposed(ctx, costs, grads_of, samples, rest=None, mask=None, key=None, kinds=None, tail=None) -> np.ndarray:
-    """The exposed gradient exchange per iteration of every configuration with --overlap
-    buckets (:func:`timeline`): ``samples`` per entry the samples a GPU's layers hold
+def bucketed(ctx, costs, grads_of, samples, rest=None, mask=None, key=None, kinds=None, tail=None) -> tuple:
+    """(exposed, total) gradient exchange per iteration of every configuration with
+    --overlap buckets (:func:`timeline`; total - exposed: the hidden share that
+    base.overlap_details reports): ``samples`` per entry the samples a GPU's layers hold
     (``mask``: the masked layers', ``rest`` the others'), ``key`` None: one gradient
     vector for all."""
     key = np.zeros(samples.size, dtype=np.int64) if key is None else key
@@ -154,4 +155,4 @@ def exposed(ctx, costs, grads_of, samples, rest=None, mask=None, key=None, kinds
             return backward_of(ctx, samples[r])
         return np.where(mask, backward_of(ctx, samples[r]), backward_of(ctx, rest[r]))
 
-    return timeline(ctx, backward, key, grads_of, costs, kinds, tail)[0]
+    return timeline(ctx, backward, key, grads_of, costs, kinds, tail)

@@ -56,8 +56,9 @@ def exchange(ctx, p: np.ndarray, B: np.ndarray, ar) -> np.ndarray:
     return out + total
 
 
-def exposed(ctx, p: np.ndarray, B: np.ndarray, ar) -> np.ndarray:
-    """The exposed gradient exchange per iteration of every entry with --overlap buckets:
+def bucketed(ctx, p: np.ndarray, B: np.ndarray, ar) -> tuple[np.ndarray, np.ndarray]:
+    """The gradient exchange per iteration of every entry with --overlap buckets, exposed
+    and total (vector/overlap.bucketed):
     each distinct (p, B)'s gradient vector (the all-gathers' bytes in the masked layers)
     bucketed once, the extra computation as the backward's tail."""
     mask = layers(ctx)
@@ -69,4 +70,4 @@ def exposed(ctx, p: np.ndarray, B: np.ndarray, ar) -> np.ndarray:
         return np.where(mask, np.where(mask, ctx.delta * b / q * sums, 0.0), ctx.delta * ctx.w)
 
     tail = np.where(p > 1, extra_s(ctx, p, B), 0.0)
-    return voverlap.exposed(ctx, [ar, gather(ctx, p)], grads_of, B / p, key=key, kinds=mask.astype(int), tail=tail)
+    return voverlap.bucketed(ctx, [ar, gather(ctx, p)], grads_of, B / p, key=key, kinds=mask.astype(int), tail=tail)

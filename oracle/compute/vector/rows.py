@@ -78,6 +78,7 @@ def brief_rows(ctx, c: Columns, rows: np.ndarray) -> list[BriefRow]:
         if c.max_batch is not None else [None] * rows.size,
         "memory": {k: v[rows].tolist() for k, v in c.memory_parts.items()} if c.memory_parts is not None else None,
         "compute_conversion": _labels(ctx, batch, gpus),
+        "overlap": {k: v[rows].tolist() for k, v in c.overlap.items()} if c.overlap is not None else None,
         "stack": stack_name(ctx.options), "details": told,
     }  # fmt: skip
     block, n = Block(values, ctx), rows.size
@@ -209,8 +210,10 @@ def points(items: list) -> list:
 
 def resolved(rows: list[BriefRow]) -> list:
     """Each of ``rows`` (of one block) as the details evaluate gives its configuration
-    (the columns' where they hold them, else Strategy.brief_details), or where those
-    cannot be told without evaluating it, its point at its rank (compute/sweep.evaluate_all)."""
+    (the columns' where they hold them (ParaDL's tool), else Strategy.brief_details; with
+    --overlap, the columns' communication_total_s and overlap_ratio after them where the
+    strategy reports them), or where those cannot be told without evaluating it, its point
+    at its rank (compute/sweep.evaluate_all)."""
     from oracle.compute.sweep import evaluate_all
 
     v, ctx = rows[0].block.values, rows[0].block.ctx
@@ -220,6 +223,10 @@ def resolved(rows: list[BriefRow]) -> list:
     fields = [v[k] for k in ("gpus", "p1", "p2", "global_batch", "segments")]
     configs = [Config(v["strategy"], *(f[r.i] for f in fields)) for r in rows]
     out = [strategy.brief_details(ctx, cfg) for cfg in configs]
+    if ctx.options.overlap != "none" and strategy.reports_overlap:  # base.overlap_details' two, after the others
+        hidden = v["overlap"]
+        out = [None if hidden is None or d is None else {**d, **{k: col[r.i] for k, col in hidden.items()}}
+               for r, d in zip(rows, out)]  # fmt: skip
     todo = [j for j, d in enumerate(out) if d is None]
     for j, pt in zip(todo, evaluate_all(ctx, [configs[j] for j in todo])):
         out[j] = pt.with_rank(rows[j].rank)

@@ -22,7 +22,7 @@ ROWS_PER_BLOCK = 2048  # groups per block of the (groups x halo layers) arrays
 
 def group_costs(ctx, q: np.ndarray, b: np.ndarray) -> dict[str, np.ndarray]:
     """Per entry, of its spatial group of q GPUs holding b samples: halo seconds per
-    iteration (spatial.halo_time), the tail all-gather (spatial.gather_tail), whether
+    iteration, exposed and total (spatial.halo_time), the tail all-gather (spatial.gather_tail), whether
     the grid is too fine (spatial.spatial_violations), the halo elements of one sample's
     saved inputs and whether the head's input is gathered (spatial.spatial_memory);
     the grid's halo elements once per distinct q, the seconds once per distinct (q, b)."""
@@ -30,12 +30,12 @@ def group_costs(ctx, q: np.ndarray, b: np.ndarray) -> dict[str, np.ndarray]:
     gq, at = np.unique(qs, return_inverse=True)  # the distinct groups; entry k's is gq[at[k]]
     h = halo_layers(ctx)
     grids, g = _per_group(ctx, h, gq)
-    out = {"halo": np.zeros(qs.size), "tail": grids.prod(axis=1)[at] > 1}
+    out = {"halo": np.zeros(qs.size), "halo_total": np.zeros(qs.size), "tail": grids.prod(axis=1)[at] > 1}
     out["halo_x"] = g["halo_x"][at] if g else np.zeros(qs.size)
     out["bad"] = g["bad"][at] if g else np.zeros(qs.size, dtype=bool)
     for lo in range(0, qs.size if g else 0, ROWS_PER_BLOCK):
         block = slice(lo, lo + ROWS_PER_BLOCK)
-        out["halo"][block] = _halo_block(ctx, h, g, qs[block], bs[block], grids, at[block])
+        out["halo"][block], out["halo_total"][block] = _halo_block(ctx, h, g, qs[block], bs[block], grids, at[block])
     s = ctx.split(Spatial.name)
     out["tail"] &= 0 <= s.last < ctx.G - 1
     out["gather"] = np.zeros(qs.size)
@@ -115,21 +115,23 @@ def _over_dims(x: np.ndarray, op) -> np.ndarray:
     return op(x[..., 0], x[..., 1]) if x.shape[-1] == 2 else op.reduce(x, axis=-1)
 
 
-def _halo_block(ctx, h, g, q, b, grids, at) -> np.ndarray:
-    """spatial.halo_time for a block of (q, b) groups, ``at`` their grids' rows of g."""
+def _halo_block(ctx, h, g, q, b, grids, at) -> tuple[np.ndarray, np.ndarray]:
+    """spatial.halo_time (exposed, total) for a block of (q, b) groups, ``at`` their
+    grids' rows of g (without overlap: the total twice)."""
     f = grids[at]
     gpn = ctx.system.gpus_per_node
     span = np.where(q <= 1, 1, np.where(q <= gpn, 2, 2 * gpn))[:, None]  # network.span_neighbours
     has = g["has"][at]
-    t = 0.0
+    t = total = 0.0
     hidden = ctx.options.overlap != "none"  # each layer's halo behind its local compute (spatial.halo_time)
     layer = _distinct_layers(h)[1]  # the halos per distinct layer, spread to the layers in C order
     for elements, own in ((g["hx"][at], ctx.fw), (g["hdy"][at], ctx.bw)):  # forward: halo(x); backward: halo(dy)
         x = _chain(ctx, f, 2 * net.p2p(ctx.system, span, b[:, None] * ctx.delta * elements, "halo")).take(layer, axis=1)
+        total = total + _row_sums(x, has)
         if hidden:  # overlap.exposed_halo: max(0, halo - (b/q)·own time)
-            x = np.maximum(0.0, x - (b / q)[:, None] * own[h["index"]][None, :])
-        t = t + _row_sums(x, has)
-    return np.where(q > 1, t, 0.0)
+            t = t + _row_sums(np.maximum(0.0, x - (b / q)[:, None] * own[h["index"]][None, :]), has)
+    total = np.where(q > 1, total, 0.0)
+    return (np.where(q > 1, t, 0.0) if hidden else total), total
 
 
 def _row_sums(x: np.ndarray, has: np.ndarray) -> np.ndarray:
@@ -176,11 +178,13 @@ def spatial(ctx, c: Columns) -> list:
     ar = coll.prepare(ctx, "allreduce", p, 1.0, "gradient_allreduce")
     if ctx.options.overlap == "buckets":  # split layers' gradients during the backward (spatial.py)
         grads = np.where(s.mask, ctx.delta * ctx.w, 0.0)
-        ge = voverlap.exposed(ctx, [ar], lambda _: grads, B / p, B, s.mask)
+        ge, ge_total = voverlap.bucketed(ctx, [ar], lambda _: grads, B / p, B, s.mask)
     else:
         ge = ar(ctx.delta * s.w_s)
     c.phases["gradient_exchange_s"] = I * ge
     g = group_costs(ctx, p, B)
+    if ctx.options.overlap == "buckets":  # spatial.py's hidden: the buckets' and the halo's
+        c.hidden_s = I * ((ge_total - ge) + (g["halo_total"] - g["halo"]))
     c.phases["layer_collectives_s"] = I * g["gather"]
     c.phases["halo_s"] = I * g["halo"]
     # memory / (γδ) = Σs (2B/p)(x+y) + Σr 2B(x+y) + Σ 2w                 docs/cost-model.md
@@ -208,11 +212,14 @@ def data_spatial(ctx, c: Columns) -> list:
     rest = coll.data_group(ctx, p1, p2, phi)
     if ctx.options.overlap == "buckets":  # both all-reduces in buckets during the backward (data_spatial.py)
         grads = ctx.delta * ctx.w
-        ge = voverlap.exposed(ctx, [split, rest], lambda _: grads, B / p, b, s.mask, kinds=np.where(s.mask, 0, 1))
+        ge, ge_total = voverlap.bucketed(ctx, [split, rest], lambda _: grads, B / p, b, s.mask,
+                                         kinds=np.where(s.mask, 0, 1))  # fmt: skip
     else:
         ge = split(ctx.delta * s.w_s) + rest(ctx.delta * s.w_r)
     c.phases["gradient_exchange_s"] = I * ge
     g = group_costs(ctx, p2, b)
+    if ctx.options.overlap == "buckets":  # data_spatial.py's hidden: the buckets' and the halo's
+        c.hidden_s = I * ((ge_total - ge) + (g["halo_total"] - g["halo"]))
     c.phases["layer_collectives_s"] = I * g["gather"]
     c.phases["halo_s"] = I * g["halo"]
     # memory / (γδ) = Σs (2B/p)(x+y) + Σr (2B/p1)(x+y) + Σ 2w                 docs/cost-model.md
