@@ -87,12 +87,13 @@ def _norm(s: str) -> str:
     return "".join(ch for ch in s.lower() if ch.isalnum())
 
 
+# every name a library entry answers to, normalised: its own, and the names CUDA reports
+_NAMES = {_norm(n): spec for spec in LIBRARY for n in (spec.name, *DEVICE_NAMES.get(spec.name, ()))}
+
+
 def lookup(name: str) -> GpuSpec | None:
     """The library entry whose name matches ``name`` (case and separators ignored), by its
     own name with or without the vendor's prefix, or by the name CUDA reports for it."""
     key = _norm(name)
     bare = next((key[len(v) :] for v in VENDOR_PREFIXES if key.startswith(v)), key)
-    for spec in LIBRARY:
-        if _norm(spec.name) in (key, bare) or key in map(_norm, DEVICE_NAMES.get(spec.name, ())):
-            return spec
-    return None
+    return _NAMES.get(key) or _NAMES.get(bare)

@@ -27,7 +27,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from oracle.compute.cost import Breakdown
-from oracle.compute.kernels import MEMORY_EFFICIENCY_FIELDS, WU_PASSES
+from oracle.compute.kernels import WU_PASSES
 from oracle.compute.options import Options
 from oracle.model import InputPipeline, System
 from oracle.stack import PRECISION_CLASSES, TWO_BYTE, Stack
@@ -78,12 +78,11 @@ def stack_system(system: System, stack: Stack | None) -> System:
     if stack is None:
         return system
     system = nccl_algorithms(system, stack)
-    if stack.fused_activations is not None:  # the software's kernels (compute/conversion.py converts to them)
-        fused = bool(stack.fused_activations.value)
-        system = replace(system, implementation=replace(system.implementation, fused_activations=fused))
-    shares = {k: float(v.value) for k in MEMORY_EFFICIENCY_FIELDS.values() if (v := getattr(stack, k)) is not None}
-    if shares:  # its batchnorm and maxpool kernels (conversion.py converts to them)
-        system = replace(system, implementation=replace(system.implementation, **shares))
+    # the software's kernels: fused or separate activations, batchnorm's and maxpool's
+    # bandwidth shares (compute/conversion.py converts to them)
+    kernels = {("fused_activations" if k == "fuse_activations" else k): v for k, v in stack.kernel_constants().items()}
+    if kernels:
+        system = replace(system, implementation=replace(system.implementation, **kernels))
     if system.input is not None or (stack.input_samples_per_s_per_gpu is None and stack.input_samples_per_s_per_node is None):
         return system
     gpu, node = stack.input_samples_per_s_per_gpu, stack.input_samples_per_s_per_node
