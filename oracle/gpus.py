@@ -23,10 +23,20 @@ Sources (NVIDIA datasheets and architecture whitepapers):
   FP16/BF16 989.4 dense TFLOPS, HBM3 3.35 TB/s); Hopper whitepaper (132 SMs).
 - H200 SXM: "NVIDIA H200 Tensor Core GPU" datasheet (same compute as H100 SXM, 141 GB
   HBM3e at 4.8 TB/s; 132 SMs).
+- Before tensor cores (fp32 at the GPU Boost clock): Tesla K80 datasheet (8.73 TFLOPS and
+  480 GB/s for the board's two GK210 GPUs: 4.37 and 240 per GPU, which is what CUDA and a
+  framework see; 13 SMX of 192 cores each); Tesla M40 datasheet (7 TFLOPS, 288 GB/s; 3,072
+  cores = 24 SMs of 128); Tesla P100 datasheet (SXM2 10.6 fp32 / 21.2 fp16, PCIe 9.3 / 18.7;
+  HBM2 732 GB/s in the 16 GB parts; 56 SMs, GP100 whitepaper); Tesla P40 datasheet (12
+  TFLOPS fp32, 346 GB/s; 3,840 cores = 30 SMs of 128; no fast fp16).
+
+``architecture`` is NVIDIA's generation (vocabulary.ARCHITECTURES); :func:`architecture_of`
+infers it from a GPU's name for a system file that does not state it.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from oracle.vocabulary import PRECISIONS
@@ -41,6 +51,7 @@ class GpuSpec:
     memory_bandwidth_Bps: float
     sm_count: int
     source: str = ""
+    architecture: str = ""  # vocabulary.ARCHITECTURES; "": not known
 
     def peak(self, precision: str) -> float | None:
         for prec, value in self.peak_flops:
@@ -55,13 +66,68 @@ class GpuSpec:
 
 def _spec(name, fp32, tf32, fp16, bf16, bw_GBps, sms, source) -> GpuSpec:
     peaks = [(p, v * 1e12) for p, v in zip(PRECISIONS, (fp32, tf32, fp16, bf16)) if v is not None]
-    return GpuSpec(name, tuple(peaks), bw_GBps * 1e9, sms, source)
+    return GpuSpec(name, tuple(peaks), bw_GBps * 1e9, sms, source, architecture_of(name))
+
+
+# NVIDIA's product names per generation, matched on the normalised name (lower case, letters
+# and digits only, vendor and brand prefixes removed) from its start; a name followed by a
+# further digit is another product (a10 is not a100).  Pascal before Maxwell: "titanxp"
+_ARCHITECTURE_NAMES = (
+    ("pascal", r"(p100|p40|p4|p6|gp100|gtx10\d\d|titanxp|titanxpascal|quadrop\d+)"),
+    ("maxwell", r"(m40|m60|m10|m4|m6|gtx9\d\d|gtxtitanx|titanx|quadrom\d+)"),
+    ("kepler", r"(k80|k40|k20|k10|gtx7\d\d|gtxtitan|gtxtitanblack|gtxtitanz)"),
+    ("volta", r"(v100|gv100|titanv)"),
+    ("turing", r"(t4|rtx20\d\d|titanrtx|quadrortx\d+)"),
+    ("ampere", r"(a100|a800|a40|a30|a16|a10|a2|rtx30\d\d|rtxa\d+)"),
+    ("ada", r"(l40s|l40|l4|rtx40\d\d|rtx\d+ada)"),
+    ("hopper", r"(h100|h200|h800|h20|gh200)"),
+    ("blackwell", r"(b100|b200|gb200|rtx50\d\d)"),
+)
+_PREFIXES = ("nvidia", "tesla", "geforce")  # "NVIDIA GeForce RTX 3090", "Tesla K80"
+
+
+def _norm(s: str) -> str:
+    return "".join(ch for ch in s.lower() if ch.isalnum())
+
+
+def _bare(key: str) -> str:
+    """``key`` without its vendor and brand prefixes."""
+    stripped = True
+    while stripped:
+        stripped = False
+        for p in _PREFIXES:
+            if key.startswith(p):
+                key, stripped = key[len(p) :], True
+    return key
+
+
+def architecture_of(name: str) -> str:
+    """NVIDIA's generation of a GPU named ``name`` ("Tesla P100-SXM2-16GB": "pascal"), or
+    "" when the name is none oracle knows.  A match must end the name, a word of it, or be
+    followed by a letter ("NVIDIA H100 80GB HBM3" and "P40-24GB" match, "A2000" is no A2)."""
+    words = [w for w in re.split(r"[^0-9a-z]+", name.lower()) if w]
+    while words and words[0] in _PREFIXES:
+        words = words[1:]
+    key, ends, at = "", set(), 0
+    for w in words:
+        key, at = key + w, at + len(w)
+        ends.add(at)
+    for arch, pattern in _ARCHITECTURE_NAMES:
+        m = re.match(pattern, key)
+        if m and (m.end() in ends or not key[m.end()].isdigit()):
+            return arch
+    return ""
 
 
 _V100 = "NVIDIA Tesla V100 datasheet (SXM2) and V100 architecture whitepaper"
 _A100 = "NVIDIA A100 datasheet (SXM4) and A100 architecture whitepaper"
 _H100 = "NVIDIA H100 datasheet (SXM5) and Hopper architecture whitepaper"
 LIBRARY: tuple[GpuSpec, ...] = (
+    _spec("K80", 4.37, None, None, None, 240, 13, "NVIDIA Tesla K80 datasheet (one of the board's two GK210 GPUs)"),
+    _spec("M40", 7.0, None, None, None, 288, 24, "NVIDIA Tesla M40 datasheet"),
+    _spec("P100-SXM2-16GB", 10.6, None, 21.2, None, 732, 56, "NVIDIA Tesla P100 datasheet (SXM2) and GP100 whitepaper"),
+    _spec("P100-PCIE-16GB", 9.3, None, 18.7, None, 732, 56, "NVIDIA Tesla P100 datasheet (PCIe 16 GB) and GP100 whitepaper"),
+    _spec("P40-24GB", 12.0, None, None, None, 346, 30, "NVIDIA Tesla P40 datasheet"),
     _spec("V100-SXM2-16GB", 15.7, None, 125, None, 900, 80, _V100),
     _spec("V100-SXM2-32GB", 15.7, None, 125, None, 900, 80, _V100),
     _spec("V100-SXM3-32GB", 15.7, None, 125, None, 900, 80, _V100 + "; DGX-2 datasheet (2 PFLOPS for 16 GPUs)"),
@@ -80,11 +146,6 @@ DEVICE_NAMES = {
     "H100-SXM5-80GB": ("NVIDIA H100 80GB HBM3",),
     "H200-SXM-141GB": ("NVIDIA H200",),
 }
-VENDOR_PREFIXES = ("nvidia", "tesla")  # "NVIDIA A100-SXM4-80GB", "Tesla V100-SXM2-16GB"
-
-
-def _norm(s: str) -> str:
-    return "".join(ch for ch in s.lower() if ch.isalnum())
 
 
 # every name a library entry answers to, normalised: its own, and the names CUDA reports
@@ -95,5 +156,4 @@ def lookup(name: str) -> GpuSpec | None:
     """The library entry whose name matches ``name`` (case and separators ignored), by its
     own name with or without the vendor's prefix, or by the name CUDA reports for it."""
     key = _norm(name)
-    bare = next((key[len(v) :] for v in VENDOR_PREFIXES if key.startswith(v)), key)
-    return _NAMES.get(key) or _NAMES.get(bare)
+    return _NAMES.get(key) or _NAMES.get(_bare(key))

@@ -385,6 +385,8 @@ class System:
     # compute model (issue 13): dense peak FLOP/s per precision, SM count
     gpu_peaks: tuple[tuple[str, float], ...] = ()
     gpu_sm_count: int | None = None
+    # vocabulary.ARCHITECTURES (``gpu.architecture``); "": inferred from gpu_model (gpus.architecture_of)
+    gpu_architecture: str = ""
     use_for: str = ""  # what the file is good for, which parts are measured (oracle list systems)
     interconnect: Interconnect = field(default_factory=Interconnect)  # issue 25
     anchors: tuple[Anchor, ...] = ()  # issue 26: measured runs its projections are anchored on

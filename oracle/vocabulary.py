@@ -41,5 +41,11 @@ def precision_bytes_text() -> str:
     sizes = dict.fromkeys(PRECISION_BYTES.values())
     return ", ".join("/".join(p for p, b in PRECISION_BYTES.items() if b == size) + f" {size}" for size in sizes)
 
+# -- GPU architectures (NVIDIA's generations, oldest first): the compute model's conv/fc
+# efficiency is per architecture where measured data exist (compute/kernels.py
+# ARCHITECTURE_MATMUL_EFFICIENCY); tensor cores from Volta on (V100 whitepaper, 2017)
+ARCHITECTURES = ("kepler", "maxwell", "pascal", "volta", "turing", "ampere", "ada", "hopper", "blackwell")
+NO_TENSOR_CORES = ("kepler", "maxwell", "pascal")
+
 # issue 25: --stack none / a system file's ``stack: {name: none}``: no software stack (the options as given)
 NO_STACK = "none"

@@ -51,7 +51,7 @@ def test_the_example_output_is_what_the_command_prints(run):
 
 
 def test_glance_rows_are_all_checked():
-    assert len(_glance()) == 7, list(_glance())
+    assert len(_glance()) == 8, list(_glance())
 
 
 def test_glance_abci_held_out(run):
@@ -245,3 +245,15 @@ def test_accuracy_doc_ranking_agreement(run):
     assert (s["runs"], s["ranking_pairs"], s["ranking_agreement"]) == (32, 18, 1.0)
     s = _summary(run, "-s", "abci-2020", "--exclude", f"line={TRAINING_LINES}", "--where", "quality=A")
     assert s["ranking_pairs"] == 0
+
+
+def test_glance_pre_volta_gpus():
+    what, result = list(_glance().items())[7]
+    assert "K80" in what and "held out" in what
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import architecture_accuracy as aa
+
+    table = {(arch, role): (before, now) for arch, role, _, before, now in aa.summary(aa.evaluate(aa.rows()))}
+    before, now = table[("all", "held-out")]
+    assert _percents(result) == [f"{100 * now:.1f}", f"{100 * before:.1f}"]
+

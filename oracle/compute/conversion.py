@@ -28,7 +28,7 @@ from oracle.compute import kernels as K
 from oracle.compute.binding import bind_profile
 from oracle.compute.options import DEFAULT_BATCH_PER_GPU
 from oracle.errors import OracleError
-from oracle.gpus import GpuSpec, lookup
+from oracle.gpus import GpuSpec, architecture_of, lookup
 from oracle.model import Model, Profile, System
 from oracle.vocabulary import BF16, FP16, FP32, PRECISION_BYTES
 
@@ -71,11 +71,15 @@ def system_spec(system: System) -> GpuSpec | None:
     peaks = system.gpu_peaks or ((FP32, system.gpu_peak_flops),)
     known = lookup(system.gpu_model)
     sms = system.gpu_sm_count or (known.sm_count if known else 0)
-    return GpuSpec(system.gpu_model, tuple(peaks), system.gpu_memory_bandwidth_Bps, sms)
+    arch = system.gpu_architecture or (known.architecture if known else architecture_of(system.gpu_model))
+    return GpuSpec(system.gpu_model, tuple(peaks), system.gpu_memory_bandwidth_Bps, sms, architecture=arch)
 
 
 def _same(a: GpuSpec, b: GpuSpec) -> bool:
-    return (a.peak_flops, a.memory_bandwidth_Bps, a.sm_count) == (b.peak_flops, b.memory_bandwidth_Bps, b.sm_count)
+    def key(g: GpuSpec) -> tuple:
+        return g.peak_flops, g.memory_bandwidth_Bps, g.sm_count, g.architecture
+
+    return key(a) == key(b)
 
 
 class Conversion:

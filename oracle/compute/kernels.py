@@ -127,6 +127,15 @@ class KernelConstants:
     # EfficientNet-B0 only (benchmarks/dle_accuracy.py --fit-grouped: 90.3% there), A100
     # rows held out.  None: as the other grouped convolutions
     depthwise_efficiency: float | None = 0.03
+    # conv/fc on GPUs before tensor cores (vocabulary.NO_TENSOR_CORES), per architecture: the
+    # share of the fp32 peak (fp16 on Pascal's half2 units alike) that the cuDNN of their
+    # time reached, below the V100-fitted simt_efficiency; fitted by `python
+    # benchmarks/architecture_accuracy.py --fit` on the batch-32 training rows of
+    # validation/mxnet-2017-pre-volta.csv only (MXNet docs, ResNet-50 and Inception-v3, one
+    # K80, M40 and P100 each), the smaller batches and every other source held out
+    # (docs/cost-model.md "Before tensor cores").  An architecture absent here runs at the
+    # efficiencies above
+    architecture_efficiency: tuple[tuple[str, float], ...] = (("kepler", 0.30), ("maxwell", 0.43), ("pascal", 0.57))
 
     def memory_rate(self, gpu: GpuSpec, layer_type: str) -> float:
         """B/s of a memory-bound kernel of ``layer_type``: its MEMORY_EFFICIENCY_FIELDS
@@ -143,7 +152,11 @@ class KernelConstants:
         onchip_Bps = gpu.peak(FP32) or gpu.peak_flops[0][1]
         return self.depthwise_efficiency * onchip_Bps * 2.0 / PRECISION_BYTES[precision]
 
-    def matmul_efficiency(self, precision: str) -> float:
+    def matmul_efficiency(self, precision: str, architecture: str = "") -> float:
+        """The share of ``precision``'s peak conv/fc reach on a GPU of ``architecture``."""
+        arch = dict(self.architecture_efficiency).get(architecture) if architecture else None
+        if arch is not None:  # no tensor cores: every precision on the CUDA cores
+            return arch
         if precision == FP32:
             return self.simt_efficiency
         if precision == TF32 and self.tf32_efficiency is not None:
@@ -220,7 +233,7 @@ def layer_time(
         peak = gpu.peak(precision)
         if peak is None:
             raise KeyError(precision)
-        rate = k.matmul_efficiency(precision) * peak
+        rate = k.matmul_efficiency(precision, gpu.architecture) * peak
         reduction = info.flops / (2.0 * info.output_elements)  # K of the implicit GEMM
         waves = waves_factor(batch * info.output_elements, reduction, gpu.sm_count, k.tile_elements, k.k_split)
         if depthwise(layer, info) and k.depthwise_efficiency is not None:
@@ -333,7 +346,7 @@ def per_sample_array(arrays: ModelArrays, gpu: GpuSpec, precision: str, batch: f
     peak = gpu.peak(precision)
     if peak is None and bool(a.matmul.any()):
         raise KeyError(precision)
-    rate = np.where(a.matmul, k.matmul_efficiency(precision) * (peak or 1.0), simt)
+    rate = np.where(a.matmul, k.matmul_efficiency(precision, gpu.architecture) * (peak or 1.0), simt)
     dw = a.depthwise if a.depthwise is not None and k.depthwise_efficiency is not None else np.zeros_like(a.matmul)
     if a.grouped is not None and k.grouped_efficiency != 1.0:
         grouped = a.grouped & ~dw

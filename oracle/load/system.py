@@ -26,7 +26,7 @@ from oracle.model import (
     Protocol,
     System,
 )
-from oracle.vocabulary import ALGORITHMS, FP32, PRECISIONS, RING
+from oracle.vocabulary import ALGORITHMS, ARCHITECTURES, FP32, PRECISIONS, RING
 
 OPERATIONS = ("allreduce", "allgather", "halo", "p2p")
 # operations by purpose (issue 14): each may have its own transport, algorithm and factor;
@@ -79,6 +79,7 @@ def parse_system(doc: dict, file: str) -> System:
     peaks = _peaks(gpu)
     mem_bw = gpu.opt("memory_bandwidth_GB_per_s", number(gt=0))
     sm_count = gpu.opt("sm_count", integer(ge=1, le=100000, what="streaming multiprocessors (SMs)"))
+    architecture = gpu.opt("architecture", choice(ARCHITECTURES), "")
     workspace_GB = gpu.opt("workspace_GB", number(ge=0, what="GB the framework reserves"), 0.0)
     gpu.done(allowed_extra=("source",))
 
@@ -108,6 +109,7 @@ def parse_system(doc: dict, file: str) -> System:
         gpu_peak_flops=dict(peaks).get(FP32),
         gpu_peaks=peaks,
         gpu_sm_count=sm_count,
+        gpu_architecture=architecture,
         gpu_memory_bandwidth_Bps=mem_bw * 1e9 if mem_bw else None,
         gpus_per_node=gpus_per_node,
         nodes=nodes,

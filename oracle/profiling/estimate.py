@@ -232,8 +232,10 @@ def _by_compute_model(model: Model, system: System, batch: int, precision: str, 
         for layer, info, (fw, bw) in zip(model.layers, model.info, fwbw)
     )
     date = date or datetime.now(timezone.utc).isoformat(timespec="seconds")
-    eff = (f"compute model: conv/fc {k.simt_efficiency:g} (fp32) / {k.tensor_efficiency:g} (tensor cores) of"
-           f" peak, memory {k.memory_efficiency:g} of bandwidth, waves over {spec.sm_count} SMs,"
+    arch = dict(k.architecture_efficiency).get(spec.architecture)
+    conv = (f"conv/fc {arch:g} of peak ({spec.architecture}: no tensor cores)" if arch is not None else
+            f"conv/fc {k.simt_efficiency:g} (fp32) / {k.tensor_efficiency:g} (tensor cores) of peak")  # fmt: skip
+    eff = (f"compute model: {conv}, memory {k.memory_efficiency:g} of bandwidth, waves over {spec.sm_count} SMs,"
            f" {k.launch_s * 1e6:g} us launch floor")  # fmt: skip
     source = (f"ESTIMATED by `oracle profile --estimate` (compute model, not measured) for the {system.gpu_model}"
               f" of {system.name}: {precision}, batch {batch}; {eff}")  # fmt: skip

@@ -1,0 +1,167 @@
+"""Benchmark: the compute model on GPUs before tensor cores (Kepler, Maxwell, Pascal).
+
+``validation/mxnet-2017-pre-volta.csv`` holds MXNet's own published one-GPU training
+throughput (apache/mxnet docs/how_to/perf.md, MXNet 0a03417, cuDNN 5.1): ResNet-50 and
+Inception-v3 at batch 1-32 on a K80 (one GK210), an M40 and a P100 SXM2.  Each row's
+``role`` says what it is for:
+
+- ``fit``: batch 32, the largest, where the GPU and not the host sets the pace.  Only these
+  six rows fit ``KernelConstants.architecture_efficiency`` (``--fit``: a grid per
+  architecture minimising the mean |1 - projected/measured|).
+- ``held-out``: batch 8 and 16, never fitted: how the model's batch dependence (waves,
+  launch floor) carries the fitted efficiency to smaller kernels.
+- ``host-bound``: batch 1-4, where 2017 MXNet's per-operator engine cost, which ``--stack
+  none`` does not model, sets the pace; shown, not scored.
+
+Each row is projected as a user would, through the CLI::
+
+    oracle profile MODEL --estimate --system S --batch b --precision fp32 -o PROFILE
+    oracle predict -m MODEL -s S -p PROFILE --strategy data --gpus 1 -b b --precision fp32 --stack none -f json
+
+The large-scale Pascal runs of ``validation/large-scale-published.csv`` (Goyal, Akiba, Jia:
+other frameworks, other GPUs, 256-2,048 GPUs) are a further held-out check:
+``benchmarks/scale_accuracy.py``.
+
+    python benchmarks/architecture_accuracy.py [--fit]
+
+tests/test_architecture_accuracy.py runs the same computation and pins it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import sys
+import tempfile
+from dataclasses import replace
+from functools import lru_cache
+from pathlib import Path
+from statistics import mean
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+DATA = ROOT / "validation" / "mxnet-2017-pre-volta.csv"
+SCORED = ("fit", "held-out")
+GRID = [round(0.10 + 0.01 * i, 2) for i in range(86)]  # 0.10 .. 0.95 (the V100-fitted simt_efficiency)
+
+
+def rows(path: Path = DATA) -> list[dict]:
+    with open(path, newline="", encoding="utf-8") as fh:
+        return list(csv.DictReader(fh))
+
+
+def accuracy(projected_s: float, measured_s: float) -> float:
+    """1 - |t_pred - t_meas| / t_meas, clipped at 0 (as ``oracle compare``)."""
+    return max(0.0, 1.0 - abs(projected_s - measured_s) / measured_s)
+
+
+def cli_iteration_s(r: dict, tmp: str) -> float:
+    """The row projected through the CLI (module docstring): seconds per iteration."""
+    from scale_accuracy import _oracle
+
+    prof = str(Path(tmp) / f"{r['id']}.yaml")
+    b = r["per_gpu_batch"]
+    _oracle("profile", r["model"], "--estimate", "--system", r["system"], "--batch", b, "--precision", "fp32", "-o", prof)
+    out = _oracle("predict", "-m", r["model"], "-s", r["system"], "-p", prof, "--strategy", "data", "--gpus", "1",
+                  "-b", b, "--precision", "fp32", "--stack", "none", "-f", "json")  # fmt: skip
+    (pt,) = json.loads(out)
+    return float(pt["iteration_s"])
+
+
+@lru_cache(maxsize=None)
+def _inputs(system: str, model: str):
+    from oracle.compute.conversion import system_spec
+    from oracle.load.model import load_model
+    from oracle.load.system import load_system
+
+    return system_spec(load_system(ROOT / system)), load_model(ROOT / "models" / f"{model}.yaml")
+
+
+def model_iteration_s(r: dict, k) -> float:
+    """The compute model's one-GPU iteration under kernel constants ``k``: forward, backward
+    and weight update of the estimated profile, as ``cli_iteration_s`` (equal at the shipped
+    constants; tests/test_architecture_accuracy.py checks); the fit's inner loop."""
+    from oracle.compute import kernels as K
+
+    spec, model = _inputs(r["system"], r["model"])
+    b = int(r["per_gpu_batch"])
+    fwbw = sum(fw + bw for fw, bw in K.per_sample_times(model, spec, "fp32", b, k)) * b
+    return fwbw + sum(K.update_time(info, spec, "fp32", False, k) for info in model.info)
+
+
+def architecture(r: dict) -> str:
+    from oracle.gpus import architecture_of
+
+    return architecture_of(r["gpu_model"])
+
+
+def fit(data: list[dict]) -> dict[str, tuple[float, float]]:
+    """Per architecture: (efficiency, mean accuracy on its fit rows) of the grid's best."""
+    from oracle.compute import kernels as K
+
+    out = {}
+    for arch in sorted({architecture(r) for r in data}):
+        mine = [r for r in data if r["role"] == "fit" and architecture(r) == arch]
+        scores = []
+        for e in GRID:
+            k = replace(K.DEFAULT_CONSTANTS, architecture_efficiency=((arch, e),))
+            scores.append((mean(accuracy(model_iteration_s(r, k), float(r["iteration_s"])) for r in mine), e))
+        best, e = max(scores)
+        out[arch] = (e, best)
+    return out
+
+
+def evaluate(data: list[dict]) -> list[dict]:
+    """Per row: measured, projected through the CLI (shipped constants), and the compute
+    model without any architecture efficiency (before it existed)."""
+    from oracle.compute import kernels as K
+
+    before = replace(K.DEFAULT_CONSTANTS, architecture_efficiency=())
+    out = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for r in data:
+            m = float(r["iteration_s"])
+            out.append({"row": r, "arch": architecture(r), "measured_s": m, "projected_s": cli_iteration_s(r, tmp),
+                        "before_s": model_iteration_s(r, before)})  # fmt: skip
+    return out
+
+
+def summary(results: list[dict]) -> list[tuple[str, str, int, float, float]]:
+    """(architecture, role, rows, accuracy before, accuracy now) per scored group, and 'all'."""
+    groups = sorted({(x["arch"], x["row"]["role"]) for x in results if x["row"]["role"] in SCORED})
+    out = []
+    for arch, role in groups + [("all", "fit"), ("all", "held-out")]:
+        xs = [x for x in results if x["row"]["role"] == role and arch in ("all", x["arch"])]
+        out.append((arch, role, len(xs), mean(accuracy(x["before_s"], x["measured_s"]) for x in xs),
+                    mean(accuracy(x["projected_s"], x["measured_s"]) for x in xs)))  # fmt: skip
+    return out
+
+
+def main() -> None:
+    from oracle.compute import kernels as K
+
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--fit", action="store_true", help="fit each architecture's efficiency on the role=fit rows")
+    args = ap.parse_args()
+    data = rows()
+    if args.fit:
+        print("architecture  efficiency  mean accuracy on its fit rows (batch 32)")
+        for arch, (e, acc) in fit(data).items():
+            print(f"{arch:>12}  {e:10.2f}  {acc:.3f}")
+        print(f"shipped: {dict(K.DEFAULT_CONSTANTS.architecture_efficiency)}\n")
+    results = evaluate(data)
+    print(f"{'row':34} {'role':>10} {'measured img/s':>14} {'before':>8} {'now':>8}  now/measured (img/s)")
+    for x in results:
+        b = int(x["row"]["per_gpu_batch"])
+        print(f"{x['row']['id']:34} {x['row']['role']:>10} {b / x['measured_s']:14.1f} {b / x['before_s']:8.1f} "
+              f"{b / x['projected_s']:8.1f}  {x['measured_s'] / x['projected_s']:.2f}")  # fmt: skip
+    print(f"\n{'architecture':>12} {'role':>10} {'rows':>4}  accuracy before -> now")
+    for arch, role, n, before, now in summary(results):
+        print(f"{arch:>12} {role:>10} {n:4}  {before:.3f} -> {now:.3f}")
+
+
+if __name__ == "__main__":
+    main()
