@@ -44,6 +44,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 DATA = ROOT / "validation" / "mxnet-2017-pre-volta.csv"
+OTHERS = ROOT / "validation" / "pre-volta-training.csv"  # other sources: held out, never fitted
 SCORED = ("fit", "held-out")
 GRID = [round(0.10 + 0.01 * i, 2) for i in range(86)]  # 0.10 .. 0.95 (the V100-fitted simt_efficiency)
 
@@ -82,14 +83,44 @@ def _inputs(system: str, model: str):
 
 def model_iteration_s(r: dict, k) -> float:
     """The compute model's one-GPU iteration under kernel constants ``k``: forward, backward
-    and weight update of the estimated profile, as ``cli_iteration_s`` (equal at the shipped
-    constants; tests/test_architecture_accuracy.py checks); the fit's inner loop."""
+    and (unless the row's ``phase`` is ``fwdbwd``) weight update of the estimated profile, as
+    ``cli_iteration_s`` (equal at the shipped constants; tests/test_architecture_accuracy.py
+    checks); the fit's inner loop."""
     from oracle.compute import kernels as K
 
     spec, model = _inputs(r["system"], r["model"])
-    b = int(r["per_gpu_batch"])
-    fwbw = sum(fw + bw for fw, bw in K.per_sample_times(model, spec, "fp32", b, k)) * b
-    return fwbw + sum(K.update_time(info, spec, "fp32", False, k) for info in model.info)
+    b, prec = int(r["per_gpu_batch"]), r.get("precision", "fp32")
+    fwbw = sum(fw + bw for fw, bw in K.per_sample_times(model, spec, prec, b, k)) * b
+    if r.get("phase") == "fwdbwd":
+        return fwbw
+    return fwbw + sum(K.update_time(info, spec, prec, False, k) for info in model.info)
+
+
+def other_rows(path: Path = OTHERS) -> list[dict]:
+    """The rows of other sources whose model oracle ships and whose precision the GPU has."""
+    from oracle.compute.conversion import system_spec
+    from oracle.load.system import load_system
+
+    out = []
+    for r in rows(path):
+        if (ROOT / "models" / f"{r['model']}.yaml").exists():
+            if system_spec(load_system(ROOT / r["system"])).peak(r["precision"]) is not None:
+                out.append(r)
+    return out
+
+
+def evaluate_others(data: list[dict]) -> list[tuple[str, int, float, float]]:
+    """(model, rows, accuracy before, accuracy now) per model of the other sources, and 'all'."""
+    from oracle.compute import kernels as K
+
+    before = replace(K.DEFAULT_CONSTANTS, architecture_efficiency=())
+    acc = [(r["model"], accuracy(model_iteration_s(r, before), float(r["iteration_s"])),
+            accuracy(model_iteration_s(r, K.DEFAULT_CONSTANTS), float(r["iteration_s"]))) for r in data]  # fmt: skip
+    out = []
+    for name in sorted({m for m, _, _ in acc}) + ["all"]:
+        xs = [(a, b) for m, a, b in acc if name in ("all", m)]
+        out.append((name, len(xs), mean(a for a, _ in xs), mean(b for _, b in xs)))
+    return out
 
 
 def architecture(r: dict) -> str:
@@ -161,6 +192,11 @@ def main() -> None:
     print(f"\n{'architecture':>12} {'role':>10} {'rows':>4}  accuracy before -> now")
     for arch, role, n, before, now in summary(results):
         print(f"{arch:>12} {role:>10} {n:4}  {before:.3f} -> {now:.3f}")
+    print(f"\nheld out, other sources ({OTHERS.relative_to(ROOT)}: Torch, Caffe, Chainer, TensorFlow, neon, MXNet;"
+          " K40, K80, Maxwell and Pascal GeForce/Titan, P100 PCIe)")
+    print(f"{'model':>16} {'rows':>4}  accuracy before -> now")
+    for name, n, before, now in evaluate_others(other_rows()):
+        print(f"{name:>16} {n:4}  {before:.3f} -> {now:.3f}")
 
 
 if __name__ == "__main__":

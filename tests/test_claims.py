@@ -255,5 +255,7 @@ def test_glance_pre_volta_gpus():
 
     table = {(arch, role): (before, now) for arch, role, _, before, now in aa.summary(aa.evaluate(aa.rows()))}
     before, now = table[("all", "held-out")]
-    assert _percents(result) == [f"{100 * now:.1f}", f"{100 * before:.1f}"]
+    (_, _, o_before, o_now), = [x for x in aa.evaluate_others(aa.other_rows()) if x[0] == "all"]
+    assert _percents(result) == [f"{100 * v:.1f}" for v in (now, before, o_now, o_before)]
+    assert "64 rows" in result and len(aa.other_rows()) == 64
 

@@ -135,7 +135,18 @@ class KernelConstants:
     # K80, M40 and P100 each), the smaller batches and every other source held out
     # (docs/cost-model.md "Before tensor cores").  An architecture absent here runs at the
     # efficiencies above
-    architecture_efficiency: tuple[tuple[str, float], ...] = (("kepler", 0.30), ("maxwell", 0.43), ("pascal", 0.57))
+    architecture_efficiency: tuple[tuple[str, float], ...] = (("kepler", 0.24), ("maxwell", 0.35), ("pascal", 0.47))
+    # on those architectures a 3x3 stride-1 convolution runs as Winograd's F(2x2, 3x3): 16
+    # multiplies per 2x2 output tile instead of 36 (Lavin and Gray, "Fast Algorithms for
+    # Convolutional Neural Networks", CVPR 2016), cuDNN's WINOGRAD algorithms since cuDNN 5
+    # (2016) for forward, data and filter gradients; the architecture efficiency above is that
+    # of the other (direct, implicit-GEMM) convolutions.  On Volta and later the fitted
+    # efficiencies include whatever algorithm mix ResNet-50 ran with
+    winograd_gain: float = 2.25
+
+    def applies_architecture(self, architecture: str) -> bool:
+        """Whether conv/fc on ``architecture`` run at its own efficiency (pre-Volta)."""
+        return bool(architecture) and architecture in dict(self.architecture_efficiency)
 
     def memory_rate(self, gpu: GpuSpec, layer_type: str) -> float:
         """B/s of a memory-bound kernel of ``layer_type``: its MEMORY_EFFICIENCY_FIELDS
@@ -152,11 +163,15 @@ class KernelConstants:
         onchip_Bps = gpu.peak(FP32) or gpu.peak_flops[0][1]
         return self.depthwise_efficiency * onchip_Bps * 2.0 / PRECISION_BYTES[precision]
 
-    def matmul_efficiency(self, precision: str, architecture: str = "") -> float:
-        """The share of ``precision``'s peak conv/fc reach on a GPU of ``architecture``."""
+    def matmul_efficiency(self, precision: str, architecture: str = "", conv: bool = True) -> float:
+        """The share of ``precision``'s peak a conv (or, ``conv`` false, an fc/attention
+        GEMM) reaches on a GPU of ``architecture``.  Before tensor cores every precision runs
+        on the CUDA cores: convolutions at the architecture's efficiency (cuDNN's kernels of
+        that time), GEMMs at simt_efficiency (cuBLAS SGEMM reaches 85-95% of peak on Maxwell
+        and Pascal as on Volta)."""
         arch = dict(self.architecture_efficiency).get(architecture) if architecture else None
-        if arch is not None:  # no tensor cores: every precision on the CUDA cores
-            return arch
+        if arch is not None:
+            return arch if conv else self.simt_efficiency
         if precision == FP32:
             return self.simt_efficiency
         if precision == TF32 and self.tf32_efficiency is not None:
@@ -192,6 +207,12 @@ def forward_work(layer: Layer, info: LayerInfo, batch: float, delta: float) -> L
 def depthwise(layer: Layer, info: LayerInfo) -> bool:
     """A convolution with one input channel per group."""
     return layer.type == "conv" and layer.groups > 1 and info.input_shapes[0][0] == layer.groups
+
+
+def winograd(layer: Layer) -> bool:
+    """A dense 3x3 stride-1 convolution (Winograd's F(2x2, 3x3) applies)."""
+    return (layer.type == "conv" and layer.groups == 1 and tuple(layer.kernel) in ((3, 3), (3,))
+            and all(x == 1 for x in layer.stride) and all(x == 1 for x in layer.dilation))  # fmt: skip
 
 
 def waves_factor(out_elements: float, reduction: float, sm_count: int | None, tile: int, k_split: int) -> float:
@@ -233,9 +254,11 @@ def layer_time(
         peak = gpu.peak(precision)
         if peak is None:
             raise KeyError(precision)
-        rate = k.matmul_efficiency(precision, gpu.architecture) * peak
+        rate = k.matmul_efficiency(precision, gpu.architecture, layer.type == "conv") * peak
         reduction = info.flops / (2.0 * info.output_elements)  # K of the implicit GEMM
         waves = waves_factor(batch * info.output_elements, reduction, gpu.sm_count, k.tile_elements, k.k_split)
+        if winograd(layer) and k.applies_architecture(gpu.architecture):
+            rate *= k.winograd_gain
         if depthwise(layer, info) and k.depthwise_efficiency is not None:
             rate, waves = k.depthwise_rate(gpu, precision), 1.0
         elif layer.type == "conv" and layer.groups > 1:
@@ -308,6 +331,7 @@ class ModelArrays:
     grouped: object = None  # bool: a convolution with groups > 1
     depthwise: object = None  # bool: a convolution with one input channel per group
     types: object = None  # str: the layer type (for MEMORY_EFFICIENCY_FIELDS)
+    winograd: object = None  # bool: a dense 3x3 stride-1 convolution
 
     @classmethod
     def of(cls, model: Model, k: KernelConstants = DEFAULT_CONSTANTS) -> ModelArrays:
@@ -325,7 +349,8 @@ class ModelArrays:
                          depthwise(layer, info)))
         cols = list(zip(*rows)) if rows else [()] * 9
         a = [np.array(c, dtype=float) for c in cols[:5]] + [np.array(c, dtype=bool) for c in cols[5:]]
-        return cls(*a, types=np.array([layer.type for layer in model.layers], dtype=str))
+        return cls(*a, types=np.array([layer.type for layer in model.layers], dtype=str),
+                   winograd=np.array([winograd(layer) for layer in model.layers], dtype=bool))
 
 
 def per_sample_array(arrays: ModelArrays, gpu: GpuSpec, precision: str, batch: float,
@@ -346,7 +371,12 @@ def per_sample_array(arrays: ModelArrays, gpu: GpuSpec, precision: str, batch: f
     peak = gpu.peak(precision)
     if peak is None and bool(a.matmul.any()):
         raise KeyError(precision)
-    rate = np.where(a.matmul, k.matmul_efficiency(precision, gpu.architecture) * (peak or 1.0), simt)
+    gemm = k.matmul_efficiency(precision, gpu.architecture, conv=False) * (peak or 1.0)
+    rate = np.where(a.matmul, gemm, simt)
+    if a.types is not None and k.applies_architecture(gpu.architecture):  # cuDNN's convolutions of that time
+        rate = np.where(a.types == "conv", k.matmul_efficiency(precision, gpu.architecture) * (peak or 1.0), rate)
+    if a.winograd is not None and k.applies_architecture(gpu.architecture):
+        rate = np.where(a.winograd, rate * k.winograd_gain, rate)
     dw = a.depthwise if a.depthwise is not None and k.depthwise_efficiency is not None else np.zeros_like(a.matmul)
     if a.grouped is not None and k.grouped_efficiency != 1.0:
         grouped = a.grouped & ~dw

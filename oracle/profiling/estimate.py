@@ -233,7 +233,8 @@ def _by_compute_model(model: Model, system: System, batch: int, precision: str, 
     )
     date = date or datetime.now(timezone.utc).isoformat(timespec="seconds")
     arch = dict(k.architecture_efficiency).get(spec.architecture)
-    conv = (f"conv/fc {arch:g} of peak ({spec.architecture}: no tensor cores)" if arch is not None else
+    conv = (f"conv {arch:g} of peak ({spec.architecture}: no tensor cores; 3x3 stride-1 as Winograd,"
+            f" {k.winograd_gain:g}x fewer multiplies), fc {k.simt_efficiency:g}" if arch is not None else
             f"conv/fc {k.simt_efficiency:g} (fp32) / {k.tensor_efficiency:g} (tensor cores) of peak")  # fmt: skip
     eff = (f"compute model: {conv}, memory {k.memory_efficiency:g} of bandwidth, waves over {spec.sm_count} SMs,"
            f" {k.launch_s * 1e6:g} us launch floor")  # fmt: skip
