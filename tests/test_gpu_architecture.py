@@ -85,8 +85,8 @@ def _gpu(arch: str) -> GpuSpec:
 
 
 @pytest.mark.parametrize(("arch", "prec", "eff", "peak"), [
-    ("pascal", "fp32", 0.47, 10.6e12), ("pascal", "fp16", 0.47, 21.2e12),  # half2 on the CUDA cores
-    ("kepler", "fp32", 0.24, 10.6e12), ("maxwell", "fp32", 0.35, 10.6e12),
+    ("pascal", "fp32", 0.49, 10.6e12), ("pascal", "fp16", 0.49, 21.2e12),  # half2 on the CUDA cores
+    ("kepler", "fp32", 0.25, 10.6e12), ("maxwell", "fp32", 0.38, 10.6e12),
     ("volta", "fp32", 0.95, 10.6e12), ("", "fp32", 0.95, 10.6e12), ("volta", "fp16", 0.60, 21.2e12),
 ])  # fmt: skip
 def test_conv_efficiency_by_architecture_by_hand(arch, prec, eff, peak):
@@ -122,7 +122,7 @@ def test_without_the_architecture_table_pascal_runs_at_voltas_efficiency():
     k = replace(K.DEFAULT_CONSTANTS, architecture_efficiency=())
     slow = K.layer_time(model.layers[2], model.info[2], _gpu("pascal"), "fp32", 64)[0]
     fast = K.layer_time(model.layers[2], model.info[2], _gpu("pascal"), "fp32", 64, k)[0]
-    assert slow / fast == pytest.approx(0.95 / 0.47, rel=1e-12)
+    assert slow / fast == pytest.approx(0.95 / 0.49, rel=1e-12)
 
 
 def test_estimate_on_a_pascal_system_says_which_efficiency(run, tmp_path):
@@ -132,4 +132,17 @@ def test_estimate_on_a_pascal_system_says_which_efficiency(run, tmp_path):
     r = run("profile", "resnet50", "--estimate", "--system", f, "--batch", "32", "-o", out)
     assert r.code == 0, r.err
     text = " ".join(out.read_text().split())
-    assert "conv 0.47 of peak (pascal: no tensor cores; 3x3 stride-1 as Winograd, 2.25x fewer multiplies), fc 0.95" in text
+    assert "conv 0.49 of peak (pascal: no tensor cores; 3x3 stride-1 as Winograd, 2.25x fewer multiplies), fc 0.95" in text
+
+
+@pytest.mark.parametrize(("model", "extra", "impl", "fused"), [
+    ("Tesla P100-SXM2-16GB", "", "", False), ("K80", "", "", False),  # the software of their time
+    ("Our accelerator", ", architecture: maxwell", "", False),
+    ("Tesla P100-SXM2-16GB", "", "implementation: {fused_activations: true}\n", True),  # the file wins
+    ("V100-SXM2-16GB", "", "", True), ("Our accelerator", "", "", True),
+    ("V100-SXM2-16GB", "", "implementation: {fused_activations: false}\n", False),
+])  # fmt: skip
+def test_activations_apart_by_default_before_tensor_cores(tmp_path, model, extra, impl, fused):
+    f = tmp_path / "s.yaml"
+    f.write_text(SYSTEM.format(model=model, extra=extra) + impl)
+    assert load_system(f).implementation.fused_activations is fused

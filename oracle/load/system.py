@@ -10,6 +10,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from oracle.errors import OracleError
+from oracle.gpus import architecture_of
 from oracle.limits import BATCH_PER_GPU, CONTENTION, COUNT, GPUS
 from oracle.load.anchors import parse_anchors
 from oracle.load.fields import Fields, boolean, choice, integer, number, of, string
@@ -26,7 +27,7 @@ from oracle.model import (
     Protocol,
     System,
 )
-from oracle.vocabulary import ALGORITHMS, ARCHITECTURES, FP32, PRECISIONS, RING
+from oracle.vocabulary import ALGORITHMS, ARCHITECTURES, FP32, NO_TENSOR_CORES, PRECISIONS, RING
 
 OPERATIONS = ("allreduce", "allgather", "halo", "p2p")
 # operations by purpose (issue 14): each may have its own transport, algorithm and factor;
@@ -80,6 +81,10 @@ def parse_system(doc: dict, file: str) -> System:
     mem_bw = gpu.opt("memory_bandwidth_GB_per_s", number(gt=0))
     sm_count = gpu.opt("sm_count", integer(ge=1, le=100000, what="streaming multiprocessors (SMs)"))
     architecture = gpu.opt("architecture", choice(ARCHITECTURES), "")
+    # the software of GPUs before tensor cores launched activations apart (cuDNN's batch norm
+    # with fused activation, cudnnBatchNormalizationForwardTrainingEx, came with cuDNN 7.4 in
+    # 2018): their default, unless ``implementation.fused_activations`` says otherwise
+    fused_default = (architecture or architecture_of(gpu_model)) not in NO_TENSOR_CORES
     workspace_GB = gpu.opt("workspace_GB", number(ge=0, what="GB the framework reserves"), 0.0)
     gpu.done(allowed_extra=("source",))
 
@@ -92,7 +97,7 @@ def parse_system(doc: dict, file: str) -> System:
     interconnect = _interconnect(top, gpus_per_node, nodes)
     ops = _operations(top, interconnect)
     inp = _input(top)
-    impl = _implementation(top)
+    impl = _implementation(top, fused_default)
     framework = _framework(top)
     tables, algorithm, ps_servers, collnet = _collectives(top, gpus_per_node, interconnect)
     anchors = parse_anchors(top, file)  # issue 26
@@ -335,16 +340,16 @@ def _gb(v: float | None) -> float | None:
     return None if v is None else v * 1e9
 
 
-def _implementation(top: Fields) -> Implementation:
+def _implementation(top: Fields, fused_default: bool = True) -> Implementation:
     """The optional ``implementation:`` section (docs/cost-model.md)."""
     f = top.sub("implementation", required=False)
     if f is None:
-        return Implementation()
+        return Implementation(fused_activations=fused_default)
     out = Implementation(
         data_spatial_allreduce=f.opt("data_spatial_allreduce", choice(("flat", "leader")), "flat"),
         split_serial_fraction=f.opt("split_serial_fraction", number(ge=0, le=1, what="a fraction"), 0.0),
         split_overhead_s=f.opt("split_overhead_s", number(ge=0, what="seconds per split layer and iteration"), 0.0),
-        fused_activations=f.opt("fused_activations", boolean(), True),
+        fused_activations=f.opt("fused_activations", boolean(), fused_default),
         source=f.opt("source", string(nonempty=False), ""),
         data_filter_allreduce=f.opt("data_filter_allreduce", choice(("flat", "leader")), "flat"),
         layer_backward=f.opt(
