@@ -213,15 +213,18 @@ def resnet(depth: int, stages: list[int]) -> dict:
         simple("flatten", "flatten"),
         fc("fc1000", 1000),
     ]
-    params = {50: "25,557,032", 152: "60,192,808"}[depth]
-    long_stage = any(n > 6 for n in stages)
+    params = {50: "25,557,032", 101: "44,549,160", 152: "60,192,808"}[depth]
+    long_stages = [(stage, n) for stage, n in zip((2, 3, 4, 5), stages) if n > 6]
+    ends = ", ".join(f"res{stage}b{n - 1}" for stage, n in long_stages)
+    which = " and ".join(str(stage) for stage, _ in long_stages)
+    verb = "end stages" if len(long_stages) > 1 else "ends stage"
     naming = (
         [
-            "  Stages with more than six blocks use Caffe's a, b1, b2, ... (res3b7, res4b35",
-            "  end stages 3 and 4, as in Caffe's ResNet-152 prototxt); shorter stages use",
+            f"  Stages with more than six blocks use Caffe's a, b1, b2, ... ({ends}",
+            f"  {verb} {which}, as in Caffe's ResNet-{depth} prototxt); shorter stages use",
             "  a, b, c (res2a..res2c, res5a..res5c).",
         ]
-        if long_stage
+        if long_stages
         else ["  Blocks are lettered a, b, c, ... within a stage (res2a..res5c)."]
     )
     return {
@@ -691,6 +694,7 @@ MODELS = (
     alexnet,
     vgg16,
     lambda: resnet(50, [3, 4, 6, 3]),
+    lambda: resnet(101, [3, 4, 23, 3]),
     lambda: resnet(152, [3, 8, 36, 3]),
     cosmoflow,
     cosmoflow256,

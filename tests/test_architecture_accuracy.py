@@ -5,8 +5,9 @@ The architecture efficiencies are fitted on the batch-32 rows only; the batch-8 
 rows are held out, and so is every row of validation/pre-volta-training.csv (other
 sources).  Floors: what the benchmark printed when it was written (2026-11-26: fit rows
 0.965, held-out 0.895; per architecture held-out kepler 0.910, maxwell 0.930, pascal 0.845;
-other sources 0.772, ResNet-50 0.852, Inception-v3 0.850), less 0.01.  Before the architecture efficiency the
-held-out mean was 0.474 and the other sources' 0.689."""
+other sources 0.776, ResNet-50 0.852, Inception-v3 0.850, ResNet-101 0.835), less 0.01.
+Before the architecture efficiency the held-out mean was 0.474 and the other sources'
+0.686."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from oracle.compute import kernels as K
 
 HELD_OUT_FLOOR = {"kepler": 0.90, "maxwell": 0.92, "pascal": 0.83, "all": 0.88}
 FIT_FLOOR = 0.95
-OTHERS_FLOOR = {"all": 0.76, "resnet50": 0.84, "inception_v3": 0.84}
+OTHERS_FLOOR = {"all": 0.76, "resnet50": 0.84, "inception_v3": 0.84, "resnet101": 0.82}
 
 
 @pytest.fixture(scope="module")

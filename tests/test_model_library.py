@@ -24,6 +24,7 @@ SHIPPED = (
     "alexnet",
     "vgg16",
     "resnet50",
+    "resnet101",
     "resnet152",
     "cosmoflow",
     "cosmoflow256",
@@ -67,6 +68,7 @@ PARAMS = {
     "alexnet": 61_100_840,  # torchvision
     "vgg16": 138_357_544,  # torchvision
     "resnet50": 25_557_032,  # torchvision
+    "resnet101": 44_549_160,  # torchvision
     "resnet152": 60_192_808,  # torchvision
     "cosmoflow": COSMOFLOW_PARAMS,
     "cosmoflow256": COSMOFLOW_PARAMS,
@@ -82,6 +84,7 @@ NAMES = {
     "alexnet": "AlexNet",
     "vgg16": "VGG16",
     "resnet50": "ResNet-50",
+    "resnet101": "ResNet-101",
     "resnet152": "ResNet-152",
     "cosmoflow": "CosmoFlow",
     "cosmoflow256": "CosmoFlow-256",
@@ -92,7 +95,7 @@ NAMES = {
 
 # torchvision model docs, "GFLOPS" column (which counts multiply-adds).  oracle counts
 # 2 FLOPs per multiply-add (oracle/compute/layers/shapes.py) plus the small element-wise work.
-TORCHVISION_GMACS = {"alexnet": 0.71, "vgg16": 15.47, "resnet50": 4.09, "resnet152": 11.51}
+TORCHVISION_GMACS = {"alexnet": 0.71, "vgg16": 15.47, "resnet50": 4.09, "resnet101": 7.80, "resnet152": 11.51}
 
 
 @pytest.fixture(scope="module")
@@ -149,7 +152,7 @@ def test_forward_flops_match_torchvision(models, name):
 
 
 def test_resnet_structure(models):
-    for name, blocks in (("resnet50", 16), ("resnet152", 50)):
+    for name, blocks in (("resnet50", 16), ("resnet101", 33), ("resnet152", 50)):
         m = models[name]
         types = [layer.type for layer in m.layers]
         # conv1 + 3 per bottleneck + 4 projection shortcuts; a batchnorm after each conv
@@ -165,6 +168,8 @@ def test_resnet_structure(models):
     assert r50.layers[r50.index["res3a_branch2a"]].stride == (1,)
     r152 = models["resnet152"]
     assert "res3b7" in r152.index and "res4b35" in r152.index and "res5c" in r152.index
+    r101 = models["resnet101"]  # Caffe's ResNet-101 names: res3a..res3d, res4a, res4b1..res4b22
+    assert "res3d" in r101.index and "res4b22" in r101.index and "res4b23" not in r101.index
 
 
 def test_shapes(models):
