@@ -71,7 +71,7 @@ def system_spec(system: System) -> GpuSpec | None:
     peaks = system.gpu_peaks or ((FP32, system.gpu_peak_flops),)
     known = lookup(system.gpu_model)
     sms = system.gpu_sm_count or (known.sm_count if known else 0)
-    arch = system.gpu_architecture or (known.architecture if known else architecture_of(system.gpu_model))
+    arch = system.gpu_architecture or architecture_of(system.gpu_model)  # the file's, else by name
     return GpuSpec(system.gpu_model, tuple(peaks), system.gpu_memory_bandwidth_Bps, sms, architecture=arch)
 
 
