@@ -45,6 +45,8 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 DATA = ROOT / "validation" / "mxnet-2017-pre-volta.csv"
 OTHERS = ROOT / "validation" / "pre-volta-training.csv"  # other sources: held out, never fitted
+# Turing, Ampere GA10x and Ada graphics cards: held out, the V100-fitted model unchanged there
+GRAPHICS = ROOT / "validation" / "graphics-gpu-training.csv"
 SCORED = ("fit", "held-out")
 GRID = [round(0.10 + 0.01 * i, 2) for i in range(86)]  # 0.10 .. 0.95 (the V100-fitted simt_efficiency)
 
@@ -93,11 +95,17 @@ def model_iteration_s(r: dict, k, fused: bool | None = None) -> float:
 
     spec, system_fused, model = _inputs(r["system"], r["model"])
     k = replace(k, fuse_activations=system_fused if fused is None else fused)
-    b, prec = int(r["per_gpu_batch"]), r.get("precision", "fp32")
+    b, (prec, mixed) = int(r["per_gpu_batch"]), _precision(r)
     fwbw = sum(fw + bw for fw, bw in K.per_sample_times(model, spec, prec, b, k)) * b
     if r.get("phase") == "fwdbwd":
         return fwbw
-    return fwbw + sum(K.update_time(info, spec, prec, False, k) for info in model.info)
+    return fwbw + sum(K.update_time(info, spec, prec, mixed, k) for info in model.info)
+
+
+def _precision(r: dict) -> tuple[str, bool]:
+    """(oracle's precision, mixed) of a row: "fp16-amp" is fp16 with fp32 master weights."""
+    p = r.get("precision", "fp32")
+    return (p[: -len("-amp")], True) if p.endswith("-amp") else (p, False)
 
 
 def other_rows(path: Path = OTHERS) -> list[dict]:
@@ -108,7 +116,7 @@ def other_rows(path: Path = OTHERS) -> list[dict]:
     out = []
     for r in rows(path):
         if (ROOT / "models" / f"{r['model']}.yaml").exists():
-            if system_spec(load_system(ROOT / r["system"])).peak(r["precision"]) is not None:
+            if system_spec(load_system(ROOT / r["system"])).peak(_precision(r)[0]) is not None:
                 out.append(r)
     return out
 
@@ -201,6 +209,11 @@ def main() -> None:
     print(f"{'model':>16} {'rows':>4}  accuracy before -> now")
     for name, n, before, now in evaluate_others(other_rows()):
         print(f"{name:>16} {n:4}  {before:.3f} -> {now:.3f}")
+    print(f"\nheld out, graphics cards ({GRAPHICS.relative_to(ROOT)}: RTX 2080 Ti, TITAN RTX, RTX 3090, RTX 4090;"
+          " the compute model there is the V100 fit, unchanged)")
+    print(f"{'model':>16} {'rows':>4}  accuracy")
+    for name, n, _, now in evaluate_others(other_rows(GRAPHICS)):
+        print(f"{name:>16} {n:4}  {now:.3f}")
 
 
 if __name__ == "__main__":
