@@ -66,6 +66,23 @@ def _alpha_beta(f: Fields, required: bool) -> tuple[float | None, float | None]:
     return alpha, beta
 
 
+def _gpu(top: Fields) -> dict:
+    """The ``gpu:`` section's values (units as written)."""
+    gpu = top.sub("gpu")
+    assert gpu is not None
+    out = {
+        "model": gpu.req("model", string()),
+        "memory_GB": gpu.req("memory_GB", number(gt=0, what="GPU memory in GB (10^9 bytes)")),
+        "peaks": _peaks(gpu),
+        "memory_bandwidth_GB_per_s": gpu.opt("memory_bandwidth_GB_per_s", number(gt=0)),
+        "sm_count": gpu.opt("sm_count", integer(ge=1, le=100000, what="streaming multiprocessors (SMs)")),
+        "architecture": gpu.opt("architecture", choice(ARCHITECTURES), ""),
+        "workspace_GB": gpu.opt("workspace_GB", number(ge=0, what="GB the framework reserves"), 0.0),
+    }
+    gpu.done(allowed_extra=("source",))
+    return out
+
+
 def parse_system(doc: dict, file: str) -> System:
     top = Fields(doc, file, "")
     name = top.req("name", string())
@@ -73,21 +90,7 @@ def parse_system(doc: dict, file: str) -> System:
     use_for = top.opt("use_for", string(nonempty=False), "")
     top.opt("notes", string(nonempty=False), "")
 
-    gpu = top.sub("gpu")
-    assert gpu is not None
-    gpu_model = gpu.req("model", string())
-    memory_GB = gpu.req("memory_GB", number(gt=0, what="GPU memory in GB (10^9 bytes)"))
-    peaks = _peaks(gpu)
-    mem_bw = gpu.opt("memory_bandwidth_GB_per_s", number(gt=0))
-    sm_count = gpu.opt("sm_count", integer(ge=1, le=100000, what="streaming multiprocessors (SMs)"))
-    architecture = gpu.opt("architecture", choice(ARCHITECTURES), "")
-    # the software of GPUs before tensor cores launched activations apart (cuDNN's batch norm
-    # with fused activation, cudnnBatchNormalizationForwardTrainingEx, came with cuDNN 7.4 in
-    # 2018): their default, unless ``implementation.fused_activations`` says otherwise
-    fused_default = (architecture or architecture_of(gpu_model)) not in NO_TENSOR_CORES
-    workspace_GB = gpu.opt("workspace_GB", number(ge=0, what="GB the framework reserves"), 0.0)
-    gpu.done(allowed_extra=("source",))
-
+    g = _gpu(top)
     gpus_per_node = top.req("gpus_per_node", of(COUNT))
     nodes = top.req("nodes", of(COUNT))
     links = top.opt("links_per_node", of(COUNT))
@@ -97,7 +100,10 @@ def parse_system(doc: dict, file: str) -> System:
     interconnect = _interconnect(top, gpus_per_node, nodes)
     ops = _operations(top, interconnect)
     inp = _input(top)
-    impl = _implementation(top, fused_default)
+    # the software of GPUs before tensor cores launched activations apart (cuDNN's batch norm
+    # with fused activation, cudnnBatchNormalizationForwardTrainingEx, came with cuDNN 7.4 in
+    # 2018): their default, unless ``implementation.fused_activations`` says otherwise
+    impl = _implementation(top, (g["architecture"] or architecture_of(g["model"])) not in NO_TENSOR_CORES)
     framework = _framework(top)
     tables, algorithm, ps_servers, collnet = _collectives(top, gpus_per_node, interconnect)
     anchors = parse_anchors(top, file)  # issue 26
@@ -105,16 +111,17 @@ def parse_system(doc: dict, file: str) -> System:
     models = parse_model_systems(top, doc, file, parse_system)  # issue 26
     top.done()
 
-    if memory_GB > 1e6:
-        raise top.error(None, f"gpu.memory_GB {memory_GB:g} is not plausible (more than a petabyte)")
+    if g["memory_GB"] > 1e6:
+        raise top.error(None, f"gpu.memory_GB {g['memory_GB']:g} is not plausible (more than a petabyte)")
+    mem_bw = g["memory_bandwidth_GB_per_s"]
     return System(
         name=name,
-        gpu_model=gpu_model,
-        gpu_memory_bytes=memory_GB * 1e9,
-        gpu_peak_flops=dict(peaks).get(FP32),
-        gpu_peaks=peaks,
-        gpu_sm_count=sm_count,
-        gpu_architecture=architecture,
+        gpu_model=g["model"],
+        gpu_memory_bytes=g["memory_GB"] * 1e9,
+        gpu_peak_flops=dict(g["peaks"]).get(FP32),
+        gpu_peaks=g["peaks"],
+        gpu_sm_count=g["sm_count"],
+        gpu_architecture=g["architecture"],
         gpu_memory_bandwidth_Bps=mem_bw * 1e9 if mem_bw else None,
         gpus_per_node=gpus_per_node,
         nodes=nodes,
@@ -129,7 +136,7 @@ def parse_system(doc: dict, file: str) -> System:
         collective_tables=tables,
         collective_algorithm=algorithm,
         ps_servers=ps_servers,
-        gpu_workspace_bytes=workspace_GB * 1e9,
+        gpu_workspace_bytes=g["workspace_GB"] * 1e9,
         framework=framework,
         use_for=" ".join(use_for.split()),
         interconnect=interconnect,
