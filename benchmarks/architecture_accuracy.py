@@ -110,22 +110,23 @@ def _precision(r: dict) -> tuple[str, bool]:
 
 def other_rows(path: Path = OTHERS) -> list[dict]:
     """The rows of other sources whose model oracle ships and whose precision the GPU has."""
-    from oracle.compute.conversion import system_spec
-    from oracle.load.system import load_system
+    shipped = [r for r in rows(path) if (ROOT / "models" / f"{r['model']}.yaml").exists()]
+    return [r for r in shipped if _inputs(r["system"], r["model"])[0].peak(_precision(r)[0]) is not None]
 
-    out = []
-    for r in rows(path):
-        if (ROOT / "models" / f"{r['model']}.yaml").exists():
-            if system_spec(load_system(ROOT / r["system"])).peak(_precision(r)[0]) is not None:
-                out.append(r)
-    return out
+
+def _before():
+    """The kernel constants as they were before the architecture terms (and activations
+    fused: ``model_iteration_s(r, _before(), fused=True)``)."""
+    from oracle.compute import kernels as K
+
+    return replace(K.DEFAULT_CONSTANTS, architecture_efficiency=())
 
 
 def evaluate_others(data: list[dict]) -> list[tuple[str, int, float, float]]:
     """(model, rows, accuracy before, accuracy now) per model of the other sources, and 'all'."""
     from oracle.compute import kernels as K
 
-    before = replace(K.DEFAULT_CONSTANTS, architecture_efficiency=())
+    before = _before()
     acc = [(r["model"], accuracy(model_iteration_s(r, before, fused=True), float(r["iteration_s"])),
             accuracy(model_iteration_s(r, K.DEFAULT_CONSTANTS), float(r["iteration_s"]))) for r in data]  # fmt: skip
     out = []
@@ -160,9 +161,7 @@ def fit(data: list[dict]) -> dict[str, tuple[float, float]]:
 def evaluate(data: list[dict]) -> list[dict]:
     """Per row: measured, projected through the CLI (shipped constants), and the compute
     model as it was before (no architecture efficiency, activations fused)."""
-    from oracle.compute import kernels as K
-
-    before = replace(K.DEFAULT_CONSTANTS, architecture_efficiency=())
+    before = _before()
     out = []
     with tempfile.TemporaryDirectory() as tmp:
         for r in data:
