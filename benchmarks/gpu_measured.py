@@ -112,8 +112,9 @@ def project(r: dict, stack) -> tuple[float, dict]:
     model, system = _inputs(r["model"], system_name)
     precision, mixed = PRECISION[r["precision"]]
     batch = int(r["batch"])
+    # the optimizer of scripts/measure_training_step.py: SGD with momentum (its state in memory)
     _, pt = D.predict(model, system, _estimate(r["model"], batch, precision, mixed, system_name), 1,
-                      float(batch), precision, mixed, stack=stack)  # fmt: skip
+                      float(batch), precision, mixed, stack=stack, optimizer="momentum")  # fmt: skip
     return pt.iteration_s, dict(pt.details)["memory"]
 
 

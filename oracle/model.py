@@ -346,7 +346,9 @@ class FrameworkMemory:
       may override.
     - ``allocator_overhead``: the fraction of tensor memory the caching allocator holds
       beyond what tensors use (c10/cuda/CUDACachingAllocator.cpp rounds large blocks to
-      2 MiB and keeps freed blocks cached; fragmentation); 0.1 is an assumption.
+      2 MiB and keeps freed blocks cached; fragmentation); 0.1, inside the 0.092-0.125
+      that calls both sides of the out-of-memory line of timm's RTX 3090 runs best
+      (``python benchmarks/memory_model.py --fit``, docs/memory.md).
     - ``gradient_bucket_copy``: DDP all-reduces gradients through flat bucket buffers as
       large as the gradients unless ``gradient_as_bucket_view=True``
       (torch/nn/parallel/distributed.py, the parameter's documentation)."""

@@ -19,7 +19,14 @@ from functools import cached_property
 import numpy as np
 
 from oracle.compute.layers.shapes_tokens import split_widths
-from oracle.compute.memory import SavedActivations, saved_activations, transient_elements
+from oracle.compute.memory import (
+    SavedActivations,
+    excess_bytes,
+    excess_coefficients,
+    saved_activations,
+    stages_excess,
+    transient_elements,
+)
 from oracle.compute.named_layers import check_named_layers
 from oracle.compute.options import Options, check_runnable
 from oracle.compute.partition import partition_cached
@@ -146,28 +153,36 @@ class Context:
         return tensors_bytes * (1.0 + fw.allocator_overhead) + fixed
 
     def mask_stats(self, mask) -> tuple[float, float, float, float]:
-        """Saved bytes per sample and the largest gradient working set (elements per
-        sample) inside and outside a split: ``mask`` None (every layer), a boolean
+        """Saved bytes per sample inside and outside a split, and what the backward's peak
+        adds to them (memory.excess_coefficients; per stage, elements per sample): ``mask`` None (every layer), a boolean
         array, or :class:`Stages` (every pipeline stage at once, arrays).  Cached per
         mask object; the cache keeps the mask alive, so its id stays unique."""
         if isinstance(mask, Stages):  # every pipeline stage at once (arrays, one per stage)
-            pre = self.saved_prefix
-            t_in = np.maximum.reduceat(self.transient, mask.starts) if self.G else np.zeros(0)
-            return pre[mask.stops] - pre[mask.starts], 0.0, t_in, 0.0
+            return self.stage_stats(mask.starts, mask.stops)
         key = id(mask)
         cache = self.__dict__.setdefault("_mask_cache", {})
         if key not in cache:
-            per = self.delta * self.saved.elements + self.saved.fixed_bytes
+            per = self.saved_per_sample
             inside = np.ones(self.G, dtype=bool) if mask is None else mask
-            t_in = float(self.transient[inside].max()) if inside.any() else 0.0
-            t_out = float(self.transient[~inside].max()) if (~inside).any() else 0.0
-            cache[key] = (float(per[inside].sum()), float(per[~inside].sum()), t_in, t_out, mask)
+            peak = excess_coefficients(per, self.transient, self.delta, inside)
+            cache[key] = (float(per[inside].sum()), float(per[~inside].sum()), peak, None, mask)
         return cache[key][:4]
+
+    def stage_stats(self, starts, stops) -> tuple:
+        """:meth:`mask_stats` of contiguous stages [starts[i], stops[i]) (arrays; the
+        third entry is each stage's excess in elements per sample)."""
+        pre = self.saved_prefix
+        t_in = stages_excess(pre, self.transient, self.delta, starts, stops)
+        return pre[stops] - pre[starts], 0.0, t_in, 0.0
+
+    @cached_property
+    def saved_per_sample(self) -> np.ndarray:
+        """Saved bytes per sample of every layer (activation precision; indices, masks)."""
+        return self.delta * self.saved.elements + self.saved.fixed_bytes
 
     @cached_property
     def saved_prefix(self) -> np.ndarray:
-        per = self.delta * self.saved.elements + self.saved.fixed_bytes
-        return np.concatenate([[0.0], np.cumsum(per)])
+        return np.concatenate([[0.0], np.cumsum(self.saved_per_sample)])
 
     def held_activation_bytes(self, mask, split_n: float, rest_n: float) -> float:
         """Bytes of saved activations one GPU holds when it keeps ``split_n`` samples of
@@ -176,13 +191,12 @@ class Context:
         return split_n * s_in + rest_n * s_out
 
     def transient_bytes(self, mask, split_n: float, rest_n: float) -> float:
-        """The largest activation-gradient working set of the backward (memory.py): the
-        held samples are constant inside and outside the split, so it is the larger of
-        the two maxima."""
-        _, _, t_in, t_out = self.mask_stats(mask)
+        """What the backward's peak adds to the saved activations when the split's layers
+        hold ``split_n`` samples and the others ``rest_n`` (memory.excess_bytes)."""
+        _, _, peak, _ = self.mask_stats(mask)
         if isinstance(mask, Stages):
-            return self.delta * split_n * t_in
-        return float(self.delta * max(split_n * t_in, rest_n * t_out))
+            return self.delta * split_n * peak
+        return float(excess_bytes(peak, split_n, rest_n))
 
     # -- split sets (docs/cost-model.md "Split layers") ------------------------------------------
     def _sums(self, mask: np.ndarray, coll_groups: np.ndarray | None = None) -> SplitSums:

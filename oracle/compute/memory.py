@@ -171,9 +171,76 @@ def saved_activations(model: Model) -> SavedActivations:
 def transient_elements(model: Model) -> np.ndarray:
     """Per layer, per sample: the activation gradients alive while its backward runs,
     the gradient of its output and of its input(s), |x_l| + |y_l|.  Autograd frees a
-    gradient once its consumer has used it, so the peak of the backward is the saved
-    tensors plus the largest of these (ParaDL's bound keeps all of them)."""
+    gradient once its consumer has used it (ParaDL's bound keeps all of them)."""
     return np.array([i.input_elements + i.output_elements for i in model.info], dtype=float)
+
+
+# The backward's peak.  While the backward runs layer l, the tensors saved by the layers
+# after l are gone: autograd frees a node's saved tensors once its backward has run
+# (torch/csrc/autograd/function.h, Node::release_variables, called from the engine unless
+# retain_graph).  So the peak is max_l (saved by layers <= l + l's gradient working set),
+# not all saved tensors plus the largest working set (what oracle counted before, which
+# the early layers' large working sets made 2-3 GB too big at ResNet-50 batch 256, fp32:
+# validation/gpu-training-steps.csv, benchmarks/gpu_measured.py).  A storage is charged to
+# the layer that produced it, the earliest of its users, so it counts as held until the
+# backward has passed all of them: an upper bound.  These functions return what the peak
+# adds to all saved tensors (the ``transient_bytes`` part): max_l (delta t_l n_l - the
+# bytes saved after l), at least the last layer's working set.
+
+
+def excess_coefficients(per_bytes: np.ndarray, transient: np.ndarray, delta: float, inside: np.ndarray):
+    """The peak's excess when the layers of ``inside`` (a boolean mask) hold n_in samples
+    and the others n_out: max_l (a_l n_in + b_l n_out) bytes, where layer l's working set
+    counts at its own samples and the saved tensors after l are freed at theirs
+    (``per_bytes``: saved bytes per sample, ``transient``: working-set elements per layer).
+    Returns (a, b), the layers no other layer beats at every n_in, n_out >= 0."""
+    per_in = np.where(inside, per_bytes, 0.0)
+    per_out = per_bytes - per_in
+    after_in = per_in.sum() - np.cumsum(per_in)  # saved per sample by the layers of ``inside`` after l
+    after_out = per_out.sum() - np.cumsum(per_out)
+    work = delta * transient
+    a = np.where(inside, work, 0.0) - after_in
+    b = np.where(inside, 0.0, work) - after_out
+    order = np.lexsort((-b, -a))  # a descending, then b descending
+    keep, best_b = [], -np.inf
+    for i in order.tolist():  # the Pareto front: a layer beaten in both coefficients never decides
+        if b[i] > best_b:
+            keep.append(i)
+            best_b = b[i]
+    return a[keep], b[keep]
+
+
+def excess_bytes(coefficients, n_in, n_out):
+    """max_l (a_l n_in + b_l n_out) of :func:`excess_coefficients` (numbers or arrays)."""
+    a, b = coefficients
+    if not a.size:
+        return 0.0 * np.asarray(n_in, dtype=float)
+    n_in, n_out = np.asarray(n_in, dtype=float), np.asarray(n_out, dtype=float)
+    return np.max(np.multiply.outer(n_in, a) + np.multiply.outer(n_out, b), axis=-1)
+
+
+def stages_excess(prefix_bytes: np.ndarray, transient: np.ndarray, delta: float, starts, stops) -> np.ndarray:
+    """The excess per sample (elements) of every contiguous range [starts[i], stops[i]) at
+    once, each holding one number of samples (pipeline stages; ``prefix_bytes``: 0 and the
+    cumulative saved bytes per sample)."""
+    starts, stops = np.asarray(starts), np.asarray(stops)
+    if not starts.size:
+        return np.zeros(0)
+    lead = transient + prefix_bytes[1:] / delta  # t_l + saved by layers <= l
+    lengths = stops - starts  # every range holds a layer
+    at = np.concatenate([[0], np.cumsum(lengths)[:-1]])
+    ranges = np.arange(int(lengths.sum())) + np.repeat(starts - at, lengths)
+    return np.maximum.reduceat(lead[ranges], at) - prefix_bytes[stops] / delta
+
+
+def assignment_excess_bytes(per_bytes: np.ndarray, transient: np.ndarray, delta: float, held: np.ndarray) -> float:
+    """Bytes the backward's peak adds when layer l holds ``held[l]`` samples (a per-layer
+    assignment): max_l (delta t_l held_l - saved bytes of the layers after l)."""
+    if not held.size:
+        return 0.0
+    saved = per_bytes * held
+    after = saved.sum() - np.cumsum(saved)
+    return float(np.max(delta * transient * held - after))
 
 
 OPTIMIZER_BYTES = {"sgd": 0, "momentum": 4, "adam": 8}  # fp32 state per parameter (Kingma & Ba 2015)

@@ -71,7 +71,7 @@ from oracle.compute.layerwise.layerwise_build import (
 )  # fmt: skip
 from oracle.compute.layerwise.layerwise_overlap import overlapped
 from oracle.compute.layerwise.layerwise_shuffle import shuffle_tables
-from oracle.compute.memory import optimizer_bytes_per_parameter
+from oracle.compute.memory import assignment_excess_bytes, optimizer_bytes_per_parameter
 from oracle.compute.stack import stack_name, with_stack_costs
 from oracle.compute.strategies.base import epoch_limit
 from oracle.compute.strategies.data import Data
@@ -234,7 +234,8 @@ class Costs:
         tensors = float(self.mem_bytes[rows, c].sum()) + self._optimizer_bytes(rows, c)
         if self.ctx.memory_model == PARADL:
             return self.ctx.memory_total(tensors)
-        trans = float(self.transient_bytes[rows, c].max()) if self.G else 0.0
+        ctx = self.ctx
+        trans = assignment_excess_bytes(ctx.saved_per_sample, ctx.transient, ctx.delta, self.held[rows, c])
         reduced = (self.grad_class[rows, c] >= 0) & self.ctx.system.framework.gradient_bucket_copy
         buckets = float(self.grad_bytes[rows, c][reduced].sum())
         return self.ctx.memory_total(tensors + trans + buckets)
@@ -262,9 +263,7 @@ class Costs:
         self.gather = cols.gather  # replicated layers' all-gathers (bytes per GPU), to overlap
         self.mem_elements = cols.mem
         self.mem_bytes = ctx.memory_scale() * cols.mem
-        # framework model: the backward's gradient working set (max over layers, not a sum)
-        held = cols.held
-        self.transient_bytes = ctx.delta * ctx.transient[:, None] * held if ctx.memory_model != PARADL else 0 * held
+        self.held = cols.held  # samples each layer holds (the backward's peak, memory.assignment_excess_bytes)
         self.grad_bytes = cols.gbytes
         self.grad_class = cols.gclass
         self.split, self.partial = cols.split, cols.partial

@@ -61,8 +61,7 @@ def _stages(ctx, c: Columns, rows: np.ndarray) -> None:
     c.phases["weight_update_s"][rows] = I * np.maximum.reduceat(wu_g, first)
     # communication = I · 2(p+S-2) max_{i<p} (α + (B/S)·δ·y_Gi·β)          ParaDL eq. 13
     c.phases["pipeline_p2p_s"][rows] = np.where(p > 1, I * 2 * (p + S - 2) * _worst_p2p(ctx, p, micro, stops), 0.0)
-    saved = ctx.saved_prefix
-    stats = (saved[stops] - saved[starts], 0.0, np.maximum.reduceat(np.tile(ctx.transient, p.size), at), 0.0)
+    stats = ctx.stage_stats(starts, stops)
     c.memory[rows] = np.maximum.reduceat(_stage_memory(ctx, B[row_of], S[row_of], starts, stops, stats), first)
 
 
