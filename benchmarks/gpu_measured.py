@@ -1,6 +1,6 @@
 """Benchmark: oracle against what was measured on real GPUs (an NVIDIA H200 and an H100; issue 25).
 
-Three parts, none of whose measurements was used to fit anything oracle ships:
+Four parts; only part 4's fit rows (ResNet-50 on the H100) fit anything oracle ships:
 
 1. **Per layer type** -- the per-layer GPU profiles ``profiles/*_h200.yaml`` and
    ``profiles/resnet50_h100*.yaml`` (``oracle profile --device cuda``: kernel execution
@@ -23,6 +23,13 @@ Three parts, none of whose measurements was used to fit anything oracle ships:
 3. **Memory** -- the projected tensors (activations, transient, weights, gradients,
    optimizer state) against PyTorch's peak allocated memory of the eager step, and the
    projected total less the CUDA context against its peak reserved memory.
+4. **Hopper efficiencies** -- the pytorch stack's ``by_gpu`` H100/H200 AMP efficiency
+   refitted (``fit_hopper``: a grid over multiples of the V100-fitted generic ones, on
+   ResNet-50's GPU-bound H100 rows; TF32 is fitted too but not shipped: those rows ran
+   channels-last, and the stack's TF32 runs NCHW as DeepLearningExamples do) beside the
+   shipped ones, and the GPU-bound rows' accuracy with the generic efficiencies and with
+   the shipped ones: fit rows, held-out H100 rows (ResNet-152, VGG-16), held-out H200 rows
+   by memory format.
 
     python benchmarks/gpu_measured.py [--rows]
 """
@@ -49,6 +56,7 @@ from oracle.load import load_model, load_profile, load_stack, load_system  # noq
 from oracle.stack import Sourced  # noqa: E402
 
 SYSTEMS = {"NVIDIA H200": "hgx-h200", "NVIDIA H100 80GB HBM3": "dgx-h100-superpod"}  # the row's GPU -> system
+H200, H100 = SYSTEMS  # the rows' gpu names
 STEPS = ROOT / "validation" / "gpu-training-steps.csv"
 # (model, profile, system) of part 1
 PROFILES = (("resnet50", "resnet50_h200", "hgx-h200"), ("resnet152", "resnet152_h200", "hgx-h200"),
@@ -125,8 +133,54 @@ def gpu_only(stack):
     return replace(stack, launch_floor_s_per_layer=none, fixed_s=none)
 
 
-def evaluate(rows: list[dict]) -> list[dict]:
-    stack = load_stack("pytorch")
+HOPPER = ("H100", "H200")  # the pytorch stack's by_gpu entries fitted here (fit_hopper)
+GRID = [round(0.5 + 0.01 * i, 2) for i in range(151)]  # multipliers of the generic efficiency
+
+
+def without_hopper(stack):
+    """``stack`` with its Hopper efficiencies taken out: the generic (V100-fitted) ones."""
+    return replace(stack, efficiency=tuple(e for e in stack.efficiency if e[0] not in HOPPER))
+
+
+def gpu_bound(r: dict) -> bool:
+    return graph(r) or not r["host_bound"]
+
+
+def hopper_fit_rows(rows: list[dict]) -> list[dict]:
+    """The rows the Hopper efficiencies are fitted on: ResNet-50 on the H100, bound by the
+    GPU (CUDA-graph rows and eager rows the host does not bound).  Every other row (the
+    H200's, ResNet-152's, VGG-16's) is held out."""
+    return [r for r in rows if r["gpu"] == H100 and r["model"] == "resnet50" and gpu_bound(r)]
+
+
+def with_efficiency(stack, gpu: str, cls: str, value: float):
+    return replace(stack, efficiency=(*stack.efficiency, (gpu, cls, Sourced(value, "benchmarks/gpu_measured.py"))))
+
+
+def fit_hopper(rows: list[dict]) -> dict[str, tuple[float, float]]:
+    """Per precision class (fp32: TF32 rows, mixed: AMP rows): (efficiency, mean accuracy)
+    of the grid's best multiple of the generic efficiency on :func:`hopper_fit_rows`."""
+    base = without_hopper(load_stack("pytorch"))
+    out = {}
+    for cls, precision in (("fp32", "fp32"), ("mixed", "amp")):
+        generic = base.efficiency_for("H100", cls).value
+        mine = [r for r in hopper_fit_rows(rows) if r["precision"] == precision]
+        scores = []
+        for m in GRID:
+            stack = with_efficiency(base, "H100", cls, generic * m)
+            scores.append((mean(accuracy(_one(r, stack), r["measured_s"]) for r in mine), m))
+        acc, m = max(scores)
+        out[cls] = (round(generic * m, 4), acc)
+    return out
+
+
+def _one(r: dict, stack) -> float:
+    """Row ``r``'s projected iteration under ``stack`` (a graph row without host costs)."""
+    return project(r, gpu_only(stack) if graph(r) else stack)[0]
+
+
+def evaluate(rows: list[dict], stack=None) -> list[dict]:
+    stack = load_stack("pytorch") if stack is None else stack
     floors = host_floors(rows)
     out = []
     for r in rows:
@@ -200,8 +254,33 @@ def _step_lines(results: list[dict]) -> list[str]:
     return lines
 
 
+def _hopper_lines() -> list[str]:
+    shipped_stack = load_stack("pytorch")
+    generic = evaluate(steps(), without_hopper(shipped_stack))
+    fitted = fit_hopper(generic)
+    lines = ["\nHopper efficiencies of the pytorch stack (stacks/pytorch.yaml by_gpu), fitted on ResNet-50's"
+             " GPU-bound H100 rows:"]  # fmt: skip
+    for cls, (value, acc) in fitted.items():
+        lines.append(f"  {cls:5s} fitted {value:.4g} (fit rows {100 * acc:.1f}%), shipped"
+                     f" {shipped_stack.efficiency_for('H100', cls).value:g}")  # fmt: skip
+    lines.append("  (fp32 not shipped: these TF32 rows ran channels-last; the stack's TF32 runs NCHW, as DeepLearningExamples)")
+    shipped = evaluate(steps(), shipped_stack)
+    fit_ids = {id(r) for r in hopper_fit_rows(shipped)}
+    groups = (("fit: ResNet-50, H100", lambda r: id(r) in fit_ids),
+              ("held out: ResNet-152, VGG-16, H100", lambda r: r["gpu"] == H100 and r["model"] != "resnet50"),
+              ("held out: H200, channels-last", lambda r: r["gpu"] == H200 and r["memory_format"] == "channels_last"),
+              ("held out: H200, contiguous (NCHW)", lambda r: r["gpu"] == H200 and r["memory_format"] != "channels_last"))  # fmt: skip
+    lines.append(f"  {'GPU-bound rows':50s} rows  generic (V100 fit)  shipped")
+    for (label, keep), prec in ((g, p) for p in ("amp", "fp32") for g in groups):
+        pairs = [(g, s) for g, s in zip(generic, shipped) if gpu_bound(s) and keep(s) and s["precision"] == prec]
+        before = mean(accuracy(g["projected_s"], g["measured_s"]) for g, _ in pairs)
+        after = mean(accuracy(s["projected_s"], s["measured_s"]) for _, s in pairs)
+        lines.append(f"  {label + ', ' + prec:50s} {len(pairs):4d}  {100 * before:17.1f}%  {100 * after:6.1f}%")
+    return lines
+
+
 def report(results: list[dict], rows: bool) -> str:
-    lines = _layer_report() + _step_lines(results)
+    lines = _layer_report() + _step_lines(results) + _hopper_lines()
     lines.append("\nMemory of the eager steps, projected / measured (median, min-max over the rows):")
     eager = [r for r in results if not graph(r)]
     for what, proj, meas in (("tensors / peak allocated", "tensors_GB", "peak_allocated_GB"),

@@ -36,8 +36,12 @@ def test_every_shipped_stack_loads_with_a_source_for_every_value():
         assert st.name == name
         for key, v in stack_values(st):
             assert v.source.strip() and "placeholder" not in v.source, (name, key)
-            if "fitted" in v.source:
-                assert v.fitted_on.startswith("validation/dle-throughput.csv:"), (name, key)
+            if "fitted" in v.source:  # the rows it was fitted on: lines of a validation file
+                path, _, lines = v.fitted_on.partition(":")
+                assert path.startswith("validation/") and (ROOT / path).is_file(), (name, key, path)
+                numbers = [int(x) for x in lines.split(" ")[0].split(",")]
+                rows = (ROOT / path).read_text(encoding="utf-8").count("\n")
+                assert numbers and all(2 <= n <= rows for n in numbers), (name, key, lines)
 
 
 def _doc(name="pytorch"):
