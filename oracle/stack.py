@@ -94,6 +94,9 @@ class Stack:
     # reductions) and maxpool kernels reach; None: the compute model's
     reduction_memory_efficiency: Sourced | None = None
     maxpool_memory_efficiency: Sourced | None = None
+    # the precision its gradients are all-reduced in: "fp32" (torch.cuda.amp keeps fp32
+    # parameters, so their gradients and DDP's buckets are fp32) or None: the activations'
+    gradient_precision: Sourced | None = None
 
     def kernel_constants(self) -> dict:
         """The compute model's kernel fields (compute/kernels.KernelConstants) this stack's

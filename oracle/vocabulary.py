@@ -32,6 +32,9 @@ ALGORITHMS = (*ALLREDUCE_ALGORITHMS, "ps", AUTO, NCCL, *NCCL_PINNED)
 # -- precisions: bytes per item δ (ParaDL Table 2); tf32 keeps fp32's 4-byte storage and
 # rounds only inside the tensor cores (NVIDIA A100 Tensor Core GPU Architecture, 2020)
 FP32, TF32, FP16, BF16 = "fp32", "tf32", "fp16", "bf16"
+# a stack's communication.gradient_precision: gradients all-reduced in fp32 whatever the
+# activations' precision (torch.cuda.amp), or in the activations' ("model", ParaDL's δ)
+GRADIENT_PRECISIONS = (FP32, "model")
 PRECISION_BYTES = {FP32: 4, TF32: 4, FP16: 2, BF16: 2}
 PRECISIONS = tuple(PRECISION_BYTES)
 

@@ -73,6 +73,27 @@ def test_a_value_without_its_source_is_refused():
         parse_stack(doc, "s.yaml")
 
 
+def test_gradient_precision_is_fp32_or_model_and_fp32_doubles_an_amp_all_reduce():
+    """communication.gradient_precision: another word is one error naming the key; with
+    fp32 (the pytorch stack: torch.cuda.amp keeps fp32 parameters) a mixed-precision
+    data-parallel all-reduce moves 4 bytes per parameter, with "model" 2 (ParaDL's δ)."""
+    import oracle
+
+    doc = _doc()
+    doc["communication"]["gradient_precision"]["value"] = "fp16"
+    with pytest.raises(OracleError, match="communication.gradient_precision"):
+        parse_stack(doc, "s.yaml")
+    totals = {}
+    for word in ("fp32", "model"):
+        doc = _doc()
+        doc["communication"]["gradient_precision"]["value"] = word
+        st = parse_stack(doc, "s.yaml")
+        (pt,) = oracle.predict("resnet50", "dgx-a100-80gb", "resnet50_v100", gpus=[16], strategies="data",
+                               batch_per_gpu=32, precision="fp16", mixed_precision=True, stack=st)  # fmt: skip
+        totals[word] = pt.detail("communication_total_s")  # before overlap hides part of it
+    assert totals["fp32"] > 1.5 * totals["model"]
+
+
 def test_unknown_stack_lists_the_shipped_ones_exit_2():
     r = run_cli("predict", "-m", "resnet50", "-s", "abci", "-p", "resnet50_v100", "--stack", "pytorchh")
     assert r.code == 2

@@ -139,6 +139,28 @@ def test_columns_equal_the_per_point_engine_under_defaults_and_stacks(tmp_path, 
                 assert not mismatches(ctx, cols), (system_name, name)
 
 
+def test_fp32_gradients_under_mixed_precision_move_4_bytes_per_parameter_on_both_paths(tmp_path):
+    """The pytorch stack all-reduces fp32 gradients under AMP (stacks/pytorch.yaml
+    communication.gradient_precision): its context's gradient width is 4 bytes where the
+    activations' is 2, the mxnet stack's (fp16 gradients) stays 2, and the arrays give the
+    per-point numbers with it."""
+    for stack, width in (("pytorch", 4), ("mxnet", 2)):
+        ctx = default_context(tmp_path, "resnet50", "dgx-a100-80gb", stack=stack, precision="fp16",
+                              mixed_precision=True, batch_per_gpu=32.0)  # fmt: skip
+        assert (ctx.delta, ctx.grad_delta) == (2, width), stack
+    c = np.array(counts_for(ctx.system)[::3], dtype=np.int64)
+    for name in names():
+        if kinds.covers(ctx, name):
+            cols = kinds.evaluate_many(ctx, name, *_sample(run.config_arrays(name, c, 32.0 * c, None)))
+            assert not mismatches(ctx, cols), name
+    ctx = default_context(tmp_path, "resnet50", "dgx-a100-80gb", stack="pytorch", precision="fp16",
+                          mixed_precision=True, batch_per_gpu=32.0)  # fmt: skip
+    for name in names():
+        if kinds.covers(ctx, name):
+            cols = kinds.evaluate_many(ctx, name, *_sample(run.config_arrays(name, c, 32.0 * c, None)))
+            assert not mismatches(ctx, cols), name
+
+
 def test_columns_equal_under_nccl_pinned_and_an_nvlink_domain_beyond_a_host():
     """NCCL_ALGO pinned (--collective nvls, collnet: a group without that algorithm takes
     NCCL's choice), an NVLink domain of 4 hosts (one NCCL node), one bucket per layer, and

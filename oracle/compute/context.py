@@ -33,7 +33,7 @@ from oracle.compute.partition import partition_cached
 from oracle.compute.stack import compute_factor as stack_factor
 from oracle.compute.stack import update_factor
 from oracle.model import MODEL_INPUT, WEIGHT_TYPES, LayerTimes, Model, System
-from oracle.vocabulary import PARADL
+from oracle.vocabulary import FP32, PARADL, PRECISION_BYTES
 
 
 @dataclass(frozen=True)
@@ -86,6 +86,11 @@ class Context:
         self.system = system
         self.options = options
         self.delta = options.delta
+        # bytes per gradient element all-reduced: the activations' (ParaDL's δ), or 4 where the
+        # stack keeps fp32 gradients under mixed precision (torch.cuda.amp: fp32 parameters)
+        grads = options.stack.gradient_precision if options.stack is not None else None
+        wide = grads is not None and grads.value == FP32 and options.mixed_precision
+        self.grad_delta = PRECISION_BYTES[FP32] if wide else options.delta
         self.gamma = options.memory_reuse
         self.D = float(options.samples or model.dataset_samples)
         info = model.info

@@ -12,7 +12,7 @@ from oracle.load.fields import Bad, Checker, Fields, boolean, choice, number, of
 from oracle.load.yamlfile import load_yaml
 from oracle.model import LAYER_TYPES
 from oracle.stack import PRECISION_CLASSES, Sourced, Stack
-from oracle.vocabulary import ALGORITHMS, COST_MODELS, MEMORY_MODELS
+from oracle.vocabulary import ALGORITHMS, COST_MODELS, GRADIENT_PRECISIONS, MEMORY_MODELS
 
 OVERLAPS = ("none", "buckets")  # compute/overlap.py
 COMPUTE_SCALINGS = ("model", "linear")  # compute/options.Options.compute_scaling
@@ -137,6 +137,7 @@ def parse_stack(doc: dict, file: str) -> Stack:
     bucket = sourced(comm, "bucket_MB", of(BUCKET_MB))
     cycle = sourced(comm, "cycle_time_s", number(ge=0, what="seconds"))
     nccl_algos = sourced(comm, "nccl_algorithms", _algorithm_list, required=False)
+    gradients = sourced(comm, "gradient_precision", choice(GRADIENT_PRECISIONS), required=False)
     comm.done()
     mem = top.sub("memory")
     memory_model = sourced(mem, "model", choice(MEMORY_MODELS))
@@ -149,4 +150,4 @@ def parse_stack(doc: dict, file: str) -> Stack:
     top.done()
     return Stack(name, file, description, efficiency, data_parallel, scaling, fixed, floor, per_gpu, per_node,
                  library, algorithm, overlap, bucket, cycle, memory_model, cost_model, split_types,
-                 split_points, paths, update, nccl_algos, fused, reduction, maxpool)  # fmt: skip
+                 split_points, paths, update, nccl_algos, fused, reduction, maxpool, gradients)  # fmt: skip

@@ -26,6 +26,7 @@ def stack_values(st: Stack) -> list[tuple[str, Sourced]]:
             ("communication.overlap", st.overlap), ("communication.bucket_MB", st.bucket_MB),
             ("communication.cycle_time_s", st.cycle_time_s),
             *((("communication.nccl_algorithms", st.nccl_algorithms),) if st.nccl_algorithms else ()),
+            *((("communication.gradient_precision", st.gradient_precision),) if st.gradient_precision else ()),
             ("memory.model", st.memory_model)]  # fmt: skip
     out += [(k, v) for k, v in (("cost_model", st.cost_model), ("layers.split_types", st.split_types),
                                 ("layers.spatial_split_after", st.spatial_split_after)) if v is not None]  # fmt: skip

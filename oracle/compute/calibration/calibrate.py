@@ -163,7 +163,7 @@ def network_evidence(run: MeasuredRun, ctx: Context, label: str, t: float, compu
     gpn = ctx.system.gpus_per_node
     span = span_contiguous(p, gpn)
     lk = link(ctx.system, span, "allreduce")
-    m = ctx.delta * ctx.sum_w
+    m = ctx.grad_delta * ctx.sum_w
     beta = (comm / (2 * (p - 1)) - lk.alpha_s) * p / m
     if ctx.algorithm != RING:  # the closed form is the ring's: invert the system's own algorithm
         beta = _through_algorithm(ctx, p, m, comm, lk.level)

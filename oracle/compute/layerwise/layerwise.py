@@ -237,14 +237,15 @@ class Costs:
         ctx = self.ctx
         trans = assignment_excess_bytes(ctx.saved_per_sample, ctx.transient, ctx.delta, self.held[rows, c])
         reduced = (self.grad_class[rows, c] >= 0) & self.ctx.system.framework.gradient_bucket_copy
-        buckets = float(self.grad_bytes[rows, c][reduced].sum())
+        # DDP's bucket copy at the memory model's gradient width (memory._weight_parts: δ)
+        buckets = float(self.grad_bytes[rows, c][reduced].sum()) * ctx.delta / ctx.grad_delta
         return self.ctx.memory_total(tensors + trans + buckets)
 
     def _optimizer_bytes(self, rows, c) -> float:
         """Optimizer state and fp32 master copy (memory._weight_parts) of the weights a GPU
         holds: its gradients' (w/p2 where split), or w (replicated: no gradients)."""
         ctx, per = self.ctx, optimizer_bytes_per_parameter(self.ctx.options)
-        held = np.where(self.gather[rows, c] > 0, ctx.w, self.grad_bytes[rows, c] / ctx.delta) if per else 0.0
+        held = np.where(self.gather[rows, c] > 0, ctx.w, self.grad_bytes[rows, c] / ctx.grad_delta) if per else 0.0
         return (ctx.gamma if ctx.memory_model == PARADL else 1.0) * per * float(np.sum(held))
 
     # -- construction ------------------------------------------------------------------

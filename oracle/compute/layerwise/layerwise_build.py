@@ -83,7 +83,7 @@ class Registry:
         # consecutive GPUs (spatial+filter: a spatial tile on the p3 GPUs of a filter group)
         self.layouts: list[tuple[str, int, int, int, int]] = [("S", p, 1, p, 1)]
         self.layout_index = {("S", p, 1, p, 1): 0}
-        self.ref_bytes = max(ctx.delta * ctx.sum_w, 1.0)  # linearize fused all-reduces up to all weights
+        self.ref_bytes = max(ctx.grad_delta * ctx.sum_w, 1.0)  # linearize fused all-reduces up to all weights
         self.algo = getattr(ctx, "algorithm", RING)
         self.all_p = group_contiguous(p, self.gpn)
         self.g_all = self.ar_group(self.all_p, 1.0, self.algo, f"all {p} GPUs")
@@ -177,7 +177,7 @@ def fill_spatial_filter(ctx: Context, cols: Columns, reg: Registry, k: int, d, B
     cols.wu[:, k] = np.where(sf, I / p3, I) * ctx.wu
     cols.mem[:, k] = np.where(sp, 2 * b / p2, 2 * b) * ctx.layer_memory_elements() + np.where(sf, 2 * ctx.w / p3, 2 * ctx.w)
     cols.held[:, k] = np.where(sp, b / p2, b)
-    cols.gbytes[:, k] = np.where(sf, ctx.delta * ctx.w / p3, ctx.delta * ctx.w)
+    cols.gbytes[:, k] = np.where(sf, ctx.grad_delta * ctx.w / p3, ctx.grad_delta * ctx.w)
     cols.gclass[:, k] = reg.strided_group(p1 * p2, p3) if p1 * p2 > 1 else -1
     cols.split[:, k] = sp | sf
     cols.partial[:, k] = sf

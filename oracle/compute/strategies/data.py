@@ -40,7 +40,7 @@ def fill_data(ctx: Context, cols: Columns, reg: Registry, k: int, d, B: float) -
     cols.wu[:, k] = I * ctx.wu
     cols.mem[:, k] = 2 * B / p * ctx.layer_memory_elements() + 2 * ctx.w
     cols.held[:, k] = B / p
-    cols.gbytes[:, k] = ctx.delta * ctx.w
+    cols.gbytes[:, k] = ctx.grad_delta * ctx.w
     cols.gclass[:, k] = reg.all_of(p)
     cols.split[:, k] = True
     cols.lay[:, k] = reg.layout(("S", p, 1), p)
@@ -77,13 +77,13 @@ class Data(Strategy):
             return gradient_allreduce(ctx, group, m)
 
         rep = replicated_layers(ctx, p, B)  # Lee et al. §III-C-2 (compute/replicated.py)
-        grads = ctx.delta * ctx.w if rep is None else np.where(rep.mask, rep.gather_each, ctx.delta * ctx.w)
+        grads = ctx.grad_delta * ctx.w if rep is None else np.where(rep.mask, rep.gather_each, ctx.grad_delta * ctx.w)
         kinds = None if rep is None else rep.mask.astype(int)  # 0: all-reduce, 1: all-gather
 
         def gather(m):
             return float(allgather_algorithm(ctx.system, group, m, purpose="allgather")[0])
 
-        ar, algo = cost(ctx.delta * ctx.sum_w if rep is None else float(grads[~rep.mask].sum()))
+        ar, algo = cost(ctx.grad_delta * ctx.sum_w if rep is None else float(grads[~rep.mask].sum()))
         if rep is not None:  # no all-reduce when every layer with weights is replicated
             ar = (ar if grads[~rep.mask].sum() > 0 else 0.0) + sum(gather(m) for m in rep.gather_each[rep.mask])
             bd_fb += I * rep.extra_s
@@ -110,7 +110,7 @@ class Data(Strategy):
         if ctx.options.replicated_gradients:
             return None
         group = group_contiguous(cfg.gpus, ctx.system.gpus_per_node)
-        algo = gradient_allreduce(ctx, group, ctx.delta * ctx.sum_w)[1]
+        algo = gradient_allreduce(ctx, group, ctx.grad_delta * ctx.sum_w)[1]
         return {"allreduce_level": level_for(ctx.system, group.span).name, "allreduce": algo}
 
     def limits(self, ctx: Context, cfg: Config) -> list[Limit]:

@@ -87,11 +87,11 @@ class DataFilter(Strategy):
         # layer collectives in the group: Σ [AG(p2, δ·B·y/p) + AR(p2, δ·B·y/p1)]
         lc = I * horizontal_collectives(ctx, s, p2, B / p1)
         # gradient exchange: AR_φ(p1, δ(Σs w/p2 + Σr w))                       docs/cost-model.md
-        ar, phi, level = data_group_allreduce(ctx, p1, p2, ctx.delta * (s.w_s / p2 + s.w_r))
+        ar, phi, level = data_group_allreduce(ctx, p1, p2, ctx.grad_delta * (s.w_s / p2 + s.w_r))
         hidden = 0.0
         if ctx.options.overlap == "buckets":  # the data group's buckets during the backward
             backward = np.where(s.mask, B / p * ctx.times_at(B / p)[1], B / p1 * ctx.times_at(B / p1)[1])
-            grads = ctx.delta * np.where(s.mask, ctx.w / p2, ctx.w)
+            grads = ctx.grad_delta * np.where(s.mask, ctx.w / p2, ctx.w)
             exposed, total = overlapped_gradients(
                 ctx, backward, grads, [lambda m: data_group_allreduce(ctx, p1, p2, m)[0]]
             )

@@ -76,15 +76,15 @@ class DataSpatial(Strategy):
         def cost_rest(m):
             return data_group_allreduce(ctx, p1, p2, m)[0]
 
-        ge = cost_split(ctx.delta * s.w_s)
+        ge = cost_split(ctx.grad_delta * s.w_s)
         level = level_for(ctx.system, group.span).name
-        ar_r, phi, _ = data_group_allreduce(ctx, p1, p2, ctx.delta * s.w_r)
+        ar_r, phi, _ = data_group_allreduce(ctx, p1, p2, ctx.grad_delta * s.w_r)
         ge += ar_r
         hidden = 0.0
         if ctx.options.overlap == "buckets":  # both all-reduces in buckets during the backward
             backward = np.where(s.mask, B / p * ctx.times_at(B / p)[1], b * ctx.times_at(b)[1])
             kinds = np.where(s.mask, 0, 1)
-            exposed, total = overlapped_gradients(ctx, backward, ctx.delta * ctx.w, [cost_split, cost_rest], kinds)
+            exposed, total = overlapped_gradients(ctx, backward, ctx.grad_delta * ctx.w, [cost_split, cost_rest], kinds)
             ge, hidden = exposed, total - exposed
         # halo: 2Σs (2α + (B/p1)·δ·(halo_p2(x)+halo_p2(dy))·β); AG(p2, δ(B/p1)y_last/p2)
         halo, halo_total, grid = halo_time(ctx, p2, b)

@@ -88,7 +88,7 @@ def fill_split(ctx: Context, cols: Columns, reg: Registry, k: int, d, B: float) 
     cols.wu[:, k] = np.where(s, I / p2, I) * ctx.wu
     cols.mem[:, k] = 2 * b * ctx.layer_memory_elements() + np.where(s, 2 * ctx.w / p2, 2 * ctx.w)
     cols.held[:, k] = b
-    cols.gbytes[:, k] = np.where(s, ctx.delta * ctx.w / p2, ctx.delta * ctx.w)
+    cols.gbytes[:, k] = np.where(s, ctx.grad_delta * ctx.w / p2, ctx.grad_delta * ctx.w)
     cols.gclass[:, k] = reg.strided_group(p1, p2) if p1 > 1 else -1
     cols.split[:, k] = s
     cols.partial[:, k] = s

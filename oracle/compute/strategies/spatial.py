@@ -223,7 +223,7 @@ def fill_spatial(ctx: Context, cols: Columns, reg: Registry, k: int, d, B: float
     cols.wu[:, k] = I * ctx.wu
     cols.mem[:, k] = np.where(s, 2 * B / p, 2 * B / p1) * act + 2 * ctx.w
     cols.held[:, k] = np.where(s, B / p, B / p1)
-    cols.gbytes[:, k] = ctx.delta * ctx.w
+    cols.gbytes[:, k] = ctx.grad_delta * ctx.w
     cols.split[:, k] = s
     # split layers: all-reduce over all p GPUs (spatial: AR(p); data+spatial: AR_φ(p) or
     # ParaDL's leader all-reduce); replicated head: data groups
@@ -311,11 +311,11 @@ class Spatial(Strategy):
             return allreduce_algorithm(ctx.system, group, m, ctx.algorithm, contention=ctx.options.contention,
                                        purpose="gradient_allreduce")[0]  # fmt: skip
 
-        ar = cost(ctx.delta * s.w_s)
+        ar = cost(ctx.grad_delta * s.w_s)
         hidden = 0.0
         if ctx.options.overlap == "buckets":  # split layers' gradients during the backward
             backward = np.where(s.mask, B / p * ctx.times_at(B / p)[1], B * ctx.times_at(B)[1])
-            exposed, total = overlapped_gradients(ctx, backward, np.where(s.mask, ctx.delta * ctx.w, 0.0), [cost])
+            exposed, total = overlapped_gradients(ctx, backward, np.where(s.mask, ctx.grad_delta * ctx.w, 0.0), [cost])
             ar, hidden = exposed, total - exposed
         ge = I * ar
         halo, halo_total, grid = halo_time(ctx, p, B)

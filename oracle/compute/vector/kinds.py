@@ -95,10 +95,10 @@ def _data(ctx, c: Columns) -> list:
         else:
             c.phases["gradient_exchange_s"] = I * vreplicated.exchange(ctx, p, B, ar)
     elif ctx.options.overlap == "buckets":  # bucketed all-reduces during the backward (data.py)
-        exchange = voverlap.bucketed(ctx, [ar], lambda _: ctx.delta * ctx.w, B / p)
+        exchange = voverlap.bucketed(ctx, [ar], lambda _: ctx.grad_delta * ctx.w, B / p)
         c.phases["gradient_exchange_s"] = _hiding(c, I, exchange)
     else:
-        c.phases["gradient_exchange_s"] = I * ar(ctx.delta * ctx.sum_w)
+        c.phases["gradient_exchange_s"] = I * ar(ctx.grad_delta * ctx.sum_w)
     # memory / (γδ) = Σ (2B/p)(x+y) + 2w                             ParaDL eq. 7
     c.memory = memory_total(ctx, 2 * B / p * ctx.sum_act, ctx.sum_w, p, B / p, into=c)
     return [("batch", p > B)]
@@ -194,12 +194,12 @@ def _data_filter(ctx, c: Columns) -> list:
     if ctx.options.overlap == "buckets":  # the data group's buckets during the backward (data_filter.py)
 
         def grads(q):  # the split layers' gradients of a model part of q GPUs
-            return ctx.delta * np.where(s.mask, ctx.w / q, ctx.w)
+            return ctx.grad_delta * np.where(s.mask, ctx.w / q, ctx.w)
 
         exchange = voverlap.bucketed(ctx, [ar], grads, B / p, B / p1, s.mask, key=p2)
         c.phases["gradient_exchange_s"] = _hiding(c, I, exchange)
     else:
-        c.phases["gradient_exchange_s"] = I * ar(ctx.delta * (s.w_s / p2 + s.w_r))
+        c.phases["gradient_exchange_s"] = I * ar(ctx.grad_delta * (s.w_s / p2 + s.w_r))
     # memory / (γδ) = Σ (2B/p1)(x+y) + Σs 2w/p2 + Σr 2w                     ParaDL eq. 20
     c.memory = memory_total(ctx, 2 * B / p1 * ctx.sum_act, s.w_s / p2 + s.w_r, p1, B / p1, into=c)
     return [("batch", p1 > B), _width(ctx, REGISTRY[Filter.name], s, p2)]

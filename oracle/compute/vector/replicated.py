@@ -46,7 +46,7 @@ def exchange(ctx, p: np.ndarray, B: np.ndarray, ar) -> np.ndarray:
     """Seconds of gradient exchange per iteration of every entry without overlap (module
     doc); ``ar``: the gradient all-reduce of every entry (vector/collectives.prepare)."""
     mask = layers(ctx)
-    rest = float((ctx.delta * ctx.w)[~mask].sum())  # data.py: grads[~rep.mask].sum()
+    rest = float((ctx.grad_delta * ctx.w)[~mask].sum())  # data.py: grads[~rep.mask].sum()
     out = ar(rest) if rest > 0 else np.zeros(p.size)
     each = ctx.delta * B[:, None] / p[:, None] * (ctx.x + ctx.y)[mask][None, :]
     times = gather(ctx, p)(each)
@@ -67,7 +67,7 @@ def bucketed(ctx, p: np.ndarray, B: np.ndarray, ar) -> tuple[np.ndarray, np.ndar
 
     def grads_of(k: int) -> np.ndarray:  # data.py's grads (on one GPU every bucket costs 0)
         q, b = int(ps[k]), float(bs[k])
-        return np.where(mask, np.where(mask, ctx.delta * b / q * sums, 0.0), ctx.delta * ctx.w)
+        return np.where(mask, np.where(mask, ctx.delta * b / q * sums, 0.0), ctx.grad_delta * ctx.w)
 
     tail = np.where(p > 1, extra_s(ctx, p, B), 0.0)
     return voverlap.bucketed(ctx, [ar, gather(ctx, p)], grads_of, B / p, key=key, kinds=mask.astype(int), tail=tail)

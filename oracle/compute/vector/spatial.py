@@ -177,10 +177,10 @@ def spatial(ctx, c: Columns) -> list:
     # communication = AR(p, δΣs w) + halo + AG(p, δ·B·y_last/p)          docs/cost-model.md
     ar = coll.prepare(ctx, "allreduce", p, 1.0, "gradient_allreduce")
     if ctx.options.overlap == "buckets":  # split layers' gradients during the backward (spatial.py)
-        grads = np.where(s.mask, ctx.delta * ctx.w, 0.0)
+        grads = np.where(s.mask, ctx.grad_delta * ctx.w, 0.0)
         ge, ge_total = voverlap.bucketed(ctx, [ar], lambda _: grads, B / p, B, s.mask)
     else:
-        ge = ar(ctx.delta * s.w_s)
+        ge = ar(ctx.grad_delta * s.w_s)
     c.phases["gradient_exchange_s"] = I * ge
     g = group_costs(ctx, p, B)
     if ctx.options.overlap == "buckets":  # spatial.py's hidden: the buckets' and the halo's
@@ -211,11 +211,11 @@ def data_spatial(ctx, c: Columns) -> list:
     phi = net.contention(system, net.flows_per_node(p1, p2, gpn), ctx.options.contention)
     rest = coll.data_group(ctx, p1, p2, phi)
     if ctx.options.overlap == "buckets":  # both all-reduces in buckets during the backward (data_spatial.py)
-        grads = ctx.delta * ctx.w
+        grads = ctx.grad_delta * ctx.w
         ge, ge_total = voverlap.bucketed(ctx, [split, rest], lambda _: grads, B / p, b, s.mask,
                                          kinds=np.where(s.mask, 0, 1))  # fmt: skip
     else:
-        ge = split(ctx.delta * s.w_s) + rest(ctx.delta * s.w_r)
+        ge = split(ctx.grad_delta * s.w_s) + rest(ctx.grad_delta * s.w_r)
     c.phases["gradient_exchange_s"] = I * ge
     g = group_costs(ctx, p2, b)
     if ctx.options.overlap == "buckets":  # data_spatial.py's hidden: the buckets' and the halo's
