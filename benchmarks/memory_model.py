@@ -91,6 +91,9 @@ def boundary_rows(overhead: float | None = None) -> list[dict]:
     from oracle.load import load_model, load_system
     from oracle.model import LayerTimes
 
+    from oracle.load import load_stack
+
+    pytorch = load_stack("pytorch")  # every row is PyTorch's: AMP's gradients are fp32 (its gradient_precision)
     out = []
     with open(BOUNDARIES, newline="", encoding="utf-8") as fh:
         for r in csv.DictReader(fh):
@@ -99,7 +102,7 @@ def boundary_rows(overhead: float | None = None) -> list[dict]:
                 system = replace(system, framework=replace(system.framework, allocator_overhead=overhead))
             mixed = r["precision"].endswith("-amp")
             options = Options(precision=r["precision"].removesuffix("-amp"), mixed_precision=mixed,
-                              optimizer=r["optimizer"])  # fmt: skip
+                              optimizer=r["optimizer"], stack=pytorch)  # fmt: skip
             times = tuple(LayerTimes(0.0, 0.0, 0.0) for _ in model.layers)  # memory needs no times
             (pt,) = sweep(model, system, times, [1], "data", batch_per_gpu=float(r["per_gpu_batch"]), options=options)
             parts = pt.detail("memory")

@@ -46,10 +46,9 @@ def test_every_measured_row_is_projected(bench, results):
 def test_memory_within_tolerance_at_batch_32_and_above(bench, results):
     """The framework memory model against PyTorch's own counters on the GPU, at every row
     of batch >= 32 (below, cuDNN's workspace, which oracle budgets at 0.5 GB, is most of
-    what is measured): the projected tensors within 0.93-1.02 of the peak allocated memory
-    (fp32 within 1.5%; with AMP oracle does not count autocast's fp16 copies of the
-    weights), and the total less the CUDA context within 0.70-1.25 of the peak reserved
-    memory.  Reserved is looser: on a 141 GB GPU nothing makes PyTorch hand its cache back
+    what is measured): the projected tensors within 1.5% of the peak allocated memory (AMP
+    with the pytorch stack's fp32 gradients: before them VGG-16 was 6% under), and the
+    total less the CUDA context within 0.70-1.25 of the peak reserved memory.  Reserved is looser: on a 141 GB GPU nothing makes PyTorch hand its cache back
     (VGG-16 reserves 1.5x what it allocates), while a GPU near its limit frees the cache
     and retries (docs/memory.md)."""
     rows = [r for r in results if int(r["batch"]) >= 32 and not bench.graph(r)]  # a graph's pool is not counted
@@ -57,9 +56,7 @@ def test_memory_within_tolerance_at_batch_32_and_above(bench, results):
     for r in rows:
         alloc = r["tensors_GB"] / float(r["peak_allocated_GB"])
         reserved = r["reserved_GB"] / float(r["peak_reserved_GB"])
-        assert 0.93 <= alloc <= 1.02, (r["model"], r["precision"], r["batch"], alloc)
-        if r["precision"] == "fp32":
-            assert alloc == pytest.approx(1.0, abs=0.015), (r["model"], r["batch"], alloc)
+        assert alloc == pytest.approx(1.0, abs=0.015), (r["model"], r["precision"], r["batch"], alloc)
         assert 0.70 <= reserved <= 1.25, (r["model"], r["precision"], r["batch"], reserved)
     # the total less the context is above the peak allocated everywhere: what a GPU needs
     assert min(r["reserved_GB"] / float(r["peak_allocated_GB"]) for r in results if not bench.graph(r)) >= 1.0

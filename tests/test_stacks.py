@@ -18,7 +18,7 @@ from oracle.compute.stack import (
     update_factor,
 )
 from oracle.errors import OracleError
-from oracle.load import load_stack, load_system
+from oracle.load import load_model, load_stack, load_system
 from oracle.load.stack import parse_stack
 from oracle.load.yamlfile import load_yaml
 from oracle.resources import shipped_names
@@ -76,7 +76,8 @@ def test_a_value_without_its_source_is_refused():
 def test_gradient_precision_is_fp32_or_model_and_fp32_doubles_an_amp_all_reduce():
     """communication.gradient_precision: another word is one error naming the key; with
     fp32 (the pytorch stack: torch.cuda.amp keeps fp32 parameters) a mixed-precision
-    data-parallel all-reduce moves 4 bytes per parameter, with "model" 2 (ParaDL's δ)."""
+    data-parallel all-reduce moves 4 bytes per parameter and the GPU holds them (gradients
+    and DDP's bucket copy), with "model" 2 (ParaDL's δ)."""
     import oracle
 
     doc = _doc()
@@ -91,6 +92,9 @@ def test_gradient_precision_is_fp32_or_model_and_fp32_doubles_an_amp_all_reduce(
         (pt,) = oracle.predict("resnet50", "dgx-a100-80gb", "resnet50_v100", gpus=[16], strategies="data",
                                batch_per_gpu=32, precision="fp16", mixed_precision=True, stack=st)  # fmt: skip
         totals[word] = pt.detail("communication_total_s")  # before overlap hides part of it
+        params = load_model("resnet50").parameters  # gradients held as wide as they are reduced
+        assert pt.detail("memory")["gradients_bytes"] == pytest.approx((4 if word == "fp32" else 2) * params)
+        assert pt.detail("memory")["buffers_bytes"] == pt.detail("memory")["gradients_bytes"]  # DDP's buckets
     assert totals["fp32"] > 1.5 * totals["model"]
 
 

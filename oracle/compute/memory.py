@@ -318,7 +318,7 @@ def _weight_parts(ctx, parts: MemoryParts, scale: float) -> dict[str, float]:
     w = parts.weights
     return {
         "weights_bytes": scale * d_w * w / zw,
-        "gradients_bytes": scale * d_w * w / zg,
+        "gradients_bytes": scale * ctx.grad_delta * w / zg,  # fp32 under AMP where the stack says so
         "optimizer_bytes": scale * optimizer_bytes_per_parameter(o) * w / zo,
     }
 

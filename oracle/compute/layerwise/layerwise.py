@@ -21,17 +21,14 @@ group; docs/cost-model.md Table, restricted to one layer):
     own comm.   spatial: halo 2·(2α + b·δ·(halo(x_l)+halo(dy_l))·β) per iteration
                 (docs/cost-model.md, ParaDL eq. 10); filter/channel: AG(p2, δ·b·y_l/p2) +
                 AR(p2, δ·b·y_l) (ParaDL eq. 15) except on the model's last split layer
-    gradients   the layer's δ·|w_l| (δ·|w_l|/p2 when its weights are split) joins the
-                fused all-reduce of the GPUs that replicate them: all p GPUs (data,
-                spatial-split), or the p1 GPUs {j, j+p2, ...} of a data group (AR_φ,
-                docs/cost-model.md-4.3).  One fused all-reduce per group (docs/cost-model.md: AR(p, δΣw)):
-                its latency is paid once per group, not once per layer.
-    memory      (2B/p)(x+y) split by samples and space, (2B/p1)(x+y) otherwise;
-                + 2|w_l| (2|w_l|/p2 when filter/channel split the weights) (docs/cost-model.md);
-                with the framework memory model the saved tensors of those samples
-                instead of 2(x+y), plus the backward's largest gradient working set and
-                DDP's buckets (Costs.memory), and under spatial the halo rows and the
-                gathered head input, as the spatial strategies (layerwise_build._halos)
+    gradients   the layer's δ'·|w_l| (/p2 when its weights are split; δ' = Context.grad_delta)
+                joins the fused all-reduce of the GPUs that replicate them: all p (data,
+                spatial-split) or the p1 GPUs {j, j+p2, ...} of a data group (AR_φ,
+                docs/cost-model.md-4.3), one per group: its latency is paid once per group.
+    memory      (2B/p)(x+y) split by samples and space, (2B/p1)(x+y) otherwise, + 2|w_l|
+                (/p2 where split); the framework model: the saved tensors of those samples,
+                the backward's peak and DDP's buckets (Costs.memory), halo rows and the
+                gathered head input under spatial (layerwise_build._halos)
 
 Redistribution (Dryden et al. §III-C): when a tensor's producer and consumer lay it out
 differently, it is shuffled with an all-to-all "where a processor sends indices it no
@@ -44,10 +41,9 @@ exchange data, p / gcd(p1 of the producer, p1 of the consumer), on the span of t
 contiguous block (docs/cost-model.md).  Layouts: data S(p,1); spatial split S(p1,p2) (sample
 block x spatial tile); everything else R(p1) (sample block, replicated in the group).
 
-Uniform assignments are the uniform strategies to rounding (tests/test_one_path.py; docs/search.md:
-why not bitwise, why all spatial 1 x p keeps no bucket for the head's gradients): all data = data;
-all spatial 1 x p = spatial, p1 x p2 = data+spatial; all filter 1 x p = filter, p1 x p2 =
-data+filter; all channel 1 x p = channel (p1 x p2: a data+channel hybrid the sweep does not list).
+Uniform assignments are the uniform strategies to rounding (tests/test_one_path.py; docs/search.md):
+all data = data; all spatial 1 x p = spatial, p1 x p2 = data+spatial; all filter 1 x p = filter,
+p1 x p2 = data+filter; all channel 1 x p = channel (p1 x p2: a hybrid the sweep does not list).
 """
 
 from __future__ import annotations
@@ -225,28 +221,28 @@ class Costs:
         self._build()
 
     def memory(self, choice) -> float:
-        """Per-GPU bytes of an assignment: its layers' tensors, and with the framework
-        model the backward's largest gradient working set and DDP's gradient buckets
-        (a copy of the gradients that are all-reduced), with the allocator overhead,
-        workspace and context (Context.memory_total)."""
+        """Per-GPU bytes of an assignment: its layers' tensors (gradients Context.grad_delta wide), and with
+        the framework model the backward's peak and DDP's gradient buckets, through Context.memory_total."""
         c = np.asarray(choice, dtype=int)
         rows = np.arange(self.G)
-        tensors = float(self.mem_bytes[rows, c].sum()) + self._optimizer_bytes(rows, c)
-        if self.ctx.memory_model == PARADL:
-            return self.ctx.memory_total(tensors)
         ctx = self.ctx
+        weights = self._weights_held(rows, c)
+        scale = ctx.gamma if ctx.memory_model == PARADL else 1.0
+        # optimizer state and master copy (memory._weight_parts), fp32 gradients beyond cols.mem's δ-wide ones
+        extra = scale * (optimizer_bytes_per_parameter(ctx.options) + ctx.grad_delta - ctx.delta) * weights
+        tensors = float(self.mem_bytes[rows, c].sum()) + extra
+        if ctx.memory_model == PARADL:
+            return ctx.memory_total(tensors)
         trans = assignment_excess_bytes(ctx.saved_per_sample, ctx.transient, ctx.delta, self.held[rows, c])
-        reduced = (self.grad_class[rows, c] >= 0) & self.ctx.system.framework.gradient_bucket_copy
-        # DDP's bucket copy at the memory model's gradient width (memory._weight_parts: δ)
-        buckets = float(self.grad_bytes[rows, c][reduced].sum()) * ctx.delta / ctx.grad_delta
-        return self.ctx.memory_total(tensors + trans + buckets)
+        reduced = (self.grad_class[rows, c] >= 0) & ctx.system.framework.gradient_bucket_copy
+        buckets = float(self.grad_bytes[rows, c][reduced].sum())
+        return ctx.memory_total(tensors + trans + buckets)
 
-    def _optimizer_bytes(self, rows, c) -> float:
-        """Optimizer state and fp32 master copy (memory._weight_parts) of the weights a GPU
-        holds: its gradients' (w/p2 where split), or w (replicated: no gradients)."""
-        ctx, per = self.ctx, optimizer_bytes_per_parameter(self.ctx.options)
-        held = np.where(self.gather[rows, c] > 0, ctx.w, self.grad_bytes[rows, c] / ctx.grad_delta) if per else 0.0
-        return (ctx.gamma if ctx.memory_model == PARADL else 1.0) * per * float(np.sum(held))
+    def _weights_held(self, rows, c) -> float:
+        """Parameters a GPU holds (and computes gradients of): w/p2 where split (its
+        all-reduced gradients' share), w where replicated (no gradients all-reduced)."""
+        ctx = self.ctx
+        return float(np.sum(np.where(self.gather[rows, c] > 0, ctx.w, self.grad_bytes[rows, c] / ctx.grad_delta)))
 
     # -- construction ------------------------------------------------------------------
     def _build(self) -> None:

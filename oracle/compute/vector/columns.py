@@ -120,7 +120,7 @@ def memory_total(ctx, activations, weights, data_group, split_samples, split=Non
     if o.memory_model == PARADL:  # ParaDL Table 3, memory.paradl_memory
         g = ctx.gamma
         act = g * ctx.delta * activations
-        parts = [act, g * ctx.delta * weights / zw, g * ctx.delta * weights / zg,
+        parts = [act, g * ctx.delta * weights / zw, g * ctx.grad_delta * weights / zg,
                  g * (OPTIMIZER_BYTES[o.optimizer] + master) * weights / zo, ctx.system.gpu_workspace_bytes]  # fmt: skip
         return _kept(ctx, into, PARADL_PARTS, parts, act)
     fw = ctx.system.framework  # memory.framework_memory: the framework model
@@ -130,7 +130,7 @@ def memory_total(ctx, activations, weights, data_group, split_samples, split=Non
         trans = excess_bytes(peak, split_samples, rest_samples)
     else:  # pipeline stages: each stage's excess per sample, all its layers at split_samples
         trans = ctx.delta * split_samples * peak
-    grads = 1.0 * ctx.delta * weights / zg
+    grads = 1.0 * ctx.grad_delta * weights / zg
     parts = [act, trans, 1.0 * ctx.delta * weights / zw, grads, 1.0 * (OPTIMIZER_BYTES[o.optimizer] + master) * weights / zo]
     bucket = fw.gradient_bucket_copy and o.zero == 0
     parts.append(np.where((data_group > 1) & bucket, grads, 0.0))
