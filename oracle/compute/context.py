@@ -157,12 +157,13 @@ class Context:
         fixed = self.system.gpu_workspace_bytes or (fw.workspace_bytes + fw.cuda_context_bytes)
         return tensors_bytes * (1.0 + fw.allocator_overhead) + fixed
 
-    def mask_stats(self, mask) -> tuple[float, float, float, float]:
-        """Saved bytes per sample inside and outside a split, and what the backward's peak
-        adds to them (memory.excess_coefficients; per stage, elements per sample): ``mask`` None (every layer), a boolean
-        array, or :class:`Stages` (every pipeline stage at once, arrays).  Cached per
-        mask object; the cache keeps the mask alive, so its id stays unique."""
-        if isinstance(mask, Stages):  # every pipeline stage at once (arrays, one per stage)
+    def mask_stats(self, mask) -> tuple:
+        """(saved bytes per sample inside a split, outside it, what the backward's peak adds):
+        ``mask`` None (every layer) or a boolean array, the peak as memory.excess_coefficients
+        (for :meth:`transient_bytes`); or :class:`Stages`, every pipeline stage at once
+        (:meth:`stage_stats`).  Cached per mask object; the cache keeps the mask alive, so
+        its id stays unique."""
+        if isinstance(mask, Stages):
             return self.stage_stats(mask.starts, mask.stops)
         key = id(mask)
         cache = self.__dict__.setdefault("_mask_cache", {})
@@ -170,15 +171,14 @@ class Context:
             per = self.saved_per_sample
             inside = np.ones(self.G, dtype=bool) if mask is None else mask
             peak = excess_coefficients(per, self.transient, self.delta, inside)
-            cache[key] = (float(per[inside].sum()), float(per[~inside].sum()), peak, None, mask)
-        return cache[key][:4]
+            cache[key] = (float(per[inside].sum()), float(per[~inside].sum()), peak, mask)
+        return cache[key][:3]
 
     def stage_stats(self, starts, stops) -> tuple:
-        """:meth:`mask_stats` of contiguous stages [starts[i], stops[i]) (arrays; the
-        third entry is each stage's excess in elements per sample)."""
+        """Per contiguous stage [starts[i], stops[i]) (arrays): its saved bytes per sample,
+        0 outside, and the bytes per sample its backward's peak adds (memory.stages_excess)."""
         pre = self.saved_prefix
-        t_in = stages_excess(pre, self.transient, self.delta, starts, stops)
-        return pre[stops] - pre[starts], 0.0, t_in, 0.0
+        return pre[stops] - pre[starts], 0.0, self.delta * stages_excess(pre, self.transient, self.delta, starts, stops)
 
     @cached_property
     def saved_per_sample(self) -> np.ndarray:
@@ -192,15 +192,15 @@ class Context:
     def held_activation_bytes(self, mask, split_n: float, rest_n: float) -> float:
         """Bytes of saved activations one GPU holds when it keeps ``split_n`` samples of
         the layers in ``mask`` and ``rest_n`` samples of the others (None: all split)."""
-        s_in, s_out, _, _ = self.mask_stats(mask)
+        s_in, s_out, _ = self.mask_stats(mask)
         return split_n * s_in + rest_n * s_out
 
     def transient_bytes(self, mask, split_n: float, rest_n: float) -> float:
         """What the backward's peak adds to the saved activations when the split's layers
         hold ``split_n`` samples and the others ``rest_n`` (memory.excess_bytes)."""
-        _, _, peak, _ = self.mask_stats(mask)
+        _, _, peak = self.mask_stats(mask)
         if isinstance(mask, Stages):
-            return self.delta * split_n * peak
+            return split_n * peak
         return float(excess_bytes(peak, split_n, rest_n))
 
     # -- split sets (docs/cost-model.md "Split layers") ------------------------------------------

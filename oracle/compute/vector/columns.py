@@ -124,12 +124,12 @@ def memory_total(ctx, activations, weights, data_group, split_samples, split=Non
                  g * (OPTIMIZER_BYTES[o.optimizer] + master) * weights / zo, ctx.system.gpu_workspace_bytes]  # fmt: skip
         return _kept(ctx, into, PARADL_PARTS, parts, act)
     fw = ctx.system.framework  # memory.framework_memory: the framework model
-    s_in, s_out, peak, _ = ctx.mask_stats(split) if stats is None else stats
+    s_in, s_out, peak = ctx.mask_stats(split) if stats is None else stats
     act = split_samples * s_in + rest_samples * s_out + ctx.delta * extra_elements  # held activations
     if stats is None:  # context.transient_bytes
         trans = excess_bytes(peak, split_samples, rest_samples)
-    else:  # pipeline stages: each stage's excess per sample, all its layers at split_samples
-        trans = ctx.delta * split_samples * peak
+    else:  # pipeline stages (context.stage_stats): each stage's bytes per sample, its layers at split_samples
+        trans = split_samples * peak
     grads = 1.0 * ctx.grad_delta * weights / zg
     parts = [act, trans, 1.0 * ctx.delta * weights / zw, grads, 1.0 * (OPTIMIZER_BYTES[o.optimizer] + master) * weights / zo]
     bucket = fw.gradient_bucket_copy and o.zero == 0
