@@ -6,15 +6,8 @@
 # cuda) and pytest.txt (the CUDA tests).  Each stage has its own time limit, so a stage that
 # hangs costs its limit, not the call.  python3 there holds PyTorch; PYTHONPATH runs this
 # checkout's oracle.
-set -u
-OUT=${OUT:-gpu-out}
-mkdir -p "$OUT"
-export PYTHONPATH=$PWD PYTHONUNBUFFERED=1
-M=scripts/measure_training_step.py
+. scripts/gpu_common.sh
 ORACLE='import sys; from oracle.cli.main import main; sys.argv = ["oracle"] + sys.argv[1:]; main()'
-stage() { local limit=$1; shift; echo "== $(date +%T) $*"; timeout "$limit" "$@"; echo "== rc $?"; }
-
-{ nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,memory.total --format=csv; lscpu | head -20; } >"$OUT/env.txt" 2>&1
 # the whole step in a CUDA graph: the GPU's time with no host launching in the way
 stage 170 python3 $M resnet50 --execution cuda_graph --batches 16 32 64 128 256 --precisions amp fp32 -o "$OUT/graph.csv"
 stage 80 python3 $M resnet152 vgg16 --execution cuda_graph --batches 16 64 --precisions amp -o "$OUT/graph2.csv"

@@ -50,6 +50,10 @@ FIELDS = [
     "peak_reserved_GB", "static_allocated_GB", "torch", "torchvision", "cudnn", "driver", "host_cpu",
     "iters", "warmup", "execution", "error", "command",
 ]  # fmt: skip
+# torchvision builders whose defaults differ from oracle's model files (models/inception_v3.yaml:
+# aux_logits=False, input 3x299x299); every other model takes 3x224x224 and its defaults
+BUILD_KWARGS = {"inception_v3": {"aux_logits": False, "init_weights": False}}
+INPUT_SIDE = {"inception_v3": 299}
 MOMENTUM, WEIGHT_DECAY, LR = 0.875, 3.0517578125e-05, 0.256  # DLE ConvNets configs.yml (resnet50)
 
 
@@ -106,8 +110,10 @@ class Step:
         self.half = half or device.half
         dev = device.dev
         fmt = torch.channels_last if memory_format == "channels_last" else torch.contiguous_format
-        self.net = getattr(models, name)(weights=None).to(dev, memory_format=fmt).train()
-        self.x = torch.randn(batch, 3, 224, 224, device=dev).to(memory_format=fmt)
+        self.net = getattr(models, name)(weights=None, **BUILD_KWARGS.get(name, {}))
+        self.net = self.net.to(dev, memory_format=fmt).train()
+        side = INPUT_SIDE.get(name, 224)
+        self.x = torch.randn(batch, 3, side, side, device=dev).to(memory_format=fmt)
         self.y = torch.randint(0, 1000, (batch,), device=dev)
         self.loss_fn = torch.nn.CrossEntropyLoss()
         self.opt = torch.optim.SGD(self.net.parameters(), lr=LR, momentum=MOMENTUM, weight_decay=WEIGHT_DECAY)

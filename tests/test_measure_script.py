@@ -66,3 +66,17 @@ def test_a_cuda_graph_row_without_a_gpu_is_a_failed_row(script, tmp_path):
     assert script.main(args) == 0
     (row,) = csv.DictReader(out.open())
     assert row["execution"] == "cuda_graph" and "CUDA graphs need a GPU" in row["error"] and row["iteration_ms"] == ""
+
+
+def test_inception_v3_runs_as_oracle_models_it(script, tmp_path):
+    """models/inception_v3.yaml is torchvision's Inception-v3 without its auxiliary head, on
+    3x299x299 inputs: the script builds and feeds it so (torchvision's default, with the
+    head, returns a tuple in training that the loss cannot take, and 224x224 is not its
+    input)."""
+    out = tmp_path / "steps.csv"
+    args = ["inception_v3", "--device", "cpu", "--batches", "2", "--precisions", "fp32", "--iters", "1",
+            "--warmup", "0", "-o", str(out)]  # fmt: skip
+    assert script.main(args) == 0
+    (row,) = csv.DictReader(out.open())
+    assert not row["error"], row["error"]
+    assert script.INPUT_SIDE["inception_v3"] == 299 and not script.BUILD_KWARGS["inception_v3"]["aux_logits"]
