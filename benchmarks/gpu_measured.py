@@ -23,13 +23,15 @@ Four parts; only part 4's fit rows (ResNet-50 on the H100) fit anything oracle s
 3. **Memory** -- the projected tensors (activations, transient, weights, gradients,
    optimizer state) against PyTorch's peak allocated memory of the eager step, and the
    projected total less the CUDA context against its peak reserved memory.
-4. **Hopper efficiencies** -- the pytorch stack's ``by_gpu`` H100/H200 AMP efficiency
-   refitted (``fit_hopper``: a grid over multiples of the V100-fitted generic ones, on
-   ResNet-50's GPU-bound H100 rows; TF32 is fitted too but not shipped: those rows ran
-   channels-last, and the stack's TF32 runs NCHW as DeepLearningExamples do) beside the
-   shipped ones, and the GPU-bound rows' accuracy with the generic efficiencies and with
-   the shipped ones: fit rows, held-out H100 rows (ResNet-152, VGG-16), held-out H200 rows
-   by memory format.
+4. **The pytorch stack on Hopper** -- two values fitted on ResNet-50's GPU-bound H100 rows
+   in the stack's formats (DeepLearningExamples: AMP channels-last, TF32 NCHW), every other
+   row held out: the GPU overhead per layer (``fit_overhead``: a grid, on the TF32 NCHW
+   CUDA-graph rows at batch 16-256 under the generic efficiency), then the H100/H200 AMP
+   efficiency with it (``fit_hopper``: a grid over multiples of the V100-fitted generic
+   one); the fitted values beside the shipped ones, and the GPU-bound rows' accuracy per
+   group of models without the overhead (the AMP efficiency refitted without it) and as
+   shipped.  Last, the measured channels-last / NCHW step time of rows alike but for the
+   format, which the stacks do not carry.
 
     python benchmarks/gpu_measured.py [--rows]
 """
@@ -135,6 +137,10 @@ def gpu_only(stack):
 
 HOPPER = ("H100", "H200")  # the pytorch stack's by_gpu entries fitted here (fit_hopper)
 GRID = [round(0.5 + 0.01 * i, 2) for i in range(151)]  # multipliers of the generic efficiency
+OVERHEAD_GRID = [round(1e-7 * i, 9) for i in range(201)]  # GPU overhead per layer, 0-20 us
+# the memory format the pytorch stack runs each precision in: DeepLearningExamples' ConvNets
+# run AMP channels-last (--memory-format nhwc) and TF32 in NCHW
+STACK_FORMAT = {"amp": "channels_last", "fp32": "contiguous"}
 
 
 def without_hopper(stack):
@@ -142,36 +148,52 @@ def without_hopper(stack):
     return replace(stack, efficiency=tuple(e for e in stack.efficiency if e[0] not in HOPPER))
 
 
+def with_overhead(stack, seconds: float):
+    return replace(stack, gpu_overhead_s_per_layer=Sourced(seconds, "benchmarks/gpu_measured.py"))
+
+
 def gpu_bound(r: dict) -> bool:
     return graph(r) or not r["host_bound"]
 
 
-def hopper_fit_rows(rows: list[dict]) -> list[dict]:
-    """The rows the Hopper efficiencies are fitted on: ResNet-50 on the H100, bound by the
-    GPU (CUDA-graph rows and eager rows the host does not bound).  Every other row (the
-    H200's, ResNet-152's, VGG-16's) is held out."""
-    return [r for r in rows if r["gpu"] == H100 and r["model"] == "resnet50" and gpu_bound(r)]
+def in_stack_format(r: dict) -> bool:
+    return r["memory_format"] == STACK_FORMAT[r["precision"]]
+
+
+def fit_rows(rows: list[dict], precision: str) -> list[dict]:
+    """The rows the pytorch stack's Hopper values are fitted on: ResNet-50 on the H100 in
+    the stack's memory format for ``precision``, bound by the GPU (CUDA-graph rows and eager
+    rows the host does not bound).  Every other row (the H200's, every other model's, the
+    other format's) is held out."""
+    return [r for r in rows if r["gpu"] == H100 and r["model"] == "resnet50" and gpu_bound(r)
+            and r["precision"] == precision and in_stack_format(r)]  # fmt: skip
 
 
 def with_efficiency(stack, gpu: str, cls: str, value: float):
     return replace(stack, efficiency=(*stack.efficiency, (gpu, cls, Sourced(value, "benchmarks/gpu_measured.py"))))
 
 
-def fit_hopper(rows: list[dict]) -> dict[str, tuple[float, float]]:
-    """Per precision class (fp32: TF32 rows, mixed: AMP rows): (efficiency, mean accuracy)
-    of the grid's best multiple of the generic efficiency on :func:`hopper_fit_rows`."""
-    base = without_hopper(load_stack("pytorch"))
-    out = {}
-    for cls, precision in (("fp32", "fp32"), ("mixed", "amp")):
-        generic = base.efficiency_for("H100", cls).value
-        mine = [r for r in hopper_fit_rows(rows) if r["precision"] == precision]
-        scores = []
-        for m in GRID:
-            stack = with_efficiency(base, "H100", cls, generic * m)
-            scores.append((mean(accuracy(_one(r, stack), r["measured_s"]) for r in mine), m))
-        acc, m = max(scores)
-        out[cls] = (round(generic * m, 4), acc)
-    return out
+def fit_overhead(rows: list[dict]) -> tuple[float, float]:
+    """(seconds per layer, mean accuracy): the grid's GPU overhead per layer that best fits
+    the TF32 fit rows (NCHW, the generic efficiency: nothing else fitted on Hopper), each a
+    CUDA graph: the projection grows by exactly layers x the overhead."""
+    base = with_overhead(without_hopper(load_stack("pytorch")), 0.0)
+    mine = [r for r in fit_rows(rows, "fp32") if graph(r)]
+    parts = [(_one(r, base), len(_inputs(r["model"])[0].layers), r["measured_s"]) for r in mine]
+    return max((mean(accuracy(t + n * g, m) for t, n, m in parts), g) for g in OVERHEAD_GRID)[::-1]
+
+
+def fit_hopper(rows: list[dict], overhead: float = 0.0) -> tuple[float, float]:
+    """(efficiency, mean accuracy) of the mixed precision class: the grid's best multiple of
+    the generic efficiency on the AMP fit rows, with ``overhead`` per layer."""
+    base = with_overhead(without_hopper(load_stack("pytorch")), overhead)
+    generic = base.efficiency_for("H100", "mixed").value
+    scores = []
+    for m in GRID:
+        stack = with_efficiency(base, "H100", "mixed", generic * m)
+        scores.append((mean(accuracy(_one(r, stack), r["measured_s"]) for r in fit_rows(rows, "amp")), m))
+    acc, m = max(scores)
+    return round(generic * m, 4), acc
 
 
 def _one(r: dict, stack) -> float:
@@ -254,28 +276,64 @@ def _step_lines(results: list[dict]) -> list[str]:
     return lines
 
 
+def hopper_variants() -> dict[str, object]:
+    """The pytorch stack two ways on Hopper: without a GPU overhead per layer (its AMP
+    efficiency refitted without one) and as shipped; with each fit's (value, accuracy)."""
+    shipped = load_stack("pytorch")
+    rows = evaluate(steps(), without_hopper(shipped))  # the rows' bounds; projections unused
+    overhead = fit_overhead(rows)
+    plain, mixed = fit_hopper(rows, 0.0), fit_hopper(rows, overhead[0])
+    without = with_overhead(without_hopper(shipped), 0.0)
+    for gpu in HOPPER:
+        without = with_efficiency(without, gpu, "mixed", plain[0])
+    return {"shipped": shipped, "without": without, "overhead": overhead, "mixed": mixed, "plain": plain}
+
+
+HELD = (("fit: ResNet-50, H100", lambda r: r["fit"]),
+        ("held out: ResNet-101/152, H100", lambda r: r["gpu"] == H100 and r["model"] in ("resnet101", "resnet152")),
+        ("held out: MobileNetV2, EfficientNet-B0, H100", lambda r: r["model"] in ("mobilenet_v2", "efficientnet_b0")),
+        ("held out: Inception-v3, VGG-16, AlexNet, H100",
+         lambda r: r["gpu"] == H100 and r["model"] in ("inception_v3", "vgg16", "alexnet")),
+        ("held out: H200", lambda r: r["gpu"] == H200))  # fmt: skip
+
+
 def _hopper_lines() -> list[str]:
-    shipped_stack = load_stack("pytorch")
-    generic = evaluate(steps(), without_hopper(shipped_stack))
-    fitted = fit_hopper(generic)
-    lines = ["\nHopper efficiencies of the pytorch stack (stacks/pytorch.yaml by_gpu), fitted on ResNet-50's"
-             " GPU-bound H100 rows:"]  # fmt: skip
-    for cls, (value, acc) in fitted.items():
-        lines.append(f"  {cls:5s} fitted {value:.4g} (fit rows {100 * acc:.1f}%), shipped"
-                     f" {shipped_stack.efficiency_for('H100', cls).value:g}")  # fmt: skip
-    lines.append("  (fp32 not shipped: these TF32 rows ran channels-last; the stack's TF32 runs NCHW, as DeepLearningExamples)")
-    shipped = evaluate(steps(), shipped_stack)
-    fit_ids = {id(r) for r in hopper_fit_rows(shipped)}
-    groups = (("fit: ResNet-50, H100", lambda r: id(r) in fit_ids),
-              ("held out: ResNet-152, VGG-16, H100", lambda r: r["gpu"] == H100 and r["model"] != "resnet50"),
-              ("held out: H200, channels-last", lambda r: r["gpu"] == H200 and r["memory_format"] == "channels_last"),
-              ("held out: H200, contiguous (NCHW)", lambda r: r["gpu"] == H200 and r["memory_format"] != "channels_last"))  # fmt: skip
-    lines.append(f"  {'GPU-bound rows':50s} rows  generic (V100 fit)  shipped")
-    for (label, keep), prec in ((g, p) for p in ("amp", "fp32") for g in groups):
-        pairs = [(g, s) for g, s in zip(generic, shipped) if gpu_bound(s) and keep(s) and s["precision"] == prec]
-        before = mean(accuracy(g["projected_s"], g["measured_s"]) for g, _ in pairs)
-        after = mean(accuracy(s["projected_s"], s["measured_s"]) for _, s in pairs)
-        lines.append(f"  {label + ', ' + prec:50s} {len(pairs):4d}  {100 * before:17.1f}%  {100 * after:6.1f}%")
+    v = hopper_variants()
+    shipped, (g, g_acc), (eff, acc), (eff0, acc0) = v["shipped"], v["overhead"], v["mixed"], v["plain"]
+    lines = [("\nThe pytorch stack on Hopper (stacks/pytorch.yaml), fitted on ResNet-50's GPU-bound H100 rows in"
+              " the stack's formats (AMP channels-last, TF32 NCHW):"),
+             (f"  GPU overhead per layer  fitted {g * 1e6:.1f} us (TF32 CUDA-graph fit rows {100 * g_acc:.1f}%),"
+              f" shipped {shipped.gpu_overhead_s() * 1e6:g} us"),
+             (f"  AMP efficiency          fitted {eff:.4g} with it (fit rows {100 * acc:.1f}%), {eff0:.4g} without it"
+              f" ({100 * acc0:.1f}%), shipped {shipped.efficiency_for('H100', 'mixed').value:g}"),
+             "  TF32 keeps the generic (V100-fitted) efficiency: its NCHW fit rows fit the overhead",
+             f"  {'GPU-bound rows, the stack formats':46s} prec  rows  without overhead  shipped"]  # fmt: skip
+    before, after = evaluate(steps(), v["without"]), evaluate(steps(), shipped)
+    fit_ids = {id(r) for p in ("amp", "fp32") for r in fit_rows(after, p)}
+    for r in after:
+        r["fit"] = id(r) in fit_ids
+    for (label, keep), prec in ((g, p) for p in ("amp", "fp32") for g in HELD):
+        pairs = [(b, a) for b, a in zip(before, after) if gpu_bound(a) and in_stack_format(a) and a["precision"] == prec
+                 and keep(a) and (label.startswith("fit") or not a["fit"])]  # fmt: skip
+        if pairs:
+            b_acc = mean(accuracy(b["projected_s"], b["measured_s"]) for b, _ in pairs)
+            a_acc = mean(accuracy(a["projected_s"], a["measured_s"]) for _, a in pairs)
+            lines.append(f"  {label:46s} {prec:4s}  {len(pairs):4d}  {100 * b_acc:15.1f}%  {100 * a_acc:6.1f}%")
+    lines += _format_lines(after)
+    return lines
+
+
+def _format_lines(rows: list[dict]) -> list[str]:
+    """Measured channels-last over NCHW step time, pairs of rows alike but for the format."""
+    key = {(r["gpu"], r["model"], r["precision"], r["batch"], r["execution"], r["memory_format"]): r for r in rows}
+    lines = ["  The memory format (not in the stacks): channels-last / NCHW measured step time, median (rows)"]
+    for gpu in SYSTEMS:
+        for prec in ("amp", "fp32"):
+            ratios = [r["measured_s"] / key[k[:5] + ("contiguous",)]["measured_s"] for k, r in key.items()
+                      if k[0] == gpu and k[2] == prec and k[5] == "channels_last" and k[:5] + ("contiguous",) in key
+                      and gpu_bound(r)]  # fmt: skip
+            if ratios:
+                lines.append(f"    {gpu.split()[1]} {prec:4s} {median(ratios):.2f} ({len(ratios)})")
     return lines
 
 

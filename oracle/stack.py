@@ -97,6 +97,14 @@ class Stack:
     # the precision its gradients are all-reduced in: "fp32" (torch.cuda.amp keeps fp32
     # parameters, so their gradients and DDP's buckets are fp32) or None: the activations'
     gradient_precision: Sourced | None = None
+    # GPU time per layer and iteration beyond its kernels' modelled time (the gaps between
+    # dependent kernels, each small kernel's ramp and tail), added to an ESTIMATED profile's
+    # forward and backward; None: none (a measured profile holds it already)
+    gpu_overhead_s_per_layer: Sourced | None = None
+
+    def gpu_overhead_s(self) -> float:
+        """Seconds per layer and iteration of :attr:`gpu_overhead_s_per_layer` (0 if not given)."""
+        return 0.0 if self.gpu_overhead_s_per_layer is None else float(self.gpu_overhead_s_per_layer.value)
 
     def kernel_constants(self) -> dict:
         """The compute model's kernel fields (compute/kernels.KernelConstants) this stack's

@@ -1,19 +1,23 @@
 """oracle against what was measured on a real NVIDIA H200 and H100 (benchmarks/gpu_measured.py;
 validation/gpu-training-steps.csv, profiles/*_h200.yaml and profiles/resnet50_h100*.yaml,
-issue 25).  The pytorch stack's Hopper AMP efficiency (stacks/pytorch.yaml by_gpu) is fitted
-on ResNet-50's GPU-bound H100 rows (benchmarks/gpu_measured.py fit_hopper); nothing else
-oracle ships was fitted on these measurements.
+issue 25).  Two values of the pytorch stack are fitted on ResNet-50's GPU-bound H100 rows
+(benchmarks/gpu_measured.py fit_overhead, fit_hopper): its GPU overhead per layer and its
+Hopper AMP efficiency; nothing else oracle ships was fitted on these measurements.
 
 Memory is held to stated tolerances.  The time floors are what the benchmark reached when
 it was written, less 0.02 (a change that makes oracle worse on these rows fails here; raise
-them when a change makes it better), with the shipped pytorch stack:
+them when a change makes it better), with the shipped pytorch stack, on the rows of
+ResNet-50, ResNet-152 and VGG-16 for the eager groups:
 
 - H200 (2026-11-26, with the Hopper AMP efficiency; before it 64.4% and 83.2%): GPU-bound
-  eager rows 71.1%; the held-out host-bound rows 84.7% with that host's launch floor, 50.1%
-  with the shipped one.
+  eager rows 71.1% (70.7% with the GPU overhead); the held-out host-bound rows 84.7% (83.8%)
+  with that host's launch floor, 50.1% with the shipped one.
 - H100 (2026-11-26, with the Hopper AMP efficiency; before it 72.6%, 72.9% and 74.5%):
-  GPU-bound eager rows 76.3%; held-out host-bound rows 71.3% with that host's floor, 59.3%
-  with the shipped one; the 20 CUDA-graph rows 80.9% against the stack's GPU time."""
+  GPU-bound eager rows 76.3% (75.7%); held-out host-bound rows 71.3% (71.0%) with that
+  host's floor, 59.3% with the shipped one; the 20 CUDA-graph rows 80.9% against the
+  stack's GPU time, all 54 now 81.3% (NCHW AMP rows, 1.4-1.8x slower than channels-last,
+  among them: the stacks carry no memory format).
+"""
 
 from __future__ import annotations
 
@@ -34,12 +38,16 @@ def results(bench):
 
 
 H200, H100 = "NVIDIA H200", "NVIDIA H100 80GB HBM3"
+FIRST = ("resnet50", "resnet152", "vgg16")  # the models of the first two sessions' rows, which the eager floors score
 
 
 def test_every_measured_row_is_projected(bench, results):
-    # H200: 28 ResNet-50 rows, 6 ResNet-152, 6 VGG-16; H100: 18 eager and 20 CUDA-graph rows
-    assert len(results) == 78 and sum(r["gpu"] == H200 for r in results) == 40
-    assert sum(bench.graph(r) for r in results) == 20 and not any(bench.graph(r) and r["gpu"] == H200 for r in results)
+    # H200: 28 ResNet-50 rows, 6 ResNet-152, 6 VGG-16; H100: 23 eager and 54 CUDA-graph rows
+    # (20 ResNet-50/152 and VGG-16 channels-last, 14 of them in NCHW, 20 of five more models)
+    assert len(results) == 117 and sum(r["gpu"] == H200 for r in results) == 40
+    assert sum(bench.graph(r) for r in results) == 54 and not any(bench.graph(r) and r["gpu"] == H200 for r in results)
+    assert {r["model"] for r in results} == {*FIRST, "resnet101", "inception_v3", "mobilenet_v2", "efficientnet_b0",
+                                             "alexnet"}  # fmt: skip
     assert all(r["projected_s"] > 0 and r["local_s"] >= r["projected_s"] for r in results)
 
 
@@ -66,7 +74,7 @@ def test_memory_within_tolerance_at_batch_32_and_above(bench, results):
                          [(H200, 0.691, 0.827, 0.6, None), (H100, 0.743, 0.693, 0.65, 0.789)])  # fmt: skip
 def test_step_time_floors(bench, results, gpu, gpu_bound, held_local, held_shipped, graphs):
     rs = [r for r in results if r["gpu"] == gpu]
-    eager = [r for r in rs if not bench.graph(r)]
+    eager = [r for r in rs if not bench.graph(r) and r["model"] in FIRST]
     gpu_rows = [r for r in eager if not r["host_bound"]]
     held = [r for r in eager if r["host_bound"] and not r["fit_row"]]
     assert {r["model"] for r in held} == {"resnet152", "vgg16"}  # the floor was taken from ResNet-50
@@ -80,29 +88,33 @@ def test_step_time_floors(bench, results, gpu, gpu_bound, held_local, held_shipp
         assert mean(acc(r["projected_s"], r["measured_s"]) for r in rs if bench.graph(r)) >= graphs
 
 
-def test_hopper_efficiencies_are_the_fit_and_hold_on_rows_not_fitted(bench):
-    """The shipped H100/H200 AMP efficiency is fit_hopper's on ResNet-50's GPU-bound H100
-    rows, and the AMP rows not fitted gain from it: H100 ResNet-152/VGG-16 79.4% -> 92.9%,
-    H200 channels-last 61.5% -> 76.9% (benchmarks/gpu_measured.py part 4).  TF32 keeps the
-    generic efficiency (the rows here ran channels-last; the stack's TF32 runs NCHW)."""
-    shipped = bench.load_stack("pytorch")
-    generic_stack = bench.without_hopper(shipped)
-    generic = bench.evaluate(bench.steps(), generic_stack)
-    fitted = bench.fit_hopper(generic)
-    value, acc = fitted["mixed"]
-    assert shipped.efficiency_for("H100", "mixed").value == pytest.approx(value, abs=0.01) and acc >= 0.9
+def test_hopper_values_are_the_fit_and_hold_on_rows_not_fitted(bench, results):
+    """The pytorch stack's GPU overhead per layer is fit_overhead's (ResNet-50's TF32 NCHW
+    CUDA-graph rows on the H100) and its H100/H200 AMP efficiency fit_hopper's with it
+    (ResNet-50's AMP channels-last GPU-bound H100 rows).  On the H100 rows of every other
+    model, in the stack's formats and bound by the GPU, AMP gains (78.2% -> 82.7% over 18
+    rows against the stack without the overhead, its AMP efficiency refitted without it)
+    and TF32 stays within 2 points (94.6% -> 93.0%, 4 rows; benchmarks/gpu_measured.py
+    part 4).  TF32 keeps the generic efficiency."""
+    v = bench.hopper_variants()
+    shipped, (g, g_acc), (eff, acc) = v["shipped"], v["overhead"], v["mixed"]
+    assert shipped.gpu_overhead_s() == pytest.approx(g, abs=1e-7) and g_acc >= 0.97
+    assert shipped.efficiency_for("H100", "mixed").value == pytest.approx(eff, abs=0.01) and acc >= 0.95
     assert shipped.efficiency_for("H200", "mixed").value == shipped.efficiency_for("H100", "mixed").value
-    assert shipped.efficiency_for("H100", "fp32") == generic_stack.efficiency_for("H100", "fp32")
-    after = bench.evaluate(bench.steps(), shipped)
-    acc = bench.accuracy
+    generic = bench.without_hopper(shipped)
+    assert shipped.efficiency_for("H100", "fp32") == generic.efficiency_for("H100", "fp32")
+    before, after, acc = bench.evaluate(bench.steps(), v["without"]), results, bench.accuracy
 
-    def held(rows, gpu, keep):
-        return mean(acc(r["projected_s"], r["measured_s"]) for r in rows if r["gpu"] == gpu and bench.gpu_bound(r)
-                    and r["precision"] == "amp" and keep(r))  # fmt: skip
+    def held(rows, precision):
+        fit = {id(r) for r in bench.fit_rows(rows, precision)}
+        mine = [r for r in rows if r["gpu"] == H100 and r["model"] != "resnet50" and bench.gpu_bound(r)
+                and bench.in_stack_format(r) and r["precision"] == precision and id(r) not in fit]  # fmt: skip
+        return len(mine), mean(acc(r["projected_s"], r["measured_s"]) for r in mine)
 
-    for gpu, keep, floor in ((H100, lambda r: r["model"] != "resnet50", 0.90),
-                             (H200, lambda r: r["memory_format"] == "channels_last", 0.74)):  # fmt: skip
-        assert held(after, gpu, keep) >= floor > held(generic, gpu, keep) + 0.1
+    (n, amp_before), (_, amp_after) = held(before, "amp"), held(after, "amp")
+    assert n == 18 and amp_after >= 0.81 and amp_after > amp_before + 0.03
+    (n, tf32_before), (_, tf32_after) = held(before, "fp32"), held(after, "fp32")
+    assert n == 4 and tf32_after >= 0.91 and tf32_after > tf32_before - 0.02
 
 
 def test_host_floor_is_taken_from_resnet50_small_batches(bench, results):
@@ -135,7 +147,7 @@ def test_report_prints_every_part(bench, results):
     text = bench.report(results, rows=True)
     for part in ("Per layer type", "GPU-bound rows", "this host's floor (held out)", "peak reserved",
                  "H200  resnet152  amp  channels_last     16", "CUDA-graph rows", "as the batch shrinks",
-                 "Hopper efficiencies", "held out: H200, contiguous (NCHW)"):  # fmt: skip
+                 "The pytorch stack on Hopper", "GPU overhead per layer", "The memory format"):  # fmt: skip
         assert part in text, part
 
 

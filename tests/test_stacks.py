@@ -146,6 +146,14 @@ def test_per_iteration_costs_by_hand():
     assert per_iteration(o, 8, 100, 10, 5.0, 1.0) == pytest.approx((5.0 / 0.8, 1.2))
     assert per_iteration(o, 1, 100, 10, 0.01, 0.0) == pytest.approx((0.1, 0.2))  # the launch floor binds
     assert per_iteration(Options(), 8, 100, 10, 5.0, 1.0) == (5.0, 1.0)
+    # a GPU overhead of 5e-5 s per layer: an estimated profile's 100 x 10 layers gain 0.05 s,
+    # after the data-parallel efficiency (the gaps are no kernels' work); a measured one none
+    gap = Options(mixed_precision=True, stack=replace(st, gpu_overhead_s_per_layer=Sourced(5e-5, "t")))
+    assert per_iteration(gap, 8, 100, 10, 5.0, 1.0, estimated=True) == pytest.approx((5.0 / 0.8 + 0.05, 1.2))
+    assert per_iteration(gap, 8, 100, 10, 5.0, 1.0) == pytest.approx((5.0 / 0.8, 1.2))
+    assert per_iteration(gap, 1, 100, 10, 0.08, 0.0, estimated=True) == pytest.approx((0.13, 0.2))  # over the floor 0.1
+    # under the host's launch floor the gaps hide: 0.01 + 0.05 < 0.1, the floor binds
+    assert per_iteration(gap, 1, 100, 10, 0.01, 0.0, estimated=True) == pytest.approx((0.1, 0.2))
 
 
 def test_update_bytes_scale_an_estimated_profiles_optimizer_step():
@@ -251,10 +259,19 @@ def test_pytorch_stack_named_in_header_and_json_and_moves_multi_gpu_compute():
     assert st["stack"] == "pytorch" and none["stack"] == ""
     # fp16 profile: beyond one GPU the data-parallel efficiency (mixed, 0.85) on the same per-GPU batch
     one = json.loads(run_cli(*base[:-4], "--gpus", "1", "-b", "64", "--stack", "pytorch", "-f", "json").out)[0]
-    fb1 = one["breakdown"]["forward_backward_s"] / 8  # the epoch's samples over 8 GPUs
-    dp = load_stack("pytorch").data_parallel_efficiency_for("mixed")
-    assert dp < 1 and st["breakdown"]["forward_backward_s"] == pytest.approx(fb1 / dp, rel=1e-9)
+    fb8 = _eight_gpus_fb(one["breakdown"]["forward_backward_s"], one["iterations_per_epoch"])
+    assert st["breakdown"]["forward_backward_s"] == pytest.approx(fb8, rel=1e-9)
     assert st["overlap_ratio"] > 0 and none["overlap_ratio"] == 0
+
+
+def _eight_gpus_fb(fb1: float, iterations1: float) -> float:
+    """Forward and backward per epoch on 8 GPUs at the same per-GPU batch from one GPU's under
+    the pytorch stack (estimated profile, mixed): the kernels' time spread over 8 GPUs at the
+    data-parallel efficiency (0.85), the GPU overhead per layer (7 us) once per iteration."""
+    st = load_stack("pytorch")
+    dp, overhead = st.data_parallel_efficiency_for("mixed"), iterations1 * 175 * st.gpu_overhead_s()
+    assert dp < 1 and overhead > 0
+    return (fb1 - overhead) / 8 / dp + overhead / 8
 
 
 def test_list_and_show_stack():
@@ -365,6 +382,10 @@ def test_fit_runs_compute_profile_reproduces_the_run_under_the_stack(tmp_path):
     (lambda d: d["iteration"]["update_bytes_per_parameter"].pop("fp32"), "iteration.update_bytes_per_parameter"),
     (lambda d: d["compute"]["reduction_memory_efficiency"].__setitem__("value", 1.5),
      "compute.reduction_memory_efficiency.value"),
+    (lambda d: d["iteration"]["gpu_overhead_s_per_layer"].__setitem__("value", -7e-6),
+     "iteration.gpu_overhead_s_per_layer.value"),
+    (lambda d: d["iteration"]["gpu_overhead_s_per_layer"].__setitem__("value", float("nan")),
+     "iteration.gpu_overhead_s_per_layer.value"),
 ])  # fmt: skip
 def test_bad_stack_values_name_the_key(edit, key):
     doc = _doc()
@@ -389,8 +410,7 @@ def test_python_api_takes_a_stack():
     (a,), (b,) = oracle.predict(*args, stack="none", **kw), oracle.predict(*args, stack="pytorch", **kw)
     assert a.stack == "" and b.stack == "pytorch"
     (b1,) = oracle.predict(*args, stack="pytorch", **dict(kw, gpus=[1]))
-    dp = load_stack("pytorch").data_parallel_efficiency_for("mixed")  # 0.85
-    assert b.breakdown.forward_backward_s == pytest.approx(b1.breakdown.forward_backward_s / 8 / dp, rel=1e-9)
+    assert b.breakdown.forward_backward_s == pytest.approx(_eight_gpus_fb(b1.breakdown.forward_backward_s, b1.iterations_per_epoch), rel=1e-9)
     (c,) = oracle.predict(*args, stack="paradl", memory_reuse=0.5, **kw)  # γ with the stack's ParaDL bound
     assert c.memory_model == "paradl"
 

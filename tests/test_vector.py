@@ -378,3 +378,38 @@ def test_counts_without_a_configuration_give_no_points():
     args = (m, load_system("abci"), times_for(m))
     assert [pt.strategy for pt in sweep(*args, [1], "all", batch=8.0)] == ["serial"]  # 'all' at 1 GPU: serial only
     assert sweep(*args, [2, 3, 5], "data+filter", batch=8.0) == []  # primes: no p1·p2 with both >= 2
+
+
+def test_gpu_overhead_per_layer_of_an_estimated_profile_on_both_paths():
+    """The pytorch stack adds its GPU overhead per layer (iteration.gpu_overhead_s_per_layer)
+    to an ESTIMATED profile's forward and backward, once per iteration and GPU: the arrays
+    give the per-point numbers with it, and a point's forward and backward grows by exactly
+    iterations x layers x the overhead against the same stack without it."""
+    from dataclasses import replace
+
+    from oracle.api import model_system, request
+    from oracle.compute.conversion import prepare
+    from oracle.compute.strategies import REGISTRY
+    from oracle.load import load_stack
+
+    def context(overhead):
+        req = request("resnet50", "dgx-a100-80gb", "resnet50_a100_fp16_estimated", "1..4", stack="pytorch",
+                      precision="fp16", mixed_precision=True, batch_per_gpu=64.0)  # fmt: skip
+        o = req.run.options
+        o = replace(o, stack=replace(o.stack, gpu_overhead_s_per_layer=overhead))
+        system = model_system(req.system, req.model.name, o.stack)
+        times, conversion = prepare(req.model, system, req.profile, o)
+        return Context(req.model, system, times, o, req.profile.kind, conversion=conversion)
+
+    ctx = context(load_stack("pytorch").gpu_overhead_s_per_layer)
+    assert ctx.profile_kind == "estimated" and ctx.options.stack.gpu_overhead_s() == 7e-6
+    c = np.array(counts_for(ctx.system)[::3], dtype=np.int64)
+    for name in names():
+        if kinds.covers(ctx, name):
+            cols = kinds.evaluate_many(ctx, name, *_sample(run.config_arrays(name, c, 64.0 * c, None)))
+            assert not mismatches(ctx, cols), name
+    plain = context(None)
+    for gpus in (1, 8):
+        with_, without = (REGISTRY["data"].evaluate(x, Config("data", gpus, gpus, 1, 64.0 * gpus)) for x in (ctx, plain))
+        extra = with_.iterations_per_epoch * 175 * 7e-6
+        assert with_.breakdown.forward_backward_s == pytest.approx(without.breakdown.forward_backward_s + extra, rel=1e-12)

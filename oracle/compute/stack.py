@@ -13,9 +13,11 @@
   (what its optimizer and precision really move per parameter: foreach SGD's separate
   weight-decay and momentum passes, AMP's casts and unscaling), at the same bandwidth.
 - Per iteration: ``fixed_s`` is added to the weight update (the optimizer step's overhead,
-  synchronisations, loss and BatchNorm reductions beyond the kernels), and the forward and
-  backward last at least ``layers x launch_floor_s_per_layer`` (the host launching kernels
-  one by one; 0 with CUDA graphs).
+  synchronisations, loss and BatchNorm reductions beyond the kernels); an ESTIMATED
+  profile's forward and backward gain ``layers x gpu_overhead_s_per_layer`` (the GPU's own
+  time between and around each layer's kernels, which the kernel model leaves out); and
+  they last at least ``layers x launch_floor_s_per_layer`` (the host launching kernels one
+  by one; 0 with CUDA graphs), the GPU's gaps hiding under the host's launches.
 - Collectives started in cycles (Horovod's background loop): the last gradients wait half
   a cycle on average, added to the gradient exchange beyond one GPU.
 - Input: the stack's loader rates become the system's input pipeline (prefetched, as
@@ -134,23 +136,27 @@ def update_factor(options: Options, profile_kind: str) -> float:
 
 
 def per_iteration(options: Options, gpus: int, iterations: float, layers: int, forward_backward_s: float,
-                  weight_update_s: float) -> tuple[float, float]:  # fmt: skip
+                  weight_update_s: float, estimated: bool = False) -> tuple[float, float]:  # fmt: skip
     """(forward_backward_s, weight_update_s) per epoch with the stack's per-GPU costs: its
-    data-parallel efficiency beyond one GPU, launch floor and fixed cost per iteration."""
+    data-parallel efficiency beyond one GPU, its GPU overhead per layer (an ``estimated``
+    profile's only), launch floor and fixed cost per iteration."""
     stack = options.stack
     if stack is None:
         return forward_backward_s, weight_update_s
     if gpus > 1:
         forward_backward_s /= stack.data_parallel_efficiency_for(precision_class(options))
+    if estimated:
+        forward_backward_s += iterations * layers * stack.gpu_overhead_s()
     floor = iterations * layers * float(stack.launch_floor_s_per_layer.value)
     return max(forward_backward_s, floor), weight_update_s + iterations * float(stack.fixed_s.value)
 
 
-def with_stack_costs(options: Options, gpus: int, iterations: float, layers: int, bd: Breakdown) -> Breakdown:
+def with_stack_costs(options: Options, gpus: int, iterations: float, layers: int, bd: Breakdown,
+                     estimated: bool = False) -> Breakdown:  # fmt: skip
     """A point's breakdown with the stack's per-GPU costs (:func:`per_iteration`)."""
     if options.stack is None or not iterations > 0:
         return bd
-    fb, wu = per_iteration(options, gpus, iterations, layers, bd.forward_backward_s, bd.weight_update_s)
+    fb, wu = per_iteration(options, gpus, iterations, layers, bd.forward_backward_s, bd.weight_update_s, estimated)
     # a collective loop in cycles: the last gradients wait half a cycle on average
     wait = iterations * float(options.stack.cycle_time_s.value) / 2 if gpus > 1 and bd.gradient_exchange_s > 0 else 0.0
     return bd.replace(forward_backward_s=fb, weight_update_s=wu, gradient_exchange_s=bd.gradient_exchange_s + wait)

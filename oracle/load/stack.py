@@ -123,6 +123,7 @@ def parse_stack(doc: dict, file: str) -> Stack:
     seconds = number(ge=0, what="seconds")
     fixed = sourced(it, "fixed_s", seconds)
     floor = sourced(it, "launch_floor_s_per_layer", seconds)
+    overhead = sourced(it, "gpu_overhead_s_per_layer", seconds, required=False)
     update = _update_bytes(it)
     it.done()
     inp = top.sub("input")
@@ -150,4 +151,4 @@ def parse_stack(doc: dict, file: str) -> Stack:
     top.done()
     return Stack(name, file, description, efficiency, data_parallel, scaling, fixed, floor, per_gpu, per_node,
                  library, algorithm, overlap, bucket, cycle, memory_model, cost_model, split_types,
-                 split_points, paths, update, nccl_algos, fused, reduction, maxpool, gradients)  # fmt: skip
+                 split_points, paths, update, nccl_algos, fused, reduction, maxpool, gradients, overhead)  # fmt: skip

@@ -19,6 +19,7 @@ def stack_values(st: Stack) -> list[tuple[str, Sourced]]:
     out += [(f"compute.{k}", getattr(st, k)) for k in KERNEL_SHARES if getattr(st, k)]
     out += [("compute.scaling", st.compute_scaling), ("iteration.fixed_s", st.fixed_s),
             ("iteration.launch_floor_s_per_layer", st.launch_floor_s_per_layer)]  # fmt: skip
+    out += [("iteration.gpu_overhead_s_per_layer", st.gpu_overhead_s_per_layer)] if st.gpu_overhead_s_per_layer else []
     out += [(f"iteration.update_bytes_per_parameter.{cls}", v) for cls, v in st.update_bytes_per_parameter]
     out += [(f"input.{k}", v) for k, v in (("samples_per_s_per_gpu", st.input_samples_per_s_per_gpu),
                                             ("samples_per_s_per_node", st.input_samples_per_s_per_node)) if v]  # fmt: skip

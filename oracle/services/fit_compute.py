@@ -36,9 +36,9 @@ def run_options(run, file: str, profile, flags: dict, system=None):
 
     name = run.stack or flags.get("stack") or (system.stack if system is not None else None)
     name = None if name == NO_STACK else name
-    # the written profile is measured (a stack's efficiency and optimizer bytes never apply to
-    # it): the runs are inverted under everything else the stack adds
-    st = replace(load_stack(name), efficiency=(), update_bytes_per_parameter=()) if name else None
+    # the written profile is measured (a stack's efficiency, optimizer bytes and GPU overhead
+    # per layer never apply to it): the runs are inverted under everything else the stack adds
+    st = replace(load_stack(name), efficiency=(), update_bytes_per_parameter=(), gpu_overhead_s_per_layer=None) if name else None
     try:
         parsed = Flags.parse(**{**flags, **dict(run.flags), "stack": st})
     except OracleError as exc:

@@ -337,12 +337,10 @@ class Costs:
             halo_s=float(halo.sum()),
         )
         assignment = tuple(self.dists[k] for k in c)
-        layer_limits = [
-            (l, self.reasons.get((l, int(c[l])), "infeasible"))
-            for l in np.flatnonzero(~self.feasible[rows, c])
-        ]
-        memory = self.memory(c)
-        bd = self._with_input(with_stack_costs(self.ctx.options, self.p, self.I, len(self.ctx.model.layers), bd), assignment)
+        layer_limits = [(l, self.reasons.get((l, int(c[l])), "infeasible")) for l in np.flatnonzero(~self.feasible[rows, c])]
+        memory, ctx = self.memory(c), self.ctx
+        bd = self._with_input(with_stack_costs(ctx.options, self.p, self.I, len(ctx.model.layers), bd,
+                                               ctx.profile_kind == "estimated"), assignment)  # fmt: skip
         point = self._point(c, assignment, bd, memory, self._limits(c, layer_limits, memory), redis, grad, hidden)
         return Assessment(
             point=point,

@@ -206,7 +206,8 @@ def make_point(
         # reduce-scatter: 1.5x the all-reduce volume (Rajbhandari et al., SC 2020, §7.2)
         breakdown = breakdown.replace(gradient_exchange_s=1.5 * breakdown.gradient_exchange_s)
     if cfg.batch > 0:  # issue 25: the stack's per-GPU costs (none without a stack)
-        breakdown = with_stack_costs(ctx.options, cfg.gpus, ctx.D / cfg.batch, len(ctx.model.layers), breakdown)
+        breakdown = with_stack_costs(ctx.options, cfg.gpus, ctx.D / cfg.batch, len(ctx.model.layers), breakdown,
+                                     ctx.profile_kind == "estimated")  # fmt: skip
     if system.input is not None and cfg.batch > 0:
         breakdown = _with_input(ctx, cfg, breakdown)
     limits = list(limits) + epoch_limit(ctx, cfg.batch)
