@@ -30,6 +30,23 @@ def test_the_stack_is_named_and_its_times_are_the_compute_models(tmp_path):
     plain_s = float(re.search(r"iteration at batch 32 +([0-9.e+-]+) s", r.out).group(1))
     stack_s = float(re.search(r"with stack tensorflow +([0-9.e+-]+) s", r.out).group(1))
     assert stack_s == pytest.approx(plain_s / TF_MIXED_EFFICIENCY, rel=2e-3)  # 4 significant digits printed
+    assert "GPU overhead" not in named.read_text()  # the tensorflow stack has none
+
+
+def test_the_pytorch_stack_names_its_gpu_overhead_per_layer(tmp_path):
+    """The pytorch stack adds 7 us per layer and iteration to an estimated profile's
+    forward and backward (stacks/pytorch.yaml iteration.gpu_overhead_s_per_layer): the
+    header says so and the summary's iteration with the stack holds ResNet-50's 175 x 7 us."""
+    plain, named = tmp_path / "plain.yaml", tmp_path / "named.yaml"
+    assert run_cli(*EST, "-o", plain).code == 0
+    r = run_cli(*EST, "--stack", "pytorch", "-o", named)
+    assert r.code == 0, r.err
+    assert _layers(named) == _layers(plain)
+    assert "adds 175 layers x 7e-06 s of GPU overhead per iteration" in named.read_text()
+    plain_s = float(re.search(r"iteration at batch 32 +([0-9.e+-]+) s", r.out).group(1))
+    stack_s = float(re.search(r"with stack pytorch +([0-9.e+-]+) s", r.out).group(1))
+    eff = re.search(r"efficiency ([0-9.]+) \(", named.read_text()).group(1)
+    assert stack_s == pytest.approx(plain_s / float(eff) + 175 * 7e-6, rel=2e-3)
 
 
 def test_a_projection_applies_the_stack_once(tmp_path):

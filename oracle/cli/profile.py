@@ -157,22 +157,26 @@ def _estimate(m, system, batch, efficiency, memory_efficiency, output, precision
     from oracle.load import Files
 
     st = with_stack(Files(), {"stack": stack})["stack"]  # a name, a path or none, as every command reads it
-    note = _stack_note(st, s, precision) if st is not None else None
+    note = _stack_note(st, s, precision, len(m.layers)) if st is not None else None
     _write(profile_yaml(pr, header + ([note[0]] if note else [])), output, m)
     _say(estimate_summary(pr, batch, output if output not in (None, "-") else None, note[1] if note else None), output)
 
 
-def _stack_note(st, system, precision: str) -> tuple[str, tuple[str, float]]:
+def _stack_note(st, system, precision: str, layers: int) -> tuple[str, tuple[str, float, float]]:
     """(the header line naming the stack, (its name, the factor a projection with it puts on
-    these times)): an estimated profile keeps the compute model's times and a projection divides
-    them by the stack's efficiency (compute/stack.compute_factor), so writing them divided
-    here would count the stack twice."""
+    these times, the GPU overhead it adds per iteration)): an estimated profile keeps the
+    compute model's times and a projection divides them by the stack's efficiency and adds
+    its GPU overhead per layer (compute/stack.py), so writing them so here would count the
+    stack twice."""
     from oracle.compute.options import Options
     from oracle.compute.stack import compute_factor
 
     factor = compute_factor(Options(precision=precision, stack=st), system, "estimated")
+    extra = layers * st.gpu_overhead_s()
+    plus = f" and adds {layers} layers x {st.gpu_overhead_s():g} s of GPU overhead per iteration" if extra else ""
     return (f"Stack {st.name}: a projection with --stack {st.name} divides these times by its efficiency"
-            f" {1 / factor:g} ({precision} on {system.gpu_model}); they are the compute model's.", (st.name, factor))
+            f" {1 / factor:g} ({precision} on {system.gpu_model}){plus}; they are the compute model's.",
+            (st.name, factor, extra))
 
 
 def _measure(m, batch, device, repeats, warmup, threads, output) -> None:

@@ -131,9 +131,11 @@ def measurement_summary(m, written: str | None) -> str:
     return "\n".join(lines) + "\n"
 
 
-def estimate_summary(profile: Profile, batch: int, written: str | None, stack: tuple[str, float] | None = None) -> str:
-    """The totals of an estimated profile; with ``stack`` (its name, and the factor a
-    projection with it puts on the times: compute/stack.compute_factor) its iteration too."""
+def estimate_summary(profile: Profile, batch: int, written: str | None,
+                     stack: tuple[str, float, float] | None = None) -> str:  # fmt: skip
+    """The totals of an estimated profile; with ``stack`` (its name, the factor a projection
+    with it puts on the times: compute/stack.compute_factor, and the GPU overhead it adds
+    per iteration) its iteration too."""
     fw = sum(t.fw_s for _, t in profile.layers)
     bw = sum(t.bw_s for _, t in profile.layers)
     wu = sum(t.wu_s for _, t in profile.layers)
@@ -146,7 +148,7 @@ def estimate_summary(profile: Profile, batch: int, written: str | None, stack: t
         f"  iteration at batch {batch:<7} {_fmt_s(batch * (fw + bw) + wu)}",
     ]
     if stack is not None:
-        lines.append(f"  with stack {stack[0]:<15} {_fmt_s(stack[1] * (batch * (fw + bw) + wu))} (applied when"
+        lines.append(f"  with stack {stack[0]:<15} {_fmt_s(stack[1] * (batch * (fw + bw) + wu) + stack[2])} (applied when"
                      " projecting; the written times are the compute model's)")
     if written:
         lines += ["", f"wrote {written}"]
