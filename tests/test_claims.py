@@ -51,7 +51,7 @@ def test_the_example_output_is_what_the_command_prints(run):
 
 
 def test_glance_rows_are_all_checked():
-    assert len(_glance()) == 8, list(_glance())
+    assert len(_glance()) == 9, list(_glance())
 
 
 def test_glance_abci_held_out(run):
@@ -259,3 +259,25 @@ def test_glance_pre_volta_gpus():
     assert _percents(result) == [f"{100 * v:.1f}" for v in (now, before, o_now, o_before)]
     assert "69 rows" in result and len(aa.other_rows()) == 69
 
+
+
+def test_glance_measured_gpu_steps():
+    """The held-out AMP rows of benchmarks/gpu_measured.py part 4: every H100 row of a model
+    other than ResNet-50, in the pytorch stack's formats, bound by the GPU."""
+    what, result = list(_glance().items())[8]
+    assert "one H100, 7 models not fitted" in what
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from statistics import mean
+
+    import gpu_measured as g
+
+    def held(rows):
+        fit = {id(r) for r in g.fit_rows(rows, "amp")}
+        mine = [r for r in rows if r["gpu"] == g.H100 and r["model"] != "resnet50" and g.gpu_bound(r)
+                and g.in_stack_format(r) and r["precision"] == "amp" and id(r) not in fit]  # fmt: skip
+        return {r["model"] for r in mine}, mean(g.accuracy(r["projected_s"], r["measured_s"]) for r in mine)
+
+    v = g.hopper_variants()
+    (models, after), (_, before) = held(g.evaluate(g.steps())), held(g.evaluate(g.steps(), v["without"]))
+    assert len(models) == 7
+    assert _percents(result) == [f"{100 * after:.1f}", f"{100 * before:.1f}"]
