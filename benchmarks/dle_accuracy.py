@@ -79,11 +79,11 @@ def rows() -> list[dict]:
 
 
 def predict(model, system, profile, gpus: int, batch: float, precision: str, mixed: bool, k=K.DEFAULT_CONSTANTS,
-            stack=None, optimizer: str = "sgd"):  # fmt: skip
+            stack=None, optimizer: str = "sgd", memory_format: str | None = None):  # fmt: skip
     """(images/s, point) of data parallelism (serial at 1 GPU) with ``profile``, under
     ``stack`` (oracle/stack.py; None: no stack, today's defaults); ``optimizer``: its
-    state in memory (oracle predict --optimizer)."""
-    options = Options(precision=precision, mixed_precision=mixed, optimizer=optimizer)
+    state in memory (oracle predict --optimizer); ``memory_format``: --memory-format."""
+    options = Options(precision=precision, mixed_precision=mixed, optimizer=optimizer, memory_format=memory_format)
     if stack is not None:
         from oracle.compute.stack import stack_options, stack_system
 

@@ -30,8 +30,11 @@ Four parts; only part 4's fit rows (ResNet-50 on the H100) fit anything oracle s
    efficiency with it (``fit_hopper``: a grid over multiples of the V100-fitted generic
    one); the fitted values beside the shipped ones, and the GPU-bound rows' accuracy per
    group of models without the overhead (the AMP efficiency refitted without it) and as
-   shipped.  Last, the measured channels-last / NCHW step time of rows alike but for the
-   format, which the stacks do not carry.
+   shipped.  Last, the memory format: the stack's channels-last speedup refitted
+   (``fit_layout``: a grid, through projections with --memory-format of the H100's
+   GPU-bound rows in the layout the stack does not run) beside the shipped one, and the
+   rows in that layout projected in the stack's layout and with --memory-format theirs,
+   the H200's held out.
 
     python benchmarks/gpu_measured.py [--rows]
 """
@@ -56,6 +59,7 @@ import dle_accuracy as D  # noqa: E402
 from oracle.compute.binding import bind_profile  # noqa: E402
 from oracle.load import load_model, load_profile, load_stack, load_system  # noqa: E402
 from oracle.stack import Sourced  # noqa: E402
+from oracle.vocabulary import CHANNELS_LAST, NCHW  # noqa: E402
 
 SYSTEMS = {"NVIDIA H200": "hgx-h200", "NVIDIA H100 80GB HBM3": "dgx-h100-superpod"}  # the row's GPU -> system
 H200, H100 = SYSTEMS  # the rows' gpu names
@@ -116,15 +120,17 @@ def host_floors(rows: list[dict]) -> dict[tuple[str, str, str], float]:
     return {k: median(v) for k, v in groups.items()}
 
 
-def project(r: dict, stack) -> tuple[float, dict]:
-    """(iteration s, memory parts) of row ``r`` under ``stack`` on its GPU's system."""
+def project(r: dict, stack, layout: bool = False) -> tuple[float, dict]:
+    """(iteration s, memory parts) of row ``r`` under ``stack`` on its GPU's system; with
+    ``layout``, in the row's memory format (--memory-format), else in the stack's."""
     system_name = SYSTEMS[r["gpu"]]
     model, system = _inputs(r["model"], system_name)
     precision, mixed = PRECISION[r["precision"]]
     batch = int(r["batch"])
     # the optimizer of scripts/measure_training_step.py: SGD with momentum (its state in memory)
     _, pt = D.predict(model, system, _estimate(r["model"], batch, precision, mixed, system_name), 1,
-                      float(batch), precision, mixed, stack=stack, optimizer="momentum")  # fmt: skip
+                      float(batch), precision, mixed, stack=stack, optimizer="momentum",
+                      memory_format=LAYOUT[r["memory_format"]] if layout else None)  # fmt: skip
     return pt.iteration_s, dict(pt.details)["memory"]
 
 
@@ -141,6 +147,7 @@ OVERHEAD_GRID = [round(1e-7 * i, 9) for i in range(201)]  # GPU overhead per lay
 # the memory format the pytorch stack runs each precision in: DeepLearningExamples' ConvNets
 # run AMP channels-last (--memory-format nhwc) and TF32 in NCHW
 STACK_FORMAT = {"amp": "channels_last", "fp32": "contiguous"}
+LAYOUT = {"channels_last": CHANNELS_LAST, "contiguous": NCHW}  # the rows' memory_format -> --memory-format
 
 
 def without_hopper(stack):
@@ -196,9 +203,9 @@ def fit_hopper(rows: list[dict], overhead: float = 0.0) -> tuple[float, float]:
     return round(generic * m, 4), acc
 
 
-def _one(r: dict, stack) -> float:
+def _one(r: dict, stack, layout: bool = False) -> float:
     """Row ``r``'s projected iteration under ``stack`` (a graph row without host costs)."""
-    return project(r, gpu_only(stack) if graph(r) else stack)[0]
+    return project(r, gpu_only(stack) if graph(r) else stack, layout)[0]
 
 
 def evaluate(rows: list[dict], stack=None) -> list[dict]:
@@ -323,17 +330,74 @@ def _hopper_lines() -> list[str]:
     return lines
 
 
-def _format_lines(rows: list[dict]) -> list[str]:
-    """Measured channels-last over NCHW step time, pairs of rows alike but for the format."""
+def layout_pairs(rows: list[dict], gpu: str) -> dict[str, list[float]]:
+    """Per precision: measured NCHW over channels-last step time of ``gpu``'s rows alike but
+    for the format, the channels-last one bound by the GPU."""
     key = {(r["gpu"], r["model"], r["precision"], r["batch"], r["execution"], r["memory_format"]): r for r in rows}
-    lines = ["  The memory format (not in the stacks): channels-last / NCHW measured step time, median (rows)"]
-    for gpu in SYSTEMS:
+    out: dict[str, list[float]] = defaultdict(list)
+    for k, r in key.items():
+        nchw = key.get(k[:5] + ("contiguous",))
+        if k[0] == gpu and k[5] == "channels_last" and nchw is not None and gpu_bound(r):
+            out[k[2]].append(nchw["measured_s"] / r["measured_s"])
+    return out
+
+
+SPEEDUP_GRID = [round(1.0 + 0.01 * i, 2) for i in range(101)]  # channels-last speedups 1.00-2.00
+
+
+def with_speedup(stack, cls: str, value: float):
+    """``stack`` with one channels-last speedup for every Hopper GPU and ``cls``."""
+    kept = tuple(e for e in stack.channels_last_speedup if e[1] != cls)
+    added = tuple((gpu, cls, Sourced(value, "benchmarks/gpu_measured.py")) for gpu in HOPPER)
+    return replace(stack, channels_last_speedup=kept + added)
+
+
+def fit_layout(rows: list[dict]) -> dict[str, tuple[float, float]]:
+    """The pytorch stack's compute.channels_last_speedup per precision class, (value, mean
+    accuracy): the grid's best on the H100's GPU-bound rows in the layout the stack does not
+    run that precision in, projected with --memory-format their layout (the speedup moves
+    the forward and backward's kernels, not the GPU overhead or the optimizer step, so it
+    is fitted through projections, not as a ratio of steps).  The H200's rows are held out."""
+    out = {}
+    for cls, prec in (("mixed", "amp"), ("fp32", "fp32")):
+        mine = [r for r in rows if r["gpu"] == H100 and r["precision"] == prec and not in_stack_format(r)
+                and gpu_bound(r)]  # fmt: skip
+        def score(v: float, cls=cls, mine=mine) -> tuple[float, float]:
+            stack = with_speedup(load_stack("pytorch"), cls, v)
+            return mean(accuracy(_one(r, stack, True), r["measured_s"]) for r in mine), v
+
+        # the grid coarse (every 0.05), then every 0.01 around the best: the same optimum on
+        # these rows (unimodal in v) at a third of the projections
+        _, coarse = max(score(v) for v in SPEEDUP_GRID[::5])
+        acc, v = max(score(v) for v in SPEEDUP_GRID if abs(v - coarse) <= 0.045)
+        out[cls] = (v, acc)
+    return out
+
+
+def layout_accuracy(rows: list[dict], stack, gpu: str, precision: str) -> tuple[int, float, float]:
+    """(rows, accuracy in the stack's layout, with --memory-format the row's) of ``gpu``'s
+    GPU-bound rows of ``precision`` in the layout the stack does not run it in."""
+    mine = [r for r in rows if r["gpu"] == gpu and r["precision"] == precision and not in_stack_format(r)
+            and gpu_bound(r)]  # fmt: skip
+    if not mine:
+        return 0, float("nan"), float("nan")
+    acc = [(accuracy(_one(r, stack), r["measured_s"]), accuracy(_one(r, stack, True), r["measured_s"])) for r in mine]
+    return len(mine), mean(a for a, _ in acc), mean(b for _, b in acc)
+
+
+def _format_lines(rows: list[dict]) -> list[str]:
+    shipped, fitted = load_stack("pytorch"), fit_layout(rows)
+    lines = ["  The memory format (--memory-format; the pytorch stack runs AMP channels-last, TF32 NCHW):"]
+    for cls, (value, acc) in fitted.items():
+        lines.append(f"    channels_last_speedup {cls:5s} fitted {value:g} on the H100's rows ({100 * acc:.1f}%),"
+                     f" shipped {shipped.channels_last_speedup_for('H100', cls).value:g}")  # fmt: skip
+    lines.append(f"    {'GPU-bound rows in the other layout':52s} rows  stack's layout  --memory-format")
+    for gpu, role in ((H100, "fit"), (H200, "held out")):
+        pairs = layout_pairs(rows, gpu)
         for prec in ("amp", "fp32"):
-            ratios = [r["measured_s"] / key[k[:5] + ("contiguous",)]["measured_s"] for k, r in key.items()
-                      if k[0] == gpu and k[2] == prec and k[5] == "channels_last" and k[:5] + ("contiguous",) in key
-                      and gpu_bound(r)]  # fmt: skip
-            if ratios:
-                lines.append(f"    {gpu.split()[1]} {prec:4s} {median(ratios):.2f} ({len(ratios)})")
+            n, before, after = layout_accuracy(rows, shipped, gpu, prec)
+            label = f"{role}: {gpu.split()[1]} {prec} (step-time pairs: median {median(pairs[prec]):.2f})"
+            lines.append(f"    {label:52s} {n:4d}  {100 * before:13.1f}%  {100 * after:14.1f}%")
     return lines
 
 

@@ -102,6 +102,21 @@ class Stack:
     # forward and backward; None: none (a measured profile holds it already)
     gpu_overhead_s_per_layer: Sourced | None = None
 
+    # the tensor layout the software runs each precision class in, which its efficiencies
+    # hold for: (precision class, vocabulary.MEMORY_FORMATS value); () : not stated
+    memory_format: tuple[tuple[str, Sourced], ...] = ()
+    # measured NCHW step time over channels-last step time, per GPU generation and precision
+    # class: (gpu generation, precision class, value); what --memory-format moves by
+    channels_last_speedup: tuple[tuple[str, str, Sourced], ...] = ()
+
+    def memory_format_for(self, precision_class: str) -> str | None:
+        value = dict(self.memory_format).get(precision_class)
+        return None if value is None else str(value.value)
+
+    def channels_last_speedup_for(self, gpu_model: str, precision_class: str) -> Sourced | None:
+        """The speedup measured on a GPU named ``gpu_model`` (its generation matched by name)."""
+        return _for_gpu(self.channels_last_speedup, gpu_model, precision_class, generic=False)
+
     def gpu_overhead_s(self) -> float:
         """Seconds per layer and iteration of :attr:`gpu_overhead_s_per_layer` (0 if not given)."""
         return 0.0 if self.gpu_overhead_s_per_layer is None else float(self.gpu_overhead_s_per_layer.value)
@@ -129,13 +144,19 @@ class Stack:
     def efficiency_for(self, gpu_model: str, precision_class: str) -> Sourced | None:
         """The efficiency of ``precision_class`` on a GPU named ``gpu_model``: the entry of
         its generation (matched by name, e.g. "A100" in "A100-SXM4-80GB") before the generic one."""
-        name = gpu_model.upper()
-        generic = None
-        for gpu, cls, value in self.efficiency:
-            if cls != precision_class:
-                continue
-            if gpu and gpu.upper() in name:
-                return value
-            if not gpu:
-                generic = value
-        return generic
+        return _for_gpu(self.efficiency, gpu_model, precision_class, generic=True)
+
+
+def _for_gpu(entries, gpu_model: str, precision_class: str, generic: bool) -> Sourced | None:
+    """Of (gpu generation or "", precision class, value) ``entries``, the one of the GPU's
+    generation (matched by name), else (``generic``) the one for any GPU, else None."""
+    name = gpu_model.upper()
+    fallback = None
+    for gpu, cls, value in entries:
+        if cls != precision_class:
+            continue
+        if gpu and gpu.upper() in name:
+            return value
+        if not gpu and generic:
+            fallback = value
+    return fallback

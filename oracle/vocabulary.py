@@ -35,6 +35,11 @@ FP32, TF32, FP16, BF16 = "fp32", "tf32", "fp16", "bf16"
 # a stack's communication.gradient_precision: gradients all-reduced in fp32 whatever the
 # activations' precision (torch.cuda.amp), or in the activations' ("model", ParaDL's δ)
 GRADIENT_PRECISIONS = (FP32, "model")
+# tensor layouts of a run's convolutions (--memory-format, a stack's compute.memory_format;
+# docs/cost-model.md "Memory format"): NCHW, PyTorch's default, and channels-last (NHWC),
+# which cuDNN's tensor-core kernels take without transposing
+NCHW, CHANNELS_LAST = "nchw", "channels-last"
+MEMORY_FORMATS = (NCHW, CHANNELS_LAST)
 PRECISION_BYTES = {FP32: 4, TF32: 4, FP16: 2, BF16: 2}
 PRECISIONS = tuple(PRECISION_BYTES)
 

@@ -8,7 +8,15 @@ import click
 
 from oracle import limits
 from oracle.cli.types import KindType, PlainIntRange, count_type
-from oracle.vocabulary import ALGORITHMS, FRAMEWORK, MEMORY_MODELS, PARADL, PRECISIONS, precision_bytes_text
+from oracle.vocabulary import (
+    ALGORITHMS,
+    FRAMEWORK,
+    MEMORY_FORMATS,
+    MEMORY_MODELS,
+    PARADL,
+    PRECISIONS,
+    precision_bytes_text,
+)
 
 FORMATS = ("table", "json", "csv", "markdown")
 
@@ -152,6 +160,10 @@ def projection_options(precision_also: str = "", stack_also: str = "") -> list:
         click.option("--compute-scaling", type=click.Choice(["model", "linear"]), default="model",
                      show_default=True, help="model: convert profile times to this GPU, precision and per-GPU"
                      " batch (docs/memory.md and docs/cost-model.md); linear: ParaDL's profile times x samples."),
+        click.option("--memory-format", type=click.Choice(MEMORY_FORMATS),
+                     help="Tensor layout of the convolutions (nchw: PyTorch's default; channels-last): an"
+                     " estimated profile's speed moves by the stack's measured channels-last speedup on the"
+                     " system's GPU where it differs from the stack's layout. [default: the stack's]"),
     ]
 
 

@@ -31,7 +31,7 @@ from oracle.compute.named_layers import check_named_layers
 from oracle.compute.options import Options, check_runnable
 from oracle.compute.partition import partition_cached
 from oracle.compute.stack import compute_factor as stack_factor
-from oracle.compute.stack import update_factor
+from oracle.compute.stack import layout_factor, update_factor
 from oracle.model import MODEL_INPUT, WEIGHT_TYPES, LayerTimes, Model, System
 from oracle.vocabulary import FP32, PARADL, PRECISION_BYTES
 
@@ -101,8 +101,9 @@ class Context:
         self.times = times  # the profile's, before the implementation's compute factor
         # issue 14: the implementation's time factor on this model's profile (1 unless calibrated)
         self.compute_factor = k = system.implementation.compute_factor(model.name) * stack_factor(options, system, profile_kind)
-        self.fw = np.array([t.fw_s for t in times], dtype=float) * k
-        self.bw = np.array([t.bw_s for t in times], dtype=float) * k
+        layout = layout_factor(options, system) if profile_kind == "estimated" else 1.0  # --memory-format: fw, bw
+        self.fw = np.array([t.fw_s for t in times], dtype=float) * (k * layout)
+        self.bw = np.array([t.bw_s for t in times], dtype=float) * (k * layout)
         self.wu = np.array([t.wu_s for t in times], dtype=float) * k * update_factor(options, profile_kind)
         if self.conversion is not None and self.conversion.active:
             self.wu = self.wu * self.conversion.update_factor()

@@ -9,7 +9,16 @@ from typing import Any
 
 from oracle.errors import OracleError, did_you_mean
 from oracle.limits import BATCH, BATCH_PER_GPU, CONTENTION, COUNT, REUSE, SAMPLES, check_option
-from oracle.vocabulary import ALGORITHMS, FP32, FRAMEWORK, MEMORY_MODELS, PARADL, PRECISION_BYTES, TF32
+from oracle.vocabulary import (
+    ALGORITHMS,
+    FP32,
+    FRAMEWORK,
+    MEMORY_FORMATS,
+    MEMORY_MODELS,
+    PARADL,
+    PRECISION_BYTES,
+    TF32,
+)
 
 COMPUTE_SCALINGS = ("model", "linear")  # issue 13, docs/cost-model.md
 # weak scaling's per-GPU batch when neither an option nor the profile gives one: the
@@ -57,6 +66,9 @@ class Options:
     compute_scaling: str = "model"
     # issue 25: the software stack in force (oracle/stack.py, applied by compute/stack.py); None: none named
     stack: Any = None
+    # the convolutions' tensor layout (vocabulary.MEMORY_FORMATS); None: the stack's
+    # (compute/stack.layout_factor moves an estimated profile's speed by the stack's speedup)
+    memory_format: str | None = None
 
     def __post_init__(self) -> None:
         check_options(self)  # an Options is valid wherever it was built
@@ -113,6 +125,9 @@ def check_options(options: Options) -> None:
     if options.compute_scaling not in COMPUTE_SCALINGS:
         raise OracleError(f"unknown compute scaling '{options.compute_scaling}'", path="--compute-scaling",
                           hint="one of " + ", ".join(COMPUTE_SCALINGS))  # fmt: skip
+    if options.memory_format is not None and options.memory_format not in MEMORY_FORMATS:
+        raise OracleError(f"unknown memory format '{options.memory_format}'", path="--memory-format",
+                          hint="one of " + ", ".join(MEMORY_FORMATS))  # fmt: skip
 
 
 def check_runnable(options: Options, system) -> None:
@@ -283,7 +298,7 @@ OPTION_COLUMNS: dict[str, tuple[str, type]] = {
     "compute_scaling": ("compute_scaling", str), "memory_model": ("memory_model", str),
     "memory_reuse": ("memory_reuse", float), "contention": ("contention", float), "samples": ("samples", int),
     "optimizer": ("optimizer", str), "mixed_precision": ("mixed_precision", bool), "zero": ("zero", int),
-    "checkpointing": ("checkpointing", bool),
+    "checkpointing": ("checkpointing", bool), "memory_format": ("memory_format", str),
 }  # fmt: skip
 _YES, _NO = ("yes", "true", "1"), ("no", "false", "0")
 

@@ -121,6 +121,37 @@ def compute_factor(options: Options, system: System, profile_kind: str) -> float
     return 1.0 / float(eff.value) if eff is not None else 1.0
 
 
+def layout_factor(options: Options, system: System) -> float:
+    """The time factor of --memory-format on an estimated profile's forward and backward
+    (compute/context.py; the optimizer step keeps its own): 1 in the stack's layout
+    for the run's precision class; else its measured NCHW / channels-last step time on the
+    system's GPU (stack compute.channels_last_speedup), multiplied going to NCHW, divided
+    going to channels-last.  Without a stack that states its layout, or without a speedup
+    measured on that GPU, one error saying what to add."""
+    from oracle.errors import OracleError
+    from oracle.vocabulary import NCHW
+
+    wanted, stack = options.memory_format, options.stack
+    if wanted is None:
+        return 1.0
+    cls = precision_class(options)
+    own = stack.memory_format_for(cls) if stack is not None else None
+    if own is None:
+        where = f"stack {stack.name} states none (compute.memory_format)" if stack else "no stack is in force"
+        raise OracleError(f"{wanted} moves a stack's speed from the layout the stack runs, and {where}",
+                          path="--memory-format", hint="give --stack pytorch, or a stack file with"
+                          " compute.memory_format and compute.channels_last_speedup")  # fmt: skip
+    if own == wanted:
+        return 1.0
+    speedup = stack.channels_last_speedup_for(system.gpu_model, cls)
+    if speedup is None:
+        raise OracleError(f"{wanted}: stack {stack.name} has no channels-last speedup measured on {system.gpu_model}"
+                          f" ({cls})", path="--memory-format",
+                          hint=f"add compute.channels_last_speedup.<GPU>.{cls} to a stack file of your own"
+                          " (docs/cost-model.md, \"Memory format\")")  # fmt: skip
+    return float(speedup.value) if wanted == NCHW else 1.0 / float(speedup.value)
+
+
 def update_factor(options: Options, profile_kind: str) -> float:
     """The factor on an estimated profile's weight update: the stack's bytes per parameter
     over the compute model's (WU_PASSES passes of 4 bytes, or of the precision's bytes when

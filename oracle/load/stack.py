@@ -12,7 +12,13 @@ from oracle.load.fields import Bad, Checker, Fields, boolean, choice, number, of
 from oracle.load.yamlfile import load_yaml
 from oracle.model import LAYER_TYPES
 from oracle.stack import PRECISION_CLASSES, Sourced, Stack
-from oracle.vocabulary import ALGORITHMS, COST_MODELS, GRADIENT_PRECISIONS, MEMORY_MODELS
+from oracle.vocabulary import (
+    ALGORITHMS,
+    COST_MODELS,
+    GRADIENT_PRECISIONS,
+    MEMORY_FORMATS,
+    MEMORY_MODELS,
+)
 
 OVERLAPS = ("none", "buckets")  # compute/overlap.py
 COMPUTE_SCALINGS = ("model", "linear")  # compute/options.Options.compute_scaling
@@ -42,14 +48,33 @@ def _efficiencies(f: Fields) -> tuple[tuple[str, str, Sourced], ...]:
     eff = f.sub("efficiency")
     out = [("", cls, sourced(eff, cls, positive)) for cls in PRECISION_CLASSES]
     eff.done()
-    by_gpu = f.sub("by_gpu", required=False)
-    if by_gpu is not None:
-        for gpu in list(by_gpu.map):
-            g = by_gpu.sub(str(gpu))
-            out += [(str(gpu), cls, v) for cls in PRECISION_CLASSES if (v := sourced(g, cls, positive, False))]
-            g.done()
-        by_gpu.done()
+    return tuple(out) + _per_gpu(f, "by_gpu", positive)
+
+
+def _per_gpu(f: Fields, key: str, check: Checker) -> tuple[tuple[str, str, Sourced], ...]:
+    """``KEY: {GPU generation: {fp32: {...}, mixed: {...}}}`` (optional; each class optional)."""
+    sub = f.sub(key, required=False)
+    if sub is None:
+        return ()
+    out = []
+    for gpu in list(sub.map):
+        g = sub.sub(str(gpu))
+        out += [(str(gpu), cls, v) for cls in PRECISION_CLASSES if (v := sourced(g, cls, check, False))]
+        g.done()
+    sub.done()
     return tuple(out)
+
+
+def _layout(f: Fields) -> tuple[tuple[tuple[str, Sourced], ...], tuple[tuple[str, str, Sourced], ...]]:
+    """``memory_format: {fp32: {...}, mixed: {...}}`` (the layout the efficiencies hold for)
+    and ``channels_last_speedup: {H100: {mixed: {...}}}`` (NCHW over channels-last step
+    time, measured), both optional."""
+    fmt = f.sub("memory_format", required=False)
+    formats: tuple[tuple[str, Sourced], ...] = ()
+    if fmt is not None:
+        formats = tuple((cls, sourced(fmt, cls, choice(MEMORY_FORMATS))) for cls in PRECISION_CLASSES)
+        fmt.done()
+    return formats, _per_gpu(f, "channels_last_speedup", number(gt=0, what="NCHW time over channels-last time"))
 
 
 def _layer_types(value) -> tuple[str, ...]:
@@ -118,6 +143,7 @@ def parse_stack(doc: dict, file: str) -> Stack:
     share = number(gt=0, le=1, what="a fraction of the memory bandwidth")
     reduction = sourced(compute, "reduction_memory_efficiency", share, required=False)
     maxpool = sourced(compute, "maxpool_memory_efficiency", share, required=False)
+    formats, speedups = _layout(compute)
     compute.done()
     it = top.sub("iteration")
     seconds = number(ge=0, what="seconds")
@@ -151,4 +177,5 @@ def parse_stack(doc: dict, file: str) -> Stack:
     top.done()
     return Stack(name, file, description, efficiency, data_parallel, scaling, fixed, floor, per_gpu, per_node,
                  library, algorithm, overlap, bucket, cycle, memory_model, cost_model, split_types,
-                 split_points, paths, update, nccl_algos, fused, reduction, maxpool, gradients, overhead)  # fmt: skip
+                 split_points, paths, update, nccl_algos, fused, reduction, maxpool, gradients, overhead,
+                 formats, speedups)  # fmt: skip

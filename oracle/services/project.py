@@ -50,15 +50,17 @@ def describe(m, s, pr, run, conversion) -> dict:
         "model_note": model_note(m),
         "compute_conversion": conversion_caption(conversion, batch, per_gpu, s, m),
         "stack": options.stack.name if options.stack is not None else "",
-        "stack_note": stack_caption(options.stack),
+        "stack_note": stack_caption(options.stack, options.memory_format),
     }
 
 
-def stack_caption(stack) -> str:
-    """The software stack in force (issue 25), for headers and reports."""
+def stack_caption(stack, memory_format: str | None = None) -> str:
+    """The software stack in force (issue 25), for headers and reports, and the layout
+    --memory-format asked for."""
     if stack is None:
         return ""
-    return f"stack: {stack.name} ({stack.description})"
+    layout = f"; convolutions in {memory_format} (--memory-format)" if memory_format else ""
+    return f"stack: {stack.name} ({stack.description}){layout}"
 
 
 def provenance(chosen, used, options: str, shown: str, converts: bool, default=None) -> str:
