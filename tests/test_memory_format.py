@@ -80,6 +80,8 @@ def test_predict_moves_the_kernels_and_names_the_layout(tmp_path):
     measured = ("predict", "-m", "resnet50", "-s", H100, "-p", "resnet50_h100", "--gpus", "8", "--strategy", "data",
                 "-f", "json")  # fmt: skip
     assert run_cli(*measured).out == run_cli(*measured, "--memory-format", "nchw").out
+    table = run_cli(*measured[:-2], "--memory-format", "nchw", "--width", "250")
+    assert "not applied: a measured profile keeps the layout it was measured in" in table.out
     table = _predict("--memory-format", "nchw", "--width", "200")
     assert table.code == 0 and "convolutions in nchw (--memory-format)" in table.out
 

@@ -50,16 +50,17 @@ def describe(m, s, pr, run, conversion) -> dict:
         "model_note": model_note(m),
         "compute_conversion": conversion_caption(conversion, batch, per_gpu, s, m),
         "stack": options.stack.name if options.stack is not None else "",
-        "stack_note": stack_caption(options.stack, options.memory_format),
+        "stack_note": stack_caption(options.stack, options.memory_format, pr.kind if pr is not None else ""),
     }
 
 
-def stack_caption(stack, memory_format: str | None = None) -> str:
+def stack_caption(stack, memory_format: str | None = None, profile_kind: str = "") -> str:
     """The software stack in force (issue 25), for headers and reports, and the layout
-    --memory-format asked for."""
+    --memory-format asked for (which a measured profile does not take: it has its own)."""
     if stack is None:
         return ""
-    layout = f"; convolutions in {memory_format} (--memory-format)" if memory_format else ""
+    own = "" if profile_kind in ("estimated", "") else "; not applied: a measured profile keeps the layout it was measured in"
+    layout = f"; convolutions in {memory_format} (--memory-format{own})" if memory_format else ""
     return f"stack: {stack.name} ({stack.description}){layout}"
 
 
