@@ -280,6 +280,8 @@ def _step_lines(results: list[dict]) -> list[str]:
         lines.append(_group_line("host-bound rows, this host's floor (held out)", held, "local_s"))
         lines.append(_group_line("host-bound rows, shipped stack (same rows)", held, "projected_s"))
         lines.append(_group_line("CUDA-graph rows, the stack's GPU time", [r for r in rs if graph(r)], "projected_s"))
+        lines.append(_group_line("  of them in the stack's layouts", [r for r in rs if graph(r) and in_stack_format(r)],
+                                 "projected_s"))  # fmt: skip
     return lines
 
 
@@ -343,6 +345,7 @@ def layout_pairs(rows: list[dict], gpu: str) -> dict[str, list[float]]:
 
 
 SPEEDUP_GRID = [round(1.0 + 0.01 * i, 2) for i in range(101)]  # channels-last speedups 1.00-2.00
+LAYOUT_FIT_MODELS = ("resnet50", "resnet152", "vgg16")  # fit_layout's; every other model's rows held out
 
 
 def with_speedup(stack, cls: str, value: float):
@@ -361,7 +364,8 @@ def fit_layout(rows: list[dict]) -> dict[str, tuple[float, float]]:
     out = {}
     for cls, prec in (("mixed", "amp"), ("fp32", "fp32")):
         mine = [r for r in rows if r["gpu"] == H100 and r["precision"] == prec and not in_stack_format(r)
-                and gpu_bound(r)]  # fmt: skip
+                and gpu_bound(r) and r["model"] in LAYOUT_FIT_MODELS]  # fmt: skip
+
         def score(v: float, cls=cls, mine=mine) -> tuple[float, float]:
             stack = with_speedup(load_stack("pytorch"), cls, v)
             return mean(accuracy(_one(r, stack, True), r["measured_s"]) for r in mine), v
@@ -374,15 +378,19 @@ def fit_layout(rows: list[dict]) -> dict[str, tuple[float, float]]:
     return out
 
 
-def layout_accuracy(rows: list[dict], stack, gpu: str, precision: str) -> tuple[int, float, float]:
-    """(rows, accuracy in the stack's layout, with --memory-format the row's) of ``gpu``'s
-    GPU-bound rows of ``precision`` in the layout the stack does not run it in."""
-    mine = [r for r in rows if r["gpu"] == gpu and r["precision"] == precision and not in_stack_format(r)
-            and gpu_bound(r)]  # fmt: skip
+def layout_accuracy(rows: list[dict], stack, keep, precision: str) -> tuple[int, float, float]:
+    """(rows, accuracy in the stack's layout, with --memory-format the row's) of the
+    GPU-bound rows ``keep`` chooses, of ``precision``, in the layout the stack does not run."""
+    mine = [r for r in rows if keep(r) and r["precision"] == precision and not in_stack_format(r) and gpu_bound(r)]
     if not mine:
         return 0, float("nan"), float("nan")
     acc = [(accuracy(_one(r, stack), r["measured_s"]), accuracy(_one(r, stack, True), r["measured_s"])) for r in mine]
     return len(mine), mean(a for a, _ in acc), mean(b for _, b in acc)
+
+
+LAYOUT_GROUPS = (("fit: H100, ResNet-50/152, VGG-16", lambda r: r["gpu"] == H100 and r["model"] in LAYOUT_FIT_MODELS),
+                 ("held out: H100, the other models", lambda r: r["gpu"] == H100 and r["model"] not in LAYOUT_FIT_MODELS),
+                 ("held out: H200", lambda r: r["gpu"] == H200))  # fmt: skip
 
 
 def _format_lines(rows: list[dict]) -> list[str]:
@@ -391,13 +399,15 @@ def _format_lines(rows: list[dict]) -> list[str]:
     for cls, (value, acc) in fitted.items():
         lines.append(f"    channels_last_speedup {cls:5s} fitted {value:g} on the H100's rows ({100 * acc:.1f}%),"
                      f" shipped {shipped.channels_last_speedup_for('H100', cls).value:g}")  # fmt: skip
-    lines.append(f"    {'GPU-bound rows in the other layout':52s} rows  stack's layout  --memory-format")
-    for gpu, role in ((H100, "fit"), (H200, "held out")):
+    for gpu in SYSTEMS:
         pairs = layout_pairs(rows, gpu)
-        for prec in ("amp", "fp32"):
-            n, before, after = layout_accuracy(rows, shipped, gpu, prec)
-            label = f"{role}: {gpu.split()[1]} {prec} (step-time pairs: median {median(pairs[prec]):.2f})"
-            lines.append(f"    {label:52s} {n:4d}  {100 * before:13.1f}%  {100 * after:14.1f}%")
+        lines.append(f"    {gpu}: NCHW / channels-last step time of pairs, median: AMP {median(pairs['amp']):.2f}"
+                     f" ({len(pairs['amp'])}), TF32 {median(pairs['fp32']):.2f} ({len(pairs['fp32'])})")  # fmt: skip
+    lines.append(f"    {'GPU-bound rows in the other layout':44s} prec  rows  stack's layout  --memory-format")
+    for (label, keep), prec in ((g, p) for p in ("amp", "fp32") for g in LAYOUT_GROUPS):
+        n, before, after = layout_accuracy(rows, shipped, keep, prec)
+        if n:
+            lines.append(f"    {label:44s} {prec:4s}  {n:4d}  {100 * before:13.1f}%  {100 * after:14.1f}%")
     return lines
 
 

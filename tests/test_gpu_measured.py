@@ -15,8 +15,9 @@ ResNet-50, ResNet-152 and VGG-16 for the eager groups:
 - H100 (2026-11-26, with the Hopper AMP efficiency; before it 72.6%, 72.9% and 74.5%):
   GPU-bound eager rows 76.3% (75.7%); held-out host-bound rows 71.3% (71.0%) with that
   host's floor, 59.3% with the shipped one; the 20 CUDA-graph rows 80.9% against the
-  stack's GPU time, all 54 now 81.3% (NCHW AMP rows, 1.4-1.8x slower than channels-last,
-  among them: the stacks carry no memory format).
+  stack's GPU time, all 58 now 78.7% (AMP in NCHW, 1.4-2.8x slower than channels-last, and
+  TF32 in channels-last among them, projected in the stack's layouts), the 26 in the stack's
+  layouts 92.6% (the floor here; the others: --memory-format, below).
 """
 
 from __future__ import annotations
@@ -42,10 +43,10 @@ FIRST = ("resnet50", "resnet152", "vgg16")  # the models of the first two sessio
 
 
 def test_every_measured_row_is_projected(bench, results):
-    # H200: 28 ResNet-50 rows, 6 ResNet-152, 6 VGG-16; H100: 23 eager and 54 CUDA-graph rows
-    # (20 ResNet-50/152 and VGG-16 channels-last, 14 of them in NCHW, 20 of five more models)
-    assert len(results) == 117 and sum(r["gpu"] == H200 for r in results) == 40
-    assert sum(bench.graph(r) for r in results) == 54 and not any(bench.graph(r) and r["gpu"] == H200 for r in results)
+    # H200: 28 ResNet-50 rows, 6 ResNet-152, 6 VGG-16; H100: 23 eager and 58 CUDA-graph rows
+    # (20 ResNet-50/152 and VGG-16 channels-last, 14 of them in NCHW, 24 of five more models)
+    assert len(results) == 121 and sum(r["gpu"] == H200 for r in results) == 40
+    assert sum(bench.graph(r) for r in results) == 58 and not any(bench.graph(r) and r["gpu"] == H200 for r in results)
     assert {r["model"] for r in results} == {*FIRST, "resnet101", "inception_v3", "mobilenet_v2", "efficientnet_b0",
                                              "alexnet"}  # fmt: skip
     assert all(r["projected_s"] > 0 and r["local_s"] >= r["projected_s"] for r in results)
@@ -71,7 +72,7 @@ def test_memory_within_tolerance_at_batch_32_and_above(bench, results):
 
 
 @pytest.mark.parametrize(("gpu", "gpu_bound", "held_local", "held_shipped", "graphs"),
-                         [(H200, 0.691, 0.827, 0.6, None), (H100, 0.743, 0.693, 0.65, 0.789)])  # fmt: skip
+                         [(H200, 0.691, 0.827, 0.6, None), (H100, 0.743, 0.693, 0.65, 0.906)])  # fmt: skip
 def test_step_time_floors(bench, results, gpu, gpu_bound, held_local, held_shipped, graphs):
     rs = [r for r in results if r["gpu"] == gpu]
     eager = [r for r in rs if not bench.graph(r) and r["model"] in FIRST]
@@ -84,8 +85,8 @@ def test_step_time_floors(bench, results, gpu, gpu_bound, held_local, held_shipp
     # the host's launching is what the shipped floor misses on these machines (virtual
     # machines): with it the same rows are far worse
     assert mean(acc(r["projected_s"], r["measured_s"]) for r in held) < held_shipped
-    if graphs is not None:
-        assert mean(acc(r["projected_s"], r["measured_s"]) for r in rs if bench.graph(r)) >= graphs
+    if graphs is not None:  # in the stack's layouts (the others: --memory-format, below)
+        assert mean(acc(r["projected_s"], r["measured_s"]) for r in rs if bench.graph(r) and bench.in_stack_format(r)) >= graphs
 
 
 def test_hopper_values_are_the_fit_and_hold_on_rows_not_fitted(bench, results):
@@ -161,16 +162,18 @@ def test_the_estimate_falls_behind_as_the_batch_shrinks(bench):
     assert ratios[0] > ratios[1] > ratios[2] and ratios[0] - ratios[2] > 0.15
 
 
-def test_the_channels_last_speedup_is_the_fit_and_holds_on_the_h200(bench, results):
+def test_the_channels_last_speedup_is_the_fit_and_holds_on_rows_not_fitted(bench, results):
     """stacks/pytorch.yaml compute.channels_last_speedup is fit_layout's on the H100's
-    GPU-bound rows in the layout the stack does not run (AMP in NCHW: 7 rows, TF32 in
-    channels-last: 26), projected with --memory-format their layout; on the H200's, held
-    out, it takes AMP in NCHW from 41.4% to 62.0% (3 rows) and TF32 in channels-last from
-    71.8% to 93.3% (6 rows)."""
+    GPU-bound rows of ResNet-50, ResNet-152 and VGG-16 in the layout the stack does not run
+    (AMP in NCHW: 7 rows, TF32 in channels-last: 16), projected with --memory-format their
+    layout.  Held out: the H100's other models (AMP in NCHW 43.8% -> 68.2%, 4 rows; TF32 in
+    channels-last 76.4% -> 84.0%, 10) and the H200's (41.4% -> 62.0%, 3; 71.8% -> 93.3%, 6)."""
     shipped = bench.load_stack("pytorch")
     for cls, (value, acc) in bench.fit_layout(results).items():
         assert shipped.channels_last_speedup_for("H100", cls).value == pytest.approx(value, abs=0.01) and acc >= 0.9
         assert shipped.channels_last_speedup_for("H200", cls).value == value
-    for precision, floor in (("amp", 0.6), ("fp32", 0.9)):
-        n, before, after = bench.layout_accuracy(results, shipped, H200, precision)
-        assert n >= 3 and after >= floor and after > before + 0.15, (precision, before, after)
+    _, others, h200 = (keep for _, keep in bench.LAYOUT_GROUPS)
+    for keep, precision, floor in ((others, "amp", 0.66), (others, "fp32", 0.82), (h200, "amp", 0.6),
+                                   (h200, "fp32", 0.9)):  # fmt: skip
+        n, before, after = bench.layout_accuracy(results, shipped, keep, precision)
+        assert n >= 3 and after >= floor and after > before + 0.05, (precision, before, after)
