@@ -105,7 +105,7 @@ class Stack:
     # the tensor layout the software runs each precision class in, which its efficiencies
     # hold for: (precision class, vocabulary.MEMORY_FORMATS value); () : not stated
     memory_format: tuple[tuple[str, Sourced], ...] = ()
-    # measured NCHW step time over channels-last step time, per GPU generation and precision
+    # NCHW over channels-last kernel time (fitted on measured steps), per GPU generation and precision
     # class: (gpu generation, precision class, value); what --memory-format moves by
     channels_last_speedup: tuple[tuple[str, str, Sourced], ...] = ()
 

@@ -123,11 +123,11 @@ def compute_factor(options: Options, system: System, profile_kind: str) -> float
 
 def layout_factor(options: Options, system: System) -> float:
     """The time factor of --memory-format on an estimated profile's forward and backward
-    (compute/context.py; the optimizer step keeps its own): 1 in the stack's layout
-    for the run's precision class; else its measured NCHW / channels-last step time on the
-    system's GPU (stack compute.channels_last_speedup), multiplied going to NCHW, divided
-    going to channels-last.  Without a stack that states its layout, or without a speedup
-    measured on that GPU, one error saying what to add."""
+    (compute/context.py; the optimizer step keeps its own): 1 in the stack's layout for
+    the run's precision class; else the stack's compute.channels_last_speedup on the
+    system's GPU (NCHW over channels-last kernel time, fitted on measured steps), multiplied
+    going to NCHW, divided going to channels-last.  Without a stack that states its layout,
+    or without a speedup measured on that GPU, one error saying what to add."""
     from oracle.errors import OracleError
     from oracle.vocabulary import NCHW
 

@@ -67,8 +67,8 @@ def _per_gpu(f: Fields, key: str, check: Checker) -> tuple[tuple[str, str, Sourc
 
 def _layout(f: Fields) -> tuple[tuple[tuple[str, Sourced], ...], tuple[tuple[str, str, Sourced], ...]]:
     """``memory_format: {fp32: {...}, mixed: {...}}`` (the layout the efficiencies hold for)
-    and ``channels_last_speedup: {H100: {mixed: {...}}}`` (NCHW over channels-last step
-    time, measured), both optional."""
+    and ``channels_last_speedup: {H100: {mixed: {...}}}`` (NCHW over channels-last kernel
+    time, fitted on measured steps), both optional."""
     fmt = f.sub("memory_format", required=False)
     formats: tuple[tuple[str, Sourced], ...] = ()
     if fmt is not None:
