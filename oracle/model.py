@@ -290,11 +290,13 @@ class Implementation:
     # compute model (issue 13): element-wise activations after batchnorm/add run inside
     # that kernel (cuDNN fused ops, XLA); false for frameworks that launch them apart
     fused_activations: bool = True
-    # compute model: the fraction of the HBM bandwidth batchnorm's and maxpool's kernels
-    # reach (set by a software stack, compute.reduction_memory_efficiency and
-    # compute.maxpool_memory_efficiency); None: the compute model's default
+    # compute model: the fraction of the HBM bandwidth batchnorm's, maxpool's and avgpool's
+    # kernels reach (set by a software stack, compute.reduction_memory_efficiency,
+    # compute.maxpool_memory_efficiency and compute.avgpool_memory_efficiency); None: the
+    # compute model's default
     reduction_memory_efficiency: float | None = None
     maxpool_memory_efficiency: float | None = None
+    avgpool_memory_efficiency: float | None = None
     source: str = ""
     # issue 14: the gradient exchange of data+filter's data groups, "flat" (docs/cost-model.md) or
     # "leader" (ParaDL §4.5.1's pattern, as for data+spatial)

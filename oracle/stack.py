@@ -91,7 +91,7 @@ class Stack:
     # None: as the system's implementation says
     fused_activations: Sourced | None = None
     # the fraction of the HBM bandwidth the software's batchnorm kernels (per-channel
-    # reductions) and maxpool kernels reach; None: the compute model's
+    # reductions), maxpool kernels and (windowed) avgpool kernels reach; None: the compute model's
     reduction_memory_efficiency: Sourced | None = None
     maxpool_memory_efficiency: Sourced | None = None
     # the precision its gradients are all-reduced in: "fp32" (torch.cuda.amp keeps fp32
@@ -108,6 +108,7 @@ class Stack:
     # NCHW over channels-last kernel time (fitted on measured steps), per GPU generation and precision
     # class: (gpu generation, precision class, value); what --memory-format moves by
     channels_last_speedup: tuple[tuple[str, str, Sourced], ...] = ()
+    avgpool_memory_efficiency: Sourced | None = None  # with the shares above (kept last: positional)
 
     def memory_format_for(self, precision_class: str) -> str | None:
         value = dict(self.memory_format).get(precision_class)
@@ -128,7 +129,7 @@ class Stack:
         out: dict = {}
         if self.fused_activations is not None:
             out["fuse_activations"] = bool(self.fused_activations.value)
-        for field in ("reduction_memory_efficiency", "maxpool_memory_efficiency"):
+        for field in ("reduction_memory_efficiency", "maxpool_memory_efficiency", "avgpool_memory_efficiency"):
             if (v := getattr(self, field)) is not None:
                 out[field] = float(v.value)
         return out

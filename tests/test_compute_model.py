@@ -130,6 +130,24 @@ def test_batchnorm_and_maxpool_run_at_their_own_efficiencies_by_hand(tiny):
     assert fw_v[0] * 256 == pytest.approx(fw, rel=1e-12)
 
 
+def test_windowed_avgpool_runs_at_its_own_share_and_global_pooling_streams():
+    """A 2x2 avgpool of 16x8x8 moves 1,310,720 B at b = 256 (as the maxpool above): at
+    avgpool_memory_efficiency 0.22 of 900 GB/s, 6.620 us forward, twice that backward; a
+    global average pool (16x8x8 -> 16: 4·256·(1024 + 16) = 1,064,960 B) is a reduction and
+    stays at memory_efficiency 0.9 (1.315 us), whatever the windowed share."""
+    k = replace(KC, memory_efficiency=0.9, avgpool_memory_efficiency=0.22)
+    m = parse_model({"name": "P", "input": [16, 8, 8], "dataset": {"name": "d", "samples": 1000},
+                     "layers": [{"name": "p", "type": "avgpool", "kernel": 2},
+                                {"name": "g", "type": "globalavgpool", "inputs": ["input"]}]}, "p.yaml")  # fmt: skip
+    fw, bw = K.layer_time(*_layer(m, "p"), V100, "fp32", 256, k)
+    assert fw == pytest.approx(1_310_720 / (0.22 * 900e9), rel=1e-12) and bw == pytest.approx(2 * fw, rel=1e-12)
+    assert K.layer_time(*_layer(m, "g"), V100, "fp32", 256, k)[0] == pytest.approx(1_064_960 / (0.9 * 900e9), rel=1e-12)
+    fw_v, _ = K.per_sample_array(K.ModelArrays.of(m, k), V100, "fp32", 256, k)
+    assert fw_v[0] * 256 == pytest.approx(fw, rel=1e-12)
+    default = K.layer_time(*_layer(m, "p"), V100, "fp32", 256, replace(k, avgpool_memory_efficiency=None))[0]
+    assert default == pytest.approx(1_310_720 / (0.9 * 900e9), rel=1e-12)  # None: as streaming kernels
+
+
 # a depthwise convolution (one input channel per group) at b = 256: x = y = 32·64 = 2048,
 # w = 32·9 = 288, FLOPs = 2·9·2048 = 36,864 per sample -> 9,437,184; it runs on CUDA cores
 # at e_dw·(FP32 peak as on-chip B/s)·2/δ FLOP/s (one δ-byte shared-memory read per

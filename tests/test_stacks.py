@@ -283,6 +283,8 @@ def test_list_and_show_stack():
     assert math.isclose(j["values"]["compute.data_parallel_efficiency.mixed"]["value"], 0.85)
     assert math.isclose(j["values"]["compute.reduction_memory_efficiency"]["value"], 0.5)
     assert math.isclose(j["values"]["compute.maxpool_memory_efficiency"]["value"], 0.22)
+    avgpool = j["values"]["compute.avgpool_memory_efficiency"]
+    assert math.isclose(avgpool["value"], 0.22) and "AveragePool2d.cu" in avgpool["source"]
 
 
 def test_runs_file_stack_column_comes_before_the_option(tmp_path):
@@ -382,6 +384,7 @@ def test_fit_runs_compute_profile_reproduces_the_run_under_the_stack(tmp_path):
     (lambda d: d["iteration"]["update_bytes_per_parameter"].pop("fp32"), "iteration.update_bytes_per_parameter"),
     (lambda d: d["compute"]["reduction_memory_efficiency"].__setitem__("value", 1.5),
      "compute.reduction_memory_efficiency.value"),
+    (lambda d: d["compute"]["avgpool_memory_efficiency"].__setitem__("value", 0), "compute.avgpool_memory_efficiency.value"),
     (lambda d: d["iteration"]["gpu_overhead_s_per_layer"].__setitem__("value", -7e-6),
      "iteration.gpu_overhead_s_per_layer.value"),
     (lambda d: d["iteration"]["gpu_overhead_s_per_layer"].__setitem__("value", float("nan")),
@@ -450,6 +453,26 @@ def test_nccl_algo_restricts_what_nccl_chooses(tmp_path):
     assert free.startswith("nccl nvls") and kept.split()[1].split("/")[0] in ("ring", "tree")
     with pytest.raises(OracleError, match="communication.nccl_algorithms"):
         load_file(_nccl_algo_stack(tmp_path, "ring,bogus"))
+
+
+def test_pytorch_windowed_avgpool_runs_at_maxpools_share():
+    """stacks/pytorch.yaml compute.avgpool_memory_efficiency 0.22 (ATen's average pooling has
+    its max pooling's kernel structure): Inception-v3's windowed avgpool layers are converted
+    to take 0.9/0.22 as long; its global average pool (a reduction) keeps 1x."""
+    from oracle.compute.conversion import prepare
+    from oracle.load import load_model
+    from oracle.profiling.estimate import estimate
+
+    model, system = load_model("inception_v3"), load_system("dgx-a100-80gb")
+    profile = estimate(model, system, compute_efficiency=None, memory_efficiency=None, batch=64, precision="fp16")
+    on = stack_system(system, load_stack("pytorch"))
+    assert on.implementation.avgpool_memory_efficiency == 0.22
+    _, conversion = prepare(model, on, profile, Options(precision="fp16"))
+    fw, bw, _, _ = conversion.factors(64.0)
+    types = [layer.type for layer in model.layers]
+    for t, want in (("avgpool", 0.9 / 0.22), ("globalavgpool", 1.0)):
+        i = [j for j, u in enumerate(types) if u == t]
+        assert i and fw[i] == pytest.approx(want, rel=1e-9) and bw[i] == pytest.approx(want, rel=1e-9), t
 
 
 def test_pytorch_batchnorm_and_maxpool_run_at_their_measured_efficiencies():

@@ -46,13 +46,15 @@ For layer ``l`` run on ``b`` samples at once (``F_l`` forward FLOPs per sample,
   B_onchip by 2x).  This is why EfficientNet gains less from an A100 than its HBM ratio
   (2039/900 = 2.27): its depthwise kernels gain only the SM ratio 19.5/15.7 = 1.24, in
   TF32 and AMP alike (tensor cores do not run them).  No waves factor (no GEMM tiles).
-- **Batch norm and max pooling** (``KernelConstants.reduction_memory_efficiency``,
-  ``maxpool_memory_efficiency``; ``MEMORY_EFFICIENCY_FIELDS``): batch norm's statistics and
-  its backward's per-channel sums are reductions over the batch, and max pooling reads
-  overlapping windows and scatters its gradient through saved indices; in some frameworks'
-  kernels they reach a smaller share of the bandwidth than streaming kernels (eager
-  PyTorch's native ones on an H200, measured per layer: batch norm about 0.5, max pooling
-  about 0.22); default: as streaming kernels; a software stack sets its own.
+- **Batch norm and pooling** (``KernelConstants.reduction_memory_efficiency``,
+  ``maxpool_memory_efficiency``, ``avgpool_memory_efficiency``; ``MEMORY_EFFICIENCY_FIELDS``):
+  batch norm's statistics and its backward's per-channel sums are reductions over the
+  batch, and windowed pooling reads overlapping windows (one thread per output looping over
+  its window) and gathers its gradient back over them; in some frameworks' kernels they
+  reach a smaller share of the bandwidth than streaming kernels (eager PyTorch's native
+  ones on an H200, measured per layer: batch norm about 0.5, max pooling about 0.22);
+  default: as streaming kernels; a software stack sets its own.  Global (adaptive) average
+  pooling is a plain reduction to one value per channel and keeps the streaming share.
 - **Fused activations** (default on; ``KernelConstants.fuse_activations``): an
   element-wise activation right after a batchnorm or an add runs inside that kernel
   (cuDNN's fused BN+activation and BN+add+activation ops; MXNet's and TF-XLA's ResNet
@@ -82,7 +84,8 @@ from oracle.vocabulary import FP32, PRECISION_BYTES, TF32
 MATMUL_TYPES = ("conv", "fc", "attention")  # attention: cuBLAS GEMMs and batched GEMMs
 # memory-bound layer types whose bandwidth share a software stack may set: the KernelConstants
 # field of each (None there: memory_efficiency)
-MEMORY_EFFICIENCY_FIELDS = {"batchnorm": "reduction_memory_efficiency", "maxpool": "maxpool_memory_efficiency"}
+MEMORY_EFFICIENCY_FIELDS = {"batchnorm": "reduction_memory_efficiency", "maxpool": "maxpool_memory_efficiency",
+                            "avgpool": "avgpool_memory_efficiency"}  # fmt: skip
 VIEW_TYPES = ("flatten", "slice")  # no kernel
 WU_PASSES = 5  # SGD momentum: read w, grad, m; write w, m (oracle.profiling.estimate)
 
@@ -104,6 +107,7 @@ class KernelConstants:
     # a profile to them
     reduction_memory_efficiency: float | None = None
     maxpool_memory_efficiency: float | None = None
+    avgpool_memory_efficiency: float | None = None  # windowed average pooling (not the global one)
     launch_s: float = 5e-6  # nominal kernel launch floor (NVIDIA CUDA Graphs blog, 2019)
     tile_elements: int = 128 * 128  # output elements per conv/fc thread block (CUTLASS default tile)
     k_split: int = 256  # smallest reduction slice per block under split-K (nominal)
