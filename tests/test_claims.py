@@ -51,7 +51,7 @@ def test_the_example_output_is_what_the_command_prints(run):
 
 
 def test_glance_rows_are_all_checked():
-    assert len(_glance()) == 9, list(_glance())
+    assert len(_glance()) == 10, list(_glance())
 
 
 def test_glance_abci_held_out(run):
@@ -281,3 +281,23 @@ def test_glance_measured_gpu_steps():
     (models, after), (_, before) = held(g.evaluate(g.steps())), held(g.evaluate(g.steps(), v["without"]))
     assert len(models) == 7
     assert _percents(result) == [f"{100 * after:.1f}", f"{100 * before:.1f}"]
+
+
+def test_glance_independent_sources():
+    """benchmarks/independent_accuracy.py: every row with its framework's stack and bare,
+    the two sources' means and the runs below 0.70."""
+    what, result = list(_glance().items())[9]
+    assert "independent sources" in what and "120 runs" in what
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from statistics import mean
+
+    import independent_accuracy as ia
+
+    groups = ia.groups(ia.evaluate())
+    everything = groups["all"]
+    assert len(everything) == 120
+    want = [mean(x["accuracy"] for x in everything), mean(x["bare_accuracy"] for x in everything),
+            mean(x["accuracy"] for x in groups["graphics cards, all"]), mean(x["accuracy"] for x in groups["pre-Volta, all"])]  # fmt: skip
+    assert _percents(result) == [f"{100 * v:.1f}" for v in want]
+    low = sum(x["accuracy"] < ia.LOW for x in everything)
+    assert f"{low} runs below 70%" in result

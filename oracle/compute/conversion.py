@@ -96,10 +96,14 @@ class Conversion:
         shares = {f: getattr(impl, f) or getattr(constants, f) for f in K.MEMORY_EFFICIENCY_FIELDS.values()}
         self.k_src = replace(constants, **dict(origin.kernels))
         self.k = replace(constants, fuse_activations=impl.fused_activations, **shares)
-        self.model, self.origin = model, origin
         self.precision = run_precision(precision, mixed)
         self.mixed = mixed
         self.target = system_spec(system)
+        if origin.spec is None and self.target is not None and origin.device == system.gpu_model:
+            # a GPU oracle's catalog lacks, profiled (or estimated) on a GPU of the system's own
+            # name: the system file's figures describe it, so the profile converts as any other
+            origin = replace(origin, spec=self.target)
+        self.model, self.origin = model, origin
         self.reason = ""
         if origin.spec is None:
             self.reason = f"profile device '{origin.device}' is not a GPU oracle knows (oracle/gpus.py)"

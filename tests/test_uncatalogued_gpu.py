@@ -1,0 +1,55 @@
+"""A GPU oracle's catalog (oracle/gpus.py) does not name projects as one it does, when the
+system file gives its figures: the profile's device is the system's GPU, so the compute
+model converts the profile (to the run's batch and precision, to the stack's kernels) as it
+would for a catalogued one.  Before 2026-11-26 such a profile was never converted: a stack's
+separate activations and slower batch norm and pooling silently did not apply (while its
+efficiency did), and a profile taken at one batch was spread linearly to another."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def _renamed(tmp_path, name: str) -> str:
+    text = (REPO / "systems" / "dgx-a100-80gb.yaml").read_text(encoding="utf-8")
+    assert "  model: A100-SXM4-80GB\n" in text
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(text.replace("  model: A100-SXM4-80GB\n", f"  model: {name}\n"), encoding="utf-8")
+    return str(path)
+
+
+def _iteration_s(run, tmp_path, system: str, stack: str) -> float:
+    prof = str(tmp_path / f"{abs(hash((system, stack)))}.yaml")
+    r = run("profile", "resnet50", "--estimate", "--system", system, "--batch", "64", "--precision", "fp16", "-o", prof)
+    assert r.code == 0, r.err
+    r = run("predict", "-m", "resnet50", "-s", system, "-p", prof, "--strategy", "data", "--gpus", "8", "-b", "256",
+            "--precision", "fp16", "--mixed-precision", "--stack", stack, "-f", "json")  # fmt: skip
+    assert r.code == 0, r.err
+    (pt,) = json.loads(r.out)
+    return pt["iteration_s"]
+
+
+@pytest.mark.parametrize("stack", ["pytorch", "none"])
+def test_a_renamed_gpu_projects_as_the_catalogued_one(run, tmp_path, stack):
+    catalogued = _iteration_s(run, tmp_path, "dgx-a100-80gb", stack)
+    renamed = _iteration_s(run, tmp_path, _renamed(tmp_path, "LAB-A100-X"), stack)
+    assert renamed == pytest.approx(catalogued, rel=1e-9)
+
+
+def test_the_stack_kernels_apply_on_an_uncatalogued_gpu(run, tmp_path):
+    """pytorch's separate activations and slower batch norm take time on the renamed GPU
+    too: at the same batch as the profile it is slower than with no stack's kernels
+    (its efficiency alone would make it faster)."""
+    system = _renamed(tmp_path, "LAB-A100-Y")
+    prof = str(tmp_path / "p.yaml")
+    assert run("profile", "resnet50", "--estimate", "--system", system, "--batch", "256", "--precision", "fp16",
+               "-o", prof).code == 0  # fmt: skip
+    r = run("predict", "-m", "resnet50", "-s", system, "-p", prof, "--strategy", "data", "--gpus", "1", "-b", "256",
+            "--precision", "fp16", "--mixed-precision", "--stack", "pytorch")  # fmt: skip
+    assert r.code == 0, r.err
+    assert "activations not fused" in r.out
