@@ -53,3 +53,27 @@ def test_the_stack_kernels_apply_on_an_uncatalogued_gpu(run, tmp_path):
             "--precision", "fp16", "--mixed-precision", "--stack", "pytorch")  # fmt: skip
     assert r.code == 0, r.err
     assert "activations not fused" in r.out
+
+
+def _total_profile(tmp_path, device: str) -> str:
+    path = tmp_path / f"total_{device}.yaml"
+    path.write_text(f"model: ResNet-50\ndevice: {device}\nframework: test\nsource: a measured total\n"
+                    "total:\n  fw_bw_per_sample_s: 0.002\n  wu_per_iteration_s: 0.001\n", encoding="utf-8")  # fmt: skip
+    return str(path)
+
+
+def test_a_total_on_an_uncatalogued_gpu_is_spread_by_the_compute_model(run, tmp_path):
+    """A total-only profile is spread over the layers by the compute model's layer times
+    on its GPU, by training FLOPs only when no figures for it exist: on a renamed GPU, as
+    on the catalogued one."""
+    system = _renamed(tmp_path, "LAB-A100-Z")
+    out = {}
+    for sys_, device in (("dgx-a100-80gb", "A100-SXM4-80GB"), (system, "LAB-A100-Z")):
+        r = run("predict", "-m", "resnet50", "-s", sys_, "-p", _total_profile(tmp_path, device), "--strategy",
+                "data", "--gpus", "8", "-b", "64", "-f", "json")  # fmt: skip
+        assert r.code == 0, r.err
+        (out[device],) = json.loads(r.out)
+    assert out["LAB-A100-Z"]["iteration_s"] == pytest.approx(out["A100-SXM4-80GB"]["iteration_s"], rel=1e-9)
+    r = run("predict", "-m", "resnet50", "-s", system, "-p", _total_profile(tmp_path, "LAB-A100-Z"), "--strategy",
+            "data", "--gpus", "8", "-b", "64")  # fmt: skip
+    assert "spread over layers by the compute model's layer times" in r.out

@@ -100,8 +100,8 @@ class Conversion:
         self.mixed = mixed
         self.target = system_spec(system)
         if origin.spec is None and self.target is not None and origin.device == system.gpu_model:
-            # a GPU oracle's catalog lacks, profiled (or estimated) on a GPU of the system's own
-            # name: the system file's figures describe it, so the profile converts as any other
+            # a GPU the library lacks, profiled (or estimated) on a GPU of the system's own
+            # name: the system file's figures describe it (device_spec), so it converts as any other
             origin = replace(origin, spec=self.target)
         self.model, self.origin = model, origin
         self.reason = ""
@@ -186,20 +186,29 @@ class Conversion:
         return f"{self.origin.text(batch)} → {self.target.name} {self.precision}{b}{note}"  # type: ignore[union-attr]
 
 
-def spreads_by_model(profile: Profile) -> bool:
-    """Whether :func:`spread_times` can use the compute model for this profile."""
-    spec = lookup(profile.device)
+def device_spec(device: str, system: System | None = None) -> GpuSpec | None:
+    """The figures of a profile's ``device``: the GPU library's, else, where ``device`` is
+    the GPU of ``system`` (the same gpu.model), the system file's (Conversion does the same)."""
+    spec = lookup(device)
+    if spec is None and system is not None and device == system.gpu_model:
+        spec = system_spec(system)
+    return spec
+
+
+def spreads_by_model(profile: Profile, system: System | None = None) -> bool:
+    """Whether :func:`spread_times` can use the compute model for this profile (on ``system``)."""
+    spec = device_spec(profile.device, system)
     return spec is not None and spec.peak(profile.precision) is not None
 
 
 def spread_times(model: Model, profile: Profile, constants: K.KernelConstants = K.DEFAULT_CONSTANTS,
-                 arrays: K.ModelArrays | None = None):  # fmt: skip
+                 arrays: K.ModelArrays | None = None, system: System | None = None):  # fmt: skip
     """Per-layer (FW, BW) weights for spreading a total-only profile: the compute model's
     times at the profile's device, precision and batch (32, predict's default, if it
-    records none), or None when its device is not a known GPU (then the total is spread
-    by FLOPs)."""
-    origin = Origin.of(profile)
-    if not spreads_by_model(profile):
+    records none), or None when its device is not a known GPU, neither in the library nor
+    the GPU of ``system`` (then the total is spread by FLOPs)."""
+    origin = replace(Origin.of(profile), spec=device_spec(profile.device, system))
+    if not spreads_by_model(profile, system):
         return None
     batch = origin.batch or DEFAULT_BATCH_PER_GPU  # predict's default, whatever the run
     arrays = arrays or K.ModelArrays.of(model, constants)
@@ -216,7 +225,7 @@ def prepare(model: Model, system: System, profile: Profile, options) -> tuple[tu
     if options.compute_scaling == "linear":
         return bind_profile(model, profile), None
     arrays = K.ModelArrays.of(model)  # once for spreading and conversion
-    spread = None if profile.layers else spread_times(model, profile, arrays=arrays)
+    spread = None if profile.layers else spread_times(model, profile, arrays=arrays, system=system)
     times = bind_profile(model, profile, spread)
     origin = calibrated_origin(Origin.of(profile), system, model.name)
     return times, Conversion(model, origin, system, options.precision, options.mixed_precision, arrays=arrays)

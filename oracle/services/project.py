@@ -9,13 +9,13 @@ from dataclasses import replace
 from oracle.vocabulary import FP32, PARADL, RING
 
 
-def profile_note(pr, options=None) -> str:
+def profile_note(pr, options=None, system=None) -> str:
     if pr.kind == "total":
         how = "training FLOPs"
         if options is not None and options.compute_scaling == "model":
             from oracle.compute.conversion import spreads_by_model
 
-            how = "the compute model's layer times" if spreads_by_model(pr) else "training FLOPs"
+            how = "the compute model's layer times" if spreads_by_model(pr, system) else "training FLOPs"
         return (
             f"profile gives only a total ({pr.total_fw_bw_per_sample_s:.4g} s/sample fw+bw),"
             f" spread over layers by {how}"
@@ -37,7 +37,7 @@ def describe(m, s, pr, run, conversion) -> dict:
         "model": m.name,
         "system": s.name,
         "profile": Path(pr.file).stem if pr.file else pr.model,
-        "profile_note": profile_note(pr, options),
+        "profile_note": profile_note(pr, options, s),
         "scaling": f"strong scaling, B = {batch:g}" if per_gpu is None
         else f"weak scaling, {per_gpu:g} samples/GPU" + (f" ({batch_note})" if batch_note else ""),
         "batch_note": batch_note,
