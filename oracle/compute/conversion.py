@@ -99,10 +99,8 @@ class Conversion:
         self.precision = run_precision(precision, mixed)
         self.mixed = mixed
         self.target = system_spec(system)
-        if origin.spec is None and self.target is not None and origin.device == system.gpu_model:
-            # a GPU the library lacks, profiled (or estimated) on a GPU of the system's own
-            # name: the system file's figures describe it (device_spec), so it converts as any other
-            origin = replace(origin, spec=self.target)
+        if origin.spec is None and (spec := device_spec(origin.device, system)) is not None:
+            origin = replace(origin, spec=spec)  # the library lacks it: the system's own GPU
         self.model, self.origin = model, origin
         self.reason = ""
         if origin.spec is None:
@@ -188,7 +186,8 @@ class Conversion:
 
 def device_spec(device: str, system: System | None = None) -> GpuSpec | None:
     """The figures of a profile's ``device``: the GPU library's, else, where ``device`` is
-    the GPU of ``system`` (the same gpu.model), the system file's (Conversion does the same)."""
+    the GPU of ``system`` (the same gpu.model: a GPU the library lacks, profiled or
+    estimated on the system's own GPU), the system file's; None when neither has them."""
     spec = lookup(device)
     if spec is None and system is not None and device == system.gpu_model:
         spec = system_spec(system)
