@@ -152,6 +152,12 @@ DEVICE_NAMES = {
 _NAMES = {_norm(n): spec for spec in LIBRARY for n in (spec.name, *DEVICE_NAMES.get(spec.name, ()))}
 
 
+def same_gpu(a: str, b: str) -> bool:
+    """Whether two names are one GPU model, case, separators and the vendor's prefixes
+    ignored ("NVIDIA GeForce RTX 3090", as CUDA reports it, is a system file's "RTX-3090")."""
+    return _bare(_norm(a)) == _bare(_norm(b))
+
+
 def lookup(name: str) -> GpuSpec | None:
     """The library entry whose name matches ``name`` (case and separators ignored), by its
     own name with or without the vendor's prefix, or by the name CUDA reports for it."""

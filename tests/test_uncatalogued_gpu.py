@@ -77,3 +77,20 @@ def test_a_total_on_an_uncatalogued_gpu_is_spread_by_the_compute_model(run, tmp_
     r = run("predict", "-m", "resnet50", "-s", system, "-p", _total_profile(tmp_path, "LAB-A100-Z"), "--strategy",
             "data", "--gpus", "8", "-b", "64")  # fmt: skip
     assert "spread over layers by the compute model's layer times" in r.out
+
+
+def test_a_profile_names_the_gpu_as_cuda_does(run, tmp_path):
+    """`oracle profile --device cuda` records the name CUDA reports ("NVIDIA GeForce ...");
+    the system file may write the model without the vendor's prefixes: one GPU."""
+    from oracle.gpus import same_gpu
+
+    assert same_gpu("NVIDIA GeForce RTX 3090", "RTX-3090") and same_gpu("Tesla K80", "k80")
+    assert not same_gpu("RTX-3090", "RTX-3080")
+    system = _renamed(tmp_path, "LAB-9000")
+    out = {}
+    for device in ("LAB-9000", "NVIDIA GeForce LAB 9000"):
+        r = run("predict", "-m", "resnet50", "-s", system, "-p", _total_profile(tmp_path, device), "--strategy",
+                "data", "--gpus", "8", "-b", "64", "-f", "json")  # fmt: skip
+        assert r.code == 0, r.err
+        (out[device],) = json.loads(r.out)
+    assert out["NVIDIA GeForce LAB 9000"]["iteration_s"] == pytest.approx(out["LAB-9000"]["iteration_s"], rel=1e-9)

@@ -28,7 +28,7 @@ from oracle.compute import kernels as K
 from oracle.compute.binding import bind_profile
 from oracle.compute.options import DEFAULT_BATCH_PER_GPU
 from oracle.errors import OracleError
-from oracle.gpus import GpuSpec, architecture_of, lookup
+from oracle.gpus import GpuSpec, architecture_of, lookup, same_gpu
 from oracle.model import Model, Profile, System
 from oracle.vocabulary import BF16, FP16, FP32, PRECISION_BYTES
 
@@ -186,10 +186,11 @@ class Conversion:
 
 def device_spec(device: str, system: System | None = None) -> GpuSpec | None:
     """The figures of a profile's ``device``: the GPU library's, else, where ``device`` is
-    the GPU of ``system`` (the same gpu.model: a GPU the library lacks, profiled or
-    estimated on the system's own GPU), the system file's; None when neither has them."""
+    the GPU of ``system`` (the same model as its gpu.model, oracle.gpus.same_gpu: a GPU the
+    library lacks, profiled or estimated on the system's own GPU), the system file's; None
+    when neither has them."""
     spec = lookup(device)
-    if spec is None and system is not None and device == system.gpu_model:
+    if spec is None and system is not None and same_gpu(device, system.gpu_model):
         spec = system_spec(system)
     return spec
 
