@@ -1,9 +1,11 @@
-"""A GPU oracle's catalog (oracle/gpus.py) does not name projects as one it does, when the
-system file gives its figures: the profile's device is the system's GPU, so the compute
-model converts the profile (to the run's batch and precision, to the stack's kernels) as it
-would for a catalogued one.  Before 2026-11-26 such a profile was never converted: a stack's
-separate activations and slower batch norm and pooling silently did not apply (while its
-efficiency did), and a profile taken at one batch was spread linearly to another."""
+"""A profile's GPU is the system's GPU when the names agree (oracle.gpus.same_gpu), and then
+the system file's figures describe it, whether oracle's GPU library (oracle/gpus.py) names
+it or not: the compute model converts the profile (to the run's batch and precision, to the
+stack's kernels) from those figures.  Before 2026-11-26 a profile on a GPU the library
+lacks was never converted (a stack's separate activations and slower batch norm and pooling
+silently did not apply, while its efficiency did; a total was spread by FLOPs), and one on a
+library GPU was converted from the library's figures even when the system file, which an
+estimate on it used, gave others."""
 
 from __future__ import annotations
 
@@ -94,3 +96,25 @@ def test_a_profile_names_the_gpu_as_cuda_does(run, tmp_path):
         assert r.code == 0, r.err
         (out[device],) = json.loads(r.out)
     assert out["NVIDIA GeForce LAB 9000"]["iteration_s"] == pytest.approx(out["LAB-9000"]["iteration_s"], rel=1e-9)
+
+
+def test_a_system_that_restates_a_catalogued_gpu_is_not_converted_twice(run, tmp_path):
+    """A system file whose GPU the library names but whose figures differ (a V100 at 14
+    TFLOPS fp32, its PCIe clocks, under the SXM2 name): an estimate on that system already
+    runs at the file's figures, so it is not converted again from the library's 15.7; the
+    projection is the one under a name the library lacks."""
+    text = (REPO / "systems" / "dgx1-v100.yaml").read_text(encoding="utf-8")
+    assert "    fp32: 15.7" in text and "  model: V100-SXM2-16GB\n" in text
+    slow = text.replace("    fp32: 15.7", "    fp32: 14.0", 1)
+    out = []
+    for name in ("V100-SXM2-16GB", "LAB-V100-14"):
+        path = tmp_path / f"{name}.yaml"
+        path.write_text(slow.replace("  model: V100-SXM2-16GB\n", f"  model: {name}\n"), encoding="utf-8")
+        prof = str(tmp_path / f"{name}_p.yaml")
+        assert run("profile", "resnet50", "--estimate", "--system", str(path), "--batch", "64", "--precision", "fp32",
+                   "-o", prof).code == 0  # fmt: skip
+        r = run("predict", "-m", "resnet50", "-s", str(path), "-p", prof, "--strategy", "data", "--gpus", "8", "-b",
+                "128", "--precision", "fp32", "--stack", "pytorch", "-f", "json")  # fmt: skip
+        assert r.code == 0, r.err
+        out.append(json.loads(r.out)[0]["iteration_s"])
+    assert out[0] == pytest.approx(out[1], rel=1e-9)

@@ -99,8 +99,8 @@ class Conversion:
         self.precision = run_precision(precision, mixed)
         self.mixed = mixed
         self.target = system_spec(system)
-        if origin.spec is None and (spec := device_spec(origin.device, system)) is not None:
-            origin = replace(origin, spec=spec)  # the library lacks it: the system's own GPU
+        if (spec := device_spec(origin.device, system)) is not None:
+            origin = replace(origin, spec=spec)  # the system's own GPU: the file's figures
         self.model, self.origin = model, origin
         self.reason = ""
         if origin.spec is None:
@@ -185,14 +185,12 @@ class Conversion:
 
 
 def device_spec(device: str, system: System | None = None) -> GpuSpec | None:
-    """The figures of a profile's ``device``: the GPU library's, else, where ``device`` is
-    the GPU of ``system`` (the same model as its gpu.model, oracle.gpus.same_gpu: a GPU the
-    library lacks, profiled or estimated on the system's own GPU), the system file's; None
-    when neither has them."""
-    spec = lookup(device)
-    if spec is None and system is not None and same_gpu(device, system.gpu_model):
-        spec = system_spec(system)
-    return spec
+    """The figures of a profile's ``device``: where ``device`` is the GPU of ``system`` (the
+    same model as its gpu.model, oracle.gpus.same_gpu: a profile measured or estimated on the
+    system's own GPU), the system file's, which an estimate on that system used; else the GPU
+    library's; None when neither has them."""
+    own = system_spec(system) if system is not None and same_gpu(device, system.gpu_model) else None
+    return own or lookup(device)
 
 
 def spreads_by_model(profile: Profile, system: System | None = None) -> bool:
