@@ -103,7 +103,8 @@ def projected_s(r: dict, stack: str) -> float:
     batch = float(r["per_gpu_batch"])
     model, system = _inputs(r["model"], r["system"])
     profile = _profile(r["model"], r["system"], batch, precision, mixed)
-    _, pt = D.predict(model, system, profile, 1, batch, precision, mixed, stack=None if stack == NO_STACK else load_stack(stack))
+    named = None if stack == NO_STACK else load_stack(stack)
+    _, pt = D.predict(model, system, profile, 1, batch, precision, mixed, stack=named)
     if r["phase"] == "fwdbwd":
         return pt.breakdown.as_dict()["forward_backward_s"] / pt.iterations_per_epoch
     return pt.iteration_s

@@ -80,7 +80,28 @@ def _gpu(top: Fields) -> dict:
         "workspace_GB": gpu.opt("workspace_GB", number(ge=0, what="GB the framework reserves"), 0.0),
     }
     gpu.done(allowed_extra=("source",))
-    return out
+    return _with_library_figures(out)
+
+
+def _with_library_figures(g: dict) -> dict:
+    """The GPU section with what it omits of a GPU oracle's library names (oracle/gpus.py:
+    datasheet figures) filled in: the peaks of the precisions it gives none for, the memory
+    bandwidth and the SM count; ``g["filled"]`` says which, with the library's source.  The
+    file's own figures win; a GPU the library lacks keeps only the file's."""
+    from oracle.gpus import lookup
+
+    known = lookup(g["model"])
+    if known is None:
+        return {**g, "filled": ""}
+    given = dict(g["peaks"])
+    extra = tuple((p, v) for p, v in known.peak_flops if p not in given)
+    filled = [f"{p} peak" for p, _ in extra]
+    filled += ["memory bandwidth"] if not g["memory_bandwidth_GB_per_s"] else []
+    filled += ["SM count"] if not g["sm_count"] else []
+    note = f"{', '.join(filled)} of the {known.name} from oracle's GPU library ({known.source})" if filled else ""
+    return {**g, "peaks": tuple(g["peaks"]) + extra, "filled": note,
+            "memory_bandwidth_GB_per_s": g["memory_bandwidth_GB_per_s"] or known.memory_bandwidth_Bps / 1e9,
+            "sm_count": g["sm_count"] or known.sm_count}  # fmt: skip
 
 
 def parse_system(doc: dict, file: str) -> System:
@@ -114,6 +135,7 @@ def parse_system(doc: dict, file: str) -> System:
     if g["memory_GB"] > 1e6:
         raise top.error(None, f"gpu.memory_GB {g['memory_GB']:g} is not plausible (more than a petabyte)")
     mem_bw = g["memory_bandwidth_GB_per_s"]
+    source = "; ".join(s for s in (source, g["filled"]) if s)
     return System(
         name=name,
         gpu_model=g["model"],
