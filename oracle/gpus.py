@@ -136,6 +136,30 @@ LIBRARY: tuple[GpuSpec, ...] = (
     _spec("A100-SXM4-80GB", 19.5, 156, 312, 312, 2039, 108, _A100),
     _spec("H100-SXM5-80GB", 67, 494.7, 989.4, 989.4, 3350, 132, _H100),
     _spec("H200-SXM-141GB", 67, 494.7, 989.4, 989.4, 4800, 132, "NVIDIA H200 datasheet (SXM)"),
+    # PCIe and inference parts (datasheets, dense rates: no 2:4 sparsity)
+    _spec("V100-PCIE-16GB", 14, None, 112, None, 900, 80, "NVIDIA Tesla V100 datasheet (PCIe)"),
+    _spec("V100-PCIE-32GB", 14, None, 112, None, 900, 80, "NVIDIA Tesla V100 datasheet (PCIe)"),
+    _spec("A100-PCIE-40GB", 19.5, 156, 312, 312, 1555, 108, "NVIDIA A100 datasheet (PCIe 40 GB)"),
+    _spec("A100-PCIE-80GB", 19.5, 156, 312, 312, 1935, 108, "NVIDIA A100 datasheet (PCIe 80 GB)"),
+    _spec("H100-PCIE-80GB", 51, 378, 756, 756, 2000, 114, "NVIDIA H100 datasheet (PCIe); Hopper whitepaper (114 SMs)"),
+    _spec("T4", 8.1, None, 65, None, 320, 40, "NVIDIA T4 datasheet (mixed precision FP16/FP32 65 TFLOPS); Turing whitepaper"),
+    _spec("A10", 31.2, 62.5, 125, 125, 600, 72, "NVIDIA A10 datasheet"),
+    _spec("A40", 37.4, 74.8, 149.7, 149.7, 696, 84, "NVIDIA A40 datasheet"),
+    _spec("L4", 30.3, 60, 121, 121, 300, 58, "NVIDIA L4 datasheet"),
+    _spec("L40S", 91.6, 183, 362, 362, 864, 142, "NVIDIA L40S datasheet"),
+    # graphics cards, as validation's system files (benchmarks/data/graphics, pre_volta): the
+    # whitepapers' and spec pages' rates at the rated boost clock; GeForce tensor cores run
+    # fp16/bf16 with fp32 accumulate (what mixed precision uses) at half rate, and Pascal
+    # GeForce parts run fp16 at 1/64 rate (no fp16 peak)
+    _spec("K40", 5.04, None, None, None, 288, 15, "NVIDIA Tesla K40 datasheet (GPU Boost 875 MHz); GK110 whitepaper"),
+    _spec("TITAN-X-MAXWELL", 6.6, None, None, None, 336.5, 24, "NVIDIA GeForce GTX TITAN X spec page (boost 1075 MHz)"),
+    _spec("GTX-1080", 8.87, None, None, None, 320, 20, "NVIDIA GeForce GTX 1080 whitepaper"),
+    _spec("GTX-1080-TI", 11.34, None, None, None, 484, 28, "NVIDIA GeForce GTX 1080 Ti spec page"),
+    _spec("TITAN-X-PASCAL", 10.97, None, None, None, 480, 28, "NVIDIA TITAN X (Pascal) spec page"),
+    _spec("RTX-2080-TI", 13.4, None, 53.8, None, 616, 68, "NVIDIA Turing whitepaper, Appendix A (RTX 2080 Ti reference)"),
+    _spec("TITAN-RTX", 16.3, None, 130, None, 672, 72, "NVIDIA TITAN RTX spec page; Turing whitepaper"),
+    _spec("RTX-3090", 35.6, 35.6, 71, 71, 936, 82, "NVIDIA Ampere GA102 whitepaper, Appendix A (RTX 3090)"),
+    _spec("RTX-4090", 82.6, 82.6, 165.2, 165.2, 1008, 128, "NVIDIA Ada Lovelace whitepaper, Appendix A (RTX 4090)"),
 )
 
 
@@ -145,6 +169,9 @@ LIBRARY: tuple[GpuSpec, ...] = (
 DEVICE_NAMES = {
     "H100-SXM5-80GB": ("NVIDIA H100 80GB HBM3",),
     "H200-SXM-141GB": ("NVIDIA H200",),
+    "H100-PCIE-80GB": ("NVIDIA H100 PCIe",),
+    "A100-PCIE-80GB": ("NVIDIA A100 80GB PCIe",),
+    "TITAN-X-MAXWELL": ("GeForce GTX TITAN X",),
 }
 
 

@@ -26,7 +26,9 @@ PROFILES = ROOT / "profiles"
 @pytest.mark.parametrize(("reported", "entry"), [
     ("NVIDIA H100 80GB HBM3", "H100-SXM5-80GB"), ("NVIDIA H200", "H200-SXM-141GB"),
     ("NVIDIA A100-SXM4-80GB", "A100-SXM4-80GB"), ("Tesla V100-SXM2-16GB", "V100-SXM2-16GB"),
-    ("H100-SXM5-80GB", "H100-SXM5-80GB"), ("NVIDIA H100 PCIe", None), ("NVIDIA H200 NVL", None),
+    ("H100-SXM5-80GB", "H100-SXM5-80GB"), ("NVIDIA H100 PCIe", "H100-PCIE-80GB"), ("NVIDIA H200 NVL", None),
+    ("NVIDIA GeForce RTX 3090", "RTX-3090"), ("Tesla T4", "T4"), ("NVIDIA A10", "A10"), ("NVIDIA A100 80GB PCIe", "A100-PCIE-80GB"),
+    ("NVIDIA A100-PCIE-40GB", "A100-PCIE-40GB"), ("GeForce GTX TITAN X", "TITAN-X-MAXWELL"),
     ("Intel(R) Xeon(R) Processor", None), ("NVIDIA", None),
 ])  # fmt: skip
 def test_the_names_cuda_reports_find_their_gpus(reported, entry):
