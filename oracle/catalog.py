@@ -1,6 +1,7 @@
-"""What ships with oracle: one entry per model, system, profile and stack file (``oracle list``).
+"""What ships with oracle: one entry per model, system, profile and stack file (``oracle list``),
+and the GPUs of its library (``oracle list gpus``: oracle/gpus.py).
 
-Each entry is read with the ordinary loaders, so a listed file is one that loads; its
+Each file entry is read with the ordinary loaders, so a listed file is one that loads; its
 description is what the file says of itself (name, size, source).
 """
 
@@ -8,7 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-LISTABLE = ("models", "systems", "profiles", "stacks")
+SHIPPED = ("models", "systems", "profiles", "stacks")  # files; what `oracle list` shows by default
+LISTABLE = (*SHIPPED, "gpus")
 
 
 @dataclass(frozen=True)
@@ -61,10 +63,27 @@ def _stack(path) -> tuple[str, str, str]:
     return st.description, what, ("fitted on " + ", ".join(fitted) + ". " if fitted else "") + "oracle show stack " + st.name
 
 
+def _gpus() -> list[Entry]:
+    """The GPU library: the name a system file's gpu.model may give, its figures."""
+    from oracle.gpus import DEVICE_NAMES, LIBRARY
+
+    out = []
+    for g in LIBRARY:
+        peaks = " / ".join(f"{p} {v / 1e12:g}" for p, v in g.peak_flops)
+        what = f"{peaks} TFLOPS, {g.memory_bandwidth_Bps / 1e9:g} GB/s, {g.sm_count} SMs"
+        if DEVICE_NAMES.get(g.name):
+            what += "; CUDA reports " + ", ".join(f"'{n}'" for n in DEVICE_NAMES[g.name])
+        out.append(Entry("gpus", g.name, (g.architecture or "unknown").capitalize(), what, g.source))
+    return out
+
+
 def entries(kind: str) -> list[Entry]:
     """The shipped files of one kind, each loaded (a file that does not load is an
-    error: shipped files are tested)."""
+    error: shipped files are tested); for "gpus" the GPU library."""
     from oracle.resources import shipped_dir, shipped_names
+
+    if kind == "gpus":
+        return _gpus()
 
     read = {"models": _model, "systems": _system, "profiles": _profile, "stacks": _stack}[kind]
     out = []

@@ -35,5 +35,22 @@ def test_show_without_a_name_lists(run, kind, name):
 
 
 def test_list_rejects_an_unknown_kind(run):
-    r = run("list", "gpus")
+    r = run("list", "networks")
     assert r.code == 2 and "Traceback" not in r.err
+
+
+def test_list_gpus_names_the_library(run):
+    """`oracle list gpus`: every GPU of oracle/gpus.py with its figures; `oracle list` alone
+    keeps to the shipped files."""
+    from oracle.gpus import LIBRARY
+
+    r = run("list", "gpus", "-f", "json")
+    assert r.code == 0, r.err
+    doc = json.loads(r.out)
+    assert list(doc) == ["gpus"] and [e["name"] for e in doc["gpus"]] == [g.name for g in LIBRARY]
+    v100 = next(e for e in doc["gpus"] if e["name"] == "V100-SXM2-16GB")
+    assert v100["title"] == "Volta" and "datasheet" in v100["source"]
+    assert v100["what"] == "fp32 15.7 / fp16 125 TFLOPS, 900 GB/s, 80 SMs"
+    assert "gpus" not in json.loads(run("list", "-f", "json").out)
+    r = run("list", "gpus", "--width", "100")
+    assert r.code == 0 and "gpu.model NAME in a system file" in r.out and "RTX-3090" in r.out

@@ -10,6 +10,7 @@ HOW = {
     "systems": "-s NAME (oracle show system NAME for its network)",
     "stacks": "--stack NAME (oracle show stack NAME for every value and its source)",
     "profiles": "-p NAME (make one: oracle profile MODEL --estimate --system S, or measure with oracle profile MODEL)",
+    "gpus": "gpu.model NAME in a system file (the figures a file omits come from here)",
 }
 
 
