@@ -59,7 +59,7 @@ def test_estimate_and_mixed_precision_on_the_spec_example(run, tmp_path):
     # a GPU the library lacks, with no bandwidth: one clear error, as before
     unknown = _write(tmp_path, "LAB-GPU-9")
     r = run("profile", "resnet50", "--estimate", "--system", unknown, "--batch", "64", "-o", str(tmp_path / "q.yaml"))
-    assert r.code == 2 and "memory_bandwidth_GB_per_s" in r.err
+    assert r.code == 2 and "memory_bandwidth_GB_per_s" in r.err and "oracle list gpus" in r.err
     with pytest.raises(OracleError):
         from oracle.load import load_model
         from oracle.profiling.estimate import estimate

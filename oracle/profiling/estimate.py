@@ -219,7 +219,8 @@ def _by_compute_model(model: Model, system: System, batch: int, precision: str, 
     spec = system_spec(system)
     if spec is None:
         raise OracleError("needs gpu.peak_TFLOPS and gpu.memory_bandwidth_GB_per_s for an estimate",
-                          file=system.file or None, path="gpu")  # fmt: skip
+                          file=system.file or None, path="gpu",
+                          hint="give them, or name a GPU whose figures oracle has as gpu.model (oracle list gpus)")  # fmt: skip
     if spec.peak(precision) is None:
         raise OracleError(f"GPU {system.gpu_model} has no peak for precision {precision}",
                           file=system.file or None, path=f"gpu.peak_TFLOPS.{precision}",
