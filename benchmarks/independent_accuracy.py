@@ -45,6 +45,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import dle_accuracy as D  # noqa: E402
+from architecture_accuracy import _precision as precision_of  # noqa: E402  (one reading of "fp16-amp")
 
 from oracle.load import load_model, load_stack, load_system  # noqa: E402
 
@@ -62,12 +63,6 @@ def stack_of(framework: str) -> str:
     """The shipped stack of ``framework``, else "none"."""
     name = framework.strip().lower()
     return next((stack for prefix, stack in STACKS if name.startswith(prefix)), NO_STACK)
-
-
-def precision_of(r: dict) -> tuple[str, bool]:
-    """(oracle's precision, mixed): "fp16-amp" is fp16 with fp32 master weights."""
-    p = r["precision"]
-    return (p[: -len("-amp")], True) if p.endswith("-amp") else (p, False)
 
 
 @lru_cache(maxsize=None)

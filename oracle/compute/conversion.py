@@ -205,13 +205,13 @@ def spread_times(model: Model, profile: Profile, constants: K.KernelConstants = 
     times at the profile's device, precision and batch (32, predict's default, if it
     records none), or None when its device is not a known GPU, neither in the library nor
     the GPU of ``system`` (then the total is spread by FLOPs)."""
-    origin = replace(Origin.of(profile), spec=device_spec(profile.device, system))
-    if not spreads_by_model(profile, system):
+    spec = device_spec(profile.device, system)
+    if spec is None or spec.peak(profile.precision) is None:  # spreads_by_model
         return None
+    origin = Origin.of(profile)
     batch = origin.batch or DEFAULT_BATCH_PER_GPU  # predict's default, whatever the run
     arrays = arrays or K.ModelArrays.of(model, constants)
-    assert origin.spec is not None  # spreads_by_model
-    fw, bw = K.per_sample_array(arrays, origin.spec, origin.precision, batch, constants)
+    fw, bw = K.per_sample_array(arrays, spec, origin.precision, batch, constants)
     return list(zip(fw.tolist(), bw.tolist()))
 
 
