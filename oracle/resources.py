@@ -52,8 +52,21 @@ RENAMED = {
 }
 
 
+def _loose(name: str) -> str:
+    return "".join(c for c in name.casefold() if c not in "-_ .")
+
+
+def loose_match(text: str, names: list[str]) -> str | None:
+    """The one name in ``names`` that ``text`` spells with other case or separators
+    ("PyTorch" is pytorch, "ResNet-50" resnet50, "DGX1_V100" dgx1-v100); None when no name
+    or more than one does."""
+    same = [n for n in names if _loose(n) == _loose(text)]
+    return same[0] if len(same) == 1 else None
+
+
 def resolve(kind: str, name_or_path: str) -> Path:
-    """A path for a user-given name: an existing path wins, then a shipped name."""
+    """A path for a user-given name: an existing path wins, then a shipped name, then the
+    one shipped name it spells with other case or separators (loose_match)."""
     text = str(name_or_path)
     p = Path(text)
     if exists(p):
@@ -68,6 +81,9 @@ def resolve(kind: str, name_or_path: str) -> Path:
             cand = d / f"{text}{suffix}"
             if exists(cand) and cand.is_file():
                 return cand
+        same = loose_match(text, shipped_names(kind))
+        if same is not None:
+            return resolve(kind, same)
     what = kind.rstrip("s")
     names = shipped_names(kind)
     # the shipped names always (issue 23), after the closest one when a name is near one

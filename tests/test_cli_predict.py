@@ -453,6 +453,23 @@ def test_unknown_model_named_with_hint(run):
     assert "did you mean 'resnet50'?" in r.err
 
 
+def test_shipped_names_in_other_case_or_separators(run, tmp_path):
+    """A shipped name spelled with other case or separators ("ResNet-50", "PyTorch",
+    "DGX1_V100") names that file; a name two shipped names could be stays an error."""
+    from oracle.resources import loose_match
+
+    args = ("--strategy", "data", "--gpus", "8", "-b", "64", "-f", "json")
+    exact = run("predict", "-m", "resnet50", "-s", "dgx1-v100", "-p", "resnet50_v100", "--stack", "pytorch", *args)
+    loose = run("predict", "-m", "ResNet-50", "-s", "DGX1_V100", "-p", "ResNet50_V100", "--stack", "PyTorch", *args)
+    assert exact.code == 0 and loose.code == 0, loose.err
+    assert json.loads(loose.out) == json.loads(exact.out)
+    assert loose_match("TensorFlow", ["mxnet", "tensorflow"]) == "tensorflow"
+    assert loose_match("ab", ["a-b", "a_b"]) is None  # two names: no guess
+    assert loose_match("tf", ["tensorflow"]) is None  # an abbreviation is not a spelling
+    r = run("predict", "-m", "resnet50", "-s", "abci", "-p", "resnet50_v100", "--stack", "torch")
+    assert r.code == 2 and "did you mean 'pytorch'?" in r.err
+
+
 def test_unknown_system_lists_shipped(run):
     r = run("predict", "-m", "resnet50", "-s", "nowhere-at-all", "-p", "resnet50_v100")
     assert r.code == 2
