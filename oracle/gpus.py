@@ -151,7 +151,12 @@ LIBRARY: tuple[GpuSpec, ...] = (
     # whitepapers' and spec pages' rates at the rated boost clock; GeForce tensor cores run
     # fp16/bf16 with fp32 accumulate (what mixed precision uses) at half rate, and Pascal
     # GeForce parts run fp16 at 1/64 rate (no fp16 peak)
-    _spec("K40", 5.04, None, None, None, 288, 15, "NVIDIA Tesla K40 datasheet (GPU Boost 875 MHz); GK110 whitepaper"),
+    # the K40 as shipped runs its 745 MHz base clock (2 x 2880 x 0.745 GHz = 4.29 TFLOPS): its
+    # boost clocks (810, 875 MHz) are application clocks a user selects with nvidia-smi -ac;
+    # the K80 after it boosts by itself (Autoboost).  A K40 set to 875 MHz: fp32 5.04
+    _spec("K40", 4.29, None, None, None, 288, 15, "NVIDIA Tesla K40 board specification BD-06902-001_v05"
+          " (base clock 745 MHz, 4.29 TFLOPS fp32: 'All boards ship with core clock set to the base clock"
+          " value. Boost clocks can be selected using NVML or NVSMI'); GK110 whitepaper"),
     _spec("TITAN-X-MAXWELL", 6.6, None, None, None, 336.5, 24, "NVIDIA GeForce GTX TITAN X spec page (boost 1075 MHz)"),
     _spec("GTX-1080", 8.87, None, None, None, 320, 20, "NVIDIA GeForce GTX 1080 whitepaper"),
     _spec("GTX-1080-TI", 11.34, None, None, None, 484, 28, "NVIDIA GeForce GTX 1080 Ti spec page"),
