@@ -165,6 +165,28 @@ LIBRARY: tuple[GpuSpec, ...] = (
     _spec("TITAN-RTX", 16.3, None, 130, None, 672, 72, "NVIDIA TITAN RTX spec page; Turing whitepaper"),
     _spec("RTX-3090", 35.6, 35.6, 71, 71, 936, 82, "NVIDIA Ampere GA102 whitepaper, Appendix A (RTX 3090)"),
     _spec("RTX-4090", 82.6, 82.6, 165.2, 165.2, 1008, 128, "NVIDIA Ada Lovelace whitepaper, Appendix A (RTX 4090)"),
+    # workstation and further cards (the figures of their datasheets and whitepapers; where a
+    # sheet gives only cores and clock, 2 FLOPs per core and clock at the boost clock; tensor
+    # rates dense, with fp32 accumulate: full rate on the professional parts, half on GeForce)
+    _spec("TITAN-V", 14.9, None, 110, None, 652.8, 80, "NVIDIA TITAN V spec page (110 TFLOPS tensor; 5,120 cores at"
+          " 1,455 MHz boost = 14.9 TFLOPS fp32; 12 GB HBM2 on a 3,072-bit bus at 1.7 Gbps = 652.8 GB/s); Volta whitepaper (80 SMs)"),
+    _spec("QUADRO-RTX-6000", 16.3, None, 130.5, None, 672, 72, "NVIDIA Quadro RTX 6000 datasheet (16.3 TFLOPS fp32,"
+          " 130.5 TFLOPS tensor, 672 GB/s); Turing whitepaper (TU102: 72 SMs)"),
+    _spec("QUADRO-RTX-8000", 16.3, None, 130.5, None, 672, 72, "NVIDIA Quadro RTX 8000 datasheet (as the RTX 6000,"
+          " 48 GB); Turing whitepaper (TU102: 72 SMs)"),
+    _spec("RTX-A5000", 27.8, 55.6, 111.1, 111.1, 768, 64, "NVIDIA RTX A5000 datasheet (27.8 TFLOPS fp32; 222.2 TFLOPS"
+          " tensor with 2:4 sparsity, 111.1 dense; 768 GB/s); GA102 whitepaper (64 SMs)"),
+    _spec("RTX-A6000", 38.7, 77.4, 154.8, 154.8, 768, 84, "NVIDIA RTX A6000 datasheet (38.7 TFLOPS fp32; 309.7 TFLOPS"
+          " tensor with 2:4 sparsity, 154.8 dense; 768 GB/s); GA102 whitepaper (84 SMs)"),
+    _spec("RTX-3080", 29.8, 29.8, 59.5, 59.5, 760, 68, "NVIDIA Ampere GA102 whitepaper, Appendix A (RTX 3080 10 GB)"),
+    _spec("RTX-3080-TI", 34.1, 34.1, 68.2, 68.2, 912, 80, "NVIDIA GeForce RTX 3080 Ti spec page (10,240 cores at"
+          " 1,665 MHz boost, 19 Gbps GDDR6X on 384 bits); GA102 tensor rate per SM and clock as the RTX 3090"),
+    _spec("RTX-4080", 48.7, 48.7, 97.5, 97.5, 716.8, 76, "NVIDIA Ada Lovelace whitepaper, Appendix A (RTX 4080 16 GB)"),
+    _spec("RTX-6000-ADA", 91.1, 182.1, 364.2, 364.2, 960, 142, "NVIDIA RTX 6000 Ada Generation datasheet (91.1 TFLOPS"
+          " fp32, 1,457 TFLOPS fp8 with sparsity: 364.2 fp16 dense; 960 GB/s); Ada Lovelace whitepaper (142 SMs)"),
+    _spec("A30", 10.3, 82, 165, 165, 933, 56, "NVIDIA A30 datasheet (FP32 10.3, TF32 82, FP16/BF16 165 TFLOPS dense, 933 GB/s)"),
+    _spec("L40", 90.5, 90.5, 181, 181, 864, 142, "NVIDIA L40 datasheet (FP32 90.5, TF32 90.5, FP16/BF16 181 TFLOPS"
+          " dense, 864 GB/s)"),
 )
 
 
@@ -177,6 +199,19 @@ DEVICE_NAMES = {
     "H100-PCIE-80GB": ("NVIDIA H100 PCIe",),
     "A100-PCIE-80GB": ("NVIDIA A100 80GB PCIe",),
     "TITAN-X-MAXWELL": ("GeForce GTX TITAN X",),
+    "P40-24GB": ("Tesla P40",),
+    "RTX-6000-ADA": ("NVIDIA RTX 6000 Ada Generation",),
+}
+
+# A family name alone ("V100", "A100 80GB") names no one part: the SXM parts (the form of the
+# DGX and HGX nodes multi-node training runs on) of the memory size the file gives, nearest
+# first (GpuSpec.name holds it).  The PCIe parts differ in clocks or bandwidth: name them.
+FAMILIES = {
+    "p100": ("P100-SXM2-16GB",),
+    "v100": ("V100-SXM2-16GB", "V100-SXM2-32GB"),
+    "a100": ("A100-SXM4-40GB", "A100-SXM4-80GB"),
+    "h100": ("H100-SXM5-80GB",),
+    "h200": ("H200-SXM-141GB",),
 }
 
 
@@ -195,3 +230,19 @@ def lookup(name: str) -> GpuSpec | None:
     own name with or without the vendor's prefix, or by the name CUDA reports for it."""
     key = _norm(name)
     return _NAMES.get(key) or _NAMES.get(_bare(key))
+
+
+def _memory_of(spec: GpuSpec) -> float:
+    return float(re.search(r"(\d+)GB", spec.name).group(1))
+
+
+def lookup_family(name: str, memory_GB: float | None = None) -> GpuSpec | None:
+    """The part a family name alone stands for (FAMILIES: "V100", "Tesla V100", "A100 80GB"),
+    the SXM part whose memory is nearest ``memory_GB`` (or the name's own "80GB"); None for
+    any other name."""
+    m = re.fullmatch(r"([a-z]\d{3})(\d+gb)?", _bare(_norm(name)))
+    if m is None or m.group(1) not in FAMILIES:
+        return None
+    memory = float(m.group(2)[:-2]) if m.group(2) else memory_GB
+    parts = [_NAMES[_norm(n)] for n in FAMILIES[m.group(1)]]
+    return min(parts, key=lambda g: abs(_memory_of(g) - memory)) if memory else parts[0]

@@ -66,3 +66,39 @@ def test_estimate_and_mixed_precision_on_the_spec_example(run, tmp_path):
 
         estimate(load_model("resnet50"), load_system(unknown), compute_efficiency=None, memory_efficiency=None,
                  batch=64, precision="fp32")  # fmt: skip
+
+
+@pytest.mark.parametrize(("model", "memory", "part"), [
+    ("V100", 16, "V100-SXM2-16GB"), ("V100", 32, "V100-SXM2-32GB"), ("Tesla V100", 32, "V100-SXM2-32GB"),
+    ("A100", 40, "A100-SXM4-40GB"), ("A100", 80, "A100-SXM4-80GB"), ("A100 80GB", 40, "A100-SXM4-80GB"),
+    ("H100", 80, "H100-SXM5-80GB"), ("P100", 16, "P100-SXM2-16GB"),
+])  # fmt: skip
+def test_a_family_name_takes_the_sxm_part_of_its_memory(tmp_path, model, memory, part):
+    from oracle.gpus import lookup
+
+    text = SPEC_EXAMPLE.replace("memory_GB: 16, peak_TFLOPS: 15.7", f"memory_GB: {memory}")
+    s = load_system(_write(tmp_path, model.replace(" ", "_"), text.replace("{model}", f'"{model}"')))
+    want = lookup(part)
+    assert s.gpu_peak("fp32") == want.peak("fp32") and s.gpu_memory_bandwidth_Bps == want.memory_bandwidth_Bps
+    assert f"of the {part} (the SXM part of that memory" in s.source
+
+
+@pytest.mark.parametrize(("name", "entry", "architecture"), [
+    ("Tesla P40", "P40-24GB", "pascal"), ("NVIDIA TITAN V", "TITAN-V", "volta"),
+    ("Quadro RTX 8000", "QUADRO-RTX-8000", "turing"), ("NVIDIA RTX A6000", "RTX-A6000", "ampere"),
+    ("NVIDIA GeForce RTX 3080", "RTX-3080", "ampere"), ("NVIDIA RTX 6000 Ada Generation", "RTX-6000-ADA", "ada"),
+    ("NVIDIA A30", "A30", "ampere"), ("NVIDIA L40", "L40", "ada"),
+])  # fmt: skip
+def test_names_as_cuda_reports_them(name, entry, architecture):
+    """A name as CUDA (nvidia-smi, torch.cuda.get_device_name) reports it finds its entry,
+    and the entry's generation follows from its name."""
+    from oracle.gpus import lookup
+
+    spec = lookup(name)
+    assert spec is not None and spec.name == entry and spec.architecture == architecture
+
+
+def test_other_names_are_no_family():
+    from oracle.gpus import lookup_family
+
+    assert lookup_family("A10", 24) is None and lookup_family("A1000", 8) is None and lookup_family("K80", 12) is None

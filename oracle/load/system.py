@@ -86,11 +86,15 @@ def _gpu(top: Fields) -> dict:
 def _with_library_figures(g: dict) -> dict:
     """The GPU section with what it omits of a GPU oracle's library names (oracle/gpus.py:
     datasheet figures) filled in: the peaks of the precisions it gives none for, the memory
-    bandwidth and the SM count; ``g["filled"]`` says which, with the library's source.  The
-    file's own figures win; a GPU the library lacks keeps only the file's."""
-    from oracle.gpus import lookup
+    bandwidth and the SM count; ``g["filled"]`` says which, with the library's source.  A
+    family name alone ("A100") takes the SXM part of the file's memory size
+    (oracle.gpus.lookup_family).  The file's own figures win; a GPU the library lacks keeps
+    only the file's."""
+    from oracle.gpus import lookup, lookup_family
 
     known = lookup(g["model"])
+    family = known is None and lookup_family(g["model"], g["memory_GB"]) is not None
+    known = known or lookup_family(g["model"], g["memory_GB"])
     if known is None:
         return {**g, "filled": ""}
     given = dict(g["peaks"])
@@ -98,7 +102,9 @@ def _with_library_figures(g: dict) -> dict:
     filled = [f"{p} peak" for p, _ in extra]
     filled += ["memory bandwidth"] if not g["memory_bandwidth_GB_per_s"] else []
     filled += ["SM count"] if not g["sm_count"] else []
-    note = f"{', '.join(filled)} of the {known.name} from oracle's GPU library ({known.source})" if filled else ""
+    taken = f"the {known.name} (the SXM part of that memory, for a name that gives no form factor)" if family \
+        else f"the {known.name}"
+    note = f"{', '.join(filled)} of {taken} from oracle's GPU library ({known.source})" if filled else ""
     return {**g, "peaks": tuple(g["peaks"]) + extra, "filled": note,
             "memory_bandwidth_GB_per_s": g["memory_bandwidth_GB_per_s"] or known.memory_bandwidth_Bps / 1e9,
             "sm_count": g["sm_count"] or known.sm_count}  # fmt: skip
