@@ -31,6 +31,11 @@ SHIPPED = (
     "meshtangling",
     "cifar_resnet20",
     "inception_v3",
+    "resnet18",
+    "resnet34",
+    "vgg11",
+    "vgg19",
+    "resnet200",
 )
 
 # --------------------------------------------------------------------------------------
@@ -78,6 +83,11 @@ PARAMS = {
     "cifar_resnet20": 272_474,
     # torchvision's 27,161,264 minus the AuxLogits head (see INCEPTION_V3_PARAMS below)
     "inception_v3": 23_834_568,
+    "resnet18": 11_689_512,  # torchvision
+    "resnet34": 21_797_672,  # torchvision
+    "vgg11": 132_863_336,  # torchvision
+    "vgg19": 143_667_240,  # torchvision
+    "resnet200": 64_673_832,  # torchvision's ResNet(Bottleneck, [3, 24, 36, 3])
 }
 
 NAMES = {
@@ -91,11 +101,17 @@ NAMES = {
     "meshtangling": "MeshTangling-2K",
     "cifar_resnet20": "ResNet-20-CIFAR",
     "inception_v3": "Inception-v3",
+    "resnet18": "ResNet-18",
+    "resnet34": "ResNet-34",
+    "vgg11": "VGG11",
+    "vgg19": "VGG19",
+    "resnet200": "ResNet-200",
 }
 
 # torchvision model docs, "GFLOPS" column (which counts multiply-adds).  oracle counts
 # 2 FLOPs per multiply-add (oracle/compute/layers/shapes.py) plus the small element-wise work.
-TORCHVISION_GMACS = {"alexnet": 0.71, "vgg16": 15.47, "resnet50": 4.09, "resnet101": 7.80, "resnet152": 11.51}
+TORCHVISION_GMACS = {"alexnet": 0.71, "vgg16": 15.47, "resnet50": 4.09, "resnet101": 7.80, "resnet152": 11.51,
+                     "resnet18": 1.81, "resnet34": 3.66, "vgg11": 7.61, "vgg19": 19.63}
 
 
 @pytest.fixture(scope="module")
@@ -149,6 +165,20 @@ def test_dataset_of_scientific_models(models):
 def test_forward_flops_match_torchvision(models, name):
     expected = 2 * TORCHVISION_GMACS[name] * 1e9
     assert models[name].flops == pytest.approx(expected, rel=0.015)
+
+
+def test_basic_block_resnets_and_vgg_configurations(models):
+    """ResNet-18/34: conv1 + two 3x3 convs per basic block + 3 projections (stages 3-5);
+    VGG A/D/E: 8/13/16 convs (Simonyan and Zisserman, table 1) and three fc."""
+    for name, blocks in (("resnet18", 8), ("resnet34", 16)):
+        convs = [(layer.kernel, layer.stride) for layer in models[name].layers if layer.type == "conv"]
+        assert len(convs) == 1 + 2 * blocks + 3
+        assert sum(1 for k, _ in convs if set(k) == {1}) == 3
+    assert _info(models["resnet18"], "pool5").output_shape == (512, 1, 1)
+    for name, convs in (("vgg11", 8), ("vgg16", 13), ("vgg19", 16)):
+        types = [layer.type for layer in models[name].layers]
+        assert types.count("conv") == convs and types.count("fc") == 3
+        assert _info(models[name], "pool5").output_shape == (512, 7, 7)
 
 
 def test_resnet_structure(models):
