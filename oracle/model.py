@@ -382,6 +382,9 @@ class System:
     implementation: Implementation = field(default_factory=Implementation)
     collective_tables: tuple[CollectiveTable, ...] = ()
     collective_algorithm: str = RING  # one of vocabulary.ALGORITHMS
+    # whether the file states it (collectives: algorithm); unstated, a stack whose library
+    # chooses from the topology (NCCL) runs its choice (compute/stack.stack_system)
+    collective_algorithm_stated: bool = False
     collnet: bool = False  # NCCL CollNet (SHARP) enabled (collectives: collnet; needs interconnect.sharp)
     ps_servers: int = 1  # parameter servers for the "ps" algorithm (collectives: ps_servers)
     gpu_workspace_bytes: float = 0.0  # memory the framework takes besides the model (issue 8)

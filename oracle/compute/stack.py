@@ -33,7 +33,7 @@ from oracle.compute.kernels import WU_PASSES
 from oracle.compute.options import Options
 from oracle.model import InputPipeline, System
 from oracle.stack import PRECISION_CLASSES, TWO_BYTE, Stack
-from oracle.vocabulary import PRECISION_BYTES
+from oracle.vocabulary import NCCL, PRECISION_BYTES
 
 
 def precision_class(options: Options) -> str:
@@ -80,6 +80,8 @@ def stack_system(system: System, stack: Stack | None) -> System:
     if stack is None:
         return system
     system = nccl_algorithms(system, stack)
+    if _chooses_from_topology(stack) and not system.collective_algorithm_stated:
+        system = replace(system, collective_algorithm=NCCL)
     # the software's kernels: fused or separate activations, batchnorm's and maxpool's
     # bandwidth shares (compute/conversion.py converts to them)
     kernels = {("fused_activations" if k == "fuse_activations" else k): v for k, v in stack.kernel_constants().items()}
@@ -91,6 +93,14 @@ def stack_system(system: System, stack: Stack | None) -> System:
     pipe = InputPipeline(loader_samples_per_s=gpu.value if gpu else None, node_samples_per_s=node.value if node else None,
                          overlap=True, source=f"stack {stack.name}: " + "; ".join(s.source for s in (gpu, node) if s))  # fmt: skip
     return replace(system, input=pipe)
+
+
+def _chooses_from_topology(stack: Stack) -> bool:
+    """A stack whose all-reduce algorithm is the library's choice ("system") over NCCL: on a
+    system file that states no algorithm, NCCL's tuner picks ring, tree, NVLS or CollNet and
+    a protocol per call from the topology (compute/nccl.py; NVIDIA/nccl src/graph/tuning.cc),
+    as NCCL does with NCCL_ALGO unset; it never runs one flat ring over every GPU."""
+    return stack.algorithm.value == "system" and str(stack.library.value).lower() == NCCL
 
 
 def nccl_algorithms(system: System, stack: Stack) -> System:

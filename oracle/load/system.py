@@ -162,7 +162,8 @@ def parse_system(doc: dict, file: str) -> System:
         input=inp,
         implementation=impl,
         collective_tables=tables,
-        collective_algorithm=algorithm,
+        collective_algorithm=algorithm or RING,
+        collective_algorithm_stated=algorithm is not None,
         ps_servers=ps_servers,
         gpu_workspace_bytes=g["workspace_GB"] * 1e9,
         framework=framework,
@@ -320,17 +321,17 @@ def _interconnect(top: Fields, gpus_per_node: int, nodes: int) -> Interconnect:
 
 
 def _collectives(top: Fields, gpus_per_node: int, interconnect: Interconnect):
-    """The optional ``collectives:`` section: ``algorithm`` (vocabulary.ALGORITHMS;
-    default ring, docs/cost-model.md); ``collnet`` (NCCL's CollNet on a SHARP fabric,
+    """The optional ``collectives:`` section: ``algorithm`` (vocabulary.ALGORITHMS; None
+    when unstated: ring, or the choice of a stack's NCCL, docs/cost-model.md); ``collnet`` (NCCL's CollNet on a SHARP fabric,
     NCCL_COLLNET_ENABLE; default off as in NCCL); ``mode: table`` uses measured times
     (interpolated in message size) where a table covers the exact GPU count and span;
     ``mode: alpha-beta`` (the default) keeps every table unused.  Returns (tables,
     algorithm, parameter servers, collnet)."""
     f = top.sub("collectives", required=False)
     if f is None:
-        return (), RING, 1, False
-    algorithm = f.opt("algorithm", choice(ALGORITHMS), RING)
-    if interconnect.cannot_run(algorithm):
+        return (), None, 1, False
+    algorithm = f.opt("algorithm", choice(ALGORITHMS), None)
+    if algorithm is not None and interconnect.cannot_run(algorithm):
         raise f.error("algorithm", f"'{algorithm}': {interconnect.cannot_run(algorithm)}")
     ps_servers = f.opt("ps_servers", of(COUNT), 1)  # parameter servers (algorithm ps)
     collnet = f.opt("collnet", boolean(), False)

@@ -142,10 +142,14 @@ def logs_provenance(parsed) -> list[str]:
     return info
 
 
-def tables_yaml(parsed, in_place: bool) -> str:
-    """The ``collectives: table`` section: every all-reduce/all-gather log as measured."""
-    import yaml
+TABLES_NOTE = (
+    "# Measured collective times, used instead of α-β for a collective on exactly a\n"
+    "# benchmarked GPU count and span (interpolated log-log in message size).\n"
+)
 
+
+def tables_section(parsed, in_place: bool) -> dict:
+    """The ``collectives: table`` entries: every all-reduce/all-gather log as measured."""
     tables = []
     for log in parsed:
         if log.operation not in ("allreduce", "allgather"):
@@ -159,12 +163,7 @@ def tables_yaml(parsed, in_place: bool) -> str:
             "bytes": [int(b) for b, _ in rows],
             "seconds": [float(f"{t:.6g}") for _, t in rows],
         })  # fmt: skip
-    doc = {"collectives": {"mode": "table", "tables": tables}}
-    head = (
-        "# Measured collective times, used instead of α-β for a collective on exactly a\n"
-        "# benchmarked GPU count and span (interpolated log-log in message size).\n"
-    )
-    return head + yaml.safe_dump(doc, sort_keys=False, width=100, default_flow_style=None)
+    return {"mode": "table", "tables": tables}
 
 
 # -- oracle fit runs --------------------------------------------------------------------
@@ -420,9 +419,18 @@ def plain(x):
     return x
 
 
-def system_yaml(base_doc: dict, fit: NetworkFit, head: str, name: str, source: str, network: str | None = None) -> str:
+RING_FIT_NOTE = (
+    "# The levels' alpha and beta below are fitted to the ring formula's steps (2(p-1) for an\n"
+    "# all-reduce over the level's GPUs): projections run that formula, also under a stack\n"
+    "# whose NCCL would otherwise choose its own algorithm (docs/cost-model.md).\n"
+)
+
+
+def system_yaml(base_doc: dict, fit: NetworkFit, head: str, name: str, source: str, network: str | None = None,
+                tables: dict | None = None) -> str:  # fmt: skip
     """The base system document with ``name``, ``source`` and ``network`` replaced (by
-    ``network``, the YAML of an NCCL fit's levels, where given)."""
+    ``network``, the YAML of an NCCL fit's levels, where given), and ``tables``
+    (:func:`tables_section`) in its collectives."""
     import yaml
 
     doc = plain(base_doc)
@@ -431,12 +439,19 @@ def system_yaml(base_doc: dict, fit: NetworkFit, head: str, name: str, source: s
     doc.pop("use_for", None)  # the base's purpose is not the fitted machine's
     if "network" not in doc:
         doc["network"] = []
+    ring_fit = network is None and "algorithm" not in (doc.get("collectives") or {})
+    if ring_fit:  # the lines below are the ring formula's: a stack's NCCL must not redo them
+        doc["collectives"] = {"algorithm": "ring", **(doc.get("collectives") or {})}
+    if tables is not None:
+        doc["collectives"] = {**(doc.get("collectives") or {}), **tables}
     chunks = [head]
     order = ["name", "source"] + [k for k in doc if k not in ("name", "source")]
     for key in order:
         if key == "network":
             chunks.append(network if network is not None else network_yaml(fit))
             continue
+        if key == "collectives":
+            chunks.append((RING_FIT_NOTE if ring_fit else "") + (TABLES_NOTE if tables is not None else ""))
         chunks.append(
             yaml.safe_dump({key: doc[key]}, sort_keys=False, allow_unicode=True, width=92,
                            default_flow_style=False)
@@ -444,4 +459,4 @@ def system_yaml(base_doc: dict, fit: NetworkFit, head: str, name: str, source: s
     return "".join(chunks)
 
 
-__all__ = ["tables", "to_json", "network_yaml", "system_yaml", "header", "fmt_size", "describe"]
+__all__ = ["tables", "tables_section", "to_json", "network_yaml", "system_yaml", "header", "fmt_size", "describe"]

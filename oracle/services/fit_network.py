@@ -140,9 +140,8 @@ def _written(req: NetworkRequest, result, parsed, base: _Base | None, network: s
         f"{s.name} as in {base.label} (see its sources) with its network levels fitted by"
         " `oracle fit network` to " + (req.source or ", ".join(log.file for log in parsed)) + "."
     )
-    text = rf.system_yaml(base.doc, result, head, req.name or f"{s.name} (fitted network)", new_source, network)
-    if req.collectives == "table":
-        text += rf.tables_yaml(parsed, req.in_place)
+    tables = rf.tables_section(parsed, req.in_place) if req.collectives == "table" else None
+    text = rf.system_yaml(base.doc, result, head, req.name or f"{s.name} (fitted network)", new_source, network, tables)
     check_loads(text, str(req.output))
     return text
 

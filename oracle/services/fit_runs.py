@@ -114,6 +114,16 @@ def _contradicting(req: RunsRequest, chosen: list) -> list[str]:
     return [f"{req.runs}: {text}" for text in clash]
 
 
+def _state_algorithm(doc: dict, pairs) -> None:
+    """A network calibrated through one all-reduce formula keeps it: where the base file
+    states no algorithm, the written one states the runs' (a stack's NCCL would otherwise
+    choose another on the calibrated values, compute/stack.stack_system)."""
+    algorithms = {ctx.algorithm for _, ctx in pairs}
+    collectives = doc.get("collectives") or {}
+    if len(algorithms) == 1 and "algorithm" not in collectives:
+        doc["collectives"] = {**collectives, "algorithm": algorithms.pop()}
+
+
 def calibrated_system(req: RunsRequest, sel: Selection, cal, pairs=()) -> str:
     """The base system's YAML with the calibrated parameters and their provenance."""
     import yaml
@@ -137,6 +147,7 @@ def calibrated_system(req: RunsRequest, sel: Selection, cal, pairs=()) -> str:
     base_source = str(doc.get("source", "")).rstrip(". ")
     if req.kind == "network":
         set_network(doc, cal, base_name, req.runs)
+        _state_algorithm(doc, pairs)
     if req.kind == "input" and any(v is not None for v in (cal.loader_rate, cal.node_rate, cal.leader_rate)):
         set_input(doc, cal, req.kind, req.runs)
     if req.kind == "all":
