@@ -10,7 +10,8 @@ HOW = {
     "systems": "-s NAME (oracle show system NAME for its network)",
     "stacks": "--stack NAME (oracle show stack NAME for every value and its source)",
     "profiles": "-p NAME (make one: oracle profile MODEL --estimate --system S, or measure with oracle profile MODEL)",
-    "gpus": "gpu.model NAME in a system file (the figures a file omits come from here)",
+    "gpus": "gpu.model NAME in a system file (the figures a file omits come from here; a family alone,"
+            " V100, A100, H100, P100 or H200, is the SXM part of the file's memory_GB)",
 }
 
 
