@@ -204,6 +204,8 @@ def test_fit_runs_calibrate_all_writes_a_system(run, tmp_path):
     assert r.code == 0, r.err
     text = out.read_text()
     assert "leader_samples_per_s" in text and "--calibrate all" in text
+    # its network was calibrated through the ring: the file says so (tests/test_stack_collectives.py)
+    assert "collectives:\n  algorithm: ring\n" in text
     r = run("compare", RUNS, "-s", out, "--where", "quality=A", "--exclude", "gpus=1,2,4,8", "-f", "json")
     assert json.loads(r.out)["summary"]["mean_accuracy"] == pytest.approx(0.884, abs=0.001)
 

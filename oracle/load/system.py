@@ -322,7 +322,8 @@ def _interconnect(top: Fields, gpus_per_node: int, nodes: int) -> Interconnect:
 
 def _collectives(top: Fields, gpus_per_node: int, interconnect: Interconnect):
     """The optional ``collectives:`` section: ``algorithm`` (vocabulary.ALGORITHMS; None
-    when unstated: ring, or the choice of a stack's NCCL, docs/cost-model.md); ``collnet`` (NCCL's CollNet on a SHARP fabric,
+    when unstated: the ring, or NCCL's choice under a stack whose NCCL chooses,
+    docs/cost-model.md); ``collnet`` (NCCL's CollNet on a SHARP fabric,
     NCCL_COLLNET_ENABLE; default off as in NCCL); ``mode: table`` uses measured times
     (interpolated in message size) where a table covers the exact GPU count and span;
     ``mode: alpha-beta`` (the default) keeps every table unused.  Returns (tables,

@@ -155,6 +155,8 @@ def calibrated_system(req: RunsRequest, sel: Selection, cal, pairs=()) -> str:
         from oracle.services.fit_models import model_entries, write_calibration
 
         write_calibration(doc, cal, base_name, req.runs)
+        if any(v is not None for v in (cal.beta_intra, cal.beta_inter)) or cal.beta_levels:
+            _state_algorithm(doc, pairs)
         models, _ = model_entries(doc, cal, list(pairs), req.runs)  # issue 26: a model the shared fit leaves off
         if models:
             doc["models"] = models
