@@ -45,6 +45,30 @@ from oracle.stack import Sourced  # noqa: E402
 STACKS = {"PyTorch": "pytorch", "TensorFlow1": "tensorflow", "MXNet": "mxnet"}
 HELD_OUT = "A100"  # the GPU generation no stack value was fitted on
 FIT_MACHINES = ("dgx1-v100", "dgx2-v100")
+# models shipped after every fit (no value of the compute model or of a stack was fitted on
+# any of their rows): scored apart, on every GPU, V100 included
+LATER_MODELS = {"efficientnet-b4": "efficientnet_b4"}
+# rows whose own table the transcription flags as inconsistent (validation/dle-throughput.csv
+# notes: the PyTorch EfficientNet "DGX-1 32GB" table, 1-GPU values half the 16GB table's)
+INCONSISTENT = "look inconsistent"
+
+
+def later_rows() -> list[dict]:
+    """The rows of LATER_MODELS that a projection covers (as dle_accuracy.rows selects)."""
+    import csv
+
+    out = []
+    with D.ROWS.open(newline="") as f:
+        for i, r in enumerate(csv.DictReader(f), start=2):
+            if (r["model"] in LATER_MODELS and r["system"] in D.SYSTEMS and r["precision"] in D.PRECISIONS
+                    and r["per_gpu_batch"] and INCONSISTENT not in r["notes"]):  # fmt: skip
+                r["line"] = i
+                out.append(r)
+    return out
+
+
+def model_name(r: dict) -> str:
+    return D.MODELS.get(r["model"]) or LATER_MODELS[r["model"]]
 
 
 @lru_cache(maxsize=None)
@@ -59,7 +83,7 @@ def _profile(model: str, system: str, batch: float, precision: str, mixed: bool)
 
 def project(r: dict, stack) -> float:
     """Projected images/s of row ``r`` under ``stack`` (None: no stack)."""
-    names = D.MODELS[r["model"]], D.SYSTEMS[r["system"]]
+    names = model_name(r), D.SYSTEMS[r["system"]]
     model, system = _inputs(*names)
     precision, mixed = D.PRECISIONS[r["precision"]]
     batch = float(r["per_gpu_batch"])
@@ -111,7 +135,6 @@ def fit(stack, rows: list[dict]):
 
 
 def table(data: list[dict], stacks: dict, markdown: bool) -> str:
-    lines = ["| rows | n | no stack | with its stack |", "|---|---:|---:|---:|"]
     groups: dict[str, list[dict]] = {}
     for r in data:
         part = f"{HELD_OUT} (held out)" if held_out(r) else "V100 (fitted)"
@@ -120,24 +143,38 @@ def table(data: list[dict], stacks: dict, markdown: bool) -> str:
         for key in (f"{name}, {part}, {scale}", f"{name}, {part}, all", f"all stacks, {part}, {scale}",
                     f"all stacks, {part}, all"):  # fmt: skip
             groups.setdefault(key, []).append(r)
-    for key in sorted(groups, key=lambda s: (s.startswith("all stacks"), s)):
-        rs = groups[key]
-        without, with_ = (mean(D.accuracy(r[c], r["measured"]) for r in rs) for c in ("none", "stack"))
-        lines.append(f"| {key} | {len(rs)} | {100 * without:.1f}% | {100 * with_:.1f}% |")
-    text = "\n".join(lines)
-    return text if markdown else text.replace("|---|---:|---:|---:|\n", "")
+    return _group_lines(groups, sorted(groups, key=lambda s: (s.startswith("all stacks"), s)), markdown)
 
 
 def rows_table(data: list[dict]) -> str:
     """One line per row: held-out rows first, each as projected with its framework's stack."""
     out = ["line  part      framework     model                 system          GPUs prec   batch"
            "  measured  projected  ratio  accuracy"]
-    for r in sorted(data, key=lambda r: (not held_out(r), int(r["line"]))):
-        part = "held out" if held_out(r) else "fitted"
+    for r in sorted(data, key=lambda r: (not (held_out(r) or r["model"] in LATER_MODELS), int(r["line"]))):
+        part = "held out" if held_out(r) or r["model"] in LATER_MODELS else "fitted"
         out.append(f"{r['line']:>4}  {part:<8}  {r['framework']:<12}  {r['model']:<20}  {r['system']:<14}"
                    f"  {r['gpus']:>4} {r['precision']:<5} {r['per_gpu_batch']:>5}  {r['measured']:>8.0f}"
                    f"  {r['stack']:>9.0f}  {r['stack'] / r['measured']:>5.2f}  {D.accuracy(r['stack'], r['measured']):>8.3f}")
     return "\n".join(out)
+
+
+def _project_all(data: list[dict], stacks: dict) -> list[dict]:
+    """Each row with its measured, no-stack and with-stack images/s."""
+    for r in data:
+        r["measured"] = float(r["throughput_img_per_s"])
+        r["none"] = project(r, None)
+        r["stack"] = project(r, stacks.get(r["framework"]))
+    return data
+
+
+def _group_lines(groups: dict[str, list[dict]], keys, markdown: bool) -> str:
+    lines = ["| rows | n | no stack | with its stack |", "|---|---:|---:|---:|"]
+    for key in keys:
+        rs = groups[key]
+        without, with_ = (mean(D.accuracy(r[c], r["measured"]) for r in rs) for c in ("none", "stack"))
+        lines.append(f"| {key} | {len(rs)} | {100 * without:.1f}% | {100 * with_:.1f}% |")
+    text = "\n".join(lines)
+    return text if markdown else text.replace("|---|---:|---:|---:|\n", "")
 
 
 def main() -> None:
@@ -152,15 +189,27 @@ def main() -> None:
         for fw, st in stacks.items():
             train = [r for r in data if r["framework"] == fw and D.SYSTEMS[r["system"]] in FIT_MACHINES]
             stacks[fw] = fit(st, train)
-    for r in data:
-        r["measured"] = float(r["throughput_img_per_s"])
-        r["none"] = project(r, None)
-        r["stack"] = project(r, stacks.get(r["framework"]))
+    _project_all(data, stacks)
     print(f"held out: every {HELD_OUT} row (no stack value was fitted on them); fitted: each stack on its"
           " framework's V100 rows (DGX-1, DGX-2)")
     print(table(data, stacks, args.markdown))
+    later = _project_all(later_rows(), stacks)
+    print(f"\nmodels shipped after every fit, never fitted on ({', '.join(LATER_MODELS)}); their rows of a"
+          " table the transcription flags inconsistent left out")
+    print(later_table(later, args.markdown))
     if args.rows:
-        print(rows_table(data))
+        print(rows_table(data + later))
+
+
+def later_table(data: list[dict], markdown: bool) -> str:
+    """LATER_MODELS' rows by GPU generation and scale, without and with their stack."""
+    groups: dict[str, list[dict]] = {}
+    for r in data:
+        gen = HELD_OUT if held_out(r) else "V100"
+        scale = "1 GPU" if r["gpus"] == "1" else "8 GPUs" if r["gpus"] == "8" else "16-64 GPUs (2-8 nodes)"
+        for key in (f"{r['model']}, {gen}, {scale}", f"{r['model']}, {gen}, all", f"{r['model']}, all"):
+            groups.setdefault(key, []).append(r)
+    return _group_lines(groups, sorted(groups), markdown)
 
 
 if __name__ == "__main__":

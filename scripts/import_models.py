@@ -13,7 +13,7 @@ Models:
   that code: Çiçek et al., MICCAI 2016 (arXiv:1606.06650), widths 32-64-128-256-320-320,
   instance norm and leaky ReLU (0.01) after every 3x3x3 convolution, 2x2x2 transposed
   convolutions, 4 input modalities and 4 classes (BraTS 2019), 128^3 crops.
-- ``mobilenet_v2``, ``efficientnet_b0``: torchvision's builders.
+- ``mobilenet_v2``, ``efficientnet_b0``, ``efficientnet_b4``: torchvision's builders.
 - ``resnext101_32x4d``: torchvision's ResNet with Bottleneck blocks [3, 4, 23, 3],
   32 groups of width 4 (Xie et al., CVPR 2017), the architecture of DeepLearningExamples'
   PyTorch/Classification/ConvNets resnext101-32x4d (widths 128..1024, expansion 2).
@@ -30,7 +30,7 @@ from pathlib import Path
 
 import torch
 from torch import nn
-from torchvision.models import efficientnet_b0, mobilenet_v2
+from torchvision.models import efficientnet_b0, efficientnet_b4, mobilenet_v2
 from torchvision.models.resnet import Bottleneck, ResNet
 
 from oracle.importer.build import import_model
@@ -158,6 +158,12 @@ MODELS = {
                         "EfficientNet-B0, ImageNet-1k classification at 224x224",
                         ["torchvision.models.efficientnet_b0 (Tan & Le, ICML 2019, arXiv:1905.11946).",
                          "Stochastic depth is imported as dropout (a per-sample mask in training)."]),
+    "efficientnet_b4": (efficientnet_b4, "EfficientNet-B4", (3, 380, 380), IMAGENET,
+                        "EfficientNet-B4, ImageNet-1k classification at 380x380",
+                        ["torchvision.models.efficientnet_b4 (Tan & Le, ICML 2019, arXiv:1905.11946: width",
+                         "1.4, depth 1.8) at its 380x380 (NVIDIA DeepLearningExamples PyTorch/Classification/",
+                         "ConvNets configs.yml efficientnet_b4_params_4k: image_size 380, the size its",
+                         "efficientnet-b4 trains at). Stochastic depth is imported as dropout."]),
     "resnext101_32x4d": (resnext101_32x4d, "ResNeXt-101 32x4d", (3, 224, 224), IMAGENET,
                          "ResNeXt-101 (32x4d), ImageNet-1k classification at 224x224",
                          ["torchvision.models.resnet.ResNet(Bottleneck, [3, 4, 23, 3], groups=32,",

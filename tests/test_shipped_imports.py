@@ -16,7 +16,7 @@ from oracle.load import load_model
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = ROOT / "scripts" / "import_models.py"
-IMPORTED = ("unet3d", "mobilenet_v2", "efficientnet_b0", "resnext101_32x4d", "se_resnext101_32x4d")
+IMPORTED = ("unet3d", "mobilenet_v2", "efficientnet_b0", "efficientnet_b4", "resnext101_32x4d", "se_resnext101_32x4d")
 PRODUCTS = ("conv", "convtranspose", "fc", "matmul")
 
 
@@ -70,6 +70,7 @@ def test_unet3d_parameters_and_flops_by_hand():
 PUBLISHED = {
     "mobilenet_v2": (3_504_872, 0.30),
     "efficientnet_b0": (5_288_548, 0.39),
+    "efficientnet_b4": (19_341_616, 4.39),  # at 380x380
     "resnext101_32x4d": (44_177_704, 7.99),
     "se_resnext101_32x4d": (48_955_416, 8.00),
 }
