@@ -45,9 +45,10 @@ from oracle.stack import Sourced  # noqa: E402
 STACKS = {"PyTorch": "pytorch", "TensorFlow1": "tensorflow", "MXNet": "mxnet"}
 HELD_OUT = "A100"  # the GPU generation no stack value was fitted on
 FIT_MACHINES = ("dgx1-v100", "dgx2-v100")
-# models shipped after every fit (no value of the compute model or of a stack was fitted on
-# any of their rows): scored apart, on every GPU, V100 included
-LATER_MODELS = {"efficientnet-b4": "efficientnet_b4"}
+# models no value of the compute model or of a stack was fitted on any row of (EfficientNet-B4,
+# shipped after every fit; the 3-D U-Net, shipped for spatial parallelism): scored apart, on
+# every GPU, V100 included
+LATER_MODELS = {"efficientnet-b4": "efficientnet_b4", "UNet_3D_Medical": "unet3d"}
 # rows whose own table the transcription flags as inconsistent (validation/dle-throughput.csv
 # notes: the PyTorch EfficientNet "DGX-1 32GB" table, 1-GPU values half the 16GB table's)
 INCONSISTENT = "look inconsistent"
