@@ -195,8 +195,8 @@ def main() -> None:
           " framework's V100 rows (DGX-1, DGX-2)")
     print(table(data, stacks, args.markdown))
     later = _project_all(later_rows(), stacks)
-    print(f"\nmodels shipped after every fit, never fitted on ({', '.join(LATER_MODELS)}); their rows of a"
-          " table the transcription flags inconsistent left out")
+    print(f"\nmodels no value was fitted on ({', '.join(LATER_MODELS)}), every GPU; the rows of a table"
+          " the transcription flags inconsistent left out")
     print(later_table(later, args.markdown))
     if args.rows:
         print(rows_table(data + later))
