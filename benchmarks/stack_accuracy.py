@@ -48,7 +48,11 @@ FIT_MACHINES = ("dgx1-v100", "dgx2-v100")
 # models no value of the compute model or of a stack was fitted on any row of (EfficientNet-B4,
 # shipped after every fit; the 3-D U-Net, shipped for spatial parallelism): scored apart, on
 # every GPU, V100 included
-LATER_MODELS = {"efficientnet-b4": "efficientnet_b4", "UNet_3D_Medical": "unet3d"}
+LATER_MODELS = {"efficientnet-b4": "efficientnet_b4", "UNet_3D_Medical": "unet3d",
+                "efficientnet-v1-b0": "efficientnet_b0", "efficientnet-v1-b4": "efficientnet_b4"}  # fmt: skip
+# TensorFlow 2's rows (with XLA, DeepLearningExamples' train_benchmark scripts) under the one
+# shipped TensorFlow stack, which describes TensorFlow 1 with Horovod
+LATER_STACKS = {**STACKS, "TensorFlow2": "tensorflow"}
 # rows whose own table the transcription flags as inconsistent (validation/dle-throughput.csv
 # notes: the PyTorch EfficientNet "DGX-1 32GB" table, 1-GPU values half the 16GB table's)
 INCONSISTENT = "look inconsistent"
@@ -194,7 +198,7 @@ def main() -> None:
     print(f"held out: every {HELD_OUT} row (no stack value was fitted on them); fitted: each stack on its"
           " framework's V100 rows (DGX-1, DGX-2)")
     print(table(data, stacks, args.markdown))
-    later = _project_all(later_rows(), stacks)
+    later = _project_all(later_rows(), {fw: load_stack(name) for fw, name in LATER_STACKS.items()})
     print(f"\nmodels no value was fitted on ({', '.join(LATER_MODELS)}), every GPU; the rows of a table"
           " the transcription flags inconsistent left out")
     print(later_table(later, args.markdown))

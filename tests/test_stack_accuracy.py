@@ -38,14 +38,16 @@ def test_held_out_a100_rows_with_their_stacks():
 
 
 # each model's mean with its stack when shipped or first scored, less 0.01
-FLOOR_LATER = {"efficientnet-b4": 0.735, "UNet_3D_Medical": 0.514}
+FLOOR_LATER = {"efficientnet-b4": 0.735, "UNet_3D_Medical": 0.514, "efficientnet-v1-b0": 0.706,
+               "efficientnet-v1-b4": 0.648}  # fmt: skip
 
 
 def test_models_shipped_after_every_fit_are_scored_apart():
     """EfficientNet-B4 (shipped 2026-11-27, after every fit; DeepLearningExamples' PyTorch rows
     on V100 and A100 at 1-64 GPUs, 2-8 nodes; the DGX-1 32GB table its transcription flags
-    inconsistent left out) and the 3-D U-Net (shipped earlier for spatial parallelism, its
-    TensorFlow1 rows first scored 2026-11-27): never in a fit set, scored with their stacks."""
+    inconsistent left out), the 3-D U-Net (shipped earlier for spatial parallelism, its
+    TensorFlow1 rows first scored 2026-11-27) and TensorFlow 2's EfficientNet-B0/B4 (under the
+    tensorflow stack): never in a fit set, scored with their stacks."""
     sys.path.insert(0, str(ROOT / "benchmarks"))
     import dle_accuracy as d
     import stack_accuracy as s
@@ -53,9 +55,9 @@ def test_models_shipped_after_every_fit_are_scored_apart():
     from oracle.load import load_stack
 
     later = s.later_rows()
-    assert {r["model"] for r in later} == set(FLOOR_LATER) and len(later) == 34
+    assert {r["model"] for r in later} == set(FLOOR_LATER) and len(later) == 62
     assert not any(r["model"] in s.LATER_MODELS for r in d.rows())  # no fit sees them
-    stacks = {fw: load_stack(name) for fw, name in s.STACKS.items()}
+    stacks = {fw: load_stack(name) for fw, name in s.LATER_STACKS.items()}
     for model, floor in FLOOR_LATER.items():
         rows = [r for r in later if r["model"] == model]
         got = mean(d.accuracy(s.project(r, stacks[r["framework"]]), float(r["throughput_img_per_s"])) for r in rows)
