@@ -470,6 +470,16 @@ def test_shipped_names_in_other_case_or_separators(run, tmp_path):
     assert r.code == 2 and "did you mean 'pytorch'?" in r.err
 
 
+def test_choices_in_any_case(run):
+    """An option's fixed choices take any case (--precision FP16, --overlap Buckets, -f JSON)."""
+    base = ("predict", "-m", "resnet50", "-s", "dgx1-v100", "-p", "resnet50_v100", "--strategy", "data", "--gpus", "8",
+            "-b", "64", "--mixed-precision")  # fmt: skip
+    lower = run(*base, "--precision", "fp16", "--overlap", "buckets", "-f", "json")
+    upper = run(*base, "--precision", "FP16", "--overlap", "Buckets", "-f", "JSON")
+    assert lower.code == 0 and upper.code == 0, upper.err
+    assert json.loads(upper.out) == json.loads(lower.out)
+
+
 def test_unknown_system_lists_shipped(run):
     r = run("predict", "-m", "resnet50", "-s", "nowhere-at-all", "-p", "resnet50_v100")
     assert r.code == 2

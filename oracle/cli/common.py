@@ -80,13 +80,13 @@ def memory_model_options(f):
     that project without a full sweep (compare, plot compare, search)."""
     f = click.option("--memory-reuse", type=reuse_type,
                      help="ParaDL memory model: reuse factor γ (0 < γ <= 1). [default: 1]")(f)
-    return click.option("--memory-model", type=click.Choice(MEMORY_MODELS), default=FRAMEWORK, show_default=True,
+    return click.option("--memory-model", type=click.Choice(MEMORY_MODELS, case_sensitive=False), default=FRAMEWORK, show_default=True,
                         help=f"{FRAMEWORK}: what PyTorch keeps; {PARADL}: ParaDL's upper bound.")(f)
 
 
 def precision_option(also: str = ""):
     """--precision: None when not given, so that the profile's applies (issue 23)."""
-    return click.option("--precision", type=click.Choice(PRECISIONS),
+    return click.option("--precision", type=click.Choice(PRECISIONS, case_sensitive=False),
                         help=f"Bytes per item δ ({precision_bytes_text()}) and the peak conv/fc run at; the"
                         f" compute model converts the profile's times to it.{also} [default: the profile's precision]")
 
@@ -102,7 +102,7 @@ def stack_option(also: str = ""):
 
 def collective_option():
     """--collective (predict, plot, report, search)."""
-    return click.option("--collective", type=click.Choice(ALGORITHMS),
+    return click.option("--collective", type=click.Choice(ALGORITHMS, case_sensitive=False),
                      help="All-reduce algorithm (auto: the cheapest per call; ps: parameter servers, collectives:"
                      " ps_servers in the system; nccl: NCCL's choice of ring, tree, NVLS or CollNet and protocol per"
                      " call, from the system's topology; nvls, collnet: NCCL pinned to that algorithm, NCCL_ALGO,"
@@ -112,7 +112,7 @@ def collective_option():
 def overlap_options() -> list:
     """--overlap, --bucket-MB, --bucket-layers, --delayed-update (predict, plot, report, search)."""
     return [
-        click.option("--overlap", type=click.Choice(["none", "buckets"]), default="none", show_default=True,
+        click.option("--overlap", type=click.Choice(["none", "buckets"], case_sensitive=False), default="none", show_default=True,
                      help="buckets: all-reduce gradients in buckets during the backward and hide halos"
                      " behind interior compute (communication_s is then the exposed part)."),
         click.option("--bucket-MB", "bucket_mb", type=bucket_mb_type, default=25.0, show_default=True,
@@ -131,7 +131,7 @@ def projection_options(precision_also: str = "", stack_also: str = "") -> list:
     fit runs take them all; a runs file's columns of compute/options.OPTION_COLUMNS per row)."""
     return [
         precision_option(precision_also),
-        click.option("--memory-model", type=click.Choice(MEMORY_MODELS), default=FRAMEWORK, show_default=True,
+        click.option("--memory-model", type=click.Choice(MEMORY_MODELS, case_sensitive=False), default=FRAMEWORK, show_default=True,
                      help=f"{FRAMEWORK}: what PyTorch keeps (saved tensors, weights, gradients, optimizer,"
                      f" buffers, workspace); {PARADL}: ParaDL's upper bound Σ 2B(|x|+|y|) + 2|w|."),
         click.option("--memory-reuse", type=reuse_type,
@@ -139,7 +139,7 @@ def projection_options(precision_also: str = "", stack_also: str = "") -> list:
         click.option("--contention", type=contention_type, help="Contention factor φ >= 1."),
         click.option("--samples", type=samples_type, help="Dataset size D (overrides the model's)."),
         collective_option(),
-        click.option("--optimizer", type=click.Choice(["sgd", "momentum", "adam"]), default="sgd", show_default=True,
+        click.option("--optimizer", type=click.Choice(["sgd", "momentum", "adam"], case_sensitive=False), default="sgd", show_default=True,
                      help="Optimizer state in memory: none, 4 or 8 bytes per parameter."),
         click.option("--mixed-precision", is_flag=True,
                      help="2-byte activations, weights, gradients and messages, plus fp32 master weights."),
@@ -157,10 +157,10 @@ def projection_options(precision_also: str = "", stack_also: str = "") -> list:
                      " codes gather after pool2). [default: the last layer with a spatial output]"),
         # issue 13 (compute model)
         stack_option(stack_also),
-        click.option("--compute-scaling", type=click.Choice(["model", "linear"]), default="model",
+        click.option("--compute-scaling", type=click.Choice(["model", "linear"], case_sensitive=False), default="model",
                      show_default=True, help="model: convert profile times to this GPU, precision and per-GPU"
                      " batch (docs/memory.md and docs/cost-model.md); linear: ParaDL's profile times x samples."),
-        click.option("--memory-format", type=click.Choice(MEMORY_FORMATS),
+        click.option("--memory-format", type=click.Choice(MEMORY_FORMATS, case_sensitive=False),
                      help="Tensor layout of the convolutions (nchw: PyTorch's default; channels-last): an"
                      " estimated profile's speed moves by the stack's measured channels-last speedup on the"
                      " system's GPU where it differs from the stack's layout. [default: the stack's]"),

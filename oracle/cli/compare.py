@@ -37,7 +37,7 @@ from oracle.load.values import parse_where
               " time times the model's ratio; the notes name it), next to the naive projection from the nearest"
               " smaller calibrated run; runs at a batch per replica no calibration run of their model and strategy"
               " has are noted and summarised apart. --where/--exclude choose the runs scored.")
-@click.option("--format", "-f", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
+@click.option("--format", "-f", "fmt", type=click.Choice(FORMATS, case_sensitive=False), default="table", show_default=True)
 @click.option("--width", type=width_type(), help="Table width. [default: terminal]")
 @output_option
 def compare(

@@ -28,7 +28,7 @@ from oracle.cli.types import PlainIntRange, count_type, gpu_count_type
 @click.option("--segments", "-S", type=count_type(), help="Pipeline segments S.")
 @click.option(
     "--log-format",
-    type=click.Choice(["chainer", "plain", "step-csv"]),
+    type=click.Choice(["chainer", "plain", "step-csv"], case_sensitive=False),
     help="Read every file as this format.  [default: detected from the content]",
 )
 @click.option("--skip-unknown", is_flag=True, help="Skip files of unknown format (with a warning) instead of failing.")

@@ -11,8 +11,8 @@ from oracle.cli.types import width_type
 
 @click.command("list")
 # the metavar spelled out: click versions bracket an optional Choice differently
-@click.argument("kinds", nargs=-1, type=click.Choice(LISTABLE), metavar=f"[{'|'.join(LISTABLE)}]...")
-@click.option("--format", "-f", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+@click.argument("kinds", nargs=-1, type=click.Choice(LISTABLE, case_sensitive=False), metavar=f"[{'|'.join(LISTABLE)}]...")
+@click.option("--format", "-f", "fmt", type=click.Choice(["table", "json"], case_sensitive=False), default="table", show_default=True)
 @click.option("--width", type=width_type(), help="Table width. [default: terminal]")
 def list_(kinds, fmt, width) -> None:
     """List the shipped models, systems, profiles and stacks: the name to pass to -m/-s/-p/--stack,

@@ -10,7 +10,7 @@ from oracle.cli.types import count_type, width_type
 
 @click.command(context_settings={"max_content_width": 100})
 @sweep_options
-@click.option("--format", "-f", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
+@click.option("--format", "-f", "fmt", type=click.Choice(FORMATS, case_sensitive=False), default="table", show_default=True)
 @click.option("--top", type=count_type(), help="Show the N best points per GPU count.")
 @click.option("--chart", is_flag=True, help="Also draw a bar chart of total time per strategy (table format).")
 @click.option("--width", type=width_type(), help="Table width in characters. [default: terminal]")

@@ -19,7 +19,7 @@ _POSITIVE_FRACTION = FiniteRange(min=0, max=1, min_open=True)
     help="Samples per iteration (per GPU) to measure or estimate at.",
 )  # fmt: skip
 @click.option(
-    "--device", type=click.Choice(["cpu", "cuda"]), help="Where to measure. [default: cpu]"
+    "--device", type=click.Choice(["cpu", "cuda"], case_sensitive=False), help="Where to measure. [default: cpu]"
 )
 @click.option(
     "--repeats", "-r", type=count_type(),
@@ -51,7 +51,7 @@ _POSITIVE_FRACTION = FiniteRange(min=0, max=1, min_open=True)
     help="With --estimate: fraction of peak memory bandwidth reached (roofline). [default: 0.8 with --efficiency]",
 )  # fmt: skip
 @click.option(
-    "--precision", type=click.Choice(PRECISIONS), default=FP32, show_default=True,
+    "--precision", type=click.Choice(PRECISIONS, case_sensitive=False), default=FP32, show_default=True,
     help="With --estimate: the precision conv/fc run at and the bytes per element.",
 )  # fmt: skip
 @stack_option(" With --estimate: named in the profile's header and summary with the efficiency a projection"

@@ -86,7 +86,7 @@ def _distributions_help() -> str:
     "--format",
     "-f",
     "fmt",
-    type=click.Choice(["table", "json"]),
+    type=click.Choice(["table", "json"], case_sensitive=False),
     default="table",
     show_default=True,
 )

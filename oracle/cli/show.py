@@ -8,7 +8,7 @@ from oracle.cli.common import output_option
 from oracle.cli.types import width_type
 
 _FORMAT = click.option(
-    "--format", "-f", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True
+    "--format", "-f", "fmt", type=click.Choice(["table", "json"], case_sensitive=False), default="table", show_default=True
 )
 _WIDTH = click.option("--width", type=width_type(), help="Table width. [default: terminal]")
 

@@ -12,7 +12,7 @@ FORMATS = ("csv", "json", "markdown")
 
 @click.command(context_settings={"max_content_width": 100})
 @click.argument("cases_file", metavar="CASES.yaml")
-@click.option("--format", "-f", "fmt", type=click.Choice(FORMATS), default="csv", show_default=True)
+@click.option("--format", "-f", "fmt", type=click.Choice(FORMATS, case_sensitive=False), default="csv", show_default=True)
 @click.option("--all", "every_point", is_flag=True,
               help="Every point of every case, not only the fastest configuration at each GPU count.")
 @click.option("--plot", "plot_file", metavar="FILE.png|svg|pdf",

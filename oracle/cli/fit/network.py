@@ -54,14 +54,14 @@ def _command_line(params: dict, logs: list[str]) -> str:
 @click.option("--output", "-o", metavar="FILE",
               help="Write the fitted system (with --system) or the network: list as YAML to FILE,"
               " atomically; '-' for standard output (instead of the report).")
-@click.option("--format", "-f", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True,
+@click.option("--format", "-f", "fmt", type=click.Choice(["table", "json"], case_sensitive=False), default="table", show_default=True,
               help="Format of the report on standard output.")
 @click.option("--min-bytes", type=ByteSize(), help="Fit only message sizes >= this (e.g. 1MiB). [default: n½ rule]")
 @click.option("--max-bytes", type=ByteSize(), help="Fit only message sizes <= this.")
 @click.option("--bw-fraction", type=FiniteRange(0, 1, min_open=True), default=0.5, show_default=True,
               help="n½ rule: fit from the smallest size whose bus bandwidth reaches this fraction of the log's peak.")
 @click.option("--in-place", is_flag=True, help="nccl-tests: fit the in-place times. [default: out-of-place]")
-@click.option("--operation", type=click.Choice(["allreduce", "allgather", "reducescatter", "broadcast", "reduce"]),
+@click.option("--operation", type=click.Choice(["allreduce", "allgather", "reducescatter", "broadcast", "reduce"], case_sensitive=False),
               help="The collective, for nccl-tests logs that do not say (else inferred from busbw/algbw).")
 @click.option("--gpus", "gpus", type=Count(), multiple=True,
               help="GPUs of logs without a rank table (OSU): N for all, FILE=N for one; repeatable.")
@@ -74,7 +74,7 @@ def _command_line(params: dict, logs: list[str]) -> str:
 @click.option("--max-median-error", type=FiniteRange(min=0), metavar="FRACTION",
               help="Check: exit 1 (and write nothing) if the median |rel. error| over messages >= 1 MiB,"
               " of any log or overall, exceeds FRACTION (e.g. 0.12).")
-@click.option("--collectives", type=click.Choice(["alpha-beta", "table"]), default="alpha-beta", show_default=True,
+@click.option("--collectives", type=click.Choice(["alpha-beta", "table"], case_sensitive=False), default="alpha-beta", show_default=True,
               help="table: also write the measured times (collectives: table), used instead of α-β for"
               " collectives on exactly a benchmarked GPU count and span.")
 @click.option("--protocols", type=PlainIntRange(1, 4), default=1, show_default=True,
