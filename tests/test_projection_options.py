@@ -145,3 +145,6 @@ def test_column_values_are_typed_and_checked():
     with pytest.raises(OracleError) as exc:
         column_flags({"overlap": "sometimes"})
     assert exc.value.path == "column 'overlap'"
+    # fixed choices in any case, as the flags take them; layer names as written
+    assert column_flags({"overlap": "Buckets", "collective": "NCCL", "delayed_update": "FC6"}) == {
+        "overlap": "buckets", "collective": "nccl", "delayed_update": "FC6"}

@@ -301,6 +301,8 @@ OPTION_COLUMNS: dict[str, tuple[str, type]] = {
     "checkpointing": ("checkpointing", bool), "memory_format": ("memory_format", str),
 }  # fmt: skip
 _YES, _NO = ("yes", "true", "1"), ("no", "false", "0")
+# columns whose values are fixed choices, taken in any case as the CLI takes its flags'
+CHOICE_COLUMNS = ("collective", "overlap", "compute_scaling", "memory_model", "optimizer", "memory_format")
 
 
 def column_flags(cells: dict) -> dict:
@@ -332,7 +334,7 @@ def _column_value(col: str, text: str, kind: type):
             raise OracleError(f"got '{text}'; expected yes or no", path=where)
         return text.lower() in _YES
     if kind is str:
-        return text
+        return text.lower() if col in CHOICE_COLUMNS else text
     try:
         x = float(text)
     except ValueError:
