@@ -559,6 +559,77 @@ def cifar_resnet20() -> dict:
 
 
 # --------------------------------------------------------------------------------------
+# GoogLeNet (Inception-v1), as soumith/convnet-benchmarks times it
+# --------------------------------------------------------------------------------------
+
+# (name, 1x1, 3x3 reduce, 3x3, 5x5 reduce, 5x5, pool proj): Szegedy et al. 2015, table 1
+GOOGLENET_BLOCKS = (
+    ("inception_3a", 64, 96, 128, 16, 32, 32), ("inception_3b", 128, 128, 192, 32, 96, 64), "pool3",
+    ("inception_4a", 192, 96, 208, 16, 48, 64), ("inception_4b", 160, 112, 224, 24, 64, 64),
+    ("inception_4c", 128, 128, 256, 24, 64, 64), ("inception_4d", 112, 144, 288, 32, 64, 64),
+    ("inception_4e", 256, 160, 320, 32, 128, 128), "pool4",
+    ("inception_5a", 256, 160, 320, 32, 128, 128), ("inception_5b", 384, 192, 384, 48, 128, 128),
+)  # fmt: skip
+
+
+def _conv_relu(name, filters, kernel, padding=0, inputs=None):
+    return [conv(name, filters, kernel, padding=padding, inputs=inputs), simple(f"{name}_relu", "relu")]
+
+
+def _inception_v1(block, x) -> list[dict]:
+    """Four branches of conv + relu (biased, no batch norm) reading ``x``, concatenated."""
+    name, b1, r3, b3, r5, b5, proj = block
+    layers = _conv_relu(f"{name}_1x1", b1, 1, inputs=[x])
+    layers += _conv_relu(f"{name}_3x3_reduce", r3, 1, inputs=[x]) + _conv_relu(f"{name}_3x3", b3, 3, padding=1)
+    layers += _conv_relu(f"{name}_5x5_reduce", r5, 1, inputs=[x]) + _conv_relu(f"{name}_5x5", b5, 5, padding=2)
+    layers.append(simple(f"{name}_pool", "maxpool", inputs=[x], kernel=3, stride=1, padding=1))
+    layers += _conv_relu(f"{name}_pool_proj", proj, 1)
+    outs = [f"{name}_{b}_relu" for b in ("1x1", "3x3", "5x5", "pool_proj")]
+    return layers + [simple(name, "concat", inputs=outs)]
+
+
+def googlenet() -> dict:
+    layers = [*_conv_relu("conv1", 64, 7, padding=3), pool("pool1", "maxpool", 3, 2, padding=1)]
+    layers[0]["stride"] = 2
+    layers += [*_conv_relu("conv2_reduce", 64, 1), *_conv_relu("conv2", 192, 3, padding=1),
+               pool("pool2", "maxpool", 3, 2, padding=1)]  # fmt: skip
+    prev = "pool2"
+    for block in GOOGLENET_BLOCKS:
+        if isinstance(block, str):
+            layers.append(pool(block, "maxpool", 3, 2, padding=1))
+        else:
+            layers += _inception_v1(block, prev)
+            prev = block[0]
+        prev = layers[-1]["name"]
+    layers += [simple("pool5", "globalavgpool"), simple("flatten", "flatten"), fc("fc", 1000)]
+    return {
+        "file": "googlenet",
+        "header": [
+            "GoogLeNet (Inception-v1) as soumith/convnet-benchmarks times it",
+            "(torch7/imagenet_winners/googlenet.lua @b458aab), 224x224 input.",
+            "Source: Szegedy et al., 'Going Deeper with Convolutions', CVPR 2015",
+            "(arXiv:1409.4842), table 1 (the widths of every inception module).",
+            "Choices:",
+            "- As the benchmark: biased convs each followed by relu, no local response",
+            "  normalisation ('LRN (not added for now)'), no auxiliary classifiers, no dropout;",
+            "  3x3/2 max pools with padding 1; the 7x7 average pool is the global one at 224x224.",
+            "  torchvision's googlenet differs (batch norm, 3x3 in place of 5x5).",
+            "- The benchmark's relu after the final fc is left out (1,000 elements).",
+            "- Layer names follow BVLC's bvlc_googlenet prototxt (inception_3a_1x1, ...).",
+            "Parameters: 6,998,552 (the same layers built in PyTorch: 6,998,552).",
+        ],
+        "doc": {
+            "name": "GoogLeNet",
+            "input": IMAGENET_INPUT,
+            "dataset": IMAGENET,
+            "source": "Szegedy et al., CVPR 2015 (Inception-v1), as soumith/convnet-benchmarks' googlenet.lua",
+            "description": "GoogLeNet (Inception-v1) without LRN or auxiliary heads, ImageNet-1k at 224x224",
+            "layers": layers,
+        },
+    }
+
+
+# --------------------------------------------------------------------------------------
 # Inception-v3 (a DAG with concat; used by the layer-wise search, issue 8)
 # --------------------------------------------------------------------------------------
 
@@ -776,6 +847,7 @@ MODELS = (
     lambda: vgg(11),
     lambda: vgg(19),
     lambda: resnet(200, [3, 24, 36, 3]),
+    googlenet,
 )
 
 def render(model: dict) -> str:

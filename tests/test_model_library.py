@@ -36,6 +36,7 @@ SHIPPED = (
     "vgg11",
     "vgg19",
     "resnet200",
+    "googlenet",
 )
 
 # --------------------------------------------------------------------------------------
@@ -88,6 +89,8 @@ PARAMS = {
     "vgg11": 132_863_336,  # torchvision
     "vgg19": 143_667_240,  # torchvision
     "resnet200": 64_673_832,  # torchvision's ResNet(Bottleneck, [3, 24, 36, 3])
+    # convnet-benchmarks' googlenet.lua rebuilt in PyTorch (biased convs, no aux heads): 6,998,552
+    "googlenet": 6_998_552,
 }
 
 NAMES = {
@@ -106,6 +109,7 @@ NAMES = {
     "vgg11": "VGG11",
     "vgg19": "VGG19",
     "resnet200": "ResNet-200",
+    "googlenet": "GoogLeNet",
 }
 
 # torchvision model docs, "GFLOPS" column (which counts multiply-adds).  oracle counts
