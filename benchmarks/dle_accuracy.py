@@ -68,11 +68,12 @@ FAMILY = {"resnet50": "ResNet-50", "resnext101_32x4d": "ResNeXt-101", "se_resnex
 PRECISIONS = {"FP32": ("fp32", False), "TF32": ("tf32", False), "AMP": ("fp32", True)}
 
 
-def rows() -> list[dict]:
+def rows(models: dict = MODELS) -> list[dict]:
+    """The rows of ``models`` (the file's names) a projection covers, each with its line."""
     with ROWS.open(newline="") as f:
         out = []
         for i, r in enumerate(csv.DictReader(f), start=2):
-            if r["model"] in MODELS and r["system"] in SYSTEMS and r["precision"] in PRECISIONS and r["per_gpu_batch"]:
+            if r["model"] in models and r["system"] in SYSTEMS and r["precision"] in PRECISIONS and r["per_gpu_batch"]:
                 r["line"] = i
                 out.append(r)
         return out

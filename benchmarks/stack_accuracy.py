@@ -59,17 +59,8 @@ INCONSISTENT = "look inconsistent"
 
 
 def later_rows() -> list[dict]:
-    """The rows of LATER_MODELS that a projection covers (as dle_accuracy.rows selects)."""
-    import csv
-
-    out = []
-    with D.ROWS.open(newline="") as f:
-        for i, r in enumerate(csv.DictReader(f), start=2):
-            if (r["model"] in LATER_MODELS and r["system"] in D.SYSTEMS and r["precision"] in D.PRECISIONS
-                    and r["per_gpu_batch"] and INCONSISTENT not in r["notes"]):  # fmt: skip
-                r["line"] = i
-                out.append(r)
-    return out
+    """The rows of LATER_MODELS that a projection covers, those of a flagged table left out."""
+    return [r for r in D.rows(LATER_MODELS) if INCONSISTENT not in r["notes"]]
 
 
 def model_name(r: dict) -> str:

@@ -572,8 +572,8 @@ GOOGLENET_BLOCKS = (
 )  # fmt: skip
 
 
-def _conv_relu(name, filters, kernel, padding=0, inputs=None):
-    return [conv(name, filters, kernel, padding=padding, inputs=inputs), simple(f"{name}_relu", "relu")]
+def _conv_relu(name, filters, kernel, stride=1, padding=0, inputs=None):
+    return [conv(name, filters, kernel, stride=stride, padding=padding, inputs=inputs), simple(f"{name}_relu", "relu")]
 
 
 def _inception_v1(block, x) -> list[dict]:
@@ -589,8 +589,7 @@ def _inception_v1(block, x) -> list[dict]:
 
 
 def googlenet() -> dict:
-    layers = [*_conv_relu("conv1", 64, 7, padding=3), pool("pool1", "maxpool", 3, 2, padding=1)]
-    layers[0]["stride"] = 2
+    layers = [*_conv_relu("conv1", 64, 7, stride=2, padding=3), pool("pool1", "maxpool", 3, 2, padding=1)]
     layers += [*_conv_relu("conv2_reduce", 64, 1), *_conv_relu("conv2", 192, 3, padding=1),
                pool("pool2", "maxpool", 3, 2, padding=1)]  # fmt: skip
     prev = "pool2"
@@ -599,8 +598,7 @@ def googlenet() -> dict:
             layers.append(pool(block, "maxpool", 3, 2, padding=1))
         else:
             layers += _inception_v1(block, prev)
-            prev = block[0]
-        prev = layers[-1]["name"]
+        prev = layers[-1]["name"]  # the pool's or the concat's
     layers += [simple("pool5", "globalavgpool"), simple("flatten", "flatten"), fc("fc", 1000)]
     return {
         "file": "googlenet",

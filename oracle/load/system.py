@@ -93,8 +93,9 @@ def _with_library_figures(g: dict) -> dict:
     from oracle.gpus import lookup, lookup_family
 
     known = lookup(g["model"])
-    family = known is None and lookup_family(g["model"], g["memory_GB"]) is not None
-    known = known or lookup_family(g["model"], g["memory_GB"])
+    family = known is None
+    if family:
+        known = lookup_family(g["model"], g["memory_GB"])
     if known is None:
         return {**g, "filled": ""}
     given = dict(g["peaks"])
