@@ -39,9 +39,9 @@ def write_calibration(doc: dict, cal, base_name: str, runs_file: str) -> None:
     """Everything ``cal`` (a ``--calibrate all`` Calibration) identified, into ``doc``."""
     from oracle.compute.calibration.calibrate_all import mechanisms
     from oracle.compute.calibration.calibrate_split import into_doc
-    from oracle.services.fit_runs import set_compute, set_input, set_network
+    from oracle.services.fit_runs import network_calibrated, set_compute, set_input, set_network
 
-    if any(v is not None for v in (cal.beta_intra, cal.beta_inter)) or cal.beta_levels:
+    if network_calibrated(cal):
         set_network(doc, cal, base_name, runs_file)
     if any(v is not None for v in (cal.loader_rate, cal.node_rate, cal.leader_rate)):
         set_input(doc, cal, "all", runs_file)

@@ -114,6 +114,11 @@ def _contradicting(req: RunsRequest, chosen: list) -> list[str]:
     return [f"{req.runs}: {text}" for text in clash]
 
 
+def network_calibrated(cal) -> bool:
+    """Whether a calibration has a β for any level (the written network changes)."""
+    return any(v is not None for v in (cal.beta_intra, cal.beta_inter)) or bool(cal.beta_levels)
+
+
 def _state_algorithm(doc: dict, pairs) -> None:
     """A network calibrated through one all-reduce formula keeps it: where the base file
     states no algorithm, the written one states the runs' (a stack's NCCL would otherwise
@@ -155,7 +160,7 @@ def calibrated_system(req: RunsRequest, sel: Selection, cal, pairs=()) -> str:
         from oracle.services.fit_models import model_entries, write_calibration
 
         write_calibration(doc, cal, base_name, req.runs)
-        if any(v is not None for v in (cal.beta_intra, cal.beta_inter)) or cal.beta_levels:
+        if network_calibrated(cal):
             _state_algorithm(doc, pairs)
         models, _ = model_entries(doc, cal, list(pairs), req.runs)  # issue 26: a model the shared fit leaves off
         if models:
