@@ -85,8 +85,8 @@ def _gpu(arch: str) -> GpuSpec:
 
 
 @pytest.mark.parametrize(("arch", "prec", "eff", "peak"), [
-    ("pascal", "fp32", 0.49, 10.6e12), ("pascal", "fp16", 0.49, 21.2e12),  # half2 on the CUDA cores
-    ("kepler", "fp32", 0.25, 10.6e12), ("maxwell", "fp32", 0.38, 10.6e12),
+    ("pascal", "fp32", 0.56, 10.6e12), ("pascal", "fp16", 0.56, 21.2e12),  # half2 on the CUDA cores
+    ("kepler", "fp32", 0.28, 10.6e12), ("maxwell", "fp32", 0.46, 10.6e12),
     ("volta", "fp32", 0.95, 10.6e12), ("", "fp32", 0.95, 10.6e12), ("volta", "fp16", 0.60, 21.2e12),
 ])  # fmt: skip
 def test_conv_efficiency_by_architecture_by_hand(arch, prec, eff, peak):
@@ -122,7 +122,7 @@ def test_without_the_architecture_table_pascal_runs_at_voltas_efficiency():
     k = replace(K.DEFAULT_CONSTANTS, architecture_efficiency=())
     slow = K.layer_time(model.layers[2], model.info[2], _gpu("pascal"), "fp32", 64)[0]
     fast = K.layer_time(model.layers[2], model.info[2], _gpu("pascal"), "fp32", 64, k)[0]
-    assert slow / fast == pytest.approx(0.95 / 0.49, rel=1e-12)
+    assert slow / fast == pytest.approx(0.95 / 0.56, rel=1e-12)
 
 
 def test_estimate_on_a_pascal_system_says_which_efficiency(run, tmp_path):
@@ -132,7 +132,7 @@ def test_estimate_on_a_pascal_system_says_which_efficiency(run, tmp_path):
     r = run("profile", "resnet50", "--estimate", "--system", f, "--batch", "32", "-o", out)
     assert r.code == 0, r.err
     text = " ".join(out.read_text().split())
-    assert "conv 0.49 of peak (pascal: no tensor cores; 3x3 stride-1 as Winograd, 2.25x fewer multiplies), fc 0.95" in text
+    assert "conv 0.56 of peak (pascal: no tensor cores; 3x3 stride-1 as Winograd, 2.25x fewer multiplies), fc 0.95, memory 0.9 of bandwidth, batchnorm 0.5, maxpool 0.22, avgpool 0.22" in text
 
 
 @pytest.mark.parametrize(("model", "extra", "impl", "fused"), [
@@ -146,3 +146,37 @@ def test_activations_apart_by_default_before_tensor_cores(tmp_path, model, extra
     f = tmp_path / "s.yaml"
     f.write_text(SYSTEM.format(model=model, extra=extra) + impl)
     assert load_system(f).implementation.fused_activations is fused
+
+
+# batchnorm over 64 channels of 56x56 at b = 32, then a 3x3 stride-2 max pooling to 28x28 (fp32):
+# batchnorm reads its input twice and writes it, 4·(32·(2+1)·200,704 + 128 parameters) = 77,070,848 B forward;
+# the pooling reads 200,704 and writes 50,176 elements, 4·32·250,880 = 32,112,640 B
+NORM_POOL = {"name": "N", "input": [64, 56, 56], "dataset": {"name": "d", "samples": 10},
+             "layers": [{"name": "bn", "type": "batchnorm"},
+                        {"name": "mp", "type": "maxpool", "kernel": 3, "stride": 2, "padding": 1}]}  # fmt: skip
+
+
+@pytest.mark.parametrize(("arch", "bn_share", "pool_share"), [
+    ("kepler", 0.5, 0.22), ("maxwell", 0.5, 0.22), ("pascal", 0.5, 0.22), ("volta", 0.9, 0.9), ("", 0.9, 0.9),
+])  # fmt: skip
+def test_batchnorm_and_pooling_before_volta_run_at_their_measured_shares(arch, bn_share, pool_share):
+    """Before tensor cores batch norm and windowed pooling run at the shares measured for
+    unfused kernels (KernelConstants.architecture_memory_efficiency); from Volta on at the
+    streaming share, unless a stack sets one."""
+    model = parse_model(NORM_POOL, "n.yaml")
+    bw_Bps = 732e9
+    for i, (nbytes, share) in enumerate(((77_070_848, bn_share), (32_112_640, pool_share))):
+        fw, bw = K.layer_time(model.layers[i], model.info[i], _gpu(arch), "fp32", 32)
+        assert fw == pytest.approx(nbytes / (share * bw_Bps), rel=1e-12), model.layers[i].name
+        assert bw == pytest.approx(2 * fw, rel=1e-12)
+        fw_a, bw_a = K.per_sample_array(K.ModelArrays.of(model), _gpu(arch), "fp32", 32)
+        assert (fw_a[i] * 32, bw_a[i] * 32) == pytest.approx((fw, bw), rel=1e-12)
+
+
+def test_a_stacks_share_wins_before_volta_too():
+    model = parse_model(NORM_POOL, "n.yaml")
+    k = replace(K.DEFAULT_CONSTANTS, reduction_memory_efficiency=0.8)
+    fw = K.layer_time(model.layers[0], model.info[0], _gpu("pascal"), "fp32", 32, k)[0]
+    assert fw == pytest.approx(77_070_848 / (0.8 * 732e9), rel=1e-12)
+    fw_a, _ = K.per_sample_array(K.ModelArrays.of(model), _gpu("pascal"), "fp32", 32, k)
+    assert fw_a[0] * 32 == pytest.approx(fw, rel=1e-12)

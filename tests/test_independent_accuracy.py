@@ -6,7 +6,10 @@ Floors: what the benchmark printed, less 0.01 (2026-11-26, after the conversion 
 GPUs oracle's catalog does not name, tests/test_uncatalogued_gpu.py: pre-Volta 0.797,
 graphics cards 0.883, the pytorch stack on them 0.869, tf_cnn_benchmarks on them 0.910,
 MXNet on pre-Volta cards 0.849; before that fix the pytorch stack's efficiency applied there
-without its slower kernels: graphics cards 0.799, pytorch 0.740, pre-Volta 0.810).  They
+without its slower kernels: graphics cards 0.799, pytorch 0.740, pre-Volta 0.810).  Raised
+2026-11-27 when batch norm and pooling before Volta took their measured bandwidth shares
+(KernelConstants.architecture_memory_efficiency): pre-Volta 0.795 -> 0.830, MXNet there
+0.849 -> 0.893.  They
 guard against a change that makes the tool worse on runs it never saw."""
 
 from __future__ import annotations
@@ -18,8 +21,8 @@ from pathlib import Path
 import pytest
 from conftest import benchmark
 
-FLOORS = {"pre-Volta, all": 0.78, "graphics cards, all": 0.87, "graphics cards, stack pytorch": 0.85,
-          "graphics cards, stack tensorflow": 0.90, "pre-Volta, stack mxnet": 0.83}  # fmt: skip
+FLOORS = {"pre-Volta, all": 0.82, "graphics cards, all": 0.87, "graphics cards, stack pytorch": 0.85,
+          "graphics cards, stack tensorflow": 0.90, "pre-Volta, stack mxnet": 0.88}  # fmt: skip
 
 
 @pytest.fixture(scope="module")

@@ -139,7 +139,7 @@ class KernelConstants:
     # K80, M40 and P100 each), the smaller batches and every other source held out
     # (docs/cost-model.md "Before tensor cores").  An architecture absent here runs at the
     # efficiencies above
-    architecture_efficiency: tuple[tuple[str, float], ...] = (("kepler", 0.25), ("maxwell", 0.38), ("pascal", 0.49))
+    architecture_efficiency: tuple[tuple[str, float], ...] = (("kepler", 0.28), ("maxwell", 0.46), ("pascal", 0.56))
     # on those architectures a 3x3 stride-1 convolution runs as Winograd's F(2x2, 3x3): 16
     # multiplies per 2x2 output tile instead of 36 (Lavin and Gray, "Fast Algorithms for
     # Convolutional Neural Networks", CVPR 2016), cuDNN's WINOGRAD algorithms since cuDNN 5
@@ -147,6 +147,16 @@ class KernelConstants:
     # of the other (direct, implicit-GEMM) convolutions.  On Volta and later the fitted
     # efficiencies include whatever algorithm mix ResNet-50 ran with
     winograd_gain: float = 2.25
+    # on those architectures batch norm and windowed pooling, where no stack sets their share,
+    # run as the separate, unfused kernels of their time (cuDNN 4-6's batch norm, Caffe's and
+    # Torch7's pooling) at these shares of the bandwidth, as measured for such kernels: eager
+    # PyTorch's native batch norm (0.50) and pooling (0.22) per layer on an H200
+    # (stacks/pytorch.yaml, benchmarks/kernel_efficiency.py), and Caffe's max pooling on a
+    # Maxwell GTX TITAN X, 0.23-0.26 (soumith/convnet-benchmarks caffe/output_alexnet.log,
+    # per-layer forward and backward of pool1, pool2, pool5 at batch 128; docs/cost-model.md
+    # "Before tensor cores").  The architecture efficiencies above were refitted with them
+    architecture_memory_efficiency: tuple[tuple[str, float], ...] = (
+        ("batchnorm", 0.5), ("maxpool", 0.22), ("avgpool", 0.22))  # fmt: skip
 
     def applies_architecture(self, architecture: str) -> bool:
         """Whether conv/fc on ``architecture`` run at its own efficiency (pre-Volta)."""
@@ -154,9 +164,12 @@ class KernelConstants:
 
     def memory_rate(self, gpu: GpuSpec, layer_type: str) -> float:
         """B/s of a memory-bound kernel of ``layer_type``: its MEMORY_EFFICIENCY_FIELDS
-        share of the bandwidth where set, else memory_efficiency."""
+        share of the bandwidth where set, else (before tensor cores) its
+        architecture_memory_efficiency, else memory_efficiency."""
         field = MEMORY_EFFICIENCY_FIELDS.get(layer_type)
         e = getattr(self, field) if field else None
+        if e is None and self.applies_architecture(gpu.architecture):
+            e = dict(self.architecture_memory_efficiency).get(layer_type)
         return (self.memory_efficiency if e is None else e) * gpu.memory_bandwidth_Bps
 
     def depthwise_rate(self, gpu: GpuSpec, precision: str) -> float:
@@ -366,8 +379,9 @@ def per_sample_array(arrays: ModelArrays, gpu: GpuSpec, precision: str, batch: f
     a = arrays
     delta = PRECISION_BYTES[precision]
     byte_rate = k.memory_efficiency * gpu.memory_bandwidth_Bps
-    for layer_type, field in MEMORY_EFFICIENCY_FIELDS.items():  # only the shares a stack set
-        if a.types is not None and getattr(k, field) is not None:
+    pre_volta = k.applies_architecture(gpu.architecture)
+    for layer_type, field in MEMORY_EFFICIENCY_FIELDS.items():  # the shares a stack set, or pre-Volta's
+        if a.types is not None and (getattr(k, field) is not None or pre_volta):
             byte_rate = np.where(a.types == layer_type, k.memory_rate(gpu, layer_type), byte_rate)
     flops = a.flops * batch
     nbytes = delta * (batch * a.io + a.params)

@@ -237,7 +237,8 @@ def _by_compute_model(model: Model, system: System, batch: int, precision: str, 
     conv = (f"conv {arch:g} of peak ({spec.architecture}: no tensor cores; 3x3 stride-1 as Winograd,"
             f" {k.winograd_gain:g}x fewer multiplies), fc {k.simt_efficiency:g}" if arch is not None else
             f"conv/fc {k.simt_efficiency:g} (fp32) / {k.tensor_efficiency:g} (tensor cores) of peak")  # fmt: skip
-    eff = (f"compute model: {conv}, memory {k.memory_efficiency:g} of bandwidth, waves over {spec.sm_count} SMs,"
+    shares = "".join(f", {t} {e:g}" for t, e in k.architecture_memory_efficiency) if arch is not None else ""
+    eff = (f"compute model: {conv}, memory {k.memory_efficiency:g} of bandwidth{shares}, waves over {spec.sm_count} SMs,"
            f" {k.launch_s * 1e6:g} us launch floor")  # fmt: skip
     source = (f"ESTIMATED by `oracle profile --estimate` (compute model, not measured) for the {system.gpu_model}"
               f" of {system.name}: {precision}, batch {batch}; {eff}")  # fmt: skip
