@@ -9,7 +9,8 @@ other sources 0.776, ResNet-50 0.852, Inception-v3 0.850, ResNet-101 0.835), les
 Refitted 2026-11-27 with batch norm and pooling at their measured bandwidth shares before
 Volta (KernelConstants.architecture_memory_efficiency): held-out maxwell 0.930 -> 0.919 (its
 floor lowered to 0.91), kepler 0.900, pascal 0.834, all 0.884; other sources 0.780 -> 0.820
-(ResNet-50 0.896, Inception-v3 0.888, ResNet-101 0.860).
+(ResNet-50 0.896, Inception-v3 0.888, ResNet-101 0.860); then without Winograd on Kepler
+(KernelConstants.winograd_architectures): kepler held-out 0.895, other sources 0.832.
 Before the architecture efficiency the held-out mean was 0.474 and the other sources'
 0.686."""
 

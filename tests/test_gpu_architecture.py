@@ -86,17 +86,17 @@ def _gpu(arch: str) -> GpuSpec:
 
 @pytest.mark.parametrize(("arch", "prec", "eff", "peak"), [
     ("pascal", "fp32", 0.56, 10.6e12), ("pascal", "fp16", 0.56, 21.2e12),  # half2 on the CUDA cores
-    ("kepler", "fp32", 0.28, 10.6e12), ("maxwell", "fp32", 0.46, 10.6e12),
+    ("kepler", "fp32", 0.35, 10.6e12), ("maxwell", "fp32", 0.46, 10.6e12),
     ("volta", "fp32", 0.95, 10.6e12), ("", "fp32", 0.95, 10.6e12), ("volta", "fp16", 0.60, 21.2e12),
 ])  # fmt: skip
 def test_conv_efficiency_by_architecture_by_hand(arch, prec, eff, peak):
-    """A 1x1 conv runs at the architecture's efficiency; a 3x3 stride-1 one before Volta as
-    Winograd's F(2x2, 3x3) (2.25x the rate), a 3x3 stride-2 one not."""
+    """A 1x1 conv runs at the architecture's efficiency; a 3x3 stride-1 one on Maxwell and
+    Pascal as Winograd's F(2x2, 3x3) (2.25x the rate; not on Kepler), a 3x3 stride-2 one not."""
     model = parse_model(CONV, "c.yaml")
-    pre_volta = arch in ("kepler", "maxwell", "pascal")
+    runs_winograd = arch in ("maxwell", "pascal")
     # (k², output elements, waves factor, Winograd gain); c3s2 and c1 see 7x7: 49 tiles, c3s2
     # split-K to 56 blocks (K = 2304: w = 1, waves 1.5), c1 not (K = 256: w = 0.875)
-    cases = ((9, 50176, 4 / 3.5, 2.25 if pre_volta else 1.0), (9, 12544, 1.5, 1.0), (1, 12544, 1.375 / 0.875, 1.0))
+    cases = ((9, 50176, 4 / 3.5, 2.25 if runs_winograd else 1.0), (9, 12544, 1.5, 1.0), (1, 12544, 1.375 / 0.875, 1.0))
     for i, (k2, y, waves, gain) in enumerate(cases):
         layer, info = model.layers[i], model.info[i]
         fw, bw = K.layer_time(layer, info, _gpu(arch), prec, 64)
@@ -180,3 +180,12 @@ def test_a_stacks_share_wins_before_volta_too():
     assert fw == pytest.approx(77_070_848 / (0.8 * 732e9), rel=1e-12)
     fw_a, _ = K.per_sample_array(K.ModelArrays.of(model), _gpu("pascal"), "fp32", 32, k)
     assert fw_a[0] * 32 == pytest.approx(fw, rel=1e-12)
+
+
+def test_estimate_on_a_kepler_system_says_no_winograd(run, tmp_path):
+    f = tmp_path / "s.yaml"
+    f.write_text(SYSTEM.format(model="Tesla K80", extra=""))
+    out = tmp_path / "p.yaml"
+    r = run("profile", "vgg16", "--estimate", "--system", f, "--batch", "16", "-o", out)
+    assert r.code == 0, r.err
+    assert "conv 0.35 of peak (kepler: no tensor cores; no Winograd), fc 0.95" in " ".join(out.read_text().split())

@@ -9,7 +9,8 @@ MXNet on pre-Volta cards 0.849; before that fix the pytorch stack's efficiency a
 without its slower kernels: graphics cards 0.799, pytorch 0.740, pre-Volta 0.810).  Raised
 2026-11-27 when batch norm and pooling before Volta took their measured bandwidth shares
 (KernelConstants.architecture_memory_efficiency): pre-Volta 0.795 -> 0.830, MXNet there
-0.849 -> 0.893.  They
+0.849 -> 0.893; then
+without Winograd on Kepler: pre-Volta 0.841.  They
 guard against a change that makes the tool worse on runs it never saw."""
 
 from __future__ import annotations

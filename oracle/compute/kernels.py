@@ -139,15 +139,22 @@ class KernelConstants:
     # K80, M40 and P100 each), the smaller batches and every other source held out
     # (docs/cost-model.md "Before tensor cores").  An architecture absent here runs at the
     # efficiencies above
-    architecture_efficiency: tuple[tuple[str, float], ...] = (("kepler", 0.28), ("maxwell", 0.46), ("pascal", 0.56))
-    # on those architectures a 3x3 stride-1 convolution runs as Winograd's F(2x2, 3x3): 16
-    # multiplies per 2x2 output tile instead of 36 (Lavin and Gray, "Fast Algorithms for
-    # Convolutional Neural Networks", CVPR 2016), cuDNN's WINOGRAD algorithms since cuDNN 5
-    # (2016) for forward, data and filter gradients; the architecture efficiency above is that
-    # of the other (direct, implicit-GEMM) convolutions.  On Volta and later the fitted
-    # efficiencies include whatever algorithm mix ResNet-50 ran with
+    architecture_efficiency: tuple[tuple[str, float], ...] = (("kepler", 0.35), ("maxwell", 0.46), ("pascal", 0.56))
+    # on Maxwell and Pascal (winograd_architectures) a 3x3 stride-1 convolution runs as
+    # Winograd's F(2x2, 3x3): 16 multiplies per 2x2 output tile instead of 36 (Lavin and Gray,
+    # "Fast Algorithms for Convolutional Neural Networks", CVPR 2016), cuDNN's WINOGRAD
+    # algorithms since cuDNN 5 (2016) for forward, data and filter gradients; the architecture
+    # efficiency above is that of the other (direct, implicit-GEMM) convolutions.  On Volta and
+    # later the fitted efficiencies include whatever algorithm mix ResNet-50 ran with
     winograd_gain: float = 2.25
-    # on those architectures batch norm and windowed pooling, where no stack sets their share,
+    # not on Kepler: cuDNN's Winograd kernels, like neon's (NervanaSystems/neon#332: its fast
+    # kernels are for Maxwell and Pascal, Kepler gets plain CUDA C ones), did not speed it up.
+    # jcjohnson/cnn-benchmarks (cuDNN 5.0.05, Torch7, one machine): over Torch's own im2col
+    # GEMMs ("nn") cuDNN gains 2.24x on VGG-16 (all 3x3) on a Maxwell TITAN X but 1.34x on a
+    # K40c, less than its 1.71x on ResNet-50; the K40c rows of that table are scored by
+    # benchmarks/independent_accuracy.py, so they are not an independent check of this choice
+    winograd_architectures: tuple[str, ...] = ("maxwell", "pascal")
+    # on every architecture above batch norm and windowed pooling, where no stack sets their share,
     # run as the separate, unfused kernels of their time (cuDNN 4-6's batch norm, Caffe's and
     # Torch7's pooling) at these shares of the bandwidth, as measured for such kernels: eager
     # PyTorch's native batch norm (0.50) and pooling (0.22) per layer on an H200
@@ -161,6 +168,10 @@ class KernelConstants:
     def applies_architecture(self, architecture: str) -> bool:
         """Whether conv/fc on ``architecture`` run at its own efficiency (pre-Volta)."""
         return bool(architecture) and architecture in dict(self.architecture_efficiency)
+
+    def runs_winograd(self, architecture: str) -> bool:
+        """Whether a 3x3 stride-1 convolution on ``architecture`` runs as Winograd's F(2x2, 3x3)."""
+        return self.applies_architecture(architecture) and architecture in self.winograd_architectures
 
     def memory_rate(self, gpu: GpuSpec, layer_type: str) -> float:
         """B/s of a memory-bound kernel of ``layer_type``: its MEMORY_EFFICIENCY_FIELDS
@@ -274,7 +285,7 @@ def layer_time(
         rate = k.matmul_efficiency(precision, gpu.architecture, layer.type == "conv") * peak
         reduction = info.flops / (2.0 * info.output_elements)  # K of the implicit GEMM
         waves = waves_factor(batch * info.output_elements, reduction, gpu.sm_count, k.tile_elements, k.k_split)
-        if winograd(layer) and k.applies_architecture(gpu.architecture):
+        if winograd(layer) and k.runs_winograd(gpu.architecture):
             rate *= k.winograd_gain
         if depthwise(layer, info) and k.depthwise_efficiency is not None:
             rate, waves = k.depthwise_rate(gpu, precision), 1.0
@@ -393,7 +404,7 @@ def per_sample_array(arrays: ModelArrays, gpu: GpuSpec, precision: str, batch: f
     rate = np.where(a.matmul, gemm, simt)
     if a.types is not None and k.applies_architecture(gpu.architecture):  # cuDNN's convolutions of that time
         rate = np.where(a.types == "conv", k.matmul_efficiency(precision, gpu.architecture) * (peak or 1.0), rate)
-    if a.winograd is not None and k.applies_architecture(gpu.architecture):
+    if a.winograd is not None and k.runs_winograd(gpu.architecture):
         rate = np.where(a.winograd, rate * k.winograd_gain, rate)
     dw = a.depthwise if a.depthwise is not None and k.depthwise_efficiency is not None else np.zeros_like(a.matmul)
     if a.grouped is not None and k.grouped_efficiency != 1.0:

@@ -234,8 +234,10 @@ def _by_compute_model(model: Model, system: System, batch: int, precision: str, 
     )
     date = date or datetime.now(timezone.utc).isoformat(timespec="seconds")
     arch = dict(k.architecture_efficiency).get(spec.architecture)
-    conv = (f"conv {arch:g} of peak ({spec.architecture}: no tensor cores; 3x3 stride-1 as Winograd,"
-            f" {k.winograd_gain:g}x fewer multiplies), fc {k.simt_efficiency:g}" if arch is not None else
+    fast = (f"3x3 stride-1 as Winograd, {k.winograd_gain:g}x fewer multiplies" if k.runs_winograd(spec.architecture)
+            else "no Winograd")  # fmt: skip
+    conv = (f"conv {arch:g} of peak ({spec.architecture}: no tensor cores; {fast}), fc {k.simt_efficiency:g}"
+            if arch is not None else
             f"conv/fc {k.simt_efficiency:g} (fp32) / {k.tensor_efficiency:g} (tensor cores) of peak")  # fmt: skip
     shares = "".join(f", {t} {e:g}" for t, e in k.architecture_memory_efficiency) if arch is not None else ""
     eff = (f"compute model: {conv}, memory {k.memory_efficiency:g} of bandwidth{shares}, waves over {spec.sm_count} SMs,"
