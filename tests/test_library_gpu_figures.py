@@ -88,6 +88,10 @@ def test_a_family_name_takes_the_sxm_part_of_its_memory(tmp_path, model, memory,
     ("Quadro RTX 8000", "QUADRO-RTX-8000", "turing"), ("NVIDIA RTX A6000", "RTX-A6000", "ampere"),
     ("NVIDIA GeForce RTX 3080", "RTX-3080", "ampere"), ("NVIDIA RTX 6000 Ada Generation", "RTX-6000-ADA", "ada"),
     ("NVIDIA A30", "A30", "ampere"), ("NVIDIA L40", "L40", "ada"),
+    ("NVIDIA GeForce RTX 2080", "RTX-2080", "turing"), ("NVIDIA GeForce RTX 2080 SUPER", "RTX-2080-SUPER", "turing"),
+    ("NVIDIA TITAN Xp", "TITAN-XP", "pascal"), ("GeForce GTX 980 Ti", "GTX-980-TI", "maxwell"),
+    ("Tesla P4", "P4", "pascal"), ("NVIDIA RTX A4000", "RTX-A4000", "ampere"),
+    ("NVIDIA GeForce RTX 4070 Ti", "RTX-4070-TI", "ada"), ("NVIDIA GeForce RTX 3070", "RTX-3070", "ampere"),
 ])  # fmt: skip
 def test_names_as_cuda_reports_them(name, entry, architecture):
     """A name as CUDA (nvidia-smi, torch.cuda.get_device_name) reports it finds its entry,
@@ -102,3 +106,29 @@ def test_other_names_are_no_family():
     from oracle.gpus import lookup_family
 
     assert lookup_family("A10", 24) is None and lookup_family("A1000", 8) is None and lookup_family("K80", 12) is None
+
+
+# (CUDA cores, rated boost clock in GHz, SMs, dense fp16 tensor FLOPs per SM and clock with
+# fp32 accumulate or None) of the cards whose figures oracle/gpus.py derives from them
+DERIVED = {
+    "GTX-980-TI": (2816, 1.075, 22, None), "GTX-1070": (1920, 1.683, 15, None), "TITAN-XP": (3840, 1.582, 30, None),
+    "RTX-2060": (1920, 1.680, 30, 512), "RTX-2070": (2304, 1.620, 36, 512), "RTX-2080": (2944, 1.710, 46, 512),
+    "RTX-2080-SUPER": (3072, 1.815, 48, 512), "RTX-3060": (3584, 1.777, 28, 512), "RTX-3070": (5888, 1.725, 46, 512),
+    "RTX-A4000": (6144, 1.5625, 48, 1024), "RTX-A4500": (7168, 1.650, 56, 1024), "RTX-4070-TI": (7680, 2.610, 60, 512),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", sorted(DERIVED))
+def test_derived_figures_are_their_arithmetic(name):
+    """fp32 = 2 FLOPs per core and clock; SMs = cores / 128 (64 on Turing); the tensor rate
+    per SM and clock as the card of its generation the library takes it from."""
+    from oracle.gpus import lookup
+
+    cores, ghz, sms, per_sm = DERIVED[name]
+    spec = lookup(name)
+    assert spec.peak("fp32") == pytest.approx(2 * cores * ghz * 1e9, rel=0.006)
+    assert spec.sm_count == sms == cores // (64 if spec.architecture == "turing" else 128)
+    if per_sm is None:
+        assert spec.peak("fp16") is None
+    else:
+        assert spec.peak("fp16") == pytest.approx(per_sm * sms * ghz * 1e9, rel=0.006)
