@@ -112,12 +112,13 @@ def estimated(model, system, batch: float, precision: str, mixed: bool, k=K.DEFA
         K.DEFAULT_CONSTANTS = saved
 
 
-def evaluate(data: list[dict], k=K.DEFAULT_CONSTANTS, calibrated: bool = True) -> list[dict]:
-    models = {name: load_model(name) for name in set(MODELS.values())}
+def evaluate(data: list[dict], k=K.DEFAULT_CONSTANTS, calibrated: bool = True, names: dict = MODELS) -> list[dict]:
+    """Every row projected (``names``: the file's model names -> shipped models)."""
+    models = {name: load_model(name) for name in set(names.values())}
     systems = {name: load_system(name) for name in set(SYSTEMS.values())}
     results = []
     for r in data:
-        model = models[MODELS[r["model"]]]
+        model = models[names[r["model"]]]
         system = systems[SYSTEMS[r["system"]]]
         precision, mixed = PRECISIONS[r["precision"]]
         gpus, batch, measured = int(r["gpus"]), float(r["per_gpu_batch"]), float(r["throughput_img_per_s"])

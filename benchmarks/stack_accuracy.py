@@ -45,9 +45,9 @@ from oracle.stack import Sourced  # noqa: E402
 STACKS = {"PyTorch": "pytorch", "TensorFlow1": "tensorflow", "MXNet": "mxnet"}
 HELD_OUT = "A100"  # the GPU generation no stack value was fitted on
 FIT_MACHINES = ("dgx1-v100", "dgx2-v100")
-# models no value of the compute model or of a stack was fitted on any row of (EfficientNet-B4,
-# shipped after every fit; the 3-D U-Net, shipped for spatial parallelism): scored apart, on
-# every GPU, V100 included
+# models no stack value was fitted on any row of (EfficientNet-B4, shipped after every fit; the
+# 3-D U-Net, shipped for spatial parallelism, whose V100 rows alone fitted the compute model's
+# 3-D caps: benchmarks/conv3d_accuracy.py): scored apart, on every GPU, V100 included
 LATER_MODELS = {"efficientnet-b4": "efficientnet_b4", "UNet_3D_Medical": "unet3d",
                 "efficientnet-v1-b0": "efficientnet_b0", "efficientnet-v1-b4": "efficientnet_b4"}  # fmt: skip
 # TensorFlow 2's rows (with XLA, DeepLearningExamples' train_benchmark scripts) under the one
@@ -190,8 +190,9 @@ def main() -> None:
           " framework's V100 rows (DGX-1, DGX-2)")
     print(table(data, stacks, args.markdown))
     later = _project_all(later_rows(), {fw: load_stack(name) for fw, name in LATER_STACKS.items()})
-    print(f"\nmodels no value was fitted on ({', '.join(LATER_MODELS)}), every GPU; the rows of a table"
-          " the transcription flags inconsistent left out")
+    print(f"\nmodels no stack value was fitted on ({', '.join(LATER_MODELS)}), every GPU (the 3-D U-Net's V100"
+          " rows fitted the 3-D caps, its A100 rows did not); the rows of a table the transcription flags"
+          " inconsistent left out")
     print(later_table(later, args.markdown))
     if args.rows:
         print(rows_table(data + later))

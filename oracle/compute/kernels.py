@@ -81,7 +81,10 @@ from oracle.gpus import GpuSpec
 from oracle.model import ACTIVATIONS, Layer, LayerInfo, Model
 from oracle.vocabulary import FP32, PRECISION_BYTES, TF32
 
-MATMUL_TYPES = ("conv", "fc", "attention")  # attention: cuBLAS GEMMs and batched GEMMs
+# attention: cuBLAS GEMMs and batched GEMMs; convtranspose: cuDNN runs a transposed convolution
+# as the data gradient of a convolution, and its backward as a convolution and a weight gradient
+MATMUL_TYPES = ("conv", "convtranspose", "fc", "attention")
+CONV_TYPES = ("conv", "convtranspose")
 # memory-bound layer types whose bandwidth share a software stack may set: the KernelConstants
 # field of each (None there: memory_efficiency)
 MEMORY_EFFICIENCY_FIELDS = {"batchnorm": "reduction_memory_efficiency", "maxpool": "maxpool_memory_efficiency",
@@ -164,6 +167,17 @@ class KernelConstants:
     # "Before tensor cores").  The architecture efficiencies above were refitted with them
     architecture_memory_efficiency: tuple[tuple[str, float], ...] = (
         ("batchnorm", 0.5), ("maxpool", 0.22), ("avgpool", 0.22))  # fmt: skip
+    # 3-D convolutions (a kernel over three spatial dimensions: 3-D U-Net's, CosmoFlow's) reach
+    # at most these shares of the peak, on tensor cores and on CUDA cores: cuDNN has no
+    # Winograd or FFT algorithm for them (its WINOGRAD algorithms are 2-D; the fitted 2-D
+    # efficiencies above include them), and its 3-D implicit GEMMs gather each operand tile over
+    # a kernel volume of 27 taps (on an H200 cuDNN ran a 3x3x3 fp16 3-D U-Net layer at 290
+    # TFLOP/s in its GEMM and 194 with its layout transform, 0.29 and 0.20 of the dense peak:
+    # tile-ai/TileOPs#1998, 2026).  Fitted by `python benchmarks/dle_accuracy.py --fit-3d` on
+    # the V100 rows of DeepLearningExamples' TensorFlow 3-D U-Net only (AMP: the tensor-core
+    # share, FP32: the CUDA-core one); its A100 rows (AMP, TF32) held out.  None: no cap
+    conv3d_tensor_efficiency: float | None = 0.2
+    conv3d_simt_efficiency: float | None = 0.45
 
     def applies_architecture(self, architecture: str) -> bool:
         """Whether conv/fc on ``architecture`` run at its own efficiency (pre-Volta)."""
@@ -182,6 +196,11 @@ class KernelConstants:
         if e is None and self.applies_architecture(gpu.architecture):
             e = dict(self.architecture_memory_efficiency).get(layer_type)
         return (self.memory_efficiency if e is None else e) * gpu.memory_bandwidth_Bps
+
+    def conv3d_cap(self, precision: str, architecture: str) -> float | None:
+        """The most of ``precision``'s peak a 3-D convolution reaches (None: no cap)."""
+        simt = precision == FP32 or self.applies_architecture(architecture)
+        return self.conv3d_simt_efficiency if simt else self.conv3d_tensor_efficiency
 
     def depthwise_rate(self, gpu: GpuSpec, precision: str) -> float:
         """FLOP/s of a depthwise convolution: one element of δ bytes read on chip per
@@ -237,6 +256,11 @@ def depthwise(layer: Layer, info: LayerInfo) -> bool:
     return layer.type == "conv" and layer.groups > 1 and info.input_shapes[0][0] == layer.groups
 
 
+def conv3d(layer: Layer, info: LayerInfo) -> bool:
+    """A (transposed) convolution over three spatial dimensions (its input is C x D x H x W)."""
+    return layer.type in CONV_TYPES and len(info.input_shapes[0]) == 4
+
+
 def winograd(layer: Layer) -> bool:
     """A dense 3x3 stride-1 convolution (Winograd's F(2x2, 3x3) applies)."""
     return (layer.type == "conv" and layer.groups == 1 and tuple(layer.kernel) in ((3, 3), (3,))
@@ -282,7 +306,9 @@ def layer_time(
         peak = gpu.peak(precision)
         if peak is None:
             raise KeyError(precision)
-        rate = k.matmul_efficiency(precision, gpu.architecture, layer.type == "conv") * peak
+        rate = k.matmul_efficiency(precision, gpu.architecture, layer.type in CONV_TYPES) * peak
+        if conv3d(layer, info) and (cap := k.conv3d_cap(precision, gpu.architecture)) is not None:
+            rate = min(rate, cap * peak)
         reduction = info.flops / (2.0 * info.output_elements)  # K of the implicit GEMM
         waves = waves_factor(batch * info.output_elements, reduction, gpu.sm_count, k.tile_elements, k.k_split)
         if winograd(layer) and k.runs_winograd(gpu.architecture):
@@ -360,6 +386,7 @@ class ModelArrays:
     depthwise: object = None  # bool: a convolution with one input channel per group
     types: object = None  # str: the layer type (for MEMORY_EFFICIENCY_FIELDS)
     winograd: object = None  # bool: a dense 3x3 stride-1 convolution
+    conv3d: object = None  # bool: a (transposed) convolution over three spatial dimensions
 
     @classmethod
     def of(cls, model: Model, k: KernelConstants = DEFAULT_CONSTANTS) -> ModelArrays:
@@ -378,7 +405,8 @@ class ModelArrays:
         cols = list(zip(*rows)) if rows else [()] * 9
         a = [np.array(c, dtype=float) for c in cols[:5]] + [np.array(c, dtype=bool) for c in cols[5:]]
         return cls(*a, types=np.array([layer.type for layer in model.layers], dtype=str),
-                   winograd=np.array([winograd(layer) for layer in model.layers], dtype=bool))
+                   winograd=np.array([winograd(layer) for layer in model.layers], dtype=bool),
+                   conv3d=np.array([conv3d(layer, info) for layer, info in zip(model.layers, model.info)], dtype=bool))
 
 
 def per_sample_array(arrays: ModelArrays, gpu: GpuSpec, precision: str, batch: float,
@@ -403,7 +431,11 @@ def per_sample_array(arrays: ModelArrays, gpu: GpuSpec, precision: str, batch: f
     gemm = k.matmul_efficiency(precision, gpu.architecture, conv=False) * (peak or 1.0)
     rate = np.where(a.matmul, gemm, simt)
     if a.types is not None and k.applies_architecture(gpu.architecture):  # cuDNN's convolutions of that time
-        rate = np.where(a.types == "conv", k.matmul_efficiency(precision, gpu.architecture) * (peak or 1.0), rate)
+        rate = np.where(np.isin(a.types, CONV_TYPES), k.matmul_efficiency(precision, gpu.architecture) * (peak or 1.0),
+                        rate)  # fmt: skip
+    cap = k.conv3d_cap(precision, gpu.architecture)
+    if a.conv3d is not None and cap is not None:
+        rate = np.where(a.conv3d, np.minimum(rate, cap * (peak or 1.0)), rate)
     if a.winograd is not None and k.runs_winograd(gpu.architecture):
         rate = np.where(a.winograd, rate * k.winograd_gain, rate)
     dw = a.depthwise if a.depthwise is not None and k.depthwise_efficiency is not None else np.zeros_like(a.matmul)
