@@ -67,3 +67,13 @@ def test_a_transposed_convolution_is_a_gemm_with_two_backward_kernels():
     assert fw <= max(work.flops * 8 / (0.2 * 320e12), work.bytes / (0.9 * 2e12)) + 1e-12
     fw_a, bw_a = K.per_sample_array(K.ModelArrays.of(model), GPU, "fp16", 8)
     assert (fw_a[1] * 8, bw_a[1] * 8) == pytest.approx((fw, bw), rel=1e-12)
+
+
+def test_an_estimate_of_a_3d_network_says_its_caps(run, tmp_path):
+    for model, says in (("unet3d", True), ("resnet50", False)):
+        out = tmp_path / f"{model}.yaml"
+        r = run("profile", model, "--estimate", "--system", "dgx1-v100", "--batch", "2", "--precision", "fp16",
+                "-o", out)  # fmt: skip
+        assert r.code == 0, r.err
+        text = " ".join(out.read_text().split())
+        assert ("3-D conv at most 0.45 / 0.2 of peak" in text) is says, model

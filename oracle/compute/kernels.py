@@ -173,7 +173,7 @@ class KernelConstants:
     # efficiencies above include them), and its 3-D implicit GEMMs gather each operand tile over
     # a kernel volume of 27 taps (on an H200 cuDNN ran a 3x3x3 fp16 3-D U-Net layer at 290
     # TFLOP/s in its GEMM and 194 with its layout transform, 0.29 and 0.20 of the dense peak:
-    # tile-ai/TileOPs#1998, 2026).  Fitted by `python benchmarks/dle_accuracy.py --fit-3d` on
+    # tile-ai/TileOPs#1998, 2026).  Fitted by `python benchmarks/conv3d_accuracy.py --fit` on
     # the V100 rows of DeepLearningExamples' TensorFlow 3-D U-Net only (AMP: the tensor-core
     # share, FP32: the CUDA-core one); its A100 rows (AMP, TF32) held out.  None: no cap
     conv3d_tensor_efficiency: float | None = 0.2

@@ -240,6 +240,9 @@ def _by_compute_model(model: Model, system: System, batch: int, precision: str, 
             if arch is not None else
             f"conv/fc {k.simt_efficiency:g} (fp32) / {k.tensor_efficiency:g} (tensor cores) of peak")  # fmt: skip
     shares = "".join(f", {t} {e:g}" for t, e in k.architecture_memory_efficiency) if arch is not None else ""
+    if any(K.conv3d(layer, info) for layer, info in zip(model.layers, model.info)):
+        caps = (k.conv3d_simt_efficiency, k.conv3d_tensor_efficiency)
+        conv += ", 3-D conv at most " + " / ".join("-" if c is None else f"{c:g}" for c in caps) + " of peak"
     eff = (f"compute model: {conv}, memory {k.memory_efficiency:g} of bandwidth{shares}, waves over {spec.sm_count} SMs,"
            f" {k.launch_s * 1e6:g} us launch floor")  # fmt: skip
     source = (f"ESTIMATED by `oracle profile --estimate` (compute model, not measured) for the {system.gpu_model}"
