@@ -1,7 +1,7 @@
 """benchmarks/conv3d_accuracy.py: the 3-D caps fitted on the V100 rows of DeepLearningExamples'
 TensorFlow 3-D U-Net, scored on its A100 rows (never fitted).  Floors: what the benchmark
-printed when the caps were fitted (2026-11-27: V100 AMP 0.892, FP32 0.909; A100 AMP 0.896,
-TF32 0.854; uncapped 0.399 and 0.941), less 0.01."""
+printed when the caps were fitted (2026-11-27, group norm reading its input twice: V100 AMP
+0.896, FP32 0.908; A100 AMP 0.885, TF32 0.923; uncapped 0.420 and 0.966), less 0.01."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from conftest import benchmark
 
 from oracle.compute import kernels as K
 
-FLOORS = {"fitted: V100 AMP": 0.88, "fitted: V100 FP32": 0.89, "held out: A100 AMP": 0.88,
-          "held out: A100 TF32": 0.84}  # fmt: skip
+FLOORS = {"fitted: V100 AMP": 0.88, "fitted: V100 FP32": 0.89, "held out: A100 AMP": 0.87,
+          "held out: A100 TF32": 0.91}  # fmt: skip
 
 
 @pytest.fixture(scope="module")

@@ -38,8 +38,8 @@ def test_held_out_a100_rows_with_their_stacks():
 
 
 # each model's mean with its stack when shipped or first scored, less 0.01; the 3-D U-Net's
-# raised when 3-D convolutions took their caps (0.524 -> 0.863; benchmarks/conv3d_accuracy.py)
-FLOOR_LATER = {"efficientnet-b4": 0.735, "UNet_3D_Medical": 0.853, "efficientnet-v1-b0": 0.706,
+# raised when 3-D convolutions took their caps (0.524 -> 0.876; benchmarks/conv3d_accuracy.py)
+FLOOR_LATER = {"efficientnet-b4": 0.735, "UNet_3D_Medical": 0.866, "efficientnet-v1-b0": 0.706,
                "efficientnet-v1-b4": 0.648}  # fmt: skip
 
 

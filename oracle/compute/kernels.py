@@ -13,7 +13,11 @@ For layer ``l`` run on ``b`` samples at once (``F_l`` forward FLOPs per sample,
   the fp32 peak and is memory-bound.
 - **Bytes** per kernel: conv/fc read the input and the weights and write the output,
   ``δ·(b·(|x|+|y|) + |w|)``; batchnorm in training reads its input twice (statistics,
-  then normalisation: cuDNN's and PyTorch's two-pass batch norm), ``δ·b·(2|x|+|y|)``;
+  then normalisation: cuDNN's and PyTorch's two-pass batch norm), ``δ·b·(2|x|+|y|)``, and
+  so does group (and instance) norm (PyTorch's aten/src/ATen/native/cuda/group_norm_kernel.cu:
+  RowwiseMomentsCUDAKernel reads x for each group's statistics, then the elementwise kernel
+  reads it again and writes y; TensorFlow's instance_norm is tf.nn.moments, then
+  tf.nn.batch_normalization: more passes still);
   the other layers read their input(s) and write their output, ``δ·b·(|x|+|y|)``;
   ``flatten`` is a view (no kernel).
 - **Backward**: conv and fc run two kernels (input gradient, weight gradient), each
@@ -85,6 +89,7 @@ from oracle.vocabulary import FP32, PRECISION_BYTES, TF32
 # as the data gradient of a convolution, and its backward as a convolution and a weight gradient
 MATMUL_TYPES = ("conv", "convtranspose", "fc", "attention")
 CONV_TYPES = ("conv", "convtranspose")
+TWO_PASS_TYPES = ("batchnorm", "groupnorm")  # statistics, then normalisation: the input read twice
 # memory-bound layer types whose bandwidth share a software stack may set: the KernelConstants
 # field of each (None there: memory_efficiency)
 MEMORY_EFFICIENCY_FIELDS = {"batchnorm": "reduction_memory_efficiency", "maxpool": "maxpool_memory_efficiency",
@@ -176,7 +181,7 @@ class KernelConstants:
     # tile-ai/TileOPs#1998, 2026).  Fitted by `python benchmarks/conv3d_accuracy.py --fit` on
     # the V100 rows of DeepLearningExamples' TensorFlow 3-D U-Net only (AMP: the tensor-core
     # share, FP32: the CUDA-core one); its A100 rows (AMP, TF32) held out.  None: no cap
-    conv3d_tensor_efficiency: float | None = 0.2
+    conv3d_tensor_efficiency: float | None = 0.22
     conv3d_simt_efficiency: float | None = 0.45
 
     def applies_architecture(self, architecture: str) -> bool:
@@ -247,7 +252,7 @@ def forward_work(layer: Layer, info: LayerInfo, batch: float, delta: float) -> L
     if layer.type in MATMUL_TYPES:
         x += internal_traffic(layer, info)  # attention's q/k/v, scores, context (0 for conv/fc)
         return LayerWork(info.flops * batch, delta * (batch * (x + y) + info.parameters), 1, True)
-    reads = 2 * x if layer.type == "batchnorm" else x
+    reads = 2 * x if layer.type in TWO_PASS_TYPES else x
     return LayerWork(info.flops * batch, delta * (batch * (reads + y) + info.parameters), 1, False)
 
 
@@ -397,7 +402,7 @@ class ModelArrays:
         for layer, info, f in zip(model.layers, model.info, fused):
             x, y = info.input_elements, info.output_elements
             mm = layer.type in MATMUL_TYPES
-            io = (2 * x if layer.type == "batchnorm" else x) + y + internal_traffic(layer, info)
+            io = (2 * x if layer.type in TWO_PASS_TYPES else x) + y + internal_traffic(layer, info)
             red = info.flops / (2.0 * y) if mm and y else 0.0
             grouped = layer.type == "conv" and layer.groups > 1
             rows.append((info.flops, io, info.parameters, y, red, mm, layer.type not in VIEW_TYPES and not f, grouped,
