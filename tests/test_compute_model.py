@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from oracle.compute import kernels as K
+from oracle.compute import kernels_array as KA
 from oracle.compute.context import Options
 from oracle.compute.conversion import Conversion, Origin, build_context
 from oracle.gpus import lookup
@@ -116,7 +117,7 @@ def test_batchnorm_and_maxpool_run_at_their_own_efficiencies_by_hand(tiny):
     assert fw == pytest.approx(6_291_712 / (0.5 * 900e9), rel=1e-12)
     assert bw == pytest.approx(2 * 6_291_712 / (0.5 * 900e9), rel=1e-12)
     assert K.layer_time(*_layer(tiny, "r1"), V100, "fp32", 256, k)[0] == pytest.approx(4 * 256 * 4096 / (0.9 * 900e9), rel=1e-12)
-    fw_v, bw_v = K.per_sample_array(K.ModelArrays.of(tiny, k), V100, "fp32", 256, k)  # the vectorised path too
+    fw_v, bw_v = KA.per_sample_array(KA.ModelArrays.of(tiny, k), V100, "fp32", 256, k)  # the vectorised path too
     i = tiny.index["bn1"]
     assert fw_v[i] * 256 == pytest.approx(fw, rel=1e-12) and bw_v[i] * 256 == pytest.approx(bw, rel=1e-12)
     # None (the default): as streaming kernels, 6,291,712 B at 0.9 x 900 GB/s
@@ -126,7 +127,7 @@ def test_batchnorm_and_maxpool_run_at_their_own_efficiencies_by_hand(tiny):
                         "layers": [{"name": "p", "type": "maxpool", "kernel": 2}]}, "p.yaml")  # fmt: skip
     fw, bw = K.layer_time(*_layer(pool, "p"), V100, "fp32", 256, k)
     assert fw == pytest.approx(1_310_720 / (0.22 * 900e9), rel=1e-12) and bw == pytest.approx(2 * fw, rel=1e-12)
-    fw_v, _ = K.per_sample_array(K.ModelArrays.of(pool, k), V100, "fp32", 256, k)
+    fw_v, _ = KA.per_sample_array(KA.ModelArrays.of(pool, k), V100, "fp32", 256, k)
     assert fw_v[0] * 256 == pytest.approx(fw, rel=1e-12)
 
 
@@ -142,7 +143,7 @@ def test_windowed_avgpool_runs_at_its_own_share_and_global_pooling_streams():
     fw, bw = K.layer_time(*_layer(m, "p"), V100, "fp32", 256, k)
     assert fw == pytest.approx(1_310_720 / (0.22 * 900e9), rel=1e-12) and bw == pytest.approx(2 * fw, rel=1e-12)
     assert K.layer_time(*_layer(m, "g"), V100, "fp32", 256, k)[0] == pytest.approx(1_064_960 / (0.9 * 900e9), rel=1e-12)
-    fw_v, _ = K.per_sample_array(K.ModelArrays.of(m, k), V100, "fp32", 256, k)
+    fw_v, _ = KA.per_sample_array(KA.ModelArrays.of(m, k), V100, "fp32", 256, k)
     assert fw_v[0] * 256 == pytest.approx(fw, rel=1e-12)
     default = K.layer_time(*_layer(m, "p"), V100, "fp32", 256, replace(k, avgpool_memory_efficiency=None))[0]
     assert default == pytest.approx(1_310_720 / (0.9 * 900e9), rel=1e-12)  # None: as streaming kernels
@@ -459,7 +460,7 @@ def test_tf32_efficiency_is_its_own_constant():
 def test_vectorised_model_equals_the_per_layer_one(name, prec, batch, shares):
     m = load_model(name)
     k = replace(K.DEFAULT_CONSTANTS, reduction_memory_efficiency=shares[0], maxpool_memory_efficiency=shares[1])
-    fw, bw = K.per_sample_array(K.ModelArrays.of(m), A100, prec, batch, k)
+    fw, bw = KA.per_sample_array(KA.ModelArrays.of(m), A100, prec, batch, k)
     for i, (f, b) in enumerate(K.per_sample_times(m, A100, prec, batch, k)):
         assert fw[i] == pytest.approx(f, rel=1e-12, abs=0) and bw[i] == pytest.approx(b, rel=1e-12, abs=0)
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from oracle.compute import kernels as K
+from oracle.compute import kernels_array as KA
 from oracle.gpus import GpuSpec
 from oracle.load.model import parse_model
 
@@ -32,7 +33,7 @@ def test_a_3d_convolution_reaches_at_most_its_cap(precision, share):
     fw, bw = K.layer_time(model.layers[0], model.info[0], GPU, precision, 8)
     assert fw == pytest.approx(2 * 27 * 32 * 131_072 * 8 * 1.5 / (share * peak), rel=1e-12)
     assert bw == pytest.approx(2 * fw, rel=1e-12)
-    fw_a, bw_a = K.per_sample_array(K.ModelArrays.of(model), GPU, precision, 8)
+    fw_a, bw_a = KA.per_sample_array(KA.ModelArrays.of(model), GPU, precision, 8)
     assert (fw_a[0] * 8, bw_a[0] * 8) == pytest.approx((fw, bw), rel=1e-12)
 
 
@@ -65,7 +66,7 @@ def test_a_transposed_convolution_is_a_gemm_with_two_backward_kernels():
     assert bw == pytest.approx(2 * fw, rel=1e-12)
     # compute-bound on tensor cores or bound by its bytes at 0.9 of the bandwidth, never by the CUDA cores
     assert fw <= max(work.flops * 8 / (0.22 * 320e12), work.bytes / (0.9 * 2e12)) + 1e-12
-    fw_a, bw_a = K.per_sample_array(K.ModelArrays.of(model), GPU, "fp16", 8)
+    fw_a, bw_a = KA.per_sample_array(KA.ModelArrays.of(model), GPU, "fp16", 8)
     assert (fw_a[1] * 8, bw_a[1] * 8) == pytest.approx((fw, bw), rel=1e-12)
 
 
@@ -88,5 +89,5 @@ def test_group_norm_reads_its_input_twice():
     assert work.bytes == 2 * (64 * 3 * 131_072 + 64)
     fw, _ = K.layer_time(model.layers[0], model.info[0], GPU, "fp16", 64)
     assert fw == pytest.approx(work.bytes / (0.9 * 2e12), rel=1e-12)
-    fw_a, _ = K.per_sample_array(K.ModelArrays.of(model), GPU, "fp16", 64)
+    fw_a, _ = KA.per_sample_array(KA.ModelArrays.of(model), GPU, "fp16", 64)
     assert fw_a[0] * 64 == pytest.approx(fw, rel=1e-12)

@@ -9,6 +9,7 @@ from dataclasses import replace
 import pytest
 
 from oracle.compute import kernels as K
+from oracle.compute import kernels_array as KA
 from oracle.compute.conversion import system_spec
 from oracle.gpus import GpuSpec, architecture_of, lookup
 from oracle.load import load_system
@@ -103,7 +104,7 @@ def test_conv_efficiency_by_architecture_by_hand(arch, prec, eff, peak):
         expected = 2 * k2 * 256 * y * 64 * waves / (gain * eff * peak)
         assert fw == pytest.approx(expected, rel=1e-12), layer.name
         assert bw == pytest.approx(2 * fw, rel=1e-12)
-        fw_a, bw_a = K.per_sample_array(K.ModelArrays.of(model), _gpu(arch), prec, 64)
+        fw_a, bw_a = KA.per_sample_array(KA.ModelArrays.of(model), _gpu(arch), prec, 64)
         assert (fw_a[i] * 64, bw_a[i] * 64) == pytest.approx((fw, bw), rel=1e-12)
 
 
@@ -113,7 +114,7 @@ def test_fc_runs_at_the_gemm_efficiency_on_every_architecture(arch):
     model = parse_model(FC, "f.yaml")
     fw, bw = K.layer_time(model.layers[1], model.info[1], _gpu(arch), "fp32", 256)
     assert fw == pytest.approx(1_073_741_824 * 1.5 / (0.95 * 10.6e12), rel=1e-12)
-    fw_a, _ = K.per_sample_array(K.ModelArrays.of(model), _gpu(arch), "fp32", 256)
+    fw_a, _ = KA.per_sample_array(KA.ModelArrays.of(model), _gpu(arch), "fp32", 256)
     assert fw_a[1] * 256 == pytest.approx(fw, rel=1e-12)
 
 
@@ -173,7 +174,7 @@ def test_batchnorm_and_pooling_before_volta_run_at_their_measured_shares(arch, b
         fw, bw = K.layer_time(model.layers[i], model.info[i], _gpu(arch), "fp32", 32)
         assert fw == pytest.approx(nbytes / (share * bw_Bps), rel=1e-12), model.layers[i].name
         assert bw == pytest.approx(2 * fw, rel=1e-12)
-        fw_a, bw_a = K.per_sample_array(K.ModelArrays.of(model), _gpu(arch), "fp32", 32)
+        fw_a, bw_a = KA.per_sample_array(KA.ModelArrays.of(model), _gpu(arch), "fp32", 32)
         assert (fw_a[i] * 32, bw_a[i] * 32) == pytest.approx((fw, bw), rel=1e-12)
 
 
@@ -182,6 +183,6 @@ def test_a_stacks_share_wins_before_volta_too():
     k = replace(K.DEFAULT_CONSTANTS, reduction_memory_efficiency=0.8)
     fw = K.layer_time(model.layers[0], model.info[0], _gpu("pascal"), "fp32", 32, k)[0]
     assert fw == pytest.approx(77_070_848 / (0.8 * 732e9), rel=1e-12)
-    fw_a, _ = K.per_sample_array(K.ModelArrays.of(model), _gpu("pascal"), "fp32", 32, k)
+    fw_a, _ = KA.per_sample_array(KA.ModelArrays.of(model), _gpu("pascal"), "fp32", 32, k)
     assert fw_a[0] * 32 == pytest.approx(fw, rel=1e-12)
 

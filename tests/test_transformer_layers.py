@@ -277,10 +277,11 @@ def test_attention_moves_its_scores_and_projections():
 @pytest.mark.parametrize("batch", [1, 64])
 def test_vectorised_compute_model_equals_the_per_layer_one_with_attention(batch):
     from oracle.compute import kernels as K
+    from oracle.compute import kernels_array as KA
     from oracle.gpus import lookup
 
     m, gpu = model([3, 8, 8], VIT_LIKE), lookup("A100-SXM4-80GB")
-    fw, bw = K.per_sample_array(K.ModelArrays.of(m), gpu, "fp16", batch)
+    fw, bw = KA.per_sample_array(KA.ModelArrays.of(m), gpu, "fp16", batch)
     times = K.per_sample_times(m, gpu, "fp16", batch)
     assert [f for f, _ in times] == pytest.approx(list(fw), rel=1e-12)
     assert [b for _, b in times] == pytest.approx(list(bw), rel=1e-12)

@@ -25,6 +25,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from oracle.compute import kernels as K
+from oracle.compute import kernels_array as KA
 from oracle.compute.binding import bind_profile
 from oracle.compute.options import DEFAULT_BATCH_PER_GPU
 from oracle.errors import OracleError
@@ -87,7 +88,7 @@ class Conversion:
 
     def __init__(self, model: Model, origin: Origin, system: System, precision: str, mixed: bool,
                  constants: K.KernelConstants = K.DEFAULT_CONSTANTS,
-                 arrays: K.ModelArrays | None = None) -> None:  # fmt: skip
+                 arrays: KA.ModelArrays | None = None) -> None:  # fmt: skip
         # the profile ran with its stack's kernels where it names one (Origin.kernels), else the
         # model's default (fused activations, batchnorm and maxpool at its streaming speed);
         # the system says how its framework runs (implementation.fused_activations, a stack's
@@ -138,8 +139,8 @@ class Conversion:
 
     def _times(self, spec: GpuSpec, precision: str, batch: float, k: K.KernelConstants) -> np.ndarray:
         if k.fuse_activations not in self._arrays:
-            self._arrays[k.fuse_activations] = K.ModelArrays.of(self.model, k)
-        fw, bw = K.per_sample_array(self._arrays[k.fuse_activations], spec, precision, batch, k)
+            self._arrays[k.fuse_activations] = KA.ModelArrays.of(self.model, k)
+        fw, bw = KA.per_sample_array(self._arrays[k.fuse_activations], spec, precision, batch, k)
         return np.stack([fw, bw], axis=1)
 
     def factors(self, batch: float) -> tuple[np.ndarray, ...] | None:
@@ -200,7 +201,7 @@ def spreads_by_model(profile: Profile, system: System | None = None) -> bool:
 
 
 def spread_times(model: Model, profile: Profile, constants: K.KernelConstants = K.DEFAULT_CONSTANTS,
-                 arrays: K.ModelArrays | None = None, system: System | None = None):  # fmt: skip
+                 arrays: KA.ModelArrays | None = None, system: System | None = None):  # fmt: skip
     """Per-layer (FW, BW) weights for spreading a total-only profile: the compute model's
     times at the profile's device, precision and batch (32, predict's default, if it
     records none), or None when its device is not a known GPU, neither in the library nor
@@ -210,8 +211,8 @@ def spread_times(model: Model, profile: Profile, constants: K.KernelConstants = 
         return None
     origin = Origin.of(profile)
     batch = origin.batch or DEFAULT_BATCH_PER_GPU  # predict's default, whatever the run
-    arrays = arrays or K.ModelArrays.of(model, constants)
-    fw, bw = K.per_sample_array(arrays, spec, origin.precision, batch, constants)
+    arrays = arrays or KA.ModelArrays.of(model, constants)
+    fw, bw = KA.per_sample_array(arrays, spec, origin.precision, batch, constants)
     return list(zip(fw.tolist(), bw.tolist()))
 
 
@@ -222,7 +223,7 @@ def prepare(model: Model, system: System, profile: Profile, options) -> tuple[tu
     whatever the run: a profile means the same in every command) and a :class:`Conversion`."""
     if options.compute_scaling == "linear":
         return bind_profile(model, profile), None
-    arrays = K.ModelArrays.of(model)  # once for spreading and conversion
+    arrays = KA.ModelArrays.of(model)  # once for spreading and conversion
     spread = None if profile.layers else spread_times(model, profile, arrays=arrays, system=system)
     times = bind_profile(model, profile, spread)
     origin = calibrated_origin(Origin.of(profile), system, model.name)
