@@ -69,6 +69,22 @@ def _spec(name, fp32, tf32, fp16, bf16, bw_GBps, sms, source) -> GpuSpec:
     return GpuSpec(name, tuple(peaks), bw_GBps * 1e9, sms, source, architecture_of(name))
 
 
+def _card(name, cores, boost_GHz, bw_GBps, tensor_per_sm, source) -> GpuSpec:
+    """A graphics card from its CUDA cores and rated boost clock: fp32 at 2 FLOPs per core and
+    clock; SMs of 64 cores (Turing) or 128 (Maxwell, Pascal, Ampere GA10x, Ada); the tensor
+    cores' dense fp16 rate with fp32 accumulate ``tensor_per_sm`` FLOPs per SM and clock (512
+    on GeForce Turing and Ampere, where the RTX 2080 Ti's 53.8 and the RTX 3090's 71 TFLOPS
+    come from; 1,024 on professional Ampere, the RTX A6000's 154.8), bf16 alike and TF32 at
+    half of it from Ampere on; None: no tensor cores."""
+    arch = architecture_of(name)
+    sms = cores // (64 if arch == "turing" else 128)
+    fp16 = tensor_per_sm * sms * boost_GHz / 1e3 if tensor_per_sm else None
+    later = fp16 is not None and arch in ("ampere", "ada")
+    fp32 = 2 * cores * boost_GHz / 1e3
+    return _spec(name, fp32, fp16 / 2 if later else None, fp16, fp16 if later else None, bw_GBps, sms,
+                 f"{source}: {cores:,} cores at {boost_GHz * 1e3:,.0f} MHz boost = {fp32:.2f} TFLOPS fp32")  # fmt: skip
+
+
 # NVIDIA's product names per generation, matched on the normalised name (lower case, letters
 # and digits only, vendor and brand prefixes removed) from its start; a name followed by a
 # further digit is another product (a10 is not a100).  Pascal before Maxwell: "titanxp"
@@ -187,36 +203,21 @@ LIBRARY: tuple[GpuSpec, ...] = (
     _spec("A30", 10.3, 82, 165, 165, 933, 56, "NVIDIA A30 datasheet (FP32 10.3, TF32 82, FP16/BF16 165 TFLOPS dense, 933 GB/s)"),
     _spec("L40", 90.5, 90.5, 181, 181, 864, 142, "NVIDIA L40 datasheet (FP32 90.5, TF32 90.5, FP16/BF16 181 TFLOPS"
           " dense, 864 GB/s)"),
-    # more cards of published benchmarks: CUDA cores x 2 x the rated boost clock (spec pages),
-    # bandwidth = the memory's data rate x its bus width, SMs = cores / 128 (Maxwell, Pascal,
-    # Ampere GA10x, Ada) or / 64 (Turing); tensor rates per SM and clock as the entry named
-    # (GeForce: 512 dense fp16 FLOPs with fp32 accumulate on Turing and Ampere, the RTX 2080
-    # Ti's 53.8 and the RTX 3090's 71 TFLOPS; professional Ampere: 1,024, the RTX A6000's)
-    _spec("GTX-980-TI", 6.05, None, None, None, 336.5, 22, "NVIDIA GeForce GTX 980 Ti spec page (2,816 cores at 1,075"
-          " MHz boost; 7 Gbps GDDR5 on 384 bits)"),
-    _spec("GTX-1070", 6.46, None, None, None, 256, 15, "NVIDIA GeForce GTX 1070 spec page (1,920 cores at 1,683 MHz"
-          " boost; 8 Gbps GDDR5 on 256 bits)"),
-    _spec("TITAN-XP", 12.15, None, None, None, 547.7, 30, "NVIDIA TITAN Xp spec page (3,840 cores at 1,582 MHz boost;"
-          " 547.7 GB/s)"),
+    # more cards of published benchmarks, from the CUDA cores, rated boost clock and bandwidth
+    # their spec pages give (_card)
+    _card("GTX-980-TI", 2816, 1.075, 336.5, None, "NVIDIA GeForce GTX 980 Ti spec page (7 Gbps GDDR5 on 384 bits)"),
+    _card("GTX-1070", 1920, 1.683, 256, None, "NVIDIA GeForce GTX 1070 spec page (8 Gbps GDDR5 on 256 bits)"),
+    _card("TITAN-XP", 3840, 1.582, 547.7, None, "NVIDIA TITAN Xp spec page"),
     _spec("P4", 5.5, None, None, None, 192, 20, "NVIDIA Tesla P4 datasheet (5.5 TFLOPS fp32, 192 GB/s; 2,560 cores)"),
-    _spec("RTX-2060", 6.45, None, 25.8, None, 336, 30, "NVIDIA GeForce RTX 2060 spec page (1,920 cores at 1,680 MHz"
-          " boost; 14 Gbps GDDR6 on 192 bits); tensor rate as the RTX 2080 Ti"),
-    _spec("RTX-2070", 7.46, None, 29.9, None, 448, 36, "NVIDIA Turing whitepaper, Appendix A (RTX 2070 reference:"
-          " 2,304 cores at 1,620 MHz; 14 Gbps GDDR6 on 256 bits)"),
-    _spec("RTX-2080", 10.07, None, 40.3, None, 448, 46, "NVIDIA Turing whitepaper, Appendix A (RTX 2080 reference:"
-          " 2,944 cores at 1,710 MHz; 14 Gbps GDDR6 on 256 bits)"),
-    _spec("RTX-2080-SUPER", 11.15, None, 44.6, None, 496, 48, "NVIDIA GeForce RTX 2080 SUPER spec page (3,072 cores at"
-          " 1,815 MHz boost; 15.5 Gbps GDDR6 on 256 bits); tensor rate as the RTX 2080 Ti"),
-    _spec("RTX-3060", 12.7, 12.7, 25.5, 25.5, 360, 28, "NVIDIA GeForce RTX 3060 spec page (12 GB: 3,584 cores at 1,777"
-          " MHz boost; 15 Gbps GDDR6 on 192 bits); tensor rate as the RTX 3090"),
-    _spec("RTX-3070", 20.3, 20.3, 40.6, 40.6, 448, 46, "NVIDIA Ampere GA102 whitepaper, Appendix A (RTX 3070: 5,888"
-          " cores at 1,725 MHz; 14 Gbps GDDR6 on 256 bits)"),
-    _spec("RTX-A4000", 19.2, 38.4, 76.7, 76.7, 448, 48, "NVIDIA RTX A4000 datasheet (19.2 TFLOPS fp32; 153.4 TFLOPS"
-          " tensor with 2:4 sparsity, 76.7 dense; 448 GB/s; 6,144 cores)"),
-    _spec("RTX-A4500", 23.7, 47.3, 94.6, 94.6, 640, 56, "NVIDIA RTX A4500 datasheet (23.7 TFLOPS fp32; 189.2 TFLOPS"
-          " tensor with 2:4 sparsity, 94.6 dense; 640 GB/s; 7,168 cores)"),
-    _spec("RTX-4070-TI", 40.1, 40.1, 80.2, 80.2, 504, 60, "NVIDIA GeForce RTX 4070 Ti spec page (7,680 cores at 2,610"
-          " MHz boost; 21 Gbps GDDR6X on 192 bits); tensor rate per SM and clock as the RTX 4090"),
+    _card("RTX-2060", 1920, 1.680, 336, 512, "NVIDIA GeForce RTX 2060 spec page (14 Gbps GDDR6 on 192 bits)"),
+    _card("RTX-2070", 2304, 1.620, 448, 512, "NVIDIA Turing whitepaper, Appendix A (RTX 2070 reference)"),
+    _card("RTX-2080", 2944, 1.710, 448, 512, "NVIDIA Turing whitepaper, Appendix A (RTX 2080 reference)"),
+    _card("RTX-2080-SUPER", 3072, 1.815, 496, 512, "NVIDIA GeForce RTX 2080 SUPER spec page (15.5 Gbps GDDR6 on 256 bits)"),
+    _card("RTX-3060", 3584, 1.777, 360, 512, "NVIDIA GeForce RTX 3060 spec page (12 GB; 15 Gbps GDDR6 on 192 bits)"),
+    _card("RTX-3070", 5888, 1.725, 448, 512, "NVIDIA Ampere GA102 whitepaper, Appendix A (RTX 3070)"),
+    _card("RTX-A4000", 6144, 1.560, 448, 1024, "NVIDIA RTX A4000 datasheet (19.2 TFLOPS fp32, 153.4 tensor with 2:4 sparsity)"),
+    _card("RTX-A4500", 7168, 1.650, 640, 1024, "NVIDIA RTX A4500 datasheet (23.7 TFLOPS fp32, 189.2 tensor with 2:4 sparsity)"),
+    _card("RTX-4070-TI", 7680, 2.610, 504, 512, "NVIDIA GeForce RTX 4070 Ti spec page (21 Gbps GDDR6X on 192 bits)"),
 )
 
 

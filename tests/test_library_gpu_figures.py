@@ -108,27 +108,26 @@ def test_other_names_are_no_family():
     assert lookup_family("A10", 24) is None and lookup_family("A1000", 8) is None and lookup_family("K80", 12) is None
 
 
-# (CUDA cores, rated boost clock in GHz, SMs, dense fp16 tensor FLOPs per SM and clock with
-# fp32 accumulate or None) of the cards whose figures oracle/gpus.py derives from them
-DERIVED = {
-    "GTX-980-TI": (2816, 1.075, 22, None), "GTX-1070": (1920, 1.683, 15, None), "TITAN-XP": (3840, 1.582, 30, None),
-    "RTX-2060": (1920, 1.680, 30, 512), "RTX-2070": (2304, 1.620, 36, 512), "RTX-2080": (2944, 1.710, 46, 512),
-    "RTX-2080-SUPER": (3072, 1.815, 48, 512), "RTX-3060": (3584, 1.777, 28, 512), "RTX-3070": (5888, 1.725, 46, 512),
-    "RTX-A4000": (6144, 1.5625, 48, 1024), "RTX-A4500": (7168, 1.650, 56, 1024), "RTX-4070-TI": (7680, 2.610, 60, 512),
+
+# cards whose datasheets or whitepapers state every figure: (cores, boost GHz, tensor FLOPs per
+# SM and clock) -> the library's (fp32, fp16 TFLOPS, SMs) for them
+PUBLISHED = {
+    "RTX-2080-TI": ((4352, 1.545, 512), (13.4, 53.8, 68)), "RTX-3090": ((10496, 1.695, 512), (35.6, 71, 82)),
+    "RTX-A6000": ((10752, 1.800, 1024), (38.7, 154.8, 84)), "RTX-4090": ((16384, 2.520, 512), (82.6, 165.2, 128)),
+    "TITAN-X-PASCAL": ((3584, 1.531, None), (10.97, None, 28)),
 }  # fmt: skip
 
 
-@pytest.mark.parametrize("name", sorted(DERIVED))
-def test_derived_figures_are_their_arithmetic(name):
-    """fp32 = 2 FLOPs per core and clock; SMs = cores / 128 (64 on Turing); the tensor rate
-    per SM and clock as the card of its generation the library takes it from."""
-    from oracle.gpus import lookup
+@pytest.mark.parametrize("name", sorted(PUBLISHED))
+def test_a_card_from_cores_and_clock_has_its_published_figures(name):
+    """gpus._card, which builds the cards a spec page gives by cores and clock, reproduces the
+    figures NVIDIA publishes for cards of each generation and kind."""
+    from oracle.gpus import _card, lookup
 
-    cores, ghz, sms, per_sm = DERIVED[name]
-    spec = lookup(name)
-    assert spec.peak("fp32") == pytest.approx(2 * cores * ghz * 1e9, rel=0.006)
-    assert spec.sm_count == sms == cores // (64 if spec.architecture == "turing" else 128)
-    if per_sm is None:
-        assert spec.peak("fp16") is None
-    else:
-        assert spec.peak("fp16") == pytest.approx(per_sm * sms * ghz * 1e9, rel=0.006)
+    (cores, ghz, per_sm), (fp32, fp16, sms) = PUBLISHED[name]
+    spec = _card(name, cores, ghz, 936, per_sm, "s")
+    assert spec.sm_count == sms == lookup(name).sm_count
+    assert spec.peak("fp32") == pytest.approx(fp32 * 1e12, rel=0.005)
+    assert spec.peak("fp16") == (None if fp16 is None else pytest.approx(fp16 * 1e12, rel=0.005))
+    if spec.architecture in ("ampere", "ada"):
+        assert spec.peak("tf32") == pytest.approx(spec.peak("fp16") / 2) and spec.peak("bf16") == spec.peak("fp16")
