@@ -32,6 +32,7 @@ LAYER_TYPES = (
     "batchnorm",
     "groupnorm",
     "layernorm",
+    "lrn",
     *ACTIVATIONS,
     "dropout",
     "add",
@@ -74,7 +75,7 @@ class Layer:
     # newer layer types (docs/model-format.md)
     output_padding: tuple[int, ...] = ()  # convtranspose
     axis: int = 0  # concat: per-sample dimension (0 = channels); softmax likewise
-    size: tuple[int, ...] = ()  # upsample, adaptive pools: output spatial extents
+    size: tuple[int, ...] = ()  # upsample, adaptive pools: output spatial extents; lrn: (channels in its window,)
     scale: tuple[float, ...] = ()  # upsample: factor per spatial dimension
     mode: str = ""  # upsample: nearest | linear
     affine: bool = True  # groupnorm, layernorm: learnable scale and shift

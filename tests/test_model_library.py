@@ -37,6 +37,8 @@ SHIPPED = (
     "vgg19",
     "resnet200",
     "googlenet",
+    "bvlc_alexnet",
+    "caffenet",
 )
 
 # --------------------------------------------------------------------------------------
@@ -91,6 +93,12 @@ PARAMS = {
     "resnet200": 64_673_832,  # torchvision's ResNet(Bottleneck, [3, 24, 36, 3])
     # convnet-benchmarks' googlenet.lua rebuilt in PyTorch (biased convs, no aux heads): 6,998,552
     "googlenet": 6_998_552,
+    # BVLC/caffe's bvlc_alexnet and bvlc_reference_caffenet prototxts: conv1 96*3*121+96 =
+    # 34,944; conv2 256*48*25+256 = 307,456; conv3 384*256*9+384 = 885,120; conv4
+    # 384*192*9+384 = 663,936; conv5 256*192*9+256 = 442,624; fc6 9216*4096+4096 =
+    # 37,752,832; fc7 16,781,312; fc8 4,097,000
+    "bvlc_alexnet": 60_965_224,
+    "caffenet": 60_965_224,
 }
 
 NAMES = {
@@ -110,6 +118,8 @@ NAMES = {
     "vgg19": "VGG19",
     "resnet200": "ResNet-200",
     "googlenet": "GoogLeNet",
+    "bvlc_alexnet": "BVLC AlexNet",
+    "caffenet": "CaffeNet",
 }
 
 # torchvision model docs, "GFLOPS" column (which counts multiply-adds).  oracle counts

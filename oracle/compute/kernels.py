@@ -126,6 +126,14 @@ class KernelConstants:
     # ResNeXt-101 and SE-ResNeXt-101 only (benchmarks/dle_accuracy.py --fit-grouped), A100
     # rows held out
     grouped_efficiency: float = 0.12
+    # ... but a convolution of few, wide groups (at least this many filters per group: the
+    # BVLC AlexNet's two groups of 128-192) runs as `groups` dense convolutions at the dense
+    # rates: Caffe (src/caffe/layers/conv_layer.cu: one GEMM per group), Torch7's
+    # cudnn.SpatialConvolution (a loop over the groups before cuDNN 7) and cuDNN 7's grouped
+    # convolutions launch per-group implicit GEMMs, each as wide as a dense one when its
+    # output channels fill a GEMM tile's 64 columns (CUTLASS's narrowest default
+    # threadblock tile, 128x64); no row was fitted
+    dense_group_filters: int = 64
     # conv/fc in TF32 on tensor cores: TF32 operands are 32-bit, so a TF32 MMA moves twice
     # the register and shared-memory bytes of an fp16 one per FLOP and the implicit GEMMs
     # run further below their (half as high) peak; fitted on the 4 A100 ResNet-50 TF32
@@ -261,6 +269,12 @@ def depthwise(layer: Layer, info: LayerInfo) -> bool:
     return layer.type == "conv" and layer.groups > 1 and info.input_shapes[0][0] == layer.groups
 
 
+def grouped_gemm(layer: Layer, k: KernelConstants = DEFAULT_CONSTANTS) -> bool:
+    """A grouped convolution whose groups are narrower than a GEMM tile (fewer than
+    ``k.dense_group_filters`` filters each: ResNeXt's): it runs at grouped_efficiency."""
+    return layer.type == "conv" and layer.groups > 1 and (layer.filters or 0) // layer.groups < k.dense_group_filters
+
+
 def conv3d(layer: Layer, info: LayerInfo) -> bool:
     """A (transposed) convolution over three spatial dimensions (its input is C x D x H x W)."""
     return layer.type in CONV_TYPES and len(info.input_shapes[0]) == 4
@@ -320,7 +334,7 @@ def layer_time(
             rate *= k.winograd_gain
         if depthwise(layer, info) and k.depthwise_efficiency is not None:
             rate, waves = k.depthwise_rate(gpu, precision), 1.0
-        elif layer.type == "conv" and layer.groups > 1:
+        elif grouped_gemm(layer, k):
             rate, byte_rate = rate * k.grouped_efficiency, byte_rate * k.grouped_efficiency
         fw = kernel_time(work.flops, work.bytes, rate, byte_rate, waves, k.launch_s)
         return fw, 2.0 * fw  # input gradient + weight gradient, each like the forward
@@ -367,6 +381,7 @@ __all__ = [
     "MEMORY_EFFICIENCY_FIELDS",
     "forward_work",
     "fused_layers",
+    "grouped_gemm",
     "kernel_time",
     "layer_time",
     "per_sample_times",

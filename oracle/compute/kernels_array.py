@@ -5,6 +5,7 @@ per-layer path to rounding (tests/test_compute_model.py checks)."""
 
 from __future__ import annotations
 
+
 from dataclasses import dataclass
 
 from oracle.compute.kernels import (
@@ -18,6 +19,7 @@ from oracle.compute.kernels import (
     conv3d,
     depthwise,
     fused_layers,
+    grouped_gemm,
     winograd,
 )
 from oracle.compute.layers.shapes_tokens import internal_traffic
@@ -38,7 +40,7 @@ class ModelArrays:
     reduction: object  # K of the implicit GEMM (conv/fc), else 0
     matmul: object  # bool
     active: object  # bool: has a kernel (not a view, not fused)
-    grouped: object = None  # bool: a convolution with groups > 1
+    grouped: object = None  # bool: a grouped convolution of narrow groups (kernels.grouped_gemm)
     depthwise: object = None  # bool: a convolution with one input channel per group
     types: object = None  # str: the layer type (for MEMORY_EFFICIENCY_FIELDS)
     winograd: object = None  # bool: a dense 3x3 stride-1 convolution
@@ -55,7 +57,7 @@ class ModelArrays:
             mm = layer.type in MATMUL_TYPES
             io = (2 * x if layer.type in TWO_PASS_TYPES else x) + y + internal_traffic(layer, info)
             red = info.flops / (2.0 * y) if mm and y else 0.0
-            grouped = layer.type == "conv" and layer.groups > 1
+            grouped = grouped_gemm(layer, k)
             rows.append((info.flops, io, info.parameters, y, red, mm, layer.type not in VIEW_TYPES and not f, grouped,
                          depthwise(layer, info)))
         cols = list(zip(*rows)) if rows else [()] * 9

@@ -32,6 +32,10 @@ matmul, mul        both inputs (``mm_mat1_backward``/``mm_mat2_backward`` take t
 groupnorm,         the input (``native_group_norm_backward``, ``native_layer_norm_backward``
 layernorm          take input, mean and rstd; the statistics are per group or row and,
                    like batchnorm's, ignored)
+lrn                the input and, inside torch.nn.functional.local_response_norm (a chain
+                   of ops), the zero-padded squares (C + size - 1 channels, for avg_pool),
+                   the power's base and its result: 3 + (size - 1)/C inputs' worth
+                   (measured with saved_tensors_hooks, PyTorch 2.14)
 hardswish,         the input (``hardswish_backward(grad, self)``,
 hardsigmoid        ``hardsigmoid_backward(grad, self)``)
 adaptiveavgpool    the input (``_adaptive_avg_pool2d_backward(grad, self)``)
@@ -87,6 +91,14 @@ class SaveRule:
 
 
 _OUTPUT_ACTIVATIONS = ("relu", "sigmoid", "tanh")
+
+
+def _lrn_saved(layer: Layer, info: LayerInfo) -> float:
+    """Elements local_response_norm saves beside its input (the table above)."""
+    channels = info.input_shapes[0][0]
+    return info.input_elements * (3.0 + (layer.size[0] - 1) / channels)
+
+
 SAVE_RULES: dict[str, SaveRule] = {
     "conv": SaveRule(inputs=True),
     "fc": SaveRule(inputs=True),
@@ -104,6 +116,7 @@ SAVE_RULES: dict[str, SaveRule] = {
     "mul": SaveRule(inputs=True),
     "groupnorm": SaveRule(inputs=True),
     "layernorm": SaveRule(inputs=True),
+    "lrn": SaveRule(inputs=True, internal=_lrn_saved),
     "adaptiveavgpool": SaveRule(inputs=True),
     "adaptivemaxpool": SaveRule(inputs=True, extra_bytes_per_output=INT64_BYTES),
     "upsample": SaveRule(),

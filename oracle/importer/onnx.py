@@ -152,6 +152,7 @@ OP_RULES: dict[str, Callable[[Node], Any]] = {
     "BatchNormalization": _simple("batchnorm"),
     "InstanceNormalization": lambda n: {"type": "groupnorm", "groups": n.in_shapes[0][0]},
     "GroupNormalization": lambda n: {"type": "groupnorm", "groups": int(n.attrs["num_groups"])},
+    "LRN": lambda n: {"type": "lrn", "size": int(n.attrs["size"])},
     "LayerNormalization": lambda n: {"type": "layernorm", "dims": len(n.in_shapes[0]) - _axis(n, -1)},
     "Relu": _simple("relu"),
     "LeakyRelu": _simple("leakyrelu"),

@@ -211,6 +211,8 @@ MODULE_RULES: dict[type, Callable[[Op], Any]] = {
                                                        "affine": op.target.affine},  # fmt: skip
     nn.GroupNorm: lambda op: {"type": "groupnorm", "groups": op.target.num_groups, "affine": op.target.affine},
     nn.LayerNorm: layernorm,
+    nn.LocalResponseNorm: lambda op: {"type": "lrn", "size": op.target.size, "alpha": op.target.alpha,
+                                      "beta": op.target.beta, "k": op.target.k},  # fmt: skip
     nn.modules.pooling._MaxPoolNd: _pool_module,
     nn.modules.pooling._AvgPoolNd: _pool_module,
     nn.modules.pooling._AdaptiveAvgPoolNd: _adaptive,

@@ -196,6 +196,16 @@ def _norm_keys(f: Fields, kw: dict) -> None:
     f.opt("eps", number(gt=0), None)
 
 
+def _lrn_keys(f: Fields, kw: dict) -> None:
+    """Cross-channel local response normalisation (PyTorch's LocalResponseNorm, Caffe's LRN
+    ACROSS_CHANNELS): ``size`` channels per window; alpha, beta and k change no cost and
+    are checked, not kept."""
+    kw["size"] = (f.req("size", _pos, "the channels in the normalisation window"),)
+    f.opt("alpha", number(gt=0), None)
+    f.opt("beta", number(gt=0), None)
+    f.opt("k", number(gt=0), None)
+
+
 def _groups_keys(f: Fields, kw: dict) -> None:
     kw["groups"] = f.req("groups", _pos, "the number of channel groups")
 
@@ -261,6 +271,7 @@ _KEYS = {
     "upsample": _upsample_keys,
     "groupnorm": _norm_keys,
     "layernorm": _norm_keys,
+    "lrn": _lrn_keys,
     "channelshuffle": _groups_keys,
     "concat": _axis_keys,
     "softmax": _axis_keys,

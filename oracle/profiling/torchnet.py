@@ -24,7 +24,8 @@ convtranspose      ``ConvTranspose1d/2d/3d`` (output_padding too)
 adaptive pools     ``AdaptiveAvgPool``/``AdaptiveMaxPool 1d/2d/3d`` to ``size``
 upsample           ``Upsample`` (nearest, or (bi/tri)linear by spatial rank)
 groupnorm          ``GroupNorm(groups, C, affine)``; layernorm: ``LayerNorm`` over the last
-                   ``dims`` per-sample dimensions
+                   ``dims`` per-sample dimensions; lrn: ``LocalResponseNorm(size)`` (alpha, beta
+                   and k at PyTorch's defaults: they change no cost)
 hardswish ...      ``Hardswish``, ``Hardsigmoid``; channelshuffle: ``ChannelShuffle``
 mul, matmul        product of the inputs (broadcasting); ``torch.matmul``
 reshape, permute   per sample (the batch dimension stays first)
@@ -203,6 +204,7 @@ MODULES = {
     "batchnorm": _batchnorm,
     "groupnorm": lambda layer, info, ctx: nn.GroupNorm(layer.groups, info.input_shapes[0][0], affine=layer.affine),
     "layernorm": _layernorm,
+    "lrn": _simple(lambda layer: nn.LocalResponseNorm(layer.size[0])),
     **{t: _simple(lambda layer, cls=cls: cls()) for t, cls in _ACTIVATIONS.items()},
     "dropout": _simple(lambda layer: nn.Dropout(0.5)),
     "add": _simple(lambda layer: Add()),

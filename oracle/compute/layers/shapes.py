@@ -19,6 +19,8 @@ FLOP convention (forward pass, per sample):
   hardswish/hardsigmoid: 1 per element, like the other activations.
 - groupnorm, layernorm: 5 per element with an affine scale and shift, 4 without
   (fvcore's ``norm_flop_counter``, jit_handles.py: "5 is just a rough estimate").
+- lrn (across channels, Krizhevsky et al. 2012 §3.3): size + 5 per element (the square,
+  the window's size terms summed, the scale and offset, the power, the division).
 - adaptive pools: one per element of every output's window (PyTorch's windows run from
   floor(i·X/Y) to ceil((i+1)·X/Y), aten/src/ATen/native/AdaptivePooling.h), i.e. one per
   input element when the output divides the input; upsample: nearest 0, linear 2^dims
@@ -228,6 +230,11 @@ def _layernorm(index: int, layer: Layer, in_shapes) -> LayerInfo:
     return LayerInfo(in_shapes, x, c, c, (5.0 if layer.affine else 4.0) * prod(x))
 
 
+def _lrn(index: int, layer: Layer, in_shapes) -> LayerInfo:
+    x = in_shapes[0]
+    return LayerInfo(in_shapes, x, 0, 0, (layer.size[0] + 5.0) * prod(x))
+
+
 def _per_element(flops: float):
     def rule(index: int, layer: Layer, in_shapes) -> LayerInfo:
         x = in_shapes[0]
@@ -360,6 +367,7 @@ SHAPE_RULES = {
     "batchnorm": _batchnorm,
     "groupnorm": _groupnorm,
     "layernorm": _layernorm,
+    "lrn": _lrn,
     **{a: _per_element(1.0) for a in ACTIVATIONS},
     "dropout": _per_element(1.0),
     "add": _add,
@@ -375,5 +383,5 @@ SHAPE_RULES = {
 }
 _NEEDS_SPATIAL = (
     "conv", "convtranspose", "maxpool", "avgpool", "globalavgpool", "adaptiveavgpool",
-    "adaptivemaxpool", "upsample",
+    "adaptivemaxpool", "upsample", "lrn",
 )  # fmt: skip
