@@ -78,8 +78,10 @@ All functions are pure; times are seconds for the whole batch unless named per s
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
+from oracle.compute.fft import fft_time, fft_work
 from oracle.compute.layers.shapes_tokens import internal_traffic
 from oracle.gpus import GpuSpec
 from oracle.model import ACTIVATIONS, Layer, LayerInfo, Model
@@ -155,7 +157,7 @@ class KernelConstants:
     # K80, M40 and P100 each), the smaller batches and every other source held out
     # (docs/cost-model.md "Before tensor cores").  An architecture absent here runs at the
     # efficiencies above
-    architecture_efficiency: tuple[tuple[str, float], ...] = (("kepler", 0.35), ("maxwell", 0.46), ("pascal", 0.56))
+    architecture_efficiency: tuple[tuple[str, float], ...] = (("kepler", 0.35), ("maxwell", 0.45), ("pascal", 0.55))
     # on Maxwell and Pascal (winograd_architectures) a 3x3 stride-1 convolution runs as
     # Winograd's F(2x2, 3x3): 16 multiplies per 2x2 output tile instead of 36 (Lavin and Gray,
     # "Fast Algorithms for Convolutional Neural Networks", CVPR 2016), cuDNN's WINOGRAD
@@ -170,6 +172,13 @@ class KernelConstants:
     # K40c, less than its 1.71x on ResNet-50; the K40c rows of that table are scored by
     # benchmarks/independent_accuracy.py, so they are not an independent check of this choice
     winograd_architectures: tuple[str, ...] = ("maxwell", "pascal")
+    # on every architecture above a stride-1 convolution of a kernel of fft_min_kernel or more
+    # may run as cuDNN's FFT in tiles of at most fft_tile (cuDNN's FFT_TILING: 32x32), where
+    # that is faster and its transformed tensors fit fft_workspace_bytes (MXNet's default
+    # convolution workspace, 1,024 MB): oracle/compute/fft.py.  3x3 kernels keep Winograd
+    fft_min_kernel: int = 5
+    fft_tile: int = 32
+    fft_workspace_bytes: float = 1024 * 2**20
     # on every architecture above batch norm and windowed pooling, where no stack sets their share,
     # run as the separate, unfused kernels of their time (cuDNN 4-6's batch norm, Caffe's and
     # Torch7's pooling) at these shares of the bandwidth, as measured for such kernels: eager
@@ -199,6 +208,10 @@ class KernelConstants:
     def runs_winograd(self, architecture: str) -> bool:
         """Whether a 3x3 stride-1 convolution on ``architecture`` runs as Winograd's F(2x2, 3x3)."""
         return self.applies_architecture(architecture) and architecture in self.winograd_architectures
+
+    def runs_fft(self, architecture: str) -> bool:
+        """Whether large-kernel convolutions on ``architecture`` may run as FFTs (pre-Volta)."""
+        return self.applies_architecture(architecture) and self.fft_min_kernel > 0
 
     def memory_rate(self, gpu: GpuSpec, layer_type: str) -> float:
         """B/s of a memory-bound kernel of ``layer_type``: its MEMORY_EFFICIENCY_FIELDS
@@ -337,11 +350,25 @@ def layer_time(
         elif grouped_gemm(layer, k):
             rate, byte_rate = rate * k.grouped_efficiency, byte_rate * k.grouped_efficiency
         fw = kernel_time(work.flops, work.bytes, rate, byte_rate, waves, k.launch_s)
+        if k.runs_fft(gpu.architecture) and not grouped_gemm(layer, k) and not depthwise(layer, info):
+            fw = min(fw, _fft_s(layer, info, gpu, precision, batch, k))
         return fw, 2.0 * fw  # input gradient + weight gradient, each like the forward
     rate = k.simt_efficiency * (gpu.peak(FP32) or gpu.peak_flops[0][1])
     fw = kernel_time(work.flops, work.bytes, rate, byte_rate, 1.0, k.launch_s)
     bw = kernel_time(work.flops, 2.0 * work.bytes, rate, byte_rate, 1.0, k.launch_s)
     return fw, bw
+
+
+def _fft_s(layer: Layer, info: LayerInfo, gpu: GpuSpec, precision: str, batch: float, k: KernelConstants) -> float:
+    """The forward convolution as cuDNN's FFT (infinity where it has none or it does not fit):
+    the complex products at the architecture's convolution rate, the transforms streaming."""
+    work = fft_work(layer, info, k.fft_min_kernel, k.fft_tile)
+    if work is None:
+        return math.inf
+    io = PRECISION_BYTES[precision] * batch * (info.input_elements + info.output_elements)
+    rate = k.matmul_efficiency(precision, gpu.architecture) * (gpu.peak(precision) or 1.0)
+    byte_rate = k.memory_efficiency * gpu.memory_bandwidth_Bps
+    return fft_time(work, batch, io, rate, byte_rate, k.fft_workspace_bytes, math.isqrt(k.tile_elements))
 
 
 def update_time(info: LayerInfo, gpu: GpuSpec, precision: str, mixed: bool,

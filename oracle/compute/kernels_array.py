@@ -5,6 +5,7 @@ per-layer path to rounding (tests/test_compute_model.py checks)."""
 
 from __future__ import annotations
 
+import math
 
 from dataclasses import dataclass
 
@@ -22,6 +23,7 @@ from oracle.compute.kernels import (
     grouped_gemm,
     winograd,
 )
+from oracle.compute.fft import fft_work
 from oracle.compute.layers.shapes_tokens import internal_traffic
 from oracle.gpus import GpuSpec
 from oracle.model import Model
@@ -45,6 +47,7 @@ class ModelArrays:
     types: object = None  # str: the layer type (for MEMORY_EFFICIENCY_FIELDS)
     winograd: object = None  # bool: a dense 3x3 stride-1 convolution
     conv3d: object = None  # bool: a (transposed) convolution over three spatial dimensions
+    fft: object = None  # float (pointwise FLOPs, transformed bytes, filter bytes, tiles, columns) x layers; NaN: none
 
     @classmethod
     def of(cls, model: Model, k: KernelConstants = DEFAULT_CONSTANTS) -> ModelArrays:
@@ -64,7 +67,36 @@ class ModelArrays:
         a = [np.array(c, dtype=float) for c in cols[:5]] + [np.array(c, dtype=bool) for c in cols[5:]]
         return cls(*a, types=np.array([layer.type for layer in model.layers], dtype=str),
                    winograd=np.array([winograd(layer) for layer in model.layers], dtype=bool),
-                   conv3d=np.array([conv3d(layer, info) for layer, info in zip(model.layers, model.info)], dtype=bool))
+                   conv3d=np.array([conv3d(layer, info) for layer, info in zip(model.layers, model.info)], dtype=bool),
+                   fft=_fft_arrays(model, k))
+
+
+def _fft_arrays(model: Model, k: KernelConstants):
+    """Each layer's FFT work (oracle/compute/fft.py) as five rows; NaN where it has none."""
+    import numpy as np
+
+    out = np.full((5, len(model.layers)), np.nan)
+    for i, (layer, info) in enumerate(zip(model.layers, model.info)):
+        work = None if grouped_gemm(layer, k) or depthwise(layer, info) else \
+            fft_work(layer, info, k.fft_min_kernel, k.fft_tile)  # fmt: skip
+        if work is not None:
+            out[:, i] = (work.pointwise_flops, work.transformed_bytes, work.filter_bytes, work.tiles, work.columns)
+    return out
+
+
+def _fft_array(a: ModelArrays, gpu: GpuSpec, precision: str, batch: float, k: KernelConstants):
+    """fft.fft_time over the layers: seconds, NaN where no FFT, infinity where it does not fit."""
+    import numpy as np
+
+    pointwise, transformed, filters, tiles, columns = a.fft
+    t = math.isqrt(k.tile_elements)
+    rows, columns = batch * np.nan_to_num(tiles, nan=1.0), np.nan_to_num(columns, nan=1.0)
+    pointwise = pointwise * batch * (np.ceil(rows / t) * t / rows) * (np.ceil(columns / t) * t / columns)  # tile_waste
+    rate = k.matmul_efficiency(precision, gpu.architecture) * (gpu.peak(precision) or 1.0)
+    space = transformed * batch + filters
+    io = PRECISION_BYTES[precision] * batch * a.io
+    t = pointwise / rate + (2.0 * space + io) / (k.memory_efficiency * gpu.memory_bandwidth_Bps)
+    return np.where(space > k.fft_workspace_bytes, np.inf, t)
 
 
 def per_sample_array(arrays: ModelArrays, gpu: GpuSpec, precision: str, batch: float,
@@ -111,6 +143,8 @@ def per_sample_array(arrays: ModelArrays, gpu: GpuSpec, precision: str, batch: f
         waves = np.where(a.matmul & ~dw, np.maximum(w + 0.5, 1.0) / w, 1.0)
     compute = flops * waves / rate
     fw = np.maximum(np.maximum(compute, nbytes / byte_rate), k.launch_s)
+    if a.fft is not None and k.runs_fft(gpu.architecture) and not np.isnan(a.fft[0]).all():
+        fw = np.fmin(fw, _fft_array(a, gpu, precision, batch, k))
     bw = np.where(a.matmul, 2.0 * fw, np.maximum(np.maximum(compute, 2.0 * nbytes / byte_rate), k.launch_s))
     fw = np.where(a.active, fw, 0.0)
     bw = np.where(a.active, bw, 0.0)

@@ -236,6 +236,8 @@ def _by_compute_model(model: Model, system: System, batch: int, precision: str, 
     arch = dict(k.architecture_efficiency).get(spec.architecture)
     fast = (f"3x3 stride-1 as Winograd, {k.winograd_gain:g}x fewer multiplies" if k.runs_winograd(spec.architecture)
             else "no Winograd")  # fmt: skip
+    if k.runs_fft(spec.architecture):
+        fast += f", stride-1 {k.fft_min_kernel}x{k.fft_min_kernel}+ as FFT where faster"
     conv = (f"conv {arch:g} of peak ({spec.architecture}: no tensor cores; {fast}), fc {k.simt_efficiency:g}"
             if arch is not None else
             f"conv/fc {k.simt_efficiency:g} (fp32) / {k.tensor_efficiency:g} (tensor cores) of peak")  # fmt: skip

@@ -1,0 +1,99 @@
+"""FFT convolutions before tensor cores (docs/cost-model.md, "Before tensor cores").
+
+cuDNN's FFT algorithms (``CUDNN_CONVOLUTION_FWD_ALGO_FFT_TILING`` and the backward ones;
+the method of Mathieu, Henaff and LeCun, ICLR 2014, and Vasilache et al., "Fast
+Convolutional Nets With fbfft", ICLR 2015) compute a stride-1 convolution of a large
+kernel in the frequency domain: the input is cut into ``S x S`` tiles (``S`` the power of
+two that holds the padded input, at most cuDNN's 32x32 tiles), each tile and each filter is
+Fourier-transformed, every frequency bin multiplies its (C x F) complex filter matrix with
+the tiles' channel vectors (a batched complex GEMM: 8 real FLOPs per complex multiply-add)
+and the products are transformed back.  A real transform of ``S x S`` has ``S (S/2 + 1)``
+bins, and a tile yields ``S - k + 1`` outputs per dimension, so per sample::
+
+    pointwise FLOPs = 8 · (C/g) · F · bins · tiles · q(M) · q(F/g),   q(n) = ceil(n/128) · 128 / n
+    transformed bytes = 8 · bins · tiles · (C + F)       (complex fp32 tiles: input, output)
+    filter bytes      = 8 · bins · (C/g) · F              (per iteration)
+
+where the per-bin complex GEMM (``M = b · tiles`` rows, ``F/g`` columns) runs in 128x128
+thread-block tiles (the tile of the waves model, oracle/compute/kernels.py), so a small batch
+of few tiles, or few filters, wastes part of each tile (``q``); and the kernels take ``pointwise / rate + (2 · transformed · b + 2 · filter + δ b (|x|+|y|))
+/ bandwidth`` (each transformed tensor written, then read; the real input read and the
+output written).  Frameworks ask cuDNN for the fastest algorithm that fits their
+workspace (cudnn.torch's ``cudnn.benchmark``, MXNet's ``cudnn_tune``, TensorFlow's
+autotune), so the model takes the FFT where it is faster than the direct convolution and
+its transformed tensors fit ``fft_workspace_bytes`` (MXNet's default convolution
+workspace, 1,024 MB: src/operator/nn/convolution-inl.h ``workspace`` default 1024).
+Checked, not fitted, on convnet-benchmarks' per-layer cuDNN times on a Maxwell GTX
+TITAN X (``torch7/layerwise_benchmarks/output.log``; tests/test_fft.py).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from oracle.model import Layer, LayerInfo
+
+COMPLEX_BYTES = 8  # a complex fp32 bin
+
+
+@dataclass(frozen=True)
+class FftWork:
+    """One layer's FFT convolution, per sample except the filters."""
+
+    pointwise_flops: float  # the complex products, per sample
+    tiles: int  # tiles per sample and channel (the per-bin GEMM has batch x tiles rows)
+    columns: int  # filters per group (the per-bin GEMM's columns)
+    transformed_bytes: float  # complex input and output tiles, per sample
+    filter_bytes: float  # complex filters, per iteration
+
+
+def fft_work(layer: Layer, info: LayerInfo, min_kernel: int, tile: int) -> FftWork | None:
+    """The FFT convolution of ``layer``, or None where cuDNN has none: not a 2-D stride-1,
+    undilated convolution of a kernel of ``min_kernel`` or more, or one of narrow groups."""
+    channels, *spatial = info.input_shapes[0]
+    if layer.type != "conv" or len(spatial) != 2:
+        return None
+    kernel, stride, padding, dilation = (_per_dim(v, 2) for v in (layer.kernel, layer.stride, layer.padding, layer.dilation))
+    if min(kernel) < min_kernel or any(s != 1 for s in stride) or any(d != 1 for d in dilation):
+        return None
+    sizes = []
+    for extent, pad, k in zip(spatial, padding, kernel):
+        padded = extent + 2 * pad
+        s = min(1 << max(padded - 1, 1).bit_length(), tile)
+        if s < k:
+            return None
+        sizes.append((s, padded - k + 1, s - k + 1))
+    (sh, oh, th), (sw, ow, tw) = sizes
+    tiles = math.ceil(oh / th) * math.ceil(ow / tw)
+    bins = sh * (sw // 2 + 1)
+    per_group_in = channels / layer.groups
+    filters = layer.filters or 0
+    return FftWork(8.0 * per_group_in * filters * bins * tiles, tiles, filters // layer.groups, COMPLEX_BYTES * bins * tiles * (channels + filters),
+                   COMPLEX_BYTES * bins * per_group_in * filters)  # fmt: skip
+
+
+def _per_dim(values: tuple[int, ...], dims: int) -> tuple[int, ...]:
+    """A layer's per-dimension values (the loader fills them; one value: every dimension)."""
+    return tuple(values) * dims if len(values) == 1 else tuple(values)
+
+
+def tile_waste(rows: float, tile_rows: int) -> float:
+    """Rows computed over rows needed, in whole tiles of ``tile_rows``: ceil(M/T)·T/M."""
+    return math.ceil(rows / tile_rows) * tile_rows / rows
+
+
+def fft_time(work: FftWork, batch: float, io_bytes: float, rate: float, byte_rate: float,
+             workspace_bytes: float, tile_rows: int) -> float:  # fmt: skip
+    """Seconds of the forward FFT convolution on ``batch`` samples (``io_bytes``: the real
+    input read and output written), or infinity where its transformed tensors exceed the
+    workspace."""
+    transformed = work.transformed_bytes * batch + work.filter_bytes
+    if transformed > workspace_bytes:
+        return math.inf
+    waste = tile_waste(batch * work.tiles, tile_rows) * tile_waste(work.columns, tile_rows)
+    pointwise = work.pointwise_flops * batch * waste
+    return pointwise / rate + (2.0 * transformed + io_bytes) / byte_rate
+
+
+__all__ = ["COMPLEX_BYTES", "FftWork", "fft_time", "fft_work", "tile_waste"]
