@@ -10,13 +10,16 @@ the tiles' channel vectors (a batched complex GEMM: 8 real FLOPs per complex mul
 and the products are transformed back.  A real transform of ``S x S`` has ``S (S/2 + 1)``
 bins, and a tile yields ``S - k + 1`` outputs per dimension, so per sample::
 
-    pointwise FLOPs = 8 · (C/g) · F · bins · tiles · q(M) · q(F/g),   q(n) = ceil(n/128) · 128 / n
+    pointwise FLOPs = 8 · (C/g) · F · bins · tiles · r(M) · c(F/g)
     transformed bytes = 8 · bins · tiles · (C + F)       (complex fp32 tiles: input, output)
     filter bytes      = 8 · bins · (C/g) · F              (per iteration)
 
 where the per-bin complex GEMM (``M = b · tiles`` rows, ``F/g`` columns) runs in 128x128
 thread-block tiles (the tile of the waves model, oracle/compute/kernels.py), so a small batch
-of few tiles, or few filters, wastes part of each tile (``q``); and the kernels take ``pointwise / rate + (2 · transformed · b + 2 · filter + δ b (|x|+|y|))
+of few tiles, or few filters, wastes part of each tile: ``c(n) = ceil(n/128) · 128 / n`` for
+the columns, and for the rows, which grow with the batch, the waves model's smooth
+expected value ``r(M) = max(M/128 + 1/2, 1) / (M/128)`` (the last tile half empty on
+average), which keeps the time per sample non-increasing in the batch; and the kernels take ``pointwise / rate + (2 · transformed · b + 2 · filter + δ b (|x|+|y|))
 / bandwidth`` (each transformed tensor written, then read; the real input read and the
 output written).  Frameworks ask cuDNN for the fastest algorithm that fits their
 workspace (cudnn.torch's ``cudnn.benchmark``, MXNet's ``cudnn_tune``, TensorFlow's
@@ -78,9 +81,15 @@ def _per_dim(values: tuple[int, ...], dims: int) -> tuple[int, ...]:
     return tuple(values) * dims if len(values) == 1 else tuple(values)
 
 
-def tile_waste(rows: float, tile_rows: int) -> float:
-    """Rows computed over rows needed, in whole tiles of ``tile_rows``: ceil(M/T)·T/M."""
-    return math.ceil(rows / tile_rows) * tile_rows / rows
+def tile_waste(n: float, tile: int) -> float:
+    """Columns computed over columns needed, in whole tiles: ceil(n/T)·T/n."""
+    return math.ceil(n / tile) * tile / n
+
+
+def row_waste(rows: float, tile: int) -> float:
+    """Rows computed over rows needed, as an expected value: max(M/T + 1/2, 1)/(M/T)."""
+    w = rows / tile
+    return max(w + 0.5, 1.0) / w
 
 
 def fft_time(work: FftWork, batch: float, io_bytes: float, rate: float, byte_rate: float,
@@ -91,9 +100,9 @@ def fft_time(work: FftWork, batch: float, io_bytes: float, rate: float, byte_rat
     transformed = work.transformed_bytes * batch + work.filter_bytes
     if transformed > workspace_bytes:
         return math.inf
-    waste = tile_waste(batch * work.tiles, tile_rows) * tile_waste(work.columns, tile_rows)
+    waste = row_waste(batch * work.tiles, tile_rows) * tile_waste(work.columns, tile_rows)
     pointwise = work.pointwise_flops * batch * waste
     return pointwise / rate + (2.0 * transformed + io_bytes) / byte_rate
 
 
-__all__ = ["COMPLEX_BYTES", "FftWork", "fft_time", "fft_work", "tile_waste"]
+__all__ = ["COMPLEX_BYTES", "FftWork", "fft_time", "fft_work", "row_waste", "tile_waste"]

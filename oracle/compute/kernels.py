@@ -157,7 +157,7 @@ class KernelConstants:
     # K80, M40 and P100 each), the smaller batches and every other source held out
     # (docs/cost-model.md "Before tensor cores").  An architecture absent here runs at the
     # efficiencies above
-    architecture_efficiency: tuple[tuple[str, float], ...] = (("kepler", 0.35), ("maxwell", 0.45), ("pascal", 0.55))
+    architecture_efficiency: tuple[tuple[str, float], ...] = (("kepler", 0.35), ("maxwell", 0.46), ("pascal", 0.56))
     # on Maxwell and Pascal (winograd_architectures) a 3x3 stride-1 convolution runs as
     # Winograd's F(2x2, 3x3): 16 multiplies per 2x2 output tile instead of 36 (Lavin and Gray,
     # "Fast Algorithms for Convolutional Neural Networks", CVPR 2016), cuDNN's WINOGRAD

@@ -91,7 +91,8 @@ def _fft_array(a: ModelArrays, gpu: GpuSpec, precision: str, batch: float, k: Ke
     pointwise, transformed, filters, tiles, columns = a.fft
     t = math.isqrt(k.tile_elements)
     rows, columns = batch * np.nan_to_num(tiles, nan=1.0), np.nan_to_num(columns, nan=1.0)
-    pointwise = pointwise * batch * (np.ceil(rows / t) * t / rows) * (np.ceil(columns / t) * t / columns)  # tile_waste
+    rows_waste = np.maximum(rows / t + 0.5, 1.0) / (rows / t)  # fft.row_waste
+    pointwise = pointwise * batch * rows_waste * (np.ceil(columns / t) * t / columns)  # fft.tile_waste
     rate = k.matmul_efficiency(precision, gpu.architecture) * (gpu.peak(precision) or 1.0)
     space = transformed * batch + filters
     io = PRECISION_BYTES[precision] * batch * a.io
