@@ -304,6 +304,7 @@ def test_dense_models_keep_paradl_collectives():
 EVERY_TYPE = [
     {"name": "c", "type": "conv", "filters": 8, "kernel": 3, "padding": 1},
     {"name": "gn", "type": "groupnorm", "groups": 4},
+    {"name": "lrn", "type": "lrn", "size": 5},
     {"name": "hs", "type": "hardswish"},
     {"name": "dw", "type": "conv", "filters": 8, "kernel": 3, "padding": 1, "groups": 8},
     {"name": "sh", "type": "channelshuffle", "groups": 2},
