@@ -6,9 +6,9 @@ per-layer path to rounding (tests/test_compute_model.py checks)."""
 from __future__ import annotations
 
 import math
-
 from dataclasses import dataclass
 
+from oracle.compute.fft import fft_work
 from oracle.compute.kernels import (
     CONV_TYPES,
     DEFAULT_CONSTANTS,
@@ -23,7 +23,6 @@ from oracle.compute.kernels import (
     grouped_gemm,
     winograd,
 )
-from oracle.compute.fft import fft_work
 from oracle.compute.layers.shapes_tokens import internal_traffic
 from oracle.gpus import GpuSpec
 from oracle.model import Model
@@ -89,15 +88,14 @@ def _fft_array(a: ModelArrays, gpu: GpuSpec, precision: str, batch: float, k: Ke
     import numpy as np
 
     pointwise, transformed, filters, tiles, columns = a.fft
-    t = math.isqrt(k.tile_elements)
-    rows, columns = batch * np.nan_to_num(tiles, nan=1.0), np.nan_to_num(columns, nan=1.0)
-    rows_waste = np.maximum(rows / t + 0.5, 1.0) / (rows / t)  # fft.row_waste
-    pointwise = pointwise * batch * rows_waste * (np.ceil(columns / t) * t / columns)  # fft.tile_waste
+    tile = math.isqrt(k.tile_elements)
+    rows, columns = batch * np.nan_to_num(tiles, nan=1.0) / tile, np.nan_to_num(columns, nan=1.0) / tile
+    waste = np.maximum(rows + 0.5, 1.0) / rows * np.ceil(columns) / columns  # fft.row_waste, fft.tile_waste
     rate = k.matmul_efficiency(precision, gpu.architecture) * (gpu.peak(precision) or 1.0)
     space = transformed * batch + filters
     io = PRECISION_BYTES[precision] * batch * a.io
-    t = pointwise / rate + (2.0 * space + io) / (k.memory_efficiency * gpu.memory_bandwidth_Bps)
-    return np.where(space > k.fft_workspace_bytes, np.inf, t)
+    seconds = pointwise * batch * waste / rate + (2.0 * space + io) / (k.memory_efficiency * gpu.memory_bandwidth_Bps)
+    return np.where(space > k.fft_workspace_bytes, np.inf, seconds)
 
 
 def per_sample_array(arrays: ModelArrays, gpu: GpuSpec, precision: str, batch: float,
