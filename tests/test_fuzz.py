@@ -162,10 +162,10 @@ KEY_NAMES = [
     "tables", "implementation", "fw_s", "bw_s", "wu_s", "total", "fw_bw_per_sample_s", "wu_per_iteration_s",
     "measured_samples_per_gpu", "kind", "bandwith", "nmae", "input_", "", 0, 1, None, True, "source",
     "links_per_node", "memory_bandwidth_GB_per_s", "loader_samples_per_s", "storage_GB_per_s", "overlap",
-    "data_spatial_allreduce", "bytes_per_sample", "slope", "comment",
+    "data_spatial_allreduce", "bytes_per_sample", "slope", "comment", "size", "beta", "k",
 ]  # fmt: skip
 LAYER_TYPES = ["conv", "fc", "maxpool", "avgpool", "globalavgpool", "batchnorm", "relu", "dropout", "add",
-               "concat", "flatten", "softmax", "conv3d", "linear"]  # fmt: skip
+               "concat", "flatten", "softmax", "conv3d", "linear", "lrn"]  # fmt: skip
 
 VALUES = st.one_of(
     st.sampled_from(EXTREME_NUMBERS),
