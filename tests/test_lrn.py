@@ -135,3 +135,27 @@ def test_saved_elements_equal_what_autograd_saves():
                (96, 27, 27))  # fmt: skip
     saved = saved_activations(m).elements.sum() - 96 * 27 * 27  # less the conv's own input
     assert 2 * 4 * saved == pytest.approx(sum(storages.values()), rel=1e-9)
+
+
+CAFFE_STYLE = """
+from torch import nn
+
+
+def net():
+    return nn.Sequential(nn.Conv2d(3, 16, 5, padding=2, groups=1), nn.ReLU(), nn.LocalResponseNorm(5, 1e-4, 0.75, 1.0),
+                         nn.MaxPool2d(3, 2), nn.Conv2d(16, 32, 3, padding=1, groups=2), nn.ReLU(),
+                         nn.Flatten(), nn.Linear(32 * 7 * 7, 10))
+"""
+
+
+def test_import_model_maps_local_response_norm_to_lrn(tmp_path):
+    pytest.importorskip("torch")
+    from oracle.importer.build import import_model
+
+    src = tmp_path / "caffe_style.py"
+    src.write_text(CAFFE_STYLE)
+    got = import_model(f"{src}:net", (3, 16, 16))
+    (lrn,) = [layer for layer in got.model.layers if layer.type == "lrn"]
+    assert lrn.size == (5,)
+    assert "type: lrn, size: 5" in got.text
+    assert got.model.parameters == 16 * 3 * 25 + 16 + 32 * 8 * 9 + 32 + 32 * 49 * 10 + 10
