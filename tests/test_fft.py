@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from oracle.compute import kernels as K
 from oracle.compute import kernels_array as KA
-from oracle.compute.fft import fft_time, fft_work, row_waste, tile_waste
+from oracle.compute.fft import expected_waste, fft_time, fft_work, tile_waste
 from oracle.gpus import GpuSpec, lookup
 from oracle.load.model import load_model, parse_model
 
@@ -50,7 +50,7 @@ def test_tile_waste():
     assert tile_waste(128, 128) == 1.0
     assert tile_waste(16, 128) == 8.0
     assert tile_waste(192, 128) == pytest.approx(256 / 192)
-    assert row_waste(16, 128) == 8.0 and row_waste(128, 128) == 1.5 and row_waste(512, 128) == 4.5 / 4
+    assert expected_waste(16 / 128) == 8.0 and expected_waste(1.0) == 1.5 and expected_waste(4.0) == 4.5 / 4
 
 
 @pytest.mark.parametrize("conv", [

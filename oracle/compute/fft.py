@@ -35,6 +35,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from oracle.compute.layers.shape_base import per_dim
 from oracle.model import Layer, LayerInfo
 
 COMPLEX_BYTES = 8  # a complex fp32 bin
@@ -57,7 +58,8 @@ def fft_work(layer: Layer, info: LayerInfo, min_kernel: int, tile: int) -> FftWo
     channels, *spatial = info.input_shapes[0]
     if layer.type != "conv" or len(spatial) != 2:
         return None
-    kernel, stride, padding, dilation = (_per_dim(v, 2) for v in (layer.kernel, layer.stride, layer.padding, layer.dilation))
+    kernel, stride, padding, dilation = (per_dim(v, 2, what, 0) for v, what in (
+        (layer.kernel, "kernel"), (layer.stride, "stride"), (layer.padding, "padding"), (layer.dilation, "dilation")))  # fmt: skip
     if min(kernel) < min_kernel or any(s != 1 for s in stride) or any(d != 1 for d in dilation):
         return None
     sizes = []
@@ -72,13 +74,8 @@ def fft_work(layer: Layer, info: LayerInfo, min_kernel: int, tile: int) -> FftWo
     bins = sh * (sw // 2 + 1)
     per_group_in = channels / layer.groups
     filters = layer.filters or 0
-    return FftWork(8.0 * per_group_in * filters * bins * tiles, tiles, filters // layer.groups, COMPLEX_BYTES * bins * tiles * (channels + filters),
-                   COMPLEX_BYTES * bins * per_group_in * filters)  # fmt: skip
-
-
-def _per_dim(values: tuple[int, ...], dims: int) -> tuple[int, ...]:
-    """A layer's per-dimension values (the loader fills them; one value: every dimension)."""
-    return tuple(values) * dims if len(values) == 1 else tuple(values)
+    return FftWork(8.0 * per_group_in * filters * bins * tiles, tiles, filters // layer.groups,
+                   COMPLEX_BYTES * bins * tiles * (channels + filters), COMPLEX_BYTES * bins * per_group_in * filters)
 
 
 def tile_waste(n: float, tile: int) -> float:
@@ -86,10 +83,11 @@ def tile_waste(n: float, tile: int) -> float:
     return math.ceil(n / tile) * tile / n
 
 
-def row_waste(rows: float, tile: int) -> float:
-    """Rows computed over rows needed, as an expected value: max(M/T + 1/2, 1)/(M/T)."""
-    w = rows / tile
-    return max(w + 0.5, 1.0) / w
+def expected_waste(units: float) -> float:
+    """Work done in whole units (tiles of rows, waves of blocks) over the work needed, as an
+    expected value: the last unit half empty on average, at least one unit: max(w + 1/2, 1)/w
+    (a smooth form of Habitat's ceil(w)/w; the waves model's, oracle/compute/kernels.py)."""
+    return max(units + 0.5, 1.0) / units
 
 
 def fft_time(work: FftWork, batch: float, io_bytes: float, rate: float, byte_rate: float,
@@ -100,9 +98,9 @@ def fft_time(work: FftWork, batch: float, io_bytes: float, rate: float, byte_rat
     transformed = work.transformed_bytes * batch + work.filter_bytes
     if transformed > workspace_bytes:
         return math.inf
-    waste = row_waste(batch * work.tiles, tile_rows) * tile_waste(work.columns, tile_rows)
+    waste = expected_waste(batch * work.tiles / tile_rows) * tile_waste(work.columns, tile_rows)
     pointwise = work.pointwise_flops * batch * waste
     return pointwise / rate + (2.0 * transformed + io_bytes) / byte_rate
 
 
-__all__ = ["COMPLEX_BYTES", "FftWork", "fft_time", "fft_work", "row_waste", "tile_waste"]
+__all__ = ["COMPLEX_BYTES", "FftWork", "expected_waste", "fft_time", "fft_work", "tile_waste"]

@@ -81,7 +81,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from oracle.compute.fft import fft_time, fft_work
+from oracle.compute.fft import expected_waste, fft_time, fft_work
 from oracle.compute.layers.shapes_tokens import internal_traffic
 from oracle.gpus import GpuSpec
 from oracle.model import ACTIVATIONS, Layer, LayerInfo, Model
@@ -307,8 +307,7 @@ def waves_factor(out_elements: float, reduction: float, sm_count: int | None, ti
         return 1.0
     n = out_elements / tile
     blocks = n * min(max(1.0, sm_count / n), max(1.0, reduction / k_split))
-    w = blocks / sm_count
-    return max(w + 0.5, 1.0) / w
+    return expected_waste(blocks / sm_count)
 
 
 def kernel_time(flops: float, nbytes: float, flop_rate: float, byte_rate: float, waves: float,

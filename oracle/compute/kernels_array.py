@@ -90,7 +90,7 @@ def _fft_array(a: ModelArrays, gpu: GpuSpec, precision: str, batch: float, k: Ke
     pointwise, transformed, filters, tiles, columns = a.fft
     tile = math.isqrt(k.tile_elements)
     rows, columns = batch * np.nan_to_num(tiles, nan=1.0) / tile, np.nan_to_num(columns, nan=1.0) / tile
-    waste = np.maximum(rows + 0.5, 1.0) / rows * np.ceil(columns) / columns  # fft.row_waste, fft.tile_waste
+    waste = np.maximum(rows + 0.5, 1.0) / rows * np.ceil(columns) / columns  # fft.expected_waste, fft.tile_waste
     rate = k.matmul_efficiency(precision, gpu.architecture) * (gpu.peak(precision) or 1.0)
     space = transformed * batch + filters
     io = PRECISION_BYTES[precision] * batch * a.io
