@@ -287,6 +287,30 @@ def _rows(device: Device, args, command: str):
                     yield row
 
 
+def add_run_arguments(parser: argparse.ArgumentParser) -> None:
+    """--device, -o and --append, as this script and scripts/measure_layer_kernels.py take them."""
+    parser.add_argument("--device", choices=["cuda", "cpu"], default="cuda",
+                        help="cpu: check this script without a GPU (the numbers mean nothing for a GPU)")
+    parser.add_argument("-o", "--output", required=True)
+    parser.add_argument("--append", action="store_true", help="append to -o (no header)")
+
+
+def torch_for(device: str):
+    """PyTorch with cuDNN autotuning on, as DLE ConvNets' main.py sets it (None, said on
+    stderr, when the device is cuda and there is none)."""
+    import torch
+
+    if device == "cuda" and not torch.cuda.is_available():
+        print("CUDA is not available to PyTorch here (--device cpu checks the script)", file=sys.stderr)
+        return None
+    torch.backends.cudnn.benchmark = True
+    return torch
+
+
+def command_line(script: str, argv: list[str] | None) -> str:
+    return f"python scripts/{script} " + " ".join(argv if argv is not None else sys.argv[1:])
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("models", nargs="+")
@@ -295,20 +319,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--formats", nargs="+", choices=["contiguous", "channels_last"], default=["channels_last"])
     parser.add_argument("--iters", type=int, default=30)
     parser.add_argument("--warmup", type=int, default=10)
-    parser.add_argument("--device", choices=["cuda", "cpu"], default="cuda",
-                        help="cpu: check this script without a GPU (the numbers mean nothing for a GPU)")
     parser.add_argument("--execution", choices=["eager", "cuda_graph"], default="eager",
                         help="cuda_graph: the whole step captured once and replayed (a GPU only)")
-    parser.add_argument("-o", "--output", required=True)
-    parser.add_argument("--append", action="store_true", help="append to -o (no header)")
+    add_run_arguments(parser)
     args = parser.parse_args(argv)
-    import torch
-
-    if args.device == "cuda" and not torch.cuda.is_available():
-        print("CUDA is not available to PyTorch here (--device cpu checks the script)", file=sys.stderr)
+    torch = torch_for(args.device)
+    if torch is None:
         return 2
-    torch.backends.cudnn.benchmark = True
-    command = "python scripts/measure_training_step.py " + " ".join(argv if argv is not None else sys.argv[1:])
+    command = command_line("measure_training_step.py", argv)
     with open(args.output, "a" if args.append else "w", newline="") as fh:
         out = csv.DictWriter(fh, FIELDS)
         if not args.append:

@@ -80,3 +80,32 @@ def test_inception_v3_runs_as_oracle_models_it(script, tmp_path):
     (row,) = csv.DictReader(out.open())
     assert not row["error"], row["error"]
     assert script.INPUT_SIDE["inception_v3"] == 299 and not script.BUILD_KWARGS["inception_v3"]["aux_logits"]
+
+
+LAYERS = SCRIPT.parent / "measure_layer_kernels.py"
+
+
+def test_the_layer_script_times_every_layer_on_the_cpu_with_the_columns_of_the_gpu_rows(tmp_path):
+    """scripts/measure_layer_kernels.py, which timed validation/gpu-layer-kernels.csv on an
+    H200: on the CPU (AMP in bfloat16) it writes one row per layer of the model file and
+    precision, with times, under the columns of the shipped rows."""
+    pytest.importorskip("torch")
+    sys.path.insert(0, str(SCRIPT.parent))
+    import measure_layer_kernels
+
+    from oracle.load import load_model
+
+    out = tmp_path / "layers.csv"
+    args = ["resnet18", "--device", "cpu", "--batch", "2", "--precisions", "amp", "fp32", "--repeats", "1",
+            "--warmup", "0", "-o", str(out)]  # fmt: skip
+    assert measure_layer_kernels.main(args) == 0
+    rows = list(csv.DictReader(out.open()))
+    names = [layer.name for layer in load_model("resnet18").layers]
+    assert [r["layer"] for r in rows] == names * 2
+    assert {r["precision"] for r in rows[: len(names)]} == {"amp"} and rows[-1]["precision"] == "fp32"
+    assert all(r["model"] == "resnet18" and r["batch"] == "2" and r["memory_format"] == "channels_last" for r in rows)
+    convs = [r for r in rows if r["type"] == "conv"]
+    assert convs and all(float(r["fw_ms"]) > 0 and float(r["bw_ms"]) > 0 for r in convs)
+    assert rows[0]["command"].startswith("python scripts/measure_layer_kernels.py resnet18 --device cpu")
+    shipped = next(csv.reader((SCRIPT.parents[1] / "validation" / "gpu-layer-kernels.csv").open()))
+    assert shipped == measure_layer_kernels.FIELDS == list(rows[0])
