@@ -298,6 +298,9 @@ class Implementation:
     reduction_memory_efficiency: float | None = None
     maxpool_memory_efficiency: float | None = None
     avgpool_memory_efficiency: float | None = None
+    # compute model: windowed pooling's elements per issued thread instruction (a stack's
+    # compute.pool_window_efficiency; compute/kernels.py); None: the compute model's default
+    pool_window_efficiency: float | None = None
     source: str = ""
     # issue 14: the gradient exchange of data+filter's data groups, "flat" (docs/cost-model.md) or
     # "leader" (ParaDL §4.5.1's pattern, as for data+spatial)

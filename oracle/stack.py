@@ -15,6 +15,12 @@ from typing import TYPE_CHECKING
 
 from oracle.vocabulary import BF16, FP16, FP32
 
+# the compute model's kernel fields (compute/kernels.KernelConstants) a stack may set as
+# compute.<field>, beyond fused activations: batchnorm's, maxpool's and avgpool's bandwidth
+# shares (kernels.MEMORY_EFFICIENCY_FIELDS) and windowed pooling's per-element rate
+STACK_KERNEL_FIELDS = ("reduction_memory_efficiency", "maxpool_memory_efficiency", "avgpool_memory_efficiency",
+                       "pool_window_efficiency")  # fmt: skip
+
 if TYPE_CHECKING:
     from oracle.stack_paths import StackPaths
 
@@ -109,6 +115,8 @@ class Stack:
     # class: (gpu generation, precision class, value); what --memory-format moves by
     channels_last_speedup: tuple[tuple[str, str, Sourced], ...] = ()
     avgpool_memory_efficiency: Sourced | None = None  # with the shares above (kept last: positional)
+    # windowed pooling's elements per issued thread instruction (compute/kernels.py issue_rate)
+    pool_window_efficiency: Sourced | None = None
 
     def memory_format_for(self, precision_class: str) -> str | None:
         value = dict(self.memory_format).get(precision_class)
@@ -129,7 +137,7 @@ class Stack:
         out: dict = {}
         if self.fused_activations is not None:
             out["fuse_activations"] = bool(self.fused_activations.value)
-        for field in ("reduction_memory_efficiency", "maxpool_memory_efficiency", "avgpool_memory_efficiency"):
+        for field in STACK_KERNEL_FIELDS:
             if (v := getattr(self, field)) is not None:
                 out[field] = float(v.value)
         return out

@@ -311,8 +311,8 @@ def test_an_absurd_compute_column_is_set_aside_and_said(run, tmp_path):
 def test_dle_held_out_eight_gpus_with_the_compute_of_one(run):
     """validation/dle-resnet50-runs.csv (NVIDIA's published PyTorch ResNet-50 AMP on a DGX
     A100 80GB): calibrated on the one-GPU run, whose compute step 0 turns into a factor on
-    the (estimated) profile, the 8-GPU run is projected at 98.7% against 92.3% out of the
-    box (98.9% and 91.3% before the stack's GPU overhead per layer, which the data-parallel
+    the (estimated) profile, the 8-GPU run is projected at 98.7% against 94.2% out of the
+    box (92.3% before max pooling's instruction bound; 98.9% and 91.3% before the stack's GPU overhead per layer, which the data-parallel
     efficiency does not slow; 95.6% and 91.1% with the stack's mixed efficiencies at the old grid's end, 1.3
     and 0.88; 95.1% and 89.0% before batch norm and max pooling ran at PyTorch's measured speed;
     86.0% before the stack's refit on V100 rows under the depthwise compute model),
@@ -324,7 +324,7 @@ def test_dle_held_out_eight_gpus_with_the_compute_of_one(run):
     assert r.code == 0, r.err
     out = json.loads(r.out)
     assert [x["line"] for x in plain["rows"]][1] == out["rows"][0]["line"] == 3
-    assert plain["rows"][1]["accuracy"] == pytest.approx(0.923, abs=0.001)
+    assert plain["rows"][1]["accuracy"] == pytest.approx(0.942, abs=0.001)
     assert out["rows"][0]["accuracy"] == pytest.approx(0.987, abs=0.001)
     assert out["summary"]["naive"]["mean_accuracy"] == pytest.approx(0.841, abs=0.001)
     assert out["rows"][0]["beyond_calibration"] is None  # 256 per replica, as the one-GPU run

@@ -453,13 +453,14 @@ def test_tf32_efficiency_is_its_own_constant():
     assert replace(k, tf32_efficiency=None).matmul_efficiency("tf32") == k.tensor_efficiency
 
 
-@pytest.mark.parametrize("name", ["resnet50", "efficientnet_b0", "resnext101_32x4d"])
+@pytest.mark.parametrize("name", ["resnet50", "efficientnet_b0", "resnext101_32x4d", "inception_v3"])
 @pytest.mark.parametrize("prec", ["fp32", "fp16"])
 @pytest.mark.parametrize("batch", [0.5, 3, 64, 512])
-@pytest.mark.parametrize("shares", [(None, None), (0.5, 0.22)])
+@pytest.mark.parametrize("shares", [(None, None, None), (0.5, 0.22, 0.017)])
 def test_vectorised_model_equals_the_per_layer_one(name, prec, batch, shares):
     m = load_model(name)
-    k = replace(K.DEFAULT_CONSTANTS, reduction_memory_efficiency=shares[0], maxpool_memory_efficiency=shares[1])
+    k = replace(K.DEFAULT_CONSTANTS, reduction_memory_efficiency=shares[0], maxpool_memory_efficiency=shares[1],
+                avgpool_memory_efficiency=shares[1], pool_window_efficiency=shares[2])  # fmt: skip
     fw, bw = KA.per_sample_array(KA.ModelArrays.of(m), A100, prec, batch, k)
     for i, (f, b) in enumerate(K.per_sample_times(m, A100, prec, batch, k)):
         assert fw[i] == pytest.approx(f, rel=1e-12, abs=0) and bw[i] == pytest.approx(b, rel=1e-12, abs=0)

@@ -42,7 +42,8 @@ def test_a_gpu_profile_records_tf32_and_the_stack_it_ran_under():
     pytorch = load_stack("pytorch")
     assert dict(pr.kernels) == pytorch.kernel_constants()
     assert dict(pr.kernels) == {"fuse_activations": False, "reduction_memory_efficiency": 0.5,
-                                "maxpool_memory_efficiency": 0.22, "avgpool_memory_efficiency": 0.22}  # fmt: skip
+                                "maxpool_memory_efficiency": 0.22, "avgpool_memory_efficiency": 0.22,
+                                "pool_window_efficiency": 0.017}  # fmt: skip
     # written back as read
     again = parse_profile(yaml.safe_load(profile_yaml(pr)), "x.yaml")
     assert (again.precision, again.stack, again.kernels) == (pr.precision, pr.stack, pr.kernels)

@@ -385,6 +385,9 @@ def test_fit_runs_compute_profile_reproduces_the_run_under_the_stack(tmp_path):
     (lambda d: d["compute"]["reduction_memory_efficiency"].__setitem__("value", 1.5),
      "compute.reduction_memory_efficiency.value"),
     (lambda d: d["compute"]["avgpool_memory_efficiency"].__setitem__("value", 0), "compute.avgpool_memory_efficiency.value"),
+    (lambda d: d["compute"]["pool_window_efficiency"].__setitem__("value", -0.017), "compute.pool_window_efficiency.value"),
+    (lambda d: d["compute"]["pool_window_efficiency"].__setitem__("value", float("inf")),
+     "compute.pool_window_efficiency.value"),
     (lambda d: d["iteration"]["gpu_overhead_s_per_layer"].__setitem__("value", -7e-6),
      "iteration.gpu_overhead_s_per_layer.value"),
     (lambda d: d["iteration"]["gpu_overhead_s_per_layer"].__setitem__("value", float("nan")),
@@ -455,10 +458,14 @@ def test_nccl_algo_restricts_what_nccl_chooses(tmp_path):
         load_file(_nccl_algo_stack(tmp_path, "ring,bogus"))
 
 
-def test_pytorch_windowed_avgpool_runs_at_maxpools_share():
-    """stacks/pytorch.yaml compute.avgpool_memory_efficiency 0.22 (ATen's average pooling has
-    its max pooling's kernel structure): Inception-v3's windowed avgpool layers are converted
-    to take 0.9/0.22 as long; its global average pool (a reduction) keeps 1x."""
+def test_pytorch_windowed_avgpool_runs_at_its_instruction_bound():
+    """stacks/pytorch.yaml compute.avgpool_memory_efficiency 0.22 and pool_window_efficiency
+    0.017: Inception-v3's windowed avgpool layers (3x3, stride 1: 9 window elements and one
+    input element per output) are bound by their instructions on an A100 (64 FP32 lanes per SM:
+    19.5e12 thread instructions per second, kernels.issue_rate), not by the bandwidth, so a
+    profile's streaming fp16 time (4 bytes per output at 0.9 x 2,039 GB/s) converts to
+    (10 / (0.017 x 19.5e12)) / (4 / (0.9 x 2039e9)) = 13.84x, forward and backward alike
+    (both twice as much work); the global average pool (a reduction) keeps 1x."""
     from oracle.compute.conversion import prepare
     from oracle.load import load_model
     from oracle.profiling.estimate import estimate
@@ -467,10 +474,13 @@ def test_pytorch_windowed_avgpool_runs_at_maxpools_share():
     profile = estimate(model, system, compute_efficiency=None, memory_efficiency=None, batch=64, precision="fp16")
     on = stack_system(system, load_stack("pytorch"))
     assert on.implementation.avgpool_memory_efficiency == 0.22
+    assert on.implementation.pool_window_efficiency == 0.017
     _, conversion = prepare(model, on, profile, Options(precision="fp16"))
     fw, bw, _, _ = conversion.factors(64.0)
     types = [layer.type for layer in model.layers]
-    for t, want in (("avgpool", 0.9 / 0.22), ("globalavgpool", 1.0)):
+    window = (10 / (0.017 * 19.5e12)) / (4 / (0.9 * 2039e9))
+    assert window > 0.9 / 0.22  # the instructions bind, not the bandwidth share
+    for t, want in (("avgpool", window), ("globalavgpool", 1.0)):
         i = [j for j, u in enumerate(types) if u == t]
         assert i and fw[i] == pytest.approx(want, rel=1e-9) and bw[i] == pytest.approx(want, rel=1e-9), t
 
@@ -479,7 +489,10 @@ def test_pytorch_batchnorm_and_maxpool_run_at_their_measured_efficiencies():
     """stacks/pytorch.yaml compute.reduction_memory_efficiency 0.5 and
     maxpool_memory_efficiency 0.22 (eager PyTorch's native kernels, measured on an H200): a
     profile's batchnorm layers (the compute model's streaming 0.9) are converted to take
-    0.9/0.5 = 1.8x as long on the same GPU, precision and batch, its maxpool 0.9/0.22; the
+    0.9/0.5 = 1.8x as long on the same GPU, precision and batch; its maxpool (3x3, stride 2,
+    64 x 112 x 112 in, 64 x 56 x 56 out) takes the longer of 0.9/0.22 and its instruction
+    bound (pool_window_efficiency 0.017: 9 x 200,704 + 802,816 elements per sample at 0.017 x
+    19.5e12 per s against 2 x 1,003,520 fp16 bytes at 0.9 x 2,039 GB/s: 7.196x); the
     convolutions and adds 1x."""
     from oracle.compute.conversion import prepare
     from oracle.load import load_model
@@ -494,5 +507,6 @@ def test_pytorch_batchnorm_and_maxpool_run_at_their_measured_efficiencies():
     types = [layer.type for layer in model.layers]
     for t in ("batchnorm", "maxpool", "conv", "add"):
         i = [j for j, u in enumerate(types) if u == t]
-        want = {"batchnorm": 0.9 / 0.5, "maxpool": 0.9 / 0.22}.get(t, 1.0)
+        window = ((9 * 200_704 + 802_816) / (0.017 * 19.5e12)) / (2 * 1_003_520 / (0.9 * 2039e9))
+        want = {"batchnorm": 0.9 / 0.5, "maxpool": max(0.9 / 0.22, window)}.get(t, 1.0)
         assert fw[i] == pytest.approx(want, rel=1e-9) and bw[i] == pytest.approx(want, rel=1e-9), t

@@ -31,6 +31,7 @@ from oracle.compute.options import DEFAULT_BATCH_PER_GPU
 from oracle.errors import OracleError
 from oracle.gpus import GpuSpec, architecture_of, lookup, same_gpu
 from oracle.model import Model, Profile, System
+from oracle.stack import STACK_KERNEL_FIELDS
 from oracle.vocabulary import BF16, FP16, FP32, PRECISION_BYTES
 
 
@@ -94,7 +95,7 @@ class Conversion:
         # the system says how its framework runs (implementation.fused_activations, a stack's
         # kernel bandwidth shares)
         impl = system.implementation
-        shares = {f: getattr(impl, f) or getattr(constants, f) for f in K.MEMORY_EFFICIENCY_FIELDS.values()}
+        shares = {f: getattr(impl, f) or getattr(constants, f) for f in STACK_KERNEL_FIELDS}
         self.k_src = replace(constants, **dict(origin.kernels))
         self.k = replace(constants, fuse_activations=impl.fused_activations, **shares)
         self.precision = run_precision(precision, mixed)

@@ -16,11 +16,13 @@ from oracle.compute.kernels import (
     MEMORY_EFFICIENCY_FIELDS,
     TWO_PASS_TYPES,
     VIEW_TYPES,
+    WINDOW_TYPES,
     KernelConstants,
     conv3d,
     depthwise,
     fused_layers,
     grouped_gemm,
+    issue_rate,
     winograd,
 )
 from oracle.compute.layers.shapes_tokens import internal_traffic
@@ -47,6 +49,7 @@ class ModelArrays:
     winograd: object = None  # bool: a dense 3x3 stride-1 convolution
     conv3d: object = None  # bool: a (transposed) convolution over three spatial dimensions
     fft: object = None  # float (pointwise FLOPs, transformed bytes, filter bytes, tiles, columns) x layers; NaN: none
+    window: object = None  # float: a windowed pooling's input elements per sample (kernels.WINDOW_TYPES), NaN: other
 
     @classmethod
     def of(cls, model: Model, k: KernelConstants = DEFAULT_CONSTANTS) -> ModelArrays:
@@ -67,7 +70,9 @@ class ModelArrays:
         return cls(*a, types=np.array([layer.type for layer in model.layers], dtype=str),
                    winograd=np.array([winograd(layer) for layer in model.layers], dtype=bool),
                    conv3d=np.array([conv3d(layer, info) for layer, info in zip(model.layers, model.info)], dtype=bool),
-                   fft=_fft_arrays(model, k))
+                   fft=_fft_arrays(model, k),
+                   window=np.array([info.input_elements if layer.type in WINDOW_TYPES else np.nan
+                                    for layer, info in zip(model.layers, model.info)], dtype=float))
 
 
 def _fft_arrays(model: Model, k: KernelConstants):
@@ -141,10 +146,16 @@ def per_sample_array(arrays: ModelArrays, gpu: GpuSpec, precision: str, batch: f
         w = n * split / gpu.sm_count
         waves = np.where(a.matmul & ~dw, np.maximum(w + 0.5, 1.0) / w, 1.0)
     compute = flops * waves / rate
+    bw_compute = compute
+    if a.window is not None and k.pool_window_efficiency is not None:  # kernels.layer_time: per-element bound
+        pooled = ~np.isnan(a.window)
+        work = flops + batch * np.nan_to_num(a.window)
+        compute = np.where(pooled, work / (k.pool_window_efficiency * issue_rate(gpu)), compute)
+        bw_compute = np.where(pooled, 2.0 * compute, compute)
     fw = np.maximum(np.maximum(compute, nbytes / byte_rate), k.launch_s)
     if a.fft is not None and k.runs_fft(gpu.architecture) and not np.isnan(a.fft[0]).all():
         fw = np.fmin(fw, _fft_array(a, gpu, precision, batch, k))
-    bw = np.where(a.matmul, 2.0 * fw, np.maximum(np.maximum(compute, 2.0 * nbytes / byte_rate), k.launch_s))
+    bw = np.where(a.matmul, 2.0 * fw, np.maximum(np.maximum(bw_compute, 2.0 * nbytes / byte_rate), k.launch_s))
     fw = np.where(a.active, fw, 0.0)
     bw = np.where(a.active, bw, 0.0)
     return fw / batch, bw / batch

@@ -144,6 +144,8 @@ def parse_stack(doc: dict, file: str) -> Stack:
     reduction = sourced(compute, "reduction_memory_efficiency", share, required=False)
     maxpool = sourced(compute, "maxpool_memory_efficiency", share, required=False)
     avgpool = sourced(compute, "avgpool_memory_efficiency", share, required=False)
+    window = sourced(compute, "pool_window_efficiency", number(gt=0, le=1, what="elements per issued thread instruction"),
+                     required=False)  # fmt: skip
     formats, speedups = _layout(compute)
     compute.done()
     it = top.sub("iteration")
@@ -179,4 +181,4 @@ def parse_stack(doc: dict, file: str) -> Stack:
     return Stack(name, file, description, efficiency, data_parallel, scaling, fixed, floor, per_gpu, per_node,
                  library, algorithm, overlap, bucket, cycle, memory_model, cost_model, split_types,
                  split_points, paths, update, nccl_algos, fused, reduction, maxpool, gradients, overhead,
-                 formats, speedups, avgpool_memory_efficiency=avgpool)  # fmt: skip
+                 formats, speedups, avgpool_memory_efficiency=avgpool, pool_window_efficiency=window)  # fmt: skip

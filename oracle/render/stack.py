@@ -5,10 +5,9 @@ from __future__ import annotations
 
 import json
 
-from oracle.compute.kernels import MEMORY_EFFICIENCY_FIELDS
-from oracle.stack import Sourced, Stack
+from oracle.stack import STACK_KERNEL_FIELDS, Sourced, Stack
 
-KERNEL_SHARES = tuple(MEMORY_EFFICIENCY_FIELDS.values())  # compute.<field>: the stack's kernels' bandwidth shares
+KERNEL_SHARES = STACK_KERNEL_FIELDS  # compute.<field>: the stack's kernels' bandwidth and pooling shares
 
 
 def stack_values(st: Stack) -> list[tuple[str, Sourced]]:
