@@ -123,3 +123,14 @@ def test_pooling_layers_measured_on_an_h200_against_the_shipped_stack(bench):
         before = bench.score(bench.modelled_ms(sel, bench.stack_constants(pool_window_efficiency=None)))
         assert 0.8 <= ratio <= 1.3 and mean_log < 0.25, (key, mean_log, ratio)
         assert before[1] < 0.6 and before[0] > 0.7, (key, before)
+
+
+def test_which_stacks_bound_pooling():
+    """pytorch (fitted) and tensorflow (carried over by kernel structure) bound pooling at 0.017;
+    mxnet, the ParaDL-mode stacks and a run without a stack do not (docs/cost-model.md)."""
+    from oracle.load import load_stack
+
+    got = {name: load_stack(name).kernel_constants().get("pool_window_efficiency")
+           for name in ("pytorch", "tensorflow", "mxnet", "chainermnx", "paradl")}  # fmt: skip
+    assert got == {"pytorch": 0.017, "tensorflow": 0.017, "mxnet": None, "chainermnx": None, "paradl": None}
+    assert K.DEFAULT_CONSTANTS.pool_window_efficiency is None
