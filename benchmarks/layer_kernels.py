@@ -7,7 +7,8 @@ layer, GPU (``hgx-h200``), precision (AMP: fp16; fp32: TF32) and batch, under th
 stack's kernel fields (separate activation kernels, batchnorm's and pooling's shares); the
 stack's whole-step efficiency is not applied (it is fitted on whole steps: gpu_measured.py).
 Printed per model, batch and precision, summed by layer type: measured ms and modelled /
-measured.
+measured; then the pooling layers, fitted and held out, with and without the stack's
+``compute.pool_window_efficiency``.
 
 ``--fit``: stacks/pytorch.yaml's ``compute.pool_window_efficiency`` (windowed pooling's
 per-element rate, oracle/compute/kernels.py), a grid minimising the mean |log(modelled /
@@ -94,23 +95,35 @@ def by_type(rows, k: K.KernelConstants) -> None:
         print(f"{key[0]:15s} {key[1]:4d} {key[2]:4s} all {measured(everything):7.2f}/{score(everything)[1]:.2f}  {text}")
 
 
-def fit(rows) -> float:
+def pooling_groups(rows) -> dict[str, list]:
+    """The fit rows (max pooling of FIT_MODELS) and each held-out group of pooling layers."""
     pools = [x for x in rows if x[1].type in K.WINDOW_TYPES]
-    fit_rows = [x for x in pools if x[1].type == "maxpool" and x[0]["model"] in FIT_MODELS]
-    grid = [i * 0.0005 for i in range(4, 121)]
-    best = min(grid, key=lambda e: score(modelled_ms(fit_rows, stack_constants(pool_window_efficiency=e)))[0])
-    print(f"pool_window_efficiency {best:.5f} (grid, 0.0005 steps) on {len(fit_rows)} max-pooling layers of"
-          f" {', '.join(FIT_MODELS)}; shipped: {load_stack('pytorch').pool_window_efficiency.value}")
-    groups = {"fitted: max pooling, ResNet-50, VGG-16, AlexNet": fit_rows}
+    groups = {"fitted: max pooling, ResNet-50, VGG-16, AlexNet": [
+        x for x in pools if x[1].type == "maxpool" and x[0]["model"] in FIT_MODELS]}  # fmt: skip
     for t in K.WINDOW_TYPES:
         for model in sorted({x[0]["model"] for x in pools if x[1].type == t}):
             if not (t == "maxpool" and model in FIT_MODELS):
                 groups[f"held out: {t}, {model}"] = [x for x in pools if x[1].type == t and x[0]["model"] == model]
-    print(f"{'':48s} {'layers':>6s}  mean |log|, modelled/measured: before   after")
+    return groups
+
+
+def pooling_table(groups: dict[str, list], value: float) -> None:
+    print(f"{'pooling layers, forward + backward':48s} {'layers':>6s}  mean |log|, modelled/measured:"
+          f" without the bound   with {value:g}")  # fmt: skip
     for name, sel in groups.items():
         b, a = score(modelled_ms(sel, stack_constants(pool_window_efficiency=None))), score(
-            modelled_ms(sel, stack_constants(pool_window_efficiency=best)))
+            modelled_ms(sel, stack_constants(pool_window_efficiency=value)))
         print(f"{name:48s} {len(sel):6d}  {b[0]:.3f} {b[1]:.2f}   {a[0]:.3f} {a[1]:.2f}")
+
+
+def fit(rows) -> float:
+    groups = pooling_groups(rows)
+    fit_rows = next(iter(groups.values()))
+    grid = [i * 0.0005 for i in range(4, 121)]
+    best = min(grid, key=lambda e: score(modelled_ms(fit_rows, stack_constants(pool_window_efficiency=e)))[0])
+    print(f"pool_window_efficiency {best:.5f} (grid, 0.0005 steps) on {len(fit_rows)} max-pooling layers of"
+          f" {', '.join(FIT_MODELS)}; shipped: {load_stack('pytorch').pool_window_efficiency.value}")
+    pooling_table(groups, best)
     return best
 
 
@@ -123,6 +136,8 @@ def main() -> None:
         fit(rows)
         return
     by_type(rows, stack_constants())
+    print()
+    pooling_table(pooling_groups(rows), float(load_stack("pytorch").pool_window_efficiency.value))
 
 
 if __name__ == "__main__":

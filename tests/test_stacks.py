@@ -285,6 +285,8 @@ def test_list_and_show_stack():
     assert math.isclose(j["values"]["compute.maxpool_memory_efficiency"]["value"], 0.22)
     avgpool = j["values"]["compute.avgpool_memory_efficiency"]
     assert math.isclose(avgpool["value"], 0.22) and "AveragePool2d.cu" in avgpool["source"]
+    window = j["values"]["compute.pool_window_efficiency"]
+    assert math.isclose(window["value"], 0.017) and window["fitted_on"].startswith("validation/gpu-layer-kernels.csv:")
 
 
 def test_runs_file_stack_column_comes_before_the_option(tmp_path):
