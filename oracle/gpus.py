@@ -39,7 +39,13 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from oracle.vocabulary import PRECISIONS
+from oracle.vocabulary import FP32, PRECISIONS
+
+# FP32 lanes per SM (NVIDIA's architecture whitepapers: Kepler GK110, Maxwell GM200, Volta GV100,
+# Turing TU102, Ada AD102, Hopper GH100); Pascal and Ampere have 64 on their data-centre dies (GP100,
+# GA100) and 128 on the others (GP10x, GA10x): GpuSpec.issue_rate tells them apart
+FP32_LANES_PER_SM = {"kepler": 192, "maxwell": 128, "volta": 64, "turing": 64, "ada": 128, "hopper": 128,
+                     "blackwell": 128}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -62,6 +68,18 @@ class GpuSpec:
     @property
     def precisions(self) -> tuple[str, ...]:
         return tuple(p for p, _ in self.peak_flops)
+
+    def issue_rate(self) -> float:
+        """Thread instructions per second the SMs issue: four warp schedulers of 32 threads per
+        SM and clock from Maxwell to Hopper (Kepler's four dispatch two each: 256), the clock
+        from the FP32 peak (2 FLOPs per lane and clock).  Lanes per SM: FP32_LANES_PER_SM; for
+        Pascal, Ampere and unknown GPUs 64 where the FP32 peak per SM is below 300 GFLOP/s
+        (GP100 189, GA100 180, V100 196: 64 lanes at up to 2.3 GHz), else 128 (GP102 403, GA102 434)."""
+        fp32 = self.peak(FP32) or self.peak_flops[0][1]
+        lanes = FP32_LANES_PER_SM.get(self.architecture)
+        if lanes is None:
+            lanes = 64 if self.sm_count and fp32 / self.sm_count < 300e9 else 128
+        return fp32 * (256 if self.architecture == "kepler" else 128) / (2.0 * lanes)
 
 
 def _spec(name, fp32, tf32, fp16, bf16, bw_GBps, sms, source) -> GpuSpec:

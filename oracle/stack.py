@@ -115,7 +115,7 @@ class Stack:
     # class: (gpu generation, precision class, value); what --memory-format moves by
     channels_last_speedup: tuple[tuple[str, str, Sourced], ...] = ()
     avgpool_memory_efficiency: Sourced | None = None  # with the shares above (kept last: positional)
-    # windowed pooling's elements per issued thread instruction (compute/kernels.py issue_rate)
+    # windowed pooling's elements per issued thread instruction (gpus.GpuSpec.issue_rate)
     pool_window_efficiency: Sourced | None = None
 
     def memory_format_for(self, precision_class: str) -> str | None:

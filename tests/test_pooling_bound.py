@@ -1,5 +1,5 @@
 """Windowed pooling bound by its instructions (compute/kernels.py pool_window_efficiency and
-issue_rate; stacks/pytorch.yaml): hand-computed times, the issue rate of each architecture,
+gpus.GpuSpec.issue_rate; stacks/pytorch.yaml): hand-computed times, the issue rate of each architecture,
 properties, and the check against pooling layers timed one by one on an H200
 (validation/gpu-layer-kernels.csv, benchmarks/layer_kernels.py)."""
 
@@ -42,7 +42,7 @@ def _pool(kind="maxpool", kernel=3, stride=1, channels=16, side=8):
      ("K80", 4.37e12 * 256 / 384)],  # Kepler: 192 lanes, four schedulers dispatching two each
 )  # fmt: skip
 def test_issue_rate_by_hand(gpu, want):
-    assert K.issue_rate(lookup(gpu)) == pytest.approx(want, rel=1e-12)
+    assert lookup(gpu).issue_rate() == pytest.approx(want, rel=1e-12)
 
 
 def test_a_stride_one_maxpool_is_bound_by_its_instructions_by_hand():
@@ -83,7 +83,7 @@ def test_the_bound_only_slows_and_is_the_same_in_any_precision(kind, kernel, str
     _, layer, info = _pool(kind, kernel, stride, channels, side)
     g = lookup(gpu)
     work = batch * (info.flops + info.input_elements)
-    floor = work / (KC.pool_window_efficiency * K.issue_rate(g))
+    floor = work / (KC.pool_window_efficiency * g.issue_rate())
     for prec in ("fp16", "fp32"):
         fw, bw = K.layer_time(layer, info, g, prec, batch, KC)
         plain = K.layer_time(layer, info, g, prec, batch, replace(KC, pool_window_efficiency=None))

@@ -464,7 +464,7 @@ def test_pytorch_windowed_avgpool_runs_at_its_instruction_bound():
     """stacks/pytorch.yaml compute.avgpool_memory_efficiency 0.22 and pool_window_efficiency
     0.017: Inception-v3's windowed avgpool layers (3x3, stride 1: 9 window elements and one
     input element per output) are bound by their instructions on an A100 (64 FP32 lanes per SM:
-    19.5e12 thread instructions per second, kernels.issue_rate), not by the bandwidth, so a
+    19.5e12 thread instructions per second, GpuSpec.issue_rate), not by the bandwidth, so a
     profile's streaming fp16 time (4 bytes per output at 0.9 x 2,039 GB/s) converts to
     (10 / (0.017 x 19.5e12)) / (4 / (0.9 x 2039e9)) = 13.84x, forward and backward alike
     (both twice as much work); the global average pool (a reduction) keeps 1x."""

@@ -59,11 +59,8 @@ For layer ``l`` run on ``b`` samples at once (``F_l`` forward FLOPs per sample,
   ones on an H200, measured per layer: batch norm about 0.5, max pooling about 0.22);
   default: as streaming kernels; a software stack sets its own.  Global (adaptive) average
   pooling is a plain reduction to one value per channel and keeps the streaming share.
-- **Windowed pooling's instructions** (``KernelConstants.pool_window_efficiency``, set by a
-  stack): eager PyTorch's max and average pooling take the same time in fp16 as in fp32,
-  bound by the instructions of a thread looping over each output's window; a maxpool or
-  avgpool layer takes at least ``b·(FLOPs + |x|) / (e_w · issue_rate)``, twice that backward
-  (:func:`issue_rate`: four warp schedulers of 32 threads per SM and clock).
+- **Windowed pooling's instructions** (``KernelConstants.pool_window_efficiency``): at least
+  ``b·(FLOPs + |x|) / (e_w · gpu.issue_rate())``, twice that backward.
 - **Fused activations** (default on; ``KernelConstants.fuse_activations``): an
   element-wise activation right after a batchnorm or an add runs inside that kernel
   (cuDNN's fused BN+activation and BN+add+activation ops; MXNet's and TF-XLA's ResNet
@@ -103,11 +100,6 @@ MEMORY_EFFICIENCY_FIELDS = {"batchnorm": "reduction_memory_efficiency", "maxpool
                             "avgpool": "avgpool_memory_efficiency"}  # fmt: skip
 VIEW_TYPES = ("flatten", "slice")  # no kernel
 WINDOW_TYPES = ("maxpool", "avgpool")  # windowed pooling (KernelConstants.pool_window_efficiency)
-# FP32 lanes per SM (NVIDIA's architecture whitepapers: Kepler GK110, Maxwell GM200, Volta GV100,
-# Turing TU102, Ada AD102, Hopper GH100); Pascal and Ampere have 64 on their data-centre dies (GP100,
-# GA100) and 128 on the others (GP10x, GA10x): issue_rate tells them apart
-FP32_LANES_PER_SM = {"kepler": 192, "maxwell": 128, "volta": 64, "turing": 64, "ada": 128, "hopper": 128,
-                     "blackwell": 128}  # fmt: skip
 WU_PASSES = 5  # SGD momentum: read w, grad, m; write w, m (oracle.profiling.estimate)
 
 
@@ -129,15 +121,11 @@ class KernelConstants:
     reduction_memory_efficiency: float | None = None
     maxpool_memory_efficiency: float | None = None
     avgpool_memory_efficiency: float | None = None  # windowed average pooling (not the global one)
-    # windowed pooling (maxpool, avgpool) as eager PyTorch's kernels run it: bound neither by
-    # HBM nor by arithmetic but by the instructions of one thread per output looping over its
-    # window (aten/src/ATen/native/cuda/DilatedMaxPool2d.cu, AveragePool2d.cu: index arithmetic,
-    # a load and a compare or add per element; the same time in fp16 as in fp32, measured):
-    # every window element and every input element once, ``FLOPs + b·|x|`` (FLOPs: kernel
-    # volume per output, layers/shapes.py), at this many per issued thread instruction
-    # (issue_rate), twice that in the backward (it gathers over the same windows).
-    # None: no such bound (the element-wise layers' simt rate never binds).  Set by a software
-    # stack (compute.pool_window_efficiency: stacks/pytorch.yaml, fitted per layer)
+    # windowed pooling (maxpool, avgpool) bound by the instructions of a thread per output
+    # looping over its window (aten/src/ATen/native/cuda/DilatedMaxPool2d.cu, AveragePool2d.cu;
+    # the same time in fp16 as in fp32, measured): its window and input elements, FLOPs + b·|x|,
+    # at this many per issued thread instruction (GpuSpec.issue_rate), twice that backward (a
+    # gather over the same windows); None: no such bound.  A stack sets it (compute.pool_window_efficiency)
     pool_window_efficiency: float | None = None
     launch_s: float = 5e-6  # nominal kernel launch floor (NVIDIA CUDA Graphs blog, 2019)
     tile_elements: int = 128 * 128  # output elements per conv/fc thread block (CUTLASS default tile)
@@ -331,20 +319,6 @@ def waves_factor(out_elements: float, reduction: float, sm_count: int | None, ti
     return expected_waste(blocks / sm_count)
 
 
-def issue_rate(gpu: GpuSpec) -> float:
-    """Thread instructions per second the SMs issue: four warp schedulers of 32 threads per SM
-    and clock from Maxwell to Hopper (Kepler's four dispatch two each: 256), the clock from the
-    FP32 peak (2 FLOPs per lane and clock).  Lanes per SM: FP32_LANES_PER_SM; for Pascal, Ampere
-    and unknown GPUs 64 where the FP32 peak per SM is below 300 GFLOP/s (GP100 189, GA100 180,
-    V100 196: 64 lanes at up to 2.3 GHz) and 128 above it (GP102 403, GA102 434)."""
-    fp32 = gpu.peak(FP32) or gpu.peak_flops[0][1]
-    lanes = FP32_LANES_PER_SM.get(gpu.architecture)
-    if lanes is None:
-        lanes = 64 if gpu.sm_count and fp32 / gpu.sm_count < 300e9 else 128
-    per_clock = 256 if gpu.architecture == "kepler" else 128
-    return fp32 * per_clock / (2.0 * lanes)
-
-
 def kernel_time(flops: float, nbytes: float, flop_rate: float, byte_rate: float, waves: float,
                 launch_s: float) -> float:  # fmt: skip
     """One kernel: max(compute, memory, launch floor)."""
@@ -390,7 +364,7 @@ def layer_time(
     rate = k.simt_efficiency * (gpu.peak(FP32) or gpu.peak_flops[0][1])
     flops, bw_flops = work.flops, work.flops
     if layer.type in WINDOW_TYPES and k.pool_window_efficiency is not None:  # per-element bound
-        rate = k.pool_window_efficiency * issue_rate(gpu)
+        rate = k.pool_window_efficiency * gpu.issue_rate()
         flops = work.flops + batch * info.input_elements
         bw_flops = 2.0 * flops
     fw = kernel_time(flops, work.bytes, rate, byte_rate, 1.0, k.launch_s)

@@ -22,7 +22,6 @@ from oracle.compute.kernels import (
     depthwise,
     fused_layers,
     grouped_gemm,
-    issue_rate,
     winograd,
 )
 from oracle.compute.layers.shapes_tokens import internal_traffic
@@ -150,7 +149,7 @@ def per_sample_array(arrays: ModelArrays, gpu: GpuSpec, precision: str, batch: f
     if a.window is not None and k.pool_window_efficiency is not None:  # kernels.layer_time: per-element bound
         pooled = ~np.isnan(a.window)
         work = flops + batch * np.nan_to_num(a.window)
-        compute = np.where(pooled, work / (k.pool_window_efficiency * issue_rate(gpu)), compute)
+        compute = np.where(pooled, work / (k.pool_window_efficiency * gpu.issue_rate()), compute)
         bw_compute = np.where(pooled, 2.0 * compute, compute)
     fw = np.maximum(np.maximum(compute, nbytes / byte_rate), k.launch_s)
     if a.fft is not None and k.runs_fft(gpu.architecture) and not np.isnan(a.fft[0]).all():
