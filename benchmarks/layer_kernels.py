@@ -28,6 +28,7 @@ import math
 import sys
 from collections import defaultdict
 from dataclasses import replace
+from functools import lru_cache
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -55,9 +56,14 @@ def load_rows() -> list[tuple]:
     return out
 
 
+@lru_cache(maxsize=1)
+def h200():
+    return system_spec(load_system(SYSTEM))
+
+
 def modelled_ms(rows, k: K.KernelConstants) -> list[tuple[float, float]]:
     """(measured, modelled) forward + backward ms of each row."""
-    gpu = system_spec(load_system(SYSTEM))
+    gpu = h200()
     out = []
     for r, layer, info in rows:
         fw, bw = K.layer_time(layer, info, gpu, PRECISION[r["precision"]], int(r["batch"]), k)

@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import statistics
 import sys
 import time
 from pathlib import Path
@@ -46,42 +45,14 @@ FIELDS = ["model", "layer", "type", "precision", "memory_format", "batch", "fw_m
           "gpu", "torch", "cudnn", "command"]  # fmt: skip
 
 
-class _Wall:
-    """The CPU's stand-in for GpuClock: wall-clock seconds."""
-
-    def timed(self, fn, key: str) -> float:
-        t0 = time.perf_counter()
-        fn()
-        return time.perf_counter() - t0
-
-
-def _layer_ms(torch, net, outs, ctx, clock, repeats: int, warmup: int):
-    """(name, fw ms, bw ms) of each layer, in isolation on its real input."""
-    for i, (name, module, srcs) in enumerate(zip(net.names, net.layers, net.sources)):
-        inputs = [outs[s].detach().requires_grad_(s != "input") for s in srcs]
-        upstream = torch.randn_like(outs[name])
-        fts, bts = [], []
-        for _ in range(warmup + repeats):
-            for p in module.parameters():
-                p.grad = None
-            holder: list = []
-
-            def fw(m=module, xs=inputs, out=holder):
-                with ctx():
-                    out.append(m(*xs))
-
-            fts.append(clock.timed(fw, "fw"))
-            y = holder.pop()
-            bts.append(clock.timed(lambda out=y, g=upstream: out.backward(g), "bw") if y.requires_grad else 0.0)
-            del y
-        yield name, statistics.median(fts[warmup:]) * 1e3, statistics.median(bts[warmup:]) * 1e3
-
-
 def measure(torch, model_name: str, batch: int, precision: str, fmt: str, dev, repeats: int, warmup: int):
+    """One row per layer: oracle profile's per-layer timing (profiling.measure.layer_times),
+    each layer's forward under autocast for ``amp``."""
     from contextlib import nullcontext
 
     from oracle.load import load_model
-    from oracle.profiling.timing import GpuClock
+    from oracle.profiling.measure import layer_times
+    from oracle.profiling.timing import Timer
     from oracle.profiling.torchnet import build_network
 
     model = load_model(model_name)
@@ -96,12 +67,25 @@ def measure(torch, model_name: str, batch: int, precision: str, fmt: str, dev, r
     def ctx():
         return torch.autocast(dev.type, dtype=half) if precision == "amp" else nullcontext()
 
+    class Autocast(torch.nn.Module):
+        """A layer whose forward runs in ``ctx()`` (autocast for AMP); its backward outside it."""
+
+        def __init__(self, module) -> None:
+            super().__init__()
+            self.module = module
+
+        def forward(self, *xs):
+            with ctx():
+                return self.module(*xs)
+
     with torch.no_grad(), ctx():
         outs = net.forward_all(x)
-    clock = GpuClock(torch, dev) if dev.type == "cuda" else _Wall()
-    types = {layer.name: layer.type for layer in model.layers}
-    for name, fw, bw in _layer_ms(torch, net, outs, ctx, clock, repeats, warmup):
-        yield {"model": model_name, "layer": name, "type": types[name], "fw_ms": fw, "bw_ms": bw}
+    net.layers = torch.nn.ModuleList(Autocast(m) for m in net.layers)
+    timer = Timer(torch, dev, time.perf_counter, None, len(net.layers))  # GpuClock on CUDA
+    fw, bw = layer_times(torch, net, outs, net.layer_parameters(), timer, batch, repeats, warmup)
+    for layer, f, b in zip(model.layers, fw, bw):
+        yield {"model": model_name, "layer": layer.name, "type": layer.type, "fw_ms": f * batch * 1e3,
+               "bw_ms": b * batch * 1e3}  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -350,7 +350,7 @@ def _measure(torch, model, dev, batch, repeats, warmup, seed, progress, clock) -
     if opt_all is not None:
         opt_all.zero_grad(set_to_none=True)
     timer.tick("training step")
-    fw, bw = _layer_times(torch, net, outs, params, timer, batch, repeats, warmup)  # 1-4
+    fw, bw = layer_times(torch, net, outs, params, timer, batch, repeats, warmup)  # 1-4
     del outs
     wu, opt_step, sep_sum = _update_times(torch, net, params, opt_all, timer, repeats, warmup)  # 5
     # 6 (second half): whole training steps again; median of both halves
@@ -389,8 +389,9 @@ def _measure(torch, model, dev, batch, repeats, warmup, seed, progress, clock) -
     )
 
 
-def _layer_times(torch, net, outs, params, timer: Timer, batch, repeats, warmup) -> tuple[list[float], list[float]]:
-    """Steps 1-4: forward and backward of each layer, in isolation (seconds per sample)."""
+def layer_times(torch, net, outs, params, timer: Timer, batch, repeats, warmup) -> tuple[list[float], list[float]]:
+    """Steps 1-4: forward and backward of each layer, in isolation (seconds per sample; also
+    scripts/measure_layer_kernels.py's)."""
     fw: list[float] = []
     bw: list[float] = []
     for i, (name, module, srcs) in enumerate(zip(net.names, net.layers, net.sources)):
