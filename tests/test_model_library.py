@@ -39,6 +39,8 @@ SHIPPED = (
     "googlenet",
     "bvlc_alexnet",
     "caffenet",
+    "resnet50_v1",
+    "inception_v4",
 )
 
 # --------------------------------------------------------------------------------------
@@ -99,6 +101,9 @@ PARAMS = {
     # 37,752,832; fc7 16,781,312; fc8 4,097,000
     "bvlc_alexnet": 60_965_224,
     "caffenet": 60_965_224,
+    "resnet50_v1": 25_557_032,  # the same layers as v1.5; only the strides move
+    # timm's inception_v4 (the authors' TF-slim layout) built in PyTorch: 42,679,816
+    "inception_v4": 42_679_816,
 }
 
 NAMES = {
@@ -120,6 +125,8 @@ NAMES = {
     "googlenet": "GoogLeNet",
     "bvlc_alexnet": "BVLC AlexNet",
     "caffenet": "CaffeNet",
+    "resnet50_v1": "ResNet-50 v1",
+    "inception_v4": "Inception-v4",
 }
 
 # torchvision model docs, "GFLOPS" column (which counts multiply-adds).  oracle counts
@@ -417,3 +424,55 @@ def test_inception_v3_header_quotes_parameters():
     assert "Source:" in header and "Choices" in header
     quoted = re.search(r"^# Parameters: ([0-9,]+)", header, flags=re.MULTILINE)
     assert quoted and quoted.group(1) == f"{INCEPTION_V3_PARAMS:,}"
+
+
+# --------------------------------------------------------------------------------------
+# ResNet-50 v1 and Inception-v4 (the models of tf_cnn_benchmarks' resnet50 and inception4)
+# --------------------------------------------------------------------------------------
+
+
+def test_resnet50_v1_moves_only_the_strides(models):
+    """v1 strides the first 1x1 of a stage's first bottleneck (He et al. 2016, the authors'
+    Caffe prototxt); every other layer and shape is v1.5's."""
+    v1, v15 = models["resnet50_v1"], models["resnet50"]
+    assert [layer.name for layer in v1.layers] == [layer.name for layer in v15.layers]
+    for stage in (3, 4, 5):
+        assert v1.layers[v1.index[f"res{stage}a_branch2a"]].stride == (2,)
+        assert v1.layers[v1.index[f"res{stage}a_branch2b"]].stride == (1,)
+        assert _info(v1, f"res{stage}a").output_shape == _info(v15, f"res{stage}a").output_shape
+    # the 3x3 convs output 28x28, 14x14, 7x7 either way; what changes is the 1x1 before
+    # them (branch2a), which v1 runs at a quarter of the positions: it saves
+    # 2 * C_in * width * (3/4) * H * W, i.e. 2 * 256 * 128 * 2,352 = 154,140,672 in res3a,
+    # and as much in res4a (512, 256, 28x28) and res5a (1024, 512, 14x14)
+    saved = 2 * (256 * 128 * 56**2 + 512 * 256 * 28**2 + 1024 * 512 * 14**2) * 3 // 4
+    assert saved == 3 * 154_140_672
+    assert _conv_flops(v15) - _conv_flops(v1) == saved
+    # torch.utils.flop_counter on torchvision's resnet50 with the strides moved: 7.716 GFLOPs
+    assert v1.flops == pytest.approx(7.716e9, rel=0.01)
+
+
+def test_inception_v4_structure(models):
+    m = models["inception_v4"]
+    assert m.input_shape == (3, 299, 299)
+    types = [layer.type for layer in m.layers]
+    # BasicConv2d: stem 3 + Mixed_3a 1 + Mixed_4a 6 + Mixed_5a 1, Inception-A 7 (x4),
+    # Reduction-A 4, Inception-B 10 (x7), Reduction-B 6, Inception-C 10 (x3)
+    assert types.count("conv") == 3 + 1 + 6 + 1 + 4 * 7 + 4 + 7 * 10 + 6 + 3 * 10 == 149
+    assert types.count("batchnorm") == types.count("relu") == 149
+    # 3 stem mixes + 16 blocks + the two forks of each Inception-C
+    assert types.count("concat") == 3 + 16 + 3 * 2
+    for name, shape in (  # the paper's figures 3-9
+        ("Mixed_3a", (160, 73, 73)),
+        ("Mixed_4a", (192, 71, 71)),
+        ("Mixed_5a", (384, 35, 35)),
+        ("Inception_A4", (384, 35, 35)),
+        ("Reduction_A", (1024, 17, 17)),
+        ("Inception_B7", (1024, 17, 17)),
+        ("Reduction_B", (1536, 8, 8)),
+        ("Inception_C3", (1536, 8, 8)),
+        ("avgpool", (1536, 1, 1)),
+        ("fc", (1000,)),
+    ):
+        assert _info(m, name).output_shape == shape, name
+    # torch.utils.flop_counter on timm's inception_v4: 24.51 GFLOPs in convs and fc
+    assert m.flops == pytest.approx(24.51e9, rel=0.01)
