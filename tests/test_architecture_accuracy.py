@@ -81,9 +81,10 @@ def test_other_sources_held_out(bench):
 
 def test_graphics_cards_held_out(bench):
     """Turing, Ampere GA10x and Ada cards (validation/graphics-gpu-training.csv, never
-    fitted) keep the V100 fit: the pre-Volta terms change nothing there.  Floors: 0.844
-    overall and 0.852 on ResNet-50 when written (2026-11-26), less 0.01."""
+    fitted) keep the V100 fit: the pre-Volta terms change nothing there.  Floors: 0.850
+    overall, 0.813 on the PyTorch ResNet-50 (v1.5) rows and 0.928 on tf_cnn_benchmarks'
+    ResNet-50 v1 rows when written (2026-11-27), less 0.01."""
     table = {name: (n, before, now) for name, n, before, now in bench.evaluate_others(bench.other_rows(bench.GRAPHICS))}
     assert table["all"][0] == 51
     assert all(before == now for _, before, now in table.values())
-    assert table["all"][2] >= 0.83 and table["resnet50"][2] >= 0.84
+    assert table["all"][2] >= 0.84 and table["resnet50"][2] >= 0.80 and table["resnet50_v1"][2] >= 0.918
