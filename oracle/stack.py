@@ -117,6 +117,10 @@ class Stack:
     avgpool_memory_efficiency: Sourced | None = None  # with the shares above (kept last: positional)
     # windowed pooling's elements per issued thread instruction (gpus.GpuSpec.issue_rate)
     pool_window_efficiency: Sourced | None = None
+    # the math the software runs a float32 model's convolutions and GEMMs in on GPUs with
+    # TF32 tensor cores (Ampere and later): "tf32" (its default there) or "fp32"; None: as
+    # asked (compute/options.stack_precision)
+    fp32_math: Sourced | None = None
 
     def memory_format_for(self, precision_class: str) -> str | None:
         value = dict(self.memory_format).get(precision_class)

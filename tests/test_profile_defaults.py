@@ -49,15 +49,26 @@ def test_predict_takes_precision_and_batch_from_the_profile(run, bf16):
 
 
 def test_contradicting_options_are_honoured_and_stated(run, bf16):
-    r = _predict(run, bf16, "--precision", "fp32", "-b", "32")
+    r = _predict(run, bf16, "--precision", "fp32", "-b", "32", "--stack", "none")
     assert "fp32 (δ=4; --precision, profile at bf16: converted)" in r.out
     assert "32 samples/GPU (--batch-per-gpu, profile at b=64: converted)" in r.out
     assert f"compute: {H100} bf16 b=64 → {H100} fp32 b=32" in r.out
-    assert _epoch_s(run, bf16, "--precision", "fp32") > 2 * _epoch_s(run, bf16)  # fp32 runs on CUDA cores
+    # without a stack, fp32 runs on the CUDA cores
+    assert _epoch_s(run, bf16, "--precision", "fp32", "--stack", "none") > 2 * _epoch_s(run, bf16)
+
+
+def test_fp32_runs_as_the_stack_runs_it(run, bf16):
+    """Under the system's stack (pytorch: cudnn.allow_tf32), fp32 on an H100 is TF32: the
+    same times as --precision tf32, said in the caption."""
+    r = _predict(run, bf16, "--precision", "fp32", "-b", "32")
+    assert "tf32 (δ=4; --precision fp32, which runs in TF32 under stack pytorch; profile at bf16: converted)" in r.out
+    assert f"→ {H100} tf32 b=32" in r.out
+    assert _epoch_s(run, bf16, "--precision", "fp32") == _epoch_s(run, bf16, "--precision", "tf32")
+    assert _epoch_s(run, bf16, "--precision", "fp32") < _epoch_s(run, bf16, "--precision", "fp32", "--stack", "none")
 
 
 def test_linear_scaling_says_the_times_are_not_converted(run, bf16):
-    r = _predict(run, bf16, "--precision", "fp32", "--compute-scaling", "linear")
+    r = _predict(run, bf16, "--precision", "fp32", "--compute-scaling", "linear", "--stack", "none")
     assert "fp32 (δ=4; --precision, profile at bf16: times not converted)" in r.out
 
 

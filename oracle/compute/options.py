@@ -233,8 +233,10 @@ class Flags:
         runs in fp32, as the same script would there (:func:`profile_precision`)."""
         given = precision or self.precision
         value, why = (given, "") if given else profile_precision(profile.precision, system)
-        chosen = FromProfile(value, given is not None, profile.precision, why)
         mixed = self.options.mixed_precision if mixed_precision is None else mixed_precision
+        mapped, because = stack_precision(value, self.options.stack, mixed, system)
+        value, why = (mapped, because) if because else (value, why)
+        chosen = FromProfile(value, given is not None, profile.precision, why)
         options = replace(self.options, precision=chosen.value, mixed_precision=mixed)
         if self.batch is not None:
             return Run(options, chosen, float(self.batch), None)
@@ -256,6 +258,23 @@ def profile_precision(recorded: str, system) -> tuple[str, str]:
     if spec is None or spec.peak(TF32) is not None:
         return recorded, ""
     return FP32, f"{system.gpu_model} lacks"
+
+
+def stack_precision(value: str, stack, mixed: bool, system) -> tuple[str, str]:
+    """fp32 as the stack's software runs it, and why when that is not fp32: where the
+    stack says its float32 convolutions and GEMMs run on TF32 tensor cores by default
+    (``compute.fp32_math: tf32``: PyTorch's cudnn.allow_tf32, TensorFlow's TensorFloat-32
+    execution, cuDNN's default math) and the system's GPU has them (Ampere and later), an
+    fp32 run projects in tf32.  With --mixed-precision the convolutions run in fp16 anyway."""
+    math = None if stack is None or stack.fp32_math is None else stack.fp32_math.value
+    if value != FP32 or mixed or math != TF32 or system is None:
+        return value, ""
+    from oracle.compute.conversion import system_spec
+
+    spec = system_spec(system)
+    if spec is None or spec.peak(TF32) is None:
+        return value, ""
+    return TF32, f"runs in TF32 under stack {stack.name}"
 
 
 def _memory_reuse(gamma: float | None, same: dict) -> float:

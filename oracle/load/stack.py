@@ -15,15 +15,18 @@ from oracle.stack import PRECISION_CLASSES, Sourced, Stack
 from oracle.vocabulary import (
     ALGORITHMS,
     COST_MODELS,
+    FP32,
     GRADIENT_PRECISIONS,
     MEMORY_FORMATS,
     MEMORY_MODELS,
+    TF32,
 )
 
 OVERLAPS = ("none", "buckets")  # compute/overlap.py
 COMPUTE_SCALINGS = ("model", "linear")  # compute/options.Options.compute_scaling
 # "system": the system file decides, from its topology; else an all-reduce algorithm
 STACK_ALGORITHMS = ("system", *ALGORITHMS)
+FP32_MATHS = (TF32, FP32)  # compute.fp32_math: what a float32 model's convolutions and GEMMs run in
 
 
 def load_stack(path: str | Path) -> Stack:
@@ -147,6 +150,7 @@ def parse_stack(doc: dict, file: str) -> Stack:
     window = sourced(compute, "pool_window_efficiency", number(gt=0, le=1, what="elements per issued thread instruction"),
                      required=False)  # fmt: skip
     formats, speedups = _layout(compute)
+    fp32_math = sourced(compute, "fp32_math", choice(FP32_MATHS), required=False)
     compute.done()
     it = top.sub("iteration")
     seconds = number(ge=0, what="seconds")
@@ -181,4 +185,5 @@ def parse_stack(doc: dict, file: str) -> Stack:
     return Stack(name, file, description, efficiency, data_parallel, scaling, fixed, floor, per_gpu, per_node,
                  library, algorithm, overlap, bucket, cycle, memory_model, cost_model, split_types,
                  split_points, paths, update, nccl_algos, fused, reduction, maxpool, gradients, overhead,
-                 formats, speedups, avgpool_memory_efficiency=avgpool, pool_window_efficiency=window)  # fmt: skip
+                 formats, speedups, avgpool_memory_efficiency=avgpool, pool_window_efficiency=window,
+                 fp32_math=fp32_math)  # fmt: skip

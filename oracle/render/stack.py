@@ -18,6 +18,7 @@ def stack_values(st: Stack) -> list[tuple[str, Sourced]]:
     out += [(f"compute.{k}", getattr(st, k)) for k in KERNEL_SHARES if getattr(st, k)]
     out += [(f"compute.memory_format.{cls}", v) for cls, v in st.memory_format]
     out += [(f"compute.channels_last_speedup.{gpu}.{cls}", v) for gpu, cls, v in st.channels_last_speedup]
+    out += [("compute.fp32_math", st.fp32_math)] if st.fp32_math else []
     out += [("compute.scaling", st.compute_scaling), ("iteration.fixed_s", st.fixed_s),
             ("iteration.launch_floor_s_per_layer", st.launch_floor_s_per_layer)]  # fmt: skip
     out += [("iteration.gpu_overhead_s_per_layer", st.gpu_overhead_s_per_layer)] if st.gpu_overhead_s_per_layer else []

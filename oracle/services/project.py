@@ -72,6 +72,8 @@ def provenance(chosen, used, options: str, shown: str, converts: bool, default=N
         return "" if chosen.given or chosen.recorded in (None, default) else "from the profile"
     if chosen.why and not chosen.given:
         return f"profile at {shown}, which {chosen.why}: " + ("converted" if converts else "times not converted")
+    if chosen.why:  # the option's fp32, which the stack runs in tf32 (compute/options.stack_precision)
+        return f"{options} fp32, which {chosen.why}; profile at {shown}: " + ("converted" if converts else "times not converted")
     return f"{options}, profile at {shown}: " + ("converted" if converts else "times not converted")
 
 
