@@ -260,6 +260,17 @@ class KernelConstants:
             return self.tf32_efficiency
         return self.tensor_efficiency
 
+    def matmul_rate(self, gpu: GpuSpec, precision: str, conv: bool = True) -> float:
+        """FLOP/s of a conv (``conv`` false: an fc/attention GEMM) at ``precision`` on ``gpu``.
+        TF32 is a math mode the libraries may use, not one they must: cuDNN and cuBLAS run
+        the faster of its tensor-core kernels and the fp32 CUDA-core ones, which win where
+        the TF32 peak is no higher than the fp32 one (GA10x and Ada: the RTX 3090's 35.6
+        TFLOPS both ways, GA102 whitepaper appendix A)."""
+        rate = self.matmul_efficiency(precision, gpu.architecture, conv) * (gpu.peak(precision) or 1.0)
+        if precision == TF32 and (fp32 := gpu.peak(FP32)):
+            rate = max(rate, self.matmul_efficiency(FP32, gpu.architecture, conv) * fp32)
+        return rate
+
 
 DEFAULT_CONSTANTS = KernelConstants()
 
@@ -346,7 +357,7 @@ def layer_time(
         peak = gpu.peak(precision)
         if peak is None:
             raise KeyError(precision)
-        rate = k.matmul_efficiency(precision, gpu.architecture, layer.type in CONV_TYPES) * peak
+        rate = k.matmul_rate(gpu, precision, layer.type in CONV_TYPES)
         if conv3d(layer, info) and (cap := k.conv3d_cap(precision, gpu.architecture)) is not None:
             rate = min(rate, cap * peak)
         reduction = info.flops / (2.0 * info.output_elements)  # K of the implicit GEMM

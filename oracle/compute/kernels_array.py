@@ -121,11 +121,10 @@ def per_sample_array(arrays: ModelArrays, gpu: GpuSpec, precision: str, batch: f
     peak = gpu.peak(precision)
     if peak is None and bool(a.matmul.any()):
         raise KeyError(precision)
-    gemm = k.matmul_efficiency(precision, gpu.architecture, conv=False) * (peak or 1.0)
+    gemm = k.matmul_rate(gpu, precision, conv=False)
     rate = np.where(a.matmul, gemm, simt)
     if a.types is not None and k.applies_architecture(gpu.architecture):  # cuDNN's convolutions of that time
-        rate = np.where(np.isin(a.types, CONV_TYPES), k.matmul_efficiency(precision, gpu.architecture) * (peak or 1.0),
-                        rate)  # fmt: skip
+        rate = np.where(np.isin(a.types, CONV_TYPES), k.matmul_rate(gpu, precision), rate)
     cap = k.conv3d_cap(precision, gpu.architecture)
     if a.conv3d is not None and cap is not None:
         rate = np.where(a.conv3d, np.minimum(rate, cap * (peak or 1.0)), rate)
