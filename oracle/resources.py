@@ -52,6 +52,23 @@ RENAMED = {
 }
 
 
+# Other names benchmark suites and frameworks give the same architecture or software, by
+# their loose spelling (_loose): tf_cnn_benchmarks' model names (inception3, inception4;
+# benchmarks/scripts/tf_cnn_benchmarks/models/model_config.py), DeepLearningExamples' and
+# MLPerf's ResNet-50 v1.5 (resnet50v1.5, RN50: torchvision's resnet50 is v1.5), GoogLeNet's
+# other name; DeepLearningExamples' framework names (TensorFlow1, TensorFlow2: oracle ships one
+# TensorFlow stack, which every output names) and the usual short ones.
+ALIASES = {
+    "models": {
+        "inception3": "inception_v3", "inception4": "inception_v4", "inceptionv1": "googlenet",
+        "resnet50v15": "resnet50", "rn50": "resnet50", "rn50v15": "resnet50",
+        "resnet101v15": "resnet101", "resnet152v15": "resnet152",
+    },
+    "stacks": {"torch": "pytorch", "tf": "tensorflow", "tf1": "tensorflow", "tensorflow1": "tensorflow",
+               "tf2": "tensorflow", "tensorflow2": "tensorflow"},
+}  # fmt: skip
+
+
 def _loose(name: str) -> str:
     return "".join(c for c in name.casefold() if c not in "-_ .")
 
@@ -81,7 +98,7 @@ def resolve(kind: str, name_or_path: str) -> Path:
             cand = d / f"{text}{suffix}"
             if exists(cand) and cand.is_file():
                 return cand
-        same = loose_match(text, shipped_names(kind))
+        same = loose_match(text, shipped_names(kind)) or ALIASES.get(kind, {}).get(_loose(text))
         if same is not None:
             return resolve(kind, same)
     what = kind.rstrip("s")
