@@ -111,3 +111,16 @@ def test_fp32_under_the_stack_matches_the_published_a100_rows(tmp_path, run, sta
     assert fp32 == pytest.approx(images_per_s("--precision", "tf32", "--stack", stack), rel=1e-12)
     assert abs(fp32 - measured) / measured < 0.15
     assert images_per_s("--precision", "fp32", "--stack", "none") < measured / 1.5
+
+
+def test_profile_estimate_says_how_the_stack_runs_it(tmp_path, run):
+    """`oracle profile --estimate --stack` writes the compute model's fp32 times and says a
+    projection converts them to tf32 on an A100; its summary's stack line is the tf32 one."""
+    for system, converts in (("dgx-a100-80gb", True), ("dgx1-v100", False)):
+        out = tmp_path / f"{system}.yaml"
+        r = run("profile", "resnet50", "--estimate", "--system", system, "--batch", "64", "--stack", "pytorch",
+                "-o", str(out))  # fmt: skip
+        assert r.code == 0, r.err
+        said = "It runs fp32 in tf32 on this GPU: a projection converts these times to tf32."
+        assert (said in out.read_text()) == converts
+        assert ("with stack pytorch" in r.err + r.out) and (("(in tf32, applied" in r.err + r.out) == converts)

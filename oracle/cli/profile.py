@@ -158,25 +158,34 @@ def _estimate(m, system, batch, efficiency, memory_efficiency, output, precision
 
     st = with_stack(Files(), {"stack": stack})["stack"]  # a name, a path or none, as every command reads it
     note = _stack_note(st, s, precision, len(m.layers)) if st is not None else None
+    if note is not None and note[1][3] != precision:  # the stack runs it otherwise (tf32): that estimate's totals
+        kw = dict(compute_efficiency=(efficiency or DEFAULT_COMPUTE_EFFICIENCY) if given else None,
+                  memory_efficiency=(memory_efficiency or DEFAULT_MEMORY_EFFICIENCY) if given else None)
+        note = (note[0], (*note[1][:3], estimate(m, s, batch=batch, precision=note[1][3], **kw)))
+    elif note is not None:
+        note = (note[0], (*note[1][:3], None))
     _write(profile_yaml(pr, header + ([note[0]] if note else [])), output, m)
     _say(estimate_summary(pr, batch, output if output not in (None, "-") else None, note[1] if note else None), output)
 
 
-def _stack_note(st, system, precision: str, layers: int) -> tuple[str, tuple[str, float, float]]:
+def _stack_note(st, system, precision: str, layers: int) -> tuple[str, tuple[str, float, float, str]]:
     """(the header line naming the stack, (its name, the factor a projection with it puts on
-    these times, the GPU overhead it adds per iteration)): an estimated profile keeps the
+    these times, the GPU overhead it adds per iteration, the precision it runs
+    ``precision`` in)): an estimated profile keeps the
     compute model's times and a projection divides them by the stack's efficiency and adds
     its GPU overhead per layer (compute/stack.py), so writing them so here would count the
     stack twice."""
-    from oracle.compute.options import Options
+    from oracle.compute.options import Options, stack_precision
     from oracle.compute.stack import compute_factor
 
     factor = compute_factor(Options(precision=precision, stack=st), system, "estimated")
     extra = layers * st.gpu_overhead_s()
     plus = f" and adds {layers} layers x {st.gpu_overhead_s():g} s of GPU overhead per iteration" if extra else ""
+    runs, _ = stack_precision(precision, st, False, system)
+    tf32 = f" It runs {precision} in {runs} on this GPU: a projection converts these times to {runs}." if runs != precision else ""
     return (f"Stack {st.name}: a projection with --stack {st.name} divides these times by its efficiency"
-            f" {1 / factor:g} ({precision} on {system.gpu_model}){plus}; they are the compute model's.",
-            (st.name, factor, extra))
+            f" {1 / factor:g} ({precision} on {system.gpu_model}){plus}; they are the compute model's.{tf32}",
+            (st.name, factor, extra, runs))
 
 
 def _measure(m, batch, device, repeats, warmup, threads, output) -> None:

@@ -131,14 +131,18 @@ def measurement_summary(m, written: str | None) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _totals(profile: Profile) -> tuple[float, float, float]:
+    """Forward and backward per sample and the weight update per iteration, summed."""
+    return tuple(sum(getattr(t, f) for _, t in profile.layers) for f in ("fw_s", "bw_s", "wu_s"))  # type: ignore[return-value]
+
+
 def estimate_summary(profile: Profile, batch: int, written: str | None,
-                     stack: tuple[str, float, float] | None = None) -> str:  # fmt: skip
+                     stack: tuple | None = None) -> str:  # fmt: skip
     """The totals of an estimated profile; with ``stack`` (its name, the factor a projection
-    with it puts on the times: compute/stack.compute_factor, and the GPU overhead it adds
-    per iteration) its iteration too."""
-    fw = sum(t.fw_s for _, t in profile.layers)
-    bw = sum(t.bw_s for _, t in profile.layers)
-    wu = sum(t.wu_s for _, t in profile.layers)
+    with it puts on the times: compute/stack.compute_factor, the GPU overhead it adds per
+    iteration, and the estimate at the precision it runs in where that differs, else None)
+    its iteration too."""
+    fw, bw, wu = _totals(profile)
     eff = dict(profile.meta).get("efficiency", "")
     lines = [
         f"{profile.model} on {profile.device}: ESTIMATED (roofline, not measured), {eff}",
@@ -148,7 +152,10 @@ def estimate_summary(profile: Profile, batch: int, written: str | None,
         f"  iteration at batch {batch:<7} {_fmt_s(batch * (fw + bw) + wu)}",
     ]
     if stack is not None:
-        lines.append(f"  with stack {stack[0]:<15} {_fmt_s(stack[1] * (batch * (fw + bw) + wu) + stack[2])} (applied when"
+        name, factor, extra, runs_as = stack
+        f, b, w = _totals(runs_as) if runs_as is not None else (fw, bw, wu)
+        how = f"in {runs_as.precision}, " if runs_as is not None else ""
+        lines.append(f"  with stack {name:<15} {_fmt_s(factor * (batch * (f + b) + w) + extra)} ({how}applied when"
                      " projecting; the written times are the compute model's)")
     if written:
         lines += ["", f"wrote {written}"]
