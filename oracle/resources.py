@@ -53,8 +53,8 @@ RENAMED = {
 
 
 # Other names benchmark suites and frameworks give the same architecture or software, by
-# their loose spelling (_loose): tf_cnn_benchmarks' model names (inception3, inception4;
-# benchmarks/scripts/tf_cnn_benchmarks/models/model_config.py), DeepLearningExamples' and
+# their loose spelling (_loose): tf_cnn_benchmarks' --model names (inception3, inception4),
+# DeepLearningExamples' and
 # MLPerf's ResNet-50 v1.5 (resnet50v1.5, RN50: torchvision's resnet50 is v1.5), GoogLeNet's
 # other name; DeepLearningExamples' framework names (TensorFlow1, TensorFlow2: oracle ships one
 # TensorFlow stack, which every output names) and the usual short ones.

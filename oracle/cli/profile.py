@@ -139,14 +139,9 @@ def _estimate(m, system, batch, efficiency, memory_efficiency, output, precision
 
     s = load_system(system)
     given = efficiency is not None or memory_efficiency is not None  # roofline with the given efficiencies
-    pr = estimate(
-        m,
-        s,
-        compute_efficiency=(efficiency or DEFAULT_COMPUTE_EFFICIENCY) if given else None,
-        memory_efficiency=(memory_efficiency or DEFAULT_MEMORY_EFFICIENCY) if given else None,
-        batch=batch,
-        precision=precision,
-    )
+    pr_kw = {"compute_efficiency": (efficiency or DEFAULT_COMPUTE_EFFICIENCY) if given else None,
+             "memory_efficiency": (memory_efficiency or DEFAULT_MEMORY_EFFICIENCY) if given else None}
+    pr = estimate(m, s, batch=batch, precision=precision, **pr_kw)
     header = [
         f"ESTIMATED per-layer profile of {m.name} on {s.gpu_model}, written by `oracle profile"
         " --estimate`.",
@@ -158,14 +153,12 @@ def _estimate(m, system, batch, efficiency, memory_efficiency, output, precision
 
     st = with_stack(Files(), {"stack": stack})["stack"]  # a name, a path or none, as every command reads it
     note = _stack_note(st, s, precision, len(m.layers)) if st is not None else None
-    if note is not None and note[1][3] != precision:  # the stack runs it otherwise (tf32): that estimate's totals
-        kw = dict(compute_efficiency=(efficiency or DEFAULT_COMPUTE_EFFICIENCY) if given else None,
-                  memory_efficiency=(memory_efficiency or DEFAULT_MEMORY_EFFICIENCY) if given else None)
-        note = (note[0], (*note[1][:3], estimate(m, s, batch=batch, precision=note[1][3], **kw)))
-    elif note is not None:
-        note = (note[0], (*note[1][:3], None))
+    summary = None
+    if note is not None:  # the stack's line of the summary, from the estimate in the precision it runs
+        name, factor, extra, runs = note[1]
+        summary = (name, factor, extra, None if runs == precision else estimate(m, s, batch=batch, precision=runs, **pr_kw))
     _write(profile_yaml(pr, header + ([note[0]] if note else [])), output, m)
-    _say(estimate_summary(pr, batch, output if output not in (None, "-") else None, note[1] if note else None), output)
+    _say(estimate_summary(pr, batch, output if output not in (None, "-") else None, summary), output)
 
 
 def _stack_note(st, system, precision: str, layers: int) -> tuple[str, tuple[str, float, float, str]]:

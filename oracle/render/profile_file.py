@@ -133,7 +133,8 @@ def measurement_summary(m, written: str | None) -> str:
 
 def _totals(profile: Profile) -> tuple[float, float, float]:
     """Forward and backward per sample and the weight update per iteration, summed."""
-    return tuple(sum(getattr(t, f) for _, t in profile.layers) for f in ("fw_s", "bw_s", "wu_s"))  # type: ignore[return-value]
+    times = [t for _, t in profile.layers]
+    return sum(t.fw_s for t in times), sum(t.bw_s for t in times), sum(t.wu_s for t in times)
 
 
 def estimate_summary(profile: Profile, batch: int, written: str | None,
