@@ -144,6 +144,12 @@ def _info(model, layer_name):
     return model.info[model.index[layer_name]]
 
 
+def _assert_shapes(model, expected) -> None:
+    """Each (layer name, output shape) of ``expected`` is the model's."""
+    for name, shape in expected:
+        assert _info(model, name).output_shape == shape, name
+
+
 def _conv_flops(model) -> float:
     return sum(i.flops for layer, i in zip(model.layers, model.info) if layer.type == "conv")
 
@@ -401,7 +407,7 @@ def test_inception_v3_structure():
         "Mixed_5b_branch_pool_relu",
     )
     assert m.layers[m.index["Mixed_5b_branch5x5_1"]].inputs == ("maxpool2",)
-    for name, shape in (
+    _assert_shapes(m, (
         ("Conv2d_1a_3x3", (32, 149, 149)),
         ("maxpool1", (64, 73, 73)),
         ("maxpool2", (192, 35, 35)),
@@ -414,8 +420,7 @@ def test_inception_v3_structure():
         ("Mixed_7c", (2048, 8, 8)),
         ("avgpool", (2048, 1, 1)),
         ("fc", (1000,)),
-    ):
-        assert _info(m, name).output_shape == shape, name
+    ))
 
 
 def test_inception_v3_header_quotes_parameters():
@@ -461,7 +466,7 @@ def test_inception_v4_structure(models):
     assert types.count("batchnorm") == types.count("relu") == 149
     # 3 stem mixes + 16 blocks + the two forks of each Inception-C
     assert types.count("concat") == 3 + 16 + 3 * 2
-    for name, shape in (  # the paper's figures 3-9
+    _assert_shapes(m, (  # the paper's figures 3-9
         ("Mixed_3a", (160, 73, 73)),
         ("Mixed_4a", (192, 71, 71)),
         ("Mixed_5a", (384, 35, 35)),
@@ -472,7 +477,6 @@ def test_inception_v4_structure(models):
         ("Inception_C3", (1536, 8, 8)),
         ("avgpool", (1536, 1, 1)),
         ("fc", (1000,)),
-    ):
-        assert _info(m, name).output_shape == shape, name
+    ))
     # torch.utils.flop_counter on timm's inception_v4: 24.51 GFLOPs in convs and fc
     assert m.flops == pytest.approx(24.51e9, rel=0.01)
