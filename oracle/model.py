@@ -390,6 +390,12 @@ class System:
     # chooses from the topology (NCCL) runs its choice (compute/stack.stack_system)
     collective_algorithm_stated: bool = False
     collnet: bool = False  # NCCL CollNet (SHARP) enabled (collectives: collnet; needs interconnect.sharp)
+    # collectives.tree_beyond_gpus (issue 25): the most GPUs the ring-formula levels were fitted
+    # on, measured under a library with trees (NCCL >= 2.4); library_trees: set by
+    # compute/stack.stack_system where such a library's choice is in force, so that a ring
+    # all-reduce over more GPUs may take the tree's latency (compute/network.with_trees)
+    tree_beyond_gpus: int | None = None
+    library_trees: bool = False
     ps_servers: int = 1  # parameter servers for the "ps" algorithm (collectives: ps_servers)
     gpu_workspace_bytes: float = 0.0  # memory the framework takes besides the model (issue 8)
     framework: FrameworkMemory = field(default_factory=FrameworkMemory)  # memory model (issue 12)

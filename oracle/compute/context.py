@@ -13,7 +13,7 @@ says which layers) is a boolean mask with its sums cached, so that a point costs
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 
 import numpy as np
@@ -83,6 +83,8 @@ class Context:
         self._at_cache: dict[float, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
         self._sum_cache: dict[tuple, float] = {}
         self.profile_kind = profile_kind
+        if options.collective is not None and system.library_trees:  # an algorithm the options pin runs as pinned
+            system = replace(system, library_trees=False)
         self.system = system
         self.options = options
         self.delta = options.delta

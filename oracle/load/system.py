@@ -133,7 +133,7 @@ def parse_system(doc: dict, file: str) -> System:
     # 2018): their default, unless ``implementation.fused_activations`` says otherwise
     impl = _implementation(top, (g["architecture"] or architecture_of(g["model"])) not in NO_TENSOR_CORES)
     framework = _framework(top)
-    tables, algorithm, ps_servers, collnet = _collectives(top, gpus_per_node, interconnect)
+    tables, algorithm, ps_servers, collnet, tree = _collectives(top, gpus_per_node, interconnect)
     anchors = parse_anchors(top, file)  # issue 26
     stack = _stack(top)
     models = parse_model_systems(top, doc, file, parse_system)  # issue 26
@@ -171,6 +171,7 @@ def parse_system(doc: dict, file: str) -> System:
         use_for=" ".join(use_for.split()),
         interconnect=interconnect,
         collnet=collnet,
+        tree_beyond_gpus=tree,
         anchors=anchors,
         **stack,
         models=models,
@@ -327,14 +328,23 @@ def _collectives(top: Fields, gpus_per_node: int, interconnect: Interconnect):
     docs/cost-model.md); ``collnet`` (NCCL's CollNet on a SHARP fabric,
     NCCL_COLLNET_ENABLE; default off as in NCCL); ``mode: table`` uses measured times
     (interpolated in message size) where a table covers the exact GPU count and span;
-    ``mode: alpha-beta`` (the default) keeps every table unused.  Returns (tables,
-    algorithm, parameter servers, collnet)."""
+    ``mode: alpha-beta`` (the default) keeps every table unused; ``tree_beyond_gpus``
+    (with ``algorithm: ring``): the most GPUs the ring-formula levels were fitted on, under
+    a library with trees (compute/network.with_trees).  Returns (tables, algorithm,
+    parameter servers, collnet, tree_beyond_gpus)."""
     f = top.sub("collectives", required=False)
     if f is None:
-        return (), None, 1, False
+        return (), None, 1, False, None
     algorithm = f.opt("algorithm", choice(ALGORITHMS), None)
     if algorithm is not None and interconnect.cannot_run(algorithm):
         raise f.error("algorithm", f"'{algorithm}': {interconnect.cannot_run(algorithm)}")
+    tree = f.opt("tree_beyond_gpus", of(GPUS), None)
+    if tree is not None and algorithm != RING:
+        raise f.error("tree_beyond_gpus", f"extends levels fitted through the ring formula; needs algorithm: ring "
+                                          f"(here {algorithm or 'unstated'})")  # fmt: skip
+    if tree is not None and tree <= gpus_per_node:
+        raise f.error("tree_beyond_gpus", f"got {tree}; a tree runs across nodes: more than gpus_per_node "
+                                          f"({gpus_per_node})")  # fmt: skip
     ps_servers = f.opt("ps_servers", of(COUNT), 1)  # parameter servers (algorithm ps)
     collnet = f.opt("collnet", boolean(), False)
     if collnet and not interconnect.sharp:
@@ -360,7 +370,7 @@ def _collectives(top: Fields, gpus_per_node: int, interconnect: Interconnect):
         span = gpus if nodes == 1 else nodes * gpus_per_node
         out.append(CollectiveTable(op, gpus, span, tuple(sizes), tuple(times), src))
     f.done()
-    return (tuple(out) if mode == "table" else ()), algorithm, ps_servers, collnet
+    return (tuple(out) if mode == "table" else ()), algorithm, ps_servers, collnet, tree
 
 
 def _numbers(f: Fields, key: str, gt: float) -> list[float]:

@@ -422,8 +422,20 @@ def plain(x):
 RING_FIT_NOTE = (
     "# The levels' alpha and beta below are fitted to the ring formula's steps (2(p-1) for an\n"
     "# all-reduce over the level's GPUs): projections run that formula, also under a stack\n"
-    "# whose NCCL would otherwise choose its own algorithm (docs/cost-model.md).\n"
+    "# whose NCCL would otherwise choose its own algorithm (docs/cost-model.md). Beyond\n"
+    "# tree_beyond_gpus (the largest multi-node log) such a stack's all-reduce may take NCCL's\n"
+    "# tree instead, its latency growing with log2 of the nodes; delete the key for a library\n"
+    "# without trees (NCCL before 2.4, an MPI ring).\n"
 )
+
+
+def _tree_beyond(collectives: dict, fit: NetworkFit) -> dict:
+    """``collectives`` with ``tree_beyond_gpus``: the most GPUs of a multi-node all-reduce log
+    the ring lines were fitted on (beyond it an NCCL stack's all-reduce may take the tree's
+    latency, compute/network.with_trees); without such a log, none."""
+    out = {k: v for k, v in collectives.items() if k != "tree_beyond_gpus"}
+    most = max((lf.gpus for lf in fit.logs if lf.operation == "allreduce" and lf.nodes > 1), default=None)
+    return out if most is None else {**out, "tree_beyond_gpus": most}
 
 
 def system_yaml(base_doc: dict, fit: NetworkFit, head: str, name: str, source: str, network: str | None = None,
@@ -442,6 +454,8 @@ def system_yaml(base_doc: dict, fit: NetworkFit, head: str, name: str, source: s
     ring_fit = network is None and "algorithm" not in (doc.get("collectives") or {})
     if ring_fit:  # the lines below are the ring formula's: a stack's NCCL must not redo them
         doc["collectives"] = {"algorithm": "ring", **(doc.get("collectives") or {})}
+    if network is None and (doc.get("collectives") or {}).get("algorithm") == "ring":
+        doc["collectives"] = _tree_beyond(doc["collectives"], fit)
     if tables is not None:
         doc["collectives"] = {**(doc.get("collectives") or {}), **tables}
     chunks = [head]
