@@ -129,3 +129,16 @@ def test_a_stack_without_the_keys_loads_as_before():
     st = parse_stack(doc, "s.yaml")
     assert st.memory_format == () and st.channels_last_speedup == ()
     assert replace(load_stack("pytorch"), memory_format=(), channels_last_speedup=(), file="s.yaml") == st
+
+
+def test_without_the_option_the_header_names_the_layout_the_stack_runs():
+    """A plain script's tensors are NCHW unless converted: the header says the stack's layout
+    for the run's precision and how to ask for the other where a speedup is measured."""
+    amp = _predict("--width", "250")
+    assert "convolutions in channels-last, the stack's layout for mixed precision (--memory-format nchw for the other)" \
+        in amp.out  # fmt: skip
+    a100 = run_cli("predict", "-m", "resnet50", "-s", "dgx-a100-80gb", "-p", "resnet50_a100_fp16_estimated", "--gpus", "8",
+                   "--strategy", "data", "--precision", "fp32", "--width", "250")  # fmt: skip
+    assert "convolutions in nchw, the stack's layout for fp32 (the other not measured on A100-SXM4-80GB)" in a100.out
+    measured = run_cli("predict", "-m", "resnet50", "-s", H100, "-p", "resnet50_h100", "--gpus", "8", "--width", "250")
+    assert "the stack's layout" not in measured.out  # a measured profile has its own

@@ -50,18 +50,36 @@ def describe(m, s, pr, run, conversion) -> dict:
         "model_note": model_note(m),
         "compute_conversion": conversion_caption(conversion, batch, per_gpu, s, m),
         "stack": options.stack.name if options.stack is not None else "",
-        "stack_note": stack_caption(options.stack, options.memory_format, pr.kind if pr is not None else ""),
+        "stack_note": stack_caption(options.stack, options.memory_format, pr.kind if pr is not None else "",
+                                    _precision_class(options), s.gpu_model),
     }
 
 
-def stack_caption(stack, memory_format: str | None = None, profile_kind: str = "") -> str:
+def stack_caption(stack, memory_format: str | None = None, profile_kind: str = "", precision: str = "",
+                  gpu_model: str = "") -> str:  # fmt: skip
     """The software stack in force (issue 25), for headers and reports, and the layout
-    --memory-format asked for (which a measured profile does not take: it has its own)."""
+    --memory-format asked for (which a measured profile does not take: it has its own);
+    without it, on an estimated profile, the layout the stack runs ``precision`` (a
+    precision class) in, which a plain script may not (PyTorch's tensors are NCHW unless
+    converted to channels-last), and whether the other can be asked for on ``gpu_model``."""
     if stack is None:
         return ""
     own = "" if profile_kind in ("estimated", "") else "; not applied: a measured profile keeps the layout it was measured in"
     layout = f"; convolutions in {memory_format} (--memory-format{own})" if memory_format else ""
+    runs = stack.memory_format_for(precision) if precision and profile_kind == "estimated" else None
+    if not memory_format and runs:
+        other = "nchw" if runs != "nchw" else "channels-last"
+        what = {"mixed": "mixed precision"}.get(precision, precision)
+        ask = (f"--memory-format {other} for the other" if stack.channels_last_speedup_for(gpu_model, precision)
+               else f"the other not measured on {gpu_model or 'this GPU'}")  # fmt: skip
+        layout = f"; convolutions in {runs}, the stack's layout for {what} ({ask})"
     return f"stack: {stack.name} ({stack.description}){layout}"
+
+
+def _precision_class(options) -> str:
+    from oracle.compute.stack import precision_class
+
+    return precision_class(options)
 
 
 def provenance(chosen, used, options: str, shown: str, converts: bool, default=None) -> str:
