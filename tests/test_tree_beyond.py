@@ -162,3 +162,82 @@ def test_fit_network_states_the_largest_multi_node_log(tmp_path):
                 *[p for p in logs if "intra_vnode" in p])  # fmt: skip
     assert r.code == 0, r.err
     assert load_system(str(one)).tree_beyond_gpus is None
+
+
+def _logfit(gpus, nodes, operation="allreduce"):
+    from types import SimpleNamespace
+
+    return SimpleNamespace(gpus=gpus, nodes=nodes, operation=operation)
+
+
+def test_the_key_comes_from_the_log_of_the_most_nodes_when_they_are_full():
+    """A log of 32 GPUs on 32 nodes (one each) is not 8 full nodes: stating 32 would start the
+    tree at 9 nodes, inside what the logs covered; no key then."""
+    from types import SimpleNamespace
+
+    from oracle.render.fit import _tree_beyond
+
+    def fit(*logs):
+        return SimpleNamespace(logs=logs)
+
+    assert _tree_beyond({"algorithm": "ring"}, fit(_logfit(4, 1), _logfit(128, 32), _logfit(64, 16)), 4) == \
+        {"algorithm": "ring", "tree_beyond_gpus": 128}  # fmt: skip
+    assert _tree_beyond({"algorithm": "ring", "tree_beyond_gpus": 8}, fit(_logfit(32, 32), _logfit(16, 4)), 4) == \
+        {"algorithm": "ring"}  # fmt: skip
+    assert _tree_beyond({"algorithm": "ring"}, fit(_logfit(4, 1), _logfit(64, 16, "allgather")), 4) == \
+        {"algorithm": "ring"}  # fmt: skip
+
+
+def test_the_tree_note_is_written_with_the_key_only(tmp_path):
+    logs = sorted(str(p) for p in (ROOT / "data" / "nccl-tests" / "abci-v100").glob("*.txt"))
+    one = tmp_path / "one.yaml"
+    assert run_cli("fit", "network", "--system", "abci-nominal", "-o", str(one),
+                   *[p for p in logs if "intra_vnode" in p]).code == 0  # fmt: skip
+    assert "tree_beyond_gpus" not in one.read_text()
+
+
+def test_a_network_calibrated_on_runs_drops_the_key(tmp_path):
+    """oracle fit runs --calibrate network from abci: the levels then hold the runs'
+    calibration through the ring, not the logs' 128 GPUs."""
+    out = tmp_path / "cal.yaml"
+    r = run_cli("fit", "runs", str(ROOT / "validation" / "abci-paradl.csv"), "-s", "abci", "--calibrate", "network",
+                "--where", "gpus=256,512,1024", "-o", str(out))  # fmt: skip
+    assert r.code == 0, r.err
+    s = load_system(str(out))
+    assert s.tree_beyond_gpus is None and s.collective_algorithm == "ring"
+
+
+def _with_operation(tmp_path, entry: str, tree: int = 8):
+    text = (ROOT / "systems" / "abci.yaml").read_text().replace("tree_beyond_gpus: 128", f"tree_beyond_gpus: {tree}")
+    path = tmp_path / "s.yaml"
+    path.write_text(text + f"operations:\n  gradient_allreduce: {entry}\n")
+    return path
+
+
+@pytest.mark.parametrize("entry", ["{algorithm: auto, source: test}",
+                                   "{alpha_s: 2.0e-5, bandwidth_GB_per_s: 10, source: test MPI}"])  # fmt: skip
+def test_operation_entries_the_arrays_follow(tmp_path, entry):
+    """An operation entry's own algorithm (auto: oracle's cheapest of its formulas) or own
+    transport (an α/β of its own, e.g. MPI) is not NCCL's choice: no tree lines, on either path."""
+    path = _with_operation(tmp_path, entry)
+    ctx = default_context(tmp_path, "mobilenet_v2", str(path), stack="pytorch", batch_per_gpu=32.0)
+    plain = stack_system(load_system(str(path)), None)
+    g = group_contiguous(1024, 4)
+    for m in (8.0, 25 * MIB):
+        got = allreduce_algorithm(ctx.system, g, m, ctx.algorithm, purpose="gradient_allreduce")
+        flat = allreduce_algorithm(replace(plain, library_trees=False), g, m, ctx.algorithm, purpose="gradient_allreduce")
+        assert got == flat
+    c = np.array([8, 64, 256, 1024, 4096], dtype=np.int64)
+    for name in names():
+        if kinds.covers(ctx, name):
+            cols = kinds.evaluate_many(ctx, name, *_sample(run.config_arrays(name, c, 32.0 * c, None)))
+            assert not mismatches(ctx, cols), name
+
+
+def test_an_operation_entry_pinning_the_ring_keeps_it(tmp_path):
+    path = _with_operation(tmp_path, "{algorithm: ring, source: test}", tree=128)
+    ctx = default_context(tmp_path, "resnet50", str(path), stack="pytorch", batch_per_gpu=32.0)
+    g = group_contiguous(3456, 4)
+    t, used = allreduce_algorithm(ctx.system, g, 8.0, ctx.algorithm, purpose="gradient_allreduce")
+    flat = link(ctx.system, g.span, "gradient_allreduce", g.p)
+    assert used == "ring" and t == allreduce(3456, 8.0, flat)

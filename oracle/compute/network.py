@@ -347,11 +347,13 @@ def allreduce_algorithm(
     if algorithm == NCCL or algorithm in NCCL_PINNED:
         best, used = nccl.allreduce(system, group, m, phi, purpose, link, None if algorithm == NCCL else algorithm)
         return _out(np.asarray(best, dtype=float)), used
+    if algorithm == RING and (trees := with_trees(system, group, lk, purpose)) is not lk:  # NCCL's tree beyond the logs
+        one, ring = np.asarray(allreduce(p, m, trees, phi), dtype=float), allreduce(p, m, lk, phi)
+        used = "nccl tree" if m.ndim == 0 and float(one) < float(ring) else RING
+        return _out(one if one.shape == m.shape else np.broadcast_to(one, m.shape)), used
     if algorithm != AUTO:  # one algorithm: nothing to stack
         one = _allreduce_one(system, group, m, algorithm, lk, phi, contention, purpose)
         one = np.asarray(one, dtype=float)
-        if algorithm == RING and m.ndim == 0 and with_trees(system, group, lk) is not lk:
-            algorithm = "nccl tree" if float(one) < float(allreduce(p, m, lk, phi)) else RING  # which NCCL ran
         return _out(one if one.shape == m.shape else np.broadcast_to(one, m.shape)), algorithm
     names = ALLREDUCE_ALGORITHMS
     times = [np.broadcast_to(_allreduce_one(system, group, m, n, lk, phi, contention, purpose), m.shape)
@@ -360,6 +362,14 @@ def allreduce_algorithm(
     best = stacked.min(axis=0)
     used = names[int(stacked.argmin(axis=0))] if m.ndim == 0 else AUTO
     return _out(np.asarray(best, dtype=float)), used
+
+
+def own_choice(system: System, purpose: str) -> bool:
+    """Whether the system's operation entry for ``purpose`` (or its primitive) gives an
+    algorithm, an α or a β of its own (network.link): a choice or another transport than
+    the library's over the levels."""
+    op = system.operation(purpose) or system.operation(primitive(purpose))
+    return op is not None and (op.algorithm is not None or op.alpha_s is not None or op.beta_s_per_byte is not None)
 
 
 def tree_factors(system: System, p, nodes):
@@ -383,14 +393,15 @@ def tree_factors(system: System, p, nodes):
     return np.where(on, (big - 1) / (q - 1) * steps, 0.0), q / (q - 1)
 
 
-def with_trees(system: System, group: Group, lk: Link) -> Link:
+def with_trees(system: System, group: Group, lk: Link, purpose: str = "allreduce") -> Link:
     """The link of a ring all-reduce over ``group`` with NCCL's tree as more lines (one per
     protocol line, :func:`tree_factors`), where a library with trees chooses
     (``system.library_trees``, compute/stack.stack_system) and the group spans more nodes
     than the logs the ring lines were fitted on (``collectives.tree_beyond_gpus`` GPUs); else
-    ``lk``.  Physics assumed beyond the logs: NCCL's tree over the fitted fabric, its
-    bandwidth correction at medium sizes (nccl.TREE_CORRECTION) not applied."""
-    if not system.library_trees or lk.table is not None:
+    ``lk``; nor for an operation entry with an algorithm, α or β of its own (a choice or
+    another transport, e.g. MPI: not NCCL's).  Physics assumed beyond the logs: NCCL's tree over the fitted fabric,
+    its bandwidth correction at medium sizes (nccl.TREE_CORRECTION) not applied."""
+    if not system.library_trees or lk.table is not None or own_choice(system, purpose):
         return lk
     if group.nodes <= -(-system.tree_beyond_gpus // system.gpus_per_node):
         return lk
@@ -403,7 +414,7 @@ def with_trees(system: System, group: Group, lk: Link) -> Link:
 def _allreduce_one(system, group, m, name, lk, phi, contention, purpose="allreduce"):
     p, a, b = group.p, lk.alpha_s, lk.beta_s_per_byte
     if name == RING:
-        return np.asarray(allreduce(p, m, with_trees(system, group, lk), phi))
+        return np.asarray(allreduce(p, m, lk, phi))
     if name == "rhd":
         return rhd_allreduce(p, m, a, b, phi)
     if name == "tree":

@@ -422,20 +422,26 @@ def plain(x):
 RING_FIT_NOTE = (
     "# The levels' alpha and beta below are fitted to the ring formula's steps (2(p-1) for an\n"
     "# all-reduce over the level's GPUs): projections run that formula, also under a stack\n"
-    "# whose NCCL would otherwise choose its own algorithm (docs/cost-model.md). Beyond\n"
-    "# tree_beyond_gpus (the largest multi-node log) such a stack's all-reduce may take NCCL's\n"
-    "# tree instead, its latency growing with log2 of the nodes; delete the key for a library\n"
-    "# without trees (NCCL before 2.4, an MPI ring).\n"
+    "# whose NCCL would otherwise choose its own algorithm (docs/cost-model.md).\n"
+)
+TREE_NOTE = (
+    "# Beyond the nodes of tree_beyond_gpus (the multi-node log of the most nodes) such a\n"
+    "# stack's all-reduce may take NCCL's tree instead, its latency growing with log2 of the\n"
+    "# nodes; delete the key for a library without trees (NCCL before 2.4, an MPI ring).\n"
 )
 
 
-def _tree_beyond(collectives: dict, fit: NetworkFit) -> dict:
-    """``collectives`` with ``tree_beyond_gpus``: the most GPUs of a multi-node all-reduce log
-    the ring lines were fitted on (beyond it an NCCL stack's all-reduce may take the tree's
-    latency, compute/network.with_trees); without such a log, none."""
+def _tree_beyond(collectives: dict, fit: NetworkFit, gpus_per_node: int) -> dict:
+    """``collectives`` with ``tree_beyond_gpus``: the GPUs of the multi-node all-reduce log
+    of the most nodes, each full (beyond its nodes an NCCL stack's all-reduce may take the
+    tree's latency, compute/network.with_trees, which counts them as ⌈P/g⌉); without such a
+    log, or where that log's nodes are not full, none."""
     out = {k: v for k, v in collectives.items() if k != "tree_beyond_gpus"}
-    most = max((lf.gpus for lf in fit.logs if lf.operation == "allreduce" and lf.nodes > 1), default=None)
-    return out if most is None else {**out, "tree_beyond_gpus": most}
+    logs = [lf for lf in fit.logs if lf.operation == "allreduce" and lf.nodes > 1]
+    if not logs:
+        return out
+    top = max(logs, key=lambda lf: (lf.nodes, lf.gpus))
+    return {**out, "tree_beyond_gpus": top.gpus} if top.nodes == -(-top.gpus // gpus_per_node) else out
 
 
 def system_yaml(base_doc: dict, fit: NetworkFit, head: str, name: str, source: str, network: str | None = None,
@@ -455,7 +461,7 @@ def system_yaml(base_doc: dict, fit: NetworkFit, head: str, name: str, source: s
     if ring_fit:  # the lines below are the ring formula's: a stack's NCCL must not redo them
         doc["collectives"] = {"algorithm": "ring", **(doc.get("collectives") or {})}
     if network is None and (doc.get("collectives") or {}).get("algorithm") == "ring":
-        doc["collectives"] = _tree_beyond(doc["collectives"], fit)
+        doc["collectives"] = _tree_beyond(doc["collectives"], fit, int(doc.get("gpus_per_node") or 1))
     if tables is not None:
         doc["collectives"] = {**(doc.get("collectives") or {}), **tables}
     chunks = [head]
@@ -465,7 +471,8 @@ def system_yaml(base_doc: dict, fit: NetworkFit, head: str, name: str, source: s
             chunks.append(network if network is not None else network_yaml(fit))
             continue
         if key == "collectives":
-            chunks.append((RING_FIT_NOTE if ring_fit else "") + (TABLES_NOTE if tables is not None else ""))
+            trees = TREE_NOTE if "tree_beyond_gpus" in doc["collectives"] else ""
+            chunks.append((RING_FIT_NOTE + trees if ring_fit else "") + (TABLES_NOTE if tables is not None else ""))
         chunks.append(
             yaml.safe_dump({key: doc[key]}, sort_keys=False, allow_unicode=True, width=92,
                            default_flow_style=False)

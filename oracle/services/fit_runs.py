@@ -122,11 +122,14 @@ def network_calibrated(cal) -> bool:
 def _state_algorithm(doc: dict, pairs) -> None:
     """A network calibrated through one all-reduce formula keeps it: where the base file
     states no algorithm, the written one states the runs' (a stack's NCCL would otherwise
-    choose another on the calibrated values, compute/stack.stack_system)."""
+    choose another on the calibrated values, compute/stack.stack_system); the base's
+    ``tree_beyond_gpus`` goes (the levels now hold the runs' calibration)."""
     algorithms = {ctx.algorithm for _, ctx in pairs}
-    collectives = doc.get("collectives") or {}
+    collectives = {k: v for k, v in (doc.get("collectives") or {}).items() if k != "tree_beyond_gpus"}
     if len(algorithms) == 1 and "algorithm" not in collectives:
-        doc["collectives"] = {**collectives, "algorithm": algorithms.pop()}
+        collectives = {**collectives, "algorithm": algorithms.pop()}
+    if collectives or "collectives" in doc:  # the runs calibrated the levels through the ring, at their own counts:
+        doc["collectives"] = collectives     # what the logs covered (tree_beyond_gpus) no longer says what they hold
 
 
 def calibrated_system(req: RunsRequest, sel: Selection, cal, pairs=()) -> str:

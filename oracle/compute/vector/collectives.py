@@ -235,7 +235,8 @@ def _model(ctx, op: str, p, phi, purpose: str, stride, algo: str, span):
     if algo in NCCL_NAMES:
         return _nccl(ctx, op, p, phi, purpose, stride, algo)
     lines = net.lines(ctx.system, span, purpose)
-    if op == "allreduce" and algo == RING and ctx.system.library_trees:  # network.with_trees
+    trees = ctx.system.library_trees and not network.own_choice(ctx.system, purpose)  # network.with_trees
+    if op == "allreduce" and algo == RING and trees:
         nodes = vnccl.groups(ctx.system.gpus_per_node, p, stride)[0]
         lines = lines + net.tree_lines(ctx.system, p, nodes, np.where(p > 1, span, 1), purpose, lines)
     ring = Collective("ring_" + op, p, phi, *_stack(lines, p.size))
