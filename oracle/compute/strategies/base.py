@@ -201,6 +201,7 @@ def make_point(
     details = dict(details or {})
     if isinstance(memory, MemoryParts):
         memory, details["memory"], details["max_batch_per_gpu"] = _memory(ctx, cfg, memory)
+    exchange = breakdown.gradient_exchange_s
     if ctx.options.zero >= 3 and breakdown.gradient_exchange_s:
         # ZeRO-3 all-gathers the weights in forward and backward besides the gradient
         # reduce-scatter: 1.5x the all-reduce volume (Rajbhandari et al., SC 2020, §7.2)
@@ -208,6 +209,8 @@ def make_point(
     if cfg.batch > 0:  # issue 25: the stack's per-GPU costs (none without a stack)
         breakdown = with_stack_costs(ctx.options, cfg.gpus, ctx.D / cfg.batch, len(ctx.model.layers), breakdown,
                                      ctx.profile_kind == "estimated")  # fmt: skip
+    if "communication_total_s" in details and breakdown.gradient_exchange_s != exchange:
+        _grow_total(details, breakdown.gradient_exchange_s - exchange)
     if system.input is not None and cfg.batch > 0:
         breakdown = _with_input(ctx, cfg, breakdown)
     limits = list(limits) + epoch_limit(ctx, cfg.batch)
@@ -293,6 +296,16 @@ def overlapped_gradients(
     tl = gradient_timeline(backward_s, grad_bytes, costs, o.bucket_bytes or None, kinds, o.bucket_layers, delayed,
                            forward, tail_s)  # fmt: skip
     return tl.exposed_s, tl.total_s
+
+
+def _grow_total(details: dict, added_s: float) -> None:
+    """overlap_details' total and ratio after ZeRO-3's extra volume and a stack's cycle wait
+    (make_point) added ``added_s`` of exposed exchange: nothing of it hidden, so the total
+    holds it too (exposed never exceeds the total)."""
+    total = details["communication_total_s"]
+    hidden = details["overlap_ratio"] * total
+    details["communication_total_s"] = total = total + added_s
+    details["overlap_ratio"] = (hidden / total) if total > 0 else 0.0
 
 
 def overlap_details(details: dict, breakdown: Breakdown, hidden_s: float) -> dict:

@@ -201,6 +201,16 @@ def _sum(values):
     return total
 
 
+def _grow_total(overlap: dict, after: np.ndarray, before: np.ndarray) -> None:
+    """base._grow_total per entry, where the exposed exchange changed."""
+    grew = after != before
+    total, ratio = overlap["communication_total_s"], overlap["overlap_ratio"]
+    hidden = ratio * total
+    new = total + (after - before)
+    overlap["communication_total_s"] = np.where(grew, new, total)
+    overlap["overlap_ratio"] = np.where(grew, np.where(new > 0, hidden / np.where(new > 0, new, 1.0), 0.0), ratio)
+
+
 def finish(ctx, cols: Columns, limits: list[tuple[str, np.ndarray]]) -> Columns:
     """make_point's tail for every entry (the overlap's totals of the strategy's
     breakdown first, as its evaluate reports them: Columns.overlap): ZeRO-3, then the limits in make_point's order
@@ -214,10 +224,13 @@ def finish(ctx, cols: Columns, limits: list[tuple[str, np.ndarray]]) -> Columns:
         total = functools.reduce(np.add, [ph[n] for n in names[1:]], ph[names[0]]) + cols.hidden_s  # Breakdown's sum
         ratio = np.where(total > 0, cols.hidden_s / np.where(total > 0, total, 1.0), 0.0)
         cols.overlap = {"communication_total_s": total, "overlap_ratio": ratio}
+    exchange = ph["gradient_exchange_s"]
     if ctx.options.zero >= 3:  # Rajbhandari et al., SC 2020, §7.2: 1.5x the all-reduce volume
         ge = ph["gradient_exchange_s"]
         ph["gradient_exchange_s"] = np.where((ge != 0) | np.isnan(ge), 1.5 * ge, ge)
     per_iteration(ctx, cols)
+    if cols.overlap is not None:  # base._grow_total: ZeRO-3's extra and a stack's cycle wait, never hidden
+        _grow_total(cols.overlap, ph["gradient_exchange_s"], exchange)
     with_input(ctx, cols)
     codes = [("gpus", cols.gpus > system.total_gpus), *limits, ("dataset", cols.batch > ctx.D)]
     values = np.stack([np.broadcast_to(np.asarray(v, dtype=float), (cols.size,)) for v in ph.values()])
