@@ -241,3 +241,12 @@ def test_an_operation_entry_pinning_the_ring_keeps_it(tmp_path):
     t, used = allreduce_algorithm(ctx.system, g, 8.0, ctx.algorithm, purpose="gradient_allreduce")
     flat = link(ctx.system, g.span, "gradient_allreduce", g.p)
     assert used == "ring" and t == allreduce(3456, 8.0, flat)
+
+
+def test_the_header_says_where_the_tree_may_run():
+    args = ("predict", "-m", "resnet50", "-s", "abci", "-p", "resnet50_v100", "--strategy", "data", "--gpus", "3456",
+            "--width", "250")  # fmt: skip
+    note = "ring all-reduce as fitted; beyond 32 nodes (the logs') NCCL's tree where cheaper"
+    assert note in run_cli(*args, "--stack", "pytorch").out
+    assert note not in run_cli(*args, "--stack", "pytorch", "--collective", "ring").out
+    assert note not in run_cli(*args).out  # no stack: ParaDL's ring
