@@ -393,7 +393,7 @@ class System:
     # collectives.tree_beyond_gpus (issue 25): the most GPUs the ring-formula levels were fitted
     # on, measured under a library with trees (NCCL >= 2.4); library_trees: set by
     # compute/stack.stack_system where such a library's choice is in force, so that a ring
-    # all-reduce over more GPUs may take the tree's latency (compute/network.with_trees)
+    # all-reduce over more GPUs may take the tree's latency (compute/trees.with_trees)
     tree_beyond_gpus: int | None = None
     library_trees: bool = False
     ps_servers: int = 1  # parameter servers for the "ps" algorithm (collectives: ps_servers)

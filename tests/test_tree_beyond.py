@@ -3,7 +3,7 @@
 systems/abci.yaml's levels are the ring formula fitted to nccl-tests on up to 128 GPUs (32
 nodes).  Under a stack whose NCCL chooses (pytorch, tensorflow, mxnet) an all-reduce over
 more GPUs may take NCCL's tree: the fitted ring latency at 128 GPUs growing with log2 of the
-nodes, the bytes at 0.92 of the ring's bandwidth (compute/network.with_trees).  The logs
+nodes, the bytes at 0.92 of the ring's bandwidth (compute/trees.with_trees).  The logs
 themselves show the log: an 8-byte all-reduce takes 18, 31, 41, 50 and 62 us on 2, 4, 8, 16
 and 32 nodes.  ParaDL mode (no stack, a ring) keeps the flat ring."""
 

@@ -16,11 +16,12 @@ Message sizes may be numpy arrays (one per layer); results broadcast.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 
 from oracle.compute import nccl
+from oracle.compute.trees import with_trees
 from oracle.model import CollectiveTable, NetworkLevel, System
 from oracle.vocabulary import ALLREDUCE_ALGORITHMS, AUTO, NCCL, NCCL_PINNED, RING
 
@@ -347,7 +348,8 @@ def allreduce_algorithm(
     if algorithm == NCCL or algorithm in NCCL_PINNED:
         best, used = nccl.allreduce(system, group, m, phi, purpose, link, None if algorithm == NCCL else algorithm)
         return _out(np.asarray(best, dtype=float)), used
-    if algorithm == RING and (trees := with_trees(system, group, lk, purpose)) is not lk:  # NCCL's tree beyond the logs
+    op = system.operation(purpose) or system.operation(primitive(purpose))
+    if algorithm == RING and (trees := with_trees(system, group, lk, op)) is not lk:  # NCCL's tree beyond the logs
         one, ring = np.asarray(allreduce(p, m, trees, phi), dtype=float), allreduce(p, m, lk, phi)
         used = "nccl tree" if m.ndim == 0 and float(one) < float(ring) else RING
         return _out(one if one.shape == m.shape else np.broadcast_to(one, m.shape)), used
@@ -362,53 +364,6 @@ def allreduce_algorithm(
     best = stacked.min(axis=0)
     used = names[int(stacked.argmin(axis=0))] if m.ndim == 0 else AUTO
     return _out(np.asarray(best, dtype=float)), used
-
-
-def own_choice(system: System, purpose: str) -> bool:
-    """Whether the system's operation entry for ``purpose`` (or its primitive) gives an
-    algorithm, an α or a β of its own (network.link): a choice or another transport than
-    the library's over the levels."""
-    op = system.operation(purpose) or system.operation(primitive(purpose))
-    return op is not None and (op.algorithm is not None or op.alpha_s is not None or op.beta_s_per_byte is not None)
-
-
-def tree_factors(system: System, p, nodes):
-    """(latency, bandwidth) factors that turn a ring line (α, β) into NCCL's tree for
-    all-reduces over ``p`` GPUs on more ``nodes`` than the logs' n_P, the nodes of
-    ``system.tree_beyond_gpus`` P (numbers or arrays; latency factor 0 where it does not
-    apply):
-
-        2(p-1)(α·f + m/p·β·h) = 2(P-1)α·⌊log2 n⌋/⌊log2 n_P⌋ + 2m·β/r
-
-    the fitted ring latency at P (which holds whatever NCCL ran there) growing like the
-    tree's 2⌊log2 n⌋ inter-node steps (compute/nccl.py), n_P = ⌈P/g⌉ the nodes at P; the
-    bytes at the tree's bus bandwidth, r of the ring's (nccl.TREE_RATIO, per protocol: the
-    caller divides h by it)."""
-    big = system.tree_beyond_gpus
-    n_big = -(-big // system.gpus_per_node)
-    p, nodes = np.asarray(p, dtype=float), np.asarray(nodes, dtype=float)
-    on = (nodes > n_big) & (p > 1)
-    q = np.where(on, p, 2.0)
-    steps = np.floor(np.log2(np.maximum(nodes, 1.0))) / math.floor(math.log2(n_big))  # NCCL's log2i
-    return np.where(on, (big - 1) / (q - 1) * steps, 0.0), q / (q - 1)
-
-
-def with_trees(system: System, group: Group, lk: Link, purpose: str = "allreduce") -> Link:
-    """The link of a ring all-reduce over ``group`` with NCCL's tree as more lines (one per
-    protocol line, :func:`tree_factors`), where a library with trees chooses
-    (``system.library_trees``, compute/stack.stack_system) and the group spans more nodes
-    than the logs the ring lines were fitted on (``collectives.tree_beyond_gpus`` GPUs); else
-    ``lk``; nor for an operation entry with an algorithm, α or β of its own (a choice or
-    another transport, e.g. MPI: not NCCL's).  Physics assumed beyond the logs: NCCL's tree over the fitted fabric,
-    its bandwidth correction at medium sizes (nccl.TREE_CORRECTION) not applied."""
-    if not system.library_trees or lk.table is not None or own_choice(system, purpose):
-        return lk
-    if group.nodes <= -(-system.tree_beyond_gpus // system.gpus_per_node):
-        return lk
-    f, h = (float(x) for x in tree_factors(system, group.p, group.nodes))
-    kinds = ("Simple", *(nccl.protocol_kind(n) for n in lk.names))
-    trees = tuple((a * f, b * h / nccl.TREE_RATIO[k]) for (a, b), k in zip(lk.lines(), kinds))
-    return replace(lk, protocols=lk.protocols + trees, names=lk.names + tuple(f"tree {k}" for k in kinds))
 
 
 def _allreduce_one(system, group, m, name, lk, phi, contention, purpose="allreduce"):

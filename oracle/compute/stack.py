@@ -84,7 +84,7 @@ def stack_system(system: System, stack: Stack | None) -> System:
         system = replace(system, collective_algorithm=NCCL)
     trees = not system.nccl_algorithms or "tree" in system.nccl_algorithms  # NCCL_ALGO may exclude them
     if _chooses_from_topology(stack) and system.tree_beyond_gpus is not None and trees:
-        system = replace(system, library_trees=True)  # beyond the ring-fitted GPUs, NCCL's tree (network.with_trees)
+        system = replace(system, library_trees=True)  # beyond the ring-fitted GPUs, NCCL's tree (compute/trees.py)
     # the software's kernels: fused or separate activations, batchnorm's and maxpool's
     # bandwidth shares (compute/conversion.py converts to them)
     kernels = {("fused_activations" if k == "fuse_activations" else k): v for k, v in stack.kernel_constants().items()}

@@ -330,7 +330,7 @@ def _collectives(top: Fields, gpus_per_node: int, interconnect: Interconnect):
     (interpolated in message size) where a table covers the exact GPU count and span;
     ``mode: alpha-beta`` (the default) keeps every table unused; ``tree_beyond_gpus``
     (with ``algorithm: ring``): the most GPUs the ring-formula levels were fitted on, under
-    a library with trees (compute/network.with_trees).  Returns (tables, algorithm,
+    a library with trees (compute/trees.with_trees).  Returns (tables, algorithm,
     parameter servers, collnet, tree_beyond_gpus)."""
     f = top.sub("collectives", required=False)
     if f is None:

@@ -434,7 +434,7 @@ TREE_NOTE = (
 def _tree_beyond(collectives: dict, fit: NetworkFit, gpus_per_node: int) -> dict:
     """``collectives`` with ``tree_beyond_gpus``: the GPUs of the multi-node all-reduce log
     of the most nodes, each full (beyond its nodes an NCCL stack's all-reduce may take the
-    tree's latency, compute/network.with_trees, which counts them as ⌈P/g⌉); without such a
+    tree's latency, compute/trees.with_trees, which counts them as ⌈P/g⌉); without such a
     log, or where that log's nodes are not full, none."""
     out = {k: v for k, v in collectives.items() if k != "tree_beyond_gpus"}
     logs = [lf for lf in fit.logs if lf.operation == "allreduce" and lf.nodes > 1]

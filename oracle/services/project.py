@@ -138,7 +138,7 @@ def options_note(system, options) -> str:
     algorithm = options.collective or system.collective_algorithm
     if algorithm != RING:
         bits.append(f"{algorithm} all-reduce")
-    elif system.library_trees and options.collective is None:  # compute/network.with_trees
+    elif system.library_trees and options.collective is None:  # compute/trees.with_trees
         nodes = -(-system.tree_beyond_gpus // system.gpus_per_node)
         bits.append(f"ring all-reduce as fitted; beyond {nodes} nodes (the logs') NCCL's tree where cheaper")
     if system.collective_tables:

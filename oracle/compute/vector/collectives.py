@@ -28,6 +28,7 @@ import numpy as np
 
 from oracle.compute import nccl, network
 from oracle.compute.network import link, primitive
+from oracle.compute.trees import own_choice
 from oracle.compute.vector import nccl as vnccl
 from oracle.compute.vector import net, tables
 from oracle.vocabulary import ALGORITHMS, ALLREDUCE_ALGORITHMS, AUTO, NCCL, NCCL_PINNED, RING
@@ -235,8 +236,8 @@ def _model(ctx, op: str, p, phi, purpose: str, stride, algo: str, span):
     if algo in NCCL_NAMES:
         return _nccl(ctx, op, p, phi, purpose, stride, algo)
     lines = net.lines(ctx.system, span, purpose)
-    trees = ctx.system.library_trees and not network.own_choice(ctx.system, purpose)  # network.with_trees
-    if op == "allreduce" and algo == RING and trees:
+    entry = ctx.system.operation(purpose) or ctx.system.operation(primitive(purpose))
+    if op == "allreduce" and algo == RING and ctx.system.library_trees and not own_choice(entry):  # trees.with_trees
         nodes = vnccl.groups(ctx.system.gpus_per_node, p, stride)[0]
         lines = lines + net.tree_lines(ctx.system, p, nodes, np.where(p > 1, span, 1), purpose, lines)
     ring = Collective("ring_" + op, p, phi, *_stack(lines, p.size))

@@ -80,11 +80,11 @@ def lines(system, span: np.ndarray, purpose: str):
 
 
 def tree_lines(system, p, nodes, span, purpose: str, ring: list) -> list:
-    """network.with_trees per entry: for each of the ``ring`` lines (:func:`lines`) NCCL's
-    tree line, present where the entry's group has more GPUs than
-    ``system.tree_beyond_gpus`` (network.tree_factors; nccl.TREE_RATIO of the line's protocol)."""
+    """compute/trees.with_trees per entry: for each of the ``ring`` lines (:func:`lines`)
+    NCCL's tree line, present where the entry's group spans more nodes than the logs of
+    ``system.tree_beyond_gpus`` (trees.tree_factors; nccl.TREE_RATIO of the line's protocol)."""
     from oracle.compute import nccl
-    from oracle.compute.network import tree_factors
+    from oracle.compute.trees import tree_factors
 
     tops = np.array([level.max_gpus for level in system.network])
     at = np.minimum(np.searchsorted(tops, span, side="left"), tops.size - 1)
