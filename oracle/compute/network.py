@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from oracle.compute import nccl
-from oracle.compute.trees import with_trees
+from oracle.compute.trees import tree_terms, tree_time
 from oracle.model import CollectiveTable, NetworkLevel, System
 from oracle.vocabulary import ALLREDUCE_ALGORITHMS, AUTO, NCCL, NCCL_PINNED, RING
 
@@ -349,10 +349,10 @@ def allreduce_algorithm(
         best, used = nccl.allreduce(system, group, m, phi, purpose, link, None if algorithm == NCCL else algorithm)
         return _out(np.asarray(best, dtype=float)), used
     op = system.operation(purpose) or system.operation(primitive(purpose))
-    if algorithm == RING and (trees := with_trees(system, group, lk, op)) is not lk:  # NCCL's tree beyond the logs
-        one, ring = np.asarray(allreduce(p, m, trees, phi), dtype=float), allreduce(p, m, lk, phi)
-        used = "nccl tree" if m.ndim == 0 and float(one) < float(ring) else RING
-        return _out(one if one.shape == m.shape else np.broadcast_to(one, m.shape)), used
+    if algorithm == RING and (trees := tree_terms(system, group, lk, op)):  # NCCL's tree beyond the logs (trees.py)
+        ring, tree = np.asarray(allreduce(p, m, lk, phi), dtype=float), tree_time(trees, m, phi)
+        used = "nccl tree" if m.ndim == 0 and float(tree) < float(ring) else RING
+        return _out(np.broadcast_to(np.minimum(ring, tree), m.shape)), used
     if algorithm != AUTO:  # one algorithm: nothing to stack
         one = _allreduce_one(system, group, m, algorithm, lk, phi, contention, purpose)
         one = np.asarray(one, dtype=float)

@@ -28,7 +28,7 @@ import numpy as np
 
 from oracle.compute import nccl, network
 from oracle.compute.network import link, primitive
-from oracle.compute.trees import own_choice
+from oracle.compute.trees import own_choice, tree_steps
 from oracle.compute.vector import nccl as vnccl
 from oracle.compute.vector import net, tables
 from oracle.vocabulary import ALGORITHMS, ALLREDUCE_ALGORITHMS, AUTO, NCCL, NCCL_PINNED, RING
@@ -236,17 +236,35 @@ def _model(ctx, op: str, p, phi, purpose: str, stride, algo: str, span):
     if algo in NCCL_NAMES:
         return _nccl(ctx, op, p, phi, purpose, stride, algo)
     lines = net.lines(ctx.system, span, purpose)
-    entry = ctx.system.operation(purpose) or ctx.system.operation(primitive(purpose))
-    if op == "allreduce" and algo == RING and ctx.system.library_trees and not own_choice(entry):  # trees.with_trees
-        nodes = vnccl.groups(ctx.system.gpus_per_node, p, stride)[0]
-        lines = lines + net.tree_lines(ctx.system, p, nodes, np.where(p > 1, span, 1), purpose, lines)
     ring = Collective("ring_" + op, p, phi, *_stack(lines, p.size))
+    entry = ctx.system.operation(purpose) or ctx.system.operation(primitive(purpose))
+    if op == "allreduce" and algo == RING and ctx.system.library_trees and not own_choice(entry):
+        return Cheapest([ring, _trees(ctx.system, p, phi, stride, span, purpose, lines)])  # trees.tree_terms
     if op == "allgather":  # network.allgather_algorithm: the all-reduce-only ones take the ring
         names = {"rhd": ("rhd",), AUTO: (RING, "rhd")}.get(algo, (RING,))
     else:
         names = ALLREDUCE_ALGORITHMS if algo == AUTO else (algo,)
     parts = [_one(ctx, op, name, ring, lines[0][:2], purpose, stride) for name in names]
     return parts[0] if len(parts) == 1 else Cheapest(parts)
+
+
+def _trees(system, p, phi, stride, span, purpose: str, lines: list) -> Collective:
+    """trees.tree_terms and tree_time per entry: NCCL's tree for each of the ring's ``lines``
+    (net.lines), 2(P-1)·α·⌊log2 n⌋/⌊log2 n_P⌋ and 2β/r with the tree correction of the line's
+    protocol, where the entry's group spans more nodes than the logs."""
+    nodes = vnccl.groups(system.gpus_per_node, p, stride)[0]
+    steps, on = tree_steps(system, nodes)
+    tops = np.array([level.max_gpus for level in system.network])
+    at = np.minimum(np.searchsorted(tops, np.where(p > 1, span, 1), side="left"), tops.size - 1)
+    kinds = [("Simple", *map(nccl.protocol_kind, link(system, int(top), purpose).names)) for top in tops.tolist()]
+    anchor = 2.0 * (system.tree_beyond_gpus - 1)
+    cands, corr = [], []
+    for k, (a, b, has) in enumerate(lines):
+        kind = np.array([ks[k] if k < len(ks) else "Simple" for ks in kinds])[at]
+        ratio = np.array([nccl.TREE_RATIO[x] for x in kind.tolist()]) if kind.size else np.zeros(0)
+        cands.append((anchor * a * steps, 2.0 * b / ratio, has & on & (p > 1)))
+        corr.append(np.array([1 + vnccl.CORRECTION_KINDS.index(x) for x in kind.tolist()], dtype=np.int8))
+    return Collective("nccl_allreduce", p, phi, *_stack(cands, p.size), np.stack(corr))
 
 
 def _one(ctx, op: str, name: str, ring: Collective, own: tuple, purpose: str, stride):

@@ -79,24 +79,6 @@ def lines(system, span: np.ndarray, purpose: str):
     return out
 
 
-def tree_lines(system, p, nodes, span, purpose: str, ring: list) -> list:
-    """compute/trees.with_trees per entry: for each of the ``ring`` lines (:func:`lines`)
-    NCCL's tree line, present where the entry's group spans more nodes than the logs of
-    ``system.tree_beyond_gpus`` (trees.tree_factors; nccl.TREE_RATIO of the line's protocol)."""
-    from oracle.compute import nccl
-    from oracle.compute.trees import tree_factors
-
-    tops = np.array([level.max_gpus for level in system.network])
-    at = np.minimum(np.searchsorted(tops, span, side="left"), tops.size - 1)
-    kinds = [("Simple", *map(nccl.protocol_kind, link(system, int(top), purpose).names)) for top in tops.tolist()]
-    f, h = tree_factors(system, p, nodes)
-    out = []
-    for k, (a, b, has) in enumerate(ring):
-        ratio = np.array([nccl.TREE_RATIO[ks[k]] if k < len(ks) else 1.0 for ks in kinds])[at]
-        out.append((a * f, b * h / ratio, has & (f > 0)))
-    return out
-
-
 def _cheapest(system, p, span, purpose, cost) -> np.ndarray:
     """network._cheapest per entry; 0 where p <= 1 (a collective over one PE).  The
     lines are looked up per (p, span) entry and broadcast over the messages."""
