@@ -348,8 +348,9 @@ def allreduce_algorithm(
     if algorithm == NCCL or algorithm in NCCL_PINNED:
         best, used = nccl.allreduce(system, group, m, phi, purpose, link, None if algorithm == NCCL else algorithm)
         return _out(np.asarray(best, dtype=float)), used
-    op = system.operation(purpose) or system.operation(primitive(purpose))
-    if algorithm == RING and (trees := tree_terms(system, group, lk, op)):  # NCCL's tree beyond the logs (trees.py)
+    trees = tree_terms(system, group, lk, system.operation(purpose) or system.operation(primitive(purpose))) \
+        if algorithm == RING and system.library_trees else None  # fmt: skip
+    if trees:  # NCCL's tree beyond the logs (compute/trees.py)
         ring, tree = np.asarray(allreduce(p, m, lk, phi), dtype=float), tree_time(trees, m, phi)
         used = "nccl tree" if m.ndim == 0 and float(tree) < float(ring) else RING
         return _out(np.broadcast_to(np.minimum(ring, tree), m.shape)), used

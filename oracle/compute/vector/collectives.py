@@ -259,11 +259,11 @@ def _trees(system, p, phi, stride, span, purpose: str, lines: list) -> Collectiv
     kinds = [("Simple", *map(nccl.protocol_kind, link(system, int(top), purpose).names)) for top in tops.tolist()]
     anchor = 2.0 * (system.tree_beyond_gpus - 1)
     cands, corr = [], []
-    for k, (a, b, has) in enumerate(lines):
-        kind = np.array([ks[k] if k < len(ks) else "Simple" for ks in kinds])[at]
-        ratio = np.array([nccl.TREE_RATIO[x] for x in kind.tolist()]) if kind.size else np.zeros(0)
+    for k, (a, b, has) in enumerate(lines):  # per level (a few), then each entry's level
+        level_kinds = [ks[k] if k < len(ks) else "Simple" for ks in kinds]
+        ratio = np.array([nccl.TREE_RATIO[x] for x in level_kinds])[at]
         cands.append((anchor * a * steps, 2.0 * b / ratio, has & on & (p > 1)))
-        corr.append(np.array([1 + vnccl.CORRECTION_KINDS.index(x) for x in kind.tolist()], dtype=np.int8))
+        corr.append(np.array([1 + vnccl.CORRECTION_KINDS.index(x) for x in level_kinds], dtype=np.int8)[at])
     return Collective("nccl_allreduce", p, phi, *_stack(cands, p.size), np.stack(corr))
 
 
