@@ -80,8 +80,9 @@ def memory_model_options(f):
     that project without a full sweep (compare, plot compare, search)."""
     f = click.option("--memory-reuse", type=reuse_type,
                      help="ParaDL memory model: reuse factor γ (0 < γ <= 1). [default: 1]")(f)
-    return click.option("--memory-model", type=click.Choice(MEMORY_MODELS, case_sensitive=False), default=FRAMEWORK, show_default=True,
-                        help=f"{FRAMEWORK}: what PyTorch keeps; {PARADL}: ParaDL's upper bound.")(f)
+    return click.option("--memory-model", type=click.Choice(MEMORY_MODELS, case_sensitive=False),
+                        help=f"{FRAMEWORK}: what PyTorch keeps; {PARADL}: ParaDL's upper bound."
+                        f" [default: the stack's, else {FRAMEWORK}]")(f)
 
 
 def precision_option(also: str = ""):
@@ -96,7 +97,8 @@ def stack_option(also: str = ""):
     return click.option("--stack", metavar="NAME|FILE",
                         help="Software stack (shipped name, e.g. pytorch, or path; oracle list stacks): its compute"
                         " efficiency, per-iteration costs, overlap, buckets, collectives and memory model, for the"
-                        f" options left at their defaults; none: no stack.{also} [default: the system file's"
+                        f" options not given (one given wins, also at its default value); none: no stack.{also}"
+                        " [default: the system file's"
                         " stack:, else none]")
 
 
@@ -112,11 +114,13 @@ def collective_option():
 def overlap_options() -> list:
     """--overlap, --bucket-MB, --bucket-layers, --delayed-update (predict, plot, report, search)."""
     return [
-        click.option("--overlap", type=click.Choice(["none", "buckets"], case_sensitive=False), default="none", show_default=True,
+        click.option("--overlap", type=click.Choice(["none", "buckets"], case_sensitive=False),
                      help="buckets: all-reduce gradients in buckets during the backward and hide halos"
-                     " behind interior compute (communication_s is then the exposed part)."),
-        click.option("--bucket-MB", "bucket_mb", type=bucket_mb_type, default=25.0, show_default=True,
-                     help="Gradient bucket size in MiB (PyTorch DDP's default); 0: one bucket per layer."),
+                     " behind interior compute (communication_s is then the exposed part)."
+                     " [default: the stack's, else none]"),
+        click.option("--bucket-MB", "bucket_mb", type=bucket_mb_type,
+                     help="Gradient bucket size in MiB; 0: one bucket per layer."
+                     " [default: the stack's, else 25, PyTorch DDP's]"),
         click.option("--bucket-layers", type=count_type(min=0), default=None,
                      help="With --overlap buckets: all-reduce gradients in chunks of K layers (Lee et al. 2017)"
                      " instead of by size. [default: by --bucket-MB]"),
@@ -131,9 +135,10 @@ def projection_options(precision_also: str = "", stack_also: str = "") -> list:
     fit runs take them all; a runs file's columns of compute/options.OPTION_COLUMNS per row)."""
     return [
         precision_option(precision_also),
-        click.option("--memory-model", type=click.Choice(MEMORY_MODELS, case_sensitive=False), default=FRAMEWORK, show_default=True,
+        click.option("--memory-model", type=click.Choice(MEMORY_MODELS, case_sensitive=False),
                      help=f"{FRAMEWORK}: what PyTorch keeps (saved tensors, weights, gradients, optimizer,"
-                     f" buffers, workspace); {PARADL}: ParaDL's upper bound Σ 2B(|x|+|y|) + 2|w|."),
+                     f" buffers, workspace); {PARADL}: ParaDL's upper bound Σ 2B(|x|+|y|) + 2|w|."
+                     f" [default: the stack's, else {FRAMEWORK}]"),
         click.option("--memory-reuse", type=reuse_type,
                      help="ParaDL memory model: reuse factor γ (0 < γ <= 1). [default: 1]"),
         click.option("--contention", type=contention_type, help="Contention factor φ >= 1."),
@@ -157,9 +162,10 @@ def projection_options(precision_also: str = "", stack_also: str = "") -> list:
                      " codes gather after pool2). [default: the last layer with a spatial output]"),
         # issue 13 (compute model)
         stack_option(stack_also),
-        click.option("--compute-scaling", type=click.Choice(["model", "linear"], case_sensitive=False), default="model",
-                     show_default=True, help="model: convert profile times to this GPU, precision and per-GPU"
-                     " batch (docs/memory.md and docs/cost-model.md); linear: ParaDL's profile times x samples."),
+        click.option("--compute-scaling", type=click.Choice(["model", "linear"], case_sensitive=False),
+                     help="model: convert profile times to this GPU, precision and per-GPU"
+                     " batch (docs/memory.md and docs/cost-model.md); linear: ParaDL's profile times x samples."
+                     " [default: the stack's, else model]"),
         click.option("--memory-format", type=click.Choice(MEMORY_FORMATS, case_sensitive=False),
                      help="Tensor layout of the convolutions (nchw: PyTorch's default; channels-last): an"
                      " estimated profile's speed moves by the stack's measured channels-last speedup on the"

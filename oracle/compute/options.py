@@ -211,7 +211,10 @@ class Flags:
             check_option(BATCH_PER_GPU, batch_per_gpu, "--batch-per-gpu")
         if bucket_mb is not None:
             same["bucket_bytes"] = bucket_mb * 2**20
-        if stack is not None:  # issue 25: a loaded oracle.stack.Stack, for the options left at their defaults
+        # None: not given (the CLI's options a stack may set default to None), so the stack's
+        # value, else Options' default; one given wins over a stack, also at its default value
+        same = {k: v for k, v in same.items() if v is not None or getattr(Options, k, None) is None}
+        if stack is not None:  # issue 25: a loaded oracle.stack.Stack, for the options not given
             from oracle.compute.stack import stack_flags
 
             same = stack_flags(stack, same)
@@ -319,6 +322,8 @@ OPTION_COLUMNS: dict[str, tuple[str, type]] = {
     "optimizer": ("optimizer", str), "mixed_precision": ("mixed_precision", bool), "zero": ("zero", int),
     "checkpointing": ("checkpointing", bool), "memory_format": ("memory_format", str),
 }  # fmt: skip
+# the Flags.parse keywords a software stack sets where they are not given (compute/stack.stack_values)
+STACK_KEYWORDS = ("collective", "overlap", "bucket_mb", "memory_model", "compute_scaling")
 _YES, _NO = ("yes", "true", "1"), ("no", "false", "0")
 # columns whose values are fixed choices, taken in any case as the CLI takes its flags'
 CHOICE_COLUMNS = ("collective", "overlap", "compute_scaling", "memory_model", "optimizer", "memory_format")
@@ -370,13 +375,14 @@ def _column_of(flag: str | None) -> str | None:
 
 
 def given_flags(flags: dict) -> dict:
-    """The option-column keywords of ``flags`` (a command's) set away from their defaults."""
+    """The option-column keywords of ``flags`` (a command's) given: those a stack may set
+    (:data:`STACK_KEYWORDS`) whenever not None, the others set away from their defaults."""
     plain = Options()
-    defaults = {"bucket_mb": plain.bucket_bytes / 2**20, "delayed_update": None, "replicated_gradients": None}
     out = {}
     for key, _ in OPTION_COLUMNS.values():
         value = flags.get(key)
-        if value not in (None, "", (), defaults.get(key, getattr(plain, key, None))):
+        default = None if key in STACK_KEYWORDS else getattr(plain, key, None)
+        if value not in (None, "", (), default):
             out[key] = value
     return out
 

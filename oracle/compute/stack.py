@@ -53,12 +53,11 @@ def stack_values(stack: Stack) -> dict:
 
 
 def stack_flags(stack: Stack, flags: dict) -> dict:
-    """Options keywords (compute/options.Flags.parse) with the stack's values for those left
-    out or at their defaults (an option given at another value wins), and the stack."""
-    plain = Options()
+    """Options keywords (compute/options.Flags.parse) with the stack's values for those not
+    given (absent or None; one given wins, also at its default value), and the stack."""
     out = dict(flags, stack=stack)
     for key, value in stack_values(stack).items():
-        if flags.get(key, getattr(plain, key)) == getattr(plain, key):
+        if flags.get(key) is None:
             out[key] = value
     return out
 

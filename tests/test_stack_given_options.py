@@ -1,0 +1,89 @@
+"""An option given wins over a software stack's value, also when it is the option's default
+(issue 25: ``--stack pytorch --overlap none`` projects no overlap); options not given take
+the stack's value, else their defaults."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from pathlib import Path
+
+import pytest
+from conftest import run_cli
+
+from oracle import api
+from oracle.compute.options import Flags, given_flags
+from oracle.load import load_stack
+
+ROOT = Path(__file__).resolve().parent.parent
+POINT = ("predict", "-m", "resnet50", "-s", "dgx-a100-80gb", "-p", "resnet50_v100", "--strategy", "data",
+         "--gpus", "16", "-f", "json")  # fmt: skip
+
+
+def _point(*extra) -> dict:
+    r = run_cli(*POINT, *extra)
+    assert r.code == 0, r.err
+    return json.loads(r.out)[0]
+
+
+def test_overlap_none_given_beats_the_stacks_buckets():
+    stacked = _point("--stack", "pytorch")
+    assert stacked["overlap_ratio"] > 0.5  # DDP's buckets hide most of the exchange
+    given = _point("--stack", "pytorch", "--overlap", "none")
+    assert given["overlap_ratio"] == 0 and given["communication_s"] == given["communication_total_s"]
+    assert given["communication_s"] > 2 * stacked["communication_s"]
+    # the system file's stack: (dgx-a100-80gb names pytorch) alike
+    assert _point("--overlap", "none")["overlap_ratio"] == 0
+    assert _point()["overlap_ratio"] == stacked["overlap_ratio"]
+
+
+def test_the_python_api_takes_a_given_default_alike():
+    kw = {"gpus": [16], "strategies": "data", "stack": "pytorch"}
+    (buckets,) = api.predict("resnet50", "dgx-a100-80gb", "resnet50_v100", **kw)
+    (none,) = api.predict("resnet50", "dgx-a100-80gb", "resnet50_v100", overlap="none", **kw)
+    assert none.communication_s > 2 * buckets.communication_s  # all exposed, not hidden in buckets
+    assert none.communication_s == pytest.approx(_point("--stack", "pytorch", "--overlap", "none")["communication_s"])
+
+
+@pytest.mark.parametrize(
+    ("stack", "given", "field", "expected", "stacks"),
+    [
+        ("tensorflow", {"bucket_mb": 25}, "bucket_bytes", 25 * 2**20, 64 * 2**20),  # Horovod's 64 MB fusion buffer
+        ("pytorch", {"overlap": "none"}, "overlap", "none", "buckets"),
+        ("paradl", {"memory_model": "framework"}, "memory_model", "framework", "paradl"),
+        ("paradl", {"compute_scaling": "model"}, "compute_scaling", "model", "linear"),
+        ("paradl", {"collective": "auto"}, "collective", "auto", "ring"),
+    ],
+)
+def test_each_option_a_stack_sets_wins_when_given(stack, given, field, expected, stacks):
+    st = load_stack(stack)
+    assert getattr(Flags.parse(stack=st, **given).options, field) == expected
+    assert getattr(Flags.parse(stack=st).options, field) == stacks
+    not_given = {k: None for k in given}  # the CLI's value of an option left out
+    assert getattr(Flags.parse(stack=st, **not_given).options, field) == stacks
+
+
+def test_not_given_without_a_stack_is_the_options_default():
+    o = Flags.parse(overlap=None, bucket_mb=None, memory_model=None, compute_scaling=None, collective=None).options
+    assert (o.overlap, o.bucket_bytes, o.memory_model, o.compute_scaling, o.collective) == (
+        "none", 25 * 2**20, "framework", "model", None)  # fmt: skip
+
+
+def test_given_flags_counts_a_stack_option_given_at_its_default():
+    assert given_flags({"overlap": "none", "bucket_mb": 25.0, "memory_model": "framework"}) == {
+        "overlap": "none", "bucket_mb": 25.0, "memory_model": "framework"}  # fmt: skip
+    assert given_flags({"overlap": None, "bucket_mb": None, "optimizer": "sgd", "zero": 0}) == {}
+
+
+def test_a_runs_row_at_the_default_value_wins_over_its_stack(tmp_path):
+    """A runs file's ``overlap`` column ``none`` on a row whose ``stack`` column is pytorch
+    projects no overlap (issue 26: each row's column wins)."""
+    runs = tmp_path / "runs.csv"
+    row = "resnet50,dgx-a100-80gb,resnet50_v100,data,16,512,10,pytorch"
+    runs.write_text("model,system,profile,strategy,gpus,global_batch,epoch_s,stack,overlap\n"
+                    f"{row},\n{row},none\n")  # fmt: skip
+    r = run_cli("compare", str(runs), "-f", "csv")
+    assert r.code == 0, r.err
+    stacked, none = csv.DictReader(io.StringIO(r.out))
+    assert float(none["predicted_comm_s"]) > 2 * float(stacked["predicted_comm_s"])
