@@ -87,3 +87,15 @@ def test_a_runs_row_at_the_default_value_wins_over_its_stack(tmp_path):
     assert r.code == 0, r.err
     stacked, none = csv.DictReader(io.StringIO(r.out))
     assert float(none["predicted_comm_s"]) > 2 * float(stacked["predicted_comm_s"])
+
+
+def test_the_header_names_the_options_given_over_the_stack():
+    args = ("predict", "-m", "resnet50", "-s", "dgx-a100-80gb", "-p", "resnet50_v100", "--strategy", "data",
+            "--gpus", "16", "--width", "400")  # fmt: skip
+    r = run_cli(*args, "--stack", "tensorflow", "--overlap", "none", "--bucket-MB", "25", "--collective", "ring")
+    assert r.code == 0, r.err
+    line = next(x for x in r.out.splitlines() if x.startswith("stack: tensorflow"))
+    assert line.endswith("; options given over it: --overlap none (the stack's: buckets), --bucket-MB 25"
+                         " (the stack's: 64), --collective ring (the stack's: the system's)")  # fmt: skip
+    plain = run_cli(*args, "--stack", "tensorflow", "--bucket-MB", "64")  # the stack's own value: nothing to say
+    assert plain.code == 0 and "given over" not in plain.out

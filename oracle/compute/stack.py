@@ -62,6 +62,23 @@ def stack_flags(stack: Stack, flags: dict) -> dict:
     return out
 
 
+def given_over_stack(options: Options) -> list[tuple[str, str, str]]:
+    """The options in force that differ from their stack's values, as (flag, in force, the
+    stack's): those given over it (:func:`stack_flags`), for the header to say so."""
+    if options.stack is None:
+        return []
+    flags = {"overlap": "--overlap", "bucket_bytes": "--bucket-MB", "collective": "--collective",
+             "memory_model": "--memory-model", "compute_scaling": "--compute-scaling"}  # fmt: skip
+
+    def text(key: str, value) -> str:
+        if key == "bucket_bytes":
+            return f"{value / 2**20:g}"
+        return "the system's" if value is None else str(value)
+
+    return [(flags[key], text(key, getattr(options, key)), text(key, value))
+            for key, value in stack_values(options.stack).items() if getattr(options, key) != value]  # fmt: skip
+
+
 def stack_options(options: Options, stack: Stack, given: frozenset[str] = frozenset()) -> Options:
     """``options`` with the stack's values, except the fields named in ``given``."""
     return replace(options, stack=stack, **{k: v for k, v in stack_values(stack).items() if k not in given})

@@ -51,17 +51,18 @@ def describe(m, s, pr, run, conversion) -> dict:
         "compute_conversion": conversion_caption(conversion, batch, per_gpu, s, m),
         "stack": options.stack.name if options.stack is not None else "",
         "stack_note": stack_caption(options.stack, options.memory_format, pr.kind if pr is not None else "",
-                                    _precision_class(options), s.gpu_model),
+                                    _precision_class(options), s.gpu_model, _given_over(options)),
     }
 
 
 def stack_caption(stack, memory_format: str | None = None, profile_kind: str = "", precision: str = "",
-                  gpu_model: str = "") -> str:  # fmt: skip
+                  gpu_model: str = "", given: str = "") -> str:  # fmt: skip
     """The software stack in force (issue 25), for headers and reports, and the layout
     --memory-format asked for (which a measured profile does not take: it has its own);
     without it, on an estimated profile, the layout the stack runs ``precision`` (a
     precision class) in, which a plain script may not (PyTorch's tensors are NCHW unless
-    converted to channels-last), and whether the other can be asked for on ``gpu_model``."""
+    converted to channels-last), and whether the other can be asked for on ``gpu_model``;
+    ``given``: the options given over the stack's values (:func:`_given_over`)."""
     if stack is None:
         return ""
     own = "" if profile_kind in ("estimated", "") else "; not applied: a measured profile keeps the layout it was measured in"
@@ -73,7 +74,15 @@ def stack_caption(stack, memory_format: str | None = None, profile_kind: str = "
         ask = (f"--memory-format {other} for the other" if stack.channels_last_speedup_for(gpu_model, precision)
                else f"the other not measured on {gpu_model or 'this GPU'}")  # fmt: skip
         layout = f"; convolutions in {runs}, the stack's layout for {what} ({ask})"
-    return f"stack: {stack.name} ({stack.description}){layout}"
+    return f"stack: {stack.name} ({stack.description}){layout}{given}"
+
+
+def _given_over(options) -> str:
+    """"; options given over it: --overlap none (the stack's: buckets)", or nothing."""
+    from oracle.compute.stack import given_over_stack
+
+    over = ", ".join(f"{f} {mine} (the stack's: {theirs})" for f, mine, theirs in given_over_stack(options))
+    return f"; options given over it: {over}" if over else ""
 
 
 def _precision_class(options) -> str:
