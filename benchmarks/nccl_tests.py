@@ -9,6 +9,11 @@
   the inter-node lines fitted with the NVSwitch level nominal and the bandwidth at most the
   8 x 200 Gb/s of the node's GPU NICs; then the shipped ``gcp-a3mega-h100`` system, as
   ``oracle predict`` uses it, against the same log.
+- **AWS p5.48xlarge** (data/nccl-tests/h100-aws-p5/: 2 to 32 instances x 8 H100, EFA; 32 MiB
+  to 8 GiB only): the inter-node lines fitted to every log at once with the NVSwitch level
+  nominal and every line at most the 400 GB/s of the 32 EFA interfaces; the same fitted on 2
+  to 8 instances predicting 16 and 32; the shipped ``aws-p5-h100`` as ``oracle predict`` uses
+  it; and, for comparison, the nominal InfiniBand ``dgx-h100-superpod`` on the same logs.
 
 Target: median |error| <= 10% at every node count of the logs.
 
@@ -26,6 +31,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from oracle.compute.calibration.nccl_fit import fit_system, log_errors  # noqa: E402
+from oracle.compute.nccl import offers  # noqa: E402
 from oracle.compute.network import allreduce_algorithm, group_contiguous  # noqa: E402
 from oracle.load import load_system  # noqa: E402
 from oracle.load.benchlogs import load_benchlog  # noqa: E402
@@ -34,6 +40,8 @@ from oracle.render.nccl_fit import regimes  # noqa: E402
 ABCI = sorted((ROOT / "data" / "nccl-tests" / "abci-v100").glob("*.txt"))
 A3MEGA = ROOT / "data" / "nccl-tests" / "h100-a3mega" / "all_reduce_perf_2x8_H100_GCP-A3mega.txt"
 A3_NIC_GB_PER_S = 200.0  # Google Cloud A3 Mega: 8 GPU NICs x 200 Gb/s per node (GPUDirect-TCPXO)
+P5 = sorted((ROOT / "data" / "nccl-tests" / "h100-aws-p5").glob("all_reduce_*nodes.txt"))
+P5_EFA_GB_PER_S = 400.0  # Amazon EC2 p5.48xlarge: 3,200 Gbps of EFA = 32 x 100 Gb/s per instance
 
 
 def show_lines(lines: dict) -> None:
@@ -87,8 +95,39 @@ def a3mega() -> list[float]:
     return [med]
 
 
+def shipped_errors(system, log) -> np.ndarray:
+    """|relative error| of ``system``'s all-reduce, as ``oracle predict`` runs it, on the log's sizes."""
+    m = np.array([float(b) for b, _ in log.rows])
+    t = np.array([s for _, s in log.rows])
+    pred, _ = allreduce_algorithm(system, group_contiguous(log.gpus, system.gpus_per_node), m, system.collective_algorithm)
+    return (pred - t) / t
+
+
+def aws_p5() -> list[float]:
+    logs = sorted((load_benchlog(p, gpus_per_node=8) for p in P5), key=lambda lg: lg.nodes)
+    system = load_system("aws-p5-h100")
+    floors = {("inter", p): 1.0 / (P5_EFA_GB_PER_S * 1e9) for p in ("LL", "LL128", "Simple")}
+    print("\nAWS p5.48xlarge (8 H100 each, EFA; 2-32 instances, 32 MiB-8 GiB), nccl-tests all_reduce_perf,"
+          " out of place")
+    fit = fit_system(logs, system, floors=floors)
+    print(f"  inter-node lines fitted to every log (NVSwitch level nominal, every line at most {P5_EFA_GB_PER_S:g} GB/s):")
+    show_lines({k: v for k, v in fit.lines.items() if k[0] == "inter"})
+    medians = table(fit.logs, {lg.nodes for lg in logs})
+    part = fit_system([lg for lg in logs if lg.nodes <= 8], system, floors=floors)
+    print("  fitted on 2-8 instances, predicting the rest:")
+    table([log_errors(lg, part.lines, offers(system)) for lg in logs], {2, 4, 8})
+    for name in ("aws-p5-h100", "dgx-h100-superpod"):
+        s = load_system(name)
+        errs = [shipped_errors(s, lg) for lg in logs]
+        meds = ", ".join(f"{lg.nodes}: {np.median(np.abs(e)):.1%}" for lg, e in zip(logs, errs))
+        ratio = [float(1 / (1 + e).min()) for e in errs]
+        print(f"  {name} ({s.collective_algorithm}), as oracle predict uses it: median per node count {meds};"
+              f" measured / projected up to {max(ratio):.2f}")
+    return medians
+
+
 def main() -> int:
-    medians = abci() + a3mega()
+    medians = abci() + a3mega() + aws_p5()
     worst = max(medians)
     print(f"\nworst median over the node counts: {worst:.1%} (target <= 10%): {'met' if worst <= 0.10 else 'NOT met'}")
     return 0 if worst <= 0.10 else 1

@@ -232,7 +232,7 @@ def test_shipped_a3mega_reproduces_its_log():
 
 
 @pytest.mark.parametrize("name", ["dgx1-v100", "dgx2-v100", "dgx2h-v100", "dgx-a100-40gb", "dgx-a100-80gb",
-                                  "hgx-h200", "gcp-a3mega-h100", "dgx-h100-superpod"])  # fmt: skip
+                                  "hgx-h200", "gcp-a3mega-h100", "dgx-h100-superpod", "aws-p5-h100"])  # fmt: skip
 def test_nvidia_systems_state_their_interconnect_and_default_to_nccl(name):
     s = load_system(name)
     ic = s.interconnect

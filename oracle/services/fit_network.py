@@ -29,6 +29,7 @@ class NetworkRequest:
     protocols: int = 1
     collectives: str = "alpha-beta"
     max_median_error: float | None = None
+    max_bandwidth_GB_per_s: float | None = None  # NCCL model fits: no inter-node line faster (the NICs)
     output: str | None = None  # None: nothing to write
     name: str | None = None
     source: str | None = None
@@ -66,9 +67,15 @@ def fit_network_logs(req: NetworkRequest) -> NetworkJob:
         gpus_per_node=base.system.gpus_per_node if base else req.gpus_per_node,
         total_gpus=base.system.nodes * base.system.gpus_per_node if base else None,
     )
-    nccl = _nccl_fit(parsed, base, req.in_place)
+    nccl = _nccl_fit(parsed, base, req.in_place, req.max_bandwidth_GB_per_s)
     if nccl is not None:
         return _nccl_job(req, result, parsed, base, nccl)
+    if req.max_bandwidth_GB_per_s is not None:
+        from oracle.errors import OracleError
+
+        raise OracleError("bounds the lines of NCCL's collective model, which this fit is not (the ring model's"
+                          " levels are fitted per span)", path="--max-bandwidth-GB-per-s",
+                          hint="give a base system whose collectives are nccl (--system), and all-reduce logs")  # fmt: skip
     if req.max_median_error is not None:
         bad = median_error_failures(result, req.max_median_error)
         if bad:
@@ -79,15 +86,20 @@ def fit_network_logs(req: NetworkRequest) -> NetworkJob:
     return NetworkJob(result, text=text, parsed=parsed)
 
 
-def _nccl_fit(parsed, base, in_place: bool):
+def _nccl_fit(parsed, base, in_place: bool, max_bandwidth_GB_per_s: float | None = None):
     """NCCL's collective model fitted to the logs (compute/calibration/nccl_fit.py) when the base
-    system's collectives are ``nccl`` and every log is an all-reduce; else None."""
+    system's collectives are ``nccl`` and every log is an all-reduce; else None.  With
+    ``max_bandwidth_GB_per_s`` no inter-node line is faster (a floor on its β): the node's
+    NICs bound every protocol, which logs of large messages alone do not pin down."""
     from oracle.compute.calibration.nccl_fit import fit_system
+    from oracle.compute.nccl import PROTOCOLS
     from oracle.vocabulary import NCCL
 
     if base is None or base.system.collective_algorithm != NCCL or any(lg.operation != "allreduce" for lg in parsed):
         return None
-    return fit_system(parsed, base.system, in_place=in_place)
+    bound = None if max_bandwidth_GB_per_s is None else 1.0 / (max_bandwidth_GB_per_s * 1e9)
+    floors = {("inter", p): bound for p in PROTOCOLS} if bound else None
+    return fit_system(parsed, base.system, floors=floors, in_place=in_place)
 
 
 def _nccl_job(req: NetworkRequest, result, parsed, base: _Base, nccl) -> NetworkJob:

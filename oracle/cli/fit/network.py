@@ -30,6 +30,7 @@ def _command_line(params: dict, logs: list[str]) -> str:
         ("min_bytes", "--min-bytes"),
         ("max_bytes", "--max-bytes"),
         ("bw_fraction", "--bw-fraction"),
+        ("max_bandwidth_gb_per_s", "--max-bandwidth-GB-per-s"),
         ("name", "--name"),
         ("source", "--source"),
         ("output", "-o"),
@@ -74,6 +75,9 @@ def _command_line(params: dict, logs: list[str]) -> str:
 @click.option("--max-median-error", type=FiniteRange(min=0), metavar="FRACTION",
               help="Check: exit 1 (and write nothing) if the median |rel. error| over messages >= 1 MiB,"
               " of any log or overall, exceeds FRACTION (e.g. 0.12).")
+@click.option("--max-bandwidth-GB-per-s", "max_bandwidth_gb_per_s", type=FiniteRange(min=0, min_open=True), metavar="GB/S",
+              help="NCCL model fits: no fitted inter-node line faster than this (the node's NICs, e.g. 400 for"
+              " 32 x 100 Gb/s); logs of large messages alone leave the LL and LL128 lines free. [default: unbounded]")
 @click.option("--collectives", type=click.Choice(["alpha-beta", "table"], case_sensitive=False), default="alpha-beta", show_default=True,
               help="table: also write the measured times (collectives: table), used instead of α-β for"
               " collectives on exactly a benchmarked GPU count and span.")
@@ -84,7 +88,7 @@ def _command_line(params: dict, logs: list[str]) -> str:
 @click.pass_context
 def fit_network_cmd(
     ctx, logs, system, output, fmt, min_bytes, max_bytes, bw_fraction, in_place, operation, gpus, nodes,
-    gpus_per_node, name, source, max_median_error, collectives, protocols, width,
+    gpus_per_node, name, source, max_median_error, max_bandwidth_gb_per_s, collectives, protocols, width,
 ):  # fmt: skip
     """Fit α and β per network level to nccl-tests or OSU collective logs.
 
@@ -116,7 +120,8 @@ def fit_network_cmd(
     job = fit_network_logs(NetworkRequest(
         logs=tuple(logs), system=system, operation=operation, gpus=gpus, nodes=nodes, gpus_per_node=gpus_per_node,
         min_bytes=min_bytes, max_bytes=max_bytes, bw_fraction=bw_fraction, in_place=in_place, protocols=protocols,
-        collectives=collectives, max_median_error=max_median_error, output=output, name=name, source=source,
+        collectives=collectives, max_median_error=max_median_error, max_bandwidth_GB_per_s=max_bandwidth_gb_per_s,
+        output=output, name=name, source=source,
         command=_command_line(ctx.params, list(logs)),
     ))  # fmt: skip
     yaml_to_stdout = output is not None and str(output) == "-"
