@@ -99,3 +99,26 @@ def test_the_header_names_the_options_given_over_the_stack():
                          " (the stack's: 64), --collective ring (the stack's: the system's)")  # fmt: skip
     plain = run_cli(*args, "--stack", "tensorflow", "--bucket-MB", "64")  # the stack's own value: nothing to say
     assert plain.code == 0 and "given over" not in plain.out
+
+
+def test_the_reports_measured_section_takes_the_options_too(tmp_path):
+    """oracle report --measured projects the runs with every option given (as compare does)."""
+    runs = str(ROOT / "validation" / "abci-paradl.csv")
+
+    def accuracy(*extra) -> str:
+        out = tmp_path / "r.md"
+        r = run_cli("report", "-m", "alexnet", "-s", "abci", "-p", "alexnet_v100", "--measured", runs, *extra, "-o", str(out))
+        assert r.code == 0, r.err
+        return next(line for line in out.read_text().splitlines() if "mean accuracy" in line and "Against" in line)
+
+    assert accuracy() != accuracy("--overlap", "buckets")
+
+
+def test_fit_runs_warns_of_options_its_system_cannot_record(tmp_path):
+    runs = str(ROOT / "validation" / "abci-paradl.csv")
+    base = ("fit", "runs", runs, "-s", "abci", "--calibrate", "all", "--where", "model=vgg16", "--stack", "pytorch")
+    r = run_cli(*base, "--overlap", "none", "-o", str(tmp_path / "cal.yaml"))
+    assert r.code == 0, r.err
+    assert "records stack pytorch, not --overlap none (given over it)" in r.err
+    r = run_cli(*base, "-o", str(tmp_path / "cal2.yaml"))
+    assert r.code == 0 and "records stack" not in r.err

@@ -63,7 +63,31 @@ def fit_runs(req: RunsRequest, warn) -> FitRuns:
     cal, pairs = calibrate_runs(req, sel)
     # issue 26: an unphysical system is not written (the command refuses it)
     text = calibrated_system(req, sel, cal, pairs) if req.output and cal.evidence and not cal.unphysical else None
+    if text is not None:
+        for w in _unrecorded(req):
+            warn(w)
     return FitRuns(len(sel.chosen), cal, text)
+
+
+def _unrecorded(req: RunsRequest) -> list[str]:
+    """The options given over the stack the written system records (its ``stack:``), which a
+    system file cannot hold: one warning naming them, to give again when projecting."""
+    from oracle.compute.options import STACK_KEYWORDS, Flags
+    from oracle.compute.stack import given_over_stack
+    from oracle.load import load_stack
+    from oracle.resources import shipped_names
+
+    flags = req.flags or {}
+    stack = flags.get("stack")
+    if not (isinstance(stack, str) and stack in shipped_names("stacks")):
+        return []
+    given = {k: flags[k] for k in STACK_KEYWORDS if flags.get(k) is not None}
+    over = given_over_stack(Flags.parse(stack=load_stack(stack), **given).options) if given else []
+    if not over:
+        return []
+    text = ", ".join(f"{flag} {mine}" for flag, mine, _ in over)
+    return [f"{req.output}: records stack {stack}, not {text} (given over it): give {'them' if len(over) > 1 else 'it'}"
+            f" again when projecting with this system"]
 
 
 def select_runs(req: RunsRequest) -> Selection:

@@ -40,13 +40,16 @@ def write_report(sweep: dict, measured: str | None, where, exclude, output: str,
 
 
 def _measured(measured: str, where, exclude, sweep: dict, files):
-    """The measured runs projected on the sweep's system with its options (those that
-    ``oracle compare`` has), reading the files the sweep read once (``files``)."""
+    """The measured runs projected on the sweep's system with its options (every projection
+    option and the stack: ``oracle compare`` takes them all, compute/options.OPTION_COLUMNS),
+    reading the files the sweep read once (``files``)."""
     from oracle import api
+    from oracle.compute.options import OPTION_COLUMNS
     from oracle.load.values import parse_where
     from oracle.render import report as rr
 
-    flags = {k: sweep[k] for k in ("precision", "memory_model", "memory_reuse", "contention")}
+    keys = {key for key, _ in OPTION_COLUMNS.values()} | {"precision", "stack"}
+    flags = {k: sweep[k] for k in keys if k in sweep}
     rows, summary = api.compare(
         measured, where=parse_where(where), exclude=parse_where(exclude, "--exclude"), system=sweep["system"],
         files=files, **flags,
