@@ -93,3 +93,15 @@ def test_the_bound_is_for_nccl_fits_only():
                 str(ROOT / "data" / "nccl-tests" / "abci-v100" / "inter_vnode_2nodes.txt"))  # fmt: skip
     assert r.code == 2 and "--max-bandwidth-GB-per-s" in r.err and "Traceback" not in r.err
     assert len(r.err_lines) == 1
+
+
+def test_without_a_log_across_nodes_the_bound_is_an_error_and_the_levels_beyond_are_kept(tmp_path):
+    intra = str(ROOT / "data" / "nccl-tests" / "abci-v100" / "intra_vnode_4nodes.txt")
+    out = tmp_path / "one-node.yaml"
+    r = run_cli("fit", "network", intra, "-s", "dgx1-v100", "--max-bandwidth-GB-per-s", "1", "-o", out)
+    assert r.code == 2 and "--max-bandwidth-GB-per-s" in r.err and not out.exists()
+    r = run_cli("fit", "network", intra, "-s", "dgx1-v100", "-o", out)
+    assert r.code == 0, r.err
+    assert "inter " not in r.out  # no line across nodes was fitted, none is reported
+    written, base = load_system(out).network, load_system("dgx1-v100").network
+    assert written[0].basis == "fitted" and written[1] == base[1]

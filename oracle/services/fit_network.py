@@ -97,6 +97,11 @@ def _nccl_fit(parsed, base, in_place: bool, max_bandwidth_GB_per_s: float | None
 
     if base is None or base.system.collective_algorithm != NCCL or any(lg.operation != "allreduce" for lg in parsed):
         return None
+    if max_bandwidth_GB_per_s is not None and all(lg.nodes == 1 for lg in parsed):
+        from oracle.errors import OracleError
+
+        raise OracleError("bounds the lines across nodes, and no log crosses a node (nothing fits them)",
+                          path="--max-bandwidth-GB-per-s", hint="add logs of two nodes or more, or drop the option")  # fmt: skip
     bound = None if max_bandwidth_GB_per_s is None else 1.0 / (max_bandwidth_GB_per_s * 1e9)
     floors = {("inter", p): bound for p in PROTOCOLS} if bound else None
     return fit_system(parsed, base.system, floors=floors, in_place=in_place)

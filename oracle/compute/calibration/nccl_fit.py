@@ -255,4 +255,6 @@ def fit_system(logs, system=None, floors: dict | None = None, in_place: bool = F
     offer = nccl.offers(system) if system is not None else Offers()
     fixed = intra_lines(system) if system is not None and all(s.n > 1 for s in samples) else {}
     lines = fit_lines(samples, fixed=fixed, floors=floors, offers=offer)
+    if all(s.n == 1 for s in samples):  # no log crosses a node: nothing fitted the lines across nodes
+        lines = {k: v for k, v in lines.items() if k[0] == "intra"}
     return SystemFit(lines, frozenset(fixed), tuple(log_errors(log, lines, offer, in_place) for log in logs))
