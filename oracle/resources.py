@@ -69,6 +69,17 @@ ALIASES = {
 }  # fmt: skip
 
 
+# Software oracle ships no stack for, by the names users give it (_loose): an unknown name of
+# these says so and how to go on, rather than suggesting the nearest shipped name ("paddle"
+# is not ParaDL's tool "paradl")
+UNSHIPPED = {
+    "stacks": {
+        "paddle": "PaddlePaddle", "paddlepaddle": "PaddlePaddle", "caffe": "Caffe", "caffe2": "Caffe2",
+        "jax": "JAX", "oneflow": "OneFlow", "mindspore": "MindSpore", "nnabla": "NNabla",
+    },
+}  # fmt: skip
+
+
 def _loose(name: str) -> str:
     return "".join(c for c in name.casefold() if c not in "-_ .")
 
@@ -103,6 +114,12 @@ def resolve(kind: str, name_or_path: str) -> Path:
             return resolve(kind, same)
     what = kind.rstrip("s")
     names = shipped_names(kind)
+    software = UNSHIPPED.get(kind, {}).get(_loose(text)) if not looks_like_path else None
+    if software is not None:
+        raise OracleError(f"no shipped {what} for {software}", file=text,
+                          hint=f"--{what} none projects with none (the compute model and the system's collectives),"
+                          f" or describe it in a {what} file of your own (docs/file-formats.md);"
+                          f" shipped {kind}: " + ", ".join(names))  # fmt: skip
     # the shipped names always (issue 23), after the closest one when a name is near one
     close = did_you_mean(text, names) if not looks_like_path else None
     hint = " ".join(filter(None, [close, f"shipped {kind}: " + ", ".join(names) if names else None])) or None

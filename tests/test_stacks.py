@@ -512,3 +512,10 @@ def test_pytorch_batchnorm_and_maxpool_run_at_their_measured_efficiencies():
         window = ((9 * 200_704 + 802_816) / (0.017 * 19.5e12)) / (2 * 1_003_520 / (0.9 * 2039e9))
         want = {"batchnorm": 0.9 / 0.5, "maxpool": max(0.9 / 0.22, window)}.get(t, 1.0)
         assert fw[i] == pytest.approx(want, rel=1e-9) and bw[i] == pytest.approx(want, rel=1e-9), t
+
+
+def test_a_framework_without_a_shipped_stack_says_so_rather_than_suggesting_paradl():
+    r = run_cli("predict", "-m", "resnet50", "-s", "abci", "-p", "resnet50_v100", "--stack", "paddle")
+    assert r.code == 2 and len(r.err_lines) == 1
+    assert "no shipped stack for PaddlePaddle" in r.err and "--stack none" in r.err
+    assert "did you mean" not in r.err and all(name in r.err for name in SHIPPED)
