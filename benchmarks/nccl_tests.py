@@ -14,6 +14,8 @@
   nominal and every line at most the 400 GB/s of the 32 EFA interfaces; the same fitted on 2
   to 8 instances predicting 16 and 32; the shipped ``aws-p5-h100`` as ``oracle predict`` uses
   it; and, for comparison, the nominal InfiniBand ``dgx-h100-superpod`` on the same logs.
+  Held out: the all-gather runs on the same instances (nccl_all_gather.csv), which no line
+  was fitted to, against both files.
 
 Target: median |error| <= 10% at every node count of the logs.
 
@@ -41,6 +43,7 @@ ABCI = sorted((ROOT / "data" / "nccl-tests" / "abci-v100").glob("*.txt"))
 A3MEGA = ROOT / "data" / "nccl-tests" / "h100-a3mega" / "all_reduce_perf_2x8_H100_GCP-A3mega.txt"
 A3_NIC_GB_PER_S = 200.0  # Google Cloud A3 Mega: 8 GPU NICs x 200 Gb/s per node (GPUDirect-TCPXO)
 P5 = sorted((ROOT / "data" / "nccl-tests" / "h100-aws-p5").glob("all_reduce_*nodes.txt"))
+P5_ALLGATHER = ROOT / "data" / "nccl-tests" / "h100-aws-p5" / "nccl_all_gather.csv"
 P5_EFA_GB_PER_S = 400.0  # Amazon EC2 p5.48xlarge: 3,200 Gbps of EFA = 32 x 100 Gb/s per instance
 
 
@@ -124,7 +127,30 @@ def aws_p5() -> list[float]:
         top = max(float(1 / (1 + e).min()) for e in errs)
         print(f"  {name} ({s.collective_algorithm}), as oracle predict uses it: median |error| per node count {meds};"
               f" measured / projected, median per node count {ratios}, up to {top:.2f}")
+    allgather_check()
     return medians
+
+
+def allgather_check() -> None:
+    """The all-gather table (sizes are the gathered totals; time = size / algbw, nccl-tests'
+    definition) against aws-p5-h100 and dgx-h100-superpod as ``oracle predict`` runs them."""
+    import csv
+    from collections import defaultdict
+
+    from oracle.compute.network import allgather_algorithm
+
+    by: dict[int, list[dict]] = defaultdict(list)
+    for r in csv.DictReader(P5_ALLGATHER.read_text().splitlines()):
+        by[int(r["Nodes"])].append(r)
+    print("  held out, the all-gather runs (nccl_all_gather.csv, 32 MiB-2 GiB; no line was fitted to them):")
+    for name in ("aws-p5-h100", "dgx-h100-superpod"):
+        s, parts = load_system(name), []
+        for nodes, rows in sorted(by.items()):
+            total = np.array([float(r["size(MB)"]) * 2**20 for r in rows])
+            t = total / (np.array([float(r["out algbw(GB/s)"]) for r in rows]) * 1e9)
+            pred, _ = allgather_algorithm(s, group_contiguous(8 * nodes, 8), total / (8 * nodes), "nccl")
+            parts.append(f"{nodes}: {float(np.median(np.abs(pred - t) / t)):.1%}")
+        print(f"    {name}: median |error| per node count {', '.join(parts)}")
 
 
 def main() -> int:
