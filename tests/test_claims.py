@@ -51,7 +51,7 @@ def test_the_example_output_is_what_the_command_prints(run):
 
 
 def test_glance_rows_are_all_checked():
-    assert len(_glance()) == 10, list(_glance())
+    assert len(_glance()) == 11, list(_glance())
 
 
 def test_glance_abci_held_out(run):
@@ -301,3 +301,40 @@ def test_glance_independent_sources():
     assert _percents(result) == [f"{100 * v:.1f}" for v in want]
     low = sum(x["accuracy"] < ia.LOW for x in everything)
     assert f"{low} runs below 70%" in result
+
+
+def test_glance_aws_p5_allreduce():
+    """The p5 row: the shipped aws-p5-h100 per instance count, the fit on 2-8 instances
+    predicting 16 and 32, and the nominal InfiniBand file (benchmarks/nccl_tests.py)."""
+    import numpy as np
+
+    from oracle.compute import nccl
+    from oracle.compute.calibration.nccl_fit import fit_system, log_errors
+    from oracle.compute.network import allreduce_algorithm, group_contiguous
+    from oracle.load import load_system
+    from oracle.load.benchlogs import load_benchlog
+
+    what, result = list(_glance().items())[10]
+    assert "AWS p5.48xlarge" in what
+    logs = [load_benchlog(ROOT / "data" / "nccl-tests" / "h100-aws-p5" / f"all_reduce_{n}nodes.txt", gpus_per_node=8)
+            for n in (2, 4, 8, 16, 32)]  # fmt: skip
+
+    def medians(name):
+        s = load_system(name)
+        out = []
+        for lg in logs:
+            m = np.array([float(b) for b, _ in lg.rows])
+            t = np.array([x for _, x in lg.rows])
+            pred, _ = allreduce_algorithm(s, group_contiguous(lg.gpus, 8), m, "nccl")
+            out.append(100 * float(np.median(np.abs(pred - t) / t)))
+        return out
+
+    shipped, nominal = medians("aws-p5-h100"), medians("dgx-h100-superpod")
+    base = load_system("aws-p5-h100")
+    floors = {("inter", p): 1 / 400e9 for p in ("LL", "LL128", "Simple")}
+    part = fit_system(logs[:3], base, floors=floors)
+    held = [100 * log_errors(lg, part.lines, nccl.offers(base)).median for lg in logs[3:]]
+    p = _percents(result)
+    assert p[:2] == [f"{min(shipped):.1f}", f"{max(shipped):.1f}"]
+    assert p[2:4] == [f"{x:.1f}" for x in held]
+    assert result.count(f"{round(min(nominal))}-{round(max(nominal))}%") == 1

@@ -16,14 +16,14 @@ def parse_anchors(top: Fields, file: str) -> tuple[Anchor, ...]:
 
 
 def _anchor(f: Fields) -> Anchor:
-    from oracle.compute.calibration.compare import PRECISION_COLUMN
+    from oracle.compute.calibration.compare import PRECISION_COLUMN, precision_key
     from oracle.compute.strategies import names
 
     strategy = f.req("strategy", string())
     if strategy not in names():
         raise f.error("strategy", f"unknown strategy '{strategy}'", hint="one of " + ", ".join(names()))
     precision = f.opt("precision", string(nonempty=False), "")
-    if precision and precision.lower() not in PRECISION_COLUMN:
+    if precision and precision_key(precision) is None:
         raise f.error("precision", f"got '{precision}'; expected one of {', '.join(PRECISION_COLUMN)}")
     seconds = number(gt=0, what="measured seconds per iteration")
     anchor = Anchor(

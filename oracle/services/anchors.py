@@ -27,14 +27,14 @@ def anchored_sweep(points: list, req) -> list:
 def _context(anchor, req):
     """The cost context of ``anchor``: its precision, stack (else the system file's;
     ``none``: no stack) and options on the request's model, system and profile."""
-    from oracle.compute.calibration.compare import PRECISION_COLUMN
+    from oracle.compute.calibration.compare import PRECISION_COLUMN, precision_key
     from oracle.compute.conversion import build_context
     from oracle.compute.options import Flags
     from oracle.compute.stack import stack_system
     from oracle.load import load_stack
     from oracle.vocabulary import NO_STACK
 
-    precision, mixed = PRECISION_COLUMN[anchor.precision.lower()] if anchor.precision else (None, None)
+    precision, mixed = PRECISION_COLUMN[precision_key(anchor.precision)] if anchor.precision else (None, None)
     name = anchor.stack or req.system.stack  # a run without one ran under the file's (issue 25)
     stack = load_stack(name) if name and name != NO_STACK else None
     options = Flags.parse(**dict(anchor.options), stack=stack).resolve(req.profile, precision, mixed, system=req.system).options

@@ -26,7 +26,7 @@ from oracle.compute.sweep import evaluate
 from oracle.errors import OracleError
 from oracle.records import MeasuredRun
 from oracle.units import fmt_ratio
-from oracle.vocabulary import FP32, PRECISIONS
+from oracle.vocabulary import BF16, FP16, FP32, PRECISIONS
 
 if TYPE_CHECKING:
     import numpy as np
@@ -136,8 +136,23 @@ def config_for(run: MeasuredRun, ctx: Context) -> Config:
 
 
 # a measured run's optional ``precision`` column (issue 13): fp32, tf32, fp16, bf16, or
-# DeepLearningExamples' FP32/TF32/AMP (AMP = mixed precision): (precision, mixed)
-PRECISION_COLUMN = {**{p: (p, False) for p in PRECISIONS}, "amp": (FP32, True)}
+# DeepLearningExamples' FP32/TF32/AMP (AMP = mixed precision, fp16; amp-bf16 the bf16 kind):
+# (precision, mixed)
+PRECISION_COLUMN = {**{p: (p, False) for p in PRECISIONS}, "amp": (FP32, True), "amp-bf16": (BF16, True)}
+# other spellings benchmark tables use, by their letters and digits only (precision_key)
+PRECISION_SPELLINGS = {
+    "mixed": "amp", "mixedprecision": "amp", "fp16amp": "amp", "ampfp16": "amp", "fp16mixed": "amp",
+    "mixedfp16": "amp", "bf16amp": "amp-bf16", "ampbf16": "amp-bf16", "bf16mixed": "amp-bf16",
+    "mixedbf16": "amp-bf16", "float32": FP32, "single": FP32, "float16": FP16, "half": FP16, "bfloat16": BF16,
+}  # fmt: skip
+
+
+def precision_key(raw: str) -> str | None:
+    """The PRECISION_COLUMN key ``raw`` spells (any case; "FP16-AMP", "mixed", "bfloat16"), else None."""
+    key = raw.strip().lower()
+    if key in PRECISION_COLUMN:
+        return key
+    return PRECISION_SPELLINGS.get("".join(ch for ch in key if ch.isalnum()))
 
 
 def run_precision_options(run: MeasuredRun) -> tuple[str, bool] | None:
@@ -147,10 +162,10 @@ def run_precision_options(run: MeasuredRun) -> tuple[str, bool] | None:
     raw = run.get("precision")
     if not raw:
         return None
-    key = raw.strip().lower()
-    if key not in PRECISION_COLUMN:
-        raise OracleError(f"precision '{raw}' is not one of {', '.join(PRECISION_COLUMN)}", line=run.line,
-                          path="precision")  # fmt: skip
+    key = precision_key(raw)
+    if key is None:
+        raise OracleError(f"precision '{raw}' is not one of {', '.join(PRECISION_COLUMN)} (or mixed, fp16-amp,"
+                          " bf16-amp)", line=run.line, path="precision")  # fmt: skip
     return PRECISION_COLUMN[key]
 
 
