@@ -387,6 +387,16 @@ def given_flags(flags: dict) -> dict:
     return out
 
 
+def _same_value(key: str, theirs, mine) -> bool:
+    """A row's column and the command's option say the same (a precision in any spelling)."""
+    if key == "precision":
+        from oracle.compute.calibration.compare import PRECISION_COLUMN, precision_key
+
+        a, b = precision_key(str(theirs)), precision_key(str(mine))
+        return a is not None and b is not None and PRECISION_COLUMN[a] == PRECISION_COLUMN[b]
+    return str(theirs) == str(mine)
+
+
 def option_clashes(runs: list, flags: dict) -> list[tuple[str, str, str, list[int]]]:
     """Where runs' option, stack or precision columns differ from the command's options given
     (``flags``, Flags.parse keywords; stack by its name): (column, the rows' value, the
@@ -402,6 +412,6 @@ def option_clashes(runs: list, flags: dict) -> list[tuple[str, str, str, list[in
         theirs = dict(run.flags) | ({"stack": run.stack} if run.stack else {})
         theirs |= {"precision": run.get("precision")} if run.get("precision") else {}
         for key, value in theirs.items():
-            if key in given and str(value) != str(given[key]):
+            if key in given and not _same_value(key, value, given[key]):
                 found.setdefault((columns[key], str(value), str(given[key])), []).append(run.line)
     return [(col, value, mine, lines) for (col, value, mine), lines in found.items()]

@@ -24,7 +24,8 @@ def _anchor(f: Fields) -> Anchor:
         raise f.error("strategy", f"unknown strategy '{strategy}'", hint="one of " + ", ".join(names()))
     precision = f.opt("precision", string(nonempty=False), "")
     if precision and precision_key(precision) is None:
-        raise f.error("precision", f"got '{precision}'; expected one of {', '.join(PRECISION_COLUMN)}")
+        raise f.error("precision", f"got '{precision}'; expected one of {', '.join(PRECISION_COLUMN)} (any case;"
+                      " or mixed, fp16-amp, bf16-amp, float16, bfloat16)")
     seconds = number(gt=0, what="measured seconds per iteration")
     anchor = Anchor(
         model=f.req("model", string()), strategy=strategy, gpus=f.req("gpus", integer(ge=1)),

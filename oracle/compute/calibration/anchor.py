@@ -204,10 +204,14 @@ def contradictions(runs: list) -> list[str]:
     batch, precision, stack and option columns) whose times per iteration differ by
     ``CONTRADICT`` x or more: which of them anchors a projection decides it, so each pair
     is named."""
+    from oracle.compute.calibration.compare import precision_key
+
     seen: dict = {}
     out = []
     for r in runs:
-        key = (r.model, r.system, r.strategy, r.gpus, r.p1, r.p2, r.global_batch, r.basis, r.get("precision"),
+        spelled = r.get("precision")
+        precision = (precision_key(spelled) or spelled) if spelled else spelled  # "BF16" and "bfloat16" are one
+        key = (r.model, r.system, r.strategy, r.gpus, r.p1, r.p2, r.global_batch, r.basis, precision,
                r.stack, r.flags)  # fmt: skip
         for other in seen.get(key, []):
             hi, lo = max(r.measured_s, other.measured_s), min(r.measured_s, other.measured_s)

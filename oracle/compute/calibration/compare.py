@@ -137,8 +137,9 @@ def config_for(run: MeasuredRun, ctx: Context) -> Config:
 
 # a measured run's optional ``precision`` column (issue 13): fp32, tf32, fp16, bf16, or
 # DeepLearningExamples' FP32/TF32/AMP (AMP = mixed precision, fp16; amp-bf16 the bf16 kind):
-# (precision, mixed)
-PRECISION_COLUMN = {**{p: (p, False) for p in PRECISIONS}, "amp": (FP32, True), "amp-bf16": (BF16, True)}
+# (precision, mixed); mixed None: the column does not say (the row's mixed_precision column,
+# else --mixed-precision, decides)
+PRECISION_COLUMN = {**{p: (p, None) for p in PRECISIONS}, "amp": (FP32, True), "amp-bf16": (BF16, True)}
 # other spellings benchmark tables use, by their letters and digits only (precision_key)
 PRECISION_SPELLINGS = {
     "mixed": "amp", "mixedprecision": "amp", "fp16amp": "amp", "ampfp16": "amp", "fp16mixed": "amp",
@@ -148,15 +149,16 @@ PRECISION_SPELLINGS = {
 
 
 def precision_key(raw: str) -> str | None:
-    """The PRECISION_COLUMN key ``raw`` spells (any case; "FP16-AMP", "mixed", "bfloat16"), else None."""
-    key = raw.strip().lower()
-    if key in PRECISION_COLUMN:
-        return key
-    return PRECISION_SPELLINGS.get("".join(ch for ch in key if ch.isalnum()))
+    """The PRECISION_COLUMN key ``raw`` spells, by its letters and digits in any case ("FP-16",
+    "FP16-AMP", "mixed", "bfloat16"), else None."""
+    letters = "".join(ch for ch in str(raw).lower() if ch.isalnum())
+    canonical = {"".join(ch for ch in k if ch.isalnum()): k for k in PRECISION_COLUMN}
+    return canonical.get(letters) or PRECISION_SPELLINGS.get(letters)
 
 
-def run_precision_options(run: MeasuredRun) -> tuple[str, bool] | None:
-    """(precision, mixed) from the run's ``precision`` column, None without one."""
+def run_precision_options(run: MeasuredRun) -> tuple[str, bool | None] | None:
+    """(precision, mixed) from the run's ``precision`` column (mixed None where it does not
+    say), None without one."""
     from oracle.errors import OracleError
 
     raw = run.get("precision")
