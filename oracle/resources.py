@@ -117,8 +117,9 @@ def resolve(kind: str, name_or_path: str) -> Path:
     software = UNSHIPPED.get(kind, {}).get(_loose(text)) if not looks_like_path else None
     if software is not None:
         raise OracleError(f"no shipped {what} for {software}", file=text,
-                          hint=f"--{what} none projects with none (the compute model and the system's collectives),"
-                          f" or describe it in a {what} file of your own (docs/file-formats.md);"
+                          hint=f"'none' projects with none (--{what} none, or a runs file's {what} column none: the"
+                          f" compute model and the system's collectives), or describe it in a {what} file of your own"
+                          " (docs/file-formats.md);"
                           f" shipped {kind}: " + ", ".join(names))  # fmt: skip
     # the shipped names always (issue 23), after the closest one when a name is near one
     close = did_you_mean(text, names) if not looks_like_path else None

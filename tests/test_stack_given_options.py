@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 
 import pytest
+import yaml
 from conftest import run_cli
 
 from oracle import api
@@ -122,3 +123,36 @@ def test_fit_runs_warns_of_options_its_system_cannot_record(tmp_path):
     assert "records stack pytorch, not --overlap none (given over it)" in r.err
     r = run_cli(*base, "-o", str(tmp_path / "cal2.yaml"))
     assert r.code == 0 and "records stack" not in r.err
+
+
+def test_the_reports_measured_section_leaves_the_runs_layers_and_dataset_alone(tmp_path):
+    runs = str(ROOT / "validation" / "abci-paradl.csv")
+    out = tmp_path / "r.md"
+    r = run_cli("report", "-m", "alexnet", "-s", "abci", "-p", "alexnet_v100", "--spatial-split-after", "conv2",
+                "--samples", "100000", "--measured", runs, "-o", str(out))  # fmt: skip
+    assert r.code == 0, r.err  # conv2 is AlexNet's, not VGG-16's; the runs keep their own datasets
+    plain = tmp_path / "p.md"
+    assert run_cli("report", "-m", "alexnet", "-s", "abci", "-p", "alexnet_v100", "--measured", runs, "-o", str(plain)).code == 0
+    line = [x for x in out.read_text().splitlines() if "mean accuracy" in x and "Against" in x]
+    assert line == [x for x in plain.read_text().splitlines() if "mean accuracy" in x and "Against" in x]
+
+
+def test_fit_runs_names_the_base_systems_stack_and_records_an_alias_as_its_stack(tmp_path):
+    runs = tmp_path / "runs.csv"
+    runs.write_text("model,system,profile,strategy,gpus,global_batch,iteration_s\n"
+                    "resnet50,dgx-a100-80gb,resnet50_v100,data,8,2048,0.1\nresnet50,dgx-a100-80gb,resnet50_v100,data,16,4096,0.11\n")  # fmt: skip
+    r = run_cli("fit", "runs", str(runs), "-s", "dgx-a100-80gb", "--calibrate", "all", "--overlap", "none",
+                "-o", str(tmp_path / "a.yaml"))  # fmt: skip
+    assert r.code == 0 and "records stack pytorch, not --overlap none" in r.err  # the base file's stack
+    out = tmp_path / "t.yaml"
+    r = run_cli("fit", "runs", str(ROOT / "validation" / "abci-paradl.csv"), "-s", "abci", "--calibrate", "all",
+                "--where", "model=vgg16", "--stack", "torch", "-o", str(out))  # fmt: skip
+    assert r.code == 0, r.err
+    assert yaml.safe_load(out.read_text())["stack"]["name"] == "pytorch"
+
+
+def test_the_reports_measured_warnings_are_oracles(tmp_path):
+    r = run_cli("report", "-m", "resnet50", "-s", "dgx-a100-80gb", "-p", "resnet50_v100", "--measured",
+                str(ROOT / "validation" / "dle-resnet50-runs.csv"), "--precision", "fp16", "-o", str(tmp_path / "r.md"))  # fmt: skip
+    assert r.code == 0, r.err
+    assert "column 'precision' is AMP, the command's --precision fp16" in r.err and "UserWarning" not in r.err

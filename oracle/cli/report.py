@@ -31,6 +31,7 @@ def report(measured, where, exclude, output, **sweep) -> None:
       oracle report -m resnet50 -s abci -p resnet50_v100 --gpus 4-1024 -o report.html
       oracle report -m alexnet -s abci -p alexnet_v100 --measured validation/abci-paradl.csv -o report.md
     """
+    from oracle.cli.common import warn
     from oracle.errors import OracleError
     from oracle.render.output import check_target
     from oracle.render.progress import progress
@@ -43,7 +44,7 @@ def report(measured, where, exclude, output, **sweep) -> None:
     check_target(output)  # before the work: a folder or a device named by -o fails at once
     command = _command(dict(sweep, measured=measured, where=where, exclude=exclude), output)
     with progress("projecting", total=3) as bar:
-        write_report(sweep, measured, where, exclude, output, command, bar)
+        write_report(sweep, measured, where, exclude, output, command, bar, warn)
 
 
 def _command(args: dict, output: str) -> str:

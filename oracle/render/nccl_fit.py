@@ -49,7 +49,8 @@ def tables(fit):
         notes=Column("used", "candidates (as NCCL's tuner picks)"),
         title="NCCL collective model (compute/nccl.py) fitted to every log at once; |rel. error| per log, all sizes",
     )  # fmt: skip
-    return Group(Text("fitted NCCL lines (per protocol, inside a node and across nodes)\n  " + "\n  ".join(lines)), t)
+    where = "inside a node and across nodes" if any(w == "inter" for w, _ in fit.lines) else "inside a node; no log crosses one"
+    return Group(Text(f"fitted NCCL lines (per protocol, {where})\n  " + "\n  ".join(lines)), t)
 
 
 def _level(raw: dict, lines: dict, where: str, source: str) -> list[str]:

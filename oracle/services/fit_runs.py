@@ -64,22 +64,49 @@ def fit_runs(req: RunsRequest, warn) -> FitRuns:
     # issue 26: an unphysical system is not written (the command refuses it)
     text = calibrated_system(req, sel, cal, pairs) if req.output and cal.evidence and not cal.unphysical else None
     if text is not None:
-        for w in _unrecorded(req):
+        for w in _unrecorded(req, sel.base_path):
             warn(w)
     return FitRuns(len(sel.chosen), cal, text)
 
 
-def _unrecorded(req: RunsRequest) -> list[str]:
-    """The options given over the stack the written system records (its ``stack:``), which a
-    system file cannot hold: one warning naming them, to give again when projecting."""
+def shipped_stack(text) -> str | None:
+    """The shipped stack's name ``text`` names (its own, an alias, other case; "none" is
+    none), else None (a file of one's own, which a written system does not record)."""
+    from oracle.errors import OracleError
+    from oracle.resources import resolve, shipped_dir
+    from oracle.vocabulary import NO_STACK
+
+    if not isinstance(text, str) or not text:
+        return None
+    if text == NO_STACK:
+        return NO_STACK
+    try:
+        path = resolve("stacks", text)
+    except OracleError:
+        return None
+    return path.stem if path.resolve().parent == shipped_dir("stacks").resolve() else None
+
+
+def _unrecorded(req: RunsRequest, base_path) -> list[str]:
+    """What the written system cannot hold of the stack its runs were inverted under: a
+    stack given as a file (it keeps the base's ``stack:``), and the options given over the
+    stack it records (its own, else the base's): one warning, to give them again."""
     from oracle.compute.options import STACK_KEYWORDS, Flags
     from oracle.compute.stack import given_over_stack
     from oracle.load import load_stack
-    from oracle.resources import shipped_names
+    from oracle.load.yamlfile import load_yaml
+    from oracle.vocabulary import NO_STACK
 
     flags = req.flags or {}
-    stack = flags.get("stack")
-    if not (isinstance(stack, str) and stack in shipped_names("stacks")):
+    named = flags.get("stack")
+    stack = shipped_stack(named)
+    if named and stack is None:
+        return [f"{req.output}: records the base system's stack, not --stack {named} (a file of its own): give it"
+                " again when projecting with this system"]  # fmt: skip
+    if not named:
+        own = (load_yaml(base_path, "system file") or {}).get("stack")
+        stack = shipped_stack(own.get("name") if isinstance(own, dict) else own)
+    if stack in (None, NO_STACK):
         return []
     given = {k: flags[k] for k in STACK_KEYWORDS if flags.get(k) is not None}
     over = given_over_stack(Flags.parse(stack=load_stack(stack), **given).options) if given else []
@@ -163,19 +190,18 @@ def calibrated_system(req: RunsRequest, sel: Selection, cal, pairs=()) -> str:
     from oracle.errors import OracleError
     from oracle.load.yamlfile import load_yaml
     from oracle.render.fit import fmt_param, plain
-    from oracle.resources import shipped_names
     from oracle.services.fit_network import check_loads
-    from oracle.vocabulary import NO_STACK
 
     doc = plain(load_yaml(sel.base_path, "system file"))
     base_name = doc.get("name", "system")
     doc["name"] = req.name or f"{base_name} (calibrated)"
     doc.pop("use_for", None)  # the base's purpose is not the calibrated machine's (an --overlay may say)
     doc.pop("models", None)  # issue 26: fitted against the shared values this calibration changes
-    stack = (req.flags or {}).get("stack")
-    if isinstance(stack, str) and (stack == NO_STACK or stack in shipped_names("stacks")):
+    given = (req.flags or {}).get("stack")
+    stack = shipped_stack(given)
+    if stack is not None:
         # issue 25: the written system projects under the stack its runs were inverted under
-        doc["stack"] = {"name": stack, "source": f"the stack `oracle fit runs --stack {stack}` fitted these runs under"}
+        doc["stack"] = {"name": stack, "source": f"the stack `oracle fit runs --stack {given}` fitted these runs under"}
     base_source = str(doc.get("source", "")).rstrip(". ")
     if req.kind == "network":
         set_network(doc, cal, base_name, req.runs)

@@ -6,9 +6,11 @@ from __future__ import annotations
 from pathlib import Path
 
 
-def write_report(sweep: dict, measured: str | None, where, exclude, output: str, command: str, bar) -> None:
+def write_report(sweep: dict, measured: str | None, where, exclude, output: str, command: str, bar,
+                 warn=None) -> None:  # fmt: skip
     """Write the report of the sweep ``sweep`` (predict's options) to ``output`` (.html or
-    .md, the plots as PNG files next to a Markdown report), all files at once."""
+    .md, the plots as PNG files next to a Markdown report), all files at once; ``warn``
+    gets the measured runs' warning lines (api.compare's)."""
     from oracle import __version__
     from oracle.render import report as rr
     from oracle.render.output import atomic_write_all
@@ -17,7 +19,7 @@ def write_report(sweep: dict, measured: str | None, where, exclude, output: str,
     markdown = Path(output).suffix.lower() in (".md", ".markdown")
     points, meta, inputs = project(**sweep)
     bar.advance("comparing measured runs" if measured else "drawing plots")
-    meas = _measured(measured, where, exclude, sweep, inputs["files"]) if measured else None
+    meas = _measured(measured, where, exclude, sweep, inputs["files"], warn) if measured else None
     data = rr.ReportData(
         points=points, meta=meta, model=inputs["model"], system=inputs["system"], profile=inputs["profile"],
         options=inputs["options"], gpus=inputs["gpus"], strategies=sweep["strategies"], args=inputs["args"],
@@ -39,19 +41,24 @@ def write_report(sweep: dict, measured: str | None, where, exclude, output: str,
     atomic_write_all(files)
 
 
-def _measured(measured: str, where, exclude, sweep: dict, files):
-    """The measured runs projected on the sweep's system with its options (every projection
-    option and the stack: ``oracle compare`` takes them all, compute/options.OPTION_COLUMNS),
-    reading the files the sweep read once (``files``)."""
+# the sweep's options that describe the software and the run, which the measured runs are
+# projected with too (their own columns first); not the dataset size (each run's own) nor
+# the options that name layers (of the report's model, not of every run's)
+MEASURED_OPTIONS = ("precision", "mixed_precision", "stack", "collective", "overlap", "bucket_mb", "bucket_layers",
+                    "memory_model", "memory_reuse", "contention", "compute_scaling", "memory_format", "optimizer",
+                    "zero", "checkpointing")  # fmt: skip
+
+
+def _measured(measured: str, where, exclude, sweep: dict, files, warn=None):
+    """The measured runs projected on the sweep's system with its MEASURED_OPTIONS, reading
+    the files the sweep read once (``files``)."""
     from oracle import api
-    from oracle.compute.options import OPTION_COLUMNS
     from oracle.load.values import parse_where
     from oracle.render import report as rr
 
-    keys = {key for key, _ in OPTION_COLUMNS.values()} | {"precision", "stack"}
-    flags = {k: sweep[k] for k in keys if k in sweep}
+    flags = {k: sweep[k] for k in MEASURED_OPTIONS if k in sweep}
     rows, summary = api.compare(
         measured, where=parse_where(where), exclude=parse_where(exclude, "--exclude"), system=sweep["system"],
-        files=files, **flags,
+        files=files, warn=warn, **flags,
     )  # fmt: skip
     return rr.Measured(measured, rows, summary)
