@@ -94,6 +94,21 @@ def request(model, system, profile, gpus=None, strategies="all", p2=None, files=
     return SweepRequest(m, s, pr, checked.resolve(pr, system=s), counts, strategies, p2)
 
 
+def point_at_row(exc, run, file: str | None) -> None:
+    """Point ``exc`` (raised projecting ``run``) at the row of ``file`` when it is the row's
+    own problem or a name in one of its cells that is no file and no shipped name (a
+    misspelled model, system, profile or stack: 'runs.csv:3: stack: ...'); a problem in a
+    file the row names keeps that file, with the row in its hint."""
+    from oracle.resources import exists
+
+    cells = {"model": run.model, "system": run.system, "profile": run.profile, "stack": run.stack}
+    column = next((c for c, v in cells.items() if v and exc.file == v and not exists(Path(v))), None)
+    if exc.file is None or (column and file):
+        exc.file, exc.line, exc.path = file or exc.file, run.line, exc.path or column
+    elif file and not exc.hint:
+        exc.hint = f"named on line {run.line} of {file}"
+
+
 def with_stack(files, flags: dict) -> dict:
     """The flags with ``stack`` (a name or path, issue 25) loaded through ``files``;
     ``none`` (vocabulary.NO_STACK): no stack."""
@@ -263,10 +278,7 @@ def compare(
             ctx = held.context(run) if held else inputs.context(run.model, run.system, run.profile, run)
             rows.append(cmp.compare_run(run, ctx, limit, points))
         except OracleError as exc:
-            if exc.file is None:  # a problem of the row itself: point at it
-                exc.file, exc.line = file, run.line
-            elif file and not exc.hint:  # a problem of a file the row names
-                exc.hint = f"named on line {run.line} of {file}"
+            point_at_row(exc, run, file)
             raise
     if held is not None:
         rows = held.with_naive(rows, limit)

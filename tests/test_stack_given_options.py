@@ -156,3 +156,17 @@ def test_the_reports_measured_warnings_are_oracles(tmp_path):
                 str(ROOT / "validation" / "dle-resnet50-runs.csv"), "--precision", "fp16", "-o", str(tmp_path / "r.md"))  # fmt: skip
     assert r.code == 0, r.err
     assert "column 'precision' is AMP, the command's --precision fp16" in r.err and "UserWarning" not in r.err
+
+
+@pytest.mark.parametrize(("cell", "column", "says"), [("stack", "stack", "no shipped stack for PaddlePaddle"),
+                                                       ("model", "model", "did you mean 'resnet50'")])  # fmt: skip
+def test_a_bad_name_in_a_runs_cell_points_at_its_row(tmp_path, cell, column, says):
+    runs = tmp_path / "runs.csv"
+    bad = {"stack": ("resnet50", "paddle"), "model": ("resnet500", "pytorch")}[cell]
+    runs.write_text("model,system,profile,strategy,gpus,global_batch,iteration_s,stack\n"
+                    "resnet50,dgx-a100-80gb,resnet50_v100,data,8,2048,0.1,pytorch\n"
+                    f"{bad[0]},dgx-a100-80gb,resnet50_v100,data,8,2048,0.1,{bad[1]}\n")  # fmt: skip
+    for args in (("compare", str(runs)), ("fit", "runs", str(runs), "-s", "dgx-a100-80gb", "--calibrate", "all")):
+        r = run_cli(*args)
+        assert r.code == 2 and len(r.err_lines) == 1, r.err
+        assert f"{runs}:3: {column}: " in r.err and says in r.err

@@ -138,6 +138,18 @@ def select_runs(req: RunsRequest) -> Selection:
     return Selection(chosen, base_path, extra, tuple(warnings))
 
 
+def _context(inputs, run, base_path, runs_file: str):
+    """The run's context on the base system, an error in one of its cells pointed at its row."""
+    from oracle.api import point_at_row
+    from oracle.errors import OracleError
+
+    try:
+        return inputs.context(run.model, str(base_path), run.profile, run)
+    except OracleError as exc:
+        point_at_row(exc, run, runs_file)
+        raise
+
+
 def calibrate_runs(req: RunsRequest, sel: Selection):
     """(the Calibration of ``req.kind`` (network, input or all) from the selected runs,
     their (run, context) pairs)."""
@@ -145,7 +157,7 @@ def calibrate_runs(req: RunsRequest, sel: Selection):
     from oracle.compute.calibration.calibrate import calibrate
 
     inputs = Inputs(**(req.flags or {}))
-    pairs = [(r, inputs.context(r.model, str(sel.base_path), r.profile, r)) for r in sel.chosen]
+    pairs = [(r, _context(inputs, r, sel.base_path, req.runs)) for r in sel.chosen]
     if req.kind == "all":
         from oracle.compute.calibration.calibrate_all import calibrate_all
 
