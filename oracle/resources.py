@@ -29,6 +29,16 @@ def shipped_names(kind: str) -> list[str]:
     return sorted(p.stem for p in d.iterdir() if p.suffix in (".yaml", ".yml", ".csv", ".json"))
 
 
+def shipped_name(kind: str, path) -> str | None:
+    """The shipped name of the file at ``path`` when it is one of ``kind``'s shipped files
+    (its stem: systems/abci.yaml is abci), else None."""
+    try:
+        p = Path(str(path)).resolve()
+        return p.stem if p.parent == shipped_dir(kind).resolve() else None
+    except (OSError, ValueError):
+        return None
+
+
 def exists(path: Path) -> bool:
     """Path.exists() that treats impossible names (too long, NUL bytes) as absent."""
     try:

@@ -3,8 +3,6 @@ per-layer profiles by name, total-only profiles spread over the layers."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from oracle.errors import OracleError
 from oracle.model import LayerTimes, Model, Profile
 
@@ -68,9 +66,6 @@ def bind_profile(model: Model, profile: Profile, spread=None) -> tuple[LayerTime
 
 def _model_arg(model: Model) -> str:
     """How to name ``model`` on the command line: a shipped model by its name."""
-    from oracle.resources import shipped_dir
+    from oracle.resources import shipped_name
 
-    path = Path(model.file) if model.file else None
-    if path is not None and path.parent.resolve() == shipped_dir("models").resolve():
-        return path.stem
-    return model.file or model.name
+    return (shipped_name("models", model.file) if model.file else None) or model.file or model.name

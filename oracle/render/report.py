@@ -244,15 +244,15 @@ def _path(file: object) -> str:
     """How a report names an input file: a shipped file as 'oracle:systems/abci.yaml'
     (issue 17: not '.venv/lib/python3.11/site-packages/...'), another file relative to the
     current folder when it is inside it, else as given."""
-    from oracle.resources import shipped_dir
+    from oracle.resources import shipped_name
 
     if not file:
         return "–"
     try:
         resolved = Path(str(file)).resolve()
-        for kind in ("models", "systems", "profiles"):
-            if resolved.parent == shipped_dir(kind).resolve():
-                return f"oracle:{kind}/{resolved.name}"
+        kind = next((k for k in ("models", "systems", "profiles") if shipped_name(k, resolved)), None)
+        if kind is not None:
+            return f"oracle:{kind}/{resolved.name}"
         return str(resolved.relative_to(Path.cwd().resolve()))
     except (ValueError, OSError):
         return str(file)

@@ -190,14 +190,9 @@ def shipped_label(path, given: str) -> str:
     (not this machine's absolute path), else the path as the user gave it."""
     from pathlib import Path
 
-    from oracle.resources import shipped_dir
+    from oracle.resources import shipped_name
 
-    try:
-        if Path(path).resolve().parent == shipped_dir("systems").resolve():
-            return f"systems/{Path(path).name}"
-    except OSError:
-        pass
-    return given
+    return f"systems/{Path(path).name}" if shipped_name("systems", path) else given
 
 
 def check_loads(text: str, name: str) -> None:

@@ -73,7 +73,7 @@ def shipped_stack(text) -> str | None:
     """The shipped stack's name ``text`` names (its own, an alias, other case; "none" is
     none), else None (a file of one's own, which a written system does not record)."""
     from oracle.errors import OracleError
-    from oracle.resources import resolve, shipped_dir
+    from oracle.resources import resolve, shipped_name
     from oracle.vocabulary import NO_STACK
 
     if not isinstance(text, str) or not text:
@@ -81,10 +81,9 @@ def shipped_stack(text) -> str | None:
     if text == NO_STACK:
         return NO_STACK
     try:
-        path = resolve("stacks", text)
+        return shipped_name("stacks", resolve("stacks", text))
     except OracleError:
         return None
-    return path.stem if path.resolve().parent == shipped_dir("stacks").resolve() else None
 
 
 def _unrecorded(req: RunsRequest, base_path) -> list[str]:
@@ -93,8 +92,7 @@ def _unrecorded(req: RunsRequest, base_path) -> list[str]:
     stack it records (its own, else the base's): one warning, to give them again."""
     from oracle.compute.options import STACK_KEYWORDS, Flags
     from oracle.compute.stack import given_over_stack
-    from oracle.load import load_stack
-    from oracle.load.yamlfile import load_yaml
+    from oracle.load import load_stack, load_system
     from oracle.vocabulary import NO_STACK
 
     flags = req.flags or {}
@@ -104,8 +102,7 @@ def _unrecorded(req: RunsRequest, base_path) -> list[str]:
         return [f"{req.output}: records the base system's stack, not --stack {named} (a file of its own): give it"
                 " again when projecting with this system"]  # fmt: skip
     if not named:
-        own = (load_yaml(base_path, "system file") or {}).get("stack")
-        stack = shipped_stack(own.get("name") if isinstance(own, dict) else own)
+        stack = shipped_stack(load_system(str(base_path)).stack)
     if stack in (None, NO_STACK):
         return []
     given = {k: flags[k] for k in STACK_KEYWORDS if flags.get(k) is not None}

@@ -146,14 +146,13 @@ PRECISION_SPELLINGS = {
     "mixedfp16": "amp", "bf16amp": "amp-bf16", "ampbf16": "amp-bf16", "bf16mixed": "amp-bf16",
     "mixedbf16": "amp-bf16", "float32": FP32, "single": FP32, "float16": FP16, "half": FP16, "bfloat16": BF16,
 }  # fmt: skip
+PRECISION_SPELLINGS |= {"".join(ch for ch in k if ch.isalnum()): k for k in PRECISION_COLUMN}  # the keys too
 
 
 def precision_key(raw: str) -> str | None:
     """The PRECISION_COLUMN key ``raw`` spells, by its letters and digits in any case ("FP-16",
     "FP16-AMP", "mixed", "bfloat16"), else None."""
-    letters = "".join(ch for ch in str(raw).lower() if ch.isalnum())
-    canonical = {"".join(ch for ch in k if ch.isalnum()): k for k in PRECISION_COLUMN}
-    return canonical.get(letters) or PRECISION_SPELLINGS.get(letters)
+    return PRECISION_SPELLINGS.get("".join(ch for ch in str(raw).lower() if ch.isalnum()))
 
 
 def run_precision_options(run: MeasuredRun) -> tuple[str, bool | None] | None:
