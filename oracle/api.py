@@ -17,12 +17,13 @@ from pathlib import Path
 from typing import Any
 
 from oracle.model import Model, Profile, System
+from oracle.vocabulary import ESTIMATE
 
 
 def predict(
     model: str | Path | Model,
     system: str | Path | System,
-    profile: str | Path | Profile,
+    profile: str | Path | Profile = ESTIMATE,
     gpus: str | int | Sequence[int] | None = None,
     strategies: str | Sequence[str] = "all",
     *,
@@ -40,7 +41,8 @@ def predict(
     ``oracle predict --format csv`` when ``as_frame``).  Without a batch, weak scaling
     with the profile's ``measured_samples_per_gpu`` (else 32) samples per GPU; without
     ``precision``, the profile's; without ``gpus``, the powers of two up to the system's
-    size (at most 1024).
+    size (at most 1024).  ``profile`` "estimate" (the default): the compute model's
+    estimate for the system's GPU at the run's precision and per-GPU batch.
     """
     points = run_sweep(request(model, system, profile, gpus, strategies, p2, **flags)).points
     if as_frame:
@@ -87,11 +89,32 @@ def request(model, system, profile, gpus=None, strategies="all", p2=None, files=
 
     files = files or Files()
     checked = Flags.parse(**with_stack(files, flags))
-    m, s, pr = files.inputs(model, system, profile)
+    counts = None if gpus is None else parse_gpus(gpus)  # '' is an error
+    m, s, pr = files.inputs(model, system, profile, *estimate_at(checked, counts))
     checked = system_flags(files, flags, s, checked)
     s = stack_system(s, checked.options.stack)  # issue 25: the stack's input pipeline, if any
-    counts = default_gpus(s.total_gpus) if gpus is None else parse_gpus(gpus)  # '' is an error
+    counts = default_gpus(s.total_gpus) if counts is None else counts
     return SweepRequest(m, s, pr, checked.resolve(pr, system=s), counts, strategies, p2)
+
+
+def estimate_at(checked, counts=None) -> tuple[str | None, float | None]:
+    """(precision, per-GPU batch) an estimated profile (``-p estimate``) is made at: the
+    arithmetic of the options' precision (fp16 or bf16 with --mixed-precision), and their per-GPU batch, else the global batch over the fewest GPUs
+    asked for (the compute model converts it to every other point's batch); None: the
+    defaults (fp32, compute.options.DEFAULT_BATCH_PER_GPU)."""
+    batch = checked.batch_per_gpu
+    if batch is None and checked.batch is not None:
+        batch = checked.batch / min(counts) if counts else None
+    return estimate_precision(checked.precision, checked.options.mixed_precision), batch
+
+
+def estimate_precision(precision: str | None, mixed: bool | None) -> str:
+    """The precision ``-p estimate`` makes a run's profile at: the arithmetic of
+    ``precision`` (None: fp32) under ``mixed`` (compute.conversion.run_precision)."""
+    from oracle.compute.conversion import run_precision
+    from oracle.vocabulary import FP32
+
+    return run_precision(precision or FP32, bool(mixed))
 
 
 def point_at_row(exc, run, file: str | None) -> None:
@@ -195,20 +218,24 @@ class Inputs:
         ``precision`` option, else the profile's; likewise its ``stack`` column (issue 25)
         and option columns (issue 26) before the command's options."""
         from oracle.compute.calibration.compare import run_precision_options
+        from oracle.load import is_estimate
 
         prec = run_precision_options(run) if run is not None else None
         precision, mixed = prec or (None, None)
         stack = run.stack if run is not None and run.stack else None
         own = run.flags if run is not None else ()
-        key = (model, system, profile, precision, mixed, stack, own)
+        batch = run.global_batch / run.gpus if run is not None and is_estimate(profile) else None
+        key = (model, system, profile, precision, mixed, stack, own, batch)
         if key not in self._contexts:
             from oracle.compute.conversion import build_context
             from oracle.compute.stack import stack_system
 
             files = self.files
             flags = self.row_flags(stack, own)
-            m, s, pr = files.model(model), files.system(system), files.profile(profile)
+            m, s = files.model(model), files.system(system)
             flags = flags if stack else system_flags(files, {**self._flags, **dict(own)}, s, flags)
+            pr = files.profile_of(profile, m, s, estimate_precision(precision or flags.precision,
+                                                                      flags.options.mixed_precision if mixed is None else mixed), batch)
             s = s.for_model(m.name)  # issue 26: a model's own calibration
             options = flags.resolve(pr, precision, mixed, system=s).options
             s = stack_system(s, options.stack)

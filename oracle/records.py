@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-REQUIRED = ("model", "system", "profile", "strategy", "gpus", "global_batch")
-OPTIONAL = ("p1", "p2", "segments", "epoch_s", "iteration_s", "compute_s", "comm_s", "source", "stack")
+REQUIRED = ("model", "system", "strategy", "gpus", "global_batch")
+# profile: absent or empty, the compute model's estimate (vocabulary.ESTIMATE)
+OPTIONAL = ("profile", "p1", "p2", "segments", "epoch_s", "iteration_s", "compute_s", "comm_s", "source", "stack")
 
 
 @dataclass(frozen=True)
@@ -18,7 +19,7 @@ class MeasuredRun:
     line: int  # line of the CSV file (1 = header)
     model: str
     system: str
-    profile: str
+    profile: str  # a shipped name, a path, or "estimate" (vocabulary.ESTIMATE)
     strategy: str
     gpus: int
     global_batch: float

@@ -57,3 +57,8 @@ NO_TENSOR_CORES = ("kepler", "maxwell", "pascal")
 
 # issue 25: --stack none / a system file's ``stack: {name: none}``: no software stack (the options as given)
 NO_STACK = "none"
+
+# -p estimate / a runs file's profile cell ``estimate`` or empty: no profile file, the compute
+# model's estimate for the system's GPU at the run's precision and per-GPU batch (what
+# ``oracle profile MODEL --estimate --system S`` would write)
+ESTIMATE = "estimate"

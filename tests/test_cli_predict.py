@@ -523,9 +523,9 @@ def test_bad_model_file_names_file_and_layer(run, tiny):
 
 
 def test_missing_required_option(run):
-    r = run("predict", "-m", "resnet50", "-s", "abci")
+    r = run("predict", "-m", "resnet50", "-p", "resnet50_v100")
     assert r.code == 2 and r.exception is None
-    assert "--profile" in r.err and "Traceback" not in r.err
+    assert "--system" in r.err and "Traceback" not in r.err
 
 
 # --------------------------------------------------------------------------------------

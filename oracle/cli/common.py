@@ -10,6 +10,7 @@ from oracle import limits
 from oracle.cli.types import KindType, PlainIntRange, count_type
 from oracle.vocabulary import (
     ALGORITHMS,
+    ESTIMATE,
     FRAMEWORK,
     MEMORY_FORMATS,
     MEMORY_MODELS,
@@ -58,7 +59,9 @@ def strategy_help() -> str:
 
 def model_system_profile_options(f):
     f = click.option(
-        "--profile", "-p", required=True, metavar="NAME|FILE", help="Timing profile (shipped name or path)."
+        "--profile", "-p", default=ESTIMATE, show_default=True, metavar="NAME|FILE|estimate",
+        help="Timing profile (shipped name or path); estimate: the compute model's estimate for the"
+        " system's GPU at the run's precision and per-GPU batch (as oracle profile --estimate writes it).",
     )(f)
     f = click.option(
         "--system", "-s", required=True, metavar="NAME|FILE", help="System (shipped name, e.g. abci, or path)."

@@ -6,7 +6,14 @@ from contextlib import contextmanager
 
 import click
 
-from oracle.cli.common import FORMATS, batch_type, output_option, per_gpu_type, projection_options, with_options
+from oracle.cli.common import (
+    FORMATS,
+    batch_type,
+    output_option,
+    per_gpu_type,
+    projection_options,
+    with_options,
+)
 from oracle.cli.types import FiniteRange, count_type, gpu_count_type, width_type
 from oracle.load.values import parse_where
 
@@ -16,7 +23,7 @@ from oracle.load.values import parse_where
 @click.option("--log", "log", metavar="FILE", help="Compare one training log (Chainer LogReport, per-iteration times, step CSV); GPUs and batch may come from its name (8gpus-32pergpu.json).")
 @click.option("--model", "-m", metavar="NAME|FILE", help="With --log: the model.")
 @click.option("--system", "-s", metavar="NAME|FILE", help="With --log: the system. With RUNS.csv: use this system for every run instead of the file's column.")
-@click.option("--profile", "-p", metavar="NAME|FILE", help="With --log: the profile.")
+@click.option("--profile", "-p", metavar="NAME|FILE|estimate", help="With --log: the profile. [default: estimate, the compute model's]")
 @click.option("--strategy", metavar="NAME", help="With --log: the strategy.")
 @click.option("--gpus", "-g", type=gpu_count_type(), help="With --log: GPUs.")
 @click.option("--batch", "-B", type=batch_type, help="With --log: global mini-batch.")
@@ -46,8 +53,9 @@ def compare(
 ):  # fmt: skip
     """Compare projections with measured runs: accuracy per run, summary, anomalies.
 
-    RUNS.csv has the columns model, system, profile, strategy, gpus, global_batch,
-    epoch_s (or iteration_s) and optionally p1, p2, segments, compute_s, comm_s,
+    RUNS.csv has the columns model, system, strategy, gpus, global_batch, epoch_s (or
+    iteration_s) and optionally profile (absent or empty: the compute model's estimate
+    at the row's precision and per-GPU batch), p1, p2, segments, compute_s, comm_s,
     source, precision, stack and option columns named as the options with underscores
     (collective, overlap, bucket_MB, compute_scaling, ...: a row's wins for that row);
     other columns are carried through. Accuracy is ParaDL's
@@ -130,6 +138,7 @@ def _run_from_log(log, model, system, profile, strategy, gpus, batch, batch_per_
     from oracle.errors import OracleError, did_you_mean
     from oracle.load.logs import parse_run_name, read_log
     from oracle.records import MeasuredRun
+    from oracle.vocabulary import ESTIMATE
 
     named = parse_run_name(log)  # e.g. 8gpus-32pergpu.json: what options do not say
     gpus = gpus or named.get("gpus")
@@ -137,8 +146,8 @@ def _run_from_log(log, model, system, profile, strategy, gpus, batch, batch_per_
     if batch is None and batch_per_gpu is None:
         batch = named.get("global_batch")
         batch_per_gpu = named.get("batch_per_gpu") if batch is None else None
-    missing = [n for n, v in (("--model", model), ("--system", system), ("--profile", profile),
-                              ("--strategy", strategy), ("--gpus", gpus)) if v is None]
+    missing = [n for n, v in (("--model", model), ("--system", system), ("--strategy", strategy), ("--gpus", gpus))
+               if v is None]
     if batch is None and batch_per_gpu is None:
         missing.append("--batch or --batch-per-gpu")
     if missing:
@@ -153,7 +162,7 @@ def _run_from_log(log, model, system, profile, strategy, gpus, batch, batch_per_
         line=0,
         model=model,
         system=system,
-        profile=profile,
+        profile=profile or ESTIMATE,
         strategy=name,
         gpus=gpus,
         global_batch=batch if batch is not None else batch_per_gpu * gpus,

@@ -10,7 +10,7 @@ def run_search_command(model, system, profile, gpus, max_gpus, kinds, strategies
     (``flags``: those of the projection, as compute.options.Flags.parse takes them)."""
     from dataclasses import replace
 
-    from oracle.api import system_flags, with_stack
+    from oracle.api import estimate_at, system_flags, with_stack
     from oracle.compute.conversion import build_context
     from oracle.compute.layerwise.search import evaluate_given
     from oracle.compute.layerwise.search import search as run_search
@@ -24,7 +24,7 @@ def run_search_command(model, system, profile, gpus, max_gpus, kinds, strategies
     checked = Flags.parse(**with_stack(files, flags))  # issue 25: --stack loaded once
     kind_list = parse_kinds(kinds)
     parse_strategies(strategies)  # validate early
-    m, s, pr = files.inputs(model, system, profile)
+    m, s, pr = files.inputs(model, system, profile, *estimate_at(checked, [gpus] if gpus else None))
     checked = system_flags(files, flags, s, checked)
     s = stack_system(s, checked.options.stack)
     config, assignment, counts, batch = gpu_counts(m, gpus, max_gpus, checked.batch, checked.batch_per_gpu,

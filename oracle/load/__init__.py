@@ -5,6 +5,7 @@ Each loader accepts a path or the name of a shipped file (``resnet50``, ``abci``
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 from oracle.model import Model, Profile, System
@@ -45,6 +46,18 @@ def load_stack(name_or_path):
     return _load(resolve("stacks", str(name_or_path)))
 
 
+# the date an estimate made for a projection records: none (its inputs, not a clock, decide it)
+ESTIMATE_DATE = "not written: estimated for this projection"
+
+
+def is_estimate(profile) -> bool:
+    """Whether ``profile`` (a name, path or loaded Profile) asks for the compute model's
+    estimate: ``estimate`` in any case, or nothing (a runs file's empty cell)."""
+    from oracle.vocabulary import ESTIMATE
+
+    return profile is None or (isinstance(profile, str) and profile.strip().lower() in ("", ESTIMATE))
+
+
 class Files:
     """The input files of one command, each loaded once (issue 24): by the name or path
     given, so a command that needs a file twice (a report's sweep and its measured runs,
@@ -67,14 +80,38 @@ class Files:
         """A software stack (issue 25), or None for None (no stack named)."""
         return None if name_or_path is None else self._load(load_stack, name_or_path)
 
-    def inputs(self, model, system, profile) -> tuple[Model, System, Profile]:
+    def inputs(self, model, system, profile, precision: str | None = None,
+               batch_per_gpu: float | None = None) -> tuple[Model, System, Profile]:  # fmt: skip
         """Model, system and profile, in that order, the profile checked against the model
-        at once (a profile made for another model is refused before the GPU counts are read)."""
+        at once (a profile made for another model is refused before the GPU counts are read);
+        ``precision`` and ``batch_per_gpu``: the run's, for ``-p estimate`` (:meth:`profile_of`)."""
         from oracle.compute.binding import bind_profile
 
-        m, s, pr = self.model(model), self.system(system), self.profile(profile)
+        m, s = self.model(model), self.system(system)
+        pr = self.profile_of(profile, m, s, precision, batch_per_gpu)
         bind_profile(m, pr)
         return m, s, pr
+
+    def profile_of(self, profile, model: Model, system: System, precision: str | None = None,
+                   batch_per_gpu: float | None = None) -> Profile:  # fmt: skip
+        """The profile named ``profile``; for ``estimate`` (vocabulary.ESTIMATE) the compute
+        model's estimate of ``model`` on the system's GPU at ``precision`` (None: fp32) and
+        ``batch_per_gpu`` (None: compute.options.DEFAULT_BATCH_PER_GPU; rounded up to a whole
+        sample), as ``oracle profile --estimate`` writes it."""
+        if not is_estimate(profile):
+            return self.profile(profile)
+        from oracle.compute.options import DEFAULT_BATCH_PER_GPU
+        from oracle.vocabulary import FP32
+
+        batch = max(1, math.ceil(batch_per_gpu)) if batch_per_gpu else DEFAULT_BATCH_PER_GPU
+        key = ("estimate", id(model), id(system), precision or FP32, batch)
+        if key not in self._loaded:
+            from oracle.profiling.estimate import estimate
+
+            pr = estimate(model, system, compute_efficiency=None, memory_efficiency=None, batch=batch,
+                          precision=precision or FP32, date=ESTIMATE_DATE)  # fmt: skip
+            self._loaded[key] = (model, system, pr)  # the objects kept alive: their ids stay theirs
+        return self._loaded[key][2]
 
     def _load(self, load, name_or_path):
         if not isinstance(name_or_path, (str, Path)):
@@ -85,4 +122,4 @@ class Files:
         return self._loaded[key]
 
 
-__all__ = ["Files", "load_model", "load_system", "load_profile", "load_stack"]
+__all__ = ["Files", "is_estimate", "load_model", "load_profile", "load_stack", "load_system"]

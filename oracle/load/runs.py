@@ -1,7 +1,8 @@
 """Load measured runs (docs/file-formats.md): the CSV that ``oracle compare`` checks projections on.
 
-Required columns: model, system, profile, strategy, gpus, global_batch, and epoch_s or
-iteration_s (a row needs at least one).  Optional: p1, p2, segments, iteration_s,
+Required columns: model, system, strategy, gpus, global_batch, and epoch_s or
+iteration_s (a row needs at least one).  Optional: profile (absent or empty: ``estimate``,
+the compute model's estimate at the row's precision and per-GPU batch), p1, p2, segments,
 compute_s, comm_s, source, stack (the software stack the run used, issue 25), and the
 option columns of compute/options.OPTION_COLUMNS (collective, overlap, bucket_MB, ...: a
 row's value wins over the command's flag for that row, issue 26).  Other columns
@@ -27,6 +28,7 @@ from oracle.load.fields import MAX_MAGNITUDE, MIN_MAGNITUDE
 from oracle.load.yamlfile import read_text
 from oracle.records import OPTIONAL, REQUIRED, MeasuredRun
 from oracle.textsafe import csv_unescape
+from oracle.vocabulary import ESTIMATE
 
 
 def load_runs(path: str | Path, strategies: tuple[str, ...] | None = None) -> list[MeasuredRun]:
@@ -134,7 +136,7 @@ def _row(cells: dict[str, str], file: str, line: int | None, strategies) -> Meas
         line=line,
         model=text("model"),
         system=text("system"),
-        profile=text("profile"),
+        profile=cells.get("profile", "").strip() or ESTIMATE,
         strategy=strategy,
         gpus=number("gpus", required=True, kind=GPUS),  # type: ignore[arg-type]
         global_batch=number("global_batch", required=True, kind=BATCH),  # type: ignore[arg-type]
@@ -176,7 +178,7 @@ def _resolve(run: MeasuredRun, base: Path, found: dict[str, str | None]) -> Meas
     changes = {}
     for col in ("model", "system", "profile", "stack"):
         value = getattr(run, col)
-        if not value:
+        if not value or (col == "profile" and value == ESTIMATE):
             continue
         if value not in found:
             cand = base / value

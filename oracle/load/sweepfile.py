@@ -11,7 +11,8 @@ and a case stands for every combination of them::
         gpus: 1..1024
         strategy: all
 
-Relative paths are taken from the sweep file's folder.  Every name is checked before
+A case without ``profile`` (or with ``profile: estimate``) projects the compute model's
+estimate for the system's GPU.  Relative paths are taken from the sweep file's folder.  Every name is checked before
 anything is projected: an unknown model, system, profile or stack names the file and the
 case (``cases[0].system``), exit 2.
 """
@@ -21,6 +22,8 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass
 from pathlib import Path
+
+from oracle.vocabulary import ESTIMATE
 
 LISTED = ("model", "system", "stack", "precision", "batch", "batch_per_gpu")  # may be lists
 SWEEP_KEYS = ("model", "system", "profile", "stack", "gpus", "strategy", "batch", "batch_per_gpu", "p2",
@@ -59,9 +62,10 @@ def load_sweep(path: str) -> list[Case]:
         entry = {key: f.map[key] for key in SWEEP_KEYS if f.has(key)}
         f.used.update(SWEEP_KEYS)
         f.done()
-        for key in ("model", "system", "profile"):
+        for key in ("model", "system"):
             if key not in entry:
                 raise f.error(None, f"missing required key '{key}'")
+        entry.setdefault("profile", ESTIMATE)  # absent: the compute model's estimate
         if ("batch" in entry) == ("batch_per_gpu" in entry):
             raise f.error(None, "give exactly one of batch and batch_per_gpu")
         out += _expand(entry, path, f"cases[{i}]", f)

@@ -50,19 +50,23 @@ def run_options(run, file: str, profile, flags: dict, system=None):
 def calibrate_compute(runs_file: str, chosen, base_system: str, flags: dict):
     """(profile, factor, evidence) from the chosen runs, which must share one model and
     one profile.  Evidence: (line, label, factor) per run."""
+    from oracle.api import estimate_precision
     from oracle.compute.calibration.calibrate import compute_scale, scaled_profile
-    from oracle.compute.calibration.compare import config_for
+    from oracle.compute.calibration.compare import config_for, run_precision_options
     from oracle.compute.conversion import build_context
     from oracle.compute.stack import stack_system
     from oracle.compute.strategies import REGISTRY
     from oracle.errors import OracleError
-    from oracle.load import load_model, load_profile, load_system
+    from oracle.load import Files, load_model, load_system
 
     pairs = {(r.model, r.profile) for r in chosen}
     if len(pairs) > 1:
         raise OracleError("--calibrate compute needs runs of one model and one profile; use --where", file=runs_file)
     model, system = load_model(chosen[0].model), load_system(base_system)
-    original = load_profile(chosen[0].profile)
+    first = chosen[0]  # -p estimate's (a runs file without profiles): made at its precision and batch
+    precision, mixed = run_precision_options(first) or (flags.get("precision"), flags.get("mixed_precision"))
+    original = Files().profile_of(first.profile, model, system, estimate_precision(precision, mixed),
+                                  first.global_batch / first.gpus)  # fmt: skip
     profile = _per_layer(model, system, original, run_options(chosen[0], runs_file, original, flags, system))
     evidence = []
     doubled = scaled_profile(profile, 2.0, profile.source)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from oracle.vocabulary import FP32, PARADL, RING
+from oracle.vocabulary import ESTIMATE, FP32, PARADL, RING
 
 
 def profile_note(pr, options=None, system=None) -> str:
@@ -32,17 +32,18 @@ def describe(m, s, pr, run, conversion) -> dict:
 
     converts = conversion is not None and conversion.active
     options, batch, per_gpu = run.options, run.batch, run.per_gpu
-    batch_note = batch_provenance(run.batch_per_gpu, converts) if per_gpu is not None else ""
+    made_here = pr is not None and not pr.file and pr.kind == "estimated"  # -p estimate: made at the run's batch
+    batch_note = batch_provenance(run.batch_per_gpu, converts, made_here) if per_gpu is not None else ""
     return {
         "model": m.name,
         "system": s.name,
-        "profile": Path(pr.file).stem if pr.file else pr.model,
+        "profile": Path(pr.file).stem if pr.file else ESTIMATE if pr.kind == "estimated" else pr.model,
         "profile_note": profile_note(pr, options, s),
         "scaling": f"strong scaling, B = {batch:g}" if per_gpu is None
         else f"weak scaling, {per_gpu:g} samples/GPU" + (f" ({batch_note})" if batch_note else ""),
         "batch_note": batch_note,
         "samples": int(options.samples or m.dataset_samples),
-        "precision": precision_caption(options, run.precision, converts),
+        "precision": precision_caption(options, run.precision, converts, made_here),
         "gamma": options.memory_reuse,
         "memory_model": options.memory_model,
         "memory_note": memory_note(s, options, pr),
@@ -104,19 +105,25 @@ def provenance(chosen, used, options: str, shown: str, converts: bool, default=N
     return f"{options}, profile at {shown}: " + ("converted" if converts else "times not converted")
 
 
-def batch_provenance(per_gpu, converts: bool) -> str:
-    """Where weak scaling's per-GPU batch (a FromProfile) came from."""
+def batch_provenance(per_gpu, converts: bool, estimated_here: bool = False) -> str:
+    """Where weak scaling's per-GPU batch (a FromProfile) came from; ``estimated_here``: the
+    profile is ``-p estimate``'s, made at the options' batch, else at the default one."""
+    from oracle.compute.options import DEFAULT_BATCH_PER_GPU
+
     shown = f"b={per_gpu.recorded:g}" if per_gpu.recorded else ""
-    return provenance(per_gpu, per_gpu.value, "--batch-per-gpu", shown, converts)
+    default = DEFAULT_BATCH_PER_GPU if estimated_here else None
+    return provenance(per_gpu, per_gpu.value, "--batch-per-gpu", shown, converts, default=default)
 
 
-def precision_caption(options, chosen, converts: bool) -> str:
-    """δ, the arithmetic precision and where it came from (``chosen``: a FromProfile)."""
+def precision_caption(options, chosen, converts: bool, estimated_here: bool = False) -> str:
+    """δ, the arithmetic precision and where it came from (``chosen``: a FromProfile);
+    ``estimated_here``: the profile is ``-p estimate``'s, made in the options' precision."""
     from oracle.compute.conversion import run_precision
 
     used = run_precision(options.precision, options.mixed_precision)
     given = [name for name, on in (("--precision", chosen.given), ("--mixed-precision", options.mixed_precision)) if on]
-    note = provenance(chosen, used, " and ".join(given), str(chosen.recorded), converts, default=FP32)
+    note = "" if estimated_here and not chosen.why else provenance(chosen, used, " and ".join(given),
+                                                                    str(chosen.recorded), converts, default=FP32)
     if options.mixed_precision:
         return f"mixed precision {used} (δ=2, {FP32} master weights" + (f"; {note})" if note else ")")
     return f"{options.precision} (δ={options.delta}" + (f"; {note})" if note else ")")

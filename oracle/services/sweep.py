@@ -17,11 +17,12 @@ def check_names(cases: list[Case], files, path: str) -> None:
     """Load every model, system, profile and stack the cases name, before projecting
     anything: an unknown one is an error naming the sweep file and the case."""
     from oracle.errors import OracleError
+    from oracle.load import is_estimate
 
     for case in cases:
         for key in NAMED:
             value = case.values.get(key)
-            if value is None:
+            if value is None or key == "profile" and is_estimate(value):  # made when projected
                 continue
             try:
                 getattr(files, key)(value)

@@ -1,0 +1,144 @@
+"""``-p estimate`` (the default), a runs file without profiles, a sweep case without one:
+the compute model's estimate made at the run's precision and per-GPU batch, the same
+numbers as ``oracle profile --estimate`` written to a file and named with ``-p``."""
+
+from __future__ import annotations
+
+import csv
+import io
+
+import pytest
+
+SYSTEM = "dgx-a100-80gb"
+
+
+def _profile(run, tmp_path, model: str, batch: int, precision: str, system: str = SYSTEM) -> str:
+    path = tmp_path / f"{model}_{batch}_{precision}.yaml"
+    r = run("profile", model, "--estimate", "--system", system, "--batch", str(batch), "--precision", precision,
+            "-o", str(path))  # fmt: skip
+    assert r.code == 0, r.err
+    return str(path)
+
+
+def _times(out: str) -> list[tuple[str, str, object]]:
+    """(strategy, GPUs, total) per point; a written profile rounds its times to 6 digits."""
+    rows = csv.DictReader(io.StringIO(out))
+    return [(row["strategy"], row["gpus"], pytest.approx(float(row["total_s"]), rel=1e-5)) for row in rows]
+
+
+@pytest.mark.parametrize("precision, extra", [("fp32", ()), ("fp16", ("--mixed-precision",)), ("bf16", ())])
+def test_no_profile_projects_what_the_written_estimate_projects(run, tmp_path, precision, extra):
+    args = ("-m", "resnet50", "-s", SYSTEM, "--gpus", "1,8,64", "-b", "64", "--precision", precision, *extra,
+            "--stack", "pytorch", "-f", "csv")  # fmt: skip
+    written = _profile(run, tmp_path, "resnet50", 64, precision)
+    by_file = run("predict", "-p", written, *args)
+    assert by_file.code == 0, by_file.err
+    for given in ((), ("-p", "estimate"), ("-p", "ESTIMATE")):
+        r = run("predict", *given, *args)
+        assert r.code == 0, r.err
+        assert _times(r.out) == _times(by_file.out)
+
+
+def test_mixed_precision_alone_estimates_in_fp16(run, tmp_path):
+    """--mixed-precision without --precision: the estimate is made in fp16 arithmetic, as
+    an fp16 profile projects (not an fp32 one converted)."""
+    written = _profile(run, tmp_path, "resnet50", 128, "fp16")
+    args = ("-m", "resnet50", "-s", SYSTEM, "--gpus", "8", "-b", "128", "--mixed-precision", "--strategy", "data",
+            "-f", "csv")  # fmt: skip
+    assert _times(run("predict", *args).out) == _times(run("predict", "-p", written, *args).out)
+
+
+def test_strong_scaling_estimates_at_the_batch_over_the_fewest_gpus(run, tmp_path):
+    written = _profile(run, tmp_path, "resnet50", 256, "fp32")
+    args = ("-m", "resnet50", "-s", SYSTEM, "--gpus", "4,8,16", "--batch", "1024", "--strategy", "data", "-f", "csv")
+    assert _times(run("predict", *args).out) == _times(run("predict", "-p", written, *args).out)
+
+
+def test_header_names_the_estimate_and_no_profile_provenance(run):
+    r = run("predict", "-m", "resnet50", "-s", SYSTEM, "--gpus", "8", "-b", "96", "--mixed-precision",
+            "--strategy", "data", "--width", "200")  # fmt: skip
+    assert r.code == 0, r.err
+    head = r.out.split("\n\n")[0]
+    assert "profile estimate" in head and "ESTIMATED profile" in head
+    assert "96 samples/GPU" in head and "from the profile" not in head
+
+
+def _runs_file(tmp_path, rows: list[dict], name: str = "runs.csv") -> str:
+    path = tmp_path / name
+    with open(path, "w", newline="", encoding="utf-8") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    return str(path)
+
+
+def _projected(out: str) -> list[object]:
+    return [pytest.approx(float(row["predicted_s"]), rel=1e-5) for row in csv.DictReader(io.StringIO(out))]
+
+
+def test_runs_file_without_profiles_estimates_each_row_at_its_batch_and_precision(run, tmp_path):
+    base = {"model": "resnet50", "system": SYSTEM, "strategy": "data", "iteration_s": "0.1", "stack": "pytorch"}
+    shapes = [("8", "512", "amp", "fp16"), ("8", "2048", "fp32", "fp32"), ("16", "1024", "bf16", "bf16")]
+    rows = [{**base, "gpus": g, "global_batch": b, "precision": p} for g, b, p, _ in shapes]
+    named = [{**row, "profile": _profile(run, tmp_path, "resnet50", int(row["global_batch"]) // int(row["gpus"]), est)}
+             for row, (_, _, _, est) in zip(rows, shapes)]  # fmt: skip
+    with_files = run("compare", _runs_file(tmp_path, named, "named.csv"), "-f", "csv")
+    assert with_files.code == 0, with_files.err
+    expected = _projected(with_files.out)
+    assert len(expected) == 3 and len({e.expected for e in expected}) == 3
+    without = run("compare", _runs_file(tmp_path, rows), "-f", "csv")
+    assert without.code == 0, without.err
+    assert _projected(without.out) == expected
+    empty = [{**row, "profile": ""} for row in rows] + []
+    empty[1]["profile"] = "estimate"
+    r = run("compare", _runs_file(tmp_path, empty, "empty.csv"), "-f", "csv")
+    assert r.code == 0, r.err
+    assert _projected(r.out) == expected
+
+
+def test_a_misspelled_profile_in_a_runs_file_is_still_an_error(run, tmp_path):
+    row = {"model": "resnet50", "system": SYSTEM, "profile": "estimat", "strategy": "data", "gpus": "8",
+           "global_batch": "512", "iteration_s": "0.1"}  # fmt: skip
+    r = run("compare", _runs_file(tmp_path, [row]))
+    assert r.code == 2 and r.exception is None
+    assert "runs.csv:2" in r.err and "estimat" in r.err
+
+
+def test_sweep_case_without_a_profile(run, tmp_path):
+    written = _profile(run, tmp_path, "resnet50", 64, "fp16")
+    case = "{model: resnet50, system: %s, gpus: [8, 64], batch_per_gpu: 64, precision: fp16, strategy: data%s}"
+    files = []
+    for name, extra in (("a.yaml", ""), ("b.yaml", f", profile: {written}"), ("c.yaml", ", profile: estimate")):
+        path = tmp_path / name
+        path.write_text("cases:\n  - " + case % (SYSTEM, extra) + "\n", encoding="utf-8")
+        files.append(path)
+    outs = []
+    for path in files:
+        r = run("sweep", str(path))
+        assert r.code == 0, r.err
+        outs.append(_times(r.out))
+    assert outs[0] == outs[1] == outs[2] and len(outs[0]) == 2
+
+
+def test_fit_compute_on_runs_without_profiles_writes_the_runs_precision(run, tmp_path):
+    row = {"model": "resnet50", "system": SYSTEM, "strategy": "data", "gpus": "1", "global_batch": "256",
+           "iteration_s": "0.12", "precision": "amp", "stack": "pytorch"}  # fmt: skip
+    out = tmp_path / "cal.yaml"
+    r = run("fit", "runs", _runs_file(tmp_path, [row]), "-s", SYSTEM, "--calibrate", "compute", "-o", str(out))
+    assert r.code == 0, r.err
+    text = out.read_text(encoding="utf-8")
+    assert "precision: fp16" in text and "measured_samples_per_gpu: 256" in text
+    # the calibrated profile reproduces the run it was fitted on
+    named = {**row, "profile": str(out)}
+    r = run("compare", _runs_file(tmp_path, [named], "named.csv"), "-f", "csv")
+    assert r.code == 0, r.err
+    assert _projected(r.out)[0].expected == pytest.approx(0.12, rel=1e-3)
+
+
+def test_python_api_defaults_to_the_estimate(tmp_path, run):
+    import oracle
+
+    written = _profile(run, tmp_path, "resnet50", 32, "fp32")
+    by_default = oracle.predict("resnet50", SYSTEM, gpus=[8], batch_per_gpu=32, strategies="data")
+    by_file = oracle.predict("resnet50", SYSTEM, written, gpus=[8], batch_per_gpu=32, strategies="data")
+    assert [p.total_s for p in by_default] == pytest.approx([p.total_s for p in by_file], rel=1e-5)
