@@ -142,3 +142,22 @@ def test_python_api_defaults_to_the_estimate(tmp_path, run):
     by_default = oracle.predict("resnet50", SYSTEM, gpus=[8], batch_per_gpu=32, strategies="data")
     by_file = oracle.predict("resnet50", SYSTEM, written, gpus=[8], batch_per_gpu=32, strategies="data")
     assert [p.total_s for p in by_default] == pytest.approx([p.total_s for p in by_file], rel=1e-5)
+
+
+def test_an_estimate_the_system_cannot_give_is_one_error_naming_the_way_out(run, tmp_path):
+    system = tmp_path / "mystery.yaml"
+    system.write_text(
+        "name: Mystery\ngpu: {model: Foo-GPU, memory_GB: 16}\ngpus_per_node: 4\nnodes: 2\nnetwork:\n"
+        "  - {name: a, max_gpus: 4, alpha_s: 5.0e-6, bandwidth_GB_per_s: 12}\n"
+        "  - {name: b, max_gpus: 8, alpha_s: 1.0e-5, bandwidth_GB_per_s: 3}\n",
+        encoding="utf-8",
+    )
+    r = run("predict", "-m", "resnet50", "-s", str(system), "--gpus", "4")
+    assert r.code == 2 and r.exception is None and len(r.err_lines) == 1
+    assert "mystery.yaml" in r.err and "peak_TFLOPS" in r.err and "-p estimate" in r.err and "measured profile" in r.err
+
+
+def test_a_misspelled_estimate_is_named(run):
+    r = run("predict", "-m", "resnet50", "-s", "abci", "-p", "estimat", "--gpus", "4")
+    assert r.code == 2 and r.exception is None
+    assert "did you mean 'estimate'?" in r.err

@@ -98,18 +98,30 @@ class Files:
         model's estimate of ``model`` on the system's GPU at ``precision`` (None: fp32) and
         ``batch_per_gpu`` (None: compute.options.DEFAULT_BATCH_PER_GPU; rounded up to a whole
         sample), as ``oracle profile --estimate`` writes it."""
+        from oracle.errors import OracleError, did_you_mean
+        from oracle.vocabulary import ESTIMATE, FP32
+
         if not is_estimate(profile):
-            return self.profile(profile)
+            try:
+                return self.profile(profile)
+            except OracleError as exc:  # 'estimat': the word, not a file
+                close = isinstance(profile, str) and did_you_mean(profile.lower(), [ESTIMATE])
+                exc.hint = close or exc.hint
+                raise
         from oracle.compute.options import DEFAULT_BATCH_PER_GPU
-        from oracle.vocabulary import FP32
 
         batch = max(1, math.ceil(batch_per_gpu)) if batch_per_gpu else DEFAULT_BATCH_PER_GPU
         key = ("estimate", id(model), id(system), precision or FP32, batch)
         if key not in self._loaded:
             from oracle.profiling.estimate import estimate
 
-            pr = estimate(model, system, compute_efficiency=None, memory_efficiency=None, batch=batch,
-                          precision=precision or FP32, date=ESTIMATE_DATE)  # fmt: skip
+            try:
+                pr = estimate(model, system, compute_efficiency=None, memory_efficiency=None, batch=batch,
+                              precision=precision or FP32, date=ESTIMATE_DATE)  # fmt: skip
+            except OracleError as exc:
+                exc.hint = (f"{exc.hint}; " if exc.hint else "") + "the profile is oracle's estimate" \
+                    " (-p estimate, the default); or name a measured profile with -p (in a runs file: its profile column)"
+                raise
             self._loaded[key] = (model, system, pr)  # the objects kept alive: their ids stay theirs
         return self._loaded[key][2]
 
