@@ -21,7 +21,8 @@ scored on its rows spanning more nodes; only PyTorch on DGX A100 80GB has such r
 Uncalibrated and anchored are given without a stack (as ``dle_accuracy.py`` out of the
 box) and under the shipped stack of the row's framework (``--stack``, as
 ``stack_accuracy.py``: PyTorch ``pytorch``, TensorFlow1 ``tensorflow``, MXNet ``mxnet``;
-PaddlePaddle has none and is left out of those columns).  The stacks' data-parallel
+PaddlePaddle's ``paddle`` is fitted on the 1-GPU rows these anchors calibrate on, so its
+rows are left out of those columns).  The stacks' data-parallel
 efficiencies were fitted on the V100 rows of this file (stack_accuracy.py), so only the
 A100 rows are held out from them.  Accuracy is 1 - |t_pred - t_meas| / t_meas on the time
 per iteration, as ``oracle compare``.

@@ -3,8 +3,10 @@
 Every row of ``validation/dle-throughput.csv`` that ``benchmarks/dle_accuracy.py`` covers
 is projected out of the box (``oracle profile --estimate`` at the row's batch and precision
 on the row's system, data parallel) under the shipped stack of its framework --
-PyTorch: ``pytorch``, TensorFlow1: ``tensorflow``, MXNet: ``mxnet`` (PaddlePaddle has no
-shipped stack: its rows are reported without one) -- and, for comparison, without a stack.
+PyTorch: ``pytorch``, TensorFlow1: ``tensorflow``, MXNet: ``mxnet`` -- and, for comparison,
+without a stack.  PaddlePaddle (``paddle``) has rows on the A100 only: its stack's
+efficiencies are fitted on its 1-GPU rows and its 8-GPU rows are held out, reported in a
+section of their own.
 
 Held out: the A100 GPU generation (DGX A100 40/80 GB).  The stacks' fitted values -- the
 efficiency per precision class (on the 1-GPU rows) and the data-parallel efficiency per
@@ -43,6 +45,8 @@ from oracle.load import load_model, load_stack, load_system  # noqa: E402
 from oracle.stack import Sourced  # noqa: E402
 
 STACKS = {"PyTorch": "pytorch", "TensorFlow1": "tensorflow", "MXNet": "mxnet"}
+# stacks of frameworks with no V100 rows: fitted on their own 1-GPU rows, multi-GPU rows held out
+OWN_FIT = {"PaddlePaddle": "paddle"}
 HELD_OUT = "A100"  # the GPU generation no stack value was fitted on
 FIT_MACHINES = ("dgx1-v100", "dgx2-v100")
 # models no stack value was fitted on any row of (EfficientNet-B4, shipped after every fit; the
@@ -117,6 +121,38 @@ def _grid(stack, rows: list[dict], field: str, values, what: str):
     return best[1]
 
 
+def fit_own(stack, rows: list[dict]):
+    """An OWN_FIT stack's efficiencies (fp32, mixed), each on its framework's 1-GPU rows of
+    that precision class, by grid search; the multi-GPU rows stay held out."""
+    one = [r for r in rows if r["gpus"] == "1"]
+    lines = ",".join(str(r["line"]) for r in one)
+    note = f"validation/dle-throughput.csv:{lines} (1 GPU; the multi-GPU rows held out)"
+    eff = tuple(round(0.7 + 0.05 * i, 2) for i in range(19))
+    best = {}
+    for cls in ("fp32", "mixed"):
+        sub = [r for r in one if (D.PRECISIONS[r["precision"]][1]) == (cls == "mixed")]
+        scored = []
+        for v in eff:
+            e = tuple((g, c, Sourced(v, "fitted by benchmarks/stack_accuracy.py --fit", note) if c == cls else s)
+                      for g, c, s in stack.efficiency)  # fmt: skip
+            scored.append((score(sub, replace(stack, efficiency=e)), v, e))
+        best[cls] = max(scored, key=lambda t: t[0])
+        stack = replace(stack, efficiency=best[cls][2])
+        print(f"{stack.name}: efficiency {cls} {best[cls][1]}: {100 * best[cls][0]:.1f}% on {len(sub)} 1-GPU rows")
+    print(f"  fitted_on: {note}")
+    return stack
+
+
+def own_table(data: list[dict], stacks: dict, markdown: bool) -> str:
+    """OWN_FIT frameworks' rows: 1-GPU (fitted) and multi-GPU (held out), without and with the stack."""
+    groups: dict[str, list[dict]] = {}
+    for r in data:
+        part = "1 GPU (fitted)" if r["gpus"] == "1" else f"{r['gpus']} GPUs (held out)"
+        for key in (f"{stacks[r['framework']].name}, {HELD_OUT}, {part}",):
+            groups.setdefault(key, []).append(r)
+    return _group_lines(groups, sorted(groups), markdown)
+
+
 def fit(stack, rows: list[dict]):
     """The stack's efficiencies (fp32, mixed) on its framework's 1-GPU V100 rows, then its
     data-parallel efficiencies on the multi-GPU V100 rows, by grid search."""
@@ -146,8 +182,13 @@ def rows_table(data: list[dict]) -> str:
     """One line per row: held-out rows first, each as projected with its framework's stack."""
     out = ["line  part      framework     model                 system          GPUs prec   batch"
            "  measured  projected  ratio  accuracy"]
-    for r in sorted(data, key=lambda r: (not (held_out(r) or r["model"] in LATER_MODELS), int(r["line"]))):
-        part = "held out" if held_out(r) or r["model"] in LATER_MODELS else "fitted"
+    def out_of_fit(r: dict) -> bool:
+        if r["framework"] in OWN_FIT:
+            return r["gpus"] != "1"
+        return held_out(r) or r["model"] in LATER_MODELS
+
+    for r in sorted(data, key=lambda r: (not out_of_fit(r), int(r["line"]))):
+        part = "held out" if out_of_fit(r) else "fitted"
         out.append(f"{r['line']:>4}  {part:<8}  {r['framework']:<12}  {r['model']:<20}  {r['system']:<14}"
                    f"  {r['gpus']:>4} {r['precision']:<5} {r['per_gpu_batch']:>5}  {r['measured']:>8.0f}"
                    f"  {r['stack']:>9.0f}  {r['stack'] / r['measured']:>5.2f}  {D.accuracy(r['stack'], r['measured']):>8.3f}")
@@ -179,23 +220,32 @@ def main() -> None:
     ap.add_argument("--markdown", action="store_true")
     ap.add_argument("--rows", action="store_true", help="print every row's projection too")
     args = ap.parse_args()
-    data = D.rows()
+    every = D.rows()
+    data = [r for r in every if r["framework"] not in OWN_FIT]
+    own = [r for r in every if r["framework"] in OWN_FIT]
     stacks = {fw: load_stack(name) for fw, name in STACKS.items()}
+    own_stacks = {fw: load_stack(name) for fw, name in OWN_FIT.items()}
     if args.fit:
         for fw, st in stacks.items():
             train = [r for r in data if r["framework"] == fw and D.SYSTEMS[r["system"]] in FIT_MACHINES]
             stacks[fw] = fit(st, train)
+        for fw, st in own_stacks.items():
+            own_stacks[fw] = fit_own(st, [r for r in own if r["framework"] == fw])
     _project_all(data, stacks)
+    _project_all(own, own_stacks)
     print(f"held out: every {HELD_OUT} row (no stack value was fitted on them); fitted: each stack on its"
           " framework's V100 rows (DGX-1, DGX-2)")
     print(table(data, stacks, args.markdown))
+    print(f"\nframeworks with {HELD_OUT} rows only ({', '.join(OWN_FIT)}): the stack's efficiencies fitted on its"
+          " 1-GPU rows, every multi-GPU row held out")
+    print(own_table(own, own_stacks, args.markdown))
     later = _project_all(later_rows(), {fw: load_stack(name) for fw, name in LATER_STACKS.items()})
     print(f"\nmodels no stack value was fitted on ({', '.join(LATER_MODELS)}), every GPU (the 3-D U-Net's V100"
           " rows fitted the 3-D caps, its A100 rows did not); the rows of a table the transcription flags"
           " inconsistent left out")
     print(later_table(later, args.markdown))
     if args.rows:
-        print(rows_table(data + later))
+        print(rows_table(data + own + later))
 
 
 def later_table(data: list[dict], markdown: bool) -> str:

@@ -75,16 +75,15 @@ ALIASES = {
         "resnet101v15": "resnet101", "resnet152v15": "resnet152",
     },
     "stacks": {"torch": "pytorch", "tf": "tensorflow", "tf1": "tensorflow", "tensorflow1": "tensorflow",
-               "tf2": "tensorflow", "tensorflow2": "tensorflow"},
+               "tf2": "tensorflow", "tensorflow2": "tensorflow", "paddlepaddle": "paddle", "fluid": "paddle"},
 }  # fmt: skip
 
 
 # Software oracle ships no stack for, by the names users give it (_loose): an unknown name of
-# these says so and how to go on, rather than suggesting the nearest shipped name ("paddle"
-# is not ParaDL's tool "paradl")
+# these says so and how to go on, rather than suggesting the nearest shipped name
 UNSHIPPED = {
     "stacks": {
-        "paddle": "PaddlePaddle", "paddlepaddle": "PaddlePaddle", "caffe": "Caffe", "caffe2": "Caffe2",
+        "caffe": "Caffe", "caffe2": "Caffe2",
         "jax": "JAX", "oneflow": "OneFlow", "mindspore": "MindSpore", "nnabla": "NNabla",
     },
 }  # fmt: skip

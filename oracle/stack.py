@@ -51,7 +51,7 @@ class Stack:
     efficiency: tuple[tuple[str, str, Sourced], ...]
     # compute speed per GPU at more than one GPU relative to one GPU, per precision class
     # (overlapped collective kernels and the input pipeline share the GPU's SMs and memory
-    # and the host's CPUs): (precision class, value)
+    # and the host's CPUs): (precision class, value); () : not stated (1)
     data_parallel_efficiency: tuple[tuple[str, Sourced], ...]
     compute_scaling: Sourced  # "model" | "linear" (compute/options.py)
     fixed_s: Sourced  # seconds per iteration beyond the kernels (optimizer step overhead, syncs, reductions)
@@ -147,7 +147,9 @@ class Stack:
         return out
 
     def data_parallel_efficiency_for(self, precision_class: str) -> float:
-        return float(dict(self.data_parallel_efficiency)[precision_class].value)
+        """1 where the stack states none (no multi-GPU measurement fitted it)."""
+        value = dict(self.data_parallel_efficiency).get(precision_class)
+        return 1.0 if value is None else float(value.value)
 
     def update_bytes_for(self, precision_class: str) -> float | None:
         """Bytes per parameter of one optimizer step at ``precision_class`` (None: not given)."""

@@ -158,11 +158,11 @@ def test_the_reports_measured_warnings_are_oracles(tmp_path):
     assert "column 'precision' is AMP, the command's --precision fp16" in r.err and "UserWarning" not in r.err
 
 
-@pytest.mark.parametrize(("cell", "column", "says"), [("stack", "stack", "no shipped stack for PaddlePaddle"),
+@pytest.mark.parametrize(("cell", "column", "says"), [("stack", "stack", "no shipped stack for NNabla"),
                                                        ("model", "model", "did you mean 'resnet50'")])  # fmt: skip
 def test_a_bad_name_in_a_runs_cell_points_at_its_row(tmp_path, cell, column, says):
     runs = tmp_path / "runs.csv"
-    bad = {"stack": ("resnet50", "paddle"), "model": ("resnet500", "pytorch")}[cell]
+    bad = {"stack": ("resnet50", "nnabla"), "model": ("resnet500", "pytorch")}[cell]
     runs.write_text("model,system,profile,strategy,gpus,global_batch,iteration_s,stack\n"
                     "resnet50,dgx-a100-80gb,resnet50_v100,data,8,2048,0.1,pytorch\n"
                     f"{bad[0]},dgx-a100-80gb,resnet50_v100,data,8,2048,0.1,{bad[1]}\n")  # fmt: skip

@@ -24,7 +24,7 @@ from oracle.load.yamlfile import load_yaml
 from oracle.resources import shipped_names
 from oracle.stack import Sourced
 
-SHIPPED = ("chainermnx", "mxnet", "paradl", "pytorch", "tensorflow")
+SHIPPED = ("chainermnx", "mxnet", "paddle", "paradl", "pytorch", "tensorflow")
 
 
 def test_every_shipped_stack_loads_with_a_source_for_every_value():
@@ -514,8 +514,8 @@ def test_pytorch_batchnorm_and_maxpool_run_at_their_measured_efficiencies():
         assert fw[i] == pytest.approx(want, rel=1e-9) and bw[i] == pytest.approx(want, rel=1e-9), t
 
 
-def test_a_framework_without_a_shipped_stack_says_so_rather_than_suggesting_paradl():
-    r = run_cli("predict", "-m", "resnet50", "-s", "abci", "-p", "resnet50_v100", "--stack", "paddle")
+def test_a_framework_without_a_shipped_stack_says_so_rather_than_suggesting_a_near_name():
+    r = run_cli("predict", "-m", "resnet50", "-s", "abci", "-p", "resnet50_v100", "--stack", "caffe2")
     assert r.code == 2 and len(r.err_lines) == 1
-    assert "no shipped stack for PaddlePaddle" in r.err and "--stack none" in r.err
+    assert "no shipped stack for Caffe2" in r.err and "--stack none" in r.err
     assert "did you mean" not in r.err and all(name in r.err for name in SHIPPED)
