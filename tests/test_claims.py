@@ -258,7 +258,7 @@ def test_glance_pre_volta_gpus():
     before, now = table[("all", "held-out")]
     (_, _, o_before, o_now), = [x for x in aa.evaluate_others(aa.other_rows()) if x[0] == "all"]
     assert _percents(result) == [f"{100 * v:.1f}" for v in (now, before, o_now, o_before)]
-    assert "101 rows" in result and len(aa.other_rows()) == 101
+    assert "103 rows" in result and len(aa.other_rows()) == 103
 
 
 
@@ -288,7 +288,7 @@ def test_glance_independent_sources():
     """benchmarks/independent_accuracy.py: every row with its framework's stack and bare,
     the two sources' means and the runs below 0.70."""
     what, result = list(_glance().items())[9]
-    assert "independent sources" in what and "152 runs" in what
+    assert "independent sources" in what and "154 runs" in what
     sys.path.insert(0, str(ROOT / "benchmarks"))
     from statistics import mean
 
@@ -296,7 +296,7 @@ def test_glance_independent_sources():
 
     groups = ia.groups(ia.evaluate())
     everything = groups["all"]
-    assert len(everything) == 152
+    assert len(everything) == 154
     want = [mean(x["accuracy"] for x in everything), mean(x["bare_accuracy"] for x in everything),
             mean(x["accuracy"] for x in groups["graphics cards, all"]), mean(x["accuracy"] for x in groups["pre-Volta, all"])]  # fmt: skip
     assert _percents(result) == [f"{100 * v:.1f}" for v in want]
