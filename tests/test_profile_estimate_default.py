@@ -161,3 +161,18 @@ def test_a_misspelled_estimate_is_named(run):
     r = run("predict", "-m", "resnet50", "-s", "abci", "-p", "estimat", "--gpus", "4")
     assert r.code == 2 and r.exception is None
     assert "did you mean 'estimate'?" in r.err
+
+
+def test_a_snapshot_pins_the_estimate(run, tmp_path):
+    """profile: estimate in a snapshot's cases: the baseline holds the compute model's numbers,
+    and oracle check reproduces them; a case without profile is still refused there."""
+    cases = tmp_path / "cases.yaml"
+    cases.write_text("cases:\n  - {model: resnet50, system: abci, profile: estimate, gpus: '4,8', batch_per_gpu: 32,"
+                     " strategy: data}\n", encoding="utf-8")  # fmt: skip
+    out = tmp_path / "base.json"
+    assert run("snapshot", str(cases), "-o", str(out)).code == 0
+    r = run("check", str(out))
+    assert r.code == 0 and "2 points of 1 cases unchanged" in r.out + r.err
+    cases.write_text("cases:\n  - {model: resnet50, system: abci, gpus: '4', batch_per_gpu: 32}\n", encoding="utf-8")
+    r = run("snapshot", str(cases), "-o", str(tmp_path / "other.json"))
+    assert r.code == 2 and "missing required key 'profile'" in r.err
