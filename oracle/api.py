@@ -80,41 +80,51 @@ def request(model, system, profile, gpus=None, strategies="all", p2=None, files=
     """What ``oracle predict`` (and plot, report, api.predict) projects, each input loaded
     and parsed once: the flags checked first (compute.options.Flags.parse), then model,
     system and profile (names, paths or loaded objects, read through ``files``, a
-    load.Files), the GPU counts (None: the powers of two up to the system, at most 1024)
-    and what the profile gives that the flags do not."""
+    load.Files; a profile file is checked against the model before the GPU counts are read),
+    the GPU counts (None: the powers of two up to the system, at most 1024) and what the
+    profile gives that the flags do not.  ``-p estimate`` is made once the counts are known
+    (:func:`estimate_at`)."""
     from oracle.compute.options import Flags
     from oracle.compute.stack import stack_system
-    from oracle.load import Files
+    from oracle.load import Files, is_estimate
     from oracle.load.values import default_gpus, parse_gpus
 
     files = files or Files()
     checked = Flags.parse(**with_stack(files, flags))
-    counts = None if gpus is None else parse_gpus(gpus)  # '' is an error
-    m, s, pr = files.inputs(model, system, profile, *estimate_at(checked, counts))
+    m, s = files.model(model), files.system(system)
+    estimated = is_estimate(profile)
+    pr = None if estimated else files.bound_profile(profile, m, s)
     checked = system_flags(files, flags, s, checked)
     s = stack_system(s, checked.options.stack)  # issue 25: the stack's input pipeline, if any
-    counts = default_gpus(s.total_gpus) if counts is None else counts
+    counts = default_gpus(s.total_gpus) if gpus is None else parse_gpus(gpus)  # '' is an error
+    if estimated:
+        pr = files.bound_profile(profile, m, s, *estimate_at(checked, counts, s))
     return SweepRequest(m, s, pr, checked.resolve(pr, system=s), counts, strategies, p2)
 
 
-def estimate_at(checked, counts=None) -> tuple[str | None, float | None]:
-    """(precision, per-GPU batch) an estimated profile (``-p estimate``) is made at: the
-    arithmetic of the options' precision (fp16 or bf16 with --mixed-precision), and their per-GPU batch, else the global batch over the fewest GPUs
-    asked for (the compute model converts it to every other point's batch); None: the
-    defaults (fp32, compute.options.DEFAULT_BATCH_PER_GPU)."""
+def estimate_at(checked, counts, system) -> tuple[str, float | None]:
+    """(precision, per-GPU batch) ``-p estimate`` makes a run's profile at on ``system``
+    (:func:`estimate_precision`, under the options' stack), and the options' per-GPU batch,
+    else their global batch over the fewest GPUs asked for (the compute model converts it to
+    every other point's batch); None: compute.options.DEFAULT_BATCH_PER_GPU."""
     batch = checked.batch_per_gpu
     if batch is None and checked.batch is not None:
-        batch = checked.batch / min(counts) if counts else None
-    return estimate_precision(checked.precision, checked.options.mixed_precision), batch
+        batch = checked.batch / min(counts)
+    options = checked.options
+    return estimate_precision(checked.precision, options.mixed_precision, options.stack, system), batch
 
 
-def estimate_precision(precision: str | None, mixed: bool | None) -> str:
-    """The precision ``-p estimate`` makes a run's profile at: the arithmetic of
-    ``precision`` (None: fp32) under ``mixed`` (compute.conversion.run_precision)."""
+def estimate_precision(precision: str | None, mixed: bool | None, stack=None, system=None) -> str:
+    """The precision ``-p estimate`` makes a run's profile at: the arithmetic a run in
+    ``precision`` (None: fp32) runs on ``system``'s GPU: fp16 or bf16 under ``mixed``
+    (compute.conversion.run_precision), TF32 where ``stack`` runs float32 in it there
+    (compute.options.stack_precision)."""
     from oracle.compute.conversion import run_precision
+    from oracle.compute.options import stack_precision
     from oracle.vocabulary import FP32
 
-    return run_precision(precision or FP32, bool(mixed))
+    value = run_precision(precision or FP32, bool(mixed))
+    return stack_precision(value, stack, bool(mixed), system)[0] if system is not None else value
 
 
 def point_at_row(exc, run, file: str | None) -> None:
@@ -128,8 +138,8 @@ def point_at_row(exc, run, file: str | None) -> None:
     column = next((c for c, v in cells.items() if v and exc.file == v and not exists(Path(v))), None)
     if exc.file is None or (column and file):
         exc.file, exc.line, exc.path = file or exc.file, run.line, exc.path or column
-    elif file and not exc.hint:
-        exc.hint = f"named on line {run.line} of {file}"
+    elif file:
+        exc.hint = (f"{exc.hint}; " if exc.hint else "") + f"named on line {run.line} of {file}"
 
 
 def with_stack(files, flags: dict) -> dict:
@@ -234,8 +244,9 @@ class Inputs:
             flags = self.row_flags(stack, own)
             m, s = files.model(model), files.system(system)
             flags = flags if stack else system_flags(files, {**self._flags, **dict(own)}, s, flags)
-            pr = files.profile_of(profile, m, s, estimate_precision(precision or flags.precision,
-                                                                      flags.options.mixed_precision if mixed is None else mixed), batch)
+            made = estimate_precision(precision or flags.precision, flags.options.mixed_precision if mixed is None
+                                      else mixed, flags.options.stack, s)  # fmt: skip
+            pr = files.profile_of(profile, m, s, made, batch)
             s = s.for_model(m.name)  # issue 26: a model's own calibration
             options = flags.resolve(pr, precision, mixed, system=s).options
             s = stack_system(s, options.stack)

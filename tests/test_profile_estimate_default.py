@@ -26,11 +26,13 @@ def _times(out: str) -> list[tuple[str, str, object]]:
     return [(row["strategy"], row["gpus"], pytest.approx(float(row["total_s"]), rel=1e-5)) for row in rows]
 
 
-@pytest.mark.parametrize("precision, extra", [("fp32", ()), ("fp16", ("--mixed-precision",)), ("bf16", ())])
-def test_no_profile_projects_what_the_written_estimate_projects(run, tmp_path, precision, extra):
+# (--precision, what the run computes in on an A100 under the pytorch stack: fp32 in TF32)
+@pytest.mark.parametrize("precision, extra, runs_in", [("fp32", (), "tf32"), ("fp16", ("--mixed-precision",), "fp16"),
+                                                       ("bf16", (), "bf16")])  # fmt: skip
+def test_no_profile_projects_what_the_written_estimate_projects(run, tmp_path, precision, extra, runs_in):
     args = ("-m", "resnet50", "-s", SYSTEM, "--gpus", "1,8,64", "-b", "64", "--precision", precision, *extra,
             "--stack", "pytorch", "-f", "csv")  # fmt: skip
-    written = _profile(run, tmp_path, "resnet50", 64, precision)
+    written = _profile(run, tmp_path, "resnet50", 64, runs_in)
     by_file = run("predict", "-p", written, *args)
     assert by_file.code == 0, by_file.err
     for given in ((), ("-p", "estimate"), ("-p", "ESTIMATE")):
@@ -154,7 +156,18 @@ def test_an_estimate_the_system_cannot_give_is_one_error_naming_the_way_out(run,
     )
     r = run("predict", "-m", "resnet50", "-s", str(system), "--gpus", "4")
     assert r.code == 2 and r.exception is None and len(r.err_lines) == 1
-    assert "mystery.yaml" in r.err and "peak_TFLOPS" in r.err and "-p estimate" in r.err and "measured profile" in r.err
+    assert "mystery.yaml" in r.err and "peak_TFLOPS" in r.err and "no profile was named, so oracle estimates one" in r.err
+    runs = _runs_file(tmp_path, [{"model": "resnet50", "system": "abci", "strategy": "data", "gpus": "4",
+                                  "global_batch": "128", "iteration_s": "0.1"},
+                                 {"model": "resnet50", "system": str(system), "strategy": "data", "gpus": "4",
+                                  "global_batch": "128", "iteration_s": "0.1"}])  # fmt: skip
+    r = run("compare", runs)
+    assert r.code == 2 and len(r.err_lines) == 1 and "mystery.yaml" in r.err and "named on line 3 of" in r.err
+    sweep = tmp_path / "sweep.yaml"
+    sweep.write_text(f"cases:\n  - {{model: resnet50, system: abci, batch_per_gpu: 32, gpus: '4'}}\n"
+                     f"  - {{model: resnet50, system: {system}, batch_per_gpu: 32, gpus: '4'}}\n", encoding="utf-8")
+    r = run("sweep", str(sweep))
+    assert r.code == 2 and len(r.err_lines) == 1 and "cases[1] of" in r.err
 
 
 def test_a_misspelled_estimate_is_named(run):
@@ -176,3 +189,78 @@ def test_a_snapshot_pins_the_estimate(run, tmp_path):
     cases.write_text("cases:\n  - {model: resnet50, system: abci, gpus: '4', batch_per_gpu: 32}\n", encoding="utf-8")
     r = run("snapshot", str(cases), "-o", str(tmp_path / "other.json"))
     assert r.code == 2 and "missing required key 'profile'" in r.err
+
+
+# Under linear compute scaling (ParaDL's: profile times x samples) the profile's batch and
+# precision are the projection's; under the compute model they are converted away. These
+# tests fail where an estimate is made at another batch or precision than the run's.
+
+def _first_total(out: str) -> float:
+    return float(next(csv.DictReader(io.StringIO(out)))["total_s"])
+
+
+def test_strong_scaling_without_gpus_estimates_at_the_batch_over_one_gpu(run, tmp_path):
+    written = _profile(run, tmp_path, "resnet50", 256, "fp32")
+    args = ("-m", "resnet50", "-s", SYSTEM, "--batch", "256", "--strategy", "data", "--stack", "paradl", "-f", "csv")
+    default = run("predict", *args)
+    assert default.code == 0, default.err
+    assert _first_total(default.out) == pytest.approx(_first_total(run("predict", "-p", written, *args).out), rel=1e-5)
+    wrong = _profile(run, tmp_path, "resnet50", 32, "fp32")
+    assert _first_total(default.out) != pytest.approx(_first_total(run("predict", "-p", wrong, *args).out), rel=1e-3)
+
+
+def test_the_estimate_is_made_in_the_stacks_tf32(run, tmp_path):
+    """fp32 under a stack that runs it in TF32 on an H100: the estimate is TF32's, as
+    `oracle profile --precision tf32` writes it, and the header says why."""
+    h100 = "dgx-h100-superpod"
+    tf32 = _profile(run, tmp_path, "resnet50", 64, "tf32", system=h100)
+    fp32 = _profile(run, tmp_path, "resnet50", 64, "fp32", system=h100)
+    args = ("-m", "resnet50", "-s", h100, "--gpus", "8", "-b", "64", "--strategy", "data", "--stack", "pytorch",
+            "--compute-scaling", "linear", "-f", "csv")  # fmt: skip
+    got = _first_total(run("predict", *args).out)
+    assert got == pytest.approx(_first_total(run("predict", "-p", tf32, *args).out), rel=1e-5)
+    assert got < 0.8 * _first_total(run("predict", "-p", fp32, *args).out)
+    head = run("predict", *args[:-2]).out.split("\n\n")[0]
+    assert "fp32, which runs in TF32 under stack pytorch" in head
+    head = run("predict", *args[:-2], "--precision", "tf32").out.split("\n\n")[0]
+    assert "tf32 (δ=4)" in head and "fp32, which" not in head
+
+
+def test_runs_rows_under_linear_scaling_use_their_own_batch(run, tmp_path):
+    base = {"model": "resnet50", "system": SYSTEM, "strategy": "data", "iteration_s": "0.1", "stack": "paradl"}
+    rows = [{**base, "gpus": "8", "global_batch": "256"}, {**base, "gpus": "8", "global_batch": "1024"}]
+    named = [{**r, "profile": _profile(run, tmp_path, "resnet50", int(r["global_batch"]) // 8, "fp32")} for r in rows]
+    want = _projected(run("compare", _runs_file(tmp_path, named, "named.csv"), "-f", "csv").out)
+    got = _projected(run("compare", _runs_file(tmp_path, rows), "-f", "csv").out)
+    assert got == want
+    per_sample = [w.expected / int(r["global_batch"]) for w, r in zip(want, rows)]
+    assert per_sample[0] != pytest.approx(per_sample[1], rel=1e-3)  # the batch shows under linear scaling
+
+
+def test_search_estimates_at_the_batch_over_the_fewest_gpus(run, tmp_path):
+    written = _profile(run, tmp_path, "resnet50", 128, "fp32")
+    args = ("-m", "resnet50", "-s", SYSTEM, "--gpus", "2", "-B", "256", "--stack", "paradl", "-f", "json")
+    default, named = run("search", *args), run("search", "-p", written, *args)
+    assert default.code == 0 and named.code == 0, default.err + named.err
+    import json
+
+    def totals(out):
+        return [pytest.approx(x["winner_point"]["total_s"], rel=1e-5) for x in json.loads(out)["searches"]]
+
+    assert totals(default.out) == totals(named.out)
+    wrong = run("search", "-p", _profile(run, tmp_path, "resnet50", 256, "fp32"), *args)
+    assert [t.expected for t in totals(default.out)] != totals(wrong.out)
+
+
+def test_import_without_a_profile_writes_rows_compare_estimates(run, tmp_path):
+    from conftest import ROOT
+
+    out = tmp_path / "runs.csv"
+    r = run("import", "data/chainer-logs/vgg16-data-abci", "--model", "vgg16", "--system", "abci",
+            "--strategy", "data", "-o", out, cwd=ROOT)  # fmt: skip
+    assert r.code == 0, r.err
+    rows = list(csv.DictReader(io.StringIO(out.read_text(encoding="utf-8"))))
+    assert rows and all(row["profile"] == "estimate" for row in rows)
+    r = run("compare", str(out), "-f", "csv")
+    assert r.code == 0, r.err
+    assert {row["profile_kind"] for row in csv.DictReader(io.StringIO(r.out))} == {"estimated"}

@@ -55,8 +55,9 @@ def test_paddle_fitted_on_its_one_gpu_rows_scores_its_held_out_eight_gpu_rows():
     assert s.score(one, shipped) >= 0.97
     refit = s.fit_own(shipped, rows)
     assert [(c, float(v.value)) for _, c, v in refit.efficiency] == [(c, float(v.value)) for _, c, v in shipped.efficiency]
-    fitted_on = {c: v.fitted_on for _, c, v in shipped.efficiency}
-    assert all(f"dle-throughput.csv:{r['line']}" not in " ".join(fitted_on.values()) for r in many)
+    fitted_lines = {int(n) for _, _, v in shipped.efficiency
+                    for n in v.fitted_on.split("dle-throughput.csv:")[1].split(" ")[0].split(",")}  # fmt: skip
+    assert fitted_lines == {int(r["line"]) for r in one} and not fitted_lines & {int(r["line"]) for r in many}
 
 
 # each model's mean with its stack when shipped or first scored, less 0.01; the 3-D U-Net's

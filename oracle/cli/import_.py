@@ -13,7 +13,8 @@ from oracle.cli.types import PlainIntRange, count_type, gpu_count_type
 @click.argument("paths", nargs=-1, required=True, metavar="PATH...")
 @click.option("--model", "-m", metavar="NAME|FILE", help="Model of the runs (written to the rows).")
 @click.option("--system", "-s", metavar="NAME|FILE", help="System the runs ran on.")
-@click.option("--profile", "-p", metavar="NAME|FILE", help="Timing profile to project them with.")
+@click.option("--profile", "-p", metavar="NAME|FILE|estimate",
+              help="Timing profile to project them with. [default: estimate, the compute model's]")
 @click.option("--strategy", metavar="NAME", help="Strategy of the runs (data, spatial, filter, ..., data+spatial).")
 @click.option("--gpus", "-g", type=gpu_count_type(), help="GPUs of every run.  [default: from the file name]")
 @click.option("--batch", "-B", type=PlainIntRange(min=1, limit=int(limits.BATCH.hi)), help="Global mini-batch B of every run.")

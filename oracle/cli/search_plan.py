@@ -17,20 +17,25 @@ def run_search_command(model, system, profile, gpus, max_gpus, kinds, strategies
     from oracle.compute.options import Flags
     from oracle.compute.stack import stack_system
     from oracle.compute.sweep import parse_strategies
-    from oracle.load import Files
+    from oracle.load import Files, is_estimate
     from oracle.services.project import describe
 
     files = Files()
     checked = Flags.parse(**with_stack(files, flags))  # issue 25: --stack loaded once
     kind_list = parse_kinds(kinds)
     parse_strategies(strategies)  # validate early
-    m, s, pr = files.inputs(model, system, profile, *estimate_at(checked, [gpus] if gpus else None))
+    m, s = files.model(model), files.system(system)
+    estimated = is_estimate(profile)
+    pr = None if estimated else files.bound_profile(profile, m, s)
     checked = system_flags(files, flags, s, checked)
     s = stack_system(s, checked.options.stack)
     config, assignment, counts, batch = gpu_counts(m, gpus, max_gpus, checked.batch, checked.batch_per_gpu,
                                                    evaluate_file)  # fmt: skip
     check_effort(m, counts, kind_list)
-    run = replace(checked, batch=batch).resolve(pr, system=s)
+    checked = replace(checked, batch=batch)
+    if estimated:  # made at the batch over the fewest GPUs searched
+        pr = files.bound_profile(profile, m, s, *estimate_at(checked, counts, s))
+    run = checked.resolve(pr, system=s)
     ctx = build_context(m, s, pr, run.options)  # issue 13: compute converted to the run
     meta = describe(m, s, pr, run, ctx.conversion)
     results = []

@@ -80,17 +80,20 @@ class Files:
         """A software stack (issue 25), or None for None (no stack named)."""
         return None if name_or_path is None else self._load(load_stack, name_or_path)
 
-    def inputs(self, model, system, profile, precision: str | None = None,
-               batch_per_gpu: float | None = None) -> tuple[Model, System, Profile]:  # fmt: skip
+    def inputs(self, model, system, profile) -> tuple[Model, System, Profile]:
         """Model, system and profile, in that order, the profile checked against the model
-        at once (a profile made for another model is refused before the GPU counts are read);
-        ``precision`` and ``batch_per_gpu``: the run's, for ``-p estimate`` (:meth:`profile_of`)."""
+        at once (a profile made for another model is refused before the GPU counts are read)."""
+        m, s = self.model(model), self.system(system)
+        return m, s, self.bound_profile(profile, m, s)
+
+    def bound_profile(self, profile, model: Model, system: System, precision: str | None = None,
+                      batch_per_gpu: float | None = None) -> Profile:  # fmt: skip
+        """:meth:`profile_of`, checked against ``model`` (every layer timed)."""
         from oracle.compute.binding import bind_profile
 
-        m, s = self.model(model), self.system(system)
-        pr = self.profile_of(profile, m, s, precision, batch_per_gpu)
-        bind_profile(m, pr)
-        return m, s, pr
+        pr = self.profile_of(profile, model, system, precision, batch_per_gpu)
+        bind_profile(model, pr)
+        return pr
 
     def profile_of(self, profile, model: Model, system: System, precision: str | None = None,
                    batch_per_gpu: float | None = None) -> Profile:  # fmt: skip
@@ -118,9 +121,8 @@ class Files:
             try:
                 pr = estimate(model, system, compute_efficiency=None, memory_efficiency=None, batch=batch,
                               precision=precision or FP32, date=ESTIMATE_DATE)  # fmt: skip
-            except OracleError as exc:
-                exc.hint = (f"{exc.hint}; " if exc.hint else "") + "the profile is oracle's estimate" \
-                    " (-p estimate, the default); or name a measured profile with -p (in a runs file: its profile column)"
+            except OracleError as exc:  # the message says what was being made; the hint stays the estimator's
+                exc.message = f"{exc.message}; no profile was named, so oracle estimates one"
                 raise
             self._loaded[key] = (model, system, pr)  # the objects kept alive: their ids stay theirs
         return self._loaded[key][2]

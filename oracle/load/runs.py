@@ -24,6 +24,7 @@ from pathlib import Path
 from oracle.compute.options import column_flags
 from oracle.errors import OracleError, did_you_mean
 from oracle.limits import BATCH, COUNT, GPUS, Kind
+from oracle.load import is_estimate
 from oracle.load.fields import MAX_MAGNITUDE, MIN_MAGNITUDE
 from oracle.load.yamlfile import read_text
 from oracle.records import OPTIONAL, REQUIRED, MeasuredRun
@@ -136,7 +137,7 @@ def _row(cells: dict[str, str], file: str, line: int | None, strategies) -> Meas
         line=line,
         model=text("model"),
         system=text("system"),
-        profile=cells.get("profile", "").strip() or ESTIMATE,
+        profile=ESTIMATE if is_estimate(cells.get("profile", "")) else cells["profile"].strip(),
         strategy=strategy,
         gpus=number("gpus", required=True, kind=GPUS),  # type: ignore[arg-type]
         global_batch=number("global_batch", required=True, kind=BATCH),  # type: ignore[arg-type]

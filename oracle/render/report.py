@@ -296,7 +296,7 @@ def inputs_rows(data: ReportData) -> list[tuple[str, list[tuple[str, str]]]]:
     kind = {"total": "a measured total spread over layers by training FLOPs", "measured": "measured per layer",
             "estimated": "ESTIMATED (roofline), not measured"}.get(pr.kind, pr.kind)
     profile = [
-        ("name", f"{data.meta.get('profile', '')} (given as '{args.get('profile', '')}')"),
+        ("name", _profile_name(data.meta.get("profile", ""), args.get("profile", ""))),
         ("file", _path(pr.file)),
         ("kind", kind),
         ("device, framework", f"{pr.device or '–'}, {pr.framework or '–'}"),
@@ -406,3 +406,12 @@ def __getattr__(name: str):
 
         return getattr(importlib.import_module(f"oracle.render.{_WRITERS[name]}"), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _profile_name(shown: str, given) -> str:
+    """The profile's name and how it was named; -p estimate (the default) made here."""
+    from oracle.load import is_estimate
+
+    if is_estimate(given):
+        return f"{shown} (no profile named: the compute model's estimate for the system's GPU)"
+    return f"{shown} (given as '{given}')"

@@ -57,7 +57,8 @@ def calibrate_compute(runs_file: str, chosen, base_system: str, flags: dict):
     from oracle.compute.stack import stack_system
     from oracle.compute.strategies import REGISTRY
     from oracle.errors import OracleError
-    from oracle.load import Files, load_model, load_system
+    from oracle.load import Files, load_model, load_stack, load_system
+    from oracle.vocabulary import NO_STACK
 
     pairs = {(r.model, r.profile) for r in chosen}
     if len(pairs) > 1:
@@ -65,7 +66,9 @@ def calibrate_compute(runs_file: str, chosen, base_system: str, flags: dict):
     model, system = load_model(chosen[0].model), load_system(base_system)
     first = chosen[0]  # -p estimate's (a runs file without profiles): made at its precision and batch
     precision, mixed = run_precision_options(first) or (flags.get("precision"), flags.get("mixed_precision"))
-    original = Files().profile_of(first.profile, model, system, estimate_precision(precision, mixed),
+    name = first.stack or flags.get("stack") or system.stack  # the stack run_options puts the run under
+    st = load_stack(name) if name and name != NO_STACK else None
+    original = Files().profile_of(first.profile, model, system, estimate_precision(precision, mixed, st, system),
                                   first.global_batch / first.gpus)  # fmt: skip
     profile = _per_layer(model, system, original, run_options(chosen[0], runs_file, original, flags, system))
     evidence = []

@@ -93,6 +93,7 @@ def _row(path: str, fixed: dict, log_format: str | None, skip_unknown: bool, war
     from oracle.compute.strategies import REGISTRY
     from oracle.errors import OracleError
     from oracle.load.logs import FORMAT_NAMES, UnknownLogFormat, parse_run_name, read_log
+    from oracle.vocabulary import ESTIMATE
 
     try:
         timing = read_log(path, log_format)
@@ -108,11 +109,12 @@ def _row(path: str, fixed: dict, log_format: str | None, skip_unknown: bool, war
         return OracleError(f"no {what} for this run: give {option}", file=path)
 
     row: dict = {}
-    for key in ("model", "system", "profile", "strategy"):
+    for key in ("model", "system", "strategy"):
         option = f"--{key}"
         if not fixed[key]:
             raise missing(key, option)
         row[key] = fixed[key]
+    row["profile"] = fixed["profile"] or ESTIMATE  # none named: the compute model's estimate (load/runs.py)
     gpus = fixed["gpus"] or found.get("gpus")
     if gpus is None:
         raise missing("GPU count", "--gpus (the file name has none, e.g. 8gpus)")

@@ -43,7 +43,7 @@ def describe(m, s, pr, run, conversion) -> dict:
         else f"weak scaling, {per_gpu:g} samples/GPU" + (f" ({batch_note})" if batch_note else ""),
         "batch_note": batch_note,
         "samples": int(options.samples or m.dataset_samples),
-        "precision": precision_caption(options, run.precision, converts, made_here),
+        "precision": precision_caption(options, run.precision, converts, s if made_here else None),
         "gamma": options.memory_reuse,
         "memory_model": options.memory_model,
         "memory_note": memory_note(s, options, pr),
@@ -115,15 +115,22 @@ def batch_provenance(per_gpu, converts: bool, estimated_here: bool = False) -> s
     return provenance(per_gpu, per_gpu.value, "--batch-per-gpu", shown, converts, default=default)
 
 
-def precision_caption(options, chosen, converts: bool, estimated_here: bool = False) -> str:
+def precision_caption(options, chosen, converts: bool, system=None) -> str:
     """δ, the arithmetic precision and where it came from (``chosen``: a FromProfile);
-    ``estimated_here``: the profile is ``-p estimate``'s, made in the options' precision."""
+    ``system``: given when the profile is ``-p estimate``'s, made in the precision the run
+    runs on its GPU, so that only a stack's TF32 for fp32 needs saying."""
     from oracle.compute.conversion import run_precision
 
     used = run_precision(options.precision, options.mixed_precision)
     given = [name for name, on in (("--precision", chosen.given), ("--mixed-precision", options.mixed_precision)) if on]
-    note = "" if estimated_here and not chosen.why else provenance(chosen, used, " and ".join(given),
-                                                                    str(chosen.recorded), converts, default=FP32)
+    if system is not None:
+        from oracle.compute.options import stack_precision
+
+        mapped, why = stack_precision(FP32, options.stack, options.mixed_precision, system)
+        asked_fp32 = chosen.why or not chosen.given  # --precision fp32, or none given (tf32 given: nothing to say)
+        note = f"{FP32}, which {why}" if why and used == mapped and asked_fp32 else ""
+    else:
+        note = provenance(chosen, used, " and ".join(given), str(chosen.recorded), converts, default=FP32)
     if options.mixed_precision:
         return f"mixed precision {used} (δ=2, {FP32} master weights" + (f"; {note})" if note else ")")
     return f"{options.precision} (δ={options.delta}" + (f"; {note})" if note else ")")

@@ -82,4 +82,6 @@ def _blamed(path: str, where: str):
         if exc.file is None:
             key = (exc.path or "").lstrip("-").replace("-", "_")
             exc.file, exc.path = path, where + (f".{key}" if key else "")
+        elif exc.file != path:  # a file the case names (its system): the case in the hint
+            exc.hint = (f"{exc.hint}; " if exc.hint else "") + f"{where} of {path}"
         raise
