@@ -264,3 +264,11 @@ def test_import_without_a_profile_writes_rows_compare_estimates(run, tmp_path):
     r = run("compare", str(out), "-f", "csv")
     assert r.code == 0, r.err
     assert {row["profile_kind"] for row in csv.DictReader(io.StringIO(r.out))} == {"estimated"}
+
+
+@pytest.mark.parametrize("option", ["-m", "-s", "-p"])
+def test_an_empty_name_is_a_usage_error_not_the_estimate(run, option):
+    args = {"-m": "resnet50", "-s": "abci", "-p": "resnet50_v100"}
+    args[option] = " "
+    r = run("predict", *[x for kv in args.items() for x in kv], "--gpus", "4")
+    assert r.code == 2 and r.exception is None and "is empty" in r.err

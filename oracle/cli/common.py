@@ -57,17 +57,27 @@ def strategy_help() -> str:
     return f"Comma-separated strategies ({', '.join(names())}) or all."
 
 
+def _named(ctx, param, value):
+    """A name or path given as an empty string (an unset shell variable) is a usage error,
+    not the current folder, nor -p's default estimate."""
+    if value is not None and not str(value).strip():
+        raise click.BadParameter("is empty; give a shipped name or a path (oracle list)")
+    return value
+
+
 def model_system_profile_options(f):
     f = click.option(
-        "--profile", "-p", default=ESTIMATE, show_default=True, metavar="NAME|FILE|estimate",
+        "--profile", "-p", default=ESTIMATE, show_default=True, metavar="NAME|FILE|estimate", callback=_named,
         help="Timing profile (shipped name or path); estimate: the compute model's estimate for the"
         " system's GPU at the run's precision and per-GPU batch (as oracle profile --estimate writes it).",
     )(f)
     f = click.option(
-        "--system", "-s", required=True, metavar="NAME|FILE", help="System (shipped name, e.g. abci, or path)."
+        "--system", "-s", required=True, metavar="NAME|FILE", callback=_named,
+        help="System (shipped name, e.g. abci, or path).",
     )(f)
     f = click.option(
-        "--model", "-m", required=True, metavar="NAME|FILE", help="CNN model (shipped name, e.g. resnet50, or path)."
+        "--model", "-m", required=True, metavar="NAME|FILE", callback=_named,
+        help="CNN model (shipped name, e.g. resnet50, or path).",
     )(f)
     return f
 
