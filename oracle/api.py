@@ -104,27 +104,16 @@ def request(model, system, profile, gpus=None, strategies="all", p2=None, files=
 
 def estimate_at(checked, counts, system) -> tuple[str, float | None]:
     """(precision, per-GPU batch) ``-p estimate`` makes a run's profile at on ``system``
-    (:func:`estimate_precision`, under the options' stack), and the options' per-GPU batch,
+    (compute.options.estimate_precision, under the options' stack), and the options' per-GPU batch,
     else their global batch over the fewest GPUs asked for (the compute model converts it to
     every other point's batch); None: compute.options.DEFAULT_BATCH_PER_GPU."""
     batch = checked.batch_per_gpu
     if batch is None and checked.batch is not None:
         batch = checked.batch / min(counts)
+    from oracle.compute.options import estimate_precision
+
     options = checked.options
     return estimate_precision(checked.precision, options.mixed_precision, options.stack, system), batch
-
-
-def estimate_precision(precision: str | None, mixed: bool | None, stack=None, system=None) -> str:
-    """The precision ``-p estimate`` makes a run's profile at: the arithmetic a run in
-    ``precision`` (None: fp32) runs on ``system``'s GPU: fp16 or bf16 under ``mixed``
-    (compute.conversion.run_precision), TF32 where ``stack`` runs float32 in it there
-    (compute.options.stack_precision)."""
-    from oracle.compute.conversion import run_precision
-    from oracle.compute.options import stack_precision
-    from oracle.vocabulary import FP32
-
-    value = run_precision(precision or FP32, bool(mixed))
-    return stack_precision(value, stack, bool(mixed), system)[0] if system is not None else value
 
 
 def point_at_row(exc, run, file: str | None) -> None:
@@ -244,6 +233,8 @@ class Inputs:
             flags = self.row_flags(stack, own)
             m, s = files.model(model), files.system(system)
             flags = flags if stack else system_flags(files, {**self._flags, **dict(own)}, s, flags)
+            from oracle.compute.options import estimate_precision
+
             made = estimate_precision(precision or flags.precision, flags.options.mixed_precision if mixed is None
                                       else mixed, flags.options.stack, s)  # fmt: skip
             pr = files.profile_of(profile, m, s, made, batch)

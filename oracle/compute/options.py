@@ -280,6 +280,17 @@ def stack_precision(value: str, stack, mixed: bool, system) -> tuple[str, str]:
     return TF32, f"runs in TF32 under stack {stack.name}"
 
 
+def estimate_precision(precision: str | None, mixed: bool | None, stack=None, system=None) -> str:
+    """The precision ``-p estimate`` makes a run's profile at: the arithmetic a run in
+    ``precision`` (None: fp32) runs on ``system``'s GPU: fp16 or bf16 under ``mixed``
+    (compute.conversion.run_precision), TF32 where ``stack`` runs float32 in it there
+    (:func:`stack_precision`)."""
+    from oracle.compute.conversion import run_precision
+
+    value = run_precision(precision or FP32, bool(mixed))
+    return stack_precision(value, stack, bool(mixed), system)[0] if system is not None else value
+
+
 def _memory_reuse(gamma: float | None, same: dict) -> float:
     """γ applies to ParaDL's bound only: with the framework model it is a usage error."""
     if gamma is None:

@@ -50,10 +50,10 @@ def run_options(run, file: str, profile, flags: dict, system=None):
 def calibrate_compute(runs_file: str, chosen, base_system: str, flags: dict):
     """(profile, factor, evidence) from the chosen runs, which must share one model and
     one profile.  Evidence: (line, label, factor) per run."""
-    from oracle.api import estimate_precision
     from oracle.compute.calibration.calibrate import compute_scale, scaled_profile
     from oracle.compute.calibration.compare import config_for, run_precision_options
     from oracle.compute.conversion import build_context
+    from oracle.compute.options import estimate_precision
     from oracle.compute.stack import stack_system
     from oracle.compute.strategies import REGISTRY
     from oracle.errors import OracleError
