@@ -50,12 +50,6 @@ def test_mixed_precision_alone_estimates_in_fp16(run, tmp_path):
     assert _times(run("predict", *args).out) == _times(run("predict", "-p", written, *args).out)
 
 
-def test_strong_scaling_estimates_at_the_batch_over_the_fewest_gpus(run, tmp_path):
-    written = _profile(run, tmp_path, "resnet50", 256, "fp32")
-    args = ("-m", "resnet50", "-s", SYSTEM, "--gpus", "4,8,16", "--batch", "1024", "--strategy", "data", "-f", "csv")
-    assert _times(run("predict", *args).out) == _times(run("predict", "-p", written, *args).out)
-
-
 def test_header_names_the_estimate_and_no_profile_provenance(run):
     r = run("predict", "-m", "resnet50", "-s", SYSTEM, "--gpus", "8", "-b", "96", "--mixed-precision",
             "--strategy", "data", "--width", "200")  # fmt: skip
@@ -156,7 +150,10 @@ def test_an_estimate_the_system_cannot_give_is_one_error_naming_the_way_out(run,
     )
     r = run("predict", "-m", "resnet50", "-s", str(system), "--gpus", "4")
     assert r.code == 2 and r.exception is None and len(r.err_lines) == 1
-    assert "mystery.yaml" in r.err and "peak_TFLOPS" in r.err and "no profile was named, so oracle estimates one" in r.err
+    assert "mystery.yaml" in r.err and "peak_TFLOPS" in r.err and "the profile is oracle's estimate" in r.err
+    assert "name a measured profile" in r.err
+    r = run("predict", "-m", "resnet50", "-s", "abci", "--precision", "bf16", "--gpus", "4")  # a V100: no bf16
+    assert r.code == 2 and len(r.err_lines) == 1 and "run with another --precision" in r.err
     runs = _runs_file(tmp_path, [{"model": "resnet50", "system": "abci", "strategy": "data", "gpus": "4",
                                   "global_batch": "128", "iteration_s": "0.1"},
                                  {"model": "resnet50", "system": str(system), "strategy": "data", "gpus": "4",
@@ -272,3 +269,32 @@ def test_an_empty_name_is_a_usage_error_not_the_estimate(run, option):
     args[option] = " "
     r = run("predict", *[x for kv in args.items() for x in kv], "--gpus", "4")
     assert r.code == 2 and r.exception is None and "is empty" in r.err
+
+
+@pytest.mark.parametrize("argv", [("profile", " ", "--estimate", "-s", "abci"),
+                                  ("compare", "--log", "x.json", "-m", "resnet50", "-s", "abci", "-p", "",
+                                   "--strategy", "data", "--gpus", "4", "-b", "32"),
+                                  ("import", "x.log", "-m", "", "-s", "abci", "--strategy", "data"),
+                                  ("fit", "runs", "runs.csv", "-s", "", "--calibrate", "compute")])  # fmt: skip
+def test_an_empty_name_is_a_usage_error_in_every_command(run, argv):
+    r = run(*argv)
+    assert r.code == 2 and r.exception is None and "is empty" in r.err
+
+
+def test_fit_compute_estimates_in_the_rows_mixed_precision(run, tmp_path):
+    """A row's mixed_precision column (not only its precision column) decides the arithmetic
+    the estimate is made in, as compare reads it."""
+    row = {"model": "resnet50", "system": SYSTEM, "profile": "", "strategy": "data", "gpus": "8",
+           "global_batch": "256", "iteration_s": "0.1", "stack": "pytorch", "mixed_precision": "yes"}  # fmt: skip
+    out = tmp_path / "cal.yaml"
+    r = run("fit", "runs", _runs_file(tmp_path, [row]), "-s", SYSTEM, "--calibrate", "compute", "-o", str(out))
+    assert r.code == 0, r.err
+    assert "precision: fp16" in out.read_text(encoding="utf-8")
+    named = {**row, "profile": _profile(run, tmp_path, "resnet50", 32, "fp16")}
+    theirs = tmp_path / "named.yaml"
+    r = run("fit", "runs", _runs_file(tmp_path, [named], "named.csv"), "-s", SYSTEM, "--calibrate", "compute",
+            "-o", str(theirs))  # fmt: skip
+    assert r.code == 0, r.err
+    factor = [line for line in (r.out + r.err).splitlines() if "compute factor" in line]
+    assert factor and factor[0] in run("fit", "runs", _runs_file(tmp_path, [row], "again.csv"), "-s", SYSTEM,
+                                       "--calibrate", "compute", "-o", str(tmp_path / "again.yaml")).err

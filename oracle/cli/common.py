@@ -57,7 +57,7 @@ def strategy_help() -> str:
     return f"Comma-separated strategies ({', '.join(names())}) or all."
 
 
-def _named(ctx, param, value):
+def named(ctx, param, value):
     """A name or path given as an empty string (an unset shell variable) is a usage error,
     not the current folder, nor -p's default estimate."""
     if value is not None and not str(value).strip():
@@ -67,16 +67,16 @@ def _named(ctx, param, value):
 
 def model_system_profile_options(f):
     f = click.option(
-        "--profile", "-p", default=ESTIMATE, show_default=True, metavar="NAME|FILE|estimate", callback=_named,
+        "--profile", "-p", default=ESTIMATE, show_default=True, metavar="NAME|FILE|estimate", callback=named,
         help="Timing profile (shipped name or path); estimate: the compute model's estimate for the"
         " system's GPU at the run's precision and per-GPU batch (as oracle profile --estimate writes it).",
     )(f)
     f = click.option(
-        "--system", "-s", required=True, metavar="NAME|FILE", callback=_named,
+        "--system", "-s", required=True, metavar="NAME|FILE", callback=named,
         help="System (shipped name, e.g. abci, or path).",
     )(f)
     f = click.option(
-        "--model", "-m", required=True, metavar="NAME|FILE", callback=_named,
+        "--model", "-m", required=True, metavar="NAME|FILE", callback=named,
         help="CNN model (shipped name, e.g. resnet50, or path).",
     )(f)
     return f

@@ -9,6 +9,7 @@ import click
 from oracle.cli.common import (
     FORMATS,
     batch_type,
+    named,
     output_option,
     per_gpu_type,
     projection_options,
@@ -21,9 +22,9 @@ from oracle.load.values import parse_where
 @click.command(context_settings={"max_content_width": 100})
 @click.argument("runs", required=False, metavar="RUNS.csv")
 @click.option("--log", "log", metavar="FILE", help="Compare one training log (Chainer LogReport, per-iteration times, step CSV); GPUs and batch may come from its name (8gpus-32pergpu.json).")
-@click.option("--model", "-m", metavar="NAME|FILE", help="With --log: the model.")
-@click.option("--system", "-s", metavar="NAME|FILE", help="With --log: the system. With RUNS.csv: use this system for every run instead of the file's column.")
-@click.option("--profile", "-p", metavar="NAME|FILE|estimate", help="With --log: the profile. [default: estimate, the compute model's]")
+@click.option("--model", "-m", metavar="NAME|FILE", callback=named, help="With --log: the model.")
+@click.option("--system", "-s", metavar="NAME|FILE", callback=named, help="With --log: the system. With RUNS.csv: use this system for every run instead of the file's column.")
+@click.option("--profile", "-p", metavar="NAME|FILE|estimate", callback=named, help="With --log: the profile. [default: estimate, the compute model's]")
 @click.option("--strategy", metavar="NAME", help="With --log: the strategy.")
 @click.option("--gpus", "-g", type=gpu_count_type(), help="With --log: GPUs.")
 @click.option("--batch", "-B", type=batch_type, help="With --log: global mini-batch.")

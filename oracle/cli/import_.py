@@ -5,15 +5,15 @@ from __future__ import annotations
 import click
 
 from oracle import limits
-from oracle.cli.common import output_option, warn
+from oracle.cli.common import named, output_option, warn
 from oracle.cli.types import PlainIntRange, count_type, gpu_count_type
 
 
 @click.command("import", context_settings={"max_content_width": 100})
 @click.argument("paths", nargs=-1, required=True, metavar="PATH...")
-@click.option("--model", "-m", metavar="NAME|FILE", help="Model of the runs (written to the rows).")
-@click.option("--system", "-s", metavar="NAME|FILE", help="System the runs ran on.")
-@click.option("--profile", "-p", metavar="NAME|FILE|estimate",
+@click.option("--model", "-m", metavar="NAME|FILE", callback=named, help="Model of the runs (written to the rows).")
+@click.option("--system", "-s", metavar="NAME|FILE", callback=named, help="System the runs ran on.")
+@click.option("--profile", "-p", metavar="NAME|FILE|estimate", callback=named,
               help="Timing profile to project them with. [default: estimate, the compute model's]")
 @click.option("--strategy", metavar="NAME", help="Strategy of the runs (data, spatial, filter, ..., data+spatial).")
 @click.option("--gpus", "-g", type=gpu_count_type(), help="GPUs of every run.  [default: from the file name]")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from oracle import limits
-from oracle.cli.common import output_option, stack_option
+from oracle.cli.common import named, output_option, stack_option
 from oracle.cli.types import MAX_THREADS, FiniteRange, PlainIntRange, count_type
 from oracle.vocabulary import FP32, PRECISIONS
 
@@ -13,7 +13,7 @@ _POSITIVE_FRACTION = FiniteRange(min=0, max=1, min_open=True)
 
 
 @click.command(context_settings={"max_content_width": 100})
-@click.argument("model", metavar="MODEL")
+@click.argument("model", metavar="MODEL", callback=named)
 @click.option(
     "--batch", "-b", type=PlainIntRange(min=1, limit=int(limits.BATCH_PER_GPU.hi)), default=32, show_default=True,
     help="Samples per iteration (per GPU) to measure or estimate at.",
@@ -38,7 +38,7 @@ _POSITIVE_FRACTION = FiniteRange(min=0, max=1, min_open=True)
     help="Do not measure: estimate a roofline profile for the GPU of --system.",
 )  # fmt: skip
 @click.option(
-    "--system", "-s", metavar="NAME|FILE",
+    "--system", "-s", metavar="NAME|FILE", callback=named,
     help="With --estimate: the system whose GPU to estimate for.",
 )  # fmt: skip
 @click.option(

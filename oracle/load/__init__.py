@@ -121,8 +121,11 @@ class Files:
             try:
                 pr = estimate(model, system, compute_efficiency=None, memory_efficiency=None, batch=batch,
                               precision=precision or FP32, date=ESTIMATE_DATE)  # fmt: skip
-            except OracleError as exc:  # the message says what was being made; the hint stays the estimator's
-                exc.message = f"{exc.message}; no profile was named, so oracle estimates one"
+            except OracleError as exc:  # the message says what was being made; the ways out after the estimator's
+                exc.message = f"{exc.message}; the profile is oracle's estimate (-p estimate, the default)"
+                other = "run with another --precision, or " if "peak_TFLOPS." in (exc.path or "") else ""
+                exc.hint = (f"{exc.hint}; " if exc.hint else "") + f"or {other}name a measured profile" \
+                    " (-p; a runs file's profile column)"
                 raise
             self._loaded[key] = (model, system, pr)  # the objects kept alive: their ids stay theirs
         return self._loaded[key][2]

@@ -51,25 +51,18 @@ def calibrate_compute(runs_file: str, chosen, base_system: str, flags: dict):
     """(profile, factor, evidence) from the chosen runs, which must share one model and
     one profile.  Evidence: (line, label, factor) per run."""
     from oracle.compute.calibration.calibrate import compute_scale, scaled_profile
-    from oracle.compute.calibration.compare import config_for, run_precision_options
+    from oracle.compute.calibration.compare import config_for
     from oracle.compute.conversion import build_context
-    from oracle.compute.options import estimate_precision
     from oracle.compute.stack import stack_system
     from oracle.compute.strategies import REGISTRY
     from oracle.errors import OracleError
-    from oracle.load import Files, load_model, load_stack, load_system
-    from oracle.vocabulary import NO_STACK
+    from oracle.load import load_model, load_system
 
     pairs = {(r.model, r.profile) for r in chosen}
     if len(pairs) > 1:
         raise OracleError("--calibrate compute needs runs of one model and one profile; use --where", file=runs_file)
     model, system = load_model(chosen[0].model), load_system(base_system)
-    first = chosen[0]  # -p estimate's (a runs file without profiles): made at its precision and batch
-    precision, mixed = run_precision_options(first) or (flags.get("precision"), flags.get("mixed_precision"))
-    name = first.stack or flags.get("stack") or system.stack  # the stack run_options puts the run under
-    st = load_stack(name) if name and name != NO_STACK else None
-    original = Files().profile_of(first.profile, model, system, estimate_precision(precision, mixed, st, system),
-                                  first.global_batch / first.gpus)  # fmt: skip
+    original = _first_profile(chosen[0], runs_file, model, system, flags)
     profile = _per_layer(model, system, original, run_options(chosen[0], runs_file, original, flags, system))
     evidence = []
     doubled = scaled_profile(profile, 2.0, profile.source)
@@ -89,6 +82,29 @@ def calibrate_compute(runs_file: str, chosen, base_system: str, flags: dict):
     source = (f"{profile.source} Then compute calibrated by `oracle fit runs --calibrate compute` on"
               f" {runs_file} lines {lines} (times x {factor:.6g}, the median factor).").strip()  # fmt: skip
     return scaled_profile(profile, factor, source), factor, evidence
+
+
+def _first_profile(first, runs_file: str, model, system, flags: dict):
+    """The profile the runs name; ``estimate`` (a runs file without profiles) made at the first
+    run's per-GPU batch and the precision it computes in: its precision and mixed-precision
+    columns over the command's options, under its stack (as api.Inputs.context)."""
+    from oracle.compute.calibration.compare import run_precision_options
+    from oracle.compute.options import Flags, estimate_precision
+    from oracle.errors import OracleError
+    from oracle.load import Files, load_stack
+    from oracle.vocabulary import NO_STACK
+
+    name = first.stack or flags.get("stack") or system.stack  # the stack run_options puts the run under
+    st = load_stack(name) if name and name != NO_STACK else None
+    parsed = Flags.parse(**{**flags, **dict(first.flags), "stack": st})
+    precision, mixed = run_precision_options(first) or (None, None)
+    mixed = parsed.options.mixed_precision if mixed is None else mixed
+    made = estimate_precision(precision or parsed.precision, mixed, st, system)
+    try:
+        return Files().profile_of(first.profile, model, system, made, first.global_batch / first.gpus)
+    except OracleError as exc:
+        exc.hint = (f"{exc.hint}; " if exc.hint else "") + f"named on line {first.line} of {runs_file}"
+        raise
 
 
 def _unscaled_s(model, system, doubled, options, run, pt) -> float:

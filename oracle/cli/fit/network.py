@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import click
 
-from oracle.cli.common import echo
+from oracle.cli.common import echo, named
 from oracle.cli.fit import fit
 from oracle.cli.types import ByteSize, Count, FiniteRange, PlainIntRange, count_type, width_type
 
@@ -51,7 +51,7 @@ def _command_line(params: dict, logs: list[str]) -> str:
 
 @fit.command("network", context_settings={"max_content_width": 100})
 @click.argument("logs", nargs=-1, required=True, metavar="LOG...")
-@click.option("--system", "-s", metavar="NAME|FILE", help="Base system (shipped name or path): -o then writes a whole system file.")
+@click.option("--system", "-s", metavar="NAME|FILE", callback=named, help="Base system (shipped name or path): -o then writes a whole system file.")
 @click.option("--output", "-o", metavar="FILE",
               help="Write the fitted system (with --system) or the network: list as YAML to FILE,"
               " atomically; '-' for standard output (instead of the report).")

@@ -6,14 +6,14 @@ from __future__ import annotations
 
 import click
 
-from oracle.cli.common import echo, projection_options, with_options
+from oracle.cli.common import echo, named, projection_options, with_options
 from oracle.cli.fit import fit
 from oracle.cli.types import width_type
 
 
 @fit.command("runs", context_settings={"max_content_width": 100})
 @click.argument("runs", metavar="RUNS.csv")
-@click.option("--system", "-s", required=True, metavar="NAME|FILE", help="Base system to calibrate.")
+@click.option("--system", "-s", required=True, metavar="NAME|FILE", callback=named, help="Base system to calibrate.")
 @click.option("--calibrate", "kind", type=click.Choice(["network", "input", "compute", "all"], case_sensitive=False), required=True,
               help="network: all-reduce bandwidth inside and across nodes (data-parallel runs that are not"
               " input-bound); input: loader and node sample rates (runs that are input-bound); compute: the runs'"
