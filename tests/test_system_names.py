@@ -69,3 +69,22 @@ def test_fitted_levels_say_fitted(tmp_path):
     assert r.code == 0, r.err
     s = load_system(str(out))
     assert {lv.basis for lv in s.network} == {"fitted"} and s.use_for == ""
+
+
+@pytest.mark.parametrize(("name", "gpu", "gpus"), [("bigbasin-p100", "P100-SXM2-16GB", 256),
+                                                   ("mn1-p100", "P100-PCIE-16GB", 1024),
+                                                   ("tencent-p40", "P40-24GB", 2048)])  # fmt: skip
+def test_the_published_large_runs_clusters_are_shipped_by_name(name, gpu, gpus):
+    """Goyal's, Akiba's and Jia's clusters (validation/large-scale-published.csv names them):
+    a user reproducing those runs names the cluster, and the paper's GPU count fits in it."""
+    import csv
+
+    from conftest import ROOT
+
+    s = load_system(name)
+    assert s.gpu_model == gpu and s.total_gpus >= gpus
+    rows = list(csv.DictReader((ROOT / "validation" / "large-scale-published.csv").open(encoding="utf-8")))
+    assert any(r["system"] == name for r in rows)
+    r = run_cli("predict", "-m", "resnet50", "-s", name, "--gpus", str(gpus), "-b", "32", "--strategy", "data",
+                "--stack", "none", "-f", "json")  # fmt: skip
+    assert r.code == 0 and json.loads(r.out)[0]["feasible"], r.err
