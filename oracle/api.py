@@ -104,16 +104,13 @@ def request(model, system, profile, gpus=None, strategies="all", p2=None, files=
 
 def estimate_at(checked, counts, system) -> tuple[str, float | None]:
     """(precision, per-GPU batch) ``-p estimate`` makes a run's profile at on ``system``
-    (compute.options.estimate_precision, under the options' stack), and the options' per-GPU batch,
+    (compute.options.Flags.estimate_precision), and the options' per-GPU batch,
     else their global batch over the fewest GPUs asked for (the compute model converts it to
     every other point's batch); None: compute.options.DEFAULT_BATCH_PER_GPU."""
     batch = checked.batch_per_gpu
     if batch is None and checked.batch is not None:
         batch = checked.batch / min(counts)
-    from oracle.compute.options import estimate_precision
-
-    options = checked.options
-    return estimate_precision(checked.precision, options.mixed_precision, options.stack, system), batch
+    return checked.estimate_precision(system), batch
 
 
 def point_at_row(exc, run, file: str | None) -> None:
@@ -233,11 +230,7 @@ class Inputs:
             flags = self.row_flags(stack, own)
             m, s = files.model(model), files.system(system)
             flags = flags if stack else system_flags(files, {**self._flags, **dict(own)}, s, flags)
-            from oracle.compute.options import estimate_precision
-
-            made = estimate_precision(precision or flags.precision, flags.options.mixed_precision if mixed is None
-                                      else mixed, flags.options.stack, s)  # fmt: skip
-            pr = files.profile_of(profile, m, s, made, batch)
+            pr = files.profile_of(profile, m, s, flags.estimate_precision(s, precision, mixed), batch)
             s = s.for_model(m.name)  # issue 26: a model's own calibration
             options = flags.resolve(pr, precision, mixed, system=s).options
             s = stack_system(s, options.stack)

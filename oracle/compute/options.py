@@ -225,6 +225,18 @@ class Flags:
         )  # fmt: skip
         return cls(options, precision, batch, batch_per_gpu)
 
+    def estimate_precision(self, system, precision: str | None = None, mixed_precision: bool | None = None) -> str:
+        """The precision ``-p estimate`` makes the profile of a run of these flags at: the
+        arithmetic it computes in on ``system``'s GPU (None: fp32): fp16 or bf16 under mixed
+        precision (compute.conversion.run_precision), TF32 where the stack runs float32 in it
+        there (:func:`stack_precision`).  ``precision`` and ``mixed_precision``: a measured
+        run's own, before the flags (as :meth:`resolve`)."""
+        from oracle.compute.conversion import run_precision
+
+        mixed = bool(self.options.mixed_precision if mixed_precision is None else mixed_precision)
+        value = run_precision(precision or self.precision or FP32, mixed)
+        return stack_precision(value, self.options.stack, mixed, system)[0]
+
     def resolve(self, profile, precision: str | None = None, mixed_precision: bool | None = None,
                 system=None) -> Run:  # fmt: skip
         """The run of these flags on ``profile`` (issue 23): precision and per-GPU batch are
@@ -278,17 +290,6 @@ def stack_precision(value: str, stack, mixed: bool, system) -> tuple[str, str]:
     if spec is None or spec.peak(TF32) is None:
         return value, ""
     return TF32, f"runs in TF32 under stack {stack.name}"
-
-
-def estimate_precision(precision: str | None, mixed: bool | None, stack=None, system=None) -> str:
-    """The precision ``-p estimate`` makes a run's profile at: the arithmetic a run in
-    ``precision`` (None: fp32) runs on ``system``'s GPU: fp16 or bf16 under ``mixed``
-    (compute.conversion.run_precision), TF32 where ``stack`` runs float32 in it there
-    (:func:`stack_precision`)."""
-    from oracle.compute.conversion import run_precision
-
-    value = run_precision(precision or FP32, bool(mixed))
-    return stack_precision(value, stack, bool(mixed), system)[0] if system is not None else value
 
 
 def _memory_reuse(gamma: float | None, same: dict) -> float:

@@ -25,20 +25,16 @@ def run_options(run, file: str, profile, flags: dict, system=None):
     from oracle.compute.calibration.compare import run_precision_options
     from oracle.compute.options import Flags
     from oracle.errors import OracleError
-    from oracle.load import load_stack
 
     try:
         precision, mixed = run_precision_options(run) or (None, None)
     except OracleError as exc:
         exc.file = file
         raise
-    from oracle.vocabulary import NO_STACK
-
-    name = run.stack or flags.get("stack") or (system.stack if system is not None else None)
-    name = None if name == NO_STACK else name
     # the written profile is measured (a stack's efficiency, optimizer bytes and GPU overhead
     # per layer never apply to it): the runs are inverted under everything else the stack adds
-    st = replace(load_stack(name), efficiency=(), update_bytes_per_parameter=(), gpu_overhead_s_per_layer=None) if name else None
+    st = _stack_of(run, flags, system)
+    st = replace(st, efficiency=(), update_bytes_per_parameter=(), gpu_overhead_s_per_layer=None) if st else None
     try:
         parsed = Flags.parse(**{**flags, **dict(run.flags), "stack": st})
     except OracleError as exc:
@@ -84,22 +80,27 @@ def calibrate_compute(runs_file: str, chosen, base_system: str, flags: dict):
     return scaled_profile(profile, factor, source), factor, evidence
 
 
+def _stack_of(run, flags: dict, system):
+    """The stack a run is put under: its stack column, else the command's, else the system's
+    default (issue 25); None for none."""
+    from oracle.load import load_stack
+    from oracle.vocabulary import NO_STACK
+
+    name = run.stack or flags.get("stack") or (system.stack if system is not None else None)
+    return load_stack(name) if name and name != NO_STACK else None
+
+
 def _first_profile(first, runs_file: str, model, system, flags: dict):
     """The profile the runs name; ``estimate`` (a runs file without profiles) made at the first
     run's per-GPU batch and the precision it computes in: its precision and mixed-precision
     columns over the command's options, under its stack (as api.Inputs.context)."""
     from oracle.compute.calibration.compare import run_precision_options
-    from oracle.compute.options import Flags, estimate_precision
+    from oracle.compute.options import Flags
     from oracle.errors import OracleError
-    from oracle.load import Files, load_stack
-    from oracle.vocabulary import NO_STACK
+    from oracle.load import Files
 
-    name = first.stack or flags.get("stack") or system.stack  # the stack run_options puts the run under
-    st = load_stack(name) if name and name != NO_STACK else None
-    parsed = Flags.parse(**{**flags, **dict(first.flags), "stack": st})
-    precision, mixed = run_precision_options(first) or (None, None)
-    mixed = parsed.options.mixed_precision if mixed is None else mixed
-    made = estimate_precision(precision or parsed.precision, mixed, st, system)
+    parsed = Flags.parse(**{**flags, **dict(first.flags), "stack": _stack_of(first, flags, system)})
+    made = parsed.estimate_precision(system, *(run_precision_options(first) or (None, None)))
     try:
         return Files().profile_of(first.profile, model, system, made, first.global_batch / first.gpus)
     except OracleError as exc:
