@@ -176,11 +176,16 @@ def link_lines(lk) -> dict[str, tuple[float, float]]:
     return out
 
 
+def node_gpus(system) -> int:
+    """GPUs of one NCCL node: a host, or an NVLink domain larger than a host
+    (interconnect.nvlink_domain_gpus, a multiple of gpus_per_node: NVL72's 72)."""
+    return max(system.gpus_per_node, system.interconnect.nvlink_domain_gpus or 0)
+
+
 def nccl_nodes(system, group) -> tuple[int, int]:
-    """(n, g): the NCCL nodes the group spans and its GPUs on each.  An NVLink domain larger
-    than a host (interconnect.nvlink_domain_gpus, a multiple of gpus_per_node) is one node."""
+    """(n, g): the NCCL nodes the group spans and its GPUs on each (:func:`node_gpus`)."""
     gpn = system.gpus_per_node
-    domain = system.interconnect.nvlink_domain_gpus or gpn
+    domain = node_gpus(system)
     if domain <= gpn or group.nodes <= 1:
         return group.nodes, group.per_node
     hosts = domain // gpn

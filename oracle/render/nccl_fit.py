@@ -67,8 +67,9 @@ def _level(raw: dict, lines: dict, where: str, source: str) -> list[str]:
     return out
 
 
-def network_yaml(levels: list[dict], gpus_per_node: int, fit) -> str:
-    """The base system's ``network:`` levels with the fitted lines: a level within one node
+def network_yaml(levels: list[dict], node_gpus: int, fit) -> str:
+    """The base system's ``network:`` levels with the fitted lines: a level within one NCCL node
+    (``node_gpus``: a host, or an NVLink domain across hosts, compute/nccl.node_gpus)
     takes the intra-node lines (unless they were the base's own, then it is copied), every
     level beyond it the inter-node lines (NCCL's model has one per protocol; copied when no
     log crossed a node, so none were fitted)."""
@@ -78,7 +79,7 @@ def network_yaml(levels: list[dict], gpus_per_node: int, fit) -> str:
     worst = max(le.median for le in fit.logs)
     out = ["network:                           # innermost level first; NCCL model fitted, see the header"]
     for raw in levels:
-        where = "intra" if int(raw["max_gpus"]) <= gpus_per_node else "inter"
+        where = "intra" if int(raw["max_gpus"]) <= node_gpus else "inter"
         if (where, "Simple") in fit.fixed or (where, "Simple") not in fit.lines:
             dumped = yaml.safe_dump([raw], sort_keys=False, allow_unicode=True, width=88, default_flow_style=False)
             out += ["  " + ln for ln in dumped.rstrip("\n").split("\n")]

@@ -121,7 +121,9 @@ def _nccl_job(req: NetworkRequest, result, parsed, base: _Base, nccl) -> Network
     if req.output is None:
         return NetworkJob(result, parsed=parsed, nccl=nccl)
     doc = rf.plain(base.doc)
-    network = rn.network_yaml(doc["network"], base.system.gpus_per_node, nccl)
+    from oracle.compute.nccl import node_gpus
+
+    network = rn.network_yaml(doc["network"], node_gpus(base.system), nccl)
     return NetworkJob(result, text=_written(req, result, parsed, base, network, rn.header_lines(nccl)),
                       parsed=parsed, nccl=nccl)  # fmt: skip
 

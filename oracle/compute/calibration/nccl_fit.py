@@ -37,9 +37,16 @@ class Sample:
     t: float  # seconds
 
 
-def samples_of(log, in_place: bool = False) -> list[Sample]:
-    """The all-reduce sizes of a BenchLog (out-of-place times unless ``in_place``)."""
-    return [Sample(log.gpus, log.nodes, log.gpus_per_node, float(m), float(t)) for m, t in log.times(in_place)]
+def samples_of(log, in_place: bool = False, system=None) -> list[Sample]:
+    """The all-reduce sizes of a BenchLog (out-of-place times unless ``in_place``), on the
+    log's hosts or, with a ``system`` whose NVLink domain spans hosts, on its NCCL nodes
+    (nccl.nccl_nodes: 18 hosts of an NVL72 rack are one node of 72 GPUs)."""
+    n, g = log.nodes, log.gpus_per_node
+    if system is not None:
+        from oracle.compute.network import Group
+
+        n, g = nccl.nccl_nodes(system, Group(log.gpus, log.nodes, log.gpus_per_node, log.gpus))
+    return [Sample(log.gpus, n, g, float(m), float(t)) for m, t in log.times(in_place)]
 
 
 def _candidates(s: Sample, protocols, offers: Offers = Offers()):
@@ -230,31 +237,52 @@ class SystemFit:
     logs: tuple[LogError, ...]
 
 
-def log_errors(log, lines: dict, offer: Offers = Offers(), in_place: bool = False) -> LogError:
-    samples = samples_of(log, in_place)
-    pred, used = predict(samples, lines, offers=offer)
+def log_errors(log, lines: dict, offer: Offers = Offers(), in_place: bool = False, system=None,
+               protocols: tuple[str, ...] = PROTOCOLS) -> LogError:  # fmt: skip
+    samples = samples_of(log, in_place, system)
+    pred, used = predict(samples, lines, protocols, offers=offer)
     t = np.array([s.t for s in samples])
     return LogError(log, (pred - t) / t, tuple(used), tuple(s.m for s in samples))
 
 
-def intra_lines(system) -> dict:
-    """The lines {("intra", protocol): (α, β)} of the level one node's GPUs all-reduce over
-    (compute/nccl.py, as its ``group_lines``): its own line Simple, its protocol lines by name, a
-    protocol it lacks its Simple line."""
+def _lines_at(system, gpus: int, where: str) -> dict:
+    """{(where, protocol): (α, β)} of the base system's level for ``gpus`` GPUs (compute/nccl.py,
+    as its ``group_lines``): its own line Simple, its protocol lines by name, a protocol it
+    lacks its Simple line."""
     from oracle.compute.network import link
 
-    own = nccl.link_lines(link(system, system.gpus_per_node, "gradient_allreduce"))
-    return {("intra", name): own.get(name, own["Simple"]) for name in PROTOCOLS}
+    own = nccl.link_lines(link(system, gpus, "gradient_allreduce"))
+    return {(where, name): own.get(name, own["Simple"]) for name in PROTOCOLS}
 
 
-def fit_system(logs, system=None, floors: dict | None = None, in_place: bool = False) -> SystemFit:
-    """Fit the lines to all-reduce ``logs`` (out-of-place times unless ``in_place``).  With a base ``system``:
-    its NVLS/CollNet offers count, and when no log runs inside one node its intra-node
-    lines are kept (no log measures them)."""
-    samples = [s for log in logs for s in samples_of(log, in_place)]
+def intra_lines(system) -> dict:
+    """The lines {("intra", protocol): (α, β)} of the level one NCCL node's GPUs all-reduce over."""
+    return _lines_at(system, nccl.node_gpus(system), "intra")
+
+
+def base_lines(system, gpus: int) -> dict:
+    """The base system's lines inside one NCCL node and across nodes at the level of ``gpus`` GPUs."""
+    return {**intra_lines(system), **_lines_at(system, gpus, "inter")}
+
+
+def fit_system(logs, system=None, floors: dict | None = None, in_place: bool = False,
+               protocols: tuple[str, ...] = PROTOCOLS, keep: tuple[str, ...] = ()) -> SystemFit:  # fmt: skip
+    """Fit the lines of ``protocols`` to all-reduce ``logs`` (out-of-place times unless
+    ``in_place``).  With a base ``system``: its NVLS/CollNet offers count, when no log runs
+    inside one node its intra-node lines are kept (no log measures them), and the lines of
+    the protocols in ``keep`` are the base's (:func:`base_lines` at the largest log): logs of
+    large messages only say nothing of NCCL's small-message protocols, whose free lines
+    would otherwise take any value that explains those sizes.  A protocol left out of
+    ``protocols`` is no candidate (a level without its line runs it on the Simple line)."""
+    samples = [s for log in logs for s in samples_of(log, in_place, system)]
     offer = nccl.offers(system) if system is not None else Offers()
     fixed = intra_lines(system) if system is not None and all(s.n > 1 for s in samples) else {}
-    lines = fit_lines(samples, fixed=fixed, floors=floors, offers=offer)
+    if keep and system is not None:
+        fixed.update({k: v for k, v in base_lines(system, max(lg.gpus for lg in logs)).items()
+                      if k[1] in keep and k not in fixed})  # fmt: skip
+    fixed = {k: v for k, v in fixed.items() if k[1] in protocols}
+    lines = fit_lines(samples, protocols, fixed=fixed, floors=floors, offers=offer)
     if all(s.n == 1 for s in samples):  # no log crosses a node: nothing fitted the lines across nodes
         lines = {k: v for k, v in lines.items() if k[0] == "intra"}
-    return SystemFit(lines, frozenset(fixed), tuple(log_errors(log, lines, offer, in_place) for log in logs))
+    errors = tuple(log_errors(log, lines, offer, in_place, system, protocols) for log in logs)
+    return SystemFit(lines, frozenset(fixed), errors)

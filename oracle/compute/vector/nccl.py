@@ -39,7 +39,7 @@ def groups(gpn: int, p: np.ndarray, stride) -> tuple[np.ndarray, np.ndarray, np.
 def nccl_nodes(system, nodes: np.ndarray, per: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """nccl.nccl_nodes of every group: (n, g), an NVLink domain larger than a host one node."""
     gpn = system.gpus_per_node
-    domain = system.interconnect.nvlink_domain_gpus or gpn
+    domain = nccl.node_gpus(system)
     if domain <= gpn:
         return nodes, per
     hosts = domain // gpn
