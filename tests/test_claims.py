@@ -339,3 +339,4 @@ def test_glance_aws_p5_allreduce():
     assert p[:2] == [f"{min(shipped):.1f}", f"{max(shipped):.1f}"]
     assert p[2:4] == [f"{x:.1f}" for x in held]
     assert result.count(f"{round(min(nominal))}-{round(max(nominal))}%") == 1
+

@@ -60,9 +60,11 @@ def test_abci_written_system_reproduces_every_log_as_reported(tmp_path):
 
 def test_a3mega_keeps_the_nvswitch_level_and_reproduces_its_log(tmp_path):
     """Two nodes only: no log runs inside one node, so the base's NVSwitch level is copied;
-    the inter-node level is refitted and the written system reproduces the log."""
+    the inter-node level is refitted, bounded by the node's 8 x 200 Gb/s of GPU NICs as the
+    shipped file was, and the written system reproduces the log."""
     out = tmp_path / "a3.yaml"
-    r = run_cli("fit", "network", "--system", "gcp-a3mega-h100", "-o", out, "--width", "120", A3)
+    r = run_cli("fit", "network", "--system", "gcp-a3mega-h100", "--max-bandwidth-GB-per-s", "200", "-o", out,
+                "--width", "120", A3)  # fmt: skip
     assert r.code == 0, r.err
     assert "NCCL" in r.out and "nvls/Simple" in r.out
     written, shipped = load_system(out).network, load_system("gcp-a3mega-h100").network

@@ -97,7 +97,8 @@ def test_protocol_lines_pick_per_size(tmp_path):
 
 
 def test_nvls_and_collnet_where_the_system_offers_them(tmp_path):
-    """NVLS on one node: 25 us + 2(p-1)/p·m·β_i/(2·0.85) (tuning.cc, Hopper); CollNet (SHARP)
+    """NVLS on one node: 25 us + 2(p-1)/p·m·β_i/(2e), e = 0.533 on Hopper (480 GB/s of bus bandwidth
+    on 8 H100 over NVLink's 450 per direction, NVIDIA/nccl-tests#212); CollNet (SHARP)
     across nodes: 2(α_i + 0.4 us (g-1)) + 2α_o + m·max(β) -- constant in the node count."""
     nvls = "interconnect: {nvswitch_generation: 3, nvls: true}\n"
     s = _system(tmp_path, nvls, gpn=8, levels=f"""
@@ -106,7 +107,7 @@ def test_nvls_and_collnet_where_the_system_offers_them(tmp_path):
     m = 1e9
     t, used = allreduce_algorithm(s, group_contiguous(8, 8), m, "nccl")
     assert used == "nccl nvls/Simple"
-    assert t == pytest.approx(25e-6 + 2 * 7 / 8 * m * BI / (2 * 0.85), rel=1e-12)
+    assert t == pytest.approx(25e-6 + 2 * 7 / 8 * m * BI / (2 * 0.533), rel=1e-12)
     sharp = "interconnect: {sharp: true}\n"
     s = _system(tmp_path, sharp, collectives="{algorithm: nccl, collnet: true}")
     m = 1e9

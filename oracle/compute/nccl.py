@@ -21,9 +21,9 @@ environment documentation (``NCCL_ALGO``, ``NCCL_PROTO``, ``NCCL_NVLS_ENABLE``,
   bus into algorithm bandwidth with a factor 1/2, rings and NVLS with p/(2(p-1)).  On up to
   two nodes NCCL takes the intra-node bandwidth for the tree: a double binary tree on two
   nodes moves half the bytes a ring does through the network (physics: each node is the
-  root of one tree, the leaf of the other).  NVLS: the NVSwitch's reduction at 0.85 of the
-  NVLink bandwidth on Hopper (0.74 on Blackwell), x 2 as an all-reduce pipelines two
-  operations; its latency 25 us.  Tree bandwidths at medium sizes are corrected by NCCL's
+  root of one tree, the leaf of the other).  NVLS: x 2 the NVLink bandwidth as an
+  all-reduce pipelines two operations, times an efficiency e (tuning.cc's nvlsEfficiency:
+  0.85 Hopper, 0.74 Blackwell; oracle takes the measured one, below); its latency 25 us.  Tree bandwidths at medium sizes are corrected by NCCL's
   measured ``treeCorrectionFactor`` (per protocol, per power of two from 64 B).
 
 What oracle takes from the system file instead of NCCL's constants: every per-step
@@ -68,7 +68,15 @@ TREE_CORRECTION = {
     "Simple": (.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5, .5, .5, .5, .6, .7, .8, .7, .7, .8, .9, .9, .9),
 }
 NVLS_LATENCY_S = 25e-6  # tuning.cc hwLatencies, NVLink, NVLS, Simple: 25 us
-NVLS_EFFICIENCY = {3: 0.85, 4: 0.74}  # tuning.cc nvlsEfficiency: Hopper (NVSwitch 3), Blackwell (4)
+# NVLS's efficiency e, measured: its all-reduce bus bandwidth is 2e x the NVLink bandwidth per
+# direction of the system file.  NCCL's tuner ranks candidates with nvlsEfficiency (tuning.cc:
+# 0.85 Hopper, 0.74 Blackwell), which overstates the time: 8 H100 reach a peak bus bandwidth of
+# about 480 GB/s with NVLS (NCCL's maintainer in NVIDIA/nccl-tests#212, 2024, as NVIDIA's GTC
+# talk S62129: "On 8 GPUs, you should reach a peak busBw of ~480GB/s") against 2 x 0.85 x 450 =
+# 765 from tuning.cc: e = 480 / 900 = 0.533; one GB200 NVL72 rack (72 GPUs, NCCL 2.26.2)
+# 835-847 GB/s at 4-8 GiB (data/nccl-tests/gb200-nvl72-coreweave/all_reduce_18nodes.txt)
+# against 2 x 0.74 x 900 = 1,332: e = 840 / 1,800 = 0.467
+NVLS_EFFICIENCY = {3: 0.533, 4: 0.467}  # NVSwitch generation 3 (Hopper), 4 (Blackwell)
 COLLNET_ARITY_S = 0.4e-6  # tuning.cc: CollNet Direct, 0.4 us arity serialisation per local GPU
 
 
