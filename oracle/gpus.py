@@ -170,6 +170,14 @@ LIBRARY: tuple[GpuSpec, ...] = (
     _spec("A100-SXM4-80GB", 19.5, 156, 312, 312, 2039, 108, _A100),
     _spec("H100-SXM5-80GB", 67, 494.7, 989.4, 989.4, 3350, 132, _H100),
     _spec("H200-SXM-141GB", 67, 494.7, 989.4, 989.4, 4800, 132, "NVIDIA H200 datasheet (SXM)"),
+    # Blackwell: NVIDIA's HGX B200 and GB200 NVL72 specification tables (per GPU; NVIDIA lists the
+    # tensor rates with 2:4 sparsity, these are half of them); SMs as CUDA reports them
+    _spec("B200-SXM-180GB", 75, 1100, 2250, 2250, 7700, 148, "NVIDIA HGX B200 specifications, per GPU at up to 1,000 W"
+          " (FP32 75 TFLOPS; TF32 2.2, FP16/BF16 4.5 PFLOPS with sparsity; 180 GB HBM3e at 7.7 TB/s); 148 SMs"
+          " (multiProcessorCount on B200, as CUTLASS's and FlashAttention-4's Blackwell kernels size their grids)"),
+    _spec("GB200-186GB", 80, 1250, 2500, 2500, 8000, 152, "NVIDIA GB200 NVL72 specifications, per GPU at up to 1,200 W"
+          " (FP32 80 TFLOPS; TF32 2.5, FP16/BF16 5 PFLOPS with sparsity; 186 GB HBM3e at 8 TB/s); 152 SMs"
+          " (multiProcessorCount on GB200 in public kernel benchmarks)"),
     # PCIe and inference parts (datasheets, dense rates: no 2:4 sparsity)
     _spec("V100-PCIE-16GB", 14, None, 112, None, 900, 80, "NVIDIA Tesla V100 datasheet (PCIe)"),
     _spec("V100-PCIE-32GB", 14, None, 112, None, 900, 80, "NVIDIA Tesla V100 datasheet (PCIe)"),
@@ -245,6 +253,8 @@ LIBRARY: tuple[GpuSpec, ...] = (
 DEVICE_NAMES = {
     "H100-SXM5-80GB": ("NVIDIA H100 80GB HBM3",),
     "H200-SXM-141GB": ("NVIDIA H200",),
+    "B200-SXM-180GB": ("NVIDIA B200",),
+    "GB200-186GB": ("NVIDIA GB200",),
     "H100-PCIE-80GB": ("NVIDIA H100 PCIe",),
     "A100-PCIE-80GB": ("NVIDIA A100 80GB PCIe",),
     "TITAN-X-MAXWELL": ("GeForce GTX TITAN X",),
@@ -261,6 +271,7 @@ FAMILIES = {
     "a100": ("A100-SXM4-40GB", "A100-SXM4-80GB"),
     "h100": ("H100-SXM5-80GB",),
     "h200": ("H200-SXM-141GB",),
+    "b200": ("B200-SXM-180GB",),
 }
 
 
