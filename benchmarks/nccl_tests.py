@@ -23,6 +23,11 @@
   shipped ``gb200-nvl72`` (NCCL's per-step latencies, that bandwidth) as ``oracle predict``
   uses it.  The target is the fits'; the shipped file departs from them on purpose (its
   header says why) and its errors are printed beside them.
+- **H100 on SHARP** (data/nccl-tests/h100-coreweave-sharp/: 8 nodes x 8 H100, 8 x 400 Gb/s
+  InfiniBand each, NCCL 2.18.1 pinned to CollNet chain; 512 MiB to 8 GiB): the nominal
+  ``dgx-h100-superpod`` with ``--collective collnet`` and with NCCL's own choice.  Nothing is
+  fitted to it; it is the evidence for CollNet's bus-to-algorithm factor 1/2 (tuning.cc's,
+  compute/nccl.py COLLNET_BYTES), which it was read against.
 
 Target: median |error| <= 10% at every node count of the logs.
 
@@ -53,6 +58,7 @@ P5 = sorted((ROOT / "data" / "nccl-tests" / "h100-aws-p5").glob("all_reduce_*nod
 P5_ALLGATHER = ROOT / "data" / "nccl-tests" / "h100-aws-p5" / "nccl_all_gather.csv"
 P5_EFA_GB_PER_S = 400.0  # Amazon EC2 p5.48xlarge: 3,200 Gbps of EFA = 32 x 100 Gb/s per instance
 GB200 = [ROOT / "data" / "nccl-tests" / "gb200-nvl72-coreweave" / f"all_reduce_{n}nodes.txt" for n in (18, 36, 360)]
+H100_SHARP = ROOT / "data" / "nccl-tests" / "h100-coreweave-sharp" / "all_reduce_8nodes.txt"
 GB200_FITTED = ("LL", "Simple")  # the logs start at 512 MiB: LL128 is no candidate, LL keeps NCCL's constants
 
 
@@ -192,8 +198,23 @@ def gb200() -> list[float]:
     return medians
 
 
+def h100_sharp() -> None:
+    log = load_benchlog(H100_SHARP, gpus_per_node=8)
+    system = load_system("dgx-h100-superpod")
+    print(f"\nH100 on SHARP ({log.nodes} nodes x {log.gpus_per_node}, NCCL 2.18.1, NCCL_ALGO=COLLNETCHAIN,"
+          " 512 MiB-8 GiB), nothing fitted: the nominal dgx-h100-superpod")
+    m = np.array([float(b) for b, _ in log.rows])
+    t = np.array([x for _, x in log.rows])
+    for algorithm in ("collnet", "nccl"):
+        pred, used = allreduce_algorithm(system, group_contiguous(log.gpus, 8), m, algorithm)
+        err = np.abs(pred - t) / t
+        print(f"  --collective {algorithm}: median |error| {np.median(err):.1%}, max {err.max():.1%};"
+              f" measured / projected {float((t / pred).min()):.2f}-{float((t / pred).max()):.2f}")
+
+
 def main() -> int:
     medians = abci() + a3mega() + aws_p5() + gb200()
+    h100_sharp()
     worst = max(medians)
     print(f"\nworst median over the node counts: {worst:.1%} (target <= 10%): {'met' if worst <= 0.10 else 'NOT met'}")
     return 0 if worst <= 0.10 else 1

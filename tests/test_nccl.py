@@ -99,7 +99,8 @@ def test_protocol_lines_pick_per_size(tmp_path):
 def test_nvls_and_collnet_where_the_system_offers_them(tmp_path):
     """NVLS on one node: 25 us + 2(p-1)/p·m·β_i/(2e), e = 0.533 on Hopper (480 GB/s of bus bandwidth
     on 8 H100 over NVLink's 450 per direction, NVIDIA/nccl-tests#212); CollNet (SHARP)
-    across nodes: 2(α_i + 0.4 us (g-1)) + 2α_o + m·max(β) -- constant in the node count."""
+    across nodes: 2(α_i + 0.4 us (g-1)) + 2α_o + 2m·max(β) (tuning.cc's algorithm bandwidth, half
+    the bus bandwidth) -- constant in the node count."""
     nvls = "interconnect: {nvswitch_generation: 3, nvls: true}\n"
     s = _system(tmp_path, nvls, gpn=8, levels=f"""
         - {{name: node, max_gpus: 8, alpha_s: 1e-5, beta_s_per_byte: {BI}}}
@@ -113,10 +114,10 @@ def test_nvls_and_collnet_where_the_system_offers_them(tmp_path):
     m = 1e9
     times = {}
     for nodes in (16, 1024):
-        t, used = allreduce_algorithm(s, group_contiguous(4 * nodes, 4), m, "nccl")
+        t, used = allreduce_algorithm(s, group_contiguous(4 * nodes, 4), m, "collnet")
         assert used == "nccl collnet/Simple"
         times[nodes] = t
-    assert times[16] == pytest.approx(2 * (AI + 0.4e-6 * 3) + 2 * AO + m * BO, rel=1e-12)
+    assert times[16] == pytest.approx(2 * (AI + 0.4e-6 * 3) + 2 * AO + 2 * m * BO, rel=1e-12)
     assert times[1024] == pytest.approx(times[16], rel=1e-12)
 
 
@@ -311,3 +312,20 @@ def test_abci_nominal_paradl_mode_is_the_flat_ring_by_hand():
     ctx = context("resnet50", "abci-nominal", "resnet50_v100")
     ring = 2 * 63 * (level.alpha_s + ctx.delta * ctx.sum_w * level.beta_s_per_byte / 64)
     assert pt.breakdown.gradient_exchange_s == pytest.approx(pt.iterations_per_epoch * ring, rel=1e-12)
+
+
+def test_collnet_moves_half_the_bus_bandwidth_as_64_h100_on_sharp_measured():
+    """CoreWeave's 64 H100 on SHARP (NCCL 2.18.1, CollNet chain, data/nccl-tests/h100-coreweave-sharp/):
+    algorithm bandwidth 180-195 GB/s on nodes of 400 GB/s; the nominal dgx-h100-superpod pinned to
+    CollNet reproduces it within 10% with tuning.cc's factor 1/2, where m·max(β) was 2x too fast."""
+    from oracle.compute import nccl
+    from oracle.load.benchlogs import load_benchlog
+
+    log = load_benchlog(ROOT / "data" / "nccl-tests" / "h100-coreweave-sharp" / "all_reduce_8nodes.txt", gpus_per_node=8)
+    assert (log.gpus, log.nodes) == (64, 8) and len(log.rows) == 5
+    s = load_system("dgx-h100-superpod")
+    m = np.array([float(b) for b, _ in log.rows])
+    t = np.array([x for _, x in log.rows])
+    pred, used = allreduce_algorithm(s, group_contiguous(64, 8), m, "collnet")
+    assert used == "nccl" and (np.abs(pred - t) / t).max() < 0.10
+    assert nccl.COLLNET_BYTES == 2.0

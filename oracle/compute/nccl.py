@@ -37,14 +37,14 @@ level of the collective's span.  Per protocol k with intra line (α_i, β_i) and
     ring      2(p-n)·α_i + 2(n-1)·α_o + 2(p-1)/p · m · max(β_i, β_o)
     tree      2(g-1)·α_i + 2⌊log2 n⌋·α_o + 2/(r_k·c_k(m)) · m · max(β_i, h·β_o)
     nvls      25 us + 2⌊log2 n⌋·α_o + 2(p-1)/p · m · max(β_i/(2e), h·β_o)
-    collnet   2(α_i + 0.4 us·(g-1)) + 2·α_o + m · max(β_i, β_o)
+    collnet   2(α_i + 0.4 us·(g-1)) + 2·α_o + 2 · m · max(β_i, β_o)
 
 with r_k the tree/ring bandwidth ratio, c_k(m) the tree correction, h = 1/2 on two nodes
 (else 1), e the NVLS efficiency.  Not modelled: NCCL's per-call base latency (a few us,
 inside the fitted α), the ring's large-message latency "plateau", channel counts, and
-PAT.  CollNet's 2·α_o (one trip up and down the switch tree) and its m·β_o (the node
-sends m through the network once, a ring about twice) are the physics assumed: no log in
-the repository measures SHARP or NVLS.
+PAT.  CollNet's 2·α_o (one trip up and down the switch tree) is the physics assumed; its
+bandwidth term is tuning.cc's (bus bandwidth to algorithm bandwidth 1/2), which one log of
+64 H100 on SHARP bears out (COLLNET_BYTES).  NVLS's efficiency is measured (NVLS_EFFICIENCY).
 """
 
 from __future__ import annotations
@@ -78,6 +78,11 @@ NVLS_LATENCY_S = 25e-6  # tuning.cc hwLatencies, NVLink, NVLS, Simple: 25 us
 # against 2 x 0.74 x 900 = 1,332: e = 840 / 1,800 = 0.467
 NVLS_EFFICIENCY = {3: 0.533, 4: 0.467}  # NVSwitch generation 3 (Hopper), 4 (Blackwell)
 COLLNET_ARITY_S = 0.4e-6  # tuning.cc: CollNet Direct, 0.4 us arity serialisation per local GPU
+# CollNet's seconds per byte over the slower link's: 2, tuning.cc's bus-to-algorithm factor 1/2 for
+# CollNet (as for trees), which 64 H100 measured with SHARP bear out: algbw 180-195 GB/s on nodes of
+# 8 x 400 Gb/s (data/nccl-tests/h100-coreweave-sharp/, NCCL 2.18.1, COLLNETCHAIN); with 1 (the node
+# sending m through the network once) dgx-h100-superpod projected that run 2.0-2.2x too fast
+COLLNET_BYTES = 2.0
 
 
 def protocol_kind(name: str) -> str:
@@ -138,7 +143,7 @@ def terms(p: int, n: int, g: int, protocols: tuple[tuple[str, str], ...], offers
         out.append(Term("nvls", simple, lat, bw, NVLS_LATENCY_S))
     if offers.collnet and n > 1:
         out.append(Term("collnet", simple, (("intra", 2.0 * min(1, g - 1)), ("inter", 2.0)),
-                        (("intra", 1.0), ("inter", 1.0)), COLLNET_ARITY_S * 2 * (g - 1)))  # fmt: skip
+                        (("intra", COLLNET_BYTES), ("inter", COLLNET_BYTES)), COLLNET_ARITY_S * 2 * (g - 1)))  # fmt: skip
     return out
 
 
