@@ -206,7 +206,7 @@ def h100_sharp() -> None:
     m = np.array([float(b) for b, _ in log.rows])
     t = np.array([x for _, x in log.rows])
     for algorithm in ("collnet", "nccl"):
-        pred, used = allreduce_algorithm(system, group_contiguous(log.gpus, 8), m, algorithm)
+        pred, _ = allreduce_algorithm(system, group_contiguous(log.gpus, 8), m, algorithm)
         err = np.abs(pred - t) / t
         print(f"  --collective {algorithm}: median |error| {np.median(err):.1%}, max {err.max():.1%};"
               f" measured / projected {float((t / pred).min()):.2f}-{float((t / pred).max()):.2f}")
