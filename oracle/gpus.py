@@ -177,7 +177,8 @@ LIBRARY: tuple[GpuSpec, ...] = (
           " (multiProcessorCount on B200, as CUTLASS's and FlashAttention-4's Blackwell kernels size their grids)"),
     _spec("GB200-186GB", 80, 1250, 2500, 2500, 8000, 152, "NVIDIA GB200 NVL72 specifications, per GPU at up to 1,200 W"
           " (FP32 80 TFLOPS; TF32 2.5, FP16/BF16 5 PFLOPS with sparsity; 186 GB HBM3e at 8 TB/s); 152 SMs"
-          " (multiProcessorCount on GB200 in public kernel benchmarks)"),
+          " (multiProcessorCount on GB200, as public kernel benchmarks state it: 'GB200: 152 SMs' in a"
+          " ThunderKittens attention benchmark)"),
     # PCIe and inference parts (datasheets, dense rates: no 2:4 sparsity)
     _spec("V100-PCIE-16GB", 14, None, 112, None, 900, 80, "NVIDIA Tesla V100 datasheet (PCIe)"),
     _spec("V100-PCIE-32GB", 14, None, 112, None, 900, 80, "NVIDIA Tesla V100 datasheet (PCIe)"),

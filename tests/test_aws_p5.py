@@ -65,21 +65,16 @@ def test_shipped_lines_are_the_fits():
         assert b >= EFA * (1 - 1e-3)  # no line faster than the instance's EFA
 
 
-def test_the_fits_several_starts_keep_the_best(monkeypatch):
-    """Started also from Simple on rings, trees and NVLS, the alternation reproduces every node
-    count and is never worse than from NCCL's usual regimes alone.  (With NVLS at NCCL's tuner
-    efficiency the regimes alone settled with the 2-node log 12% off; at the measured one,
-    compute/nccl.py NVLS_EFFICIENCY, they reach the same lines on these logs.)"""
+def test_the_fit_reproduces_every_node_count_from_any_start(monkeypatch):
+    """The fit reproduces every node count within 10%, and from NCCL's usual regimes alone it
+    reaches the same errors: with NVLS at its measured efficiency (compute/nccl.py) the several
+    starts are not needed on these logs (at NCCL's tuner efficiency the regimes alone settled
+    with the 2-node log 12% off)."""
     logs = _logs()
-    several = _fit(logs).logs
-    assert max(le.median for le in several) <= 0.10
+    several = [le.median for le in _fit(logs).logs]
+    assert max(several) <= 0.10
     monkeypatch.setattr(nccl_fit, "STARTS", (nccl_fit._initial,))
-    alone = _fit(logs).logs
-    def total(fit):  # the sum of |relative error| fit_lines minimises
-        return sum(float(abs(le.errors).sum()) for le in fit)
-
-    assert total(several) <= total(alone) + 1e-12
-
+    assert [le.median for le in _fit(logs).logs] == pytest.approx(several, abs=1e-9)
 
 def test_fit_network_bounds_the_lines_by_the_nics(tmp_path):
     out = tmp_path / "p5.yaml"

@@ -342,8 +342,8 @@ def test_glance_aws_p5_allreduce():
 
 
 def test_glance_gb200_allreduce():
-    """The GB200 row: the free fit per rack count, the fit on 1-2 racks predicting 20, and the
-    shipped gb200-nvl72 with NCCL's latencies (benchmarks/nccl_tests.py)."""
+    """The GB200 row: the shipped gb200-nvl72 (its Simple lines the fit's) per rack count, and the
+    fit on 1-2 racks predicting 20 (benchmarks/nccl_tests.py)."""
     import numpy as np
 
     from oracle.compute import nccl
@@ -356,17 +356,13 @@ def test_glance_gb200_allreduce():
     assert "GB200 NVL72" in what
     data = ROOT / "data" / "nccl-tests" / "gb200-nvl72-coreweave"
     logs = [load_benchlog(data / f"all_reduce_{n}nodes.txt", gpus_per_node=4) for n in (18, 36, 360)]
-    s, fitted = load_system("gb200-nvl72"), ("LL", "Simple")
-    free = [100 * le.median for le in fit_system(logs, s, protocols=fitted, keep=("LL",)).logs]
-    part = fit_system(logs[:2], s, protocols=fitted, keep=("LL",))
-    held = 100 * log_errors(logs[2], part.lines, nccl.offers(s), system=s, protocols=fitted).median
-    shipped, worst = [], 0.0
+    s = load_system("gb200-nvl72")
+    part = fit_system(logs[:2], s, fitted=("Simple",))
+    held = 100 * log_errors(logs[2], part.lines, nccl.offers(s), system=s).median
+    shipped = []
     for lg in logs:
         m = np.array([float(b) for b, _ in lg.rows])
         t = np.array([x for _, x in lg.rows])
         pred, _ = allreduce_algorithm(s, group_contiguous(lg.gpus, 4), m, "nccl")
         shipped.append(100 * float(np.median(np.abs(pred - t) / t)))
-        worst = max(worst, float((t / pred).max()))
-    assert _percents(result) == [f"{x:.1f}" for x in (*free, held, *shipped)]
-    assert f"up to {worst:.1f}x too fast" in result
-
+    assert _percents(result) == [f"{x:.1f}" for x in (*shipped, held)]

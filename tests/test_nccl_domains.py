@@ -32,7 +32,7 @@ def _system(tmp_path):
 
 
 def _log(gpus: int) -> BenchLog:
-    """A synthetic all-reduce log on ``gpus`` GPUs, 4 per host, its times from the system's own ring."""
+    """A synthetic all-reduce log on ``gpus`` GPUs, 4 per host (two sizes, fixed times)."""
     return BenchLog(tool="nccl-tests", operation="allreduce", gpus=gpus, nodes=gpus // 4, gpus_per_node=4,
                     rows=((2**20, 1e-3), (2**30, 1e-1)), file=f"{gpus}.txt")  # fmt: skip
 
@@ -44,6 +44,13 @@ def test_hosts_of_a_domain_are_one_nccl_node(tmp_path):
     assert [(x.n, x.g) for x in nccl_fit.samples_of(_log(64))] == [(16, 4)] * 2  # no system: the log's hosts
 
 
+def test_a_log_of_other_hosts_maps_on_its_own_hosts(tmp_path):
+    """A log of 8 GPUs per host on the 16-GPU domain: two hosts a node, whatever the system's 4."""
+    log = BenchLog(tool="nccl-tests", operation="allreduce", gpus=64, nodes=8, gpus_per_node=8,
+                   rows=((2**20, 1e-3),), file="8.txt")  # fmt: skip
+    assert [(x.n, x.g) for x in nccl_fit.samples_of(log, system=_system(tmp_path))] == [(4, 16)]
+
+
 def test_the_intra_lines_are_the_domains_level(tmp_path):
     """Inside one NCCL node the NVLink level of the 16-GPU domain, not a 4-GPU host's."""
     lines = nccl_fit.intra_lines(_system(tmp_path))
@@ -52,10 +59,25 @@ def test_the_intra_lines_are_the_domains_level(tmp_path):
     assert base[("inter", "LL")] == base[("inter", "Simple")] == pytest.approx((1.0e-5, 1.0e-11))
 
 
-def test_a_fit_of_only_some_protocols_keeps_the_rest(tmp_path):
-    """protocols: the candidates fitted; keep: those lines held at the base's."""
+def test_a_fit_of_the_simple_lines_keeps_ll_and_ties_ll128(tmp_path):
+    """fitted=("Simple",): LL is the base's line; LL128 the base's α at 0.92 of the fitted
+    Simple bandwidth (tuning.cc); both stay candidates."""
     s = _system(tmp_path)
-    fit = nccl_fit.fit_system([_log(64), _log(128)], s, protocols=("LL", "Simple"), keep=("LL",))
-    assert set(fit.lines) == {(w, p) for w in ("intra", "inter") for p in ("LL", "Simple")}
-    assert fit.lines[("inter", "LL")] == pytest.approx((1.0e-5, 1.0e-11))
+    fit = nccl_fit.fit_system([_log(64), _log(128)], s, fitted=("Simple",))
+    assert set(fit.lines) == {(w, p) for w in ("intra", "inter") for p in ("LL", "LL128", "Simple")}
+    assert fit.lines[("inter", "LL")] == pytest.approx((1.0e-5, 1.0e-11))  # the base's (no LL line: its Simple)
+    for w in ("intra", "inter"):
+        assert fit.lines[(w, "LL128")][1] == pytest.approx(fit.lines[(w, "Simple")][1] / 0.92)
+        assert fit.lines[(w, "LL128")][0] == nccl_fit.base_lines(s, 128)[(w, "LL128")][0]
     assert ("inter", "LL") in fit.fixed and ("inter", "Simple") not in fit.fixed
+
+
+@pytest.mark.parametrize("fitted", [("LL",), ("LL128", "LL"), ("Simple", "XL")])
+def test_the_fitted_protocols_include_simple_and_nothing_else(tmp_path, fitted):
+    with pytest.raises(ValueError, match="Simple"):
+        nccl_fit.fit_system([_log(64)], _system(tmp_path), fitted=fitted)
+
+
+def test_a_protocol_not_fitted_needs_the_base_system():
+    with pytest.raises(ValueError, match="base system"):
+        nccl_fit.fit_system([_log(64)], None, fitted=("Simple",))

@@ -23,8 +23,9 @@ environment documentation (``NCCL_ALGO``, ``NCCL_PROTO``, ``NCCL_NVLS_ENABLE``,
   nodes moves half the bytes a ring does through the network (physics: each node is the
   root of one tree, the leaf of the other).  NVLS: x 2 the NVLink bandwidth as an
   all-reduce pipelines two operations, times an efficiency e (tuning.cc's nvlsEfficiency:
-  0.85 Hopper, 0.74 Blackwell; oracle takes the measured one, below); its latency 25 us.  Tree bandwidths at medium sizes are corrected by NCCL's
-  measured ``treeCorrectionFactor`` (per protocol, per power of two from 64 B).
+  0.85 Hopper, 0.74 Blackwell; oracle takes the measured one, below); its latency 25 us.
+  Tree bandwidths at medium sizes are corrected by NCCL's measured
+  ``treeCorrectionFactor`` (per protocol, per power of two from 64 B).
 
 What oracle takes from the system file instead of NCCL's constants: every per-step
 latency and bandwidth.  A level's own α/β is its Simple line, its ``protocols:`` lines
@@ -44,7 +45,7 @@ with r_k the tree/ring bandwidth ratio, c_k(m) the tree correction, h = 1/2 on t
 inside the fitted α), the ring's large-message latency "plateau", channel counts, and
 PAT.  CollNet's 2·α_o (one trip up and down the switch tree) is the physics assumed; its
 bandwidth term is tuning.cc's (bus bandwidth to algorithm bandwidth 1/2), which one log of
-64 H100 on SHARP bears out (COLLNET_BYTES).  NVLS's efficiency is measured (NVLS_EFFICIENCY).
+64 H100 on SHARP bears out (COLLNET_BETA_FACTOR).  NVLS's efficiency is measured (NVLS_EFFICIENCY).
 """
 
 from __future__ import annotations
@@ -71,18 +72,21 @@ NVLS_LATENCY_S = 25e-6  # tuning.cc hwLatencies, NVLink, NVLS, Simple: 25 us
 # NVLS's efficiency e, measured: its all-reduce bus bandwidth is 2e x the NVLink bandwidth per
 # direction of the system file.  NCCL's tuner ranks candidates with nvlsEfficiency (tuning.cc:
 # 0.85 Hopper, 0.74 Blackwell), which overstates the time: 8 H100 reach a peak bus bandwidth of
-# about 480 GB/s with NVLS (NCCL's maintainer in NVIDIA/nccl-tests#212, 2024, as NVIDIA's GTC
-# talk S62129: "On 8 GPUs, you should reach a peak busBw of ~480GB/s") against 2 x 0.85 x 450 =
+# about 480 GB/s with NVLS (NCCL's maintainer in NVIDIA/nccl-tests#212, 2024: "On 8 GPUs, you
+# should reach a peak busBw of ~480GB/s"; NVIDIA's GTC talk S62129 gives the same, as cited in
+# NVIDIA/nccl#1374) against 2 x 0.85 x 450 =
 # 765 from tuning.cc: e = 480 / 900 = 0.533; one GB200 NVL72 rack (72 GPUs, NCCL 2.26.2)
 # 835-847 GB/s at 4-8 GiB (data/nccl-tests/gb200-nvl72-coreweave/all_reduce_18nodes.txt)
 # against 2 x 0.74 x 900 = 1,332: e = 840 / 1,800 = 0.467
 NVLS_EFFICIENCY = {3: 0.533, 4: 0.467}  # NVSwitch generation 3 (Hopper), 4 (Blackwell)
 COLLNET_ARITY_S = 0.4e-6  # tuning.cc: CollNet Direct, 0.4 us arity serialisation per local GPU
 # CollNet's seconds per byte over the slower link's: 2, tuning.cc's bus-to-algorithm factor 1/2 for
-# CollNet (as for trees), which 64 H100 measured with SHARP bear out: algbw 180-195 GB/s on nodes of
-# 8 x 400 Gb/s (data/nccl-tests/h100-coreweave-sharp/, NCCL 2.18.1, COLLNETCHAIN); with 1 (the node
-# sending m through the network once) dgx-h100-superpod projected that run 2.0-2.2x too fast
-COLLNET_BYTES = 2.0
+# CollNet Direct and Chain (as for trees), which 64 H100 measured with SHARP bear out: algbw
+# 180-195 GB/s on nodes of 8 x 400 Gb/s (data/nccl-tests/h100-coreweave-sharp/, NCCL 2.18.1,
+# CollNet Chain); with 1 (the node sending m through the network once) dgx-h100-superpod
+# projected that run 2.0-2.2x too fast.  So CollNet moves bytes no faster than a ring and wins
+# on latency only (its 2·α_o whatever the node count)
+COLLNET_BETA_FACTOR = 2.0
 
 
 def protocol_kind(name: str) -> str:
@@ -142,8 +146,9 @@ def terms(p: int, n: int, g: int, protocols: tuple[tuple[str, str], ...], offers
         bw = (("intra", steps / (2.0 * e)), ("inter", steps * hn)) if n > 1 else (("intra", steps / (2.0 * e)),)
         out.append(Term("nvls", simple, lat, bw, NVLS_LATENCY_S))
     if offers.collnet and n > 1:
+        f = COLLNET_BETA_FACTOR
         out.append(Term("collnet", simple, (("intra", 2.0 * min(1, g - 1)), ("inter", 2.0)),
-                        (("intra", COLLNET_BYTES), ("inter", COLLNET_BYTES)), COLLNET_ARITY_S * 2 * (g - 1)))  # fmt: skip
+                        (("intra", f), ("inter", f)), COLLNET_ARITY_S * 2 * (g - 1)))  # fmt: skip
     return out
 
 

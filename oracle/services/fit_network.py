@@ -30,6 +30,7 @@ class NetworkRequest:
     collectives: str = "alpha-beta"
     max_median_error: float | None = None
     max_bandwidth_GB_per_s: float | None = None  # NCCL model fits: no inter-node line faster (the NICs)
+    fit_protocols: tuple[str, ...] = ()  # NCCL model fits: the protocols fitted (empty: all)
     output: str | None = None  # None: nothing to write
     name: str | None = None
     source: str | None = None
@@ -67,15 +68,16 @@ def fit_network_logs(req: NetworkRequest) -> NetworkJob:
         gpus_per_node=base.system.gpus_per_node if base else req.gpus_per_node,
         total_gpus=base.system.nodes * base.system.gpus_per_node if base else None,
     )
-    nccl = _nccl_fit(parsed, base, req.in_place, req.max_bandwidth_GB_per_s)
+    nccl = _nccl_fit(parsed, base, req.in_place, req.max_bandwidth_GB_per_s, req.fit_protocols)
     if nccl is not None:
         return _nccl_job(req, result, parsed, base, nccl)
-    if req.max_bandwidth_GB_per_s is not None:
-        from oracle.errors import OracleError
+    for given, flag in ((req.max_bandwidth_GB_per_s, "--max-bandwidth-GB-per-s"), (req.fit_protocols, "--fit-protocol")):
+        if given:
+            from oracle.errors import OracleError
 
-        raise OracleError("bounds the lines of NCCL's collective model, which this fit is not (the ring model's"
-                          " levels are fitted per span)", path="--max-bandwidth-GB-per-s",
-                          hint="give a base system whose collectives are nccl (--system), and all-reduce logs")  # fmt: skip
+            raise OracleError("applies to NCCL's collective model, which this fit is not (the ring model's levels are"
+                              " fitted per span)", path=flag,
+                              hint="give a base system whose collectives are nccl (--system), and all-reduce logs")  # fmt: skip
     if req.max_median_error is not None:
         bad = median_error_failures(result, req.max_median_error)
         if bad:
@@ -86,11 +88,12 @@ def fit_network_logs(req: NetworkRequest) -> NetworkJob:
     return NetworkJob(result, text=text, parsed=parsed)
 
 
-def _nccl_fit(parsed, base, in_place: bool, max_bandwidth_GB_per_s: float | None = None):
+def _nccl_fit(parsed, base, in_place: bool, max_bandwidth_GB_per_s: float | None = None, protocols: tuple = ()):
     """NCCL's collective model fitted to the logs (compute/calibration/nccl_fit.py) when the base
     system's collectives are ``nccl`` and every log is an all-reduce; else None.  With
     ``max_bandwidth_GB_per_s`` no inter-node line is faster (a floor on its β): the node's
-    NICs bound every protocol, which logs of large messages alone do not pin down."""
+    NICs bound every protocol, which logs of large messages alone do not pin down; with
+    ``protocols`` only those lines are fitted (compute/calibration/nccl_fit.fit_system)."""
     from oracle.compute.calibration.nccl_fit import fit_system
     from oracle.compute.nccl import PROTOCOLS
     from oracle.vocabulary import NCCL
@@ -104,7 +107,10 @@ def _nccl_fit(parsed, base, in_place: bool, max_bandwidth_GB_per_s: float | None
                           path="--max-bandwidth-GB-per-s", hint="add logs of two nodes or more, or drop the option")  # fmt: skip
     bound = None if max_bandwidth_GB_per_s is None else 1.0 / (max_bandwidth_GB_per_s * 1e9)
     floors = {("inter", p): bound for p in PROTOCOLS} if bound else None
-    return fit_system(parsed, base.system, floors=floors, in_place=in_place)
+    from oracle.compute.nccl import PROTOCOLS as ALL
+
+    fitted = tuple(p for p in ALL if p in protocols or p == "Simple") if protocols else ALL
+    return fit_system(parsed, base.system, floors=floors, in_place=in_place, fitted=fitted)
 
 
 def _nccl_job(req: NetworkRequest, result, parsed, base: _Base, nccl) -> NetworkJob:

@@ -42,6 +42,8 @@ def _command_line(params: dict, logs: list[str]) -> str:
         words += [flag, str(v)]
     if params.get("in_place"):
         words.append("--in-place")
+    for proto in params.get("fit_protocols") or ():
+        words += ["--fit-protocol", proto]
     for key, flag in (("gpus", "--gpus"), ("nodes", "--nodes")):
         for file, n in params.get(key) or ():
             words += [flag, f"{file}={n}" if file else str(n)]
@@ -78,6 +80,10 @@ def _command_line(params: dict, logs: list[str]) -> str:
 @click.option("--max-bandwidth-GB-per-s", "max_bandwidth_gb_per_s", type=FiniteRange(min=0, min_open=True), metavar="GB/S",
               help="NCCL model fits: no fitted inter-node line faster than this (the node's NICs, e.g. 400 for"
               " 32 x 100 Gb/s); logs of large messages alone leave the LL and LL128 lines free. [default: unbounded]")
+@click.option("--fit-protocol", "fit_protocols", type=click.Choice(["LL", "LL128", "Simple"]), multiple=True,
+              help="NCCL model fits: fit only these protocols' lines (Simple always); the others keep the base"
+              " system's, LL128 its latency at 0.92 of the fitted Simple bandwidth. For logs of large messages"
+              " only: --fit-protocol Simple. [default: all three]")
 @click.option("--collectives", type=click.Choice(["alpha-beta", "table"], case_sensitive=False), default="alpha-beta", show_default=True,
               help="table: also write the measured times (collectives: table), used instead of α-β for"
               " collectives on exactly a benchmarked GPU count and span.")
@@ -88,7 +94,8 @@ def _command_line(params: dict, logs: list[str]) -> str:
 @click.pass_context
 def fit_network_cmd(
     ctx, logs, system, output, fmt, min_bytes, max_bytes, bw_fraction, in_place, operation, gpus, nodes,
-    gpus_per_node, name, source, max_median_error, max_bandwidth_gb_per_s, collectives, protocols, width,
+    gpus_per_node, name, source, max_median_error, max_bandwidth_gb_per_s, fit_protocols, collectives, protocols,
+    width,
 ):  # fmt: skip
     """Fit α and β per network level to nccl-tests or OSU collective logs.
 
@@ -121,7 +128,7 @@ def fit_network_cmd(
         logs=tuple(logs), system=system, operation=operation, gpus=gpus, nodes=nodes, gpus_per_node=gpus_per_node,
         min_bytes=min_bytes, max_bytes=max_bytes, bw_fraction=bw_fraction, in_place=in_place, protocols=protocols,
         collectives=collectives, max_median_error=max_median_error, max_bandwidth_GB_per_s=max_bandwidth_gb_per_s,
-        output=output, name=name, source=source,
+        fit_protocols=tuple(fit_protocols), output=output, name=name, source=source,
         command=_command_line(ctx.params, list(logs)),
     ))  # fmt: skip
     yaml_to_stdout = output is not None and str(output) == "-"

@@ -42,10 +42,10 @@ def samples_of(log, in_place: bool = False, system=None) -> list[Sample]:
     log's hosts or, with a ``system`` whose NVLink domain spans hosts, on its NCCL nodes
     (nccl.nccl_nodes: 18 hosts of an NVL72 rack are one node of 72 GPUs)."""
     n, g = log.nodes, log.gpus_per_node
-    if system is not None:
-        from oracle.compute.network import Group
-
-        n, g = nccl.nccl_nodes(system, Group(log.gpus, log.nodes, log.gpus_per_node, log.gpus))
+    domain = nccl.node_gpus(system) if system is not None else g
+    if domain > g and n > 1:  # as nccl.nccl_nodes, on the log's own hosts
+        hosts = domain // g
+        n, g = -(-n // hosts), g * min(hosts, n)
     return [Sample(log.gpus, n, g, float(m), float(t)) for m, t in log.times(in_place)]
 
 
@@ -103,14 +103,16 @@ def nnls(a: np.ndarray, y: np.ndarray) -> np.ndarray:
     return x
 
 
-def _row(s: Sample, term, lines: dict, keys: dict, fixed: dict, floors: dict) -> tuple[np.ndarray, float]:
+def _row(s: Sample, term, lines: dict, keys: dict, fixed: dict, floors: dict,
+         tied: dict | None = None) -> tuple[np.ndarray, float]:  # fmt: skip
     """Coefficients of the free parameters in this sample's time (a β above its floor), and
-    the fixed part."""
+    the fixed part; a ``tied`` line's α is fixed and its β a multiple of its level's Simple β."""
+    tied = tied or {}
     row, const = np.zeros(len(keys)), term.const_s
     for where, c in term.latency:
         key = (where, term.protocol)
-        if key in fixed:
-            const += c * fixed[key][0]
+        if key in fixed or key in tied:
+            const += c * (fixed[key][0] if key in fixed else tied[key][0])
         else:
             row[keys[(*key, "a")]] += c
     where, c = max(term.bandwidth, key=lambda wc: wc[1] * lines[(wc[0], term.protocol)][1])
@@ -118,6 +120,8 @@ def _row(s: Sample, term, lines: dict, keys: dict, fixed: dict, floors: dict) ->
     if term.correction is not None:
         scale /= _correction(term.correction, s.m)
     key = (where, term.protocol)
+    if key in tied:
+        key, scale = (where, "Simple"), scale * tied[key][1]
     if key in fixed:
         const += scale * fixed[key][1]
     else:
@@ -126,34 +130,41 @@ def _row(s: Sample, term, lines: dict, keys: dict, fixed: dict, floors: dict) ->
     return row, const
 
 
+def _untie(lines: dict, tied: dict) -> dict:
+    """``lines`` with every tied line at its α and its multiple of its level's Simple β."""
+    return {**lines, **{k: (a, f * lines[(k[0], "Simple")][1]) for k, (a, f) in tied.items() if (k[0], "Simple") in lines}}
+
+
 def fit_lines(samples: list[Sample], protocols=PROTOCOLS, fixed: dict | None = None, floors: dict | None = None,
-              offers: Offers = Offers(), rounds: int = 40) -> dict:  # fmt: skip
+              offers: Offers = Offers(), rounds: int = 40, tied: dict | None = None) -> dict:  # fmt: skip
     """Lines {(where, protocol): (α, β)} of the model for the samples (module doc).  ``fixed``:
-    lines not fitted; ``floors``: {(where, protocol): least β}, e.g. what the NICs allow;
+    lines not fitted; ``tied``: {(where, protocol): (α, f)}, lines whose β is f x their level's
+    Simple β; ``floors``: {(where, protocol): least β}, e.g. what the NICs allow;
     ``offers``: NVLS/CollNet candidates the system has (compute/nccl.offers).  The alternation
     is started from each of :data:`STARTS` and the best sum of relative errors kept: from
     NCCL's usual regimes alone it can settle where one protocol's line explains sizes another
     would (logs of large messages only leave LL and LL128 free)."""
-    fixed, floors = dict(fixed or {}), dict(floors or {})
+    fixed, floors, tied = dict(fixed or {}), dict(floors or {}), dict(tied or {})
     wheres = ("intra", "inter") if any(s.n > 1 for s in samples) else ("intra",)
     keys = {(w, lb, ab): i for i, (w, lb, ab) in enumerate(
-        (w, lb, ab) for w in wheres for lb in protocols for ab in "ab" if (w, lb) not in fixed)}  # fmt: skip
+        (w, lb, ab) for w in wheres for lb in protocols for ab in "ab" if (w, lb) not in fixed and (w, lb) not in tied)}  # fmt: skip
     runs = [_descend(samples, [start(s, _candidates(s, protocols, offers), protocols) for s in samples],
-                     protocols, keys, fixed, floors, offers, rounds) for start in STARTS]  # fmt: skip
+                     protocols, keys, fixed, floors, offers, rounds, tied) for start in STARTS]  # fmt: skip
     return min(runs, key=lambda run: run[0])[1]
 
 
 def _descend(samples: list[Sample], assign: list, protocols, keys: dict, fixed: dict, floors: dict,
-             offers: Offers, rounds: int) -> tuple[float, dict]:  # fmt: skip
+             offers: Offers, rounds: int, tied: dict | None = None) -> tuple[float, dict]:  # fmt: skip
     """Alternate solving the lines and choosing each size's cheapest candidate from the
     assignment ``assign``: (the best sum of |relative error|, its lines)."""
     start = {"intra": (1e-6, 1e-11), "inter": (1e-6, 1e-10)}  # the network slower than NVLink
-    lines = {(w, lb): fixed.get((w, lb), start[w]) for w in ("intra", "inter") for lb in protocols}
+    tied = tied or {}
+    lines = _untie({(w, lb): fixed.get((w, lb), start[w]) for w in ("intra", "inter") for lb in protocols}, tied)
     t = np.array([s.t for s in samples])
     best: tuple[float, dict] | None = None
     stale = 0
     for _ in range(rounds):
-        rows = [_row(s, term, lines, keys, fixed, floors) for s, term in zip(samples, assign)]
+        rows = [_row(s, term, lines, keys, fixed, floors, tied) for s, term in zip(samples, assign)]
         a = np.array([r for r, _ in rows]).reshape(len(samples), len(keys))
         y = t - np.array([c for _, c in rows])
         x = _irls(a, y, t)
@@ -161,6 +172,7 @@ def _descend(samples: list[Sample], assign: list, protocols, keys: dict, fixed: 
             al, be = lines[(w, lb)]
             beta = max(x[i] + floors.get((w, lb), 0.0), BETA_FLOOR)
             lines[(w, lb)] = (max(x[i], ALPHA_FLOOR_S), be) if ab == "a" else (al, beta)
+        lines = _untie(lines, tied)
         pred, new = _choose(samples, lines, protocols, offers)
         score = float(np.sum(np.abs(pred - t) / t))
         if best is None or score < best[0]:
@@ -237,10 +249,9 @@ class SystemFit:
     logs: tuple[LogError, ...]
 
 
-def log_errors(log, lines: dict, offer: Offers = Offers(), in_place: bool = False, system=None,
-               protocols: tuple[str, ...] = PROTOCOLS) -> LogError:  # fmt: skip
+def log_errors(log, lines: dict, offer: Offers = Offers(), in_place: bool = False, system=None) -> LogError:
     samples = samples_of(log, in_place, system)
-    pred, used = predict(samples, lines, protocols, offers=offer)
+    pred, used = predict(samples, lines, offers=offer)
     t = np.array([s.t for s in samples])
     return LogError(log, (pred - t) / t, tuple(used), tuple(s.m for s in samples))
 
@@ -265,24 +276,37 @@ def base_lines(system, gpus: int) -> dict:
     return {**intra_lines(system), **_lines_at(system, gpus, "inter")}
 
 
+# tuning.cc: LL128's bus bandwidth is 0.92 of Simple's (its lines' β: Simple's / 0.92)
+LL128_OF_SIMPLE = 0.92
+
+
 def fit_system(logs, system=None, floors: dict | None = None, in_place: bool = False,
-               protocols: tuple[str, ...] = PROTOCOLS, keep: tuple[str, ...] = ()) -> SystemFit:  # fmt: skip
-    """Fit the lines of ``protocols`` to all-reduce ``logs`` (out-of-place times unless
-    ``in_place``).  With a base ``system``: its NVLS/CollNet offers count, when no log runs
-    inside one node its intra-node lines are kept (no log measures them), and the lines of
-    the protocols in ``keep`` are the base's (:func:`base_lines` at the largest log): logs of
-    large messages only say nothing of NCCL's small-message protocols, whose free lines
-    would otherwise take any value that explains those sizes.  A protocol left out of
-    ``protocols`` is no candidate (a level without its line runs it on the Simple line)."""
+               fitted: tuple[str, ...] = PROTOCOLS) -> SystemFit:  # fmt: skip
+    """Fit the lines to all-reduce ``logs`` (out-of-place times unless ``in_place``).  With a
+    base ``system``: its NVLS/CollNet offers count, and when no log runs inside one node its
+    intra-node lines are kept (no log measures them).  ``fitted``: the protocols whose lines
+    are fitted (Simple always); logs of large messages only say nothing of NCCL's
+    small-message protocols, so a protocol left out keeps the base system's line -- LL128
+    its α, at 0.92 of the fitted Simple bandwidth (tuning.cc's LL128 factor) -- and stays a
+    candidate, as in ``oracle predict``."""
+    if "Simple" not in fitted or not set(fitted) <= set(PROTOCOLS):
+        raise ValueError(f"fitted protocols {fitted}: Simple and any of {PROTOCOLS}")
+    if set(fitted) != set(PROTOCOLS) and system is None:
+        raise ValueError("a protocol not fitted keeps the base system's line: give the system")
     samples = [s for log in logs for s in samples_of(log, in_place, system)]
     offer = nccl.offers(system) if system is not None else Offers()
     fixed = intra_lines(system) if system is not None and all(s.n > 1 for s in samples) else {}
-    if keep and system is not None:
-        fixed.update({k: v for k, v in base_lines(system, max(lg.gpus for lg in logs)).items()
-                      if k[1] in keep and k not in fixed})  # fmt: skip
-    fixed = {k: v for k, v in fixed.items() if k[1] in protocols}
-    lines = fit_lines(samples, protocols, fixed=fixed, floors=floors, offers=offer)
+    tied: dict = {}
+    wheres = ("intra", "inter") if any(s.n > 1 for s in samples) else ("intra",)
+    if set(fitted) != set(PROTOCOLS):
+        base = base_lines(system, max(lg.gpus for lg in logs))
+        for w in wheres:
+            if "LL" not in fitted:
+                fixed.setdefault((w, "LL"), base[(w, "LL")])
+            if "LL128" not in fitted and (w, "Simple") not in fixed:
+                tied[(w, "LL128")] = (base[(w, "LL128")][0], 1.0 / LL128_OF_SIMPLE)
+    lines = fit_lines(samples, fixed=fixed, floors=floors, offers=offer, tied=tied)
     if all(s.n == 1 for s in samples):  # no log crosses a node: nothing fitted the lines across nodes
         lines = {k: v for k, v in lines.items() if k[0] == "intra"}
-    errors = tuple(log_errors(log, lines, offer, in_place, system, protocols) for log in logs)
+    errors = tuple(log_errors(log, lines, offer, in_place, system) for log in logs)
     return SystemFit(lines, frozenset(fixed), errors)

@@ -139,7 +139,8 @@ def _terms(system, p, n, g, lines, labels, algos) -> list:
         out.append(("nvls", *nvls, g >= 2, one))
     if offers.collnet and multi:
         const = nccl.COLLNET_ARITY_S * 2 * (g - 1)
-        out.append(("collnet", const + (2.0 * np.minimum(1, g - 1) * ai + 2.0 * ao), _max(nccl.COLLNET_BYTES * bi, nccl.COLLNET_BYTES * bo),
+        f = nccl.COLLNET_BETA_FACTOR
+        out.append(("collnet", const + (2.0 * np.minimum(1, g - 1) * ai + 2.0 * ao), _max(f * bi, f * bo),
                     everyone, one))  # fmt: skip
     return _only(out, algos, p.size)
 
