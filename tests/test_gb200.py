@@ -171,3 +171,12 @@ def test_pytorch_carries_its_hopper_fit_to_blackwell():
         e = st.efficiency_for(gpu, "mixed")
         assert e.value == st.efficiency_for("H100-SXM5-80GB", "mixed").value and "carried over" in e.source
     assert st.efficiency_for("GB200-186GB", "fp32").value == st.efficiency_for("V100-SXM2-16GB", "fp32").value
+
+
+def test_fit_protocol_is_for_nccl_fits_only(tmp_path):
+    """--fit-protocol on a base whose collectives are the ring model: one error, nothing written."""
+    out = tmp_path / "never.yaml"
+    r = run_cli("fit", "network", "--system", "abci-nominal", "--fit-protocol", "Simple", "-o", out,
+                str(ROOT / "data" / "nccl-tests" / "abci-v100" / "inter_vnode_2nodes.txt"))  # fmt: skip
+    assert r.code == 2 and "--fit-protocol" in r.err and "Traceback" not in r.err
+    assert len(r.err_lines) == 1 and not out.exists()
