@@ -59,17 +59,60 @@ def test_the_intra_lines_are_the_domains_level(tmp_path):
     assert base[("inter", "LL")] == base[("inter", "Simple")] == pytest.approx((1.0e-5, 1.0e-11))
 
 
-def test_a_fit_of_the_simple_lines_keeps_ll_and_ties_ll128(tmp_path):
-    """fitted=("Simple",): LL is the base's line; LL128 the base's α at 0.92 of the fitted
-    Simple bandwidth (tuning.cc); both stay candidates."""
-    s = _system(tmp_path)
-    fit = nccl_fit.fit_system([_log(64), _log(128)], s, fitted=("Simple",))
-    assert set(fit.lines) == {(w, p) for w in ("intra", "inter") for p in ("LL", "LL128", "Simple")}
-    assert fit.lines[("inter", "LL")] == pytest.approx((1.0e-5, 1.0e-11))  # the base's (no LL line: its Simple)
+PROTOCOL_LINES = """
+      - {name: nvlink, max_gpus: 16, alpha_s: 2.0e-6, beta_s_per_byte: 2.0e-12,
+         protocols: [{name: LL, alpha_s: 0.5e-6, beta_s_per_byte: 8.0e-12}, {name: LL128, alpha_s: 1.0e-6, beta_s_per_byte: 2.2e-12}]}
+      - {name: ib, max_gpus: 256, alpha_s: 1.0e-5, beta_s_per_byte: 1.0e-11,
+         protocols: [{name: LL, alpha_s: 5.0e-6, beta_s_per_byte: 5.0e-11}, {name: LL128, alpha_s: 8.0e-6, beta_s_per_byte: 1.1e-11}]}
+"""
+
+
+def _with_protocols(tmp_path):
+    path = tmp_path / "p.yaml"
+    text = textwrap.dedent(DOMAIN)
+    path.write_text(text[: text.index("    network:") if "    network:" in text else text.index("network:")] + "network:"
+                    + textwrap.indent(textwrap.dedent(PROTOCOL_LINES), ""))  # fmt: skip
+    return load_system(path)
+
+
+def _synthetic(system, lines, gpus, sizes):
+    """A log on ``gpus`` GPUs whose times are the model's for ``lines`` (NCCL's choice per size)."""
+    log = BenchLog(tool="nccl-tests", operation="allreduce", gpus=gpus, nodes=gpus // 4, gpus_per_node=4,
+                   rows=tuple((m, 1.0) for m in sizes), file=f"{gpus}.txt")  # fmt: skip
+    t, _ = nccl_fit.predict(nccl_fit.samples_of(log, system=system), lines, offers=nccl.offers(system))
+    return BenchLog(tool="nccl-tests", operation="allreduce", gpus=gpus, nodes=gpus // 4, gpus_per_node=4,
+                    rows=tuple(zip(sizes, map(float, t))), file=f"{gpus}.txt")  # fmt: skip
+
+
+def test_a_fit_of_the_simple_lines_recovers_them_through_a_tied_ll128(tmp_path):
+    """fitted=("Simple",): LL is the base's line; LL128 the base's α at 0.92 of the fitted Simple
+    bandwidth (tuning.cc).  Logs made from known Simple lines, where LL128 carries most sizes
+    across nodes, give the Simple bandwidth across nodes back and are reproduced within 1%."""
+    s = _with_protocols(tmp_path)
+    true = {("intra", "Simple"): (3.0e-6, 1.5e-12), ("inter", "Simple"): (4.0e-5, 8.0e-12)}
+    base = nccl_fit.base_lines(s, 128)
+    lines = {**base, **true}
     for w in ("intra", "inter"):
+        lines[(w, "LL128")] = (base[(w, "LL128")][0], true[(w, "Simple")][1] / 0.92)
+    sizes = tuple(2**k for k in range(14, 31, 2))
+    logs = [_synthetic(s, lines, gpus, sizes) for gpus in (16, 64, 128)]
+    fit = nccl_fit.fit_system(logs, s, fitted=("Simple",))
+    assert sum("LL128" in u for le in fit.logs for u in le.used) >= 8  # the tie carries most multi-node sizes
+    # the Simple β across nodes comes back through LL128's sizes (a wrong tie would miss it by 8%)
+    assert fit.lines[("inter", "Simple")][1] == pytest.approx(true[("inter", "Simple")][1], rel=0.01)
+    for w in ("intra", "inter"):
+        assert fit.lines[(w, "LL")] == base[(w, "LL")] and (w, "LL") in fit.fixed
         assert fit.lines[(w, "LL128")][1] == pytest.approx(fit.lines[(w, "Simple")][1] / 0.92)
-        assert fit.lines[(w, "LL128")][0] == nccl_fit.base_lines(s, 128)[(w, "LL128")][0]
-    assert ("inter", "LL") in fit.fixed and ("inter", "Simple") not in fit.fixed
+        assert (w, "LL128") in fit.tied
+    assert max(le.median for le in fit.logs) < 0.01
+
+
+def test_a_base_without_the_kept_line_is_one_error(tmp_path):
+    """A level with no LL line has nothing to keep: one error naming --fit-protocol."""
+    from oracle.errors import OracleError
+
+    with pytest.raises(OracleError, match="no LL line"):
+        nccl_fit.fit_system([_log(64)], _system(tmp_path), fitted=("Simple",))
 
 
 @pytest.mark.parametrize("fitted", [("LL",), ("LL128", "LL"), ("Simple", "XL")])

@@ -23,10 +23,17 @@ def regimes(le) -> str:
     return ", ".join(f"{u} to {fmt_size(int(m))}" for u, m in out)
 
 
-def line_text(where: str, protocol: str, line: tuple[float, float], fixed: bool) -> str:
+def line_text(where: str, protocol: str, line: tuple[float, float], fixed: bool, tied: bool = False) -> str:
     a, b = line
-    kept = " (the base system's)" if fixed else ""
+    kept = " (the base system's)" if fixed else " (the base's α, 0.92 of the Simple bandwidth)" if tied else ""
     return f"{where:5s} {protocol:6s} α {fmt_seconds(a):>9}  1/β {1 / b / 1e9:8.2f} GB/s{kept}"
+
+
+def runaway_warnings(fit) -> list[str]:
+    """One line per fitted line that ran to the β floor: the logs do not measure it."""
+    return [f"the NCCL fit's {p} line {WHERE[w]} ran to 1 PB/s: no size of the logs measures it (logs of large"
+            " messages only?); fit the Simple lines alone (--fit-protocol Simple) or bound the lines across"
+            " nodes (--max-bandwidth-GB-per-s)" for w, p in fit.runaway]  # fmt: skip
 
 
 def tables(fit):
@@ -36,7 +43,7 @@ def tables(fit):
 
     from oracle.render.columns import Column, FitTable, Section
 
-    lines = [line_text(w, p, v, (w, p) in fit.fixed) for (w, p), v in sorted(fit.lines.items())]
+    lines = [line_text(w, p, v, (w, p) in fit.fixed, (w, p) in fit.tied) for (w, p), v in sorted(fit.lines.items())]
     rows = [
         {"nodes": str(le.log.nodes), "gpus": str(le.log.gpus), "median": f"{le.median:.1%}",
          "max": f"{le.max:.1%}", "log": le.log.file, "used": regimes(le)}
@@ -102,8 +109,8 @@ def header_lines(fit) -> list[str]:
 def to_json(fit) -> str:
     import json
 
-    lines = [{"where": w, "protocol": p, "alpha_s": a, "beta_s_per_byte": b, "fixed": (w, p) in fit.fixed}
-             for (w, p), (a, b) in sorted(fit.lines.items())]  # fmt: skip
+    lines = [{"where": w, "protocol": p, "alpha_s": a, "beta_s_per_byte": b, "fixed": (w, p) in fit.fixed,
+              "tied": (w, p) in fit.tied} for (w, p), (a, b) in sorted(fit.lines.items())]  # fmt: skip
     logs = [{"file": le.log.file, "gpus": le.log.gpus, "nodes": le.log.nodes, "median_rel_error": le.median,
              "max_rel_error": le.max, "candidates": regimes(le)} for le in fit.logs]  # fmt: skip
     return json.dumps({"model": "nccl", "lines": lines, "logs": logs}, indent=2) + "\n"

@@ -107,9 +107,7 @@ def _nccl_fit(parsed, base, in_place: bool, max_bandwidth_GB_per_s: float | None
                           path="--max-bandwidth-GB-per-s", hint="add logs of two nodes or more, or drop the option")  # fmt: skip
     bound = None if max_bandwidth_GB_per_s is None else 1.0 / (max_bandwidth_GB_per_s * 1e9)
     floors = {("inter", p): bound for p in PROTOCOLS} if bound else None
-    from oracle.compute.nccl import PROTOCOLS as ALL
-
-    fitted = tuple(p for p in ALL if p in protocols or p == "Simple") if protocols else ALL
+    fitted = tuple(p for p in PROTOCOLS if p in protocols or p == "Simple") if protocols else PROTOCOLS
     return fit_system(parsed, base.system, floors=floors, in_place=in_place, fitted=fitted)
 
 

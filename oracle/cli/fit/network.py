@@ -137,7 +137,7 @@ def fit_network_cmd(
             emit(rf.to_json(job.result) if job.nccl is None else rn.to_json(job.nccl), None)
         else:
             print_renderable(rf.tables(job.result) if job.nccl is None else rn.tables(job.nccl), width=width)
-    for w in job.result.warnings:
+    for w in job.result.warnings + tuple(rn.runaway_warnings(job.nccl) if job.nccl is not None else ()):
         warn(w)
     if job.failure:
         raise CheckFailed(job.failure)

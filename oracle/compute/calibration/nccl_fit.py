@@ -23,6 +23,7 @@ import numpy as np
 
 from oracle.compute import nccl
 from oracle.compute.nccl import PROTOCOLS, Offers, correction, protocol_kind, term_time, terms
+from oracle.errors import OracleError
 
 ALPHA_FLOOR_S = 1e-9  # 1 ns: far below any real per-step latency (as compute/calibration/fit.py)
 BETA_FLOOR = 1e-15  # 1 PB/s: above any real link
@@ -242,11 +243,19 @@ class LogError:
 @dataclass(frozen=True)
 class SystemFit:
     """Lines {(intra|inter, protocol): (α, β)} fitted to all-reduce logs, which of them were
-    held at the base system's (``fixed``), and each log's errors."""
+    held at the base system's (``fixed``) or tied to their level's Simple line (``tied``),
+    and each log's errors."""
 
     lines: dict
     fixed: frozenset
     logs: tuple[LogError, ...]
+    tied: frozenset = frozenset()
+
+    @property
+    def runaway(self) -> tuple[tuple[str, str], ...]:
+        """The fitted lines at the β floor (1 PB/s): no size of the logs measured them."""
+        free = (k for k in sorted(self.lines) if k not in self.fixed and k not in self.tied)
+        return tuple(k for k in free if self.lines[k][1] <= BETA_FLOOR * (1 + 1e-9))
 
 
 def log_errors(log, lines: dict, offer: Offers = Offers(), in_place: bool = False, system=None) -> LogError:
@@ -269,6 +278,14 @@ def _lines_at(system, gpus: int, where: str) -> dict:
 def intra_lines(system) -> dict:
     """The lines {("intra", protocol): (α, β)} of the level one NCCL node's GPUs all-reduce over."""
     return _lines_at(system, nccl.node_gpus(system), "intra")
+
+
+def _named_protocols(system, gpus: int) -> dict[str, set[str]]:
+    """The protocols the base's levels inside one NCCL node and at ``gpus`` GPUs name."""
+    from oracle.compute.network import link
+
+    return {where: set(nccl.link_lines(link(system, g, "gradient_allreduce")))
+            for where, g in (("intra", nccl.node_gpus(system)), ("inter", gpus))}  # fmt: skip
 
 
 def base_lines(system, gpus: int) -> dict:
@@ -299,14 +316,20 @@ def fit_system(logs, system=None, floors: dict | None = None, in_place: bool = F
     tied: dict = {}
     wheres = ("intra", "inter") if any(s.n > 1 for s in samples) else ("intra",)
     if set(fitted) != set(PROTOCOLS):
-        base = base_lines(system, max(lg.gpus for lg in logs))
+        gpus = max(lg.gpus for lg in logs)
+        base, named = base_lines(system, gpus), _named_protocols(system, gpus)
         for w in wheres:
-            if "LL" not in fitted:
-                fixed.setdefault((w, "LL"), base[(w, "LL")])
-            if "LL128" not in fitted and (w, "Simple") not in fixed:
-                tied[(w, "LL128")] = (base[(w, "LL128")][0], 1.0 / LL128_OF_SIMPLE)
+            for proto in (p for p in ("LL", "LL128") if p not in fitted and (w, p) not in fixed):
+                if proto not in named[w]:
+                    raise OracleError(f"the base system's level {w}-node has no {proto} line to keep",
+                                      path="--fit-protocol", hint=f"give that level a {proto} line in its protocols:"
+                                      " (NCCL's constants, as systems/dgx-h100-superpod.yaml), or fit it too")  # fmt: skip
+                if proto == "LL":
+                    fixed[(w, "LL")] = base[(w, "LL")]
+                elif (w, "Simple") not in fixed:
+                    tied[(w, "LL128")] = (base[(w, "LL128")][0], 1.0 / LL128_OF_SIMPLE)
     lines = fit_lines(samples, fixed=fixed, floors=floors, offers=offer, tied=tied)
     if all(s.n == 1 for s in samples):  # no log crosses a node: nothing fitted the lines across nodes
         lines = {k: v for k, v in lines.items() if k[0] == "intra"}
     errors = tuple(log_errors(log, lines, offer, in_place, system) for log in logs)
-    return SystemFit(lines, frozenset(fixed), errors)
+    return SystemFit(lines, frozenset(fixed), errors, frozenset(tied))
