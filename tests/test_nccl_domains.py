@@ -51,6 +51,15 @@ def test_a_log_of_other_hosts_maps_on_its_own_hosts(tmp_path):
     assert [(x.n, x.g) for x in nccl_fit.samples_of(log, system=_system(tmp_path))] == [(4, 16)]
 
 
+def test_hosts_that_do_not_tile_the_domain_are_one_error(tmp_path):
+    from oracle.errors import OracleError
+
+    log = BenchLog(tool="nccl-tests", operation="allreduce", gpus=60, nodes=10, gpus_per_node=6,
+                   rows=((2**20, 1e-3),), file="6.txt")  # fmt: skip
+    with pytest.raises(OracleError, match="do not tile"):
+        nccl_fit.samples_of(log, system=_system(tmp_path))
+
+
 def test_the_intra_lines_are_the_domains_level(tmp_path):
     """Inside one NCCL node the NVLink level of the 16-GPU domain, not a 4-GPU host's."""
     lines = nccl_fit.intra_lines(_system(tmp_path))

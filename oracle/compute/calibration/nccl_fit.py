@@ -45,6 +45,9 @@ def samples_of(log, in_place: bool = False, system=None) -> list[Sample]:
     n, g = log.nodes, log.gpus_per_node
     domain = nccl.node_gpus(system) if system is not None else g
     if domain > g and n > 1:  # as nccl.nccl_nodes, on the log's own hosts
+        if domain % g:
+            raise OracleError(f"{g} GPUs per host do not tile the system's NVLink domain of {domain} GPUs",
+                              path=log.file, hint="give the log's GPUs per host (--gpus-per-node) as the system has them")  # fmt: skip
         hosts = domain // g
         n, g = -(-n // hosts), g * min(hosts, n)
     return [Sample(log.gpus, n, g, float(m), float(t)) for m, t in log.times(in_place)]
