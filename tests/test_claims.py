@@ -23,6 +23,23 @@ def _glance() -> dict[str, str]:
     return {r.split("|")[1].strip(): r.split("|")[2].strip() for r in rows}
 
 
+def _shipped_medians(name: str, logs) -> list[float]:
+    """Median |rel. error| (%) of the shipped system ``name``'s all-reduce, as oracle predict runs
+    it, on each nccl-tests log (benchmarks/nccl_tests.py shipped_errors)."""
+    import numpy as np
+
+    from oracle.compute.network import allreduce_algorithm, group_contiguous
+    from oracle.load import load_system
+
+    s, out = load_system(name), []
+    for lg in logs:
+        m = np.array([float(b) for b, _ in lg.rows])
+        t = np.array([x for _, x in lg.rows])
+        pred, _ = allreduce_algorithm(s, group_contiguous(lg.gpus, s.gpus_per_node), m, "nccl")
+        out.append(100 * float(np.median(np.abs(pred - t) / t)))
+    return out
+
+
 def _percents(text: str) -> list[str]:
     return re.findall(r"(\d+\.\d)%", text)
 
@@ -307,11 +324,9 @@ def test_glance_independent_sources():
 def test_glance_aws_p5_allreduce():
     """The p5 row: the shipped aws-p5-h100 per instance count, the fit on 2-8 instances
     predicting 16 and 32, and the nominal InfiniBand file (benchmarks/nccl_tests.py)."""
-    import numpy as np
 
     from oracle.compute import nccl
     from oracle.compute.calibration.nccl_fit import fit_system, log_errors
-    from oracle.compute.network import allreduce_algorithm, group_contiguous
     from oracle.load import load_system
     from oracle.load.benchlogs import load_benchlog
 
@@ -320,17 +335,7 @@ def test_glance_aws_p5_allreduce():
     logs = [load_benchlog(ROOT / "data" / "nccl-tests" / "h100-aws-p5" / f"all_reduce_{n}nodes.txt", gpus_per_node=8)
             for n in (2, 4, 8, 16, 32)]  # fmt: skip
 
-    def medians(name):
-        s = load_system(name)
-        out = []
-        for lg in logs:
-            m = np.array([float(b) for b, _ in lg.rows])
-            t = np.array([x for _, x in lg.rows])
-            pred, _ = allreduce_algorithm(s, group_contiguous(lg.gpus, 8), m, "nccl")
-            out.append(100 * float(np.median(np.abs(pred - t) / t)))
-        return out
-
-    shipped, nominal = medians("aws-p5-h100"), medians("dgx-h100-superpod")
+    shipped, nominal = _shipped_medians("aws-p5-h100", logs), _shipped_medians("dgx-h100-superpod", logs)
     base = load_system("aws-p5-h100")
     floors = {("inter", p): 1 / 400e9 for p in ("LL", "LL128", "Simple")}
     part = fit_system(logs[:3], base, floors=floors)
@@ -344,11 +349,9 @@ def test_glance_aws_p5_allreduce():
 def test_glance_gb200_allreduce():
     """The GB200 row: the shipped gb200-nvl72 (its Simple lines the fit's) per rack count, and the
     fit on 1-2 racks predicting 20 (benchmarks/nccl_tests.py)."""
-    import numpy as np
 
     from oracle.compute import nccl
     from oracle.compute.calibration.nccl_fit import fit_system, log_errors
-    from oracle.compute.network import allreduce_algorithm, group_contiguous
     from oracle.load import load_system
     from oracle.load.benchlogs import load_benchlog
 
@@ -359,10 +362,4 @@ def test_glance_gb200_allreduce():
     s = load_system("gb200-nvl72")
     part = fit_system(logs[:2], s, fitted=("Simple",))
     held = 100 * log_errors(logs[2], part.lines, nccl.offers(s), system=s).median
-    shipped = []
-    for lg in logs:
-        m = np.array([float(b) for b, _ in lg.rows])
-        t = np.array([x for _, x in lg.rows])
-        pred, _ = allreduce_algorithm(s, group_contiguous(lg.gpus, 4), m, "nccl")
-        shipped.append(100 * float(np.median(np.abs(pred - t) / t)))
-    assert _percents(result) == [f"{x:.1f}" for x in (*shipped, held)]
+    assert _percents(result) == [f"{x:.1f}" for x in (*_shipped_medians("gb200-nvl72", logs), held)]
