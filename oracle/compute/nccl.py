@@ -74,10 +74,10 @@ NVLS_LATENCY_S = 25e-6  # tuning.cc hwLatencies, NVLink, NVLS, Simple: 25 us
 # 0.85 Hopper, 0.74 Blackwell), which overstates the time: 8 H100 reach a peak bus bandwidth of
 # about 480 GB/s with NVLS (NCCL's maintainer in NVIDIA/nccl-tests#212, 2024: "On 8 GPUs, you
 # should reach a peak busBw of ~480GB/s"; NVIDIA's GTC talk S62129 gives the same, as cited in
-# NVIDIA/nccl#1374) against 2 x 0.85 x 450 =
-# 765 from tuning.cc: e = 480 / 900 = 0.533; one GB200 NVL72 rack (72 GPUs, NCCL 2.26.2)
-# 835-847 GB/s at 4-8 GiB (data/nccl-tests/gb200-nvl72-coreweave/all_reduce_18nodes.txt)
-# against 2 x 0.74 x 900 = 1,332: e = 840 / 1,800 = 0.467
+# NVIDIA/nccl#1374) against 2 x 0.85 x 450 = 765 from tuning.cc: e = 480 / 900 = 0.533; one
+# GB200 NVL72 rack (72 GPUs, NCCL 2.26.2) 835-847 GB/s at 4-8 GiB
+# (data/nccl-tests/gb200-nvl72-coreweave/all_reduce_18nodes.txt) against 2 x 0.74 x 900 =
+# 1,332: e = 840 / 1,800 = 0.467
 NVLS_EFFICIENCY = {3: 0.533, 4: 0.467}  # NVSwitch generation 3 (Hopper), 4 (Blackwell)
 COLLNET_ARITY_S = 0.4e-6  # tuning.cc: CollNet Direct, 0.4 us arity serialisation per local GPU
 # CollNet's seconds per byte over the slower link's: 2, tuning.cc's bus-to-algorithm factor 1/2 for

@@ -268,13 +268,18 @@ def log_errors(log, lines: dict, offer: Offers = Offers(), in_place: bool = Fals
     return LogError(log, (pred - t) / t, tuple(used), tuple(s.m for s in samples))
 
 
+def _level_lines(system, gpus: int) -> dict:
+    """The base system's level for ``gpus`` GPUs: its lines by protocol name (nccl.link_lines)."""
+    from oracle.compute.network import link
+
+    return nccl.link_lines(link(system, gpus, "gradient_allreduce"))
+
+
 def _lines_at(system, gpus: int, where: str) -> dict:
     """{(where, protocol): (α, β)} of the base system's level for ``gpus`` GPUs (compute/nccl.py,
     as its ``group_lines``): its own line Simple, its protocol lines by name, a protocol it
     lacks its Simple line."""
-    from oracle.compute.network import link
-
-    own = nccl.link_lines(link(system, gpus, "gradient_allreduce"))
+    own = _level_lines(system, gpus)
     return {(where, name): own.get(name, own["Simple"]) for name in PROTOCOLS}
 
 
@@ -285,10 +290,7 @@ def intra_lines(system) -> dict:
 
 def _named_protocols(system, gpus: int) -> dict[str, set[str]]:
     """The protocols the base's levels inside one NCCL node and at ``gpus`` GPUs name."""
-    from oracle.compute.network import link
-
-    return {where: set(nccl.link_lines(link(system, g, "gradient_allreduce")))
-            for where, g in (("intra", nccl.node_gpus(system)), ("inter", gpus))}  # fmt: skip
+    return {where: set(_level_lines(system, g)) for where, g in (("intra", nccl.node_gpus(system)), ("inter", gpus))}
 
 
 def base_lines(system, gpus: int) -> dict:
