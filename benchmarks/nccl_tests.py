@@ -18,9 +18,10 @@
   was fitted to, against both files.
 - **GB200 NVL72** (data/nccl-tests/gb200-nvl72-coreweave/: 1, 2 and 20 racks of 72 GPUs on
   one NVLink domain each, InfiniBand between racks; 512 MiB to 16 GiB only; NCCL 2.26.2): the
-  Simple lines fitted to every log (``fitted=("Simple",)``: LL at NCCL's constants, LL128 at
-  its latencies and 0.92 of the fitted Simple bandwidth, both candidates), then fitted on 1-2
-  racks predicting 20; each log's bus bandwidth between its two largest sizes; and the shipped
+  Simple lines fitted to every log (``fitted=("Simple",)``: LL at NCCL's constants, LL128 inside
+  a rack at its latency and 0.92 of the fitted Simple bandwidth; none between racks, where
+  NCCL 2.26 ran no LL128 on GB200: the file's ``collectives.ll128_across_nodes``), then fitted
+  on 1-2 racks predicting 20; each log's bus bandwidth between its two largest sizes; and the shipped
   ``gb200-nvl72`` (the fit's lines) as ``oracle predict`` uses it.
 - **H100 on SHARP** (data/nccl-tests/h100-coreweave-sharp/: 8 nodes x 8 H100, 8 x 400 Gb/s
   InfiniBand each, NCCL 2.18.1 pinned to CollNet chain; 512 MiB to 8 GiB): the nominal
@@ -58,7 +59,7 @@ P5_ALLGATHER = ROOT / "data" / "nccl-tests" / "h100-aws-p5" / "nccl_all_gather.c
 P5_EFA_GB_PER_S = 400.0  # Amazon EC2 p5.48xlarge: 3,200 Gbps of EFA = 32 x 100 Gb/s per instance
 GB200 = [ROOT / "data" / "nccl-tests" / "gb200-nvl72-coreweave" / f"all_reduce_{n}nodes.txt" for n in (18, 36, 360)]
 H100_SHARP = ROOT / "data" / "nccl-tests" / "h100-coreweave-sharp" / "all_reduce_8nodes.txt"
-GB200_FITTED = ("Simple",)  # the logs start at 512 MiB: LL and LL128 keep NCCL's constants (LL128 tied to Simple)
+GB200_FITTED = ("Simple",)  # the logs start at 512 MiB: LL and LL128 keep NCCL's constants (LL128 tied to Simple; none between racks)
 
 
 def show_lines(lines: dict) -> None:
@@ -179,7 +180,8 @@ def gb200() -> list[float]:
     print("\nGB200 NVL72 (72 GPUs per NVLink domain, 4 per tray; 1, 2 and 20 racks, 512 MiB-16 GiB; NCCL 2.26.2),"
           " nccl-tests all_reduce_perf, out of place")
     fit = fit_system(logs, system, fitted=GB200_FITTED)
-    print("  Simple lines fitted to every log (LL at NCCL's constants; LL128 at its latencies, 0.92 of Simple's bandwidth):")
+    print("  Simple lines fitted to every log (LL at NCCL's constants; LL128 inside a rack at its latency, 0.92 of Simple's"
+          " bandwidth; no LL128 between racks under NCCL 2.26):")  # fmt: skip
     show_lines(fit.lines)
     medians = table(fit.logs, {lg.nodes for lg in logs})
     part = fit_system(logs[:2], system, fitted=GB200_FITTED)

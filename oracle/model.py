@@ -390,6 +390,9 @@ class System:
     # chooses from the topology (NCCL) runs its choice (compute/stack.stack_system)
     collective_algorithm_stated: bool = False
     collnet: bool = False  # NCCL CollNet (SHARP) enabled (collectives: collnet; needs interconnect.sharp)
+    # collectives.ll128_across_nodes: whether NCCL runs LL128 in collectives that cross NCCL
+    # nodes (false where the GPUs reach their NICs through the CPU, compute/nccl.py)
+    ll128_across_nodes: bool = True
     # collectives.tree_beyond_gpus (issue 25): the most GPUs the ring-formula levels were fitted
     # on, measured under a library with trees (NCCL >= 2.4); library_trees: set by
     # compute/stack.stack_system where such a library's choice is in force, so that a ring

@@ -122,6 +122,15 @@ class Offers:
 
     nvls_efficiency: float | None = None  # NVLS usable (NVSwitch 3+), its efficiency
     collnet: bool = False
+    ll128_across: bool = True  # LL128 in collectives across NCCL nodes (collectives.ll128_across_nodes)
+
+
+def protocols_for(labels: tuple[str, ...], n: int, ll128_across: bool = True) -> tuple[str, ...]:
+    """The protocol lines NCCL may run for a collective over ``n`` NCCL nodes: every label,
+    less LL128's where it does not cross nodes (module doc, "LL128 across nodes")."""
+    if n > 1 and not ll128_across:
+        return tuple(lb for lb in labels if protocol_kind(lb) != "LL128")
+    return labels
 
 
 def terms(p: int, n: int, g: int, protocols: tuple[tuple[str, str], ...], offers: Offers = Offers()) -> list[Term]:
@@ -218,7 +227,7 @@ def offers(system, algos: tuple[str, ...] = ()) -> Offers:
     fabric reduces (SHARP), as NCCL_ALGO=CollNet runs with NCCL_COLLNET_ENABLE=1."""
     ic = system.interconnect
     return Offers(NVLS_EFFICIENCY.get(min(ic.nvswitch_generation, 4)) if ic.nvls else None,
-                  system.collnet or ("collnet" in algos and ic.sharp))  # fmt: skip
+                  system.collnet or ("collnet" in algos and ic.sharp), system.ll128_across_nodes)  # fmt: skip
 
 
 def nccl_algo(system, pinned: str | None = None) -> tuple[str, ...]:
@@ -252,12 +261,13 @@ def allreduce(system, group, m: np.ndarray, phi: float, purpose: str, link, only
 def group_lines(system, group, purpose: str, link) -> tuple[int, int, dict, tuple[str, ...]]:
     """(n, g, lines, labels): the group's NCCL nodes and GPUs on each, and the lines
     {(intra|inter, protocol): (α, β)} of the level of one node's g GPUs and of the span's
-    level; a protocol one level lacks takes that level's Simple line."""
+    level; a protocol one level lacks takes that level's Simple line; none that NCCL does not
+    run across the group's nodes (:func:`protocols_for`)."""
     n, g = nccl_nodes(system, group)
     gpn = system.gpus_per_node
     li = link_lines(link(system, g if g <= gpn else -(-g // gpn) * gpn, purpose))
     lo = link_lines(link(system, group.span, purpose)) if n > 1 else li
-    labels = tuple(dict.fromkeys((*li, *lo)))
+    labels = protocols_for(tuple(dict.fromkeys((*li, *lo))), n, system.ll128_across_nodes)
     lines = {}
     for label in labels:
         lines[("intra", label)] = li.get(label, li["Simple"])

@@ -133,7 +133,7 @@ def parse_system(doc: dict, file: str) -> System:
     # 2018): their default, unless ``implementation.fused_activations`` says otherwise
     impl = _implementation(top, (g["architecture"] or architecture_of(g["model"])) not in NO_TENSOR_CORES)
     framework = _framework(top)
-    tables, algorithm, ps_servers, collnet, tree = _collectives(top, gpus_per_node, interconnect)
+    tables, algorithm, ps_servers, collnet, tree, ll128 = _collectives(top, gpus_per_node, interconnect)
     anchors = parse_anchors(top, file)  # issue 26
     stack = _stack(top)
     models = parse_model_systems(top, doc, file, parse_system)  # issue 26
@@ -171,6 +171,7 @@ def parse_system(doc: dict, file: str) -> System:
         use_for=" ".join(use_for.split()),
         interconnect=interconnect,
         collnet=collnet,
+        ll128_across_nodes=ll128,
         tree_beyond_gpus=tree,
         anchors=anchors,
         **stack,
@@ -330,11 +331,12 @@ def _collectives(top: Fields, gpus_per_node: int, interconnect: Interconnect):
     (interpolated in message size) where a table covers the exact GPU count and span;
     ``mode: alpha-beta`` (the default) keeps every table unused; ``tree_beyond_gpus``
     (with ``algorithm: ring``): the most GPUs the ring-formula levels were fitted on, under
-    a library with trees (compute/trees.with_trees).  Returns (tables, algorithm,
-    parameter servers, collnet, tree_beyond_gpus)."""
+    a library with trees (compute/trees.with_trees); ``ll128_across_nodes`` (default true):
+    whether NCCL runs LL128 in collectives that cross nodes (compute/nccl.py).  Returns
+    (tables, algorithm, parameter servers, collnet, tree_beyond_gpus, ll128_across_nodes)."""
     f = top.sub("collectives", required=False)
     if f is None:
-        return (), None, 1, False, None
+        return (), None, 1, False, None, True
     algorithm = f.opt("algorithm", choice(ALGORITHMS), None)
     if algorithm is not None and interconnect.cannot_run(algorithm):
         raise f.error("algorithm", f"'{algorithm}': {interconnect.cannot_run(algorithm)}")
@@ -347,6 +349,7 @@ def _collectives(top: Fields, gpus_per_node: int, interconnect: Interconnect):
                                           f"({gpus_per_node})")  # fmt: skip
     ps_servers = f.opt("ps_servers", of(COUNT), 1)  # parameter servers (algorithm ps)
     collnet = f.opt("collnet", boolean(), False)
+    ll128 = f.opt("ll128_across_nodes", boolean(), True)
     if collnet and not interconnect.sharp:
         raise f.error("collnet", "CollNet needs switches that reduce in the network (SHARP);"
                       " interconnect.sharp is false")  # fmt: skip
@@ -370,7 +373,7 @@ def _collectives(top: Fields, gpus_per_node: int, interconnect: Interconnect):
         span = gpus if nodes == 1 else nodes * gpus_per_node
         out.append(CollectiveTable(op, gpus, span, tuple(sizes), tuple(times), src))
     f.done()
-    return (tuple(out) if mode == "table" else ()), algorithm, ps_servers, collnet, tree
+    return (tuple(out) if mode == "table" else ()), algorithm, ps_servers, collnet, tree, ll128
 
 
 def _numbers(f: Fields, key: str, gt: float) -> list[float]:

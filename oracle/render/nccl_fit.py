@@ -65,7 +65,7 @@ def _level(raw: dict, lines: dict, where: str, source: str) -> list[str]:
     out = [f"  - name: {raw['name']}", f"    max_gpus: {raw['max_gpus']}", "    basis: fitted",
            f"    alpha_s: {yaml_float(a)}   # NCCL model, Simple, one step {WHERE[where]}",
            f"    beta_s_per_byte: {yaml_float(b)}   # 1/β = {1 / b / 1e9:.4g} GB/s", "    protocols:"]  # fmt: skip
-    for name in ("LL", "LL128"):
+    for name in (nm for nm in ("LL", "LL128") if (where, nm) in lines):  # no LL128 line where it does not cross nodes
         pa, pb = lines[(where, name)]
         out.append(f"      - {{name: {name}, alpha_s: {yaml_float(pa)}, beta_s_per_byte: {yaml_float(pb)}}}")
     out.append("    source: >-")

@@ -172,6 +172,7 @@ def system_dict(s: System) -> dict:
         "gpu_workspace_bytes": s.gpu_workspace_bytes,
         "collective_algorithm": s.collective_algorithm,
         "collnet": s.collnet,
+        "ll128_across_nodes": s.ll128_across_nodes,
         "tree_beyond_gpus": s.tree_beyond_gpus,
         "interconnect": {"nvlink_domain_gpus": s.interconnect.nvlink_domain_gpus or s.gpus_per_node,
                          "nvswitch_generation": s.interconnect.nvswitch_generation,
@@ -275,7 +276,8 @@ def _system_notes(s: System) -> list[str]:
     if s.gpu_workspace_bytes:
         extra.append(f"framework workspace: {fmt_bytes(s.gpu_workspace_bytes)} per GPU")
     if s.collective_algorithm != RING:
-        extra.append(f"all-reduce algorithm: {s.collective_algorithm}" + (" (CollNet on)" if s.collnet else ""))
+        extra.append(f"all-reduce algorithm: {s.collective_algorithm}" + (" (CollNet on)" if s.collnet else "")
+                     + ("" if s.ll128_across_nodes else "; no LL128 across nodes"))  # fmt: skip
     if s.tree_beyond_gpus is not None:
         extra.append(f"ring lines fitted on up to {s.tree_beyond_gpus:,} GPUs; beyond, a stack whose NCCL chooses"
                      " may run NCCL's tree")  # fmt: skip

@@ -22,7 +22,15 @@ from dataclasses import dataclass
 import numpy as np
 
 from oracle.compute import nccl
-from oracle.compute.nccl import PROTOCOLS, Offers, correction, protocol_kind, term_time, terms
+from oracle.compute.nccl import (
+    PROTOCOLS,
+    Offers,
+    correction,
+    protocol_kind,
+    protocols_for,
+    term_time,
+    terms,
+)
 from oracle.errors import OracleError
 
 ALPHA_FLOOR_S = 1e-9  # 1 ns: far below any real per-step latency (as compute/calibration/fit.py)
@@ -54,7 +62,8 @@ def samples_of(log, in_place: bool = False, system=None) -> list[Sample]:
 
 
 def _candidates(s: Sample, protocols, offers: Offers = Offers()):
-    return terms(s.p, s.n, s.g, tuple((lb, protocol_kind(lb)) for lb in protocols), offers)
+    labels = protocols_for(tuple(protocols), s.n, offers.ll128_across)
+    return terms(s.p, s.n, s.g, tuple((lb, protocol_kind(lb)) for lb in labels), offers)
 
 
 def _choose(samples: list[Sample], lines: dict, protocols, offers: Offers = Offers()) -> tuple[np.ndarray, list]:
@@ -151,10 +160,16 @@ def fit_lines(samples: list[Sample], protocols=PROTOCOLS, fixed: dict | None = N
     fixed, floors, tied = dict(fixed or {}), dict(floors or {}), dict(tied or {})
     wheres = ("intra", "inter") if any(s.n > 1 for s in samples) else ("intra",)
     keys = {(w, lb, ab): i for i, (w, lb, ab) in enumerate(
-        (w, lb, ab) for w in wheres for lb in protocols for ab in "ab" if (w, lb) not in fixed and (w, lb) not in tied)}  # fmt: skip
+        (w, lb, ab) for w in wheres for lb in protocols for ab in "ab"
+        if (w, lb) not in fixed and (w, lb) not in tied and _runs(w, lb, offers))}  # fmt: skip
     runs = [_descend(samples, [start(s, _candidates(s, protocols, offers), protocols) for s in samples],
                      protocols, keys, fixed, floors, offers, rounds, tied) for start in STARTS]  # fmt: skip
     return min(runs, key=lambda run: run[0])[1]
+
+
+def _runs(where: str, label: str, offers: Offers) -> bool:
+    """Whether a line is used: not the inter-node LL128 line where LL128 does not cross nodes."""
+    return where == "intra" or offers.ll128_across or protocol_kind(label) != "LL128"
 
 
 def _descend(samples: list[Sample], assign: list, protocols, keys: dict, fixed: dict, floors: dict,
@@ -193,7 +208,8 @@ def _initial(s: Sample, cands, protocols):
     """Start: LL below 8 KiB, LL128 below 1 MiB, Simple above (NCCL's usual regimes); trees
     beyond two nodes."""
     want = "LL" if s.m < 8192 else "LL128" if s.m < 1 << 20 else "Simple"
-    label = next((lb for lb in protocols if protocol_kind(lb) == want), protocols[-1])
+    ran = [c.protocol for c in cands]  # the sample's protocols (not LL128 where it does not cross nodes)
+    label = next((lb for lb in protocols if protocol_kind(lb) == want and lb in ran), protocols[-1])
     algo = "tree" if s.n > 2 else "ring"
     return next(c for c in cands if c.algorithm == algo and c.protocol == label)
 
@@ -324,7 +340,7 @@ def fit_system(logs, system=None, floors: dict | None = None, in_place: bool = F
         gpus = max(lg.gpus for lg in logs)
         base, named = base_lines(system, gpus), _named_protocols(system, gpus)
         for w in wheres:
-            for proto in (p for p in ("LL", "LL128") if p not in fitted and (w, p) not in fixed):
+            for proto in (p for p in ("LL", "LL128") if p not in fitted and (w, p) not in fixed and _runs(w, p, offer)):
                 if proto not in named[w]:
                     raise OracleError(f"the base system's level {w}-node has no {proto} line to keep",
                                       path="--fit-protocol", hint=f"give that level a {proto} line in its protocols:"
@@ -334,6 +350,7 @@ def fit_system(logs, system=None, floors: dict | None = None, in_place: bool = F
                 elif (w, "Simple") not in fixed:
                     tied[(w, "LL128")] = (base[(w, "LL128")][0], 1.0 / LL128_OF_SIMPLE)
     lines = fit_lines(samples, fixed=fixed, floors=floors, offers=offer, tied=tied)
+    lines = {k: v for k, v in lines.items() if _runs(*k, offer)}
     if all(s.n == 1 for s in samples):  # no log crosses a node: nothing fitted the lines across nodes
         lines = {k: v for k, v in lines.items() if k[0] == "intra"}
     errors = tuple(log_errors(log, lines, offer, in_place, system) for log in logs)
