@@ -168,8 +168,9 @@ def fit_lines(samples: list[Sample], protocols=PROTOCOLS, fixed: dict | None = N
 
 
 def _runs(where: str, label: str, offers: Offers) -> bool:
-    """Whether a line is used: not the inter-node LL128 line where LL128 does not cross nodes."""
-    return where == "intra" or offers.ll128_across or protocol_kind(label) != "LL128"
+    """Whether a line is used: not an inter-node line of a protocol NCCL does not run across
+    nodes (:func:`~oracle.compute.nccl.protocols_for`)."""
+    return label in protocols_for((label,), 2 if where == "inter" else 1, offers.ll128_across)
 
 
 def _descend(samples: list[Sample], assign: list, protocols, keys: dict, fixed: dict, floors: dict,
