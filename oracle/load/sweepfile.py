@@ -20,7 +20,7 @@ case (``cases[0].system``), exit 2.
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from oracle.vocabulary import ESTIMATE
@@ -39,6 +39,11 @@ class Case:
 
     where: str
     values: dict
+    lines: dict = field(default_factory=dict)  # the sweep file's line of each key ("": the case's)
+
+    def line_of(self, key: str | None) -> int | None:
+        """The line of the case's ``key`` in the sweep file, else the case's."""
+        return self.lines.get(key) or self.lines.get("")
 
     @property
     def label(self) -> str:
@@ -86,12 +91,13 @@ def _expand(entry: dict, path: str, where: str, f) -> list[Case]:
             if not lists[key]:
                 raise f.error(key, "is an empty list; expected at least one value")
     base = {k: v for k, v in entry.items() if k not in lists}
+    lines = {"": f.line} | {key: f.key_line(key) for key in entry}
     cases = []
     for combo in itertools.product(*lists.values()):
         values = {**base, **dict(zip(lists, combo))}
         values["profile"] = _profile(values, f)
         check_case({k: v for k, v in values.items() if k != "stack"}, path, where)
-        cases.append(Case(where, _rebased(values, Path(path).parent)))
+        cases.append(Case(where, _rebased(values, Path(path).parent), lines))
     return cases
 
 
