@@ -12,9 +12,10 @@ and a case stands for every combination of them::
         strategy: all
 
 A case without ``profile`` (or with ``profile: estimate``) projects the compute model's
-estimate for the system's GPU.  Relative paths are taken from the sweep file's folder.  Every name is checked before
-anything is projected: an unknown model, system, profile or stack names the file and the
-case (``cases[0].system``), exit 2.
+estimate for the system's GPU; ``stack: none`` no stack, as ``--stack none``.  Relative paths are
+taken from the sweep file's folder.  Every name is checked before anything is projected: an
+unknown model, system, profile or stack names the file, the case (``cases[0].system``) and its
+line, exit 2 (services/sweep.check_names).
 """
 
 from __future__ import annotations
