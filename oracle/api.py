@@ -84,13 +84,12 @@ def request(model, system, profile, gpus=None, strategies="all", p2=None, files=
     the GPU counts (None: the powers of two up to the system, at most 1024) and what the
     profile gives that the flags do not.  ``-p estimate`` is made once the counts are known
     (:func:`estimate_at`)."""
-    from oracle.compute.options import Flags
     from oracle.compute.stack import stack_system
     from oracle.load import Files, is_estimate
     from oracle.load.values import default_gpus, parse_gpus
 
     files = files or Files()
-    checked = Flags.parse(**with_stack(files, flags))
+    checked = parse_flags(files, flags)
     m, s = files.model(model), files.system(system)
     estimated = is_estimate(profile)
     pr = None if estimated else files.bound_profile(profile, m, s)
@@ -138,12 +137,22 @@ def with_stack(files, flags: dict) -> dict:
     return {**flags, "stack": None if str(flags["stack"]) == NO_STACK else files.stack(flags["stack"])}
 
 
-def system_flags(files, flags: dict, system, checked):
-    """``checked`` (the parsed flags), or the flags parsed again under the system's default
-    stack (its file's ``stack:``, else none; issue 25) when they name none."""
+def parse_flags(files, flags: dict):
+    """``flags`` parsed (compute.options.Flags.parse), their ``stack`` loaded through
+    ``files``; where they name none, checked as far as they can be before the system file's
+    stack is read (Flags.pending: :func:`system_flags` parses them again under it)."""
     from oracle.compute.options import Flags
 
-    if flags.get("stack") is not None:
+    return Flags.parse(**with_stack(files, flags), stack_pending=flags.get("stack") is None)
+
+
+def system_flags(files, flags: dict, system, checked):
+    """``checked`` (the flags :func:`parse_flags` parsed), or, when they name no stack, the
+    flags parsed again under the stack in force: the system's default (its file's
+    ``stack:``, else none; issue 25).  A rule on what the stack sets is checked here."""
+    from oracle.compute.options import Flags
+
+    if not checked.pending:
         return checked
     return Flags.parse(**with_stack(files, {**flags, "stack": system.stack}))
 
@@ -200,12 +209,11 @@ class Inputs:
     built once: ``flags`` as :meth:`oracle.compute.options.Flags.parse` takes them."""
 
     def __init__(self, files=None, **flags) -> None:
-        from oracle.compute.options import Flags
         from oracle.load import Files
 
         self.files = files or Files()
         self._flags = flags  # a run's stack column parses them again under its stack (issue 25)
-        self.flags = Flags.parse(**with_stack(self.files, flags))
+        self.flags = parse_flags(self.files, flags)
         self._contexts: dict = {}
 
     def context(self, model: str, system: str, profile: str, run=None):
@@ -238,13 +246,12 @@ class Inputs:
         return self._contexts[key]
 
     def row_flags(self, stack=None, own=()):
-        """The command's Flags with a row's stack and option columns over them."""
-        from oracle.compute.options import Flags
-
+        """The command's Flags with a row's stack and option columns over them (pending,
+        :func:`parse_flags`, where neither names a stack)."""
         if not stack and not own:
             return self.flags
         merged = {**self._flags, **dict(own), **({"stack": stack} if stack else {})}
-        return Flags.parse(**with_stack(self.files, merged))
+        return parse_flags(self.files, merged)
 
 
 def compare(

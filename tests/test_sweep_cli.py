@@ -7,12 +7,14 @@ from __future__ import annotations
 import csv
 import io
 import json
+from pathlib import Path
 
 import pytest
 from test_robustness import files, one_error
 
 from conftest import TINY_SYSTEM, run_cli
 
+ROOT = Path(__file__).resolve().parent.parent
 PREDICT_KEYS = ("model", "system", "strategy", "gpus", "p1", "p2", "global_batch", "total_s", "memory_bytes", "rank")
 
 
@@ -79,10 +81,47 @@ def test_an_unknown_name_names_the_file_and_the_case(tmp_path, key, value):
     one_error(run_cli("sweep", str(path)), "cases.yaml", f"cases[2].{key}", value.strip("[]").split(", ")[-1])
 
 
+def test_stack_none_is_no_stack_as_the_option_is(tmp_path):
+    """``stack: none`` projects as ``--stack none`` (not the system file's pytorch, whose
+    buckets hide the all-reduce), ``stack: pytorch`` as ``--stack pytorch``."""
+    path = tmp_path / "cases.yaml"
+    path.write_text("cases:\n  - {model: resnet50, system: dgx-a100-80gb, batch_per_gpu: 32, gpus: 16, strategy: data,"
+                    " stack: [none, pytorch]}\n")  # fmt: skip
+    r = run_cli("sweep", str(path), "-f", "json")
+    assert r.code == 0, r.err
+    none, pytorch = json.loads(r.out)
+    for row, stack in ((none, "none"), (pytorch, "pytorch")):
+        r = run_cli("predict", "-m", "resnet50", "-s", "dgx-a100-80gb", "--gpus", "16", "-b", "32", "--strategy", "data",
+                    "--stack", stack, "-f", "json")  # fmt: skip
+        assert r.code == 0, r.err
+        (want,) = json.loads(r.out)
+        assert [row[k] for k in PREDICT_KEYS] == [want[k] for k in PREDICT_KEYS], stack
+    assert none["total_s"] > pytorch["total_s"]  # nothing overlapped: none is not the system's stack
+
+
+@pytest.mark.parametrize(("broken", "says"), [("{value: sometimes", "communication.overlap.value: got 'sometimes'"),
+                                               ("{value: [buckets", "YAML syntax error")])  # fmt: skip
+def test_a_broken_stack_file_names_its_problem_and_the_case_naming_it(tmp_path, broken, says):
+    """The stack file's own line and key, and where the sweep file names it (case, key, line)."""
+    text = (ROOT / "stacks" / "pytorch.yaml").read_text()
+    at = text.index("overlap: {value: buckets")
+    stack = tmp_path / "mine.yaml"
+    stack.write_text(text.replace("overlap: {value: buckets", "overlap: " + broken))
+    says = f":{text[:at].count(chr(10)) + 1}: {says}"  # the overlap's line
+    path, _ = sweep_file(tmp_path, "  - {{model: {m}, profile: {p}, system: {s}, batch: 32, gpus: 4}}\n"
+                                   "  - model: {m}\n    profile: {p}\n    system: {s}\n    batch: 32\n"
+                                   "    stack: [pytorch, mine.yaml]\n")  # fmt: skip
+    line = one_error(run_cli("sweep", str(path)), f"{stack}{says}")
+    assert line.endswith(f"(named by cases[1].stack of {path}, line 7)"), line
+
+
 def test_a_bad_value_names_the_case_before_any_output(tmp_path):
     path, _ = sweep_file(tmp_path, "  - {{model: {m}, profile: {p}, system: {s}, batch: 32, gpus: 4}}\n"
                                    "  - {{model: {m}, profile: {p}, system: {s}, batch: 32, gpus: 4, p2: 0}}\n")  # fmt: skip
     one_error(run_cli("sweep", str(path)), "cases.yaml", "cases[1]")
+    path, _ = sweep_file(tmp_path, "  - model: {m}\n    profile: {p}\n    system: {s}\n    batch: 32\n"
+                                   "    memory_reuse: 0.5\n")  # an option's rule: the key and its line  # fmt: skip
+    one_error(run_cli("sweep", str(path)), f"{path}:6: cases[0].memory_reuse: ")
 
 
 def test_a_case_streams_in_runs_of_gpu_counts_row_for_row(tmp_path, monkeypatch):

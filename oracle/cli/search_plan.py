@@ -10,18 +10,17 @@ def run_search_command(model, system, profile, gpus, max_gpus, kinds, strategies
     (``flags``: those of the projection, as compute.options.Flags.parse takes them)."""
     from dataclasses import replace
 
-    from oracle.api import estimate_at, system_flags, with_stack
+    from oracle.api import estimate_at, parse_flags, system_flags
     from oracle.compute.conversion import build_context
     from oracle.compute.layerwise.search import evaluate_given
     from oracle.compute.layerwise.search import search as run_search
-    from oracle.compute.options import Flags
     from oracle.compute.stack import stack_system
     from oracle.compute.sweep import parse_strategies
     from oracle.load import Files, is_estimate
     from oracle.services.project import describe
 
     files = Files()
-    checked = Flags.parse(**with_stack(files, flags))  # issue 25: --stack loaded once
+    checked = parse_flags(files, flags)  # issue 25: --stack loaded once
     kind_list = parse_kinds(kinds)
     parse_strategies(strategies)  # validate early
     m, s = files.model(model), files.system(system)

@@ -148,8 +148,10 @@ def check_runnable(options: Options, system) -> None:
 
 def _check_overlap(options: Options) -> None:
     if (options.bucket_layers or options.delayed_update) and options.overlap != "buckets":
+        stack = options.stack  # the stack in force, where its overlap is the one in force
+        why = f"stack {stack.name} has overlap {options.overlap}: " if stack and stack.overlap.value == options.overlap else ""
         raise OracleError("--bucket-layers and --delayed-update shape the overlap", path="--overlap",
-                          hint="add --overlap buckets")  # fmt: skip
+                          hint=f"{why}add --overlap buckets")  # fmt: skip
     if options.bucket_layers < 0:
         raise OracleError(f"got {options.bucket_layers}; expected a number of layers >= 0", path="--bucket-layers")
     if options.overlap not in ("none", "buckets"):
@@ -195,14 +197,22 @@ class Flags:
     precision: str | None = None  # None: the profile's
     batch: float | None = None  # strong scaling: the global mini-batch
     batch_per_gpu: float | None = None  # weak scaling; None (and no batch): the profile's
+    # parsed before the stack in force was known (parse's stack_pending): checked, but what a
+    # stack sets is not yet in force; parse again under the stack (api.system_flags) to project
+    pending: bool = False
 
     @classmethod
     def parse(cls, *, precision: str | None = None, memory_reuse: float | None = None, bucket_mb: float | None = None,
               bucket_layers: int | None = None, delayed_update=None, replicated_gradients=None,
-              batch: float | None = None, batch_per_gpu: float | None = None, stack=None, **same) -> Flags:  # fmt: skip
+              batch: float | None = None, batch_per_gpu: float | None = None, stack=None,
+              stack_pending: bool = False, **same) -> Flags:  # fmt: skip
         """From the flags by their names (``--memory-reuse`` is ``memory_reuse``, ``--bucket-MB``
         ``bucket_mb``; None: not given); the others keep the names and defaults of
-        :class:`Options`.  Layer lists are comma-separated text or a sequence of names."""
+        :class:`Options`.  Layer lists are comma-separated text or a sequence of names.
+        ``stack_pending`` (with no ``stack``): the stack in force is not known yet (the flags
+        name none and the system file's is still to be read), so the rules on options a stack
+        sets (--overlap for --bucket-layers and --delayed-update, --memory-model for
+        --memory-reuse) wait for the parse under it, where not given (Flags.pending)."""
         if batch is not None and batch_per_gpu is not None:
             raise OracleError("give either --batch (strong scaling) or --batch-per-gpu (weak scaling), not both")
         if batch is not None:
@@ -218,12 +228,16 @@ class Flags:
             from oracle.compute.stack import stack_flags
 
             same = stack_flags(stack, same)
+        pending = stack_pending and stack is None
+        layers, delayed = _chunk_layers(bucket_layers), _layer_names(delayed_update)
+        if pending and (layers or delayed) and "overlap" not in same:
+            same["overlap"] = "buckets"  # provisional: the stack in force decides (Flags.pending)
         options = Options(
-            precision=precision or Options.precision, memory_reuse=_memory_reuse(memory_reuse, same),
-            bucket_layers=_chunk_layers(bucket_layers), delayed_update=_layer_names(delayed_update),
+            precision=precision or Options.precision, memory_reuse=_memory_reuse(memory_reuse, same, pending),
+            bucket_layers=layers, delayed_update=delayed,
             replicated_gradients=_layer_names(replicated_gradients), **same,
         )  # fmt: skip
-        return cls(options, precision, batch, batch_per_gpu)
+        return cls(options, precision, batch, batch_per_gpu, pending)
 
     def estimate_precision(self, system, precision: str | None = None, mixed_precision: bool | None = None) -> str:
         """The precision ``-p estimate`` makes the profile of a run of these flags at: the
@@ -233,6 +247,7 @@ class Flags:
         run's own, before the flags (as :meth:`resolve`)."""
         from oracle.compute.conversion import run_precision
 
+        self._check_in_force()
         mixed = bool(self.options.mixed_precision if mixed_precision is None else mixed_precision)
         value = run_precision(precision or self.precision or FP32, mixed)
         return stack_precision(value, self.options.stack, mixed, system)[0]
@@ -246,6 +261,7 @@ class Flags:
         run's own (its precision column), before the flags.  The device is always the
         system's GPU: a profile's TF32 on a ``system`` whose GPU has none (before Ampere)
         runs in fp32, as the same script would there (:func:`profile_precision`)."""
+        self._check_in_force()
         given = precision or self.precision
         value, why = (given, "") if given else profile_precision(profile.precision, system)
         mixed = self.options.mixed_precision if mixed_precision is None else mixed_precision
@@ -258,6 +274,10 @@ class Flags:
         recorded = float(profile.measured_samples_per_gpu) if profile.measured_samples_per_gpu else None
         value = self.batch_per_gpu if self.batch_per_gpu is not None else (recorded or float(DEFAULT_BATCH_PER_GPU))
         return Run(options, chosen, None, FromProfile(float(value), self.batch_per_gpu is not None, recorded))
+
+    def _check_in_force(self) -> None:
+        if self.pending:  # a bug: no run is made of options a stack is yet to set
+            raise RuntimeError("flags parsed before their stack was known: parse them under it (api.system_flags)")
 
 
 def profile_precision(recorded: str, system) -> tuple[str, str]:
@@ -292,10 +312,13 @@ def stack_precision(value: str, stack, mixed: bool, system) -> tuple[str, str]:
     return TF32, f"runs in TF32 under stack {stack.name}"
 
 
-def _memory_reuse(gamma: float | None, same: dict) -> float:
-    """γ applies to ParaDL's bound only: with the framework model it is a usage error."""
+def _memory_reuse(gamma: float | None, same: dict, pending: bool = False) -> float:
+    """γ applies to ParaDL's bound only: with the framework model it is a usage error
+    (``pending``: no --memory-model given and the stack that may set one not known yet)."""
     if gamma is None:
         return Options.memory_reuse
+    if pending and "memory_model" not in same:
+        return gamma
     if same.get("memory_model", Options.memory_model) != PARADL:
         raise OracleError(
             "γ scales ParaDL's memory bound; the framework memory model counts"
@@ -352,7 +375,7 @@ def column_flags(cells: dict) -> dict:
             out[key] = _column_value(col, text, kind)
     if out and tuple(sorted(out.items())) not in _CHECKED:
         try:
-            Flags.parse(**out)
+            Flags.parse(**out, stack_pending=True)  # the row's stack checks what it sets (api.Inputs)
         except OracleError as exc:
             exc.path = _column_of(exc.path) or exc.path
             raise

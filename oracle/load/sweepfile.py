@@ -12,15 +12,16 @@ and a case stands for every combination of them::
         strategy: all
 
 A case without ``profile`` (or with ``profile: estimate``) projects the compute model's
-estimate for the system's GPU.  Relative paths are taken from the sweep file's folder.  Every name is checked before
-anything is projected: an unknown model, system, profile or stack names the file and the
-case (``cases[0].system``), exit 2.
+estimate for the system's GPU; ``stack: none`` no stack, as ``--stack none``.  Relative paths are
+taken from the sweep file's folder.  Every name is checked before anything is projected: an
+unknown model, system, profile or stack names the file, the case (``cases[0].system``) and its
+line, exit 2 (services/sweep.check_names).
 """
 
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from oracle.vocabulary import ESTIMATE
@@ -39,6 +40,11 @@ class Case:
 
     where: str
     values: dict
+    lines: dict = field(default_factory=dict)  # the sweep file's line of each key ("": the case's)
+
+    def line_of(self, key: str | None) -> int | None:
+        """The line of the case's ``key`` in the sweep file, else the case's."""
+        return self.lines.get(key) or self.lines.get("")
 
     @property
     def label(self) -> str:
@@ -86,12 +92,13 @@ def _expand(entry: dict, path: str, where: str, f) -> list[Case]:
             if not lists[key]:
                 raise f.error(key, "is an empty list; expected at least one value")
     base = {k: v for k, v in entry.items() if k not in lists}
+    lines = {"": f.line} | {key: f.key_line(key) for key in entry}
     cases = []
     for combo in itertools.product(*lists.values()):
         values = {**base, **dict(zip(lists, combo))}
         values["profile"] = _profile(values, f)
         check_case({k: v for k, v in values.items() if k != "stack"}, path, where)
-        cases.append(Case(where, _rebased(values, Path(path).parent)))
+        cases.append(Case(where, _rebased(values, Path(path).parent), lines))
     return cases
 
 
