@@ -117,10 +117,13 @@ def point_at_row(exc, run, file: str | None) -> None:
     own problem or a name in one of its cells that is no file and no shipped name (a
     misspelled model, system, profile or stack: 'runs.csv:3: stack: ...'); a problem in a
     file the row names keeps that file, with the row in its hint."""
+    from oracle.compute.options import row_column
     from oracle.resources import exists
 
     cells = {"model": run.model, "system": run.system, "profile": run.profile, "stack": run.stack}
     column = next((c for c, v in cells.items() if v and exc.file == v and not exists(Path(v))), None)
+    if exc.file is None:  # an option the row's columns give: their column, not the command's flag
+        exc.path = row_column(exc.path, run.flags) or exc.path
     if exc.file is None or (column and file):
         exc.file, exc.line, exc.path = file or exc.file, run.line, exc.path or column
     elif file:

@@ -124,6 +124,12 @@ def fmt_ratio(r: float | None) -> str:
     return f"{r:.3g}x" if 0.9 <= r < 1.1 else f"{r:.2g}x"
 
 
+def fmt_split(p1: int, p2: int) -> str:
+    """A configuration's p1×p2 ('4×2'), or '–' where it has none: p1 = 0 when the p2 asked for
+    does not divide the GPUs (strategies/base.hybrid_configurations; the point's limit says so)."""
+    return f"{p1}×{p2}" if p1 > 0 else "–"
+
+
 def fmt_gap(r: float, digits: int = 1) -> str:
     """How much longer than the best a time ``r`` times the best's is: +2.2% below twice
     the best, then as a multiple (2.7x), never +170%."""

@@ -7,6 +7,7 @@ import csv
 import io
 import json
 import math
+import re
 
 import pytest
 
@@ -585,3 +586,21 @@ def test_caption_says_what_helps_when_nothing_fits(run):
     r = ok(run(*RESNET, "--gpus", "8,16", "-b", "512", "--width", "160"))
     text = " ".join(r.out.split())
     assert "nothing fits in GPU memory at 8, 16 GPUs" in text and "--max-batch" in text
+
+
+@pytest.mark.parametrize("fmt", ["table", "markdown"])
+def test_a_hybrid_without_a_split_shows_a_dash_and_its_limit(run, fmt):
+    """--p2 2 on 7 GPUs has no p1 (p2 does not divide p): the p1×p2 cell is '–', not '0×2',
+    next to the limit that says why; 8 GPUs keep their 4×2."""
+    r = run("predict", "-m", "resnet50", "-s", "dgx-h100-superpod", "--strategy", "data+filter", "--gpus", "7,8",
+            "--p2", "2", "-f", fmt, "--width", "200")
+    assert r.code == 0, r.err
+    (seven,) = [line for line in r.out.splitlines() if "p=7 is not a multiple of p2=2" in line]
+    assert re.search(r"data\+filter\W+–\W+224\W", seven), seven  # strategy, p1×p2, batch
+    assert "0×2" not in r.out and re.search(r"data\+filter\W+4×2\W+256\W", r.out)
+
+
+def test_fmt_split():
+    from oracle.units import fmt_split
+
+    assert (fmt_split(4, 2), fmt_split(1, 7), fmt_split(0, 7)) == ("4×2", "1×7", "–")

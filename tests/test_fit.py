@@ -294,6 +294,28 @@ def test_a_range_with_one_size_is_an_error(tmp_path):
     assert r.exit_code == 2 and "need at least 2" in r.stderr
 
 
+@pytest.mark.parametrize(("text", "size"), [
+    ("1048576", 2**20), ("1M", 2**20), ("1MiB", 2**20), ("1mib", 2**20), ("1MB", 10**6), ("1 kB", 1000),
+    ("1TiB", 2**40), ("1tib", 2**40), ("1T", 2**40), ("1TB", 10**12), ("2GiB", 2**31), ("1.5KiB", 1536),
+    ("1PiB", 2**50), ("1PB", 10**15),
+])  # fmt: skip
+def test_byte_sizes_take_binary_and_decimal_units_in_any_case(text, size):
+    """K..P and KiB..PiB are powers of 1024 (nccl-tests' -b/-e), KB..PB of 1000, in any case."""
+    from oracle.cli.types import ByteSize
+
+    assert ByteSize().convert(text, None, None) == size
+
+
+def test_a_terabyte_bound_is_taken(tmp_path):
+    """--max-bytes 1TiB bounds nothing in a log up to 1 GiB: the fit is the unbounded one."""
+    log = NCCL / "inter_vnode_2nodes.txt"
+    r, plain = run("fit", "network", "--max-bytes", "1TiB", "-f", "json", log), run("fit", "network", "-f", "json", log)
+    assert r.exit_code == 0, r.stderr
+    assert json.loads(r.stdout)["levels"] == json.loads(plain.stdout)["levels"]
+    r = run("fit", "network", "--max-bytes", "1XiB", log)
+    assert r.exit_code == 2 and "--max-bytes" in r.stderr and "not a byte count" in r.stderr
+
+
 def test_mixed_tools_at_one_span_are_an_error():
     r = run("fit", "network", "--gpus-per-node", "4", NCCL / "inter_vnode_2nodes.txt", OSU / "inter_vnode_2nodes.txt")
     assert r.exit_code == 2 and "different tools" in r.stderr

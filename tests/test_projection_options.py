@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from conftest import run_cli
+from test_robustness import one_error
 
 from oracle.compute.options import OPTION_COLUMNS, column_flags
 from oracle.errors import OracleError
@@ -86,6 +87,25 @@ def test_a_bad_option_column_is_one_error_line(tmp_path):
     assert result.code == 2 and result.exception is None
     assert len(result.err.strip().splitlines()) == 1
     assert "runs.csv" in result.err and ":3" in result.err and "column 'collective'" in result.err
+
+
+@pytest.mark.parametrize(("column", "value", "fragment"), [
+    ("collective", "nvls", "NVLS needs an NVSwitch"),  # found projecting the row on its system
+    ("spatial_split_after", "nosuch", "no layer 'nosuch'"),  # found on the row's model
+    ("replicated_gradients", "nosuch", "'nosuch'"),
+    ("bucket_MB", "-5", "got -5;"),  # the cell as written, not in bytes
+])  # fmt: skip
+def test_a_bad_option_cell_names_its_row_and_column_not_the_option(tmp_path, column, value, fragment):
+    """An option column's bad value is the row's: compare and fit runs name the file, its line
+    and the column, as for any other cell, not the command-line option of the same name."""
+    runs = _runs(tmp_path, column, ("", value))
+    for args in (("compare", runs), ("fit", "runs", runs, "-s", "abci", "--calibrate", "network")):
+        line = one_error(run_cli(*args), f"{runs}:3:", f"column '{column}'", fragment)
+        assert "--" + column.replace("_", "-") not in line, line
+
+
+def test_the_commands_own_option_is_still_named_as_an_option(tmp_path):
+    one_error(run_cli("compare", _runs(tmp_path), "--collective", "nvls"), "--collective", "NVLS needs an NVSwitch")
 
 
 def test_fit_runs_option_changes_the_calibration(tmp_path):

@@ -140,19 +140,10 @@ def width_type() -> KindType:
     return KindType(WIDTH)
 
 
-_UNITS = {
-    "": 1,
-    "b": 1,
-    "k": 1 << 10,
-    "kib": 1 << 10,
-    "m": 1 << 20,
-    "mib": 1 << 20,
-    "g": 1 << 30,
-    "gib": 1 << 30,
-    "kb": 10**3,
-    "mb": 10**6,
-    "gb": 10**9,
-}
+# byte units, any case: K, M, G, T, P and KiB ... PiB binary (nccl-tests' -b/-e take K, M and G
+# as 2^10, 2^20, 2^30: parsesize in src/common.cu), KB ... PB decimal (SI), B bytes
+_UNITS = {"": 1, "b": 1, **{p + suffix: 1 << 10 * i for i, p in enumerate("kmgtp", 1) for suffix in ("", "ib")},
+          **{p + "b": 10 ** (3 * i) for i, p in enumerate("kmgtp", 1)}}  # fmt: skip
 
 
 def _bad(param, message: str):
@@ -163,7 +154,7 @@ def _bad(param, message: str):
 
 
 class ByteSize(click.ParamType):
-    """1048576, 1M, 1MiB (binary, as nccl-tests' -b/-e), 1MB (decimal)."""
+    """1048576, 1M, 1MiB (binary, as nccl-tests' -b/-e), 1MB (decimal), any case, K to P (:data:`_UNITS`)."""
 
     name = "BYTES"
 
@@ -174,7 +165,8 @@ class ByteSize(click.ParamType):
             return value
         m = re.fullmatch(r"(\d+(?:\.\d+)?)\s*([A-Za-z]*)", str(value).strip())
         if not m or m.group(2).lower() not in _UNITS:
-            _bad(param, f"{_short(str(value))!r} is not a byte count (e.g. 1048576, 1M, 1MiB, 1MB)")
+            _bad(param, f"{_short(str(value))!r} is not a byte count (e.g. 1048576, 1M, 1MiB, 1MB;"
+                 " K, M, G, T, P or KiB ... PiB binary, KB ... PB decimal)")
         n = float(m.group(1)) * _UNITS[m.group(2).lower()]
         if not n <= MAX_BYTES:  # also inf, from 400 digits
             _bad(param, f"{_short(str(value).strip())} is more than 2^60 bytes; expected a message size")

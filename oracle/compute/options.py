@@ -8,7 +8,16 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from oracle.errors import OracleError, did_you_mean
-from oracle.limits import BATCH, BATCH_PER_GPU, CONTENTION, COUNT, REUSE, SAMPLES, check_option
+from oracle.limits import (
+    BATCH,
+    BATCH_PER_GPU,
+    BUCKET_MB,
+    CONTENTION,
+    COUNT,
+    REUSE,
+    SAMPLES,
+    check_option,
+)
 from oracle.vocabulary import (
     ALGORITHMS,
     FP32,
@@ -220,7 +229,7 @@ class Flags:
         if batch_per_gpu is not None:
             check_option(BATCH_PER_GPU, batch_per_gpu, "--batch-per-gpu")
         if bucket_mb is not None:
-            same["bucket_bytes"] = bucket_mb * 2**20
+            same["bucket_bytes"] = check_option(BUCKET_MB, bucket_mb, "--bucket-MB") * 2**20
         # None: not given (the CLI's options a stack may set default to None), so the stack's
         # value, else Options' default; one given wins over a stack, also at its default value
         same = {k: v for k, v in same.items() if v is not None or getattr(Options, k, None) is None}
@@ -407,6 +416,15 @@ def _column_of(flag: str | None) -> str | None:
     """``column 'bucket_MB'`` for the flag ``--bucket-MB`` when it has a column, else None."""
     col = (flag or "").lstrip("-").replace("-", "_")
     return f"column '{col}'" if flag and flag.startswith("--") and col in OPTION_COLUMNS else None
+
+
+def row_column(flag: str | None, row_flags) -> str | None:
+    """``column 'collective'`` for an error at the flag ``--collective`` raised projecting a
+    runs-file row whose option columns (``row_flags``, Flags.parse keywords) give it: the
+    row's value is the one that failed, not the command's option; else None."""
+    column = _column_of(flag)
+    col = (flag or "").lstrip("-").replace("-", "_")
+    return column if column and OPTION_COLUMNS[col][0] in dict(row_flags) else None
 
 
 def given_flags(flags: dict) -> dict:

@@ -14,6 +14,7 @@ from oracle.gpus import architecture_of
 from oracle.limits import BATCH_PER_GPU, CONTENTION, COUNT, GPUS
 from oracle.load.anchors import parse_anchors
 from oracle.load.fields import Fields, boolean, choice, integer, number, of, string
+from oracle.load.interconnect import parse_interconnect
 from oracle.load.model_systems import parse_model_systems
 from oracle.load.yamlfile import load_yaml
 from oracle.model import (
@@ -125,7 +126,7 @@ def parse_system(doc: dict, file: str) -> System:
     contention = top.opt("contention_factor", of(CONTENTION))
 
     levels = _levels(top, file)
-    interconnect = _interconnect(top, gpus_per_node, nodes)
+    interconnect = parse_interconnect(top, gpus_per_node, nodes, levels)
     ops = _operations(top, interconnect)
     inp = _input(top)
     # the software of GPUs before tensor cores launched activations apart (cuDNN's batch norm
@@ -296,31 +297,6 @@ def _input(top: Fields) -> InputPipeline | None:
     f.opt("notes", string(nonempty=False), "")
     f.done()
     return out
-
-
-def _interconnect(top: Fields, gpus_per_node: int, nodes: int) -> Interconnect:
-    """The optional ``interconnect:`` section (issue 25): what the fabric offers collectives.
-    NVLS needs an NVSwitch of generation 3 or later; an NVLink domain is part of a host or
-    whole hosts."""
-    f = top.sub("interconnect", required=False)
-    if f is None:
-        return Interconnect()
-    domain = f.opt("nvlink_domain_gpus", of(GPUS))
-    generation = f.opt("nvswitch_generation", integer(ge=0, le=9, what="an NVSwitch generation (0: none)"), 0)
-    nvls = f.opt("nvls", boolean(), False)
-    sharp = f.opt("sharp", boolean(), False)
-    source = f.opt("source", string(nonempty=False), "")
-    f.opt("notes", string(nonempty=False), "")
-    f.done()
-    if nvls and generation < 3:
-        raise f.error("nvls", "NVLink SHARP (NVLS) reduces inside an NVSwitch of generation 3 or later (H100/H200"
-                      f" systems); interconnect.nvswitch_generation is {generation}")  # fmt: skip
-    if domain is not None and domain % gpus_per_node and gpus_per_node % domain:
-        raise f.error("nvlink_domain_gpus", f"got {domain}; expected a divisor or a multiple of gpus_per_node"
-                      f" ({gpus_per_node}): part of a host or whole hosts")  # fmt: skip
-    if domain is not None and domain > gpus_per_node * nodes:
-        raise f.error("nvlink_domain_gpus", f"got {domain}; the system has only {gpus_per_node * nodes} GPUs")
-    return Interconnect(domain, generation, nvls, sharp, source)
 
 
 def _collectives(top: Fields, gpus_per_node: int, interconnect: Interconnect):

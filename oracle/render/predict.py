@@ -8,7 +8,7 @@ from itertools import groupby
 
 from oracle.compute.cost import Point
 from oracle.textsafe import md
-from oracle.units import fmt_bytes, fmt_gap, fmt_seconds
+from oracle.units import fmt_bytes, fmt_gap, fmt_seconds, fmt_split
 from oracle.vocabulary import PARADL
 
 BEST_STYLE = "bold green"
@@ -26,7 +26,7 @@ def select_top(points: Sequence[Point], top: int | None) -> list[Point]:
 
 
 def _parts(pt: Point) -> str:
-    return f"{pt.p1}×{pt.p2}"
+    return fmt_split(pt.p1, pt.p2)
 
 
 def _batch(pt: Point) -> str:

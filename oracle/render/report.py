@@ -30,7 +30,7 @@ from pathlib import Path
 
 from oracle.compute.cost import Point
 from oracle.render.predict import memory_label
-from oracle.units import fmt_bytes, fmt_count, fmt_gap, fmt_rate, fmt_seconds, fmt_si
+from oracle.units import fmt_bytes, fmt_count, fmt_gap, fmt_rate, fmt_seconds, fmt_si, fmt_split
 
 PLOT_KINDS = ("scaling", "breakdown", "memory")
 SECTIONS = {  # id -> heading
@@ -97,7 +97,7 @@ def _ranges(hit: Sequence[int], counts: Sequence[int]) -> str:
 
 
 def config_text(pt: Point) -> str:
-    text = f"{pt.p1}×{pt.p2}"
+    text = fmt_split(pt.p1, pt.p2)
     if pt.segments:
         text += f", S={pt.segments}"
     return text

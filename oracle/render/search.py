@@ -13,7 +13,7 @@ from oracle.compute.layerwise.search import SearchResult
 from oracle.compute.strategies import REGISTRY
 from oracle.load.layerwise import ranges_of
 from oracle.render.columns import Column, FitTable, Section
-from oracle.units import fmt_bytes, fmt_seconds
+from oracle.units import fmt_bytes, fmt_seconds, fmt_split
 
 
 def escape(text: str) -> str:
@@ -170,7 +170,7 @@ def _strategy(pt: Point) -> str:
     s = pt.strategy
     hybrid = pt.strategy in REGISTRY and REGISTRY[pt.strategy].hybrid
     if hybrid or (pt.p2 > 1 and pt.p1 > 1):
-        s += f" {pt.p1}×{pt.p2}"
+        s += f" {fmt_split(pt.p1, pt.p2)}"
     if pt.segments:
         s += f" (S={pt.segments})"
     return s

@@ -23,7 +23,7 @@ def run_options(run, file: str, profile, flags: dict, system=None):
     from dataclasses import replace
 
     from oracle.compute.calibration.compare import run_precision_options
-    from oracle.compute.options import Flags
+    from oracle.compute.options import Flags, row_column
     from oracle.errors import OracleError
 
     try:
@@ -37,10 +37,11 @@ def run_options(run, file: str, profile, flags: dict, system=None):
     st = replace(st, efficiency=(), update_bytes_per_parameter=(), gpu_overhead_s_per_layer=None) if st else None
     try:
         parsed = Flags.parse(**{**flags, **dict(run.flags), "stack": st})
+        return parsed.resolve(profile, precision, mixed, system=system).options
     except OracleError as exc:
+        exc.path = (row_column(exc.path, run.flags) if exc.file is None else None) or exc.path
         exc.file, exc.line = exc.file or file, exc.line or run.line
         raise
-    return parsed.resolve(profile, precision, mixed, system=system).options
 
 
 def calibrate_compute(runs_file: str, chosen, base_system: str, flags: dict):

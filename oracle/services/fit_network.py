@@ -163,10 +163,27 @@ def _written(req: NetworkRequest, result, parsed, base: _Base | None, network: s
         f"{s.name} as in {base.label} (see its sources) with its network levels fitted by"
         " `oracle fit network` to " + (req.source or ", ".join(log.file for log in parsed)) + "."
     )
+    if network is None:
+        _domain_level(result.levels, s)
     tables = rf.tables_section(parsed, req.in_place) if req.collectives == "table" else None
     text = rf.system_yaml(base.doc, result, head, req.name or f"{s.name} (fitted network)", new_source, network, tables)
     check_loads(text, str(req.output))
     return text
+
+
+def _domain_level(levels, system) -> None:
+    """A ring fit's levels replace the base's, and one must end at the base's NVLink domain
+    (load/interconnect.py): only a log inside one domain gives that level."""
+    from oracle.errors import OracleError
+
+    domain = system.interconnect.nvlink_domain_gpus
+    if domain is None or any(lv.max_gpus == domain for lv in levels):
+        return
+    ends = ", ".join(f"{lv.name} up to {lv.max_gpus}" for lv in levels)
+    raise OracleError(f"the fitted levels ({ends} GPUs) replace the base system's, and none ends at its"
+                      f" {domain}-GPU NVLink domain (interconnect.nvlink_domain_gpus): collectives inside it would"
+                      " take a network level's line; nothing written", path="--output",
+                      hint=f"add a log of a collective inside one NVLink domain ({domain} GPUs)")  # fmt: skip
 
 
 def per_file(values, logs: list[str], option: str) -> tuple[int | None, dict[str, int]]:
