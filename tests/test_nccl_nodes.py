@@ -2,7 +2,8 @@
 rack's 72 GPUs on 18 trays of 4, compute/nccl.node_gpus) is one node in ``oracle fit runs
 --calibrate network``, in ``oracle fit network``'s checks, and a job that fills its last rack
 only partly is refused by the fit and said by ``oracle predict``; the NCCL model's fit honours
---min-bytes/--max-bytes and refuses the ring model's options (docs/calibration.md)."""
+--min-bytes/--max-bytes and refuses the ring model's options (docs/calibration.md); an
+nccl-tests log that measures a size twice is an error naming its line."""
 
 from __future__ import annotations
 
@@ -136,3 +137,13 @@ def test_writing_over_an_input_log_is_refused_before_the_fit(run, tmp_path):
     assert r.code == 2 and "is also an input" in r.err
     assert r.out == "" and "warning" not in r.err
     assert log.read_text() == ONE_RACK.read_text()
+
+
+def test_a_size_measured_twice_is_an_error_naming_its_line(run, tmp_path):
+    lines = ONE_RACK.read_text().splitlines(keepends=True)
+    first = next(i for i, ln in enumerate(lines) if ln.strip().startswith("1073741824"))
+    log = tmp_path / "all_reduce_18nodes.txt"
+    log.write_text("".join([*lines[: first + 2], lines[first], *lines[first + 2:]]))
+    r = run("fit", "network", "-s", "gb200-nvl72", log)
+    assert r.code == 2 and "Traceback" not in r.err
+    assert f"{log}:{first + 3}: size 1073741824 B" in r.err and f"line {first + 1}" in r.err
