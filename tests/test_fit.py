@@ -426,9 +426,15 @@ def test_fewer_gpus_per_node_than_the_base_system_is_said(run):
         " base system (8 GPUs each), not n8; a base system with 4 GPUs per node keeps n8",
     )
     assert fit_network([log], gpus_per_node=4).warnings == ()
-    r = run("fit", "network", "--system", "dgx-a100-40gb", NCCL / "inter_vnode_2nodes.txt", "-f", "json")
+    r = run("fit", "network", "--system", "bigbasin-p100", NCCL / "inter_vnode_2nodes.txt", "-f", "json")
     assert r.code == 0, r.err
     assert "fitted as level n16" in r.err and "not n8" in r.err
+    # NCCL's model carries the node counts: the two 4-GPU hosts are two NCCL nodes, not one
+    # node of the base system's 8 (which fitted the network's times as NVSwitch lines)
+    r = run("fit", "network", "--system", "dgx-a100-40gb", NCCL / "inter_vnode_2nodes.txt", "-f", "json")
+    assert r.code == 0 and "fitted as level" not in r.err, r.err
+    doc = json.loads(r.out)
+    assert doc["logs"][0]["nccl_nodes"] == 2 and {ln["where"] for ln in doc["lines"] if not ln["fixed"]} == {"inter"}
     # a partly filled node (3 GPUs on 2 nodes of 4) is said the same way, without the advice
     osu = load_benchlog(OSU / "inter_vnode_2nodes.txt", gpus=3, gpus_per_node=4)
     (warning,) = fit_network([osu], gpus_per_node=4).warnings

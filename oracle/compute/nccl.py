@@ -209,6 +209,29 @@ def node_gpus(system) -> int:
     return max(system.gpus_per_node, system.interconnect.nvlink_domain_gpus or 0)
 
 
+def partial_domain(system, p: int) -> tuple[int, int, int] | None:
+    """(NCCL nodes, GPUs of a domain, GPUs on the last) where GPUs 0..p-1 fill their last
+    NVLink domain only partly and the domain spans hosts (108 GPUs on NVL72: (2, 72, 36));
+    else None.  NCCL makes each NVLink domain one node, a partly filled one too (init.cc at
+    v2.26.2-1: a node's ranks are those its topology search joined, any number of them): the
+    collective runs on nodes of unequal size, which :func:`nccl_nodes` costs as the fuller's g
+    (docs/cost-model.md, on GB200 NVL72)."""
+    domain = node_gpus(system)
+    if domain <= system.gpus_per_node or p <= domain or p % domain == 0:
+        return None
+    return -(-p // domain), domain, p % domain
+
+
+def partial_domain_note(system, p: int) -> str | None:
+    """What a point of ``p`` GPUs assumed of a partly filled NVLink domain (:func:`partial_domain`), else None."""
+    got = partial_domain(system, p)
+    if got is None:
+        return None
+    n, domain, rest = got
+    return (f"{n - 1} x {domain} + {rest} GPUs: {n} NCCL nodes, the partial NVLink domain taken as fast across"
+            " the network as a full one")
+
+
 def nccl_nodes(system, group) -> tuple[int, int]:
     """(n, g): the NCCL nodes the group spans and its GPUs on each (:func:`node_gpus`)."""
     gpn = system.gpus_per_node

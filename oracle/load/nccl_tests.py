@@ -45,6 +45,7 @@ class _Scan:
     last_bw: tuple[float, float] | None = None  # (algbw, busbw) of the largest measured size
     last_bw_size: int = -1
     header_line: int | None = None
+    size_lines: dict[tuple, int] = field(default_factory=dict)  # (size, type, redop) -> its row's line
 
 
 def parse_nccl_tests(
@@ -142,6 +143,12 @@ def _row(scan: _Scan, s: str, no: int, file: str) -> None:
             line=no,
         )
     size = parse_size(tok[0], file, no)
+    key = (size, tok[2].lower(), tok[3].lower())  # -d all / -o all: one row per type and reduction
+    if key in scan.size_lines:  # nccl-tests measures each size once a run: two runs in one file, or an edit
+        raise OracleError(f"size {size} B ({tok[2]}, {tok[3]}) is measured twice (line {scan.size_lines[key]} and"
+                          " this one); expected each size once, as one run of nccl-tests writes it", file=file,
+                          line=no, hint="give each run its own log")  # fmt: skip
+    scan.size_lines[key] = no
     parse_size(tok[1], file, no)  # count (elements)
     scan.redops.add(tok[3].lower())
     oop = parse_time_us(tok[-8], file, no, "out-of-place time")

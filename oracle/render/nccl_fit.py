@@ -23,6 +23,16 @@ def regimes(le) -> str:
     return ", ".join(f"{u} to {fmt_size(int(m))}" for u, m in out)
 
 
+def size_range(sizes: tuple) -> str:
+    """The sizes a fit takes, in words: all sizes, or the --min-bytes/--max-bytes bounds."""
+    lo, hi = sizes
+    if lo is None and hi is None:
+        return "all sizes"
+    parts = (f"from {fmt_size(lo)} (--min-bytes)" if lo is not None else "",
+             f"to {fmt_size(hi)} (--max-bytes)" if hi is not None else "")  # fmt: skip
+    return "sizes " + " ".join(p for p in parts if p)
+
+
 def line_text(where: str, protocol: str, line: tuple[float, float], fixed: bool, tied: bool = False) -> str:
     a, b = line
     kept = " (the base system's)" if fixed else " (the base's α, 0.92 of the Simple bandwidth)" if tied else ""
@@ -45,16 +55,17 @@ def tables(fit):
 
     lines = [line_text(w, p, v, (w, p) in fit.fixed, (w, p) in fit.tied) for (w, p), v in sorted(fit.lines.items())]
     rows = [
-        {"nodes": str(le.log.nodes), "gpus": str(le.log.gpus), "median": f"{le.median:.1%}",
+        {"nodes": str(le.nodes), "gpus": str(le.log.gpus), "median": f"{le.median:.1%}",
          "max": f"{le.max:.1%}", "log": le.log.file, "used": regimes(le)}
-        for le in sorted(fit.logs, key=lambda le: (le.log.nodes, le.log.gpus))
+        for le in sorted(fit.logs, key=lambda le: (le.nodes, le.log.gpus))
     ]  # fmt: skip
     t = FitTable(
         (Column("nodes", "nodes", "right", identity=True), Column("gpus", "GPUs", "right"),
          Column("median", "median", "right"), Column("max", "max", "right"), Column("log", "log", priority=3)),
         [Section(rows)],
         notes=Column("used", "candidates (as NCCL's tuner picks)"),
-        title="NCCL collective model (compute/nccl.py) fitted to every log at once; |rel. error| per log, all sizes",
+        title="NCCL collective model (compute/nccl.py) fitted to every log at once; |rel. error| per log,"
+              f" {size_range(fit.sizes)}",
     )  # fmt: skip
     where = "inside a node and across nodes" if any(w == "inter" for w, _ in fit.lines) else "inside a node; no log crosses one"
     return Group(Text(f"fitted NCCL lines (per protocol, {where})\n  " + "\n  ".join(lines)), t)
@@ -93,7 +104,7 @@ def network_yaml(levels: list[dict], node_gpus: int, fit) -> str:
             continue
         source = (f"oracle fit network: NCCL's collective model (compute/nccl.py, compute/calibration/nccl_fit.py) fitted to"
                   f" every log at once ({files}); lines {WHERE[where]}, per protocol. Median |rel. error| per"
-                  f" log at most {worst:.1%}, all sizes.")  # fmt: skip
+                  f" log at most {worst:.1%}, {size_range(fit.sizes)}.")  # fmt: skip
         out += _level(raw, fit.lines, where, source)
     return "\n".join(out) + "\n"
 
@@ -101,8 +112,9 @@ def network_yaml(levels: list[dict], node_gpus: int, fit) -> str:
 def header_lines(fit) -> list[str]:
     """Lines for a written file's header: the model and the error per log."""
     out = ["NCCL's collective model (compute/nccl.py) fitted to every log at once (compute/calibration/nccl_fit.py);"
-           " reproduce with --collective nccl (the file's collectives: {algorithm: nccl}).", "Per log, all sizes:"]
-    out += [f"  {le.log.file} ({le.log.nodes} nodes): median {le.median:.1%}, max {le.max:.1%}" for le in fit.logs]
+           " reproduce with --collective nccl (the file's collectives: {algorithm: nccl}).",
+           f"Per log, {size_range(fit.sizes)}:"]
+    out += [f"  {le.log.file} ({le.nodes} nodes): median {le.median:.1%}, max {le.max:.1%}" for le in fit.logs]
     return out
 
 
@@ -111,6 +123,7 @@ def to_json(fit) -> str:
 
     lines = [{"where": w, "protocol": p, "alpha_s": a, "beta_s_per_byte": b, "fixed": (w, p) in fit.fixed,
               "tied": (w, p) in fit.tied} for (w, p), (a, b) in sorted(fit.lines.items())]  # fmt: skip
-    logs = [{"file": le.log.file, "gpus": le.log.gpus, "nodes": le.log.nodes, "median_rel_error": le.median,
+    logs = [{"file": le.log.file, "gpus": le.log.gpus, "nodes": le.log.nodes, "nccl_nodes": le.nodes,
+             "median_rel_error": le.median,
              "max_rel_error": le.max, "candidates": regimes(le)} for le in fit.logs]  # fmt: skip
     return json.dumps({"model": "nccl", "lines": lines, "logs": logs}, indent=2) + "\n"

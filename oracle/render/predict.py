@@ -121,9 +121,10 @@ def _notes(pt: Point) -> str:
     if ratio is not None and pt.detail("communication_total_s"):
         hidden = f"{100 * ratio:.0f}% of {fmt_seconds(pt.detail('communication_total_s'))} comm hidden"
         notes = f"{notes}; {hidden}" if notes else hidden
-    anchor = pt.detail("anchor")  # issue 26: the measured run it is anchored on
-    if anchor:
-        notes = f"{notes}; {anchor}" if notes else anchor
+    for key in ("anchor", "nccl_nodes"):  # issue 26: the measured run it is anchored on; a partial NVLink domain
+        said = pt.detail(key)
+        if said:
+            notes = f"{notes}; {said}" if notes else said
     return notes
 
 

@@ -24,7 +24,7 @@ class NetworkRequest:
     gpus_per_node: int | None = None
     min_bytes: int | None = None
     max_bytes: int | None = None
-    bw_fraction: float = 0.5
+    bw_fraction: float | None = None  # None: not given (the ring model's n½ rule at 0.5)
     in_place: bool = False
     protocols: int = 1
     collectives: str = "alpha-beta"
@@ -39,16 +39,22 @@ class NetworkRequest:
 
 @dataclass(frozen=True)
 class NetworkJob:
-    result: object  # compute.fit.NetworkFit
+    result: object  # compute.fit.NetworkFit; None for an NCCL model fit (``nccl``)
     failure: str | None = None  # --max-median-error exceeded: the message (nothing is written)
     text: str | None = None  # the YAML to write
     parsed: tuple = field(default=(), repr=False)
     nccl: object = None  # compute.nccl_fit.SystemFit: the base system's collectives are nccl (issue 25)
+    warnings: tuple[str, ...] = ()
 
 
 def fit_network_logs(req: NetworkRequest) -> NetworkJob:
     """Load, fit, check and (with ``req.output``) build the file to write."""
-    from oracle.compute.calibration.fit import FitOptions, fit_network, median_error_failures
+    from oracle.compute.calibration.fit import (
+        FitOptions,
+        checked_logs,
+        fit_network,
+        median_error_failures,
+    )
     from oracle.load.benchlogs import load_benchlog
 
     base = _base_system(req.system) if req.system else None
@@ -60,17 +66,19 @@ def fit_network_logs(req: NetworkRequest) -> NetworkJob:
                       nodes=nodes_per.get(f, nodes_default), gpus_per_node=per_node)
         for f in req.logs
     )  # fmt: skip
-    options = FitOptions(min_bytes=req.min_bytes, max_bytes=req.max_bytes, bw_fraction=req.bw_fraction,
+    if req.output is not None and str(req.output) != "-":  # a refused -o (an input log, a folder) before the fit
+        from oracle.render.output import check_target
+
+        check_target(req.output)
+    bw_fraction = FitOptions.bw_fraction if req.bw_fraction is None else req.bw_fraction
+    options = FitOptions(min_bytes=req.min_bytes, max_bytes=req.max_bytes, bw_fraction=bw_fraction,
                          in_place=req.in_place, protocols=req.protocols)  # fmt: skip
-    result = fit_network(
-        list(parsed),
-        options,
-        gpus_per_node=base.system.gpus_per_node if base else req.gpus_per_node,
-        total_gpus=base.system.nodes * base.system.gpus_per_node if base else None,
-    )
-    nccl = _nccl_fit(parsed, base, req.in_place, req.max_bandwidth_GB_per_s, req.fit_protocols)
-    if nccl is not None:
-        return _nccl_job(req, result, parsed, base, nccl)
+    where = {"gpus_per_node": base.system.gpus_per_node if base else req.gpus_per_node,
+             "total_gpus": base.system.nodes * base.system.gpus_per_node if base else None}
+    if _nccl_model(parsed, base):
+        _ring_options_refused(req)
+        checked_logs(parsed, options, **where)  # the checks of every fit; the ring model's range is not this fit's
+        return _nccl_job(req, parsed, base, _nccl_fit(parsed, base, req))
     for given, flag in ((req.max_bandwidth_GB_per_s, "--max-bandwidth-GB-per-s"), (req.fit_protocols, "--fit-protocol")):
         if given:
             from oracle.errors import OracleError
@@ -78,41 +86,62 @@ def fit_network_logs(req: NetworkRequest) -> NetworkJob:
             raise OracleError("applies to NCCL's collective model, which this fit is not (the ring model's levels are"
                               " fitted per span)", path=flag,
                               hint="give a base system whose collectives are nccl (--system), and all-reduce logs")  # fmt: skip
+    result = fit_network(list(parsed), options, **where)
     if req.max_median_error is not None:
         bad = median_error_failures(result, req.max_median_error)
         if bad:
             failure = (f"median |rel. error| over messages >= 1 MiB above {100 * req.max_median_error:g}%: "
                        + "; ".join(bad) + (" (nothing written)" if req.output else ""))  # fmt: skip
-            return NetworkJob(result, failure=failure, parsed=parsed)
+            return NetworkJob(result, failure=failure, parsed=parsed, warnings=result.warnings)
     text = _written(req, result, parsed, base) if req.output is not None else None
-    return NetworkJob(result, text=text, parsed=parsed)
+    return NetworkJob(result, text=text, parsed=parsed, warnings=result.warnings)
 
 
-def _nccl_fit(parsed, base, in_place: bool, max_bandwidth_GB_per_s: float | None = None, protocols: tuple = ()):
-    """NCCL's collective model fitted to the logs (compute/calibration/nccl_fit.py) when the base
-    system's collectives are ``nccl`` and every log is an all-reduce; else None.  With
-    ``max_bandwidth_GB_per_s`` no inter-node line is faster (a floor on its β): the node's
-    NICs bound every protocol, which logs of large messages alone do not pin down; with
-    ``protocols`` only those lines are fitted (compute/calibration/nccl_fit.fit_system)."""
-    from oracle.compute.calibration.nccl_fit import fit_system
-    from oracle.compute.nccl import PROTOCOLS
+def _nccl_model(parsed, base) -> bool:
+    """NCCL's collective model is fitted: the base system's collectives are ``nccl`` and every log is an all-reduce."""
     from oracle.vocabulary import NCCL
 
-    if base is None or base.system.collective_algorithm != NCCL or any(lg.operation != "allreduce" for lg in parsed):
-        return None
-    if max_bandwidth_GB_per_s is not None and all(lg.nodes == 1 for lg in parsed):
+    return (base is not None and base.system.collective_algorithm == NCCL
+            and all(lg.operation == "allreduce" for lg in parsed))  # fmt: skip
+
+
+def _ring_options_refused(req: NetworkRequest) -> None:
+    """The ring model's fit range and lines (--bw-fraction, --protocols) given to an NCCL
+    model fit, which fits every size (within --min-bytes/--max-bytes) to NCCL's protocols: one error."""
+    from oracle.errors import OracleError
+
+    for given, flag in ((req.bw_fraction is not None, "--bw-fraction"), (req.protocols != 1, "--protocols")):
+        if given:
+            raise OracleError("applies to the ring model's fit, which this fit is not (NCCL's collective model: the base"
+                              " system's collectives are nccl, every log an all-reduce; it fits every size to NCCL's"
+                              " protocols)", path=flag,
+                              hint="drop it; --min-bytes/--max-bytes bound the sizes fitted")  # fmt: skip
+
+
+def _nccl_fit(parsed, base, req: NetworkRequest):
+    """NCCL's collective model fitted to the logs (compute/calibration/nccl_fit.py), within
+    --min-bytes/--max-bytes.  With ``--max-bandwidth-GB-per-s`` no inter-node line is faster
+    (a floor on its β): the node's NICs bound every protocol, which logs of large messages
+    alone do not pin down; with ``--fit-protocol`` only those lines are fitted
+    (compute/calibration/nccl_fit.fit_system)."""
+    from oracle.compute.calibration.nccl_fit import fit_system, log_nodes
+    from oracle.compute.nccl import PROTOCOLS
+
+    gbps = req.max_bandwidth_GB_per_s
+    if gbps is not None and all(log_nodes(lg, base.system)[0] == 1 for lg in parsed):
         from oracle.errors import OracleError
 
         raise OracleError("bounds the lines across nodes, and no log crosses a node (nothing fits them)",
                           path="--max-bandwidth-GB-per-s", hint="add logs of two nodes or more, or drop the option")  # fmt: skip
-    bound = None if max_bandwidth_GB_per_s is None else 1.0 / (max_bandwidth_GB_per_s * 1e9)
-    floors = {("inter", p): bound for p in PROTOCOLS} if bound else None
+    floors = None if gbps is None else {("inter", p): 1.0 / (gbps * 1e9) for p in PROTOCOLS}
+    protocols = req.fit_protocols
     fitted = tuple(p for p in PROTOCOLS if p in protocols or p == "Simple") if protocols else PROTOCOLS
-    return fit_system(parsed, base.system, floors=floors, in_place=in_place, fitted=fitted)
+    return fit_system(parsed, base.system, floors=floors, in_place=req.in_place, fitted=fitted,
+                      sizes=(req.min_bytes, req.max_bytes))  # fmt: skip
 
 
-def _nccl_job(req: NetworkRequest, result, parsed, base: _Base, nccl) -> NetworkJob:
-    """The job of an NCCL fit: checked per log over all sizes, the base's levels refitted."""
+def _nccl_job(req: NetworkRequest, parsed, base: _Base, nccl) -> NetworkJob:
+    """The job of an NCCL fit: checked per log over its sizes, the base's levels refitted."""
     from oracle.render import fit as rf
     from oracle.render import nccl_fit as rn
 
@@ -121,14 +150,14 @@ def _nccl_job(req: NetworkRequest, result, parsed, base: _Base, nccl) -> Network
         if bad:
             failure = (f"median |rel. error| of the NCCL model above {100 * req.max_median_error:g}%: "
                        + "; ".join(bad) + (" (nothing written)" if req.output else ""))  # fmt: skip
-            return NetworkJob(result, failure=failure, parsed=parsed, nccl=nccl)
+            return NetworkJob(None, failure=failure, parsed=parsed, nccl=nccl)
     if req.output is None:
-        return NetworkJob(result, parsed=parsed, nccl=nccl)
+        return NetworkJob(None, parsed=parsed, nccl=nccl)
     doc = rf.plain(base.doc)
     from oracle.compute.nccl import node_gpus
 
     network = rn.network_yaml(doc["network"], node_gpus(base.system), nccl)
-    return NetworkJob(result, text=_written(req, result, parsed, base, network, rn.header_lines(nccl)),
+    return NetworkJob(None, text=_written(req, None, parsed, base, network, rn.header_lines(nccl)),
                       parsed=parsed, nccl=nccl)  # fmt: skip
 
 

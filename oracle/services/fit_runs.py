@@ -285,12 +285,13 @@ def set_network(doc: dict, cal, base_name: str, runs: str) -> None:
     """β per level into the levels (protocol lines scaled alike): a level its runs span
     gets theirs, another the nearest calibrated level's (compute/calibration/calibrate_all.level_betas)."""
     from oracle.compute.calibration.calibrate_all import level_betas
+    from oracle.compute.nccl import node_gpus
     from oracle.load.system import parse_system
 
-    gpn = doc["gpus_per_node"]
-    betas = level_betas(parse_system(doc, "system"), cal.beta_intra, cal.beta_inter, cal.beta_levels)
+    system = parse_system(doc, "system")
+    betas = level_betas(system, cal.beta_intra, cal.beta_inter, cal.beta_levels)
     for level, beta in zip(doc["network"], betas):
-        inside = level["max_gpus"] <= gpn
+        inside = level["max_gpus"] <= node_gpus(system)  # an NVLink domain across hosts is one node
         if beta is None:
             continue
         old = level.pop("bandwidth_GB_per_s", None)

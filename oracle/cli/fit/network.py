@@ -59,10 +59,13 @@ def _command_line(params: dict, logs: list[str]) -> str:
               " atomically; '-' for standard output (instead of the report).")
 @click.option("--format", "-f", "fmt", type=click.Choice(["table", "json"], case_sensitive=False), default="table", show_default=True,
               help="Format of the report on standard output.")
-@click.option("--min-bytes", type=ByteSize(), help="Fit only message sizes >= this (e.g. 1MiB). [default: n½ rule]")
-@click.option("--max-bytes", type=ByteSize(), help="Fit only message sizes <= this.")
-@click.option("--bw-fraction", type=FiniteRange(0, 1, min_open=True), default=0.5, show_default=True,
-              help="n½ rule: fit from the smallest size whose bus bandwidth reaches this fraction of the log's peak.")
+@click.option("--min-bytes", type=ByteSize(),
+              help="Fit only message sizes >= this (e.g. 1MiB); both models. [default: the ring model the n½ rule,"
+              " NCCL's model every size]")
+@click.option("--max-bytes", type=ByteSize(), help="Fit only message sizes <= this; both models.")
+@click.option("--bw-fraction", type=FiniteRange(0, 1, min_open=True),
+              help="Ring model only: fit from the smallest size whose bus bandwidth reaches this fraction of the"
+              " log's peak (the n½ rule). [default: 0.5]")
 @click.option("--in-place", is_flag=True, help="nccl-tests: fit the in-place times. [default: out-of-place]")
 @click.option("--operation", type=click.Choice(["allreduce", "allgather", "reducescatter", "broadcast", "reduce"], case_sensitive=False),
               help="The collective, for nccl-tests logs that do not say (else inferred from busbw/algbw).")
@@ -88,8 +91,8 @@ def _command_line(params: dict, logs: list[str]) -> str:
               help="table: also write the measured times (collectives: table), used instead of α-β for"
               " collectives on exactly a benchmarked GPU count and span.")
 @click.option("--protocols", type=PlainIntRange(1, 4), default=1, show_default=True,
-              help="α-β lines per level: 1 = the ring model above n½; 3 = NCCL's LL, LL128 and Simple"
-              " regimes fitted to every message size (collectives take the cheapest line).")
+              help="Ring model only: α-β lines per level: 1 = the ring model above n½; 3 = NCCL's LL, LL128 and"
+              " Simple regimes fitted to every message size (collectives take the cheapest line).")
 @click.option("--width", type=width_type(), help="Table width. [default: terminal]")
 @click.pass_context
 def fit_network_cmd(
@@ -105,9 +108,11 @@ def fit_network_cmd(
 
     When the base system's collectives are nccl and every log is an all-reduce, NCCL's
     collective model (per protocol, lines inside a node and across nodes) is fitted to every
-    log and size at once instead: each level of the base within a node takes the intra-node
-    lines (kept at the base's when no log runs inside one node), each level beyond it the
-    inter-node lines, and --max-median-error checks each log over all sizes.
+    log and size at once instead (within --min-bytes/--max-bytes; --bw-fraction and --protocols
+    are the ring model's): each level of the base within a node (an NVLink domain across hosts
+    is one node, NCCL's) takes the intra-node lines (kept at the base's when no log runs inside
+    one node), each level beyond it the inter-node lines, and --max-median-error checks each
+    log over the sizes fitted. A log over several NVLink domains must fill whole ones.
 
     GPUs and nodes: from the rank table of nccl-tests logs; for logs without one (OSU)
     from --gpus/--nodes or the file name ('{n}nodes' = n nodes, 'intra' = one node,
@@ -137,7 +142,7 @@ def fit_network_cmd(
             emit(rf.to_json(job.result) if job.nccl is None else rn.to_json(job.nccl), None)
         else:
             print_renderable(rf.tables(job.result) if job.nccl is None else rn.tables(job.nccl), width=width)
-    for w in job.result.warnings + tuple(rn.runaway_warnings(job.nccl) if job.nccl is not None else ()):
+    for w in job.warnings + tuple(rn.runaway_warnings(job.nccl) if job.nccl is not None else ()):
         warn(w)
     if job.failure:
         raise CheckFailed(job.failure)

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from oracle.compute.calibration.compare import config_for
 from oracle.compute.context import Context
 from oracle.compute.io import EVERY_GPU, loaders
+from oracle.compute.nccl import node_gpus
 from oracle.compute.network import link, span_contiguous
 from oracle.compute.strategies import REGISTRY
 from oracle.compute.strategies.data import Data
@@ -169,7 +170,7 @@ def network_evidence(run: MeasuredRun, ctx: Context, label: str, t: float, compu
         beta = _through_algorithm(ctx, p, m, comm, lk.level)
     if beta is None or beta <= 0:
         return f"communication {comm:.4g} s is within the latency term of level {lk.level}"
-    parameter = "beta_intra" if span <= gpn else "beta_inter"
+    parameter = "beta_intra" if span <= node_gpus(ctx.system) else "beta_inter"  # an NVL72 rack is one node
     note = f"all-reduce of {m / 1e6:.1f} MB over span {span} ({lk.level}, α {lk.alpha_s:.3g} s): {comm:.4g} s"
     return Evidence(run.line, label, parameter, beta, t, compute, note, lk.level)
 

@@ -60,6 +60,7 @@ from oracle.compute.calibration.calibrate_split import MECHANISMS, with_mechanis
 from oracle.compute.calibration.compare import config_for
 from oracle.compute.context import Context
 from oracle.compute.io import EVERY_GPU, loaders
+from oracle.compute.nccl import node_gpus
 from oracle.compute.strategies import REGISTRY
 from oracle.compute.sweep import evaluate
 from oracle.model import InputPipeline, NetworkLevel, Protocol, System
@@ -95,11 +96,11 @@ def level_betas(system: System, beta_intra=None, beta_inter=None, levels=()) -> 
     only, so a ring calibrated on one rack does not see the spine's over-subscription;
     runs that span the spine measure it."""
     own = dict(levels)
-    gpn = system.gpus_per_node
+    node = node_gpus(system)  # an NCCL node: a host, or an NVLink domain across hosts
     out: list[float | None] = []
     for i, level in enumerate(system.network):
-        inside = level.max_gpus <= gpn
-        side = [j for j, lv in enumerate(system.network) if (lv.max_gpus <= gpn) == inside and lv.name in own]
+        inside = level.max_gpus <= node
+        side = [j for j, lv in enumerate(system.network) if (lv.max_gpus <= node) == inside and lv.name in own]
         if level.name in own:
             out.append(own[level.name])
         elif side:

@@ -54,11 +54,12 @@ def prefer_compute(data: list, factors: dict, done: set, evidence: list, notes: 
     lines join ``done`` (they calibrate no network).  ``iteration`` and ``network`` are
     calibrate_all._iteration and calibrate.network_evidence."""
     from oracle.compute.calibration.calibrate import Evidence, includes_io, run_label
+    from oracle.compute.nccl import node_gpus
 
     per_model: dict[str, list] = {}
     for run, ctx in data:
         name = ctx.model.name
-        if name in factors or run.gpus < 2 or run.gpus > ctx.system.gpus_per_node or includes_io(run):
+        if name in factors or run.gpus < 2 or run.gpus > node_gpus(ctx.system) or includes_io(run):
             continue
         _, t, compute, comm = iteration(run, ctx)
         ev = network(run, ctx, run_label(run, ctx), t, compute)

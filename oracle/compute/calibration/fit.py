@@ -259,11 +259,8 @@ def fit_network(
     (the base system's) widens the outermost level to the whole system.
     """
     opt = options or FitOptions()
-    _check_inputs(logs, opt)
-    warnings: list[str] = []
-    prepared = [_prepare(log, opt, gpus_per_node, warnings) for log in logs]
-    by_span = _by_span(prepared, total_gpus)
-    tools = {item.log.tool for item in prepared}
+    by_span, warnings = checked_logs(logs, opt, gpus_per_node=gpus_per_node, total_gpus=total_gpus)
+    tools = {item.log.tool for items in by_span.values() for item in items}
     if len(tools) > 1:
         warnings.append(
             "levels come from different tools (" + ", ".join(sorted(tools)) + "); their α, β are not comparable"
@@ -287,6 +284,18 @@ def fit_network(
         timing=_timing(logs, opt),
         warnings=tuple(warnings),
     )
+
+
+def checked_logs(logs, opt: FitOptions, *, gpus_per_node: int | None = None,
+                 total_gpus: int | None = None) -> tuple[dict[int, list[_Prepared]], list[str]]:  # fmt: skip
+    """The logs by span, checked as every fit needs them (each given once, on 2 GPUs or
+    more, on the base system's nodes and within its size), and the warnings on their spans;
+    nothing of the ring model's fit range is checked here (NCCL's model fits take the same
+    checks, services/fit_network.py)."""
+    _check_inputs(logs, opt)
+    warnings: list[str] = []
+    prepared = [_prepare(log, opt, gpus_per_node, warnings) for log in logs]
+    return _by_span(prepared, total_gpus), warnings
 
 
 @dataclass(frozen=True)

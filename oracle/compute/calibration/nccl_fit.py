@@ -46,19 +46,44 @@ class Sample:
     t: float  # seconds
 
 
-def samples_of(log, in_place: bool = False, system=None) -> list[Sample]:
-    """The all-reduce sizes of a BenchLog (out-of-place times unless ``in_place``), on the
-    log's hosts or, with a ``system`` whose NVLink domain spans hosts, on its NCCL nodes
-    (nccl.nccl_nodes: 18 hosts of an NVL72 rack are one node of 72 GPUs)."""
+def log_nodes(log, system=None) -> tuple[int, int]:
+    """(n, g): the NCCL nodes of a BenchLog and its GPUs on each: the log's hosts or, with a
+    ``system`` whose NVLink domain spans hosts, its domains (nccl.nccl_nodes: 18 hosts of an
+    NVL72 rack are one node of 72 GPUs); where the domain is one host, hosts with fewer GPUs
+    than the system's stay nodes of their own (two 4-GPU hosts are not one 8-GPU node, and
+    the network between them is measured as such).  A log over several domains that fills
+    its last one partly (108 GPUs on NVL72) is refused: the lines across nodes are whole
+    domains', and a partial domain reaches the network through fewer NICs, which the model
+    does not tell apart (nccl.partial_domain; oracle predict takes it as fast as a full one
+    and says so)."""
     n, g = log.nodes, log.gpus_per_node
     domain = nccl.node_gpus(system) if system is not None else g
-    if domain > g and n > 1:  # as nccl.nccl_nodes, on the log's own hosts
+    if system is not None and domain > system.gpus_per_node and n > 1:  # as nccl.nccl_nodes
         if domain % g:
             raise OracleError(f"{g} GPUs per host do not tile the system's NVLink domain of {domain} GPUs",
                               path=log.file, hint="give the log's GPUs per host (--gpus-per-node) as the system has them")  # fmt: skip
+        if log.gpus > domain and log.gpus % domain:
+            raise OracleError(f"{log.gpus} GPUs do not fill whole NVLink domains of {domain} GPUs (the system's NCCL"
+                              f" nodes): {log.gpus // domain} x {domain} + {log.gpus % domain}", file=log.file,
+                              hint="fit logs on whole domains: the lines across nodes are a full domain's, and a"
+                              " partial one reaches the network through fewer NICs")  # fmt: skip
         hosts = domain // g
         n, g = -(-n // hosts), g * min(hosts, n)
-    return [Sample(log.gpus, n, g, float(m), float(t)) for m, t in log.times(in_place)]
+    return n, g
+
+
+def samples_of(log, in_place: bool = False, system=None, sizes: tuple = (None, None)) -> list[Sample]:
+    """The all-reduce sizes of a BenchLog (out-of-place times unless ``in_place``) within
+    ``sizes`` (smallest, largest; None: unbounded), on its NCCL nodes (:func:`log_nodes`)."""
+    n, g = log_nodes(log, system)
+    lo, hi = sizes
+    out = [Sample(log.gpus, n, g, float(m), float(t)) for m, t in log.times(in_place)
+           if (lo is None or m >= lo) and (hi is None or m <= hi)]  # fmt: skip
+    if not out:
+        bounds = [f">= {lo} B (--min-bytes)"] if lo is not None else []
+        bounds += [f"<= {hi} B (--max-bytes)"] if hi is not None else []
+        raise OracleError("no message size of the log " + " and ".join(bounds), file=log.file)
+    return out
 
 
 def _candidates(s: Sample, protocols, offers: Offers = Offers()):
@@ -250,6 +275,7 @@ class LogError:
     errors: np.ndarray  # (model - measured) / measured per size
     used: tuple[str, ...]  # the candidate (algorithm/protocol) per size
     sizes: tuple[float, ...] = ()  # bytes per size
+    nodes: int = 0  # NCCL nodes (log_nodes: an NVL72 rack's 18 hosts are one)
 
     @property
     def median(self) -> float:
@@ -270,6 +296,7 @@ class SystemFit:
     fixed: frozenset
     logs: tuple[LogError, ...]
     tied: frozenset = frozenset()
+    sizes: tuple = (None, None)  # the sizes fitted and checked: (smallest, largest), None unbounded
 
     @property
     def runaway(self) -> tuple[tuple[str, str], ...]:
@@ -278,11 +305,12 @@ class SystemFit:
         return tuple(k for k in free if self.lines[k][1] <= BETA_FLOOR * (1 + 1e-9))
 
 
-def log_errors(log, lines: dict, offer: Offers = Offers(), in_place: bool = False, system=None) -> LogError:
-    samples = samples_of(log, in_place, system)
+def log_errors(log, lines: dict, offer: Offers = Offers(), in_place: bool = False, system=None,
+               sizes: tuple = (None, None)) -> LogError:  # fmt: skip
+    samples = samples_of(log, in_place, system, sizes)
     pred, used = predict(samples, lines, offers=offer)
     t = np.array([s.t for s in samples])
-    return LogError(log, (pred - t) / t, tuple(used), tuple(s.m for s in samples))
+    return LogError(log, (pred - t) / t, tuple(used), tuple(s.m for s in samples), samples[0].n)
 
 
 def _level_lines(system, gpus: int) -> dict:
@@ -320,19 +348,20 @@ LL128_OF_SIMPLE = 0.92
 
 
 def fit_system(logs, system=None, floors: dict | None = None, in_place: bool = False,
-               fitted: tuple[str, ...] = PROTOCOLS) -> SystemFit:  # fmt: skip
+               fitted: tuple[str, ...] = PROTOCOLS, sizes: tuple = (None, None)) -> SystemFit:  # fmt: skip
     """Fit the lines to all-reduce ``logs`` (out-of-place times unless ``in_place``).  With a
     base ``system``: its NVLS/CollNet offers count, and when no log runs inside one node its
     intra-node lines are kept (no log measures them).  ``fitted``: the protocols whose lines
     are fitted (Simple always); logs of large messages only say nothing of NCCL's
     small-message protocols, so a protocol left out keeps the base system's line -- LL128
     its α, at 0.92 of the fitted Simple bandwidth (tuning.cc's LL128 factor) -- and stays a
-    candidate, as in ``oracle predict``."""
+    candidate, as in ``oracle predict``.  ``sizes``: the message sizes fitted and checked
+    (smallest, largest; None unbounded: --min-bytes/--max-bytes)."""
     if "Simple" not in fitted or not set(fitted) <= set(PROTOCOLS):
         raise ValueError(f"fitted protocols {fitted}: Simple and any of {PROTOCOLS}")
     if set(fitted) != set(PROTOCOLS) and system is None:
         raise ValueError("a protocol not fitted keeps the base system's line: give the system")
-    samples = [s for log in logs for s in samples_of(log, in_place, system)]
+    samples = [s for log in logs for s in samples_of(log, in_place, system, sizes)]
     offer = nccl.offers(system) if system is not None else Offers()
     fixed = intra_lines(system) if system is not None and all(s.n > 1 for s in samples) else {}
     tied: dict = {}
@@ -354,5 +383,5 @@ def fit_system(logs, system=None, floors: dict | None = None, in_place: bool = F
     lines = {k: v for k, v in lines.items() if _runs(*k, offer)}
     if all(s.n == 1 for s in samples):  # no log crosses a node: nothing fitted the lines across nodes
         lines = {k: v for k, v in lines.items() if k[0] == "intra"}
-    errors = tuple(log_errors(log, lines, offer, in_place, system) for log in logs)
-    return SystemFit(lines, frozenset(fixed), errors, frozenset(tied))
+    errors = tuple(log_errors(log, lines, offer, in_place, system, sizes) for log in logs)
+    return SystemFit(lines, frozenset(fixed), errors, frozenset(tied), sizes)

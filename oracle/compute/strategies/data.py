@@ -8,6 +8,7 @@ import numpy as np
 
 from oracle.compute.context import Context
 from oracle.compute.cost import Breakdown, Limit, Point
+from oracle.compute.nccl import partial_domain_note
 from oracle.compute.network import (
     allgather_algorithm,
     allreduce_algorithm,
@@ -27,6 +28,7 @@ from oracle.compute.strategies.base import (
     overlapped_gradients,
     register,
 )
+from oracle.vocabulary import NCCL
 
 if TYPE_CHECKING:
     from oracle.compute.layerwise.layerwise_build import Columns, Registry
@@ -50,6 +52,16 @@ def gradient_allreduce(ctx: Context, group, m_bytes: float) -> tuple[float, str]
     """(seconds, algorithm) of the data-parallel gradient all-reduce of ``m_bytes`` in ``group``."""
     return allreduce_algorithm(ctx.system, group, m_bytes, ctx.algorithm, contention=ctx.options.contention,
                                purpose="gradient_allreduce")  # fmt: skip
+
+
+def _details(ctx: Context, group, algo: str) -> dict:
+    """A point's details of its all-reduce: the level, the algorithm and, where NCCL runs it
+    over a partly filled NVLink domain, what that assumed (compute/nccl.partial_domain_note)."""
+    out = {"allreduce_level": level_for(ctx.system, group.span).name, "allreduce": algo}
+    note = partial_domain_note(ctx.system, group.p) if algo.startswith(NCCL) else None
+    if note:
+        out["nccl_nodes"] = note
+    return out
 
 
 @register
@@ -98,8 +110,7 @@ class Data(Strategy):
         # (framework model: the saved tensors of B/p samples)
         mem = MemoryParts(2 * B / p * ctx.sum_act, ctx.sum_w, data_group=p, split_samples=B / p)
         bd = Breakdown(forward_backward_s=bd_fb, weight_update_s=bd_wu, gradient_exchange_s=ge)
-        level = level_for(ctx.system, group.span).name
-        details = {"allreduce_level": level, "allreduce": algo}
+        details = _details(ctx, group, algo)
         if ctx.options.overlap != "none":
             overlap_details(details, bd, I * hidden)
         return make_point(ctx, cfg, bd, mem, self.limits(ctx, cfg), details)
@@ -110,8 +121,7 @@ class Data(Strategy):
         if ctx.options.replicated_gradients:
             return None
         group = group_contiguous(cfg.gpus, ctx.system.gpus_per_node)
-        algo = gradient_allreduce(ctx, group, ctx.grad_delta * ctx.sum_w)[1]
-        return {"allreduce_level": level_for(ctx.system, group.span).name, "allreduce": algo}
+        return _details(ctx, group, gradient_allreduce(ctx, group, ctx.grad_delta * ctx.sum_w)[1])
 
     def limits(self, ctx: Context, cfg: Config) -> list[Limit]:
         """The strategy's own limits of a configuration (compute/vector/rows.brief_rows too)."""
