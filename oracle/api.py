@@ -426,8 +426,7 @@ def _unanchored(rows):
 
     from oracle.compute.calibration import compare as cmp
 
-    moved = [replace(r, predicted_s=r.unanchored_s, accuracy=cmp.accuracy(r.unanchored_s, r.measured_s))
-             for r in rows if r.anchor is not None]  # fmt: skip
+    moved = [replace(r, predicted_s=r.unanchored_s) for r in rows if r.anchor is not None]
     return cmp.stats(moved) if moved else None
 
 
@@ -441,8 +440,7 @@ def _naive_stats(rows):
     with_naive = [r for r in rows if r.naive_s is not None]
     if not with_naive:
         return None, None
-    naive = cmp.stats([replace(r, predicted_s=r.naive_s, accuracy=cmp.accuracy(r.naive_s, r.measured_s))
-                       for r in with_naive])  # fmt: skip
+    naive = cmp.stats([replace(r, predicted_s=r.naive_s) for r in with_naive])
     return naive, cmp.stats(with_naive)
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from oracle.vocabulary import BF16, FP16, FP32
+from oracle.vocabulary import BF16, FP16, FP32, NO_STACK
 
 # the compute model's kernel fields (compute/kernels.KernelConstants) a stack may set as
 # compute.<field>, beyond fused activations: batchnorm's, maxpool's and avgpool's bandwidth
@@ -121,6 +121,15 @@ class Stack:
     # TF32 tensor cores (Ampere and later): "tf32" (its default there) or "fp32"; None: as
     # asked (compute/options.stack_precision)
     fp32_math: Sourced | None = None
+    # whether the file is one of the shipped stacks/ (set by load/stack.load_stack): see label
+    shipped: bool = False
+
+    @property
+    def label(self) -> str:
+        """How every output names this stack: a shipped one by its name (``pytorch``), a
+        user's file by its path as given, so that a modified copy of a shipped file
+        (``/tmp/x/pytorch.yaml``, still ``name: pytorch``) cannot pass for the shipped one."""
+        return self.name if self.shipped else self.file
 
     def memory_format_for(self, precision_class: str) -> str | None:
         value = dict(self.memory_format).get(precision_class)
@@ -160,6 +169,12 @@ class Stack:
         """The efficiency of ``precision_class`` on a GPU named ``gpu_model``: the entry of
         its generation (matched by name, e.g. "A100" in "A100-SXM4-80GB") before the generic one."""
         return _for_gpu(self.efficiency, gpu_model, precision_class, generic=True)
+
+
+def stack_label(stack: Stack | None) -> str:
+    """The name outputs give the stack in force: its :attr:`Stack.label`, or ``none``
+    (vocabulary.NO_STACK, what ``--stack none`` says) when there is none."""
+    return NO_STACK if stack is None else stack.label
 
 
 def _for_gpu(entries, gpu_model: str, precision_class: str, generic: bool) -> Sourced | None:

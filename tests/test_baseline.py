@@ -77,3 +77,59 @@ def test_bad_baseline_and_cases_exit_2(tmp_path):
     assert res.exit_code == 2 and "profile" in res.stderr
     (tmp_path / "d.yaml").write_text("cases:\n  - {model: resnet50, system: abci, profile: resnet50_v100, batch: 1, batch_per_gpu: 2}\n")
     assert invoke("snapshot", tmp_path / "d.yaml").exit_code == 2
+
+
+def test_shipped_points_name_their_stack():
+    """Bug 6c: every shipped point records the stack in force (the system file's, as
+    --stack: none on ABCI and Lassen, pytorch on the DGX H100 SuperPOD and GB200 racks)."""
+    doc = json.loads((REPO / "baselines" / "shipped.json").read_text())
+    by_system = {}
+    for entry in doc["cases"]:
+        by_system.setdefault(entry["case"]["system"], set()).update(p["stack"] for p in entry["points"])
+    assert by_system["abci"] == by_system["lassen"] == {"none"}
+    assert by_system["dgx-h100-superpod"] == by_system["gb200-nvl72"] == {"pytorch"}
+
+
+def test_a_case_names_its_stack_and_check_sees_the_stack_change(tmp_path):
+    """A case's ``stack:`` means --stack; a stack file's path is recorded relative to the
+    baseline (moving with it); a different stack in force is a move even where the numbers
+    stay; a baseline whose points record no stack (older ones) is still checked."""
+    shutil.copy(REPO / "stacks" / "pytorch.yaml", tmp_path / "mine.yaml")
+    (tmp_path / "cases.yaml").write_text(
+        "cases:\n"
+        "  - {model: resnet50, system: dgx-a100-80gb, profile: estimate, gpus: 8, strategy: data,"
+        " batch_per_gpu: 64, stack: mine.yaml}\n"
+        "  - {model: resnet50, system: dgx-a100-80gb, profile: estimate, gpus: 8, strategy: data,"
+        " batch_per_gpu: 64, stack: none}\n"
+        "  - {model: resnet50, system: dgx-a100-80gb, profile: estimate, gpus: 8, strategy: data, batch_per_gpu: 64}\n"
+    )
+    (tmp_path / "out").mkdir()
+    base = tmp_path / "out" / "base.json"
+    assert invoke("snapshot", tmp_path / "cases.yaml", "-o", base).exit_code == 0
+    doc = json.loads(base.read_text())
+    assert doc["cases"][0]["case"]["stack"] == "../mine.yaml"
+    assert [e["points"][0]["stack"] for e in doc["cases"]] == ["../mine.yaml", "none", "pytorch"]
+    assert doc["cases"][0]["points"][0]["total_s"] == doc["cases"][2]["points"][0]["total_s"]  # the same values
+    assert doc["cases"][1]["points"][0]["total_s"] != doc["cases"][2]["points"][0]["total_s"]
+    assert invoke("check", base).exit_code == 0
+    # the same numbers under another name: the stack in force changed
+    doc["cases"][2]["points"][0]["stack"] = "tensorflow"
+    base.write_text(json.dumps(doc))
+    res = invoke("check", base)
+    assert res.exit_code == 1 and "stack 'tensorflow' -> 'pytorch'" in res.stdout, res.output
+    for entry in doc["cases"]:  # as written before points recorded their stack
+        for p in entry["points"]:
+            del p["stack"]
+    base.write_text(json.dumps(doc))
+    assert invoke("check", base).exit_code == 0
+
+
+def test_a_case_stack_of_the_wrong_kind_is_one_error(tmp_path):
+    (tmp_path / "c.yaml").write_text(
+        "cases:\n  - {model: resnet50, system: abci, profile: resnet50_v100, batch_per_gpu: 32, stack: [pytorch]}\n")
+    res = invoke("snapshot", tmp_path / "c.yaml")
+    assert res.exit_code == 2 and "cases[0].stack" in res.output and "Traceback" not in res.output
+    (tmp_path / "d.yaml").write_text(
+        "cases:\n  - {model: resnet50, system: abci, profile: resnet50_v100, batch_per_gpu: 32, stack: nonesuch}\n")
+    res = invoke("snapshot", tmp_path / "d.yaml")
+    assert res.exit_code == 2 and "nonesuch" in res.output and "pytorch" in res.output

@@ -219,7 +219,8 @@ def test_calibrate_on_small_model_parallel_runs_projects_the_large_ones(run_cli_
     r = run_cli_fixture("compare", csv, "-s", "abci", "--calibrate-on", "gpus<=4", "-f", "json")
     assert r.code == 0, r.err
     s = json.loads(r.out)["summary"]
-    assert s["runs"] == 4 and s["mean_accuracy"] == pytest.approx(1.0, abs=1e-4)
+    # spatial on 64 GPUs: an 8x8 split of pool5's 7x7 output is infeasible, so not scored (bug 8)
+    assert (s["runs"], s["not_scored_lines"]) == (3, [8]) and s["mean_accuracy"] == pytest.approx(1.0, abs=1e-4)
     assert "split_serial_fraction" in s["calibration"][0]["calibrated"]
     r = run_cli_fixture("compare", csv, "-s", "abci", "--exclude", "gpus=2,4", "-f", "json")
     assert json.loads(r.out)["summary"]["mean_accuracy"] < 0.9

@@ -4,6 +4,7 @@ and the shipped validation set."""
 from __future__ import annotations
 
 import json
+import math
 import textwrap
 from pathlib import Path
 
@@ -235,3 +236,52 @@ def test_single_log_mode_takes_gpus_and_batch_from_the_file_name():
 def test_runs_file_and_log_are_exclusive(tmp_path):
     res = invoke("compare")
     assert res.exit_code == 2 and "RUNS.csv" in res.stderr
+
+
+def test_infeasible_runs_show_their_limit_and_are_not_scored(files):
+    """Bug 8: a run the model finds infeasible (here more GPUs than the fc layer's 10 outputs,
+    and fewer samples than GPUs) has no accuracy: its limit is shown instead, and every
+    statistic is over the other runs (the two data runs, by hand), the others counted apart."""
+    c1, m1 = data_epoch(1, 32)
+    c2, m2 = data_epoch(2, 64)
+    runs = write_runs(
+        files,
+        f"m.yaml,s.yaml,p.yaml,data,1,,,32,{(c1 + m1) * 1.1},,,,A\n"  # 10% slower
+        "m.yaml,s.yaml,p.yaml,filter,32,,,64,1,,,,A\n"  # p=32 > the 10 filters of fc
+        "m.yaml,s.yaml,p.yaml,data,32,,,16,1,,,,A\n"  # 16 samples over 32 GPUs
+        f"m.yaml,s.yaml,p.yaml,data,2,,,64,{(c2 + m2) * 3},,,,A\n",  # 3x: an anomaly
+    )
+    rows, summary = api.compare(runs)
+    assert [r.scored for r in rows] == [True, False, False, True]
+    assert all(math.isnan(r.accuracy) and r.anomaly is None for r in rows[1:3])
+    assert "10 filters of fc" in rows[1].limits_note() and "sample" in rows[2].limits_note()
+    s = summary.overall
+    assert (s.n, s.unscored, summary.unscored_lines) == (2, 2, (3, 4))
+    assert s.mean_accuracy == pytest.approx((1 - 0.1 / 1.1 + 1 / 3) / 2, rel=1e-12)
+    assert s.min_accuracy == pytest.approx(1 / 3) and s.mape == pytest.approx((0.1 / 1.1 + 2 / 3) / 2, rel=1e-12)
+    assert s.ratio == pytest.approx((1.1 * 3) ** 0.5, rel=1e-12)
+    f = summary.by_strategy["filter"]
+    assert (f.n, f.unscored) == (0, 1) and math.isnan(f.mean_accuracy)
+    assert summary.anomalies == 1
+
+    table = invoke("compare", runs, "--width", "200")
+    assert table.exit_code == 0, table.output
+    line3 = next(ln for ln in table.stdout.splitlines() if ln.split()[:2] == ["3", "filter"])
+    assert "infeasible" in line3 and "0.0%" not in line3 and "exceeds the 10 filters" in line3
+    assert "not scored: 2 runs the model finds infeasible (lines 3, 4" in table.stdout
+    doc = json.loads(invoke("compare", runs, "-f", "json").stdout)
+    assert [r["accuracy"] is None for r in doc["rows"]] == [False, True, True, False]
+    assert doc["rows"][1]["feasible"] is False and "filters" in doc["rows"][1]["limits"][0]
+    assert (doc["summary"]["runs"], doc["summary"]["not_scored"], doc["summary"]["not_scored_lines"]) == (2, 2, [3, 4])
+    md = invoke("compare", runs, "-f", "markdown").stdout
+    assert "| infeasible | infeasible in the model: p=32 exceeds the 10 filters" in md
+    # the gates judge the scored runs: mean (0.909 + 0.333) / 2 = 0.62
+    assert invoke("compare", runs, "--min-accuracy", "0.6").exit_code == 0
+    assert invoke("compare", runs, "--min-accuracy", "0.65").exit_code == 1
+
+
+def test_a_gate_fails_when_no_run_is_scored(files):
+    runs = write_runs(files, "m.yaml,s.yaml,p.yaml,filter,32,,,64,1,,,,A\n")
+    res = invoke("compare", runs, "--min-accuracy", "0.1")
+    assert res.exit_code == 1 and "no run is scored" in res.stderr
+    assert invoke("compare", runs).exit_code == 0  # without a gate: shown, not an error

@@ -165,8 +165,9 @@ def test_plot_titles_wrap_the_longer_captions(run, bf16):
     lines = title(meta, "time per epoch versus GPUs").splitlines()
     assert len(lines) > 2 and all(len(line) <= TITLE_CHARS for line in lines[1:])
     assert " · ".join(lines[1:]).count("converted") == 2
-    _, meta, _ = project("resnet50", "abci", "resnet50_v100", gpus="8", stack="none")  # no stack line
-    assert len(title(meta, "x").splitlines()) == 2
+    _, meta, _ = project("resnet50", "abci", "resnet50_v100", gpus="8", stack="none")  # the stack named none
+    lines = title(meta, "x").splitlines()
+    assert len(lines) == 3 and all(len(line) <= TITLE_CHARS for line in lines[1:]) and "stack none" in lines[1]
 
 
 @pytest.mark.parametrize("name", ["dgx-h101", "no-such-cluster"])

@@ -643,8 +643,11 @@ def test_compare_run_without_a_computable_projection(tmp_path):
     )
     rows, summary = api.compare(str(runs))
     assert all("inf" not in (r.anomaly or "") for r in rows), [r.anomaly for r in rows]
-    assert rows[0].anomaly.startswith("no projection for this configuration: p=22 exceeds")
+    # not scored (bug 8): its limit said instead of an accuracy, the statistics over the other run
+    assert not rows[0].scored and rows[0].anomaly is None and math.isnan(rows[0].accuracy)
+    assert rows[0].limits_note().startswith("infeasible in the model: p=22 exceeds")
     assert math.isfinite(summary.overall.mape) and math.isfinite(summary.overall.bias)
+    assert (summary.overall.n, summary.unscored_lines) == (1, (2,))
 
 
 def test_compare_output_stays_valid_json_when_a_projection_is_not_computable(tmp_path):

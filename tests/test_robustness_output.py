@@ -375,10 +375,13 @@ def _pairwise_reference(rows):
 
 
 def _fake_row(model, gpus, strategy, measured, projected, basis="epoch", ipe=1.0):
+    import math
     from types import SimpleNamespace as NS
 
+    # scored as a feasible run is (compare.CompareRow.scored): where its projection is finite
     return NS(point=NS(model=model, system="s", total_s=projected, iterations_per_epoch=ipe),
-              run=NS(gpus=gpus, strategy=strategy, basis=basis), measured_s=measured)  # fmt: skip
+              run=NS(gpus=gpus, strategy=strategy, basis=basis), measured_s=measured,
+              scored=math.isfinite(projected))  # fmt: skip
 
 
 def test_ranking_agreement_matches_the_pairwise_definition():

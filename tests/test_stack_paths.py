@@ -30,9 +30,10 @@ def _held_out(system: str, stack: str) -> dict:
 
 def test_chainermnx_on_abci_beats_the_paradl_tool_on_held_out_rows():
     ours, tool = _held_out("abci", "chainermnx"), _held_out("abci", "paradl")
-    assert ours["runs"] == tool["runs"] == 32
+    # the tool finds the six AlexNet data+spatial runs at 512 per replica out of memory: not scored
+    assert ours["runs"] == 32 and (tool["runs"], tool["not_scored"]) == (26, 6)
     assert ours["mean_accuracy"] > 0.74  # 75.7% at this commit; abci-2020 + chainermnx: the same
-    assert ours["mean_accuracy"] > tool["mean_accuracy"] + 0.3  # the tool: 38.1%
+    assert ours["mean_accuracy"] > tool["mean_accuracy"] + 0.3  # the tool: 44.3% on its 26 scored
     assert ours["ranking_agreement"] == 1.0
 
 

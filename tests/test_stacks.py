@@ -233,7 +233,7 @@ def test_default_stack_is_the_systems_and_none_names_no_stack(tmp_path):
     (chainermnx splits as ParaDL's layer configurations say, which would move ParaDL-mode
     points) and Lassen's names none."""
     a = json.loads(run_cli(*ARGS).out)
-    assert {p["stack"] for p in a} == {""}
+    assert {p["stack"] for p in a} == {"none"}  # named as --stack none names it (6d)
     base = ("predict", "-m", "resnet50", "-p", "resnet50_a100_fp16_estimated", "--gpus", "8",
             "-b", "64", "--strategy", "data", "-f", "json")  # fmt: skip
     text = (ROOT / "systems" / "dgx-a100-80gb.yaml").read_text()
@@ -242,12 +242,12 @@ def test_default_stack_is_the_systems_and_none_names_no_stack(tmp_path):
     runs = {k: json.loads(run_cli(*base, "-s", s, *extra).out)[0] for k, s, extra in (
         ("shipped", "dgx-a100-80gb", ()), ("named", "dgx-a100-80gb", ("--stack", "pytorch")),
         ("bare", str(bare), ()), ("none", "dgx-a100-80gb", ("--stack", "none")))}  # fmt: skip
-    assert runs["shipped"]["stack"] == "pytorch" and runs["bare"]["stack"] == "" and runs["none"]["stack"] == ""
+    assert runs["shipped"]["stack"] == "pytorch" and runs["bare"]["stack"] == "none" and runs["none"]["stack"] == "none"
     assert runs["shipped"]["total_s"] == runs["named"]["total_s"] != runs["bare"]["total_s"]
     assert runs["none"]["total_s"] == runs["bare"]["total_s"]
     (lassen,) = json.loads(run_cli("predict", "-m", "resnet50", "-s", "lassen", "-p", "resnet50_v100", "--gpus", "8",
                                    "--strategy", "data", "-f", "json").out)  # fmt: skip
-    assert lassen["stack"] == ""  # its file: stack none (no shipped stack describes LBANN)
+    assert lassen["stack"] == "none"  # its file: stack none (no shipped stack describes LBANN)
 
 
 def test_pytorch_stack_named_in_header_and_json_and_moves_multi_gpu_compute():
@@ -256,7 +256,7 @@ def test_pytorch_stack_named_in_header_and_json_and_moves_multi_gpu_compute():
     table = run_cli(*base, "--stack", "pytorch", "--width", "140")
     assert table.code == 0 and "stack: pytorch" in table.out
     none, st = (json.loads(run_cli(*base, "--stack", name, "-f", "json").out)[0] for name in ("none", "pytorch"))
-    assert st["stack"] == "pytorch" and none["stack"] == ""
+    assert st["stack"] == "pytorch" and none["stack"] == "none"
     # fp16 profile: beyond one GPU the data-parallel efficiency (mixed, 0.85) on the same per-GPU batch
     one = json.loads(run_cli(*base[:-4], "--gpus", "1", "-b", "64", "--stack", "pytorch", "-f", "json").out)[0]
     fb8 = _eight_gpus_fb(one["breakdown"]["forward_backward_s"], one["iterations_per_epoch"])
@@ -303,7 +303,7 @@ def test_runs_file_stack_column_comes_before_the_option(tmp_path):
     col = json.loads(run_cli("compare", str(runs), "-f", "json").out)["rows"]
     opt = json.loads(run_cli("compare", str(src), "--stack", "pytorch", "-f", "json").out)["rows"]
     both = json.loads(run_cli("compare", str(runs), "--stack", "tensorflow", "-f", "json").out)["rows"]
-    assert [r["stack"] for r in plain] == ["", ""]
+    assert [r["stack"] for r in plain] == ["none", "none"]
     assert [r["stack"] for r in col] == [r["stack"] for r in both] == ["pytorch", "pytorch"]
     assert [r["predicted_s"] for r in col] == [r["predicted_s"] for r in opt] == [r["predicted_s"] for r in both]
     assert col[0]["predicted_s"] != plain[0]["predicted_s"] and col[1]["predicted_s"] != plain[1]["predicted_s"]
@@ -335,7 +335,7 @@ def test_search_names_the_stack():
     args = ("search", "-m", "resnet50", "-s", "dgx-a100-80gb", "-p", "resnet50_a100_fp16_estimated", "--gpus", "16",
             "-b", "64")  # fmt: skip
     with_, without = (run_cli(*args, "--stack", name, "-f", "json") for name in ("pytorch", "none"))
-    assert json.loads(with_.out)["stack"] == "pytorch" and json.loads(without.out)["stack"] == ""
+    assert json.loads(with_.out)["stack"] == "pytorch" and json.loads(without.out)["stack"] == "none"
     assert "stack: pytorch" in run_cli(*args, "--stack", "pytorch", "--width", "120").out
 
 
@@ -416,7 +416,7 @@ def test_python_api_takes_a_stack():
     args = ("resnet50", "dgx-a100-80gb", "resnet50_a100_fp16_estimated")
     kw = dict(gpus=[8], strategies="data", batch_per_gpu=64)
     (a,), (b,) = oracle.predict(*args, stack="none", **kw), oracle.predict(*args, stack="pytorch", **kw)
-    assert a.stack == "" and b.stack == "pytorch"
+    assert a.stack == "none" and b.stack == "pytorch"
     (b1,) = oracle.predict(*args, stack="pytorch", **dict(kw, gpus=[1]))
     assert b.breakdown.forward_backward_s == pytest.approx(_eight_gpus_fb(b1.breakdown.forward_backward_s, b1.iterations_per_epoch), rel=1e-9)
     (c,) = oracle.predict(*args, stack="paradl", memory_reuse=0.5, **kw)  # γ with the stack's ParaDL bound

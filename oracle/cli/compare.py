@@ -60,7 +60,10 @@ def compare(
     source, precision, stack and option columns named as the options with underscores
     (collective, overlap, bucket_MB, compute_scaling, ...: a row's wins for that row);
     other columns are carried through. Accuracy is ParaDL's
-    1 - |projected - measured| / measured.
+    1 - |projected - measured| / measured. The table names the stack each run is
+    projected under. A run the model finds infeasible (out of memory, more GPUs than
+    filters, ...) shows the limit instead of an accuracy and is not scored: the summary
+    and the gates are over the other runs, and count it apart.
 
     \b
     Examples:
@@ -88,9 +91,11 @@ def compare(
                 runs, threshold=anomaly_threshold, where=parse_where(where), exclude=parse_where(exclude, "--exclude"),
                 system=system, calibrate_on=calibrate_on, warn=warn, **flags,
             )
-            title = f"{runs}: {summary.overall.n} measured runs against their projections"
+            title = f"{runs}: {len(rows)} measured runs against their projections"
             _render(rows, summary, fmt, width, output, title)
     s = summary.overall
+    if (min_accuracy is not None or max_mape is not None) and s.n == 0:
+        raise CheckFailed(f"no run is scored: the model finds all {s.unscored} infeasible (see their notes)")
     if min_accuracy is not None and not s.mean_accuracy >= min_accuracy:  # a NaN mean fails
         raise CheckFailed(f"mean accuracy {100 * s.mean_accuracy:.1f}% is below --min-accuracy {100 * min_accuracy:.1f}%")
     if max_mape is not None and not s.mape <= max_mape:

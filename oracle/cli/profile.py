@@ -7,7 +7,7 @@ import click
 from oracle import limits
 from oracle.cli.common import named, output_option, stack_option
 from oracle.cli.types import MAX_THREADS, FiniteRange, PlainIntRange, count_type
-from oracle.vocabulary import FP32, PRECISIONS
+from oracle.vocabulary import FP32, NO_STACK, PRECISIONS
 
 _POSITIVE_FRACTION = FiniteRange(min=0, max=1, min_open=True)
 
@@ -151,18 +151,23 @@ def _estimate(m, system, batch, efficiency, memory_efficiency, output, precision
     from oracle.api import with_stack
     from oracle.load import Files
 
-    st = with_stack(Files(), {"stack": stack})["stack"]  # a name, a path or none, as every command reads it
-    note = _stack_note(st, s, precision, len(m.layers)) if st is not None else None
-    summary = None
-    if note is not None:  # the stack's line of the summary, from the estimate in the precision it runs
-        name, factor, extra, runs = note[1]
-        summary = (name, factor, extra, None if runs == precision else estimate(m, s, batch=batch, precision=runs, **pr_kw))
-    _write(profile_yaml(pr, header + ([note[0]] if note else [])), output, m)
+    # a name, a path or none, as every command reads it; not given: the system's (its file's
+    # stack:, else none), as a projection on it takes
+    st = with_stack(Files(), {"stack": stack if stack is not None else s.stack})["stack"]
+    why = "" if stack is not None else f"the default on {s.name}, --stack not given"
+    if st is None:
+        line = f"Stack {NO_STACK}{f', {why}' if why else ''}: a projection with no stack uses these times as they are."
+        name, factor, extra, runs = NO_STACK, 1.0, 0.0, precision
+    else:
+        line, (name, factor, extra, runs) = _stack_note(st, s, precision, len(m.layers), why)
+    # the stack's line of the summary, from the estimate in the precision it runs
+    summary = (name, factor, extra, None if runs == precision else estimate(m, s, batch=batch, precision=runs, **pr_kw), why)
+    _write(profile_yaml(pr, [*header, line]), output, m)
     _say(estimate_summary(pr, batch, output if output not in (None, "-") else None, summary), output)
 
 
-def _stack_note(st, system, precision: str, layers: int) -> tuple[str, tuple[str, float, float, str]]:
-    """(the header line naming the stack, (its name, the factor a projection with it puts on
+def _stack_note(st, system, precision: str, layers: int, why: str = "") -> tuple[str, tuple[str, float, float, str]]:
+    """(the header line naming the stack (``why``: how it came to be in force), (its name, the factor a projection with it puts on
     these times, the GPU overhead it adds per iteration, the precision it runs
     ``precision`` in)): an estimated profile keeps the
     compute model's times and a projection divides them by the stack's efficiency and adds
@@ -176,9 +181,9 @@ def _stack_note(st, system, precision: str, layers: int) -> tuple[str, tuple[str
     plus = f" and adds {layers} layers x {st.gpu_overhead_s():g} s of GPU overhead per iteration" if extra else ""
     runs, _ = stack_precision(precision, st, False, system)
     tf32 = f" It runs {precision} in {runs} on this GPU: a projection converts these times to {runs}." if runs != precision else ""
-    return (f"Stack {st.name}: a projection with --stack {st.name} divides these times by its efficiency"
+    return (f"Stack {st.label}{f', {why}' if why else ''}: a projection under it divides these times by its efficiency"
             f" {1 / factor:g} ({precision} on {system.gpu_model}){plus}; they are the compute model's.{tf32}",
-            (st.name, factor, extra, runs))
+            (st.label, factor, extra, runs))
 
 
 def _measure(m, batch, device, repeats, warmup, threads, output) -> None:

@@ -1,10 +1,12 @@
 """Projection baselines: record the projections of a set of cases, and later find every
 point that moved (a change to a model file, a system file or the code).
 
-A case is a predict invocation: model, system, profile, gpus, strategies, batch and
-options.  Points are matched by (strategy, gpus, p1, p2).  A numeric field moved when
-|new - old| > rtol · max(|old|, 1e-300); a change of feasibility, limits or rank is a
-move whatever the tolerance.
+A case is a predict invocation: model, system, profile, stack, gpus, strategies, batch
+and options.  Points are matched by (strategy, gpus, p1, p2).  A numeric field moved when
+|new - old| > rtol · max(|old|, 1e-300); a change of feasibility, limits, rank or of the
+stack in force (each point records it: a case's ``stack:``, else the system file's, as
+--stack; a baseline written before points recorded it is not checked for it) is a move
+whatever the tolerance.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ KEPT = (
     "rank",
     "limit_codes",
     "breakdown",
+    "stack",  # the stack in force, as outputs name it (oracle/stack.stack_label); optional on read
 )
 CASE_KEYS = (
     "model",
@@ -53,6 +56,7 @@ CASE_KEYS = (
     "contention",
     "samples",
     "compute_scaling",  # issue 13: the shipped cases pin ParaDL's "linear"
+    "stack",  # a shipped stack's name, a stack file's path or none, as --stack (absent: the system's)
 )
 
 
@@ -108,8 +112,8 @@ def diff_points(case: str, old: Sequence[dict], new: Sequence[dict], rtol: float
         for f, v in (o.get("breakdown") or {}).items():
             if _moved(v, (n.get("breakdown") or {}).get(f), rtol):
                 moves.append(Move(case, label, f, v, n["breakdown"].get(f)))
-        for f in ("feasible", "rank", "limit_codes"):
-            if o.get(f) != n.get(f):
+        for f in ("feasible", "rank", "limit_codes", "stack"):
+            if (f != "stack" or f in o) and o.get(f) != n.get(f):  # an older baseline records no stack
                 moves.append(Move(case, label, f, o.get(f), n.get(f)))
     for key, n in new_by.items():
         if key not in old_by:

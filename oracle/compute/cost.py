@@ -12,6 +12,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from oracle.vocabulary import NO_STACK
+
 
 @dataclass(frozen=True)
 class Phase:
@@ -202,7 +204,7 @@ class Point:
     profile_kind: str = ""  # measured | total | estimated: how the compute times were obtained
     memory_model: str = ""  # framework | paradl (docs/memory.md and docs/cost-model.md): what memory_bytes counts
     compute_conversion: str = ""  # issue 13: the profile's (device, precision, batch) -> this run's
-    stack: str = ""  # issue 25: the software stack in force (oracle/stack.py); "" when none was named
+    stack: str = NO_STACK  # issue 25: the software stack in force, as oracle/stack.stack_label names it
 
     @property
     def compute_s(self) -> float:

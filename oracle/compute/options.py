@@ -318,7 +318,7 @@ def stack_precision(value: str, stack, mixed: bool, system) -> tuple[str, str]:
     spec = system_spec(system)
     if spec is None or spec.peak(TF32) is None:
         return value, ""
-    return TF32, f"runs in TF32 under stack {stack.name}"
+    return TF32, f"runs in TF32 under stack {stack.label}"
 
 
 def _memory_reuse(gamma: float | None, same: dict, pending: bool = False) -> float:
@@ -456,7 +456,7 @@ def option_clashes(runs: list, flags: dict) -> list[tuple[str, str, str, list[in
     command's, their lines), for one warning each (issue 26: each row's column wins)."""
     given = given_flags(flags)
     if flags.get("stack") is not None:
-        given["stack"] = str(getattr(flags["stack"], "name", flags["stack"]))
+        given["stack"] = str(getattr(flags["stack"], "label", flags["stack"]))
     if flags.get("precision"):
         given["precision"] = flags["precision"]
     columns = {key: col for col, (key, _) in OPTION_COLUMNS.items()} | {"stack": "stack", "precision": "precision"}

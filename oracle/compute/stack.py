@@ -32,7 +32,7 @@ from oracle.compute.cost import Breakdown
 from oracle.compute.kernels import WU_PASSES
 from oracle.compute.options import Options
 from oracle.model import InputPipeline, System
-from oracle.stack import PRECISION_CLASSES, TWO_BYTE, Stack
+from oracle.stack import PRECISION_CLASSES, TWO_BYTE, Stack, stack_label
 from oracle.vocabulary import NCCL, PRECISION_BYTES
 
 
@@ -92,7 +92,7 @@ def stack_system(system: System, stack: Stack | None) -> System:
         from oracle.compute.stack_paths import apply_paths
 
         plain = replace(stack, paths=None)
-        return apply_paths(stack_system(system, plain), stack.paths, stack.name, system.input is not None)
+        return apply_paths(stack_system(system, plain), stack.paths, stack.label, system.input is not None)
     if stack is None:
         return system
     system = nccl_algorithms(system, stack)
@@ -110,7 +110,7 @@ def stack_system(system: System, stack: Stack | None) -> System:
         return system
     gpu, node = stack.input_samples_per_s_per_gpu, stack.input_samples_per_s_per_node
     pipe = InputPipeline(loader_samples_per_s=gpu.value if gpu else None, node_samples_per_s=node.value if node else None,
-                         overlap=True, source=f"stack {stack.name}: " + "; ".join(s.source for s in (gpu, node) if s))  # fmt: skip
+                         overlap=True, source=f"stack {stack.label}: " + "; ".join(s.source for s in (gpu, node) if s))  # fmt: skip
     return replace(system, input=pipe)
 
 
@@ -166,7 +166,7 @@ def layout_factor(options: Options, system: System) -> float:
     cls = precision_class(options)
     own = stack.memory_format_for(cls) if stack is not None else None
     if own is None:
-        where = f"stack {stack.name} states none (compute.memory_format)" if stack else "no stack is in force"
+        where = f"stack {stack.label} states none (compute.memory_format)" if stack else "no stack is in force"
         raise OracleError(f"{wanted} moves a stack's speed from the layout the stack runs, and {where}",
                           path="--memory-format", hint="give --stack pytorch, or a stack file with"
                           " compute.memory_format and compute.channels_last_speedup")  # fmt: skip
@@ -174,7 +174,7 @@ def layout_factor(options: Options, system: System) -> float:
         return 1.0
     speedup = stack.channels_last_speedup_for(system.gpu_model, cls)
     if speedup is None:
-        raise OracleError(f"{wanted}: stack {stack.name} has no channels-last speedup measured on {system.gpu_model}"
+        raise OracleError(f"{wanted}: stack {stack.label} has no channels-last speedup measured on {system.gpu_model}"
                           f" ({cls})", path="--memory-format",
                           hint=f"add compute.channels_last_speedup.<GPU>.{cls} to a stack file of your own"
                           " (docs/cost-model.md, \"Memory format\")")  # fmt: skip
@@ -223,4 +223,5 @@ def with_stack_costs(options: Options, gpus: int, iterations: float, layers: int
 
 
 def stack_name(options: Options) -> str:
-    return options.stack.name if options.stack is not None else ""
+    """The stack in force as every output names it (oracle/stack.stack_label; ``none`` for none)."""
+    return stack_label(options.stack)

@@ -78,6 +78,9 @@ def _case(case, name: str, where: str) -> dict:
     return case
 
 
+REQUIRED_KEYS = ("model", "system", "profile")
+PATH_KEYS = (*REQUIRED_KEYS, "stack")  # a shipped name or a path (relative to the file's folder)
+
 # each number of a case is of one kind (oracle/limits.py): the limits of its option
 NUMBER_KEYS = {"batch": limits.BATCH, "batch_per_gpu": limits.BATCH_PER_GPU, "p2": limits.COUNT,
                "segments": limits.COUNT, "memory_reuse": limits.REUSE, "contention": limits.CONTENTION,
@@ -88,7 +91,7 @@ FLAG_KEYS = ("mixed_precision",)
 def check_case(case: dict, name: str, where: str) -> None:
     """Types of a case's values (also of a cases file's): gpus text, a number or a list of
     numbers; NUMBER_KEYS numbers; FLAG_KEYS true or false; the rest (names) text."""
-    for key in ("model", "system", "profile"):
+    for key in REQUIRED_KEYS:
         if not isinstance(case.get(key), str):
             raise OracleError(f"'{key}' is {_what(case.get(key))}; expected a name or path", file=name, path=where)
     if ("batch" in case) == ("batch_per_gpu" in case):
@@ -127,6 +130,8 @@ def _point(point, name: str, where: str) -> dict:
         _number(point.get(key), name, f"{where}.{key}")
     if not isinstance(point.get("feasible", False), bool):
         raise OracleError(f"is {_what(point['feasible'])}; expected true or false", file=name, path=f"{where}.feasible")
+    if not isinstance(point.get("stack", ""), str):
+        raise OracleError(f"is {_what(point['stack'])}; expected a stack's name", file=name, path=f"{where}.stack")
     codes = _typed(point.get("limit_codes", []), list, name, f"{where}.limit_codes", "a list of names")
     if not all(isinstance(c, str) for c in codes):
         raise OracleError("expected a list of names", file=name, path=f"{where}.limit_codes")

@@ -30,7 +30,12 @@ FP32_MATHS = (TF32, FP32)  # compute.fp32_math: what a float32 model's convoluti
 
 
 def load_stack(path: str | Path) -> Stack:
-    return parse_stack(load_yaml(path, "stack file"), str(path))
+    """The stack file at ``path``; one of the shipped stacks/ is named by its name in
+    outputs, any other file by ``path`` (oracle.stack.Stack.label)."""
+    from oracle.resources import shipped_name
+
+    shipped = shipped_name("stacks", path) is not None
+    return parse_stack(load_yaml(path, "stack file"), str(path), shipped)
 
 
 def sourced(f: Fields, key: str, check: Checker, required: bool = True) -> Sourced | None:
@@ -131,7 +136,7 @@ def _update_bytes(it: Fields) -> tuple[tuple[str, Sourced], ...]:
     return out
 
 
-def parse_stack(doc: dict, file: str) -> Stack:
+def parse_stack(doc: dict, file: str, shipped: bool = False) -> Stack:
     top = Fields(doc, file, "")
     name = top.req("name", string())
     description = top.req("description", string())
@@ -187,4 +192,4 @@ def parse_stack(doc: dict, file: str) -> Stack:
                  library, algorithm, overlap, bucket, cycle, memory_model, cost_model, split_types,
                  split_points, paths, update, nccl_algos, fused, reduction, maxpool, gradients, overhead,
                  formats, speedups, avgpool_memory_efficiency=avgpool, pool_window_efficiency=window,
-                 fp32_math=fp32_math)  # fmt: skip
+                 fp32_math=fp32_math, shipped=shipped)  # fmt: skip

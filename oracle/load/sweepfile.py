@@ -29,7 +29,7 @@ from oracle.vocabulary import ESTIMATE
 LISTED = ("model", "system", "stack", "precision", "batch", "batch_per_gpu")  # may be lists
 SWEEP_KEYS = ("model", "system", "profile", "stack", "gpus", "strategy", "batch", "batch_per_gpu", "p2",
               "segments", "precision", "memory_reuse", "memory_model", "mixed_precision", "optimizer",
-              "contention", "samples", "compute_scaling")  # fmt: skip  (CASE_KEYS and stack)
+              "contention", "samples", "compute_scaling")  # fmt: skip  (compute/baseline.CASE_KEYS)
 
 
 @dataclass(frozen=True)

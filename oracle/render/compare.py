@@ -58,7 +58,8 @@ def row_dict(r: CompareRow) -> dict:
 
 def stats_dict(s: Stats) -> dict:
     return {
-        "n": s.n,
+        "n": s.n,  # the runs scored; not_scored: those the model finds infeasible (no accuracy)
+        "not_scored": s.unscored,
         "mean_accuracy": _num(s.mean_accuracy),
         "min_accuracy": _num(s.min_accuracy),
         "mape": _num(s.mape),  # null when a run's projection could not be computed
@@ -75,6 +76,8 @@ def _ratios(s: Stats) -> dict:
 def summary_dict(s: Summary) -> dict:
     return {
         "runs": s.overall.n,
+        "not_scored": s.overall.unscored,
+        "not_scored_lines": list(s.unscored_lines),
         "mean_accuracy": _num(s.overall.mean_accuracy),
         "min_accuracy": _num(s.overall.min_accuracy),
         "mape": _num(s.overall.mape),
@@ -100,21 +103,32 @@ def _stats_or_none(s: Stats | None) -> dict | None:
     return stats_dict(s) if s is not None else None
 
 
+def unscored_line(summary: Summary) -> str:
+    """How runs the model finds infeasible count: apart, or "" when there are none."""
+    n = len(summary.unscored_lines)
+    if not n:
+        return ""
+    lines = ", ".join(map(str, summary.unscored_lines))
+    return (f"not scored: {_runs(n)} the model finds infeasible (line{'s' if n > 1 else ''} {lines}; the limit in"
+            f" the notes), left out of the accuracies, MAPE, ratios and ranking, which are over the other"
+            f" {summary.overall.n}")
+
+
 def held_out_lines(summary: Summary) -> list[str]:
     """--calibrate-on: what was calibrated, and the model against the naive projection."""
     out = [f"{name}: {note} (those runs are not scored)" for name, note in summary.calibration]
     if summary.naive is not None and summary.model_on_naive_runs is not None:
         out.append(
             f"naive projection (time per iteration of the nearest smaller calibrated run of the same model and"
-            f" strategy) on {_runs(summary.naive.n)}: mean accuracy {_pct(summary.naive.mean_accuracy)}; the model on"
-            f" the same runs: {_pct(summary.model_on_naive_runs.mean_accuracy)}"
+            f" strategy) on {_runs(summary.naive.n)}: mean accuracy {pct_text(summary.naive.mean_accuracy)}; the model on"
+            f" the same runs: {pct_text(summary.model_on_naive_runs.mean_accuracy)}"
         )
     elif summary.calibration:
         out.append("naive projection: no evaluated run has a smaller calibrated run of its model and strategy")
     if summary.unanchored is not None:
         out.append(f"anchored: {_runs(summary.unanchored.n)} projected from the measured time of their nearest"
                    f" calibration run times the model's ratio (see notes); the calibrated model alone on them:"
-                   f" {_pct(summary.unanchored.mean_accuracy)}")  # fmt: skip
+                   f" {pct_text(summary.unanchored.mean_accuracy)}")  # fmt: skip
     return out + _range_lines(summary)
 
 
@@ -132,14 +146,14 @@ def _range_lines(summary: Summary) -> list[str]:
         out.append(
             f"within the calibrated batch (a calibration run of the same model and strategy has the run's samples"
             f" per replica): {_runs(summary.within_calibration.n)}, mean accuracy"
-            f" {_pct(summary.within_calibration.mean_accuracy)}"
-            + (f"; naive projection {_pct(naive.mean_accuracy)} on {naive.n} of them" if naive else "")
+            f" {pct_text(summary.within_calibration.mean_accuracy)}"
+            + (f"; naive projection {pct_text(naive.mean_accuracy)} on {naive.n} of them" if naive else "")
         )
     lines = ", ".join(map(str, summary.beyond_lines))
     out.append(
         f"beyond it (extrapolated in batch, see notes): {_runs(summary.beyond_calibration.n)} (line"
         f"{'s' if summary.beyond_calibration.n > 1 else ''} {lines}), mean accuracy"
-        f" {_pct(summary.beyond_calibration.mean_accuracy)}"
+        f" {pct_text(summary.beyond_calibration.mean_accuracy)}"
     )
     return out
 
@@ -177,7 +191,7 @@ def _csv_value(v):
     return csv_cell("; ".join(v) if isinstance(v, list) else v)
 
 
-def _pct(v: float | None) -> str:
+def pct_text(v: float | None) -> str:
     return "–" if v is None or not math.isfinite(v) else f"{100 * v:.1f}%"
 
 
@@ -228,10 +242,17 @@ COLUMNS = (
 )
 
 
+INFEASIBLE = "infeasible"  # the accuracy cell of a run not scored (CompareRow.scored)
+
+
+def accuracy_cell(r: CompareRow) -> str:
+    return pct_text(r.accuracy) if r.scored else INFEASIBLE
+
+
 def _cells(r: CompareRow) -> dict:
     parts = ""
     if r.compute_accuracy is not None or r.comm_accuracy is not None:
-        parts = f"{_pct(r.compute_accuracy)} / {_pct(r.comm_accuracy)}"
+        parts = f"{pct_text(r.compute_accuracy)} / {pct_text(r.comm_accuracy)}"
     from rich.text import Text
 
     return {
@@ -243,15 +264,16 @@ def _cells(r: CompareRow) -> dict:
         "basis": r.run.basis,
         "measured": fmt_seconds(r.measured_s),
         "projected": fmt_seconds(r.predicted_s),
-        "accuracy": Text(_pct(r.accuracy), style=_acc_style(r.accuracy)),
+        "accuracy": Text(accuracy_cell(r), style=_acc_style(r.accuracy) if r.scored else None),
         "split": parts,
-        "anomaly": Text(_notes(r), style="yellow" if r.anomaly else None),
+        "anomaly": Text(notes(r), style="yellow" if r.anomaly else None),
     }
 
 
-def _notes(r: CompareRow) -> str:
-    """The anomaly and, with --calibrate-on, why the run extrapolates in batch."""
-    parts = [r.anomaly] if r.anomaly else []
+def notes(r: CompareRow) -> str:
+    """The limits of a run not scored, the anomaly and, with --calibrate-on, why the run
+    extrapolates in batch."""
+    parts = [x for x in (r.limits_note(), r.anomaly) if x]
     if r.beyond_calibration:
         parts.append(f"beyond calibration: {r.beyond_calibration}")
     if r.anchor:
@@ -260,24 +282,30 @@ def _notes(r: CompareRow) -> str:
 
 
 def table(rows: Sequence[CompareRow], summary: Summary, title: str = ""):
-    """Runs (the first TABLE_MAX_RUNS of them) grouped by model and system, the summary
-    of all, the profiles used.  Columns fit the width they are rendered at (issue 17)."""
+    """Runs (the first TABLE_MAX_RUNS of them) grouped by model, system and the stack in
+    force (each heading names it), those not scored dimmed; the summary of all, the profiles used.  Columns fit the width they are rendered at (issue 17)."""
     from rich.console import Group
     from rich.text import Text
 
     from oracle.render.columns import FitTable, Section
+    from oracle.render.predict import INFEASIBLE_STYLE
 
-    key = lambda r: (r.point.model, r.point.system)  # noqa: E731
-    sections = [
-        Section([_cells(r) for r in group], label=f"{model} on {system}")
-        for (model, system), group in groupby(rows[:TABLE_MAX_RUNS], key=key)
-    ]
+    key = lambda r: (r.point.model, r.point.system, r.point.stack)  # noqa: E731
+    sections, styles = [], {}
+    for (model, system, stack), group in groupby(rows[:TABLE_MAX_RUNS], key=key):
+        cells = []
+        for r in group:
+            cells.append(_cells(r))
+            if not r.scored:  # dimmed, as predict's infeasible points
+                styles[id(cells[-1])] = INFEASIBLE_STYLE
+        sections.append(Section(cells, label=f"{model} on {system} · stack {stack}"))
     t = FitTable(
         COLUMNS,
         sections,
         notes=Column("anomaly", "notes"),
         title=title,
         hint="--width or --format csv shows them",
+        styles=styles,
     )
     parts = [t]
     if len(rows) > TABLE_MAX_RUNS:
@@ -294,16 +322,16 @@ def summary_table(summary: Summary):
     from oracle.render.columns import FitTable, Section
 
     def row(label: str, s: Stats, style: str | None = None) -> dict:
-        return {"label": Text(label, style=style), "runs": str(s.n),
-                "mean": Text(_pct(s.mean_accuracy), style=_acc_style(s.mean_accuracy)),
-                "min": _pct(s.min_accuracy), "mape": _pct(s.mape), "ratio": ratio_cell(s)}  # fmt: skip
+        return {"label": Text(label, style=style), "runs": str(s.n), "unscored": str(s.unscored),
+                "mean": Text(pct_text(s.mean_accuracy), style=_acc_style(s.mean_accuracy)),
+                "min": pct_text(s.min_accuracy), "mape": pct_text(s.mape), "ratio": ratio_cell(s)}  # fmt: skip
 
     rows = [row("all runs", summary.overall, "bold")]
     rows += [row(f"strategy {name}", s) for name, s in summary.by_strategy.items()]
     if len(summary.by_model) > 1:
         rows += [row(f"model {name}", s) for name, s in summary.by_model.items()]
     agree = (
-        f"ranking agreement {_pct(summary.ranking_agreement)} of {summary.ranking_pairs} strategy pairs"
+        f"ranking agreement {pct_text(summary.ranking_agreement)} of {summary.ranking_pairs} strategy pairs"
         if summary.ranking_agreement is not None
         else "ranking agreement: no group has runs of two strategies at the same GPU count"
     )
@@ -311,32 +339,38 @@ def summary_table(summary: Summary):
         f"{agree} · {summary.anomalies} anomal{'y' if summary.anomalies == 1 else 'ies'} flagged"
         f" · {RATIO_NOTE}"
     )
+    if summary.unscored_lines:
+        caption += "\n" + unscored_line(summary)
     if summary.calibration:
         caption += "\n" + "\n".join(held_out_lines(summary))
+    unscored = (Column("unscored", INFEASIBLE, "right"),) if summary.unscored_lines else ()
     return FitTable(
-        (Column("label", "", identity=True), Column("runs", "runs", "right"), Column("mean", "mean accuracy", "right"),
-         Column("min", "min accuracy", "right", 6), Column("mape", "MAPE", "right", 5),
-         Column("ratio", RATIO_HEAD, "right", 7)),
+        (Column("label", "", identity=True), Column("runs", "runs", "right"), *unscored,
+         Column("mean", "mean accuracy", "right"), Column("min", "min accuracy", "right", 6),
+         Column("mape", "MAPE", "right", 5), Column("ratio", RATIO_HEAD, "right", 7)),
         [Section(rows)], title="\nsummary", caption=caption, hint="--width or --format json shows them",
     )  # fmt: skip
 
 
 def markdown(rows: Sequence[CompareRow], summary: Summary) -> str:
     out = [
-        "| line | model | system | strategy | GPUs | p1×p2 | batch | on | measured | projected | accuracy | notes |",
-        "|---:|---|---|---|---:|---:|---:|---|---:|---:|---:|---|",
+        "| line | model | system | stack | strategy | GPUs | p1×p2 | batch | on | measured | projected | accuracy | notes |",
+        "|---:|---|---|---|---|---:|---:|---:|---|---:|---:|---:|---|",
     ]
     for r in rows:
         out.append(
-            f"| {r.run.line} | {md(r.point.model)} | {md(r.point.system)} | {r.run.strategy} | {r.run.gpus} | "
-            f"{r.point.p1}×{r.point.p2} | {r.run.global_batch:g} | {r.run.basis} | {fmt_seconds(r.measured_s)} | "
-            f"{fmt_seconds(r.predicted_s)} | {_pct(r.accuracy)} | {md(_notes(r))} |"
+            f"| {r.run.line} | {md(r.point.model)} | {md(r.point.system)} | {md(r.point.stack)} | {r.run.strategy} |"
+            f" {r.run.gpus} | {r.point.p1}×{r.point.p2} | {r.run.global_batch:g} | {r.run.basis} |"
+            f" {fmt_seconds(r.measured_s)} | {fmt_seconds(r.predicted_s)} | {accuracy_cell(r)} | {md(notes(r))} |"
         )
-    out += ["", f"| | runs | mean accuracy | min accuracy | MAPE | {RATIO_HEAD} |", "|---|---:|---:|---:|---:|---:|"]
+    extra = bool(summary.unscored_lines)  # a column of the runs not scored where there are some
+    out += ["", f"| | runs |{f' {INFEASIBLE} |' if extra else ''} mean accuracy | min accuracy | MAPE | {RATIO_HEAD} |",
+            f"|---|---:|{'---:|' if extra else ''}---:|---:|---:|---:|"]
 
     def add(label: str, s: Stats) -> None:
         out.append(
-            f"| {md(label)} | {s.n} | {_pct(s.mean_accuracy)} | {_pct(s.min_accuracy)} | {_pct(s.mape)} | {ratio_cell(s)} |"
+            f"| {md(label)} | {s.n} |{f' {s.unscored} |' if extra else ''} {pct_text(s.mean_accuracy)} |"
+            f" {pct_text(s.min_accuracy)} | {pct_text(s.mape)} | {ratio_cell(s)} |"
         )
 
     add("**all runs**", summary.overall)
@@ -345,8 +379,11 @@ def markdown(rows: Sequence[CompareRow], summary: Summary) -> str:
     for name, s in summary.by_model.items():
         add(f"model {name}", s)
     out += ["", md(RATIO_NOTE) + "."]
+    if summary.unscored_lines:
+        text = md(unscored_line(summary))
+        out.append(text[0].upper() + text[1:] + ".")
     if summary.ranking_agreement is not None:
-        out.append(f"Ranking agreement: {_pct(summary.ranking_agreement)} of {summary.ranking_pairs} strategy pairs.")
+        out.append(f"Ranking agreement: {pct_text(summary.ranking_agreement)} of {summary.ranking_pairs} strategy pairs.")
     out += [f"{md(line)}." for line in held_out_lines(summary)]
     out.append("")
     out.append(md(profiles_line(rows)) + ".")

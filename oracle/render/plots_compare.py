@@ -7,19 +7,19 @@ from __future__ import annotations
 from itertools import groupby
 
 from oracle.errors import OracleError
-from oracle.render.compare import ratio_cell
+from oracle.render.compare import pct_text, ratio_cell
 from oracle.render.plots import EDGE, RC, is_finite, new_figure, plain_log_ticks, strategy_style
 
 
 def compare_figure(rows, summary=None, title_text: str = ""):
-    """Projected versus measured, like ParaDL's Figure 3: one panel per model, system
-    and strategy; per run a measured bar (hatched), the projected time and the projected
+    """Projected versus measured, like ParaDL's Figure 3: one panel per model, system,
+    stack in force (named in its title) and strategy; per run a measured bar (hatched), the projected time and the projected
     communication beside it, with the accuracy above.  Log time axis: every bar stands
     on the axis (a part stacked on another would not read as its value)."""
     import matplotlib
     from matplotlib.patches import Patch
 
-    key = lambda r: (r.point.model, r.point.system, r.run.strategy)  # noqa: E731
+    key = lambda r: (r.point.model, r.point.system, r.point.stack, r.run.strategy)  # noqa: E731
     groups: list[tuple[tuple, list]] = []
     for k, grp in groupby(rows, key=key):
         if groups and groups[-1][0] == k:
@@ -36,7 +36,7 @@ def compare_figure(rows, summary=None, title_text: str = ""):
     with matplotlib.rc_context(RC):
         fig = new_figure(max(7.0, 0.55 * widest + 2.5), 3.2 * len(groups) + 1.0)
         axes = fig.subplots(len(groups), 1, squeeze=False)
-        for ax, ((model, system, strategy), grp) in zip((a[0] for a in axes), groups):
+        for ax, ((model, system, stack, strategy), grp) in zip((a[0] for a in axes), groups):
             grp = sorted(grp, key=lambda r: (r.run.gpus, r.run.global_batch, r.run.line))
             colour, _ = strategy_style(strategy)
             show_batch = len({r.run.gpus for r in grp}) < len(grp) or len({r.run.global_batch / r.run.gpus
@@ -45,8 +45,10 @@ def compare_figure(rows, summary=None, title_text: str = ""):
             for x, r in enumerate(grp):
                 values += _run_bars(ax, x, r, colour)
                 top = max(v for v in (r.measured_s, r.predicted_s) if is_finite(v))
-                ax.annotate(f"{100 * r.accuracy:.0f}%", (x, top), xytext=(0, 3), textcoords="offset points",
-                            ha="center", va="bottom", fontsize=7, fontweight="bold" if r.accuracy < 0.75 else "normal",
+                label = f"{100 * r.accuracy:.0f}%" if r.scored else "✗ " + ", ".join(  # the limit, as breakdown's bars
+                    dict.fromkeys(lim.code for lim in r.point.limits))
+                ax.annotate(label, (x, top), xytext=(0, 3), textcoords="offset points", ha="center", va="bottom",
+                            fontsize=7, fontweight="bold" if not r.accuracy >= 0.75 else "normal",
                             rotation=90 if len(grp) > 14 else 0)
             ax.set_yscale("log")
             lo = min(v for v in values if v > 0)
@@ -61,9 +63,8 @@ def compare_figure(rows, summary=None, title_text: str = ""):
                                 for r in grp], fontsize=7)
             ax.set_xlabel("GPUs" + (" (B: global batch)" if show_batch else ""))
             ax.grid(axis="x", visible=False)
-            mean = sum(r.accuracy for r in grp) / len(grp)
-            ax.set_title(f"{model} on {system} · {strategy} · mean accuracy {100 * mean:.1f}% ({len(grp)} run{'s' if len(grp) != 1 else ''})",
-                         loc="left", fontweight="bold")
+            ax.set_title(f"{model} on {system} · stack {stack} · {strategy} · {_mean_text(grp)}", loc="left",
+                         fontweight="bold")
             ax.legend(handles=[
                 Patch(facecolor="white", edgecolor=colour, hatch="////", label="measured"),
                 Patch(facecolor=colour, edgecolor=EDGE, label="projected (compute + communication)"),
@@ -72,11 +73,23 @@ def compare_figure(rows, summary=None, title_text: str = ""):
         head = title_text or "projected versus measured"
         if summary is not None:
             s = summary.overall
-            head += (f"\n{s.n} runs · mean accuracy {100 * s.mean_accuracy:.1f}% · measured / projected"
-                     f" {ratio_cell(s)} (geometric mean)")
+            head += (f"\n{s.n} runs{_unscored_text(s.unscored)} · mean accuracy {pct_text(s.mean_accuracy)} · measured /"
+                     f" projected {ratio_cell(s)} (geometric mean)")
         head += " · label: accuracy = 1 − |projected − measured| / measured"
         fig.suptitle(head, x=0.01, ha="left", fontsize=10)
     return fig
+
+
+def _mean_text(grp) -> str:
+    """The mean accuracy of a panel's scored runs, and how many runs it holds."""
+    kept = [r.accuracy for r in grp if r.scored]
+    mean = sum(kept) / len(kept) if kept else float("nan")
+    return (f"mean accuracy {pct_text(mean)} ({len(kept)} run{'s' if len(kept) != 1 else ''}"
+            f"{_unscored_text(len(grp) - len(kept))})")
+
+
+def _unscored_text(n: int) -> str:
+    return f", {n} infeasible in the model, not scored" if n else ""
 
 
 def _run_bars(ax, x: int, r, colour: str) -> list[float]:

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 from oracle.model import Profile
 from oracle.textsafe import yaml_comments, yaml_quoted, yaml_scalar
-from oracle.vocabulary import FP32
+from oracle.vocabulary import FP32, NO_STACK
 
 _INT_META = ("batch", "threads", "peak_allocated_bytes")
 _WIDTH = 88
@@ -139,10 +139,10 @@ def _totals(profile: Profile) -> tuple[float, float, float]:
 
 def estimate_summary(profile: Profile, batch: int, written: str | None,
                      stack: tuple | None = None) -> str:  # fmt: skip
-    """The totals of an estimated profile; with ``stack`` (its name, the factor a projection
-    with it puts on the times: compute/stack.compute_factor, the GPU overhead it adds per
-    iteration, and the estimate at the precision it runs in where that differs, else None)
-    its iteration too."""
+    """The totals of an estimated profile; with ``stack`` (its name, ``none`` for none, the
+    factor a projection with it puts on the times: compute/stack.compute_factor, the GPU
+    overhead it adds per iteration, the estimate at the precision it runs in where that
+    differs, else None, and why it is in force where not given) its iteration too."""
     fw, bw, wu = _totals(profile)
     eff = dict(profile.meta).get("efficiency", "")
     lines = [
@@ -153,11 +153,12 @@ def estimate_summary(profile: Profile, batch: int, written: str | None,
         f"  iteration at batch {batch:<7} {_fmt_s(batch * (fw + bw) + wu)}",
     ]
     if stack is not None:
-        name, factor, extra, runs_as = stack
+        name, factor, extra, runs_as, why = stack
         f, b, w = _totals(runs_as) if runs_as is not None else (fw, bw, wu)
-        how = f"in {runs_as.precision}, " if runs_as is not None else ""
-        lines.append(f"  with stack {name:<15} {_fmt_s(factor * (batch * (f + b) + w) + extra)} ({how}applied when"
-                     " projecting; the written times are the compute model's)")
+        how = (f"{why}; " if why else "") + (f"in {runs_as.precision}, " if runs_as is not None else "")
+        what = "no stack: the written times as they are" if name == NO_STACK else \
+            "applied when projecting; the written times are the compute model's"
+        lines.append(f"  with stack {name:<15} {_fmt_s(factor * (batch * (f + b) + w) + extra)} ({how}{what})")
     if written:
         lines += ["", f"wrote {written}"]
     return "\n".join(lines) + "\n"

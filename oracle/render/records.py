@@ -62,7 +62,7 @@ def point_to_dict(pt: Point, plain: Callable[[object], object] = plain_value) ->
         "profile_kind": pt.profile_kind,  # "estimated": a roofline estimate, not measured
         "memory_model": pt.memory_model,  # framework | paradl (docs/memory.md and docs/cost-model.md)
         "compute_conversion": pt.compute_conversion,  # issue 13: from -> to, or "" (ParaDL linear)
-        "stack": pt.stack,  # issue 25: the software stack in force, "" when none was named
+        "stack": pt.stack,  # issue 25: the software stack in force (oracle/stack.stack_label: none when none)
         "memory_breakdown": {k: _num(v) for k, v in (pt.detail("memory") or {}).items()} or None,
         "max_batch_per_gpu": _num(pt.detail("max_batch_per_gpu")),  # the largest that fits
         # with --overlap: communication_s is the exposed part; this is everything sent

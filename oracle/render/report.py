@@ -359,7 +359,7 @@ def steps(data: ReportData) -> int:
 
 
 def pct(v: float | None) -> str:
-    return "–" if v is None else f"{100 * v:.1f}%"
+    return "–" if v is None or math.isnan(v) else f"{100 * v:.1f}%"  # NaN: no run scored
 
 
 REC_HEAD = ("GPUs", "rank", "strategy", "p1×p2", "batch", "epoch", "iteration", "compute", "comm", "mem/GPU",

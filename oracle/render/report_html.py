@@ -5,7 +5,14 @@ from __future__ import annotations
 
 import base64
 
-from oracle.render.compare import RATIO_HEAD, RATIO_NOTE, ratio_cell
+from oracle.render.compare import (
+    RATIO_HEAD,
+    RATIO_NOTE,
+    accuracy_cell,
+    notes,
+    ratio_cell,
+    unscored_line,
+)
 from oracle.render.predict import memory_label
 from oracle.render.report import (
     CAPTIONS,
@@ -204,7 +211,7 @@ def _html_accuracy(data: ReportData, images, image_type: str) -> str:
     meas = data.measured
     assert meas is not None
     s = meas.summary
-    out = [f"<p>{s.overall.n} measured runs from <code>{_e(meas.file)}</code>, each compared with its projection. "
+    out = [f"<p>{len(meas.rows)} measured runs from <code>{_e(meas.file)}</code>, each compared with its projection. "
            f"Accuracy is ParaDL's 1 − |projected − measured| / measured; {_e(RATIO_NOTE)}.</p>"]
     models = {r.point.model for r in meas.rows}
     if data.meta.get("model") not in models:
@@ -221,18 +228,20 @@ def _html_accuracy(data: ReportData, images, image_type: str) -> str:
              if s.ranking_agreement is not None else
              "Ranking agreement: no GPU count has runs of two strategies.")
     out.append(f"<p>{_e(agree)} Anomalies flagged: {s.anomalies}.</p>")
+    if s.unscored_lines:
+        out.append(f"<p>{_e(unscored_line(s))}.</p>")
     if images is not None and "compare" in images:
         out.append(_img("compare", images["compare"], image_type))
     elif images is None:
         out.append(f'<p class="note">{_e(NO_PLOTS)}.</p>')
     head = ("<tr><th class='n'>line</th><th>model</th><th>strategy</th><th class='n'>GPUs</th><th class='n'>p1×p2"
             "</th><th class='n'>batch</th><th>on</th><th class='n'>measured</th><th class='n'>projected</th>"
-            "<th class='n'>accuracy</th><th>anomaly</th></tr>")
+            "<th class='n'>accuracy</th><th>notes</th></tr>")
     body = "".join(
         f"<tr><td class='n'>{r.run.line}</td><td>{_e(r.point.model)}</td><td>{_swatch(r.run.strategy)}</td>"
         f"<td class='n'>{r.run.gpus:,}</td><td class='n'>{r.point.p1}×{r.point.p2}</td>"
         f"<td class='n'>{r.run.global_batch:,.0f}</td><td>{_e(r.run.basis)}</td>"
         f"<td class='n'>{_e(fmt_seconds(r.measured_s))}</td><td class='n'>{_e(fmt_seconds(r.predicted_s))}</td>"
-        f"<td class='n'>{pct(r.accuracy)}</td><td>{_e(r.anomaly or '')}</td></tr>" for r in meas.rows)
+        f"<td class='n'>{accuracy_cell(r)}</td><td>{_e(notes(r))}</td></tr>" for r in meas.rows)
     out.append(f"<h3>Every run</h3><table><thead>{head}</thead><tbody>{body}</tbody></table>")
     return "\n".join(out)

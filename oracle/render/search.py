@@ -14,6 +14,7 @@ from oracle.compute.strategies import REGISTRY
 from oracle.load.layerwise import ranges_of
 from oracle.render.columns import Column, FitTable, Section
 from oracle.units import fmt_bytes, fmt_seconds, fmt_split
+from oracle.vocabulary import NO_STACK
 
 
 def escape(text: str) -> str:
@@ -138,7 +139,7 @@ def to_json(results: Sequence[SearchResult], meta: dict, top: int = 5) -> str:
         "profile": meta["profile"],
         "profile_note": meta.get("profile_note", ""),
         "compute_conversion": meta.get("compute_conversion", ""),
-        "stack": meta.get("stack", ""),  # issue 25: the software stack in force, "" without one
+        "stack": meta.get("stack", NO_STACK),  # issue 25: the software stack in force (oracle/stack.stack_label)
         "model_note": meta.get("model_note", ""),
         "scaling": meta["scaling"],
         "precision": meta["precision"],

@@ -63,5 +63,5 @@ def stack_table(st: Stack):
     return FitTable(
         (Column("key", "key", identity=True), Column("value", "value", "right")),
         [Section(rows)], notes=Column("source", "source"), notes_min=40,
-        title=f"stack {st.name}: {st.description}",
+        title=f"stack {st.label}: {st.description}",
     )  # fmt: skip

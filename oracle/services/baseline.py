@@ -22,8 +22,9 @@ def snapshot_text(cases_file: str, output: str | None) -> tuple[str, int, int]:
     dst = Path(output).parent if output else Path(".")
     entries = []
     for i, case in enumerate(cases):
-        points = _run_case(case, src, cases_file, f"cases[{i}]")
-        entries.append({"case": _rebase(case, src, dst), "points": points})
+        stored = _rebase(case, src, dst)
+        points = _named(_run_case(case, src, cases_file, f"cases[{i}]"), stored)
+        entries.append({"case": stored, "points": points})
     doc = {
         "format": FORMAT_TAG,
         "oracle_version": oracle.__version__,
@@ -46,7 +47,7 @@ def check_baseline(baseline: str, rtol: float) -> tuple[int, int, dict]:
     n_points = 0
     for i, (case, points) in enumerate(cases):
         n_points += len(points)
-        new = _run_case(case, base_dir, baseline, f"cases[{i}].case")
+        new = _named(_run_case(case, base_dir, baseline, f"cases[{i}].case"), case)
         moves += diff_points(_case_label(case), points, new, rtol)
     by_point: dict[tuple[str, str], list] = {}
     for m in moves:
@@ -59,7 +60,7 @@ def check_baseline(baseline: str, rtol: float) -> tuple[int, int, dict]:
 def _load_cases(path: str) -> list[dict]:
     from oracle.compute.baseline import CASE_KEYS
     from oracle.errors import OracleError
-    from oracle.load.baseline import check_case
+    from oracle.load.baseline import REQUIRED_KEYS, check_case
     from oracle.load.fields import Fields
     from oracle.load.yamlfile import load_yaml
 
@@ -74,7 +75,7 @@ def _load_cases(path: str) -> list[dict]:
                 case[key] = f.map[key]
             f.used.add(key)
         f.done()
-        for key in ("model", "system", "profile"):
+        for key in REQUIRED_KEYS:
             if key not in case:
                 raise f.error(None, f"missing required key '{key}'")
         if ("batch" in case) == ("batch_per_gpu" in case):
@@ -92,13 +93,26 @@ def _rebase(case: dict, src_dir, dst_dir) -> dict:
     import os
     from pathlib import Path
 
+    from oracle.load.baseline import PATH_KEYS
+
     out = dict(case)
-    for key in ("model", "system", "profile"):
+    for key in (k for k in PATH_KEYS if k in case):
         v = str(case[key])
-        if "/" in v or v.endswith((".yaml", ".yml")):
+        if _is_path(v):
             p = Path(v) if Path(v).is_absolute() else Path(src_dir) / v
             out[key] = os.path.relpath(p.resolve(), Path(dst_dir).resolve())
     return out
+
+
+def _is_path(value: str) -> bool:
+    return "/" in value or value.endswith((".yaml", ".yml"))
+
+
+def _named(points: list[dict], case: dict) -> list[dict]:
+    """``points`` naming a case's stack file by its path as the baseline stores it (relative
+    to the baseline's folder: the same wherever oracle runs), not as the run read it."""
+    stack = str(case.get("stack", ""))
+    return [dict(p, stack=stack) for p in points] if _is_path(stack) else points
 
 
 def _run_case(case: dict, base_dir, file: str | None = None, where: str = "") -> list[dict]:
@@ -125,7 +139,8 @@ def _run_case(case: dict, base_dir, file: str | None = None, where: str = "") ->
 
 def _case_label(case: dict) -> str:
     scale = f"B={case['batch']}" if "batch" in case else f"b={case['batch_per_gpu']}/GPU"
-    return f"{case['model']}/{case['system']}/{case['profile']} ({scale}, gpus {case.get('gpus', 'default')})"
+    stack = f", stack {case['stack']}" if "stack" in case else ""
+    return f"{case['model']}/{case['system']}/{case['profile']} ({scale}, gpus {case.get('gpus', 'default')}{stack})"
 
 
 def _dump(doc: dict) -> str:

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from oracle.vocabulary import ESTIMATE, FP32, PARADL, RING
+from oracle.stack import stack_label
+from oracle.vocabulary import ESTIMATE, FP32, NO_STACK, PARADL, RING
 
 
 def profile_note(pr, options=None, system=None) -> str:
@@ -50,7 +51,7 @@ def describe(m, s, pr, run, conversion) -> dict:
         "options_note": options_note(s, options),
         "model_note": model_note(m),
         "compute_conversion": conversion_caption(conversion, batch, per_gpu, s, m),
-        "stack": options.stack.name if options.stack is not None else "",
+        "stack": stack_label(options.stack),
         "stack_note": stack_caption(options.stack, options.memory_format, pr.kind if pr is not None else "",
                                     _precision_class(options), s.gpu_model, _given_over(options)),
     }
@@ -65,7 +66,7 @@ def stack_caption(stack, memory_format: str | None = None, profile_kind: str = "
     converted to channels-last), and whether the other can be asked for on ``gpu_model``;
     ``given``: the options given over the stack's values (:func:`_given_over`)."""
     if stack is None:
-        return ""
+        return f"stack: {NO_STACK} (no software stack: the options as given)"
     own = "" if profile_kind in ("estimated", "") else "; not applied: a measured profile keeps the layout it was measured in"
     layout = f"; convolutions in {memory_format} (--memory-format{own})" if memory_format else ""
     runs = stack.memory_format_for(precision) if precision and profile_kind == "estimated" else None
@@ -75,7 +76,7 @@ def stack_caption(stack, memory_format: str | None = None, profile_kind: str = "
         ask = (f"--memory-format {other} for the other" if stack.channels_last_speedup_for(gpu_model, precision)
                else f"the other not measured on {gpu_model or 'this GPU'}")  # fmt: skip
         layout = f"; convolutions in {runs}, the stack's layout for {what} ({ask})"
-    return f"stack: {stack.name} ({stack.description}){layout}{given}"
+    return f"stack: {stack.label} ({stack.description}){layout}{given}"
 
 
 def _given_over(options) -> str:

@@ -125,19 +125,18 @@ def anchor_rows(rows: list, anchors: list, per_replica, gpus_per_node, threshold
     (the calibration runs' CompareRows); ``gpus_per_node``: run -> its system's."""
     from dataclasses import replace
 
-    from oracle.compute.calibration.compare import accuracy, anomaly_of
+    from oracle.compute.calibration.compare import anomaly_of, phase_accuracies
 
     out = []
     for row in rows:
         a = nearest(row.run, anchors, per_replica)
-        got = anchored(row, a, per_replica, gpus_per_node(row.run)) if a is not None else None
+        # a run the model finds infeasible is not scored (compare.CompareRow.scored): left as it is
+        got = anchored(row, a, per_replica, gpus_per_node(row.run)) if a is not None and row.scored else None
         if got is None:
             out.append(row)
             continue
-        cacc = accuracy(got.compute_s, row.run.compute_s) if row.run.compute_s else None
-        macc = accuracy(got.comm_s, row.run.comm_s) if row.run.comm_s else None
-        new = replace(row, predicted_s=got.total_s, accuracy=accuracy(got.total_s, row.measured_s),
-                      predicted_compute_s=got.compute_s, predicted_comm_s=got.comm_s, compute_accuracy=cacc,
+        cacc, macc = phase_accuracies(row.point, got.compute_s, got.comm_s, row.run)
+        new = replace(row, predicted_s=got.total_s, predicted_compute_s=got.compute_s, predicted_comm_s=got.comm_s, compute_accuracy=cacc,
                       comm_accuracy=macc, anchor=got.note, unanchored_s=row.predicted_s, anomaly=None)  # fmt: skip
         out.append(replace(new, anomaly=anomaly_of(new, threshold)))
     return out

@@ -1,6 +1,10 @@
 """Projections against measured runs: accuracy, error, bias, ranking agreement, anomalies.
 
-Accuracy is ParaDL's (§5.2): 1 - |projected - measured| / measured, floored at 0.
+Accuracy is ParaDL's (§5.2): 1 - |projected - measured| / measured, floored at 0.  A run
+the model finds infeasible (a limit: out of memory, more GPUs than a layer's filters, ...;
+also one whose time it cannot compute) has no accuracy: it is shown with its limits and
+left out of every statistic below (:attr:`CompareRow.scored`), counted apart (``Stats.unscored``),
+as predict ranks only feasible points and anchors only feasible ones (anchor_points.py).
 MAPE is the mean of |projected - measured| / measured; bias the mean of
 (projected - measured) / measured (negative: the model under-predicts, i.e. runs are
 slower than projected).  Said to people as a ratio (issue 23): the geometric mean of
@@ -39,7 +43,6 @@ class CompareRow:
     run: MeasuredRun
     point: Point
     predicted_s: float  # on the run's basis (epoch or iteration)
-    accuracy: float
     compute_accuracy: float | None = None
     comm_accuracy: float | None = None
     predicted_compute_s: float | None = None
@@ -53,6 +56,24 @@ class CompareRow:
     @property
     def measured_s(self) -> float:
         return self.run.measured_s
+
+    @property
+    def scored(self) -> bool:
+        """Whether the run counts in the statistics: the model finds its configuration
+        feasible (no limit) and projects a finite time."""
+        return self.point.feasible and math.isfinite(self.predicted_s)
+
+    @property
+    def accuracy(self) -> float:
+        """ParaDL's accuracy of the projection; NaN for a run not :attr:`scored`."""
+        return accuracy(self.predicted_s, self.measured_s) if self.scored else math.nan
+
+    def limits_note(self) -> str:
+        """Why a run not :attr:`scored` has no accuracy (its limits, as predict shows them), or ""."""
+        if self.scored:
+            return ""
+        reasons = "; ".join(lim.reason for lim in self.point.limits) or "the projection is not computable"
+        return f"infeasible in the model: {reasons} (not scored)"
 
     @property
     def ratio(self) -> float:
@@ -76,6 +97,7 @@ class Stats:
     ratio: float = math.nan
     ratio_min: float = math.nan
     ratio_max: float = math.nan
+    unscored: int = 0  # runs left out: infeasible in the model (CompareRow.scored)
 
 
 @dataclass(frozen=True)
@@ -99,6 +121,7 @@ class Summary:
     beyond_calibration: Stats | None = None
     beyond_lines: tuple[int, ...] = ()
     unanchored: Stats | None = None  # --calibrate-on: the calibrated model without its anchors
+    unscored_lines: tuple[int, ...] = ()  # the runs the model finds infeasible (CompareRow.scored)
 
 
 def accuracy(predicted: float, measured: float) -> float:
@@ -188,20 +211,27 @@ def compare_run(
     scale = 1.0 / pt.iterations_per_epoch if per_iteration else 1.0
     predicted = pt.total_s * scale
     pc, pm = pt.compute_s * scale, pt.communication_s * scale
-    acc = accuracy(predicted, run.measured_s)
-    cacc = accuracy(pc, run.compute_s) if run.compute_s else None
-    macc = accuracy(pm, run.comm_s) if run.comm_s else None
-    row = CompareRow(run, pt, predicted, acc, cacc, macc, pc, pm)
+    cacc, macc = phase_accuracies(pt, pc, pm, run)
+    row = CompareRow(run, pt, predicted, cacc, macc, pc, pm)
     text = anomaly_of(row, threshold)
     # a new record rather than dataclasses.replace: the difference shows on 1e6 runs
-    return row if text is None else CompareRow(run, pt, predicted, acc, cacc, macc, pc, pm, anomaly=text)
+    return row if text is None else CompareRow(run, pt, predicted, cacc, macc, pc, pm, anomaly=text)
+
+
+def phase_accuracies(point: Point, compute_s: float, comm_s: float, run: MeasuredRun) -> tuple:
+    """(compute, communication) accuracy where the run measured them and the model finds
+    its configuration feasible (else None each, as :attr:`CompareRow.accuracy`)."""
+    if not point.feasible:
+        return None, None
+    return (accuracy(compute_s, run.compute_s) if run.compute_s else None,
+            accuracy(comm_s, run.comm_s) if run.comm_s else None)  # fmt: skip
 
 
 def anomaly_of(row: CompareRow, threshold: float) -> str | None:
-    """Why the run is off its projection by more than ``threshold``, or None."""
-    if not math.isfinite(row.predicted_s):
-        reasons = "; ".join(lim.reason for lim in row.point.limits) or "the projection is not computable"
-        return f"no projection for this configuration: {reasons}"
+    """Why the run is off its projection by more than ``threshold``, or None (also for a
+    run not scored: its limits say why, CompareRow.limits_note)."""
+    if not row.scored:
+        return None
     err = abs(row.relative_error)
     if err <= threshold:
         return None
@@ -227,16 +257,18 @@ def compare(
 
 
 def stats(rows: Sequence[CompareRow]) -> Stats:
-    """Accuracy over every run (a run without a projection counts as 0, ParaDL's floor);
-    MAPE, bias and the ratios over the runs that have a projection (NaN when none has)."""
-    accs = [r.accuracy for r in rows]
-    errs = [r.relative_error for r in rows if math.isfinite(r.predicted_s)]
-    logs = [math.log(r.ratio) for r in rows if 0 < r.predicted_s < math.inf and r.measured_s > 0]
-    n = len(rows)
+    """Accuracy, MAPE, bias and the ratios over the :attr:`CompareRow.scored` runs (NaN
+    when none is); ``unscored`` counts the others (infeasible in the model)."""
+    kept = [r for r in rows if r.scored]
+    accs = [r.accuracy for r in kept]
+    errs = [r.relative_error for r in kept]
+    logs = [math.log(r.ratio) for r in kept if r.predicted_s > 0 and r.measured_s > 0]
+    n = len(kept)
     return Stats(
         n=n,
-        mean_accuracy=sum(accs) / n,
-        min_accuracy=min(accs),
+        unscored=len(rows) - n,
+        mean_accuracy=sum(accs) / n if n else math.nan,
+        min_accuracy=min(accs) if n else math.nan,
         mape=sum(abs(e) for e in errs) / len(errs) if errs else math.nan,
         bias=sum(errs) / len(errs) if errs else math.nan,
         ratio=math.exp(sum(logs) / len(logs)) if logs else math.nan,
@@ -250,13 +282,13 @@ def ranking_agreement(rows: Sequence[CompareRow]) -> tuple[float | None, int]:
 
     Runs are compared on their epoch time (a measured iteration time is scaled by the
     iterations per epoch), so runs with different batch sizes are ordered fairly.  A pair
-    counts when the measured times differ and both projections are finite; it agrees when
+    counts when the measured times differ and both runs are scored; it agrees when
     both order the two runs the same way (tied projections: when the earlier run of the
     file measured slower).  Counted in O(n log n): pairs of the group minus pairs of the
     same strategy, each by merge-counting (:func:`_pair_counts`)."""
     import numpy as np
 
-    kept = [r for r in rows if math.isfinite(r.point.total_s)]
+    kept = [r for r in rows if r.scored and math.isfinite(r.point.total_s)]
     if len(kept) < 2:
         return None, 0
     measured = np.array([_epoch(r, r.measured_s) for r in kept], dtype=float)
@@ -363,4 +395,5 @@ def summarize(rows: Sequence[CompareRow]) -> Summary:
         ranking_agreement=agreement,
         ranking_pairs=pairs,
         anomalies=sum(1 for r in rows if r.anomaly),
+        unscored_lines=tuple(r.run.line for r in rows if not r.scored),
     )

@@ -160,7 +160,7 @@ def _rerank_with_overlap(costs: Costs, best: Assessment, feasible: np.ndarray, n
     fits = [a for a in cands if a.point.feasible] or cands
     pick = min(fits, key=lambda a: a.point.total_s)
     stack = costs.ctx.options.stack
-    why = f"the stack {stack.name}'s overlap" if stack is not None and stack.overlap.value == "buckets" else "--overlap"
+    why = f"the stack {stack.label}'s overlap" if stack is not None and stack.overlap.value == "buckets" else "--overlap"
     notes.append(f"with {why}: the search optimises the cost without overlap, then re-ranks it and every uniform"
                  " assignment with overlap (not proven optimal)")  # fmt: skip
     return pick
