@@ -14,7 +14,7 @@ function per destination.
   ``A100 -> H100``), ``\\ ` [ ] |`` get a backslash (no code spans, links, images or
   broken table cells), line breaks become spaces; ``://``, ``www.`` and ``@`` are written
   with an entity (``&#58;``, ``&#46;``, ``&#64;``) so that no name becomes a live link
-  (GFM's extended autolinks).
+  (GFM's extended autolinks).  :func:`md_prose` keeps a backticked `command` as a code span.
 * CSV: a text cell starting with ``= + - @``, a tab or a carriage return is prefixed
   with ``'`` so that spreadsheets do not run it as a formula (OWASP's rule); numbers,
   negative ones included, are left alone.  :func:`csv_unescape` undoes it on reading.
@@ -156,6 +156,20 @@ def md(text: object) -> str:
     """``text`` as literal Markdown text (also inside a table cell)."""
     text = _MD.sub(lambda m: _MD_REPLACE.get(m.group(), "\\" + m.group()), terminal(text))
     return _AUTOLINK.sub(_defuse, text) if ("/" in text or "@" in text or "." in text) else text
+
+
+# a code span of oracle's own prose: `oracle fit runs --calibrate all` (no backtick,
+# pipe, bracket, backslash, '<' or '&' inside, so it can neither end early, break a table
+# cell nor open a tag or link)
+_CODE_SPAN = re.compile(r"`([\w][\w .,=/:+-]*)`")
+
+
+def md_prose(text: object) -> str:
+    """Like :func:`md`, but a `command` quoted in backticks (oracle's own sentences and
+    the sources it writes: `oracle fit runs`) is kept as a Markdown code span rather than
+    shown with backslashes."""
+    parts = _CODE_SPAN.split(terminal(text))
+    return "".join(f"`{p}`" if i % 2 else md(p) for i, p in enumerate(parts))
 
 
 def _defuse(m: re.Match) -> str:

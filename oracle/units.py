@@ -90,6 +90,37 @@ def fmt_gb(b: float) -> str:
     return f"{v:.1f} GB" if v < 100 else f"{v:.0f} GB"
 
 
+_SCALES = {"PB": 1e15, "TB": 1e12, "GB": 1e9, "MB": 1e6, "kB": 1e3, "B": 1.0}
+
+
+def fmt_gb_apart(a: float, b: float) -> tuple[str, str]:
+    """:func:`fmt_gb` of two sizes a message compares ("needs A of B"); where they differ
+    but would read the same, both in that unit with as many more decimals as tell them
+    apart (199.707 and 199.7 GB: '199.71 GB' and '199.70 GB', not '200 GB' twice)."""
+    sa, sb = fmt_gb(a), fmt_gb(b)
+    if sa != sb or a == b or not (math.isfinite(_float(a)) and math.isfinite(_float(b))):
+        return sa, sb
+    number, unit = sa.rsplit(" ", 1)
+    shown = len(number.partition(".")[2])  # the decimals both texts have
+    for decimals in range(shown + 1, 16):
+        sa, sb = (f"{_float(v) / _SCALES[unit]:.{decimals}f} {unit}" for v in (a, b))
+        if sa != sb:
+            break
+    return sa, sb
+
+
+def fmt_g_apart(a: float, b: float) -> tuple[str, str]:
+    """``f"{a:g}"`` and ``f"{b:g}"`` for a message comparing them ("B=... exceeds the ...
+    samples"), with more significant digits where two different values would read the
+    same (1281168 and 1281167: not '1.28117e+06' twice)."""
+    sa, sb = f"{a:g}", f"{b:g}"
+    digits = 7
+    while sa == sb and a != b and digits <= 17:
+        sa, sb = f"{a:.{digits}g}", f"{b:.{digits}g}"
+        digits += 1
+    return sa, sb
+
+
 def fmt_count(n: float) -> str:
     """25,557,032 style for exact counts."""
     if isinstance(n, float) and not n.is_integer():

@@ -184,6 +184,43 @@ def test_markdown_report_escapes_pipes(run, tmp_path, no_matplotlib):
             assert cells, line
 
 
+INFEASIBLE_RUNS = ("model,system,strategy,gpus,global_batch,iteration_s\n"
+                   "vgg16,abci,data,8,256,0.5\n"
+                   "vgg16,abci,data,8,8192,0.5\n"  # 85.6 GB of the V100's 16 GB
+                   "vgg16,abci,data,16,8,0.5\n")  # fewer than one sample per GPU
+
+
+def test_markdown_report_shows_the_limits_of_infeasible_runs_as_html_does(run, tmp_path, no_matplotlib):
+    """QA: the Markdown per-run table had no notes column, so "the limit in the notes" named
+    nothing; both formats show the same notes (render/report.py run_cells)."""
+    runs = tmp_path / "runs.csv"
+    runs.write_text(INFEASIBLE_RUNS, encoding="utf-8")
+    texts = {}
+    for suffix in ("md", "html"):
+        out = tmp_path / f"r.{suffix}"
+        ok(run("report", "-m", "vgg16", "-s", "abci", "--gpus", "8,16", "--measured", runs, "-o", out))
+        texts[suffix] = out.read_text(encoding="utf-8")
+    for text in texts.values():
+        assert "the limit in the notes" in text
+        assert "needs 85.6 GB of 16.0 GB GPU memory" in text
+        assert "fewer than one sample per GPU: B=8 over 16" in text
+    row = next(line for line in texts["md"].splitlines() if line.startswith("| 3 |"))
+    assert row.endswith("| infeasible | infeasible in the model: needs 85.6 GB of 16.0 GB GPU memory (not scored) |")
+
+
+def test_markdown_report_writes_commands_as_code_not_escaped_backticks(run, tmp_path, no_matplotlib):
+    """QA: the summary read \\`oracle fit runs\\` (backslashes shown); oracle's own backticked
+    commands are code spans, a name's backticks and pipes stay escaped."""
+    out = tmp_path / "pr.md"
+    ok(run("report", *RESNET, "--measured", RUNS, "-o", out))
+    md = out.read_text(encoding="utf-8")
+    assert "`oracle fit runs` calibrates a system" in md
+    assert "\\`" not in md
+    from oracle.textsafe import md_prose
+
+    assert md_prose("run `oracle fit runs` on `a|b` [x]") == "run `oracle fit runs` on \\`a\\|b\\` \\[x\\]"
+
+
 # --------------------------------------------------------------------------------------
 # errors
 # --------------------------------------------------------------------------------------

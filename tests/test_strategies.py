@@ -30,8 +30,9 @@ from oracle.compute.context import Context
 from oracle.compute.context import Options as _Options
 
 
-def Options(**kw):  # noqa: N802 - these tests pin ParaDL's Table 3 memory (SPEC §4.6 ParaDL mode)
+def Options(**kw):  # noqa: N802 - these tests pin ParaDL's Table 3 (SPEC §4.6 ParaDL mode)
     kw.setdefault("memory_model", "paradl")
+    kw.setdefault("compute_scaling", "linear")
     return _Options(**kw)
 from oracle.compute.binding import bind_profile
 from oracle.compute.strategies.spatial import halo_elements
@@ -618,6 +619,60 @@ def test_channel_more_gpus_than_channels(one):
     pt = one("net2d", 8, "channel", batch=8)
     assert reasons(pt) == ["p=8 exceeds the 4 input channels of conv2"]
     assert pt.limits[0].code == "channels"
+
+
+# Beyond ParaDL mode a run must also combine the partial sums of the LAST split layer's
+# output (ParaDL's Σ_{l<G} leaves it out) and gather the input gradient of the FIRST split
+# layer's slices for the replicated layers before it that have weights (conv1, bn1 here):
+# docs/cost-model.md "Channel parallelism at the ends".
+
+
+def test_channel_beyond_paradl_mode_combines_the_last_output_and_gathers_the_first_input_gradient(one):
+    B, p, I = 8, 4, 125
+    pt = one("net2d", p, "channel", batch=B, options=Options(compute_scaling="model"))
+    pairs = sum(ag(4, 4 * B * y / 4, AA, BA) + ar(4, 4 * B * y, AA, BA) for y in (512, 96))
+    last = ar(4, 4 * B * 5, AA, BA)  # fc's 5 outputs: 6*(1e-5 + 40e-10)
+    first = ag(4, 4 * B * 1024 / 4, AA, BA)  # conv2's input gradient, |x| = 1024: 3*(1e-5 + 8192e-10)
+    assert pt.breakdown.layer_collectives_s == pytest.approx(I * (pairs + last + first), rel=REL)
+    assert I * (last + first) == pytest.approx(125 * (6 * (1e-5 + 4e-9) + 3 * (1e-5 + 8.192e-7)), rel=REL)
+
+
+ONE_SPLIT = """\
+name: OneSplit
+input: [3, 4, 4]
+dataset: {{name: toy, samples: 1000}}
+layers:
+  - {{name: first, type: {first}}}
+  - {{name: relu, type: relu}}
+  - {{name: flat, type: flatten}}
+  - {{name: fc, type: fc, outputs: 10}}
+"""
+
+
+@pytest.mark.parametrize("first, gather", [("conv, filters: 2, kernel: 1", True), ("relu", False)])
+def test_channel_with_one_split_layer_still_combines_its_partial_sums(tmp_path, files, first, gather):
+    """QA: conv1 (reading the input) -> relu -> flatten -> fc showed no communication on
+    several GPUs: fc, the only split layer, is also the last.  Its 10 outputs are partial
+    sums over each GPU's slice of its 32 input features: AR(8, δ·B·10); the gradient of
+    those features is gathered, AG(8, δ·B·32/8), when conv1 (weights) needs it, not when
+    only the input and unweighted layers come before.  p = 8 spans two nodes: level B."""
+    model_file = tmp_path / "one.yaml"
+    model_file.write_text(ONE_SPLIT.format(first=first), encoding="utf-8")
+    m = load_model(model_file)
+    profile = "model: OneSplit\ndevice: G\ntotal: {fw_bw_per_sample_s: 1.0e-3}\n"
+    (tmp_path / "p.yaml").write_text(profile, encoding="utf-8")
+    times = bind_profile(m, load_profile(tmp_path / "p.yaml"))
+    B, I = 8, 125
+
+    def lc(**kw):
+        (pt,) = sweep(m, files["system_two"], times, [8], ["channel"], batch=B, options=Options(**kw))
+        assert pt.feasible, pt.limits  # 8 GPUs <= fc's 32 input features
+        return pt.breakdown.layer_collectives_s
+
+    assert lc() == 0.0  # ParaDL mode: eq. 19 sums over the split layers but the last
+    expected = ar(8, 4 * B * 10, AB, BB) + (ag(8, 4 * B * 32 / 8, AB, BB) if gather else 0.0)
+    assert lc(compute_scaling="model") == pytest.approx(I * expected, rel=REL)
+    assert lc(memory_model="framework", compute_scaling="model") == pytest.approx(I * expected, rel=REL)
 
 
 # --------------------------------------------------------------------------------------

@@ -135,6 +135,14 @@ class Context:
         return self.options.memory_model
 
     @property
+    def paradl_mode(self) -> bool:
+        """ParaDL mode, oracle's reading of the paper's Table 3 (docs/cost-model.md):
+        ``--memory-model paradl --compute-scaling linear``.  Where the table departs from
+        what a run must do (channel parallelism's last output, docs/cost-model.md), this
+        mode keeps the table."""
+        return self.memory_model == PARADL and self.options.compute_scaling == "linear"
+
+    @property
     def memory_source(self) -> str:
         """Where the saved-activation bytes come from: the model's rules or a profile."""
         return self.saved.source

@@ -255,13 +255,14 @@ def check_memory(counts, chosen, explicit: bool = True, p2: int | None = None, t
     built for the output count :data:`BYTES_PER_POINT` each, the others
     :data:`BYTES_PER_ARRAY_POINT` (:func:`output_points`; ``streamed``: a chunk's)."""
     from oracle.errors import OracleError
-    from oracle.units import fmt_gb
+    from oracle.units import fmt_gb_apart
 
     n, arrays, exact = output_points(counts, chosen, explicit, p2, top, streamed)
     need = n * BYTES_PER_POINT + arrays * BYTES_PER_ARRAY_POINT
     if need > MEMORY_BUDGET_BYTES:
         many = f"{max(n, arrays):,}" if exact else f"at least {max(n, arrays):,}"
         tips = "fewer counts (a step: 1..10000:16), fewer strategies (--strategy), " + ("" if top else "--top N, ")
+        need_text, budget = fmt_gb_apart(need, MEMORY_BUDGET_BYTES)
         raise OracleError(f"{len(counts):,} GPU counts x {len(chosen)} strategies are {many} points, which need"
-                          f" about {fmt_gb(need)} of memory; at most {fmt_gb(MEMORY_BUDGET_BYTES)} in one run",
+                          f" about {need_text} of memory; at most {budget} in one run",
                           path="--gpus", hint=tips + "or --p2 for the hybrids")  # fmt: skip

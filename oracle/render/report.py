@@ -382,6 +382,23 @@ def rec_cells(pt: Point, best: Point) -> list[str]:
     ]
 
 
+# the per-run table of the accuracy section, the same columns in HTML and Markdown
+RUN_HEAD = ("line", "model", "strategy", "GPUs", "p1×p2", "batch", "on", "measured", "projected", "accuracy",
+            "notes")
+RUN_NUMERIC = {"line", "GPUs", "p1×p2", "batch", "measured", "projected", "accuracy"}
+
+
+def run_cells(r) -> list[str]:
+    """One measured run's cells under :data:`RUN_HEAD` (text; callers escape it); the
+    notes are render/compare.py's: the limits of a run the model finds infeasible, the
+    anomaly, the calibration notes."""
+    from oracle.render.compare import accuracy_cell, notes
+
+    return [str(r.run.line), r.point.model, r.run.strategy, f"{r.run.gpus:,}", f"{r.point.p1}×{r.point.p2}",
+            f"{r.run.global_batch:,.0f}", r.run.basis, fmt_seconds(r.measured_s), fmt_seconds(r.predicted_s),
+            accuracy_cell(r), notes(r)]
+
+
 def stats_rows(summary) -> list[tuple[str, object]]:
     rows = [("all runs", summary.overall)]
     rows += [(f"strategy {k}", v) for k, v in summary.by_strategy.items()]

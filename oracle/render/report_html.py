@@ -8,8 +8,6 @@ import base64
 from oracle.render.compare import (
     RATIO_HEAD,
     RATIO_NOTE,
-    accuracy_cell,
-    notes,
     ratio_cell,
     unscored_line,
 )
@@ -20,6 +18,8 @@ from oracle.render.report import (
     NUMERIC_HEADS,
     PLOT_KINDS,
     REC_HEAD,
+    RUN_HEAD,
+    RUN_NUMERIC,
     SECTIONS,
     TOP,
     ReportData,
@@ -30,6 +30,7 @@ from oracle.render.report import (
     pct,
     rec_cells,
     recommendation,
+    run_cells,
     stats_rows,
 )
 from oracle.textsafe import html
@@ -85,6 +86,10 @@ def _swatch(name: str) -> str:
 
     return f'<span class="st"><span class="sw" style="background:{strategy_colour(name)}"></span>{_e(name)}</span>'
 
+
+
+def _num_class(head: str) -> str:
+    return " class='n'" if head in RUN_NUMERIC else ""
 
 
 def _section(key: str, body: str) -> str:
@@ -234,14 +239,10 @@ def _html_accuracy(data: ReportData, images, image_type: str) -> str:
         out.append(_img("compare", images["compare"], image_type))
     elif images is None:
         out.append(f'<p class="note">{_e(NO_PLOTS)}.</p>')
-    head = ("<tr><th class='n'>line</th><th>model</th><th>strategy</th><th class='n'>GPUs</th><th class='n'>p1×p2"
-            "</th><th class='n'>batch</th><th>on</th><th class='n'>measured</th><th class='n'>projected</th>"
-            "<th class='n'>accuracy</th><th>notes</th></tr>")
-    body = "".join(
-        f"<tr><td class='n'>{r.run.line}</td><td>{_e(r.point.model)}</td><td>{_swatch(r.run.strategy)}</td>"
-        f"<td class='n'>{r.run.gpus:,}</td><td class='n'>{r.point.p1}×{r.point.p2}</td>"
-        f"<td class='n'>{r.run.global_batch:,.0f}</td><td>{_e(r.run.basis)}</td>"
-        f"<td class='n'>{_e(fmt_seconds(r.measured_s))}</td><td class='n'>{_e(fmt_seconds(r.predicted_s))}</td>"
-        f"<td class='n'>{accuracy_cell(r)}</td><td>{_e(notes(r))}</td></tr>" for r in meas.rows)
+    head = "<tr>" + "".join(f"<th{_num_class(h)}>{_e(h)}</th>" for h in RUN_HEAD) + "</tr>"
+    strategy = RUN_HEAD.index("strategy")
+    body = "".join("<tr>" + "".join(
+        f"<td{_num_class(h)}>{_swatch(c) if i == strategy else _e(c)}</td>"
+        for i, (h, c) in enumerate(zip(RUN_HEAD, run_cells(r), strict=True))) + "</tr>" for r in meas.rows)
     out.append(f"<h3>Every run</h3><table><thead>{head}</thead><tbody>{body}</tbody></table>")
     return "\n".join(out)

@@ -69,10 +69,9 @@ from oracle.compute.layerwise.layerwise_overlap import overlapped
 from oracle.compute.layerwise.layerwise_shuffle import shuffle_tables
 from oracle.compute.memory import assignment_excess_bytes, optimizer_bytes_per_parameter
 from oracle.compute.stack import stack_name, with_stack_costs
-from oracle.compute.strategies.base import epoch_limit
+from oracle.compute.strategies.base import epoch_limit, memory_limit
 from oracle.compute.strategies.data import Data
 from oracle.model import MODEL_INPUT
-from oracle.units import fmt_gb
 from oracle.vocabulary import PARADL
 
 STRATEGY = "layer-wise"
@@ -396,7 +395,7 @@ class Costs:
         if self.p > ctx.system.total_gpus:
             limits.insert(0, Limit("gpus", f"needs {self.p} GPUs; {ctx.system.name} has {ctx.system.total_gpus}"))
         if memory > ctx.system.gpu_memory_bytes:
-            limits.append(Limit("memory", f"needs {fmt_gb(memory)} of {fmt_gb(ctx.system.gpu_memory_bytes)} GPU memory"))
+            limits.append(memory_limit(ctx.system, memory))
         return limits
 
     def _point(self, c, assignment, bd: Breakdown, memory: float, limits, redis, grad, hidden=None) -> Point:

@@ -22,7 +22,7 @@ from oracle.compute.cost import (
 )
 from oracle.compute.memory import MemoryParts, memory_bytes
 from oracle.compute.stack import stack_name, with_stack_costs
-from oracle.units import fmt_gb
+from oracle.units import fmt_g_apart, fmt_gb, fmt_gb_apart
 
 
 @dataclass(frozen=True)
@@ -261,16 +261,26 @@ def memory_limit(system, memory: float) -> Limit:
 
 def memory_reasons(system, memories) -> list[str]:
     """:func:`memory_limit`'s reason of each value, the GPU's size worded once (issue 29:
-    a sweep's rows, compute/vector/rows.py)."""
-    of = f" of {fmt_gb(system.gpu_memory_bytes)} GPU memory"
-    return [f"needs {fmt_gb(m)}{of}" for m in memories]
+    a sweep's rows, compute/vector/rows.py), and again with more digits where a need just
+    above it would read the same (units.fmt_gb_apart: not "needs 200 GB of 200 GB")."""
+    cap = system.gpu_memory_bytes
+    have = fmt_gb(cap)
+    out = []
+    for m in memories:
+        need = fmt_gb(m)
+        if need == have and m != cap:
+            out.append("needs {} of {} GPU memory".format(*fmt_gb_apart(m, cap)))
+        else:
+            out.append(f"needs {need} of {have} GPU memory")
+    return out
 
 
 def epoch_limit(ctx: Context, batch: float) -> list[Limit]:
     """A global batch larger than the dataset (fewer than one iteration per epoch;
     issue 13, docs/memory.md and docs/cost-model.md): I = D/B < 1 would charge a fraction of an iteration."""
     if batch > ctx.D:
-        return [Limit("dataset", f"global batch B={batch:g} exceeds the {ctx.D:g} samples of the dataset"
+        shown, samples = fmt_g_apart(batch, ctx.D)
+        return [Limit("dataset", f"global batch B={shown} exceeds the {samples} samples of the dataset"
                       " (fewer than one iteration per epoch)")]  # fmt: skip
     return []
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from oracle.compute.context import Context
+from oracle.compute.context import Context, SplitSums
 from oracle.compute.strategies.base import Style, register
 from oracle.compute.strategies.filter import Filter
 from oracle.model import MODEL_INPUT
@@ -36,3 +36,17 @@ class Channel(Filter):
     def widths(self, ctx: Context) -> np.ndarray:
         """Per layer, the width the split divides (input channels, C_l)."""
         return ctx.C
+
+    def edges(self, ctx: Context, sums: SplitSums) -> tuple[float, int, float]:
+        """What a run must do beyond ParaDL's pairs after every split layer but the last
+        (docs/cost-model.md, "Channel parallelism at the ends"): each GPU holds a slice
+        of the last split layer's input channels, so its output is a partial sum of
+        every output channel, all-reduced before the replicated rest reads it; and each
+        GPU computes the input gradient of its slice of the first split layer's input,
+        gathered for the replicated layers before it when one of them has weights to
+        train.  ParaDL mode keeps Table 3's sum (eq. 19), which has neither."""
+        if sums.last < 0 or ctx.paradl_mode:
+            return 0.0, 1, 0.0
+        first = int(np.flatnonzero(sums.mask)[0])
+        upstream = float(ctx.w[:first].sum()) > 0
+        return float(ctx.y[sums.last]), int(ctx.groups[sums.last]), float(ctx.x[first]) if upstream else 0.0

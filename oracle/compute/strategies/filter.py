@@ -98,6 +98,10 @@ def fill_split(ctx: Context, cols: Columns, reg: Registry, k: int, d, B: float) 
         coll[sums.last] = False
     if coll.any():
         cols.lc[coll, k] = I * layer_collectives(ctx, sums, p2, b)
+    if s.any():  # channel's collectives at the ends of its split layers (Filter.edges)
+        last, first = strategy.edge_parts(ctx, sums, p2, b)
+        cols.lc[sums.last, k] += I * last
+        cols.lc[int(np.flatnonzero(s)[0]), k] += I * first
     for l in np.flatnonzero(s & (width < p2)):
         cols.feasible[l, k] = False
         cols.reasons[(int(l), k)] = f"p2={p2} exceeds its {int(width[l])} {strategy.width_noun}"
@@ -144,13 +148,47 @@ class Filter(Strategy):
         # compute = (D/p) Σs(FW+BW) + D Σr(FW+BW) + (I/p) Σs WU + I Σr WU    docs/cost-model.md
         fb = ctx.split_compute(s, D, p, I, B / p) + D * ctx.fb_sum(B, s, "r")
         wu = I / p * s.wu_s + I * s.wu_r
-        lc = I * horizontal_collectives(ctx, s, p, B)
+        lc = I * (horizontal_collectives(ctx, s, p, B) + self.edge_collectives(ctx, s, p, B))
         # memory / (γδ) = Σ 2B(x+y) + Σs 2w/p + Σr 2w                          docs/cost-model.md
         # (framework model: all B samples' saved tensors — split outputs are gathered
         # whole before the next layer, ParaDL §3.2, so every GPU keeps them)
         mem = MemoryParts(2 * B * ctx.sum_act, s.w_s / p + s.w_r, split_samples=B)
         bd = Breakdown(forward_backward_s=fb, weight_update_s=wu, layer_collectives_s=lc)
         return make_point(ctx, cfg, bd, mem, self.limits(ctx, cfg))
+
+    def edges(self, ctx: Context, sums: SplitSums) -> tuple[float, int, float]:
+        """Collectives at the ends of the chain of split layers beyond the pairs of
+        :func:`horizontal_collectives`, per sample: (elements of the last split layer's
+        output to combine, that layer's groups, elements of the first split layer's input
+        gradient to gather).  Filter: none (ParaDL eq. 15 as is); channel.py's."""
+        return 0.0, 1, 0.0
+
+    def edge_collectives(self, ctx: Context, sums: SplitSums, q: int, b: float) -> float:
+        """Seconds per iteration of :meth:`edges` in a group of q GPUs holding b samples
+        (the sum of :meth:`edge_parts`)."""
+        last, first = self.edge_parts(ctx, sums, q, b)
+        return last + first
+
+    def edge_parts(self, ctx: Context, sums: SplitSums, q: int, b: float) -> tuple[float, float]:
+        """(at the last split layer, at the first): its output all-reduced, AR(q, δ·b·y)
+        (a grouped layer whose groups the q GPUs share evenly has no partial sums:
+        AG(q, δ·b·y/q)), and the input gradient gathered, AG(q, δ·b·x/q).
+        compute/vector/kinds.py computes the same in arrays."""
+        y, groups, x = self.edges(ctx, sums)
+        if q <= 1 or (y == 0 and x == 0):
+            return 0.0, 0.0
+        group = group_contiguous(q, ctx.system.gpus_per_node)
+
+        def gather(elements: float) -> float:
+            m = ctx.delta * b * elements / q
+            return float(allgather_algorithm(ctx.system, group, m, ctx.algorithm, purpose="layer_allgather")[0])
+
+        if groups > 1 and groups % q == 0:
+            last = gather(y)
+        else:
+            last = float(allreduce_algorithm(ctx.system, group, ctx.delta * b * y, ctx.algorithm,
+                                             contention=ctx.options.contention, purpose="layer_allreduce")[0])
+        return last, gather(x) if x else 0.0
 
     def brief_details(self, ctx: Context, cfg: Config) -> dict:
         """None beyond make_point's (issue 29, Strategy.brief_details)."""

@@ -141,6 +141,24 @@ def layer_collectives(ctx, sums, q: np.ndarray, b: np.ndarray) -> np.ndarray:
     return sums_q[inv]
 
 
+def edge_collectives(ctx, strategy, sums, q: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """filter.Filter.edge_collectives of every (q, b): the strategy's collectives at the
+    ends of its chain of split layers (channel: the last output all-reduced, the first
+    input gradient gathered; none for filter and in ParaDL mode)."""
+    y, groups, x = strategy.edges(ctx, sums)
+    if y == 0 and x == 0:
+        return np.zeros(np.asarray(q).size)
+    qs, bs, inv = unique_pairs(q, b)
+    q_f = qs.astype(float)
+    gather = coll.prepare(ctx, "allgather", qs, 1.0, "layer_allgather")
+    reduce = coll.prepare(ctx, "allreduce", qs, 1.0, "layer_allreduce")
+    aligned = (groups > 1) & (groups % qs == 0)
+    t = np.where(aligned, gather(ctx.delta * bs * y / q_f), reduce(ctx.delta * bs * y))
+    if x:
+        t = t + gather(ctx.delta * bs * x / q_f)
+    return np.where(qs > 1, t, 0.0)[inv]
+
+
 def _collectives_block(ctx, y, groups, q: np.ndarray, b: np.ndarray, allgather, backward) -> np.ndarray:
     """Seconds of each (q, b) pair's collectives at each layer of y (and its groups)."""
     qc = q[:, None]
@@ -165,7 +183,7 @@ def _filter(ctx, c: Columns) -> list:
     c.phases["forward_backward_s"] = split_compute(ctx, s, D, p, I, B / p) + D * per_value(
         ctx, lambda b: ctx.fb_sum(b, s, "r"), B)  # fmt: skip
     c.phases["weight_update_s"] = I / p * s.wu_s + I * s.wu_r
-    c.phases["layer_collectives_s"] = I * layer_collectives(ctx, s, p, B)
+    c.phases["layer_collectives_s"] = I * (layer_collectives(ctx, s, p, B) + edge_collectives(ctx, strategy, s, p, B))
     # memory / (γδ) = Σ 2B(x+y) + Σs 2w/p + Σr 2w                          docs/cost-model.md
     c.memory = memory_total(ctx, 2 * B * ctx.sum_act, s.w_s / p + s.w_r, 1, B, into=c)
     return [_width(ctx, strategy, s, p)]
