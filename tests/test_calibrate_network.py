@@ -1,8 +1,9 @@
 """``oracle fit runs --calibrate network`` (docs/calibration.md): the runs are inverted under
 the options and stack in force (overlap, buckets, a Horovod cycle, the stack's fixed costs),
 so the written system projects its own calibration runs at their measured times under that
-stack; a run that fills its last NVLink domain partly calibrates nothing (as ``oracle fit
-network`` refuses its log)."""
+stack; the physical bounds of ``--calibrate all`` apply (exit 2, nothing written); a run that
+fills its last NVLink domain partly calibrates nothing (as ``oracle fit network`` refuses its
+log)."""
 
 from __future__ import annotations
 
@@ -77,6 +78,23 @@ def test_the_qa_runs_under_buckets_need_a_slower_link_than_without(run, tmp_path
         assert got.code == 0, got.err
         intra[overlap] = _bandwidth(out, "nvswitch")
     assert intra["buckets"] < intra["none"] / 2
+
+
+@pytest.mark.parametrize(("times", "options", "said"), [
+    ((0.030, 0.040), (), "below a tenth of the base's 450 GB/s"),
+    ((0.0206, 0.0206), ("--overlap", "none"), "faster than the base's 450 GB/s"),
+], ids=["slow", "fast"])  # fmt: skip
+def test_a_network_outside_the_physical_bounds_is_refused_and_not_written(run, tmp_path, times, options, said):
+    """The bounds of --calibrate all (calibrate_physics.violations): a level's bandwidth above
+    the base's (+5%) or below a tenth of it. The QA's runs wrote NVSwitch at 17.7 and 2,520 GB/s."""
+    runs = tmp_path / "runs.csv"
+    runs.write_text(_rows(times))
+    out = tmp_path / "cal.yaml"
+    got = run("fit", "runs", runs, "-s", BASE, "--calibrate", "network", "-o", out, *options)
+    assert got.code == 2 and "Traceback" not in got.err
+    assert len(got.err_lines) == 1
+    assert "unphysical" in got.err and "nvswitch at " in got.err and said in got.err
+    assert not out.exists()
 
 
 GB200 = "model,system,profile,strategy,gpus,global_batch,iteration_s\n"

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from oracle.compute.calibration.compare import config_for
 from oracle.compute.context import Context
@@ -128,7 +128,7 @@ def calibrate(kind: str, runs: list[tuple[MeasuredRun, Context]]) -> Calibration
         vals = [e.value for e in evidence if e.parameter == parameter]
         return statistics.median(vals) if vals else None
 
-    return Calibration(
+    cal = Calibration(
         kind=kind,
         beta_intra=med("beta_intra"),
         beta_inter=med("beta_inter"),
@@ -139,6 +139,11 @@ def calibrate(kind: str, runs: list[tuple[MeasuredRun, Context]]) -> Calibration
         unused=tuple(unused),
         beta_levels=level_medians(evidence),
     )
+    if kind != "network":
+        return cal
+    from oracle.compute.calibration.calibrate_physics import violations
+
+    return replace(cal, unphysical=tuple(violations(cal, runs)))  # issue 26's bounds, as --calibrate all's
 
 
 def _evidence(kind: str, run: MeasuredRun, ctx: Context, below: tuple) -> Evidence | str:
