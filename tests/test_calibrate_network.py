@@ -3,7 +3,7 @@ the options and stack in force (overlap, buckets, a Horovod cycle, the stack's f
 so the written system projects its own calibration runs at their measured times under that
 stack; the physical bounds of ``--calibrate all`` apply (exit 2, nothing written); a run that
 fills its last NVLink domain partly calibrates nothing (as ``oracle fit network`` refuses its
-log)."""
+log); and every output names the stack the runs were inverted under."""
 
 from __future__ import annotations
 
@@ -119,3 +119,42 @@ def test_a_run_filling_its_last_nvlink_domain_partly_is_left_out_with_the_reason
     only.write_text(GB200 + "resnet50,gb200-nvl72,,data,76,2432,0.013\n")
     got = run("fit", "runs", only, "-s", "gb200-nvl72", "--calibrate", "network")
     assert got.code == 2 and "none of the 1 selected runs calibrates the network" in got.err
+
+
+@pytest.mark.parametrize(("options", "times", "named"), [
+    ((), (0.021, 0.0212), "stack pytorch"),
+    (("--overlap", "none"), (0.021, 0.0212), "stack pytorch (--overlap none given over it)"),
+    (("--stack", "none"), (0.0236, 0.024), "stack none"),  # no stack: compute 22.8 ms
+], ids=["system-default", "given-over", "none"])  # fmt: skip
+def test_every_output_names_the_stack_the_runs_were_inverted_under(run, tmp_path, options, times, named):
+    runs = tmp_path / "runs.csv"
+    runs.write_text(_rows(times))
+    out = tmp_path / "cal.yaml"
+    got = run("fit", "runs", runs, "-s", BASE, "--calibrate", "network", "-o", out, *options)
+    assert got.code == 0, got.err
+    assert f"\nruns inverted under {named}\n" in got.out
+    text = out.read_text()
+    assert f"# The runs were inverted under {named}.\n" in text
+    assert f"lines 2, 3 under {named} (see the sources below)" in " ".join(yaml.safe_load(text)["source"].split())
+
+
+def test_a_stack_file_is_named_by_its_path_and_runs_of_several_stacks_by_their_lines(run, tmp_path):
+    mine = tmp_path / "mine.yaml"
+    mine.write_text((ROOT / "stacks" / "pytorch.yaml").read_text())
+    runs = tmp_path / "runs.csv"
+    runs.write_text("model,system,strategy,gpus,global_batch,iteration_s,stack\n"
+                    f"resnet50,{BASE},data,8,256,0.021,{mine}\nresnet50,{BASE},data,64,2048,0.027,none\n")  # fmt: skip
+    got = run("fit", "runs", runs, "-s", BASE, "--calibrate", "network", "--width", "200")
+    assert got.code == 0, got.err
+    assert "beta_intra" in got.out and "beta_inter" in got.out
+    assert f"runs inverted under stacks {mine} (line 2), none (line 3)" in " ".join(got.out.split())
+
+
+def test_calibrate_compute_names_the_stack(run, tmp_path):
+    runs = tmp_path / "runs.csv"
+    runs.write_text(_rows((0.021, 0.0212)))
+    out = tmp_path / "p.yaml"
+    got = run("fit", "runs", runs, "-s", BASE, "--calibrate", "compute", "-o", out)
+    assert got.code == 0, got.err
+    assert "compute factor (median of 2, under stack pytorch)" in got.err
+    assert "lines 2, 3 under stack pytorch (times x" in " ".join(out.read_text().split())

@@ -73,13 +73,14 @@ def fit_runs_cmd(runs, system, kind, where, overlay, name, output, width, **flag
         echo(f"wrote {output}", err=True)
 
 
-def _write_profile(runs_file: str, profile, factor: float, evidence, output: str | None) -> None:
+def _write_profile(runs_file: str, profile, factor: float, evidence, under: str, output: str | None) -> None:
+    """``under``: the stack the runs were inverted under (calibrate.stacks_text)."""
     from oracle.render.output import emit
     from oracle.services.fit_compute import profile_text
 
     for line, label, f in evidence:
         echo(f"{runs_file}:{line} {label}: compute x {f:.4g}", err=True)
-    echo(f"compute factor (median of {len(evidence)}): {factor:.4g}", err=True)
+    echo(f"compute factor (median of {len(evidence)}, under {under}): {factor:.4g}", err=True)
     if not output:
         return
     emit(profile_text(runs_file, profile, factor, evidence), output)

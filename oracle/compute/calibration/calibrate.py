@@ -90,9 +90,35 @@ class Calibration:
     notes: tuple[str, ...] = ()  # measurements a step set aside, with the reason
     # issue 26: fitted values outside physical bounds (compute/calibration/calibrate_physics.py)
     unphysical: tuple[tuple[tuple[int, ...], str], ...] = ()  # (lines, why)
+    # the stack each run was inverted under, as outputs name it (:func:`stacks_in_force`): (name, lines)
+    stacks: tuple[tuple[str, tuple[int, ...]], ...] = ()
 
     def lines_for(self, parameter: str) -> list[int]:
         return [e.line for e in self.evidence if e.parameter == parameter]
+
+
+def stacks_in_force(pairs) -> tuple[tuple[str, tuple[int, ...]], ...]:
+    """The stack each (run, context) is inverted under as every output names it
+    (oracle/stack.stack_label, ``none`` for none), with the options given over it
+    (compute/stack.given_over_stack): (name, the runs' lines), in the runs' order."""
+    from oracle.compute.stack import given_over_stack
+    from oracle.stack import stack_label
+
+    found: dict[str, list[int]] = {}
+    for run, ctx in pairs:
+        over = ", ".join(f"{flag} {mine}" for flag, mine, _ in given_over_stack(ctx.options))
+        name = stack_label(ctx.options.stack) + (f" ({over} given over it)" if over else "")
+        found.setdefault(name, []).append(run.line)
+    return tuple((name, tuple(lines)) for name, lines in found.items())
+
+
+def stacks_text(stacks) -> str:
+    """``stack pytorch``, or ``stacks pytorch (lines 2, 3), none (line 4)``: what
+    :func:`stacks_in_force` found, for titles and provenance."""
+    if len(stacks) == 1:
+        return f"stack {stacks[0][0]}"
+    return "stacks " + ", ".join(f"{name} (line{'s' if len(lines) > 1 else ''} {', '.join(map(str, lines))})"
+                                 for name, lines in stacks)  # fmt: skip
 
 
 def run_label(run: MeasuredRun, ctx: Context) -> str:
@@ -138,6 +164,7 @@ def calibrate(kind: str, runs: list[tuple[MeasuredRun, Context]]) -> Calibration
         evidence=tuple(evidence),
         unused=tuple(unused),
         beta_levels=level_medians(evidence),
+        stacks=stacks_in_force(runs),
     )
     if kind != "network":
         return cal

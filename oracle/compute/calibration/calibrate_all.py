@@ -55,6 +55,7 @@ from oracle.compute.calibration.calibrate import (
     network_evidence,
     network_order,
     run_label,
+    stacks_in_force,
 )
 from oracle.compute.calibration.calibrate_physics import prefer_compute, violations
 from oracle.compute.calibration.calibrate_split import MECHANISMS, with_mechanisms
@@ -198,6 +199,7 @@ def calibrate_all(pairs: list) -> Calibration:
         compute_factors=tuple(sorted(factors.items())),
         compute_batches=tuple(sorted(batches.items())),
         notes=tuple(notes),
+        stacks=stacks_in_force(pairs),
         **fit.values,
     )
     return replace(cal, unphysical=tuple(violations(cal, pairs)))
