@@ -113,7 +113,7 @@ def test_fit_runs_option_changes_the_calibration(tmp_path):
     for name, extra in (("plain", ()), ("tree", ("--collective", "tree"))):
         path = tmp_path / f"{name}.yaml"
         r = run_cli("fit", "runs", ABCI, "-s", "abci", "--calibrate", "network", "--where", "model=vgg16",
-                    "--where", "gpus=4,8", "-o", path, *extra)
+                    "--where", "gpus=8", "-o", path, *extra)  # on 4 GPUs the tree's n4 is below its bounds
         assert r.code == 0, r.err
         out[name] = path.read_text().split("# Evidence")[1].split("\n", 3)[1]
     assert out["plain"] != out["tree"]

@@ -203,7 +203,7 @@ def test_a_network_calibrated_on_runs_drops_the_key(tmp_path):
     calibration through the ring, not the logs' 128 GPUs."""
     out = tmp_path / "cal.yaml"
     r = run_cli("fit", "runs", str(ROOT / "validation" / "abci-paradl.csv"), "-s", "abci", "--calibrate", "network",
-                "--where", "gpus=256,512,1024", "-o", str(out))  # fmt: skip
+                "--where", "gpus=256,512,1024", "--where", "model=vgg16", "-o", str(out))  # fmt: skip
     assert r.code == 0, r.err
     s = load_system(str(out))
     assert s.tree_beyond_gpus is None and s.collective_algorithm == "ring"

@@ -191,6 +191,7 @@ def calibration(cal, runs: str) -> list:
     """The evidence per run and the calibrated values (rich renderables)."""
     from rich.text import Text
 
+    from oracle.compute.calibration.calibrate import stacks_text
     from oracle.render.columns import Column, FitTable, Section
 
     rows = [
@@ -209,7 +210,7 @@ def calibration(cal, runs: str) -> list:
         title=f"calibration ({cal.kind}) from {runs}",
         styles={id(r): "dim" for r in unused},
     )  # fmt: skip
-    lines = []
+    lines = [f"runs inverted under {stacks_text(cal.stacks)}"] if cal.stacks else []
     if cal.kind == "all":
         from oracle.compute.calibration.calibrate_all import PARAMETERS
 

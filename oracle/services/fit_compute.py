@@ -45,9 +45,14 @@ def run_options(run, file: str, profile, flags: dict, system=None):
 
 
 def calibrate_compute(runs_file: str, chosen, base_system: str, flags: dict):
-    """(profile, factor, evidence) from the chosen runs, which must share one model and
-    one profile.  Evidence: (line, label, factor) per run."""
-    from oracle.compute.calibration.calibrate import compute_scale, scaled_profile
+    """(profile, factor, evidence, the stack the runs were inverted under) from the chosen
+    runs, which must share one model and one profile.  Evidence: (line, label, factor) per run."""
+    from oracle.compute.calibration.calibrate import (
+        compute_scale,
+        scaled_profile,
+        stacks_in_force,
+        stacks_text,
+    )
     from oracle.compute.calibration.compare import config_for
     from oracle.compute.conversion import build_context
     from oracle.compute.stack import stack_system
@@ -61,7 +66,7 @@ def calibrate_compute(runs_file: str, chosen, base_system: str, flags: dict):
     model, system = load_model(chosen[0].model), load_system(base_system)
     original = _first_profile(chosen[0], runs_file, model, system, flags)
     profile = _per_layer(model, system, original, run_options(chosen[0], runs_file, original, flags, system))
-    evidence = []
+    evidence, stacks = [], []  # stacks: (run, context), for the stack each was inverted under
     doubled = scaled_profile(profile, 2.0, profile.source)
     for run in chosen:
         options = run_options(run, runs_file, profile, flags, system)
@@ -73,12 +78,14 @@ def calibrate_compute(runs_file: str, chosen, base_system: str, flags: dict):
             factor = compute_scale(pt, measured, _unscaled_s(model, on, doubled, options, run, pt))
         except ValueError as exc:
             raise OracleError(str(exc), file=runs_file, line=run.line) from None
+        stacks.append((run, ctx))
         evidence.append((run.line, f"{model.name} {run.strategy} {run.gpus} GPUs B={run.global_batch:g}", factor))
     factor = median(f for _, _, f in evidence)
     lines = ", ".join(str(line) for line, _, _ in evidence)
+    under = stacks_text(stacks_in_force(stacks))
     source = (f"{profile.source} Then compute calibrated by `oracle fit runs --calibrate compute` on"
-              f" {runs_file} lines {lines} (times x {factor:.6g}, the median factor).").strip()  # fmt: skip
-    return scaled_profile(profile, factor, source), factor, evidence
+              f" {runs_file} lines {lines} under {under} (times x {factor:.6g}, the median factor).").strip()  # fmt: skip
+    return scaled_profile(profile, factor, source), factor, evidence, under
 
 
 def _stack_of(run, flags: dict, system):

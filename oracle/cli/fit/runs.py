@@ -31,11 +31,12 @@ from oracle.cli.types import width_type
 def fit_runs_cmd(runs, system, kind, where, overlay, name, output, width, **flags) -> None:
     """Calibrate a system from measured training runs (held-out runs then validate it).
 
-    Inverts the cost model on each selected run: a data-parallel run's time beyond its
-    compute is its gradient all-reduce (network), an input-bound run's time is its
-    loading (input). One β for spans inside a node and one across nodes; one loader
-    and one node rate; each the median of its runs. The written system records the runs
-    each number comes from.
+    Inverts the cost model on each selected run under the stack in force: a data-parallel
+    run gives the β at which its projection (overlap and buckets included) takes its
+    measured time (network), an input-bound run's time is its loading (input). One β per
+    network level the runs span; one loader and one node rate; each the median of its
+    runs; a bandwidth outside its physical bounds is refused. The written system records
+    the runs each number comes from and the stack they were inverted under.
 
     \b
     Example (scripts/calibrate_abci2020.sh):
@@ -73,13 +74,14 @@ def fit_runs_cmd(runs, system, kind, where, overlay, name, output, width, **flag
         echo(f"wrote {output}", err=True)
 
 
-def _write_profile(runs_file: str, profile, factor: float, evidence, output: str | None) -> None:
+def _write_profile(runs_file: str, profile, factor: float, evidence, under: str, output: str | None) -> None:
+    """``under``: the stack the runs were inverted under (calibrate.stacks_text)."""
     from oracle.render.output import emit
     from oracle.services.fit_compute import profile_text
 
     for line, label, f in evidence:
         echo(f"{runs_file}:{line} {label}: compute x {f:.4g}", err=True)
-    echo(f"compute factor (median of {len(evidence)}): {factor:.4g}", err=True)
+    echo(f"compute factor (median of {len(evidence)}, under {under}): {factor:.4g}", err=True)
     if not output:
         return
     emit(profile_text(runs_file, profile, factor, evidence), output)

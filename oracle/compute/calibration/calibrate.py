@@ -7,10 +7,18 @@ measure what the framework really gets.  Each selected run is turned into eviden
 one parameter by inverting the cost model (compute from the profile, as in §4):
 
 network (data-parallel runs, p >= 2, assumed not input-bound):
-    t_comm = t_iteration - compute per iteration
-    ring all-reduce of the gradients (docs/cost-model.md): t_comm = 2(p-1)(α + m/p · β)
-    => β = (t_comm / (2(p-1)) - α) · p / m,  α kept from the base level
-  one β for spans inside a node and one for spans across nodes (median of the runs).
+    the β of the level the run's all-reduce spans at which the run's projection, under
+    the options and stack in force (compute, the stack's fixed costs, the all-reduce by
+    the system's algorithm, less what overlap and buckets hide, a cycle's wait), takes
+    the measured time per iteration; α kept from the base level.  Without a stack or
+    overlap, on the ring (docs/cost-model.md), that is the closed form
+        t_iteration - compute = 2(p-1)(α + m/p · β)  =>  β = ((t - compute)/(2(p-1)) - α) · p / m
+    The levels are inverted from the lowest up, each run on the levels below it as
+    calibrated so far (its all-reduce crosses them), so that the written system projects
+    each calibration run at its measured time (one run per level: exactly).  One β per
+    level the runs span (their median), inside a node and across nodes apart.  A run over
+    several NVLink domains that fills its last one partly calibrates nothing (as oracle
+    fit network refuses such a log).
 
 input (runs assumed input-bound, loaders prefetching):
     t_iteration = n / rate,  n = samples per loader (compute/io.py)
@@ -24,20 +32,21 @@ numbers come from; held-out runs then show whether they generalise.
 
 from __future__ import annotations
 
+import math
 import statistics
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from oracle.compute.calibration.compare import config_for
 from oracle.compute.context import Context
+from oracle.compute.cost import Point
 from oracle.compute.io import EVERY_GPU, loaders
-from oracle.compute.nccl import node_gpus
+from oracle.compute.nccl import node_gpus, partial_domain
 from oracle.compute.network import link, span_contiguous
 from oracle.compute.strategies import REGISTRY
 from oracle.compute.strategies.data import Data
 from oracle.compute.strategies.serial import Serial
 from oracle.compute.sweep import evaluate
 from oracle.records import MeasuredRun
-from oracle.vocabulary import RING
 
 KINDS = ("network", "input")
 REPLICAS = (Data.name, Serial.name)  # the strategies whose every GPU holds the whole model
@@ -81,9 +90,35 @@ class Calibration:
     notes: tuple[str, ...] = ()  # measurements a step set aside, with the reason
     # issue 26: fitted values outside physical bounds (compute/calibration/calibrate_physics.py)
     unphysical: tuple[tuple[tuple[int, ...], str], ...] = ()  # (lines, why)
+    # the stack each run was inverted under, as outputs name it (:func:`stacks_in_force`): (name, lines)
+    stacks: tuple[tuple[str, tuple[int, ...]], ...] = ()
 
     def lines_for(self, parameter: str) -> list[int]:
         return [e.line for e in self.evidence if e.parameter == parameter]
+
+
+def stacks_in_force(pairs) -> tuple[tuple[str, tuple[int, ...]], ...]:
+    """The stack each (run, context) is inverted under as every output names it
+    (oracle/stack.stack_label, ``none`` for none), with the options given over it
+    (compute/stack.given_over_stack): (name, the runs' lines), in the runs' order."""
+    from oracle.compute.stack import given_over_stack
+    from oracle.stack import stack_label
+
+    found: dict[str, list[int]] = {}
+    for run, ctx in pairs:
+        over = ", ".join(f"{flag} {mine}" for flag, mine, _ in given_over_stack(ctx.options))
+        name = stack_label(ctx.options.stack) + (f" ({over} given over it)" if over else "")
+        found.setdefault(name, []).append(run.line)
+    return tuple((name, tuple(lines)) for name, lines in found.items())
+
+
+def stacks_text(stacks) -> str:
+    """``stack pytorch``, or ``stacks pytorch (lines 2, 3), none (line 4)``: what
+    :func:`stacks_in_force` found, for titles and provenance."""
+    if len(stacks) == 1:
+        return f"stack {stacks[0][0]}"
+    return "stacks " + ", ".join(f"{name} (line{'s' if len(lines) > 1 else ''} {', '.join(map(str, lines))})"
+                                 for name, lines in stacks)  # fmt: skip
 
 
 def run_label(run: MeasuredRun, ctx: Context) -> str:
@@ -104,35 +139,22 @@ def excludes_io(run) -> bool:
 
 
 def calibrate(kind: str, runs: list[tuple[MeasuredRun, Context]]) -> Calibration:
+    found: dict[int, Evidence | str] = {}  # by position in ``runs``
     evidence: list[Evidence] = []
-    unused: list[tuple[int, str]] = []
-    for run, ctx in runs:
-        label = run_label(run, ctx)
-        if run.strategy not in REPLICAS and not (kind == "input" and REGISTRY[run.strategy].hybrid):
-            unused.append((run.line, f"{label}: calibrates with data-parallel and serial runs (and hybrids for the leader rate)"))
-            continue
-        if kind == "input" and excludes_io(run):  # issue 14: no loading rate from times without loading
-            unused.append((run.line, f"{label}: its times exclude data loading (includes_io = {run.get('includes_io')})"))
-            continue
-        cfg = config_for(run, ctx)
-        pt = evaluate(ctx, cfg)  # issue 27: the stack may cost with ParaDL's tool
-        I = pt.iterations_per_epoch
-        t = run.iteration_s if run.epoch_s is None else run.epoch_s / I
-        compute = pt.compute_s / I
-        if kind == "network":
-            ev = network_evidence(run, ctx, label, t, compute)
-        else:
-            ev = input_evidence(run, ctx, cfg, label, t, compute + pt.communication_s / I)
-        if isinstance(ev, str):
-            unused.append((run.line, f"{label}: {ev}"))
-        else:
+    order = sorted(range(len(runs)), key=lambda i: network_order(*runs[i])) if kind == "network" else range(len(runs))
+    for i in order:
+        run, ctx = runs[i]
+        found[i] = ev = _evidence(kind, run, ctx, level_medians(evidence))
+        if not isinstance(ev, str):
             evidence.append(ev)
+    evidence = [ev for _, ev in sorted(found.items()) if not isinstance(ev, str)]
+    unused = [(runs[i][0].line, f"{run_label(*runs[i])}: {ev}") for i, ev in sorted(found.items()) if isinstance(ev, str)]
 
     def med(parameter: str) -> float | None:
         vals = [e.value for e in evidence if e.parameter == parameter]
         return statistics.median(vals) if vals else None
 
-    return Calibration(
+    cal = Calibration(
         kind=kind,
         beta_intra=med("beta_intra"),
         beta_inter=med("beta_inter"),
@@ -142,7 +164,29 @@ def calibrate(kind: str, runs: list[tuple[MeasuredRun, Context]]) -> Calibration
         evidence=tuple(evidence),
         unused=tuple(unused),
         beta_levels=level_medians(evidence),
+        stacks=stacks_in_force(runs),
     )
+    if kind != "network":
+        return cal
+    from oracle.compute.calibration.calibrate_physics import violations
+
+    return replace(cal, unphysical=tuple(violations(cal, runs)))  # issue 26's bounds, as --calibrate all's
+
+
+def _evidence(kind: str, run: MeasuredRun, ctx: Context, below: tuple) -> Evidence | str:
+    """One run's evidence for ``kind`` (``below``: the levels' β calibrated so far), or why none."""
+    if run.strategy not in REPLICAS and not (kind == "input" and REGISTRY[run.strategy].hybrid):
+        return "calibrates with data-parallel and serial runs (and hybrids for the leader rate)"
+    if kind == "input" and excludes_io(run):  # issue 14: no loading rate from times without loading
+        return f"its times exclude data loading (includes_io = {run.get('includes_io')})"
+    cfg = config_for(run, ctx)
+    pt = evaluate(ctx, cfg)  # issue 27: the stack may cost with ParaDL's tool
+    I = pt.iterations_per_epoch
+    t = run.iteration_s if run.epoch_s is None else run.epoch_s / I
+    compute = pt.compute_s / I
+    if kind == "network":
+        return network_evidence(run, ctx, run_label(run, ctx), t, compute, below)
+    return input_evidence(run, ctx, cfg, run_label(run, ctx), t, compute + pt.communication_s / I)
 
 
 def level_medians(evidence) -> tuple[tuple[str, float], ...]:
@@ -154,56 +198,113 @@ def level_medians(evidence) -> tuple[tuple[str, float], ...]:
     return tuple((name, statistics.median(v)) for name, v in by_level.items())
 
 
-def network_evidence(run: MeasuredRun, ctx: Context, label: str, t: float, compute: float) -> Evidence | str:
+def network_order(run: MeasuredRun, ctx: Context) -> int:
+    """Where in the system's network the level a data-parallel run's all-reduce spans lies
+    (-1 for a run that calibrates no network): runs are inverted lowest level first, each
+    on the levels below it as calibrated so far (its all-reduce crosses them too)."""
+    if run.strategy != Data.name or run.gpus < 2:
+        return -1
+    name = link(ctx.system, span_contiguous(run.gpus, ctx.system.gpus_per_node), "allreduce").level
+    return next(i for i, lv in enumerate(ctx.system.network) if lv.name == name)
+
+
+def network_evidence(run: MeasuredRun, ctx: Context, label: str, t: float, compute: float,
+                     below: tuple = ()) -> Evidence | str:  # fmt: skip
+    """The β of the level the run's all-reduce spans at which its projection takes the
+    measured ``t`` per iteration (:func:`invert_level`: under the options and stack in
+    force, overlap and buckets included); ``below``: (level, β) calibrated before it."""
     p = run.gpus
     if run.strategy != Data.name or p < 2:
         return "a network needs a data-parallel run on 2 or more GPUs"
-    comm = t - compute
-    if comm <= 0:
-        return f"measured {t:.4g} s per iteration is not above the compute {compute:.4g} s: no communication to fit"
-    gpn = ctx.system.gpus_per_node
-    span = span_contiguous(p, gpn)
+    partial = partial_domain(ctx.system, p)
+    if partial is not None:  # as oracle fit network refuses such a log (calibration/nccl_fit.log_nodes)
+        n, domain, rest = partial
+        return (f"{p} GPUs do not fill whole NVLink domains of {domain} GPUs (the system's NCCL nodes):"
+                f" {n - 1} x {domain} + {rest}; the network across nodes is a full domain's, and a partial one"
+                " reaches it through fewer NICs, which the model does not tell apart")  # fmt: skip
+    span = span_contiguous(p, ctx.system.gpus_per_node)
     lk = link(ctx.system, span, "allreduce")
-    m = ctx.grad_delta * ctx.sum_w
-    beta = (comm / (2 * (p - 1)) - lk.alpha_s) * p / m
-    if ctx.algorithm != RING:  # the closed form is the ring's: invert the system's own algorithm
-        beta = _through_algorithm(ctx, p, m, comm, lk.level)
-    if beta is None or beta <= 0:
-        return f"communication {comm:.4g} s is within the latency term of level {lk.level}"
+    found = invert_level(ctx, config_for(run, ctx), lk.level, t, below)
+    if isinstance(found, str):
+        return found
+    beta, pt = found
     parameter = "beta_intra" if span <= node_gpus(ctx.system) else "beta_inter"  # an NVL72 rack is one node
-    note = f"all-reduce of {m / 1e6:.1f} MB over span {span} ({lk.level}, α {lk.alpha_s:.3g} s): {comm:.4g} s"
+    m = ctx.grad_delta * ctx.sum_w
+    I = pt.iterations_per_epoch
+    exposed, total = pt.communication_s / I, float(pt.detail("communication_total_s", pt.communication_s)) / I
+    hidden = f", {exposed:.4g} s of it not hidden (overlap)" if total > exposed * (1 + 1e-6) else ""
+    note = f"all-reduce of {m / 1e6:.1f} MB over span {span} ({lk.level}, α {lk.alpha_s:.3g} s): {total:.4g} s{hidden}"
     return Evidence(run.line, label, parameter, beta, t, compute, note, lk.level)
 
 
-def _through_algorithm(ctx: Context, p: int, m: float, comm: float, level: str) -> float | None:
-    """β of ``level`` (its protocol lines scaled alike, as fit runs writes them) at which
-    the all-reduce the data strategy charges (strategies/data.py: the system's algorithm,
-    e.g. nccl's choice per call, on GPUs 0..p-1) takes ``comm`` seconds; found by
-    bisection on a log scale (the time grows with β). None when even a β 10^4 times
-    smaller leaves more than ``comm`` (the latency alone is longer)."""
-    from dataclasses import replace
+LOWEST = 1e-6  # the smallest factor on a level's β tried: the network all but free
+HIGHEST = 1e12  # the largest: a link slower than this explains no time
 
-    from oracle.compute.network import allreduce_algorithm, group_contiguous
 
-    group = group_contiguous(p, ctx.system.gpus_per_node)
-    base = next(lv for lv in ctx.system.network if lv.name == level)
+def invert_level(ctx: Context, cfg, level: str, t: float, below: tuple = ()) -> tuple[float, Point] | str:
+    """(β of ``level``, the projection at it) at which the projection of ``cfg``
+    (compute/sweep.evaluate: compute, the stack's fixed costs, the all-reduce by the
+    system's algorithm less what overlap and buckets hide, a cycle's wait) takes ``t`` per
+    iteration, its input stall left out: the run is taken as not input-bound (the input
+    rates are calibrated apart, calibrate_all step 2).  The level's protocol lines scale
+    with it, and the levels on its side of the node boundary that no run spans follow it,
+    as fit runs writes them (calibrate_all.level_betas).  The projection grows with β: the
+    factor on the level's β is found by regula falsi (Illinois) between :data:`LOWEST`
+    and :data:`HIGHEST`.  Why not, when ``t`` lies outside what any β projects."""
+    from oracle.compute.calibration.calibrate_all import calibrated_system, with_system
 
-    def seconds(k: float) -> float:
-        lv = replace(base, beta_s_per_byte=base.beta_s_per_byte * k,
-                     protocols=tuple(replace(pr, beta_s_per_byte=pr.beta_s_per_byte * k) for pr in base.protocols))
-        system = replace(ctx.system, network=tuple(lv if x.name == level else x for x in ctx.system.network))
-        return float(allreduce_algorithm(system, group, m, ctx.algorithm, contention=ctx.options.contention,
-                                         purpose="gradient_allreduce")[0])  # fmt: skip
+    base = next(lv for lv in ctx.system.network if lv.name == level).beta_s_per_byte
+    known = tuple((name, b) for name, b in below if name != level)
+    I = evaluate(ctx, cfg).iterations_per_epoch
 
-    lo, hi = -4.0, 4.0  # log10 of the factor on the level's β
-    if seconds(10**lo) > comm:
-        return None
-    while seconds(10**hi) < comm and hi < 12:
-        hi += 4.0
-    for _ in range(60):
-        mid = (lo + hi) / 2
-        lo, hi = (mid, hi) if seconds(10**mid) < comm else (lo, mid)
-    return base.beta_s_per_byte * 10 ** ((lo + hi) / 2)
+    def point(k: float):
+        return evaluate(with_system(ctx, calibrated_system(ctx.system, levels=(*known, (level, base * k)))), cfg)
+
+    def excess(k: float) -> float:
+        pt = point(k)
+        return (pt.compute_s + pt.communication_s) / I - t
+
+    low = excess(LOWEST)
+    if not math.isfinite(low) or low >= 0:
+        floor = "is not computable" if not math.isfinite(low) else f"takes {low + t:.4g} s"
+        return (f"measured {t:.4g} s per iteration, and the projection with level {level} all but free {floor}"
+                " (compute, what the stack adds, the other levels' communication; no input stall): no communication"
+                " to fit")  # fmt: skip
+    k = increasing_root(excess, LOWEST, low, HIGHEST, t * 1e-10)
+    if k is None:
+        return f"no β of level {level} makes the projection take the measured {t:.4g} s per iteration"
+    return base * k, point(k)
+
+
+def increasing_root(f, lo: float, f_lo: float, top: float, tol: float) -> float | None:
+    """x in [lo, top] where the non-decreasing ``f`` crosses 0 (within ``tol``), given
+    ``f_lo = f(lo) < 0``: the bracket is closed from 1 up by factors of 1000, then
+    narrowed by regula falsi with the Illinois halving (linear pieces converge at once).
+    None when f(top) < 0."""
+    x, f_x = 1.0, f(1.0)
+    while f_x < 0:  # below the root: the bracket's low end
+        if x >= top:
+            return None
+        lo, f_lo = x, f_x
+        x = min(top, x * 1e3)
+        f_x = f(x)
+    if f_x == 0:
+        return x
+    hi, f_hi, side = x, f_x, 0
+    for _ in range(200):
+        x = hi - f_hi * (hi - lo) / (f_hi - f_lo)
+        if not lo < x < hi:
+            x = (lo + hi) / 2
+        fx = f(x)
+        if abs(fx) <= tol or hi - lo <= 1e-12 * hi:
+            return x
+        if fx < 0:
+            lo, f_lo = x, fx
+            f_hi, side = (f_hi / 2 if side < 0 else f_hi), -1
+        else:
+            hi, f_hi = x, fx
+            f_lo, side = (f_lo / 2 if side > 0 else f_lo), 1
+    return x
 
 
 def input_evidence(run: MeasuredRun, ctx: Context, cfg, label: str, t: float, busy: float) -> Evidence | str:

@@ -53,7 +53,9 @@ from oracle.compute.calibration.calibrate import (
     input_evidence,
     level_medians,
     network_evidence,
+    network_order,
     run_label,
+    stacks_in_force,
 )
 from oracle.compute.calibration.calibrate_physics import prefer_compute, violations
 from oracle.compute.calibration.calibrate_split import MECHANISMS, with_mechanisms
@@ -197,6 +199,7 @@ def calibrate_all(pairs: list) -> Calibration:
         compute_factors=tuple(sorted(factors.items())),
         compute_batches=tuple(sorted(batches.items())),
         notes=tuple(notes),
+        stacks=stacks_in_force(pairs),
         **fit.values,
     )
     return replace(cal, unphysical=tuple(violations(cal, pairs)))
@@ -309,9 +312,10 @@ def _mechanisms(runs: list, so_far: dict, leader, evidence: list, unused: dict):
 
 
 def _network_or_input(data: list, evidence: list, unused: dict, loader: float | None) -> None:
-    """Step 2 of the module doc."""
+    """Step 2 of the module doc, level by level from the lowest (calibrate.network_order):
+    a run is inverted on the levels below it as calibrated so far."""
     done = {e.line for e in evidence if e.parameter != "compute_factor"}  # a measured compute_s leaves comm
-    implied = []
+    levels: dict[int, list] = {}
     for run, ctx in data:
         if run.line in done:
             continue
@@ -322,14 +326,27 @@ def _network_or_input(data: list, evidence: list, unused: dict, loader: float | 
                 f" compute ({t / compute:.3g}x the profile's)"
             )
             continue
-        cfg, t, compute, comm = _iteration(run, ctx)
-        implied.append((run, ctx, cfg, t, compute, comm, network_evidence(run, ctx, run_label(run, ctx), t, compute)))
+        levels.setdefault(network_order(run, ctx), []).append((run, ctx))
     tight: dict[tuple[str, str], float] = {}  # per (parameter, level): a spine may be slower than its rack
+    start = len(evidence)
+    for _, runs in sorted(levels.items()):
+        _level_step(runs, tight, evidence, unused, loader)
+    at = {run.line: i for i, (run, _) in enumerate(data)}
+    evidence[start:] = sorted(evidence[start:], key=lambda e: at[e.line])  # reported in the runs' order
+
+
+def _level_step(runs: list, tight: dict, evidence: list, unused: dict, loader: float | None) -> None:
+    """Step 2 for the runs of one level: the tightest β each implies, then the runs it explains."""
+    below = level_medians(evidence)
+    implied = []
+    for run, ctx in runs:
+        _, t, compute, _ = _iteration(run, ctx)
+        implied.append((run, ctx, network_evidence(run, ctx, run_label(run, ctx), t, compute, below)))
     for *_, ev in implied:
         if not isinstance(ev, str):
             key = (ev.parameter, ev.level)
             tight[key] = min(tight.get(key, ev.value), ev.value)
-    for run, ctx, cfg, t, compute, comm, ev in implied:
+    for run, ctx, ev in implied:
         if isinstance(ev, str) or ev.value <= SLOWER * tight[(ev.parameter, ev.level)]:
             _keep(ev, run, evidence, unused)
             continue
@@ -339,8 +356,8 @@ def _network_or_input(data: list, evidence: list, unused: dict, loader: float | 
             unused[run.line] = f"{run_label(run, ctx)}: {why}, and it is not marked includes_io"
             continue
         side = lambda name: min((v for (p, _), v in tight.items() if p == name), default=None)  # noqa: E731
-        levels = tuple((lv, v) for (_, lv), v in tight.items())
-        net = calibrated_system(ctx.system, side("beta_intra"), side("beta_inter"), loader, levels=levels)
+        known = tuple((lv, v) for (_, lv), v in tight.items())
+        net = calibrated_system(ctx.system, side("beta_intra"), side("beta_inter"), loader, levels=known)
         cal_ctx = with_system(ctx, net)
         cfg, t, compute, comm = _iteration(run, cal_ctx)
         _keep(input_evidence(run, cal_ctx, cfg, run_label(run, ctx), t, compute + comm), run, evidence, unused)
