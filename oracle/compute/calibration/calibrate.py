@@ -27,7 +27,7 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass
 
-from oracle.compute.calibration.compare import config_for
+from oracle.compute.calibration.compare import config_for, infeasibility
 from oracle.compute.context import Context
 from oracle.compute.io import EVERY_GPU, loaders
 from oracle.compute.nccl import node_gpus
@@ -101,6 +101,37 @@ def includes_io(run) -> bool:
 def excludes_io(run) -> bool:
     """The runs file has an ``includes_io`` column, and it says no for this run."""
     return bool(str(run.get("includes_io") or "").strip()) and not includes_io(run)
+
+
+@dataclass(frozen=True)
+class SetAside:
+    """A selected run left out of the fit: the model finds its configuration infeasible."""
+
+    line: int
+    run: str  # run_label
+    reason: str  # its limits, as predict and compare show them
+
+
+def feasible_runs(pairs: list[tuple[MeasuredRun, Context]]) -> tuple[list, tuple[SetAside, ...]]:
+    """(the (run, context) pairs the model finds feasible, those it does not): a run it says
+    cannot run (out of memory, more GPUs than a layer's filters, ...) has no time to invert,
+    as compare does not score it (compare.infeasibility).  A run whose configuration does not
+    resolve is kept: the calibration says what is wrong with it, as before."""
+    from oracle.errors import OracleError
+
+    kept, aside = [], []
+    for run, ctx in pairs:
+        try:
+            cfg = config_for(run, ctx)
+        except OracleError:
+            kept.append((run, ctx))
+            continue
+        why = infeasibility(evaluate(ctx, cfg))
+        if why is None:
+            kept.append((run, ctx))
+        else:
+            aside.append(SetAside(run.line, run_label(run, ctx), why))
+    return kept, tuple(aside)
 
 
 def calibrate(kind: str, runs: list[tuple[MeasuredRun, Context]]) -> Calibration:
