@@ -186,6 +186,13 @@ def hybrid_configurations(
     return out
 
 
+def no_factorization(name: str, p: int, batch: float) -> Config:
+    """The one point of a hybrid named at a GPU count with no factorization p = p1·p2, p1,
+    p2 >= 2 (1, 2, a prime): infeasible, p1 = p2 = 0 (data_filter.factor_limit says why),
+    so that the count does not vanish from what the user asked for (compute/sweep.configurations)."""
+    return Config(name, p, 0, 0, batch)
+
+
 def make_point(
     ctx: Context,
     cfg: Config,
@@ -353,7 +360,7 @@ def _with_input(ctx: Context, cfg: Config, bd: Breakdown) -> Breakdown:
     assert pipe is not None
     kind = REGISTRY[cfg.strategy].loading
     t_io = input_time(
-        pipe, kind, cfg.batch, cfg.gpus, max(cfg.p1, 1), cfg.p2, ctx.system.gpus_per_node,
+        pipe, kind, cfg.batch, cfg.gpus, max(cfg.p1, 1), max(cfg.p2, 1), ctx.system.gpus_per_node,  # 0: no p1·p2
         ctx.model.dataset_bytes_per_sample,
     )  # fmt: skip
     I = ctx.D / cfg.batch

@@ -34,6 +34,11 @@ from oracle.compute.strategies.filter import Filter, horizontal_collectives
 
 
 def factor_limit(cfg: Config) -> list[Limit]:
+    """Why a hybrid's configuration has no p1 (p1 = 0): the p2 asked for does not divide p, or
+    (p2 = 0, base.no_factorization) p has no factorization p1·p2 with p1, p2 >= 2."""
+    if cfg.p1 == 0 and cfg.p2 == 0:
+        return [Limit("no_factorization", f"p={cfg.gpus} has no factorization p1·p2 with p1, p2 >= 2: take another"
+                                          " GPU count (or fix p2, --p2)")]  # fmt: skip
     if cfg.p1 == 0:
         return [Limit("factorization", f"p={cfg.gpus} is not a multiple of p2={cfg.p2}")]
     return []
@@ -68,7 +73,8 @@ class DataFilter(Strategy):
     hybrid_parts = (Data.name, Filter.name)
     description = "filter parallelism in groups of p2, data parallelism across p1 groups"
     style = Style("#D55E00", "P")  # vermillion (Okabe & Ito 2008)
-    limit_words = {"factorization": "p2 does not divide p"}  # data+spatial's too (factor_limit)
+    # data+spatial's too (factor_limit)
+    limit_words = {"factorization": "p2 does not divide p", "no_factorization": "no p1·p2 with p1, p2 ≥ 2"}
     limit_fields = {"batch": ("batch", "p1"), Filter.limit_code: ("p2",)}
     reports_overlap = True
 
