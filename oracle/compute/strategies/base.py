@@ -186,6 +186,20 @@ def hybrid_configurations(
     return out
 
 
+def nccl_nodes_detail(ctx: Context, *collectives) -> dict:
+    """``{"nccl_nodes": note}`` where NCCL's model costs one of a point's ``collectives``
+    (network.Collective) over NVLink domains it fills unequally: what that assumed
+    (compute/nccl.partial_domain_note, the one wording); else {}."""
+    from oracle.compute.nccl import node_gpus, partial_domain_note
+    from oracle.compute.network import nccl_costs
+
+    system = ctx.system
+    if node_gpus(system) <= system.gpus_per_node:  # an NVLink domain of one host: never partial
+        return {}
+    note = partial_domain_note(system, [(c.group, c.stride) for c in collectives if nccl_costs(system, c)])
+    return {"nccl_nodes": note} if note else {}
+
+
 def no_factorization(name: str, p: int, batch: float) -> Config:
     """The one point of a hybrid named at a GPU count with no factorization p = p1·p2, p1,
     p2 >= 2 (1, 2, a prime): infeasible, p1 = p2 = 0 (data_filter.factor_limit says why),

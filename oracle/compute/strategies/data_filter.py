@@ -9,6 +9,7 @@ import numpy as np
 from oracle.compute.context import Context
 from oracle.compute.cost import Breakdown, Limit, Point
 from oracle.compute.network import (
+    Collective,
     allreduce_algorithm,
     contention_factor,
     data_group_flows_per_node,
@@ -24,13 +25,14 @@ from oracle.compute.strategies.base import (
     batch_limit,
     hybrid_configurations,
     make_point,
+    nccl_nodes_detail,
     not_computable,
     overlap_details,
     overlapped_gradients,
     register,
 )
 from oracle.compute.strategies.data import Data
-from oracle.compute.strategies.filter import Filter, horizontal_collectives
+from oracle.compute.strategies.filter import Filter, horizontal_collectives, layer_collective_groups
 
 
 def factor_limit(cfg: Config) -> list[Limit]:
@@ -48,12 +50,20 @@ def data_group_allreduce(ctx: Context, p1: int, p2: int, m_bytes: float) -> tupl
     """AR_φ(p1, m) among the data-parallel group {0, p2, 2·p2, ...} (docs/cost-model.md-4.3):
     the p2 groups' all-reduces run at once and share each node's links (φ)."""
     group, phi, level = data_group(ctx, p1, p2)
-    # implementation data_filter_allreduce: leader — reduce to a leader per node, all-reduce
-    # among leaders, broadcast back (ParaDL §4.5.1's data+spatial pattern; issue 14)
-    leader = ctx.system.implementation.data_filter_allreduce == "leader"
-    ar, _ = allreduce_algorithm(ctx.system, group, m_bytes, "leader" if leader else ctx.algorithm, phi,
+    ar, _ = allreduce_algorithm(ctx.system, group, m_bytes, _data_group_algorithm(ctx), phi,
                                 ctx.options.contention, "gradient_allreduce")  # fmt: skip
     return ar, phi, level
+
+
+def _data_group_algorithm(ctx: Context) -> str:
+    """implementation data_filter_allreduce: leader — reduce to a leader per node, all-reduce
+    among leaders, broadcast back (ParaDL §4.5.1's data+spatial pattern; issue 14); else the context's."""
+    return "leader" if ctx.system.implementation.data_filter_allreduce == "leader" else ctx.algorithm
+
+
+def data_group_collective(ctx: Context, p1: int, p2: int) -> Collective:
+    """The network.Collective of :func:`data_group_allreduce` (base.nccl_nodes_detail)."""
+    return Collective(group_strided(p1, p2, ctx.system.gpus_per_node), _data_group_algorithm(ctx), "gradient_allreduce", p2)
 
 
 def data_group(ctx: Context, p1: int, p2: int) -> tuple:
@@ -111,7 +121,7 @@ class DataFilter(Strategy):
             gradient_exchange_s=I * ar,
             layer_collectives_s=lc,
         )
-        details = {"contention": phi, "allreduce_level": level}
+        details = {"contention": phi, "allreduce_level": level, **self._nccl_nodes(ctx, cfg)}
         if ctx.options.overlap != "none":
             overlap_details(details, bd, I * hidden)
         return make_point(ctx, cfg, bd, mem, self.limits(ctx, cfg), details)
@@ -121,7 +131,12 @@ class DataFilter(Strategy):
         if cfg.p1 == 0:
             return None
         _, phi, level = data_group(ctx, cfg.p1, cfg.p2)
-        return {"contention": phi, "allreduce_level": level}
+        return {"contention": phi, "allreduce_level": level, **self._nccl_nodes(ctx, cfg)}
+
+    def _nccl_nodes(self, ctx: Context, cfg: Config) -> dict:
+        """base.nccl_nodes_detail of the data group's all-reduce and the p2 group's layer collectives."""
+        layers = layer_collective_groups(ctx, ctx.split(self.name), cfg.p2)
+        return nccl_nodes_detail(ctx, data_group_collective(ctx, cfg.p1, cfg.p2), *layers)
 
     def limits(self, ctx: Context, cfg: Config) -> list[Limit]:
         """The strategy's own limits of a configuration (compute/vector/rows.brief_rows too)."""
