@@ -133,3 +133,32 @@ def test_a_case_stack_of_the_wrong_kind_is_one_error(tmp_path):
         "cases:\n  - {model: resnet50, system: abci, profile: resnet50_v100, batch_per_gpu: 32, stack: nonesuch}\n")
     res = invoke("snapshot", tmp_path / "d.yaml")
     assert res.exit_code == 2 and "nonesuch" in res.output and "pytorch" in res.output
+
+
+def test_an_unknown_name_in_a_cases_file_names_the_file_the_case_and_its_key(tmp_path):
+    """An unknown stack, system, model or profile is one error naming the cases file, its
+    line and the key (``cases[1].stack``), as a sweep file's (services/sweep.check_names),
+    before anything is projected or written; a named file's own problem keeps that file's
+    line and says where the cases file names it; a baseline naming an unknown system names
+    the baseline and ``cases[0].case.system``."""
+    values = {"model": "resnet50", "system": "abci", "profile": "resnet50_v100", "gpus": 4, "strategy": "data",
+              "batch_per_gpu": 32}  # fmt: skip
+    good = "{" + ", ".join(f"{k}: {v}" for k, v in values.items())
+    out = tmp_path / "out.json"
+    for key, bad in (("stack", "pytorchh"), ("system", "abcii"), ("model", "resnet5"), ("profile", "resnet50_v10")):
+        case = "{" + ", ".join(f"{k}: {v}" for k, v in {**values, key: bad}.items()) + "}"
+        (tmp_path / "c.yaml").write_text(f"cases:\n  - {good}}}\n  -\n    {case}\n")
+        res = invoke("snapshot", tmp_path / "c.yaml", "-o", out)
+        assert res.exit_code == 2 and "Traceback" not in res.output, res.output
+        assert f"{tmp_path / 'c.yaml'}:4: cases[1].{key}: {key} '{bad}'" in res.stderr, res.stderr
+        assert not out.exists()
+    (tmp_path / "mine.yaml").write_text("name: mine\n")
+    (tmp_path / "c.yaml").write_text(f"cases:\n  - {good}, stack: mine.yaml}}\n")
+    res = invoke("snapshot", tmp_path / "c.yaml")
+    assert res.exit_code == 2 and f"{tmp_path / 'mine.yaml'}:1:" in res.stderr
+    assert f"named by cases[0].stack of {tmp_path / 'c.yaml'}, line 2" in res.stderr
+    (tmp_path / "c.yaml").write_text(f"cases:\n  - {good}}}\n")
+    assert invoke("snapshot", tmp_path / "c.yaml", "-o", out).exit_code == 0
+    out.write_text(out.read_text().replace('"system": "abci"', '"system": "abcii"'))
+    res = invoke("check", out)
+    assert res.exit_code == 2 and f"{out}: cases[0].case.system: system 'abcii'" in res.stderr, res.stderr

@@ -149,6 +149,48 @@ def test_network_calibration_inverts_the_model(tmp_path):
     assert "lines 2" in cal.network[1].source
 
 
+def test_runs_the_model_finds_infeasible_are_left_out_of_the_fit(tmp_path):
+    """A run the model says cannot run (here 100,000 samples per GPU: out of memory) is not
+    inverted: β comes from the feasible run alone (made from a known β, as above), the
+    output and the written file name the run left out and its limit; with no feasible run
+    left there is nothing to fit (exit 2, nothing written)."""
+    from oracle.load import load_model, load_profile
+
+    beta = 2.0e-9  # half the base's bandwidth across nodes: physical for --calibrate all
+    base = _system(tmp_path, "")
+    s = load_system(base)
+    per_sample = load_profile("vgg16_v100").total_fw_bw_per_sample_s
+    B, p = 256, 8
+    t = B / p * per_sample + 2 * (p - 1) * (s.network[1].alpha_s + 4 * load_model("vgg16").parameters / p * beta)
+    head = "model,system,profile,strategy,gpus,global_batch,iteration_s\n"
+    oom = "vgg16,abci,vgg16_v100,data,8,800000,3000\n"  # 1e5 samples per GPU: TBs of a 1000 GB GPU
+    runs = tmp_path / "runs.csv"
+    runs.write_text(head + f"vgg16,abci,vgg16_v100,data,8,{B},{t}\n" + oom)
+    out = tmp_path / "cal.yaml"
+    res = invoke("fit", "runs", runs, "-s", base, "--calibrate", "network", "-o", out, "--width", "250")
+    assert res.exit_code == 0, res.stderr
+    assert load_system(out).network[1].beta_s_per_byte == pytest.approx(beta, rel=1e-5)
+    line3 = next(ln for ln in res.stdout.splitlines() if ln.split()[:1] == ["3"])
+    assert "infeasible" in line3 and "GPU memory" in line3 and "left out of the fit" in line3
+    text = out.read_text()
+    assert "# Left out of the fit (infeasible in the model):" in text and f"{runs}:3 VGG16 data 8 GPUs" in text
+    assert "lines 2 " in load_system(out).network[1].source
+    # --calibrate all and compute leave it out alike
+    res = invoke("fit", "runs", runs, "-s", base, "--calibrate", "all", "--width", "250")
+    assert res.exit_code == 0 and "left out of the fit" in res.stdout, res.stderr
+    assert "3000" not in res.stdout  # its time is nowhere in the evidence
+    res = invoke("fit", "runs", runs, "-s", base, "--calibrate", "compute")
+    assert res.exit_code == 0 and "median of 1," in res.stderr and ":3 VGG16" in res.stderr
+    # none feasible: an error naming the run and its limit
+    few = tmp_path / "few.csv"
+    few.write_text(head + oom + "vgg16,abci,vgg16_v100,data,8,4,1\n")  # 4 samples on 8 GPUs
+    for kind in ("network", "all", "compute"):
+        res = invoke("fit", "runs", few, "-s", base, "--calibrate", kind, "-o", tmp_path / "no.yaml")
+        assert res.exit_code == 2 and "none of the 2 selected runs is feasible" in res.stderr, res.output
+        assert "line 2" in res.stderr and "line 3" in res.stderr and "Traceback" not in res.output
+    assert not (tmp_path / "no.yaml").exists()
+
+
 def test_fit_runs_errors(tmp_path):
     res = invoke("fit", "runs", RUNS, "-s", "abci", "--calibrate", "network", "--where", "model=resnet")
     assert res.exit_code == 2 and "no run matches" in res.stderr

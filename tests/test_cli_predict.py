@@ -150,6 +150,8 @@ def check_record(pt: dict) -> None:
         assert (pt["p1"], pt["p2"]) == (pt["gpus"], 1)
     elif s in ("spatial", "filter", "channel", "pipeline"):
         assert (pt["p1"], pt["p2"]) == (1, pt["gpus"])
+    elif pt["p1"] == 0:  # a hybrid with no p1·p2 at this count (the p2 asked for, or none): infeasible, says so
+        assert not pt["feasible"] and pt["limit_codes"] in (["factorization"], ["no_factorization"])
     else:
         assert pt["p1"] * pt["p2"] == pt["gpus"] and pt["p1"] >= 2 and pt["p2"] >= 2
 
@@ -297,6 +299,25 @@ def test_p2_fixes_the_hybrid_split(run):
     for pt in hybrids:
         assert pt["p2"] == 4 and pt["p1"] == pt["gpus"] // 4
         check_record(pt)
+
+
+def test_a_hybrid_at_a_count_it_cannot_factor_says_why(run):
+    """--strategy data+filter at 7 GPUs (a prime: no p1·p2 with both >= 2) is a row naming
+    the limit in every format, not an empty table; at 7,8 the 7 stays."""
+    args = (*RESNET, "--strategy", "data+filter", "--gpus", "7,8", "-b", "32")
+    why = "p=7 has no factorization p1·p2 with p1, p2 >= 2"
+    pts = json_points(run, *args)
+    assert [(pt["gpus"], pt["p1"], pt["p2"], pt["feasible"]) for pt in pts if pt["gpus"] == 7] == [(7, 0, 0, False)]
+    assert why in pts[0]["limits"][0] and pts[0]["limit_codes"] == ["no_factorization"]
+    assert {pt["gpus"] for pt in pts} == {7, 8}
+    for pt in pts:
+        check_record(pt)
+    table = run(*args, "--width", "250")
+    assert table.code == 0 and any(ln.split()[:1] == ["7"] and why in ln for ln in table.out.splitlines())
+    rows = list(csv.DictReader(io.StringIO(run(*args, "-f", "csv").out)))
+    assert rows[0]["gpus"] == "7" and why in rows[0]["limits"]
+    md = run(*args, "-f", "markdown").out
+    assert "| 7 | – | data+filter | – |" in md and why in md
 
 
 def test_segments(run):

@@ -98,9 +98,10 @@ def test_a_partly_filled_rack_is_two_nccl_nodes_and_predict_says_so(run):
     the ring over all 108 (docs/cost-model.md); the point's notes and JSON say what was assumed."""
     s = load_system("gb200-nvl72")
     assert nccl.nccl_nodes(s, group_contiguous(108, s.gpus_per_node)) == (2, 72)
-    assert nccl.partial_domain(s, 108) == (2, 72, 36)
-    assert [nccl.partial_domain(s, p) for p in (36, 72, 144, 1440)] == [None] * 4
-    assert nccl.partial_domain(load_system("dgx-h100-superpod"), 12) is None  # a domain of one host: no note
+    assert nccl.partial_domain(s, group_contiguous(108, 4)) == [72, 36]
+    assert [nccl.partial_domain(s, group_contiguous(p, 4)) for p in (36, 72, 144, 1440)] == [None] * 4
+    h100 = load_system("dgx-h100-superpod")
+    assert nccl.partial_domain(h100, group_contiguous(12, 8)) is None  # a domain of one host: no note
     r = run("predict", "-m", "resnet50", "-s", "gb200-nvl72", "--gpus", "72,108,144", "--strategy", "data", "-f", "json")
     assert r.code == 0, r.err
     said = {pt["gpus"]: pt["details"].get("nccl_nodes") for pt in json.loads(r.out)}
@@ -109,6 +110,43 @@ def test_a_partly_filled_rack_is_two_nccl_nodes_and_predict_says_so(run):
     assert "as fast across the network as a full one" in said[108]
     r = run("predict", "-m", "resnet50", "-s", "gb200-nvl72", "--gpus", "108", "--strategy", "data", "--width", "250")
     assert r.code == 0 and "1 x 72 + 36 GPUs: 2 NCCL nodes" in r.out, r.out
+
+
+def test_every_strategy_whose_collectives_span_a_partial_domain_says_so(run):
+    """The note is wherever NCCL costs a collective over unequally filled NVLink domains, in
+    one wording: data+filter's data group {0, 2, ..., 106} (54 x 2 on NVL72: 36 + 18 GPUs on
+    the two racks), data+spatial's all-reduce over all 108 and its data group, spatial's and
+    filter's groups of 108; not where every rack is full (144), nor under the flat ring (no
+    NCCL nodes). The JSON (rows from the arrays) and the text (points) agree; Markdown shows it."""
+    from oracle.compute.network import Collective, group_strided
+
+    s = load_system("gb200-nvl72")
+    assert nccl.partial_domain(s, group_strided(54, 2, 4), 2) == [36, 18]
+    assert nccl.partial_domain(s, group_strided(36, 3, 4), 3) == [24, 12]
+    assert nccl.partial_domain(s, group_strided(27, 4, 4), 4) == [18, 9]
+    assert nccl.partial_domain(s, group_strided(2, 54, 4), 54) is None  # one GPU on each rack
+    assert nccl.partial_domain_note(s, [(group_contiguous(108, 4), 1), (group_strided(54, 2, 4), 2)]) == (
+        "1 x 72 + 36 GPUs: 2 NCCL nodes and 1 x 36 + 18 GPUs: 2 NCCL nodes, the partial NVLink domains taken as"
+        " fast across the network as full ones")
+    assert Collective(group_contiguous(8, 4), "ring", "gradient_allreduce").stride == 1
+    args = ("predict", "-m", "resnet50", "-s", "gb200-nvl72", "--gpus", "108,144", "--strategy",
+            "data,data+filter,data+spatial,spatial,filter")  # fmt: skip
+    r = run(*args, "-f", "json")
+    assert r.code == 0, r.err
+    said = {(pt["strategy"], pt["gpus"], pt["p1"]): pt["details"].get("nccl_nodes") for pt in json.loads(r.out)}
+    tail = ", the partial NVLink domain taken as fast across the network as a full one"
+    assert said[("data+filter", 108, 54)] == "1 x 36 + 18 GPUs: 2 NCCL nodes" + tail
+    assert said[("data+filter", 108, 27)] == "1 x 18 + 9 GPUs: 2 NCCL nodes" + tail
+    assert said[("data+spatial", 108, 54)].startswith("1 x 72 + 36 GPUs: 2 NCCL nodes and 1 x 36 + 18 GPUs")
+    for strategy in ("data", "spatial", "filter"):
+        assert said[(strategy, 108, 1 if strategy != "data" else 108)] == "1 x 72 + 36 GPUs: 2 NCCL nodes" + tail
+    assert not any(note for (_, gpus, _), note in said.items() if gpus == 144)
+    text = run(*args, "--width", "400")
+    assert text.code == 0 and text.out.count("taken as fast across") == sum(1 for v in said.values() if v)
+    md = run(*args, "-f", "markdown").out
+    assert "| limits / notes |" in md and "1 x 36 + 18 GPUs: 2 NCCL nodes" in md
+    ring = run(*args, "--collective", "ring", "-f", "json")
+    assert not any(pt["details"].get("nccl_nodes") for pt in json.loads(ring.out))
 
 
 def test_the_nccl_fit_honours_the_size_range(run, tmp_path):

@@ -917,7 +917,7 @@ def test_data_filter_fewer_samples_than_groups(one):
 @pytest.mark.parametrize(
     "p, expected",
     [
-        (2, set()),  # 2 = 1*2 = 2*1 only: plain strategies, not listed as hybrids
+        (2, {(0, 0)}),  # 2 = 1*2 = 2*1 only: the named hybrid's one infeasible point says so
         (4, {(2, 2)}),
         (8, {(4, 2), (2, 4)}),
         (12, {(6, 2), (4, 3), (3, 4), (2, 6)}),
@@ -930,7 +930,8 @@ def test_hybrid_factorizations_listed(run, strategy, p, expected):
     got = [(pt.p1, pt.p2) for pt in pts]
     assert len(got) == len(set(got))
     assert set(got) == expected
-    assert all(pt.p1 * pt.p2 == p and pt.gpus == p for pt in pts)
+    assert all(pt.p1 * pt.p2 == p and pt.gpus == p for pt in pts if pt.p1)
+    assert all(not pt.feasible and [lim.code for lim in pt.limits] == ["no_factorization"] for pt in pts if not pt.p1)
 
 
 def test_hybrid_fixed_p2(run):

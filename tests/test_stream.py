@@ -77,6 +77,8 @@ def test_the_tools_rows_are_its_points(tmp_path):
         for c in run.columns(ctx, counts, names(), True, batch, per_gpu, None):
             if not paradl.covers(ctx, c.strategy):  # pipeline: oracle's formulas (test_brief_rows)
                 continue
+            if c.points and (c.p2 == 0).all():  # a hybrid at counts with no p1·p2: its one point, point by point
+                continue
             assert c.brief_rows.all(), c.strategy
             bad = np.flatnonzero(~c.feasible())
             rows = np.union1d(np.arange(0, c.size, max(1, c.size // 25)), bad[:: max(1, bad.size // 25)])
@@ -158,7 +160,8 @@ def test_overlap_rows_are_written_from_the_columns(monkeypatch):
     """--overlap buckets (the pytorch stack's): the rows of the strategies that report the
     hidden share (data, data+filter, data+spatial, spatial; the delayed update too) are
     written from the columns' communication_total_s and overlap_ratio, none evaluated
-    point by point (compute/vector/rows.resolved), and some hide part of it."""
+    point by point (compute/vector/rows.resolved), and some hide part of it; the hybrids at
+    the counts with no p1·p2 (1, 2, primes) are their one infeasible point, and only those."""
     from oracle.compute import sweep
 
     evaluated: list = []
@@ -171,10 +174,13 @@ def test_overlap_rows_are_written_from_the_columns(monkeypatch):
         assert r.code == 0, r.err
         got = json.loads(r.out)
         assert {row["strategy"] for row in got} == set(overlapped.split(","))
-        assert all(row["details"] for row in got)
+        unfactored = [row for row in got if row["limit_codes"] == ["no_factorization"]]
+        assert {(r["gpus"], r["p2"]) for r in unfactored} == {(p, 0) for p in (1, 2, 3, 5, 7, 11, 13, 17, 19, 23, 29, 31,
+                                                                               37, 41, 43, 47, 53, 59, 61, 67)}
+        assert all(row["details"] for row in got if row not in unfactored)
         assert any(0.0 < row["overlap_ratio"] < 1.0 for row in got if row["strategy"] == "data+spatial")
         assert any(row["communication_total_s"] > row["communication_s"] for row in got if row["strategy"] == "data")
         r = run_cli("predict", "-s", "dgx-h100-superpod", *ARGS[:4], "--gpus", "1..70", "-b", "32", "--overlap",
                     "buckets", "--strategy", overlapped, *extra, "-f", "markdown")  # fmt: skip
         assert r.code == 0 and r.out.count("| data+spatial |") > 50, r.err
-    assert evaluated == []
+    assert evaluated and all(cfg.p1 == cfg.p2 == 0 for cfg in evaluated)

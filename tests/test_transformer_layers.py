@@ -255,6 +255,8 @@ def test_per_layer_search_costs_attention_as_the_strategies_do():
     points = sweep(m, s, times, [2, 4], ["filter", "channel", "data+filter"], batch=8, options=ctx.options)
     assert {pt.strategy for pt in points} == {"filter", "channel", "data+filter"}
     for pt in points:
+        if pt.p1 == 0:  # data+filter at 2 GPUs: no p1·p2 with both >= 2, its point says so
+            continue
         kind = "filter" if pt.strategy != "channel" else "channel"
         got = evaluate(ctx, pt.gpus, 8, [Dist(kind, pt.p1, pt.p2)] * ctx.G).point
         assert got.breakdown.layer_collectives_s == pytest.approx(pt.breakdown.layer_collectives_s, rel=1e-9)

@@ -369,15 +369,31 @@ def test_predict_top_answers_what_every_point_cannot(tmp_path):
     one_error(run_cli(*args), "--gpus", "points", "GB of memory")  # the table holds every point (CSV is streamed)
     r = run_cli(*args, "--top", "1", "--format", "csv")
     assert r.code == 0, r.err
-    composite = int((factorizations(np.arange(1, 10001)) > 0).sum())  # a prime has no p1·p2 with both >= 2
-    assert len(r.out.strip().splitlines()) == 1 + composite  # the header, one row a count
+    lines = r.out.strip().splitlines()
+    assert len(lines) == 1 + 10000  # the header, one row a count: a prime's says it has no p1·p2 with both >= 2
+    assert sum("has no factorization" in ln for ln in lines) == int((factorizations(np.arange(1, 10001)) == 0).sum())
 
 
-def test_counts_without_a_configuration_give_no_points():
+def test_a_named_hybrid_at_counts_without_a_factorization_is_one_infeasible_point():
+    """A hybrid named (--strategy data+filter) at a count with no p = p1·p2, p1, p2 >= 2 (1, 2,
+    a prime) is one infeasible point saying so, on both engines (never a count that vanishes);
+    under 'all' the other strategies hold the count and the hybrid lists nothing there."""
     m = load_model("resnet50")
     args = (m, load_system("abci"), times_for(m))
     assert [pt.strategy for pt in sweep(*args, [1], "all", batch=8.0)] == ["serial"]  # 'all' at 1 GPU: serial only
-    assert sweep(*args, [2, 3, 5], "data+filter", batch=8.0) == []  # primes: no p1·p2 with both >= 2
+    assert "data+filter" not in {pt.strategy for pt in sweep(*args, [7], "all", batch=8.0)}
+    for top in (None, 1):  # the points, and the arrays (compute/vector/run.unfactored)
+        got = sweep(*args, [1, 2, 3, 5, 6], "data+filter", batch=8.0, top=top)
+        bare = [pt for pt in got if pt.gpus != 6]
+        assert [(pt.gpus, pt.p1, pt.p2, pt.feasible, pt.rank) for pt in bare] == [(p, 0, 0, False, None) for p in (1, 2, 3, 5)]
+        assert all([lim.code for lim in pt.limits] == ["no_factorization"] for pt in bare)
+        assert "p=5 has no factorization p1·p2 with p1, p2 >= 2: take another GPU count" in bare[-1].limits[0].reason
+        assert len([pt for pt in got if pt.gpus == 6]) == (2 if top is None else 1)  # 3x2, 2x3
+    from oracle.compute.engine import chunks, count_points
+
+    assert count_points([1, 2, 3, 5, 6], ["data+filter"]) == (6, True)  # the memory guard counts them
+    assert count_points([1, 2, 3, 5, 6], ["data+filter"], explicit=False) == (2, True)
+    assert chunks([1, 2, 3, 5, 6], ["data+filter"]) == [[1, 2, 3, 5, 6]]
 
 
 def test_gpu_overhead_per_layer_of_an_estimated_profile_on_both_paths():

@@ -170,6 +170,13 @@ def factorizations(counts: np.ndarray) -> np.ndarray:
     return n
 
 
+def hybrid_points(counts: np.ndarray, explicit: bool) -> np.ndarray:
+    """For each p, the points a hybrid lists without --p2: its factorizations, or (named,
+    ``explicit``) one where there is none (compute/sweep.configurations: its limit says why)."""
+    n = factorizations(counts)
+    return np.maximum(n, 1) if explicit else n
+
+
 def count_points(counts, chosen, explicit: bool = True, p2: int | None = None) -> tuple[int, bool]:
     """How many points compute/sweep.configurations lists for ``counts``, and whether
     that is exact (False: a lower bound, the hybrids' factorizations left out because
@@ -189,7 +196,7 @@ def count_points(counts, chosen, explicit: bool = True, p2: int | None = None) -
         return plain, True
     if plain * BYTES_PER_POINT > MEMORY_BUDGET_BYTES:
         return plain, False
-    return plain + hybrid * int(factorizations(c if explicit else c[c > 1]).sum()), True
+    return plain + hybrid * int(hybrid_points(c if explicit else c[c > 1], explicit).sum()), True
 
 
 # What a configuration evaluated in arrays (compute/vector) takes, never built as a point:
@@ -233,7 +240,7 @@ def chunks(counts, chosen, explicit: bool = True, p2: int | None = None, top: in
 
     c = np.asarray(sorted(set(int(g) for g in counts)), dtype=np.int64)
     per = np.zeros(c.size, dtype=np.int64)
-    pairs = factorizations(c) if p2 is None else None
+    pairs = hybrid_points(c, explicit) if p2 is None else None
     for name in chosen:
         s = REGISTRY[name]
         here = np.ones(c.size, dtype=bool) if explicit else (c == 1) == s.one_gpu

@@ -50,6 +50,7 @@ bandwidth term is tuning.cc's (bus bandwidth to algorithm bandwidth 1/2), which 
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass
 
@@ -209,27 +210,43 @@ def node_gpus(system) -> int:
     return max(system.gpus_per_node, system.interconnect.nvlink_domain_gpus or 0)
 
 
-def partial_domain(system, p: int) -> tuple[int, int, int] | None:
-    """(NCCL nodes, GPUs of a domain, GPUs on the last) where GPUs 0..p-1 fill their last
-    NVLink domain only partly and the domain spans hosts (108 GPUs on NVL72: (2, 72, 36));
-    else None.  NCCL makes each NVLink domain one node, a partly filled one too (init.cc at
+def partial_domain(system, group, stride: int = 1) -> list[int] | None:
+    """The GPUs of ``group`` (a collective's, network.Group: GPUs {0, stride, 2·stride, ...})
+    on each NVLink domain it occupies, where the domain spans hosts, the collective is costed
+    over several of them and they hold unequal numbers (GPUs 0..107 on NVL72: [72, 36]); else
+    None.  NCCL makes each NVLink domain one node, a partly filled one too (init.cc at
     v2.26.2-1: a node's ranks are those its topology search joined, any number of them): the
     collective runs on nodes of unequal size, which :func:`nccl_nodes` costs as the fuller's g
     (docs/cost-model.md, on GB200 NVL72)."""
     domain = node_gpus(system)
-    if domain <= system.gpus_per_node or p <= domain or p % domain == 0:
-        return None
-    return -(-p // domain), domain, p % domain
+    if domain <= system.gpus_per_node or stride >= domain or nccl_nodes(system, group)[0] <= 1:
+        return None  # one GPU a domain (stride >= domain): equal
+    k = ((group.p - 1) * stride) // domain + 1
+    first = -(-np.arange(k + 1) * domain // stride)  # the first GPU of the group on each domain
+    counts = [c for c in np.diff(np.minimum(first, group.p)).tolist() if c]
+    return counts if len(counts) > 1 and min(counts) < max(counts) else None
 
 
-def partial_domain_note(system, p: int) -> str | None:
-    """What a point of ``p`` GPUs assumed of a partly filled NVLink domain (:func:`partial_domain`), else None."""
-    got = partial_domain(system, p)
-    if got is None:
+def partial_domain_note(system, collectives) -> str | None:
+    """What a point's ``collectives`` ((network.Group, stride) of those NCCL's model costs)
+    assumed of partly filled NVLink domains (:func:`partial_domain`), else None: the one
+    wording of it."""
+    said = list(dict.fromkeys(filter(None, (domains_text(partial_domain(system, g, s)) for g, s in collectives))))
+    if not said:
         return None
-    n, domain, rest = got
-    return (f"{n - 1} x {domain} + {rest} GPUs: {n} NCCL nodes, the partial NVLink domain taken as fast across"
-            " the network as a full one")
+    tail = ("the partial NVLink domain taken as fast across the network as a full one" if len(said) == 1 else
+            "the partial NVLink domains taken as fast across the network as full ones")  # fmt: skip
+    return f"{' and '.join(said)}, {tail}"
+
+
+def domains_text(counts: list[int] | None) -> str | None:
+    """[72, 36] -> '1 x 72 + 36 GPUs: 2 NCCL nodes' (runs of equal counts; many: their range)."""
+    if counts is None:
+        return None
+    runs = [(c, len(list(same))) for c, same in itertools.groupby(counts)]
+    parts = [f"{n} x {c}" for c, n in runs[:-1]] + [str(c) if n == 1 else f"{n} x {c}" for c, n in runs[-1:]]
+    what = " + ".join(parts) if len(parts) <= 3 else f"{len(counts)} domains of {min(counts)} to {max(counts)}"
+    return f"{what} GPUs: {len(counts)} NCCL nodes"
 
 
 def nccl_nodes(system, group) -> tuple[int, int]:

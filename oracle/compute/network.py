@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -321,6 +322,26 @@ def two_level(name: str, g, n, m, inner: tuple, outer: tuple, phi, phi_g):
         return 2.0 * local + 2.0 * (n - 1) * (ao + m / n * bo * phi)
     # hierarchical: the g local ranks all-reduce their m/g shares across nodes at once
     return local + 2.0 * (n - 1) * (ao + m / (g * n) * bo * phi_g)
+
+
+class Collective(NamedTuple):
+    """One collective of a point, as :func:`nccl_costs` and compute/nccl.partial_domain_note see it."""
+
+    group: Group
+    algorithm: str
+    purpose: str
+    stride: int = 1  # its GPUs {0, stride, 2·stride, ...} (group_strided); 1: 0..p-1
+
+
+def nccl_costs(system: System, c: Collective) -> bool:
+    """Whether :func:`allreduce_algorithm` or :func:`allgather_algorithm` cost ``c`` with
+    NCCL's model (compute/nccl.py, on its NCCL nodes): not a measured table, the algorithm
+    (the system's operation entry's first) NCCL or one pinned."""
+    if c.group.p <= 1:
+        return False
+    lk = link(system, c.group.span, c.purpose, c.group.p)
+    measured = lk.table is not None and lk.table.gpus == c.group.p
+    return not measured and (lk.algorithm or c.algorithm) in (NCCL, *NCCL_PINNED)
 
 
 def allreduce_algorithm(

@@ -15,7 +15,7 @@ from oracle.compute.context import Context, Options
 from oracle.compute.cost import Point
 from oracle.compute.paradl import paradl_stack
 from oracle.compute.strategies import REGISTRY, names
-from oracle.compute.strategies.base import Config
+from oracle.compute.strategies.base import Config, no_factorization
 from oracle.compute.strategies.data import Data
 from oracle.errors import OracleError, did_you_mean
 from oracle.model import LayerTimes, Model, System
@@ -141,13 +141,17 @@ def configurations(
     ctx: Context, p: int, B: float, names: Sequence[str], explicit: bool = True, p2: int | None = None
 ) -> list[Config]:
     """Every configuration of the named strategies on p GPUs with global batch B (with
-    'all', not ``explicit``: serial at 1 GPU only, the others from 2 GPUs)."""
+    'all', not ``explicit``: serial at 1 GPU only, the others from 2 GPUs; a named hybrid at
+    a count with no factorization p1·p2, p1, p2 >= 2: one infeasible point saying so)."""
     out: list[Config] = []
     for name in names:
         strategy = REGISTRY[name]
         if not explicit and (strategy.one_gpu != (p == 1)):
             continue
-        out += strategy.configurations(ctx, p, B, p2)
+        configs = strategy.configurations(ctx, p, B, p2)
+        if explicit and strategy.hybrid and not configs:  # a hybrid named at a count it cannot factor:
+            configs = [no_factorization(name, p, B)]      # one point says so (its limit)
+        out += configs
     return out
 
 

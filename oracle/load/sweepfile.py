@@ -98,7 +98,7 @@ def _expand(entry: dict, path: str, where: str, f) -> list[Case]:
         values = {**base, **dict(zip(lists, combo))}
         values["profile"] = _profile(values, f)
         check_case({k: v for k, v in values.items() if k != "stack"}, path, where)
-        cases.append(Case(where, _rebased(values, Path(path).parent), lines))
+        cases.append(Case(where, rebased(values, Path(path).parent), lines))
     return cases
 
 
@@ -114,7 +114,7 @@ def _profile(values: dict, f) -> object:
     return prof[model]
 
 
-def _rebased(values: dict, folder: Path) -> dict:
+def rebased(values: dict, folder: Path) -> dict:
     """Paths (with a '/' or a .yaml suffix) taken from the sweep file's folder; names stay names."""
     out = dict(values)
     for key in ("model", "system", "profile", "stack"):

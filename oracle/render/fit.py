@@ -187,8 +187,14 @@ def fmt_param(parameter: str, value: float) -> str:
     return f"{value:.4g} samples/s"
 
 
-def calibration(cal, runs: str) -> list:
-    """The evidence per run and the calibrated values (rich renderables)."""
+def left_out(aside) -> str:
+    """What ``oracle fit runs`` says of a run it leaves out (calibrate.SetAside)."""
+    return f"infeasible in the model: {aside.reason} (left out of the fit)"
+
+
+def calibration(cal, runs: str, aside=()) -> list:
+    """The evidence per run and the calibrated values (rich renderables); ``aside``: the
+    selected runs left out, infeasible in the model (calibrate.SetAside), with their limits."""
     from rich.text import Text
 
     from oracle.compute.calibration.calibrate import stacks_text
@@ -201,6 +207,7 @@ def calibration(cal, runs: str) -> list:
         for e in cal.evidence
     ]  # fmt: skip
     unused = [{"line": str(line), "parameter": "unused", "how": why} for line, why in cal.unused]
+    unused += [{"line": str(a.line), "run": a.run, "parameter": "infeasible", "how": left_out(a)} for a in aside]
     t = FitTable(
         (Column("line", "line", "right", identity=True), Column("run", "run", priority=7),
          Column("measured", "measured/it", "right", 8), Column("compute", "compute/it", "right", 5),

@@ -113,9 +113,12 @@ def _cells(pt: Point, first: bool) -> dict[str, str]:
     }
 
 
-def _notes(pt: Point) -> str:
+def _notes(pt: Point, best: bool = True) -> str:
+    """The limits / notes cell: the limits, else "best" (``best``: Markdown bolds the best
+    instead), then the hidden communication, the anchor and what NCCL assumed of a partial
+    NVLink domain."""
     notes = "; ".join(lim.reason for lim in pt.limits)
-    if not notes and pt.rank == 1:
+    if not notes and pt.rank == 1 and best:
         notes = "best"
     ratio = pt.detail("overlap_ratio")
     if ratio is not None and pt.detail("communication_total_s"):
@@ -211,7 +214,7 @@ def markdown_texts(runs: Iterable[Sequence], meta: dict, top: int | None = None)
 
     out = [f"**{md(line)}**  " if i == 0 else f"{md(line)}  " for i, line in enumerate(header_lines(meta))]
     out.append("")
-    out.append("| GPUs | rank | strategy | p1×p2 | batch | compute | comm | epoch | iteration | mem/GPU | limits |")
+    out.append("| GPUs | rank | strategy | p1×p2 | batch | compute | comm | epoch | iteration | mem/GPU | limits / notes |")
     out.append("|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---|")
     yield "\n".join(out) + "\n"
     for run in runs:
@@ -222,7 +225,7 @@ def markdown_row(pt: Point) -> str:
     name = md(_strategy(pt))
     if pt.rank == 1:
         name = f"**{name}**"
-    limits = md("; ".join(lim.reason for lim in pt.limits))
+    limits = md(_notes(pt, best=False))  # as the text table's, the best in bold
     return (
         f"| {pt.gpus} | {pt.rank or '–'} | {name} | {_parts(pt)} | {_batch(pt)} | "
         f"{fmt_seconds(pt.compute_s)} | {fmt_seconds(pt.communication_s)} | "

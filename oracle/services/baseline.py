@@ -17,9 +17,10 @@ def snapshot_text(cases_file: str, output: str | None) -> tuple[str, int, int]:
 
     import oracle
 
-    cases = _load_cases(cases_file)
+    cases, lines = _load_cases(cases_file)
     src = Path(cases_file).parent
     dst = Path(output).parent if output else Path(".")
+    _check_names(cases, src, cases_file, lines)
     entries = []
     for i, case in enumerate(cases):
         stored = _rebase(case, src, dst)
@@ -43,6 +44,7 @@ def check_baseline(baseline: str, rtol: float) -> tuple[int, int, dict]:
 
     cases = load_baseline(baseline)
     base_dir = Path(baseline).parent
+    _check_names([case for case, _ in cases], base_dir, baseline, where="cases[{}].case")
     moves = []
     n_points = 0
     for i, (case, points) in enumerate(cases):
@@ -57,7 +59,21 @@ def check_baseline(baseline: str, rtol: float) -> tuple[int, int, dict]:
     return n_points, len(cases), by_point
 
 
-def _load_cases(path: str) -> list[dict]:
+def _check_names(cases: list[dict], base_dir, path: str, lines=None, where: str = "cases[{}]") -> None:
+    """Every model, system, profile and stack the cases name loaded before anything is
+    projected: an unknown one names ``path``, the case's key (``cases[0].stack``) and its
+    line (``lines``: each case's key lines), as a sweep file's (services/sweep.check_names)."""
+    from oracle.load import Files
+    from oracle.load.sweepfile import Case, rebased
+    from oracle.services.sweep import check_names
+
+    named = [Case(where.format(i), rebased(case, Path(base_dir)), lines[i] if lines else {})
+             for i, case in enumerate(cases)]  # fmt: skip
+    check_names(named, Files(), path)
+
+
+def _load_cases(path: str) -> tuple[list[dict], list[dict]]:
+    """The cases of a cases file, and each case's lines of its keys ("": the case's)."""
     from oracle.compute.baseline import CASE_KEYS
     from oracle.errors import OracleError
     from oracle.load.baseline import REQUIRED_KEYS, check_case
@@ -66,9 +82,10 @@ def _load_cases(path: str) -> list[dict]:
 
     doc = load_yaml(path, "cases file")
     top = Fields(doc, path, "")
-    cases = []
+    cases, lines = [], []
     for i, raw, line in top.items("cases"):
         f = Fields(raw, path, f"cases[{i}]", line)
+        lines.append({"": line} | {key: f.key_line(key) for key in CASE_KEYS if f.has(key)})
         case = {}
         for key in CASE_KEYS:
             if f.has(key):
@@ -85,7 +102,7 @@ def _load_cases(path: str) -> list[dict]:
     top.done()
     if not cases:
         raise OracleError("has no cases", file=path)
-    return cases
+    return cases, lines
 
 
 def _rebase(case: dict, src_dir, dst_dir) -> dict:

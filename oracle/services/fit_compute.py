@@ -143,8 +143,9 @@ def _per_layer(model, system, profile, options):
                    total_wu_per_iteration_s=None)  # fmt: skip
 
 
-def profile_text(runs_file: str, profile, factor: float, evidence) -> str:
-    """The calibrated profile as YAML, its header naming the runs and their factors."""
+def profile_text(runs_file: str, profile, factor: float, evidence, aside=()) -> str:
+    """The calibrated profile as YAML, its header naming the runs and their factors (and
+    the calibrate.SetAside runs left out, infeasible in the model)."""
     from oracle.render.profile_file import profile_yaml
 
     header = [
@@ -152,4 +153,7 @@ def profile_text(runs_file: str, profile, factor: float, evidence) -> str:
         (f"times x {factor:.6g} so the projection reproduces the runs; device {profile.device},"
          f" precision {profile.precision}, batch {profile.measured_samples_per_gpu} kept for the compute model."),
     ] + [f"  {runs_file}:{line} {label}: factor {f:.6g}" for line, label, f in evidence]
+    if aside:
+        header += ["Left out of the fit (infeasible in the model):"]
+        header += [f"  {runs_file}:{a.line} {a.run}: {a.reason}" for a in aside]
     return profile_yaml(profile, header)

@@ -47,26 +47,30 @@ class FitRuns:
     calibration: object | None = None
     system_text: str | None = None  # with -o and something identified
     profile: tuple | None = None  # (profile, factor, evidence, stack text) of --calibrate compute
+    infeasible: tuple = ()  # calibrate.SetAside: selected runs the model finds infeasible, left out
 
 
 def fit_runs(req: RunsRequest, warn) -> FitRuns:
     """The whole of ``oracle fit runs`` but the printing: select the runs (``warn`` gets
-    the runs measured on another description of the base), then calibrate."""
+    the runs measured on another description of the base), leave out those the model finds
+    infeasible (an error where none is left), then calibrate."""
     sel = select_runs(req)
     for w in sel.warnings:
         warn(w)
+    pairs, aside = feasible_pairs(req, sel)
     if req.kind == "compute":  # issue 13: a profile, not a system
         from oracle.services.fit_compute import calibrate_compute
 
-        return FitRuns(len(sel.chosen), profile=calibrate_compute(req.runs, sel.chosen, str(sel.base_path),
-                                                                             req.flags or {}))
-    cal, pairs = calibrate_runs(req, sel)
+        profile = calibrate_compute(req.runs, [r for r, _ in pairs], str(sel.base_path), req.flags or {})
+        return FitRuns(len(sel.chosen), profile=profile, infeasible=aside)
+    cal = calibrate_runs(req, pairs)
     # issue 26: an unphysical system is not written (the command refuses it)
-    text = calibrated_system(req, sel, cal, pairs) if req.output and cal.evidence and not cal.unphysical else None
+    ok = req.output and cal.evidence and not cal.unphysical
+    text = calibrated_system(req, sel, cal, pairs, aside) if ok else None
     if text is not None:
         for w in _unrecorded(req, sel.base_path):
             warn(w)
-    return FitRuns(len(sel.chosen), cal, text)
+    return FitRuns(len(sel.chosen), cal, text, infeasible=aside)
 
 
 def shipped_stack(text) -> str | None:
@@ -147,19 +151,35 @@ def _context(inputs, run, base_path, runs_file: str):
         raise
 
 
-def calibrate_runs(req: RunsRequest, sel: Selection):
-    """(the Calibration of ``req.kind`` (network, input or all) from the selected runs,
-    their (run, context) pairs)."""
+def feasible_pairs(req: RunsRequest, sel: Selection) -> tuple[list, tuple]:
+    """(the (run, context) pairs of the selected runs the model finds feasible on the base
+    system, the SetAside others): a run it says cannot run is not fitted, as compare does not
+    score it; none left is an error naming them and their limits."""
     from oracle.api import Inputs
-    from oracle.compute.calibration.calibrate import calibrate
+    from oracle.compute.calibration.calibrate import feasible_runs
+    from oracle.errors import OracleError
 
     inputs = Inputs(**(req.flags or {}))
-    pairs = [(r, _context(inputs, r, sel.base_path, req.runs)) for r in sel.chosen]
+    pairs, aside = feasible_runs([(r, _context(inputs, r, sel.base_path, req.runs)) for r in sel.chosen])
+    if not pairs:
+        n = len(aside)
+        raise OracleError(
+            f"{'the selected run is not' if n == 1 else f'none of the {n} selected runs is'} feasible in the model,"
+            " so there is nothing to fit: " + "; ".join(f"line {a.line} {a.run}: {a.reason}" for a in aside),
+            file=req.runs, line=aside[0].line if n == 1 else None,
+            hint="select runs the model can project with --where (oracle predict shows a configuration's limits)")
+    return pairs, aside
+
+
+def calibrate_runs(req: RunsRequest, pairs: list):
+    """The Calibration of ``req.kind`` (network, input or all) from the (run, context) pairs."""
+    from oracle.compute.calibration.calibrate import calibrate
+
     if req.kind == "all":
         from oracle.compute.calibration.calibrate_all import calibrate_all
 
-        return calibrate_all(pairs), pairs
-    return calibrate(req.kind, pairs), pairs
+        return calibrate_all(pairs)
+    return calibrate(req.kind, pairs)
 
 
 def _contradicting(req: RunsRequest, chosen: list) -> list[str]:
@@ -192,7 +212,7 @@ def _state_algorithm(doc: dict, pairs) -> None:
         doc["collectives"] = collectives     # what the logs covered (tree_beyond_gpus) no longer says what they hold
 
 
-def calibrated_system(req: RunsRequest, sel: Selection, cal, pairs=()) -> str:
+def calibrated_system(req: RunsRequest, sel: Selection, cal, pairs=(), aside=()) -> str:
     """The base system's YAML with the calibrated parameters and their provenance."""
     import yaml
 
@@ -253,6 +273,9 @@ def calibrated_system(req: RunsRequest, sel: Selection, cal, pairs=()) -> str:
     ]
     for e in cal.evidence:
         head.append(f"#   {req.runs}:{e.line} {e.run}: {e.parameter} = {fmt_param(e.parameter, e.value)} ({e.note})")
+    if aside:
+        head.append("# Left out of the fit (infeasible in the model):")
+        head += [f"#   {req.runs}:{a.line} {a.run}: {a.reason}" for a in aside]
     text = "\n".join(yaml_comments(h[2:] for h in head)) + "\n" + yaml.safe_dump(doc, sort_keys=False, allow_unicode=True, width=100)
     try:
         check_loads(text, str(req.output))

@@ -57,9 +57,9 @@ def fit_runs_cmd(runs, system, kind, where, overlay, name, output, width, **flag
     if output:
         check_target(output)  # a refused -o before the explanation is printed: one error line
     if result.profile is not None:  # --calibrate compute
-        return _write_profile(runs, *result.profile, output)
+        return _write_profile(runs, *result.profile, output, result.infeasible)
     cal = result.calibration
-    print_renderable(*calibration(cal, runs), width=width)
+    print_renderable(*calibration(cal, runs, result.infeasible), width=width)
     if not cal.evidence:
         what = "identifies a parameter" if kind == "all" else f"calibrates the {kind}"
         raise OracleError(f"none of the {result.selected} selected runs {what} (the table above says why)",
@@ -74,15 +74,20 @@ def fit_runs_cmd(runs, system, kind, where, overlay, name, output, width, **flag
         echo(f"wrote {output}", err=True)
 
 
-def _write_profile(runs_file: str, profile, factor: float, evidence, under: str, output: str | None) -> None:
-    """``under``: the stack the runs were inverted under (calibrate.stacks_text)."""
+def _write_profile(runs_file: str, profile, factor: float, evidence, under: str, output: str | None,
+                   aside=()) -> None:
+    """``under``: the stack the runs were inverted under (calibrate.stacks_text); ``aside``:
+    the runs left out, infeasible in the model (calibrate.SetAside)."""
+    from oracle.render.fit import left_out
     from oracle.render.output import emit
     from oracle.services.fit_compute import profile_text
 
     for line, label, f in evidence:
         echo(f"{runs_file}:{line} {label}: compute x {f:.4g}", err=True)
+    for a in aside:
+        echo(f"{runs_file}:{a.line} {a.run}: {left_out(a)}", err=True)
     echo(f"compute factor (median of {len(evidence)}, under {under}): {factor:.4g}", err=True)
     if not output:
         return
-    emit(profile_text(runs_file, profile, factor, evidence), output)
+    emit(profile_text(runs_file, profile, factor, evidence, aside), output)
     echo(f"wrote {output}", err=True)

@@ -36,12 +36,12 @@ import math
 import statistics
 from dataclasses import dataclass, replace
 
-from oracle.compute.calibration.compare import config_for
+from oracle.compute.calibration.compare import config_for, infeasibility
 from oracle.compute.context import Context
 from oracle.compute.cost import Point
 from oracle.compute.io import EVERY_GPU, loaders
-from oracle.compute.nccl import node_gpus, partial_domain
-from oracle.compute.network import link, span_contiguous
+from oracle.compute.nccl import domains_text, node_gpus, partial_domain
+from oracle.compute.network import group_contiguous, link, span_contiguous
 from oracle.compute.strategies import REGISTRY
 from oracle.compute.strategies.data import Data
 from oracle.compute.strategies.serial import Serial
@@ -138,6 +138,37 @@ def excludes_io(run) -> bool:
     return bool(str(run.get("includes_io") or "").strip()) and not includes_io(run)
 
 
+@dataclass(frozen=True)
+class SetAside:
+    """A selected run left out of the fit: the model finds its configuration infeasible."""
+
+    line: int
+    run: str  # run_label
+    reason: str  # its limits, as predict and compare show them
+
+
+def feasible_runs(pairs: list[tuple[MeasuredRun, Context]]) -> tuple[list, tuple[SetAside, ...]]:
+    """(the (run, context) pairs the model finds feasible, those it does not): a run it says
+    cannot run (out of memory, more GPUs than a layer's filters, ...) has no time to invert,
+    as compare does not score it (compare.infeasibility).  A run whose configuration does not
+    resolve is kept: the calibration says what is wrong with it, as before."""
+    from oracle.errors import OracleError
+
+    kept, aside = [], []
+    for run, ctx in pairs:
+        try:
+            cfg = config_for(run, ctx)
+        except OracleError:
+            kept.append((run, ctx))
+            continue
+        why = infeasibility(evaluate(ctx, cfg))
+        if why is None:
+            kept.append((run, ctx))
+        else:
+            aside.append(SetAside(run.line, run_label(run, ctx), why))
+    return kept, tuple(aside)
+
+
 def calibrate(kind: str, runs: list[tuple[MeasuredRun, Context]]) -> Calibration:
     found: dict[int, Evidence | str] = {}  # by position in ``runs``
     evidence: list[Evidence] = []
@@ -216,12 +247,11 @@ def network_evidence(run: MeasuredRun, ctx: Context, label: str, t: float, compu
     p = run.gpus
     if run.strategy != Data.name or p < 2:
         return "a network needs a data-parallel run on 2 or more GPUs"
-    partial = partial_domain(ctx.system, p)
+    partial = partial_domain(ctx.system, group_contiguous(p, ctx.system.gpus_per_node))
     if partial is not None:  # as oracle fit network refuses such a log (calibration/nccl_fit.log_nodes)
-        n, domain, rest = partial
-        return (f"{p} GPUs do not fill whole NVLink domains of {domain} GPUs (the system's NCCL nodes):"
-                f" {n - 1} x {domain} + {rest}; the network across nodes is a full domain's, and a partial one"
-                " reaches it through fewer NICs, which the model does not tell apart")  # fmt: skip
+        return (f"{p} GPUs do not fill whole NVLink domains of {node_gpus(ctx.system)} GPUs (the system's NCCL"
+                f" nodes): {domains_text(partial)}; the network across nodes is a full domain's, and a partial"
+                " one reaches it through fewer NICs, which the model does not tell apart")  # fmt: skip
     span = span_contiguous(p, ctx.system.gpus_per_node)
     lk = link(ctx.system, span, "allreduce")
     found = invert_level(ctx, config_for(run, ctx), lk.level, t, below)

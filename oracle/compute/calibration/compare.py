@@ -72,8 +72,7 @@ class CompareRow:
         """Why a run not :attr:`scored` has no accuracy (its limits, as predict shows them), or ""."""
         if self.scored:
             return ""
-        reasons = "; ".join(lim.reason for lim in self.point.limits) or "the projection is not computable"
-        return f"infeasible in the model: {reasons} (not scored)"
+        return f"infeasible in the model: {infeasibility(self.point) or NOT_COMPUTABLE} (not scored)"
 
     @property
     def ratio(self) -> float:
@@ -122,6 +121,18 @@ class Summary:
     beyond_lines: tuple[int, ...] = ()
     unanchored: Stats | None = None  # --calibrate-on: the calibrated model without its anchors
     unscored_lines: tuple[int, ...] = ()  # the runs the model finds infeasible (CompareRow.scored)
+
+
+NOT_COMPUTABLE = "the projection is not computable"
+
+
+def infeasibility(point: Point) -> str | None:
+    """Why the model says a run of ``point``'s configuration cannot run (its limits, as
+    predict shows them; or that its time is not computable), None where it projects a
+    finite time: what compare does not score and ``oracle fit runs`` does not fit."""
+    if point.feasible and math.isfinite(point.total_s):
+        return None
+    return "; ".join(lim.reason for lim in point.limits) or NOT_COMPUTABLE
 
 
 def accuracy(predicted: float, measured: float) -> float:

@@ -186,6 +186,27 @@ def hybrid_configurations(
     return out
 
 
+def nccl_nodes_detail(ctx: Context, *collectives) -> dict:
+    """``{"nccl_nodes": note}`` where NCCL's model costs one of a point's ``collectives``
+    (network.Collective) over NVLink domains it fills unequally: what that assumed
+    (compute/nccl.partial_domain_note, the one wording); else {}."""
+    from oracle.compute.nccl import node_gpus, partial_domain_note
+    from oracle.compute.network import nccl_costs
+
+    system = ctx.system
+    if node_gpus(system) <= system.gpus_per_node:  # an NVLink domain of one host: never partial
+        return {}
+    note = partial_domain_note(system, [(c.group, c.stride) for c in collectives if nccl_costs(system, c)])
+    return {"nccl_nodes": note} if note else {}
+
+
+def no_factorization(name: str, p: int, batch: float) -> Config:
+    """The one point of a hybrid named at a GPU count with no factorization p = p1·p2, p1,
+    p2 >= 2 (1, 2, a prime): infeasible, p1 = p2 = 0 (data_filter.factor_limit says why),
+    so that the count does not vanish from what the user asked for (compute/sweep.configurations)."""
+    return Config(name, p, 0, 0, batch)
+
+
 def make_point(
     ctx: Context,
     cfg: Config,
@@ -363,7 +384,7 @@ def _with_input(ctx: Context, cfg: Config, bd: Breakdown) -> Breakdown:
     assert pipe is not None
     kind = REGISTRY[cfg.strategy].loading
     t_io = input_time(
-        pipe, kind, cfg.batch, cfg.gpus, max(cfg.p1, 1), cfg.p2, ctx.system.gpus_per_node,
+        pipe, kind, cfg.batch, cfg.gpus, max(cfg.p1, 1), max(cfg.p2, 1), ctx.system.gpus_per_node,  # 0: no p1·p2
         ctx.model.dataset_bytes_per_sample,
     )  # fmt: skip
     I = ctx.D / cfg.batch

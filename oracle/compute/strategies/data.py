@@ -8,8 +8,8 @@ import numpy as np
 
 from oracle.compute.context import Context
 from oracle.compute.cost import Breakdown, Limit, Point
-from oracle.compute.nccl import partial_domain_note
 from oracle.compute.network import (
+    Collective,
     allgather_algorithm,
     allreduce_algorithm,
     group_contiguous,
@@ -24,11 +24,11 @@ from oracle.compute.strategies.base import (
     Style,
     batch_limit,
     make_point,
+    nccl_nodes_detail,
     overlap_details,
     overlapped_gradients,
     register,
 )
-from oracle.vocabulary import NCCL
 
 if TYPE_CHECKING:
     from oracle.compute.layerwise.layerwise_build import Columns, Registry
@@ -56,12 +56,9 @@ def gradient_allreduce(ctx: Context, group, m_bytes: float) -> tuple[float, str]
 
 def _details(ctx: Context, group, algo: str) -> dict:
     """A point's details of its all-reduce: the level, the algorithm and, where NCCL runs it
-    over a partly filled NVLink domain, what that assumed (compute/nccl.partial_domain_note)."""
+    over a partly filled NVLink domain, what that assumed (base.nccl_nodes_detail)."""
     out = {"allreduce_level": level_for(ctx.system, group.span).name, "allreduce": algo}
-    note = partial_domain_note(ctx.system, group.p) if algo.startswith(NCCL) else None
-    if note:
-        out["nccl_nodes"] = note
-    return out
+    return out | nccl_nodes_detail(ctx, Collective(group, ctx.algorithm, "gradient_allreduce"))
 
 
 @register

@@ -9,6 +9,7 @@ import numpy as np
 from oracle.compute.context import Context
 from oracle.compute.cost import Breakdown, Limit, Point
 from oracle.compute.network import (
+    Collective,
     allreduce_algorithm,
     contention_factor,
     data_group_flows_per_node,
@@ -24,16 +25,22 @@ from oracle.compute.strategies.base import (
     batch_limit,
     hybrid_configurations,
     make_point,
+    nccl_nodes_detail,
     not_computable,
     overlap_details,
     overlapped_gradients,
     register,
 )
 from oracle.compute.strategies.data import Data
-from oracle.compute.strategies.filter import Filter, horizontal_collectives
+from oracle.compute.strategies.filter import Filter, horizontal_collectives, layer_collective_groups
 
 
 def factor_limit(cfg: Config) -> list[Limit]:
+    """Why a hybrid's configuration has no p1 (p1 = 0): the p2 asked for does not divide p, or
+    (p2 = 0, base.no_factorization) p has no factorization p1·p2 with p1, p2 >= 2."""
+    if cfg.p1 == 0 and cfg.p2 == 0:
+        return [Limit("no_factorization", f"p={cfg.gpus} has no factorization p1·p2 with p1, p2 >= 2: take another"
+                                          " GPU count (or fix p2, --p2)")]  # fmt: skip
     if cfg.p1 == 0:
         return [Limit("factorization", f"p={cfg.gpus} is not a multiple of p2={cfg.p2}")]
     return []
@@ -43,12 +50,20 @@ def data_group_allreduce(ctx: Context, p1: int, p2: int, m_bytes: float) -> tupl
     """AR_φ(p1, m) among the data-parallel group {0, p2, 2·p2, ...} (docs/cost-model.md-4.3):
     the p2 groups' all-reduces run at once and share each node's links (φ)."""
     group, phi, level = data_group(ctx, p1, p2)
-    # implementation data_filter_allreduce: leader — reduce to a leader per node, all-reduce
-    # among leaders, broadcast back (ParaDL §4.5.1's data+spatial pattern; issue 14)
-    leader = ctx.system.implementation.data_filter_allreduce == "leader"
-    ar, _ = allreduce_algorithm(ctx.system, group, m_bytes, "leader" if leader else ctx.algorithm, phi,
+    ar, _ = allreduce_algorithm(ctx.system, group, m_bytes, _data_group_algorithm(ctx), phi,
                                 ctx.options.contention, "gradient_allreduce")  # fmt: skip
     return ar, phi, level
+
+
+def _data_group_algorithm(ctx: Context) -> str:
+    """implementation data_filter_allreduce: leader — reduce to a leader per node, all-reduce
+    among leaders, broadcast back (ParaDL §4.5.1's data+spatial pattern; issue 14); else the context's."""
+    return "leader" if ctx.system.implementation.data_filter_allreduce == "leader" else ctx.algorithm
+
+
+def data_group_collective(ctx: Context, p1: int, p2: int) -> Collective:
+    """The network.Collective of :func:`data_group_allreduce` (base.nccl_nodes_detail)."""
+    return Collective(group_strided(p1, p2, ctx.system.gpus_per_node), _data_group_algorithm(ctx), "gradient_allreduce", p2)
 
 
 def data_group(ctx: Context, p1: int, p2: int) -> tuple:
@@ -68,7 +83,8 @@ class DataFilter(Strategy):
     hybrid_parts = (Data.name, Filter.name)
     description = "filter parallelism in groups of p2, data parallelism across p1 groups"
     style = Style("#D55E00", "P")  # vermillion (Okabe & Ito 2008)
-    limit_words = {"factorization": "p2 does not divide p"}  # data+spatial's too (factor_limit)
+    # data+spatial's too (factor_limit)
+    limit_words = {"factorization": "p2 does not divide p", "no_factorization": "no p1·p2 with p1, p2 ≥ 2"}
     limit_fields = {"batch": ("batch", "p1"), Filter.limit_code: ("p2",)}
     reports_overlap = True
 
@@ -105,7 +121,7 @@ class DataFilter(Strategy):
             gradient_exchange_s=I * ar,
             layer_collectives_s=lc,
         )
-        details = {"contention": phi, "allreduce_level": level}
+        details = {"contention": phi, "allreduce_level": level, **self._nccl_nodes(ctx, cfg)}
         if ctx.options.overlap != "none":
             overlap_details(details, bd, I * hidden)
         return make_point(ctx, cfg, bd, mem, self.limits(ctx, cfg), details)
@@ -115,7 +131,12 @@ class DataFilter(Strategy):
         if cfg.p1 == 0:
             return None
         _, phi, level = data_group(ctx, cfg.p1, cfg.p2)
-        return {"contention": phi, "allreduce_level": level}
+        return {"contention": phi, "allreduce_level": level, **self._nccl_nodes(ctx, cfg)}
+
+    def _nccl_nodes(self, ctx: Context, cfg: Config) -> dict:
+        """base.nccl_nodes_detail of the data group's all-reduce and the p2 group's layer collectives."""
+        layers = layer_collective_groups(ctx, ctx.split(self.name), cfg.p2)
+        return nccl_nodes_detail(ctx, data_group_collective(ctx, cfg.p1, cfg.p2), *layers)
 
     def limits(self, ctx: Context, cfg: Config) -> list[Limit]:
         """The strategy's own limits of a configuration (compute/vector/rows.brief_rows too)."""

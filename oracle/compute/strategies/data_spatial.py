@@ -9,6 +9,7 @@ import numpy as np
 from oracle.compute.context import Context
 from oracle.compute.cost import Breakdown, Limit, Point
 from oracle.compute.network import (
+    Collective,
     allreduce_algorithm,
     contention_factor,
     group_contiguous,
@@ -21,13 +22,19 @@ from oracle.compute.strategies.base import (
     batch_limit,
     hybrid_configurations,
     make_point,
+    nccl_nodes_detail,
     not_computable,
     overlap_details,
     overlapped_gradients,
     register,
 )
 from oracle.compute.strategies.data import Data
-from oracle.compute.strategies.data_filter import data_group, data_group_allreduce, factor_limit
+from oracle.compute.strategies.data_filter import (
+    data_group,
+    data_group_allreduce,
+    data_group_collective,
+    factor_limit,
+)
 from oracle.compute.strategies.spatial import (
     Spatial,
     gather_tail,
@@ -35,7 +42,22 @@ from oracle.compute.strategies.spatial import (
     spatial_grid,
     spatial_limits,
     spatial_memory,
+    tail_gather_groups,
 )
+
+
+def _every_gpu_algorithm(ctx: Context) -> str:
+    """The split layers' all-reduce over all p GPUs: implementation data_spatial_allreduce leader is
+    ParaDL's §4.5.1 code ("a reduce inside each node to a leader GPU, then an Allreduce between the
+    leaders" — and a broadcast back); else the context's."""
+    return "leader" if ctx.system.implementation.data_spatial_allreduce == "leader" else ctx.algorithm
+
+
+def _nccl_nodes(ctx: Context, cfg: Config) -> dict:
+    """base.nccl_nodes_detail of the all-reduces over all p GPUs (the split layers') and in the
+    data group (the rest), and the p2 group's tail gather."""
+    every = Collective(group_contiguous(cfg.gpus, ctx.system.gpus_per_node), _every_gpu_algorithm(ctx), "gradient_allreduce")
+    return nccl_nodes_detail(ctx, every, data_group_collective(ctx, cfg.p1, cfg.p2), *tail_gather_groups(ctx, cfg.p2))
 
 
 @register
@@ -68,7 +90,7 @@ class DataSpatial(Strategy):
         gpn = ctx.system.gpus_per_node
         group = group_contiguous(p, gpn)
         phi_all = contention_factor(ctx.system, 1 if p > gpn else 0, ctx.options.contention)
-        algorithm = "leader" if ctx.system.implementation.data_spatial_allreduce == "leader" else ctx.algorithm
+        algorithm = _every_gpu_algorithm(ctx)
         def cost_split(m):
             return allreduce_algorithm(ctx.system, group, m, algorithm, phi_all, ctx.options.contention,
                                        "gradient_allreduce")[0]  # fmt: skip
@@ -99,7 +121,7 @@ class DataSpatial(Strategy):
             layer_collectives_s=I * lc,
             halo_s=I * halo,
         )
-        details = {"grid": grid, "contention": phi, "allreduce_level": level}
+        details = {"grid": grid, "contention": phi, "allreduce_level": level, **_nccl_nodes(ctx, cfg)}
         if ctx.options.overlap != "none":
             overlap_details(details, bd, I * hidden)
         return make_point(ctx, cfg, bd, mem, self.limits(ctx, cfg), details)
@@ -111,7 +133,7 @@ class DataSpatial(Strategy):
             return None
         _, phi, _ = data_group(ctx, cfg.p1, cfg.p2)
         level = level_for(ctx.system, group_contiguous(cfg.gpus, ctx.system.gpus_per_node).span).name
-        return {"grid": spatial_grid(ctx, cfg.p2), "contention": phi, "allreduce_level": level}
+        return {"grid": spatial_grid(ctx, cfg.p2), "contention": phi, "allreduce_level": level, **_nccl_nodes(ctx, cfg)}
 
     def limits(self, ctx: Context, cfg: Config) -> list[Limit]:
         """The strategy's own limits of a configuration (compute/vector/rows.brief_rows too)."""

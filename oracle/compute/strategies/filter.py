@@ -11,7 +11,12 @@ import numpy as np
 from oracle.compute.context import Context, SplitSums
 from oracle.compute.cost import Breakdown, Limit, Point
 from oracle.compute.engine import per_context
-from oracle.compute.network import allgather_algorithm, allreduce_algorithm, group_contiguous
+from oracle.compute.network import (
+    Collective,
+    allgather_algorithm,
+    allreduce_algorithm,
+    group_contiguous,
+)
 from oracle.compute.strategies.base import (
     REGISTRY,
     Config,
@@ -21,6 +26,7 @@ from oracle.compute.strategies.base import (
     Style,
     make_point,
     min_layer,
+    nccl_nodes_detail,
     register,
 )
 
@@ -57,6 +63,17 @@ def layer_collectives(ctx: Context, sums: SplitSums, q: int, b: float) -> np.nda
     g = sums.coll_groups
     aligned = (g > 1) & (g % q == 0)
     return ag * np.ones(m.size) + np.where(aligned, ag, back)
+
+
+def layer_collective_groups(ctx: Context, sums: SplitSums, q: int) -> tuple:
+    """The network.Collectives of :func:`layer_collectives` in a group of q GPUs, none
+    where it has none (base.nccl_nodes_detail)."""
+    if q <= 1 or sums.coll_y.size == 0:
+        return ()
+    group = group_contiguous(q, ctx.system.gpus_per_node)
+    back = () if ctx.system.implementation.layer_backward == "none" else (
+        Collective(group, ctx.algorithm, "layer_allreduce"),)  # fmt: skip
+    return (Collective(group, ctx.algorithm, "layer_allgather"), *back)
 
 
 def backward_collective(ctx: Context, group, m):
@@ -154,7 +171,7 @@ class Filter(Strategy):
         # whole before the next layer, ParaDL §3.2, so every GPU keeps them)
         mem = MemoryParts(2 * B * ctx.sum_act, s.w_s / p + s.w_r, split_samples=B)
         bd = Breakdown(forward_backward_s=fb, weight_update_s=wu, layer_collectives_s=lc)
-        return make_point(ctx, cfg, bd, mem, self.limits(ctx, cfg))
+        return make_point(ctx, cfg, bd, mem, self.limits(ctx, cfg), self.brief_details(ctx, cfg))
 
     def edges(self, ctx: Context, sums: SplitSums) -> tuple[float, int, float]:
         """Collectives at the ends of the chain of split layers beyond the pairs of
@@ -191,8 +208,9 @@ class Filter(Strategy):
         return last, gather(x) if x else 0.0
 
     def brief_details(self, ctx: Context, cfg: Config) -> dict:
-        """None beyond make_point's (issue 29, Strategy.brief_details)."""
-        return {}
+        """evaluate's details (issue 29, Strategy.brief_details): what NCCL's model assumed
+        of a partly filled NVLink domain its layer collectives span, if any."""
+        return nccl_nodes_detail(ctx, *layer_collective_groups(ctx, ctx.split(self.name), cfg.gpus))
 
     def limits(self, ctx: Context, cfg: Config) -> list[Limit]:
         """The strategy's own limits of a configuration (compute/vector/rows.brief_rows too)."""

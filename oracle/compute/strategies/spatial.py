@@ -15,6 +15,7 @@ from oracle.compute.cost import Breakdown, Limit, Phase, Point
 from oracle.compute.engine import per_context
 from oracle.compute.layers.geometry import balanced_grid, halo_half_widths
 from oracle.compute.network import (
+    Collective,
     allgather_algorithm,
     allreduce_algorithm,
     contention_factor,
@@ -31,6 +32,7 @@ from oracle.compute.strategies.base import (
     Strategy,
     Style,
     make_point,
+    nccl_nodes_detail,
     overlap_details,
     overlapped_gradients,
     register,
@@ -189,11 +191,20 @@ def gather_tail(ctx: Context, q: int, b: float) -> float:
     """All-gather of the last split layer's output before the replicated head:
     AG(q, δ·b·y_last/q) (docs/cost-model.md)."""
     s = ctx.split(Spatial.name)
-    if q <= 1 or s.last < 0 or s.last == ctx.G - 1:
+    if not tail_gather_groups(ctx, q):
         return 0.0
     group = group_contiguous(q, ctx.system.gpus_per_node)
     return allgather_algorithm(ctx.system, group, ctx.delta * b * ctx.y[s.last] / q, ctx.algorithm,
                                purpose="tail_gather")[0]  # fmt: skip
+
+
+def tail_gather_groups(ctx: Context, q: int) -> tuple:
+    """The network.Collective of :func:`gather_tail` over q GPUs, none where the split
+    ends with the model or there is none (base.nccl_nodes_detail)."""
+    s = ctx.split(Spatial.name)
+    if q <= 1 or s.last < 0 or s.last == ctx.G - 1:
+        return ()
+    return (Collective(group_contiguous(q, ctx.system.gpus_per_node), ctx.algorithm, "tail_gather"),)
 
 
 def spatial_memory(ctx: Context, grid: tuple[int, ...], paradl_act: float, group: int, n_split: float, n_rest: float) -> MemoryParts:
@@ -330,14 +341,21 @@ class Spatial(Strategy):
             layer_collectives_s=lc,
             halo_s=I * halo,
         )
-        details: dict = {"grid": grid}
+        details: dict = {"grid": grid, **self._nccl_nodes(ctx, p)}
         if ctx.options.overlap != "none":
             overlap_details(details, bd, I * hidden)
         return make_point(ctx, cfg, bd, mem, self.limits(ctx, cfg), details)
 
+    @staticmethod
+    def _nccl_nodes(ctx: Context, p: int) -> dict:
+        """base.nccl_nodes_detail of the gradient all-reduce over all p GPUs and the tail gather."""
+        group = Collective(group_contiguous(p, ctx.system.gpus_per_node), ctx.algorithm, "gradient_allreduce")
+        return nccl_nodes_detail(ctx, group, *tail_gather_groups(ctx, p))
+
     def brief_details(self, ctx: Context, cfg: Config) -> dict | None:
-        """evaluate's details (Strategy.brief_details): halo_time's grid."""
-        return {"grid": spatial_grid(ctx, cfg.gpus)}
+        """evaluate's details (Strategy.brief_details): halo_time's grid, what NCCL assumed of a
+        partly filled NVLink domain."""
+        return {"grid": spatial_grid(ctx, cfg.gpus), **self._nccl_nodes(ctx, cfg.gpus)}
 
     def limits(self, ctx: Context, cfg: Config) -> list[Limit]:
         """The strategy's own limits of a configuration (compute/vector/rows.brief_rows too)."""

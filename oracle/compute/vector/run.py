@@ -55,11 +55,11 @@ def columns(ctx, counts: Sequence[int], chosen, explicit, batch, batch_per_gpu, 
         at = c if explicit else c[(c == 1) == REGISTRY[name].one_gpu]
         B = np.full(at.size, float(batch)) if batch is not None else float(batch_per_gpu) * at
         if not covers(ctx, name):
-            out.append(per_point(ctx, name, at, B, p2, keep))
+            out.append(per_point(ctx, name, at, B, p2, keep, explicit))
             continue
-        if p2 is not None and REGISTRY[name].hybrid and (at % p2).any():  # --p2 dividing no count: its point
-            rest = at % p2 != 0  # says so (strategies/base.factor_limit), point by point
-            out.append(per_point(ctx, name, at[rest], B[rest], p2, keep))
+        rest = unfactored(name, at, p2, explicit)
+        if rest.any():  # --p2 dividing no count, or a named hybrid at a count it cannot factor: its point
+            out.append(per_point(ctx, name, at[rest], B[rest], p2, keep, explicit))  # says so, point by point
             at, B = at[~rest], B[~rest]
         arrays = config_arrays(name, at, B, p2)
         if arrays[0].size:  # none: no count with a configuration (a hybrid at primes)
@@ -67,19 +67,31 @@ def columns(ctx, counts: Sequence[int], chosen, explicit, batch, batch_per_gpu, 
     return out
 
 
+def unfactored(name: str, counts: np.ndarray, p2: int | None, explicit: bool) -> np.ndarray:
+    """Which ``counts`` a hybrid has no p1·p2 at (its point infeasible, strategies/data_filter.factor_limit):
+    --p2 does not divide them, or without it (the hybrid named) no factorization with p1, p2 >= 2."""
+    from oracle.compute.engine import factorizations
+
+    if not REGISTRY[name].hybrid or (p2 is None and not explicit):
+        return np.zeros(counts.size, dtype=bool)
+    return counts % p2 != 0 if p2 is not None else factorizations(counts) == 0
+
+
 # Points of a strategy evaluated point by point that are alive at once when they are not
 # kept (Columns.take): about 20 MB (compute/engine.BYTES_PER_POINT)
 CHUNK = 1024
 
 
-def per_point(ctx, name: str, counts: np.ndarray, batches: np.ndarray, p2: int | None, keep: bool = True) -> Columns:
+def per_point(ctx, name: str, counts: np.ndarray, batches: np.ndarray, p2: int | None, keep: bool = True,
+              explicit: bool = True) -> Columns:  # fmt: skip
     """Columns of a strategy kinds.py does not cover, from its points (compute/sweep.evaluate_all),
-    evaluated :data:`CHUNK` at a time when they are not kept."""
+    evaluated :data:`CHUNK` at a time when they are not kept; its configurations at ``counts``
+    as compute/sweep.configurations lists them."""
     from oracle.compute.cost import phase_names
-    from oracle.compute.sweep import evaluate_all
+    from oracle.compute.sweep import configurations, evaluate_all
 
-    strategy = REGISTRY[name]
-    configs = [cfg for p, B in zip(counts.tolist(), batches.tolist()) for cfg in strategy.configurations(ctx, p, B, p2)]
+    configs = [cfg for p, B in zip(counts.tolist(), batches.tolist())
+               for cfg in configurations(ctx, p, B, (name,), explicit, p2)]  # fmt: skip
 
     def ints(key):
         return np.array([getattr(cfg, key) for cfg in configs], dtype=np.int64)
