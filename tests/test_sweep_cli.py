@@ -145,6 +145,26 @@ def test_the_api_refuses_a_stack_that_is_no_name():
             oracle.predict("alexnet", "abci", "estimate", gpus=4, stack=bad)
 
 
+def test_fixed_choices_take_any_case_as_the_options_do(tmp_path):
+    """`precision: FP16` and `memory_model: PARADL` were errors in a cases file though
+    `--precision FP16` and a runs file's cells take any case (compute/options.Flags.parse)."""
+    rows = {}
+    for words in (("FP16", "PARADL", "Linear", "ADAM"), ("fp16", "paradl", "linear", "adam")):
+        keys = dict(zip(("precision", "memory_model", "compute_scaling", "optimizer"), words))
+        case = ", ".join(f"{k}: {v}" for k, v in keys.items())
+        path, _ = sweep_file(tmp_path, f"  - {{{{model: {{m}}, profile: {{p}}, system: {{s}}, batch: 32, gpus: 4, {case}}}}}\n")
+        r = run_cli("sweep", str(path), "-f", "json")
+        assert r.code == 0, r.err
+        rows[words[0]] = [[row[k] for k in PREDICT_KEYS] for row in json.loads(r.out)]
+        r = run_cli("snapshot", str(path), "-o", str(tmp_path / f"{words[0]}.json"))
+        assert r.code == 0, r.err
+    assert rows["FP16"] == rows["fp16"]
+    (m, s, p) = files(tmp_path)
+    want = predict_rows(m, s, p, 32, "--precision", "FP16", "--memory-model", "PARADL", "--compute-scaling", "Linear",
+                        "--optimizer", "ADAM")  # fmt: skip
+    assert [[row[k] for k in PREDICT_KEYS] for row in want if row["gpus"] == 4 and row["rank"] == 1] == rows["FP16"]
+
+
 def test_a_bad_value_names_the_case_before_any_output(tmp_path):
     path, _ = sweep_file(tmp_path, "  - {{model: {m}, profile: {p}, system: {s}, batch: 32, gpus: 4}}\n"
                                    "  - {{model: {m}, profile: {p}, system: {s}, batch: 32, gpus: 4, p2: 0}}\n")  # fmt: skip
