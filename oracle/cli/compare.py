@@ -165,7 +165,7 @@ def _run_from_log(log, model, system, profile, strategy, gpus, batch, batch_per_
     if timing.epoch_s is None and timing.iteration_s is None:
         raise OracleError("the log holds no steady-state timing", file=log)
     return MeasuredRun(
-        line=0,
+        line=None,  # no runs file: no line (shown as "–", null in JSON)
         model=model,
         system=system,
         profile=profile or ESTIMATE,
