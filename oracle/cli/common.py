@@ -141,7 +141,7 @@ def overlap_options() -> list:
         click.option("--bucket-MB", "bucket_mb", type=bucket_mb_type,
                      help="Gradient bucket size in MiB; 0: one bucket per layer."
                      " [default: the stack's, else 25, PyTorch DDP's]"),
-        click.option("--bucket-layers", type=count_type(min=1), default=None,
+        click.option("--bucket-layers", type=count_type(min=1, below_to_rule=True), default=None,
                      help="With --overlap buckets: all-reduce gradients in chunks of K layers (Lee et al. 2017)"
                      " instead of by size. [default: by --bucket-MB]"),
         click.option("--delayed-update", metavar="LAYERS",

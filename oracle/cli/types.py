@@ -90,7 +90,13 @@ class _KindRange:
 
 
 class _KindInt(_KindRange, click.IntRange):
-    pass
+    below_to_rule = False  # whole numbers below the lower bound go on to the option's own rule (count_type)
+
+    def convert(self, value, param, ctx):  # type: ignore[override]
+        text = str(value).strip()
+        if self.below_to_rule and _PLAIN_INT.fullmatch(text) and len(text) <= 30 and int(text) < self.kind.lo:
+            return int(text)
+        return super().convert(value, param, ctx)
 
 
 class _KindFloat(_KindRange, click.FloatRange):
@@ -126,11 +132,16 @@ def gpu_count_type() -> KindType:
     return KindType(GPUS)
 
 
-def count_type(min: int = 1) -> KindType:
-    """A count of things bounded by the GPUs (p1, p2, segments, GPUs per node, layers)."""
+def count_type(min: int = 1, below_to_rule: bool = False) -> KindType:
+    """A count of things bounded by the GPUs (p1, p2, segments, GPUs per node, layers).
+    ``below_to_rule``: a whole number below ``min`` (the help's bound) is left to the
+    option's own rule, which refuses it in its words (--bucket-layers 0: compute/options.py
+    _chunk_layers, with its hint, the same line as the Python API's)."""
     from oracle.limits import COUNT
 
-    return KindType(COUNT, lo=min)
+    out = KindType(COUNT, lo=min)
+    out.below_to_rule = below_to_rule
+    return out
 
 
 def width_type() -> KindType:
