@@ -133,10 +133,15 @@ def point_at_row(exc, run, file: str | None) -> None:
 def with_stack(files, flags: dict) -> dict:
     """The flags with ``stack`` (a name or path, issue 25) loaded through ``files``;
     ``none`` (vocabulary.NO_STACK): no stack."""
+    from oracle.errors import OracleError
+    from oracle.stack import Stack
     from oracle.vocabulary import NO_STACK
 
-    if flags.get("stack") is None or not isinstance(flags["stack"], (str, Path)):
+    stack = flags.get("stack")
+    if stack is None or isinstance(stack, Stack):
         return flags
+    if not isinstance(stack, (str, Path)) or not str(stack).strip():
+        raise OracleError(f"got {stack!r}; expected a stack name or path, or {NO_STACK}", path="--stack")
     return {**flags, "stack": None if str(flags["stack"]) == NO_STACK else files.stack(flags["stack"])}
 
 

@@ -20,13 +20,15 @@ MAX_GPUS = 10**7  # beyond any machine; keeps arithmetic and output bounded
 @dataclass(frozen=True)
 class Kind:
     """A kind of number: what it is called in messages and its closed range [lo, hi]
-    (``lo_open``: lo itself is refused); ``whole``: integers only (2.0 counts as 2)."""
+    (``lo_open``: lo itself is refused); ``whole``: integers only (2.0 counts as 2);
+    ``integral``: whole values written as any number (a batch of 1e6 or 256.0), kept as floats."""
 
     what: str
     lo: float
     hi: float
     whole: bool = False
     lo_open: bool = False
+    integral: bool = False
 
     @property
     def expected(self) -> str:
@@ -47,6 +49,8 @@ class Kind:
             return f"got {shown}, which is not plausible; expected {self.expected}"
         if too_low:
             return f"got {shown}; expected {self.expected}"
+        if self.integral and value != int(value):
+            return f"got {shown}; expected {self.expected}, a whole number"
         return None
 
     def convert(self, value):
@@ -73,8 +77,9 @@ def _num(x: float) -> str:
 GPUS = Kind("a GPU count", 1, MAX_GPUS, whole=True)
 # p1, p2, segments, GPUs per node, nodes, layers in a chunk: counts bounded by the GPUs
 COUNT = Kind("a count", 1, MAX_GPUS, whole=True)
-# a global mini-batch holds at least one sample; 10^12 is beyond any dataset's epoch
-BATCH = Kind("a global mini-batch (samples)", 1, 1e12)
+# a global mini-batch is a whole number of samples, at least one; 10^12 is beyond any
+# dataset's epoch (a weak-scaling point's B = b·p that is not one is a limit: base.sample_limit)
+BATCH = Kind("a global mini-batch (samples)", 1, 1e12, integral=True)
 # weak scaling's samples per GPU may be a fraction (CosmoFlow-256: 0.25 per GPU, 4 GPUs a sample)
 BATCH_PER_GPU = Kind("samples per GPU", 1e-6, 1e12)
 SAMPLES = Kind("a dataset size D (samples)", 1, 1e15, whole=True)

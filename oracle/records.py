@@ -16,7 +16,7 @@ OPTIONAL = ("profile", "p1", "p2", "segments", "epoch_s", "iteration_s", "comput
 
 @dataclass(frozen=True)
 class MeasuredRun:
-    line: int  # line of the CSV file (1 = header)
+    line: int | None  # line of the CSV file (1 = header); None: a run of no file (compare --log)
     model: str
     system: str
     profile: str  # a shipped name, a path, or "estimate" (vocabulary.ESTIMATE)

@@ -240,3 +240,23 @@ def test_directory_as_system(run, tmp_path):
 def test_unknown_show_kind(run):
     r = run("show", "cluster", "abci")
     assert r.code == 2 and "Traceback" not in r.err
+
+
+# --------------------------------------------------------------------------------------
+# stacks
+# --------------------------------------------------------------------------------------
+
+
+def test_show_stack_none_says_what_none_means(run):
+    """`--stack none` is valid everywhere but `oracle show stack none` was an error (no file
+    named none): it shows what a projection runs with under no stack, the options' defaults."""
+    from oracle.compute.options import Options
+
+    d = show_json(run, "stack", "none")
+    assert (d["name"], d["description"]) == ("none", "no software stack: the options as given")
+    values = {k: v["value"] for k, v in d["values"].items()}
+    assert values["communication.overlap"] == Options().overlap == "none"
+    assert values["communication.bucket_MB"] == "25" and values["memory.model"] == Options().memory_model
+    assert values["compute.efficiency"] == "1" and values["iteration.fixed_s"] == "0"
+    r = ok(run("show", "stack", "none"))
+    assert r.out.startswith("stack none: no software stack") and "communication.overlap" in r.out

@@ -233,6 +233,26 @@ def test_single_log_mode_takes_gpus_and_batch_from_the_file_name():
     assert res.exit_code == 2 and "--strategy" in res.stderr
 
 
+def test_a_log_run_has_no_line():
+    """compare --log listed its run as line 0 of no file: no line now ("–", null, empty),
+    also where the run is not scored."""
+    log = REPO / "data" / "chainer-logs" / "vgg16-data-abci" / "8gpus-32pergpu.json"
+    args = ("compare", "--log", log, "-m", "vgg16", "-s", "abci", "-p", "vgg16_v100", "--strategy", "data")
+    res = invoke(*args, "--format", "json")
+    assert res.exit_code == 0, res.stderr
+    assert json.loads(res.stdout)["rows"][0]["line"] is None
+    res = invoke(*args, "--format", "csv")
+    assert res.stdout.splitlines()[1].startswith(",VGG16,"), res.stdout
+    res = invoke(*args, "--format", "markdown")
+    assert "\n| – | VGG16 |" in res.stdout
+    res = invoke(*args, "--width", "140")
+    row = next(ln for ln in res.stdout.splitlines() if "data" in ln and "8×1" in ln)
+    assert row.split()[0] == "–", row
+    res = invoke(*args, "--gpus", "100000", "--format", "markdown")  # infeasible: not scored, no 'line 0'
+    assert "Not scored: 1 run the model finds infeasible (the limit in the notes)" in res.stdout
+    assert "line 0" not in res.stdout and "line None" not in res.stdout
+
+
 def test_runs_file_and_log_are_exclusive(tmp_path):
     res = invoke("compare")
     assert res.exit_code == 2 and "RUNS.csv" in res.stderr

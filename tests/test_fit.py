@@ -295,15 +295,32 @@ def test_a_range_with_one_size_is_an_error(tmp_path):
 
 
 @pytest.mark.parametrize(("text", "size"), [
-    ("1048576", 2**20), ("1M", 2**20), ("1MiB", 2**20), ("1mib", 2**20), ("1MB", 10**6), ("1 kB", 1000),
-    ("1TiB", 2**40), ("1tib", 2**40), ("1T", 2**40), ("1TB", 10**12), ("2GiB", 2**31), ("1.5KiB", 1536),
-    ("1PiB", 2**50), ("1PB", 10**15),
+    ("1048576", 2**20), ("1M", 2**20), ("1MiB", 2**20), ("1miB", 2**20), ("1MB", 10**6), ("1 kB", 1000),
+    ("1TiB", 2**40), ("1tIB", 2**40), ("1T", 2**40), ("1TB", 10**12), ("2GiB", 2**31), ("1.5KiB", 1536),
+    ("1PiB", 2**50), ("1PB", 10**15), ("1152921504606846976", 2**60), ("1024P", 2**60), ("12B", 12),
 ])  # fmt: skip
 def test_byte_sizes_take_binary_and_decimal_units_in_any_case(text, size):
-    """K..P and KiB..PiB are powers of 1024 (nccl-tests' -b/-e), KB..PB of 1000, in any case."""
+    """K..P and KiB..PiB are powers of 1024 (nccl-tests' -b/-e), KB..PB of 1000, the prefix in
+    any case; exact up to 2^60."""
     from oracle.cli.types import ByteSize
 
     assert ByteSize().convert(text, None, None) == size
+
+
+@pytest.mark.parametrize(("text", "says"), [
+    ("١٢", "not a byte count"), ("１２", "not a byte count"), ("1_2", "not a byte count"),  # plain digits only
+    ("1152921504606846977", "more than 2^60"), ("1025P", "more than 2^60"),  # 2^60 + 1 was read as 2^60
+    ("1Mb", "lower-case b is bits"), ("1mb", "lower-case b is bits"), ("1mib", "lower-case b is bits"),
+    ("8b", "lower-case b is bits"), ("1.5", "not a whole number of bytes"),
+])  # fmt: skip
+@pytest.mark.parametrize("option", ["--min-bytes", "--max-bytes"])
+def test_byte_sizes_refused(option, text, says):
+    """--min-bytes ١٢ and １２ were read as 12 (every other option takes ASCII digits only),
+    2^60 + 1 was rounded to 2^60 by float arithmetic, and 1Mb read as 10^6 bytes."""
+    from conftest import run_cli
+    from test_robustness import one_error
+
+    one_error(run_cli("fit", "network", option, text, NCCL / "inter_vnode_2nodes.txt"), option, says)
 
 
 def test_a_terabyte_bound_is_taken(tmp_path):

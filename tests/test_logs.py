@@ -414,10 +414,32 @@ def test_missing_file_and_directory(tmp_path):
         ("metrics.csv", {}),
         ("/some/dir/4gpus/log.json", {}),  # only the file name counts
         ("0gpus.log", {}),
+        ("0gpus-p8.log", {"gpus": 8}),  # no GPU count above 0: ParaDL's p, as before
+        ("\u0668gpus-\uff13\uff12pergpu.log", {}),  # plain digits 0-9 only (٨, ３２)
     ],
 )
 def test_parse_run_name(name, found):
     assert parse_run_name(name) == found
+
+
+@pytest.mark.parametrize(("name", "args", "says"), [
+    ("0gpus-32pergpu.log", (), "give --gpus (the file name gives 0, which is not a GPU count)"),
+    ("run-32pergpu.log", (), "give --gpus (the file name has none, e.g. 8gpus)"),
+    ("8gpus-0pergpu.log", (), "give --batch or --batch-per-gpu (the file name gives 0, which is not a batch size)"),
+])  # fmt: skip
+def test_import_says_a_zero_in_the_file_name_is_no_count(tmp_path, name, args, says):
+    """A log named 0gpus-32pergpu.log: 'the file name has none' though it gives 0 GPUs."""
+    from conftest import run_cli
+    from test_robustness import one_error
+
+    log = tmp_path / name
+    log.write_text("0.5\n" * 20)
+    one_error(run_cli("import", log, "-m", "alexnet", "-s", "abci", "--strategy", "data", *args), str(log), says)
+    if name.startswith("0gpus"):
+        one_error(run_cli("compare", "--log", log, "-m", "alexnet", "-s", "abci", "--strategy", "data"),
+                  "--log needs --gpus", "the file name gives 0, which is not a GPU count")  # fmt: skip
+        r = run_cli("import", log, "-m", "alexnet", "-s", "abci", "--strategy", "data", "--gpus", "8")
+        assert r.code == 0 and ",8,,,,256," in r.out, r.err
 
 
 # --------------------------------------------------------------------------------------

@@ -122,6 +122,19 @@ def test_usage_errors_are_one_line_exit_2():
     one_error(r, "--gpus\\nx", "predict --help")  # the newline escaped, not printed
 
 
+@pytest.mark.parametrize("group", [(), ("fit",), ("show",), ("plot",)])
+def test_a_group_without_its_command_shows_its_help(group):
+    """`oracle fit` printed its whole help as one error line with literal \\n, exit 2; now the
+    group's help as --help shows it, on standard output, exit 0 (click 8.1's behaviour, kept
+    whatever click is installed)."""
+    r = run_cli(*group)
+    assert (r.code, r.err, r.exception) == (0, "", None)
+    assert r.out == run_cli(*group, "--help").out
+    first = r.out.splitlines()[0]  # "Usage: oracle fit [OPTIONS] COMMAND [ARGS]..." (the runner names it cli)
+    assert first.startswith("Usage: ") and first.endswith(" ".join((*group, "[OPTIONS] COMMAND [ARGS]...")))
+    assert "Commands:" in r.out and "\\n" not in r.out
+
+
 # -- internal errors: exit 3, a short request for a bug report, --debug for the traceback
 
 

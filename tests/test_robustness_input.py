@@ -281,7 +281,7 @@ def _mutations():
         "string-for-number": (lambda d: point(d).__setitem__("memory_bytes", "1 GB"), "memory_bytes: is a string"),
         "case-list": (lambda d: d["cases"][0].__setitem__("case", []), "cases[0].case: is a list; expected an object"),
         "missing-points": (lambda d: d["cases"][0].pop("points"), "needs 'case' and 'points'"),
-        "model-number": (lambda d: case(d).__setitem__("model", 3), "'model' is a number"),
+        "model-number": (lambda d: case(d).__setitem__("model", 3), "case.model: is a number; expected a name or path"),
         "breakdown-list": (lambda d: point(d).__setitem__("breakdown", [1]), "breakdown: is a list"),
         "feasible-string": (lambda d: point(d).__setitem__("feasible", "yes"), "feasible: is a string; expected true or false"),
         "limit-codes-numbers": (lambda d: point(d).__setitem__("limit_codes", [1]), "expected a list of names"),
@@ -358,4 +358,4 @@ def test_cases_file_with_text_for_a_number_is_one_error(tmp_path):
     """Found by scripts/fuzz.sh on baselines; the cases file had the same hole."""
     cases = tmp_path / "cases.yaml"
     cases.write_text("cases:\n  - {model: alexnet, system: abci, profile: alexnet_v100, gpus: 8, batch_per_gpu: x}\n")
-    one_error(run_cli("snapshot", cases, cwd=ROOT), f"{cases}: cases[0].batch_per_gpu: is a string; expected a number")
+    one_error(run_cli("snapshot", cases, cwd=ROOT), f"{cases}:2: cases[0].batch_per_gpu: is a string; expected a number")

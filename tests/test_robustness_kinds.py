@@ -231,3 +231,46 @@ def test_fit_runs_refused_output_is_one_error_line(tmp_path, kind):
     out.chmod(0o444)
     one_error(run_cli("fit", "runs", runs, "-s", "abci", "--calibrate", kind, "-o", out), "write-protected")
     assert out.read_text() == "old"
+
+
+# -- a global mini-batch is a whole number of samples, at least one (QA round two) --------
+
+
+def test_a_global_batch_is_a_whole_number_of_samples(tmp_path):
+    """-B 1000.5 was projected; a fraction of a sample per iteration is no batch (limits.BATCH,
+    integral): refused as an option, in the API, a cases file, a layer-wise file and a runs file."""
+    import json
+
+    import oracle
+
+    one_error(run_cli("predict", *MSP, "--gpus", "1", "-B", "1000.5"), "--batch", "got 1000.5", "a whole number")
+    r = run_cli("predict", *MSP, "--gpus", "1", "-B", "1e3", "-f", "json")  # any spelling of a whole number
+    assert r.code == 0, r.err
+    assert [row["global_batch"] for row in json.loads(r.out)] == [1000]
+    with pytest.raises(oracle.OracleError, match="--batch: got 1000.5"):
+        oracle.predict("alexnet", "abci", "alexnet_v100", gpus=1, batch=1000.5)
+    f = tmp_path / "cases.yaml"
+    f.write_text("cases:\n  - {model: alexnet, system: abci, profile: alexnet_v100, gpus: 4, batch: 1000.5}\n")
+    one_error(run_cli("sweep", f), f"{f}:2: cases[0].batch: got 1000.5")
+    runs = tmp_path / "runs.csv"
+    runs.write_text("model,system,profile,strategy,gpus,global_batch,epoch_s\nalexnet,abci,alexnet_v100,data,4,1000.5,363\n")
+    one_error(run_cli("compare", runs), str(runs), "column 'global_batch'", "a whole number")
+
+
+def test_fewer_than_one_sample_per_iteration_is_a_limit_of_every_strategy():
+    """-b 0.5 on 1 GPU: serial was feasible at 2.56M iterations per epoch (data on the same
+    GPU infeasible) and sweep ranked it best; on 3 GPUs B = 1.5 is no whole batch either."""
+    import json
+
+    r = run_cli("predict", *MSP, "--gpus", "1,3", "-b", "0.5", "-f", "json")
+    assert r.code == 0, r.err
+    rows = {(row["gpus"], row["strategy"]): row for row in json.loads(r.out)}
+    assert not any(row["feasible"] for row in rows.values())
+    assert rows[1, "serial"]["limits"] == ["fewer than one sample per iteration: B=0.5"]
+    assert rows[3, "filter"]["limits"] == ["B=1.5 is not a whole number of samples"]
+    assert rows[3, "data"]["limits"] == ["fewer than one sample per GPU: B=1.5 over 3"]  # the strategy's own, once
+    r = run_cli("predict", *MSP, "--gpus", "1", "-b", "1e-6", "-f", "json")
+    assert [row["feasible"] for row in json.loads(r.out)] == [False]
+    r = run_cli("predict", *MSP, "--gpus", "2,4", "-b", "0.5", "-f", "json")  # B = 1 and 2: whole
+    assert all("fewer than one sample per iteration" not in str(row["limits"]) for row in json.loads(r.out))
+    assert any(row["feasible"] for row in json.loads(r.out))

@@ -462,6 +462,22 @@ def test_cli_errors(run, args, message):
     assert "Traceback" not in r.err
 
 
+@pytest.mark.parametrize("option", ["--gpus", "--max-gpus"])
+def test_the_search_budget_of_gpus_says_it_is_one(run, tmp_path, option):
+    """--gpus 100000 stopped at click's '1<=x<=65536' where every other GPU count goes to
+    10^7: the search's own budget now says what it is; beyond 10^7, the shared limit's
+    words; a layer-wise file's gpus the same budget."""
+    from test_robustness import one_error
+
+    one_error(run(*VGG, option, "100000"), option, "got 100,000", "per-layer search takes at most 65,536 GPUs",
+              "budget")  # fmt: skip
+    one_error(run(*VGG, option, "100000000"), option, "expected a GPU count >= 1 and <= 10,000,000")
+    one_error(run(*VGG, option, "１６"), option, "plain digits 0-9", "<= 10,000,000")
+    big = tmp_path / "big.yaml"
+    big.write_text("model: VGG16\ngpus: 100000\nlayers:\n  - {from: conv1_1, to: fc8, distribution: data}\n")
+    one_error(run(*VGG, "--evaluate", str(big)), f"{big}: gpus: got 100,000", "at most 65,536 GPUs")
+
+
 def test_cli_evaluate_errors(run, tmp_path):
     bad = tmp_path / "bad.yaml"
     bad.write_text(

@@ -143,6 +143,10 @@ def test_search_cli_takes_overlap_and_collective(run):
     r = run("search", "-m", "vgg16", "-s", "abci", "-p", "vgg16_v100", "--gpus", "16", "--bucket-layers", "0",
             "--overlap", "buckets")  # fmt: skip
     assert r.code == 2 and "--bucket-layers" in r.err and "at least 1 layer" in r.err
+    for command in ("search", "predict"):  # the help's range is the check's (it said x>=0)
+        text = run(command, "--help").out
+        entry = text[text.index("--bucket-layers") :].split("\n  -")[0]
+        assert "[x>=1]" in entry and "x>=0" not in entry, entry
 
 
 def test_replicated_gathers_travel_in_the_overlap_timeline(ctx):

@@ -115,6 +115,56 @@ def test_a_broken_stack_file_names_its_problem_and_the_case_naming_it(tmp_path, 
     assert line.endswith(f"(named by cases[1].stack of {path}, line 7)"), line
 
 
+@pytest.mark.parametrize("value", ["5", "true", "1.5", "{{name: pytorch}}", "[[pytorch]]", "[{{name: x}}]", "''"])
+@pytest.mark.parametrize("command", ["sweep", "snapshot"])
+def test_a_stack_that_is_no_name_is_one_error_naming_its_line(tmp_path, value, command):
+    """`stack: 5` crashed oracle sweep (an int has no algorithm); both readers of a cases
+    file share one check: the file, its line, the key and what was expected."""
+    path, _ = sweep_file(tmp_path, "  - {{model: {m}, profile: {p}, system: {s}, batch: 32, gpus: 4}}\n"
+                                   f"  - model: {{m}}\n    profile: {{p}}\n    system: {{s}}\n    batch: 32\n"
+                                   f"    stack: {value}\n")  # fmt: skip
+    out = ("-o", str(tmp_path / "b.json")) if command == "snapshot" else ()
+    one_error(run_cli(command, str(path), *out), f"{path}:7: cases[1].stack", "expected a name or path")
+    assert not (tmp_path / "b.json").exists()
+
+
+@pytest.mark.parametrize("command", [("predict", "--gpus", "4"), ("profile", "--estimate")])
+def test_an_empty_stack_option_is_no_folder(command):
+    """--stack "" read the current folder ('.: is a directory')."""
+    model = ("-m", "alexnet") if command[0] == "predict" else ("alexnet",)
+    line = one_error(run_cli(command[0], *model, "-s", "abci", *command[1:], "--stack", ""), "--stack",
+                     "expected a stack name or path")
+    assert "directory" not in line
+
+
+def test_the_api_refuses_a_stack_that_is_no_name():
+    import oracle
+
+    for bad in (5, "", True):
+        with pytest.raises(oracle.OracleError, match="--stack.*expected a stack name or path"):
+            oracle.predict("alexnet", "abci", "estimate", gpus=4, stack=bad)
+
+
+def test_fixed_choices_take_any_case_as_the_options_do(tmp_path):
+    """`precision: FP16` and `memory_model: PARADL` were errors in a cases file though
+    `--precision FP16` and a runs file's cells take any case (compute/options.Flags.parse)."""
+    rows = {}
+    for words in (("FP16", "PARADL", "Linear", "ADAM"), ("fp16", "paradl", "linear", "adam")):
+        keys = dict(zip(("precision", "memory_model", "compute_scaling", "optimizer"), words))
+        case = ", ".join(f"{k}: {v}" for k, v in keys.items())
+        path, _ = sweep_file(tmp_path, f"  - {{{{model: {{m}}, profile: {{p}}, system: {{s}}, batch: 32, gpus: 4, {case}}}}}\n")
+        r = run_cli("sweep", str(path), "-f", "json")
+        assert r.code == 0, r.err
+        rows[words[0]] = [[row[k] for k in PREDICT_KEYS] for row in json.loads(r.out)]
+        r = run_cli("snapshot", str(path), "-o", str(tmp_path / f"{words[0]}.json"))
+        assert r.code == 0, r.err
+    assert rows["FP16"] == rows["fp16"]
+    (m, s, p) = files(tmp_path)
+    want = predict_rows(m, s, p, 32, "--precision", "FP16", "--memory-model", "PARADL", "--compute-scaling", "Linear",
+                        "--optimizer", "ADAM")  # fmt: skip
+    assert [[row[k] for k in PREDICT_KEYS] for row in want if row["gpus"] == 4 and row["rank"] == 1] == rows["FP16"]
+
+
 def test_a_bad_value_names_the_case_before_any_output(tmp_path):
     path, _ = sweep_file(tmp_path, "  - {{model: {m}, profile: {p}, system: {s}, batch: 32, gpus: 4}}\n"
                                    "  - {{model: {m}, profile: {p}, system: {s}, batch: 32, gpus: 4, p2: 0}}\n")  # fmt: skip

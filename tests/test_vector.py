@@ -429,3 +429,26 @@ def test_gpu_overhead_per_layer_of_an_estimated_profile_on_both_paths():
         with_, without = (REGISTRY["data"].evaluate(x, Config("data", gpus, gpus, 1, 64.0 * gpus)) for x in (ctx, plain))
         extra = with_.iterations_per_epoch * 175 * 7e-6
         assert with_.breakdown.forward_backward_s == pytest.approx(without.breakdown.forward_backward_s + extra, rel=1e-12)
+
+
+@pytest.mark.parametrize("per_gpu", [0.5, 1.5, 1e-6])
+def test_a_batch_of_no_whole_sample_is_a_limit_of_every_strategy_on_both_paths(per_gpu):
+    """Weak scaling's B = b·p below one sample (0.5 per GPU on 1 GPU: serial and filter were
+    feasible at 2.56M iterations per epoch) or between whole samples (1.5 on 3 GPUs) is a
+    limit of every strategy (base.sample_limit), on the arrays as on the per-point path."""
+    m = load_model("alexnet")
+    ctx = Context(m, load_system("abci"), times_for(m), Options())
+    c = np.array([1, 2, 3, 4, 5, 8], dtype=np.int64)
+    seen = 0
+    for name in names():
+        if not kinds.covers(ctx, name):
+            continue
+        cols = kinds.evaluate_many(ctx, name, *run.config_arrays(name, c, per_gpu * c, None))
+        assert not mismatches(ctx, cols), name
+        feasible = cols.feasible()
+        for i in range(cols.size):
+            B = float(cols.batch[i])
+            if B < 1 or abs(B - round(B)) > 1e-9 * B:
+                seen += 1
+                assert not feasible[i] and "batch" in cols.limit_codes(i), (name, B)
+    assert seen >= len(names())

@@ -65,6 +65,13 @@ def named(ctx, param, value):
     return value
 
 
+def named_stack(ctx, param, value):
+    """--stack "" (an unset shell variable) is a usage error, not the current folder."""
+    if value is not None and not str(value).strip():
+        raise click.BadParameter("is empty; expected a stack name or path (oracle list stacks), or none")
+    return value
+
+
 def model_system_profile_options(f):
     f = click.option(
         "--profile", "-p", default=ESTIMATE, show_default=True, metavar="NAME|FILE|estimate", callback=named,
@@ -107,7 +114,7 @@ def precision_option(also: str = ""):
 
 def stack_option(also: str = ""):
     """--stack NAME|FILE (issue 25): the training software stack (stacks/, oracle list stacks)."""
-    return click.option("--stack", metavar="NAME|FILE",
+    return click.option("--stack", metavar="NAME|FILE", callback=named_stack,
                         help="Software stack (shipped name, e.g. pytorch, or path; oracle list stacks): its compute"
                         " efficiency, per-iteration costs, overlap, buckets, collectives and memory model, for the"
                         f" options not given (one given wins, also at its default value); none: no stack.{also}"
@@ -134,7 +141,7 @@ def overlap_options() -> list:
         click.option("--bucket-MB", "bucket_mb", type=bucket_mb_type,
                      help="Gradient bucket size in MiB; 0: one bucket per layer."
                      " [default: the stack's, else 25, PyTorch DDP's]"),
-        click.option("--bucket-layers", type=count_type(min=0), default=None,
+        click.option("--bucket-layers", type=count_type(min=1, below_to_rule=True), default=None,
                      help="With --overlap buckets: all-reduce gradients in chunks of K layers (Lee et al. 2017)"
                      " instead of by size. [default: by --bucket-MB]"),
         click.option("--delayed-update", metavar="LAYERS",

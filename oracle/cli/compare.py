@@ -142,7 +142,7 @@ def _run_from_log(log, model, system, profile, strategy, gpus, batch, batch_per_
     """A measured run from one log and the options that describe it."""
     from oracle.compute.strategies import names
     from oracle.errors import OracleError, did_you_mean
-    from oracle.load.logs import parse_run_name, read_log
+    from oracle.load.logs import name_lacks, parse_run_name, read_log
     from oracle.records import MeasuredRun
     from oracle.vocabulary import ESTIMATE
 
@@ -157,7 +157,8 @@ def _run_from_log(log, model, system, profile, strategy, gpus, batch, batch_per_
     if batch is None and batch_per_gpu is None:
         missing.append("--batch or --batch-per-gpu")
     if missing:
-        raise OracleError(f"--log needs {', '.join(missing)}")
+        hint = name_lacks(log, ("gpus",), "GPU count", "8gpus") if gpus is None else None
+        raise OracleError(f"--log needs {', '.join(missing)}", hint=hint)
     name = strategy.lower()
     if name not in names():
         raise OracleError(f"unknown strategy '{strategy}'", path="--strategy", hint=did_you_mean(name, names()))
@@ -165,7 +166,7 @@ def _run_from_log(log, model, system, profile, strategy, gpus, batch, batch_per_
     if timing.epoch_s is None and timing.iteration_s is None:
         raise OracleError("the log holds no steady-state timing", file=log)
     return MeasuredRun(
-        line=0,
+        line=None,  # no runs file: no line (shown as "–", null in JSON)
         model=model,
         system=system,
         profile=profile or ESTIMATE,

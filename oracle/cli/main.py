@@ -52,6 +52,11 @@ def _available() -> dict[str, tuple[str, str, str]]:
     return out
 
 
+# a group without its command: click 8.2+ raises this (help on stderr, exit 2), click 8.1
+# printed the help on stdout and exited 0; oracle keeps 8.1's (docs/errors-and-robustness.md)
+_NO_ARGS_IS_HELP = getattr(click.exceptions, "NoArgsIsHelpError", ())
+
+
 class LazyGroup(click.Group):
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(_available())
@@ -117,6 +122,9 @@ class LazyGroup(click.Group):
 
         try:
             rv = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        except _NO_ARGS_IS_HELP as exc:  # `oracle`, `oracle fit`: the group's help, as --help shows it
+            click.echo(exc.ctx.get_help(), color=exc.ctx.color)
+            code = 0
         except click.UsageError as exc:
             where = exc.ctx.command_path if exc.ctx is not None else "oracle"
             click.echo(f"oracle: error: {one_line(exc.format_message())} (see '{where} --help')", err=True)

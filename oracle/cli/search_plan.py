@@ -101,7 +101,7 @@ def parse_kinds(kinds) -> list[str]:
 
 def gpu_counts(m, gpus, max_gpus, batch, batch_per_gpu, evaluate_file):
     """(config, assignment, GPU counts, batch): from a layer-wise file, or --gpus/--max-gpus."""
-    from oracle.cli.search import MAX_SEARCH_GPUS
+    from oracle.cli.search import search_budget_problem
     from oracle.errors import OracleError
 
     config, assignment = None, None
@@ -119,12 +119,8 @@ def gpu_counts(m, gpus, max_gpus, batch, batch_per_gpu, evaluate_file):
             raise OracleError(
                 "--max-gpus does not apply to --evaluate (the file fixes the GPU count)"
             )
-        if config.gpus > MAX_SEARCH_GPUS:
-            raise OracleError(
-                f"got {config.gpus}; at most {MAX_SEARCH_GPUS:,} GPUs",
-                file=config.file,
-                path="gpus",
-            )
+        if search_budget_problem(config.gpus):
+            raise OracleError(search_budget_problem(config.gpus), file=config.file, path="gpus")
         counts = [config.gpus]
         if batch is None and batch_per_gpu is None:
             batch = config.global_batch()

@@ -107,11 +107,15 @@ def show_profile(name: str, model: str | None, fmt: str, width: int | None, outp
 @_WIDTH
 @output_option
 def show_stack(name: str, fmt: str, width: int | None, output: str | None) -> None:
-    """Every value of a software stack with its source and the rows it was fitted on."""
+    """Every value of a software stack with its source and the rows it was fitted on;
+    none: what a projection runs with under --stack none."""
     from oracle.load import load_stack
     from oracle.render import stack as rs
+    from oracle.vocabulary import NO_STACK
 
     if name is None:
         return _list("stacks", width)
+    if name == NO_STACK:  # as --stack none: no stack, whatever file is named none
+        return _print(rs.no_stack_json() if fmt == "json" else rs.no_stack_table(), fmt, width, output)
     st = load_stack(name)
     _print(rs.stack_json(st) if fmt == "json" else rs.stack_table(st), fmt, width, output)

@@ -90,7 +90,13 @@ class _KindRange:
 
 
 class _KindInt(_KindRange, click.IntRange):
-    pass
+    below_to_rule = False  # whole numbers below the lower bound go on to the option's own rule (count_type)
+
+    def convert(self, value, param, ctx):  # type: ignore[override]
+        text = str(value).strip()
+        if self.below_to_rule and _PLAIN_INT.fullmatch(text) and len(text) <= 30 and int(text) < self.kind.lo:
+            return int(text)
+        return super().convert(value, param, ctx)
 
 
 class _KindFloat(_KindRange, click.FloatRange):
@@ -126,11 +132,16 @@ def gpu_count_type() -> KindType:
     return KindType(GPUS)
 
 
-def count_type(min: int = 1) -> KindType:
-    """A count of things bounded by the GPUs (p1, p2, segments, GPUs per node, layers)."""
+def count_type(min: int = 1, below_to_rule: bool = False) -> KindType:
+    """A count of things bounded by the GPUs (p1, p2, segments, GPUs per node, layers).
+    ``below_to_rule``: a whole number below ``min`` (the help's bound) is left to the
+    option's own rule, which refuses it in its words (--bucket-layers 0: compute/options.py
+    _chunk_layers, with its hint, the same line as the Python API's)."""
     from oracle.limits import COUNT
 
-    return KindType(COUNT, lo=min)
+    out = KindType(COUNT, lo=min)
+    out.below_to_rule = below_to_rule
+    return out
 
 
 def width_type() -> KindType:
@@ -140,7 +151,7 @@ def width_type() -> KindType:
     return KindType(WIDTH)
 
 
-# byte units, any case: K, M, G, T, P and KiB ... PiB binary (nccl-tests' -b/-e take K, M and G
+# byte units (the prefix in any case, the B upper case: ByteSize): K, M, G, T, P and KiB ... PiB binary (nccl-tests' -b/-e take K, M and G
 # as 2^10, 2^20, 2^30: parsesize in src/common.cu), KB ... PB decimal (SI), B bytes
 _UNITS = {"": 1, "b": 1, **{p + suffix: 1 << 10 * i for i, p in enumerate("kmgtp", 1) for suffix in ("", "ib")},
           **{p + "b": 10 ** (3 * i) for i, p in enumerate("kmgtp", 1)}}  # fmt: skip
@@ -153,25 +164,34 @@ def _bad(param, message: str):
     raise OracleError(message, path=param.opts[0] if param is not None else None)
 
 
+_BYTES_TEXT = re.compile(r"([0-9]+(?:\.[0-9]+)?)\s*([A-Za-z]*)", re.ASCII)  # plain digits 0-9 only
+
+
 class ByteSize(click.ParamType):
-    """1048576, 1M, 1MiB (binary, as nccl-tests' -b/-e), 1MB (decimal), any case, K to P (:data:`_UNITS`)."""
+    """1048576, 1M, 1MiB (binary, as nccl-tests' -b/-e), 1MB (decimal), K to P in any case
+    (:data:`_UNITS`); the B of bytes upper case (a lower-case b is bits: 1Mb is refused).
+    Exact: whole numbers of bytes up to 2^60, in integer arithmetic (2^60 + 1 is refused,
+    not rounded to 2^60 as a float would)."""
 
     name = "BYTES"
 
     def convert(self, value, param, ctx):
-        import re
+        from fractions import Fraction
 
-        if isinstance(value, int):
+        if isinstance(value, int) and not isinstance(value, bool):
             return value
-        m = re.fullmatch(r"(\d+(?:\.\d+)?)\s*([A-Za-z]*)", str(value).strip())
+        text = str(value).strip()
+        m = _BYTES_TEXT.fullmatch(text)
+        if m and m.group(2).endswith("b"):
+            _bad(param, f"{_short(text)!r}: a lower-case b is bits; write B for bytes (e.g. 1MB, 1MiB, 1M)")
         if not m or m.group(2).lower() not in _UNITS:
-            _bad(param, f"{_short(str(value))!r} is not a byte count (e.g. 1048576, 1M, 1MiB, 1MB;"
+            _bad(param, f"{_short(text)!r} is not a byte count (plain digits 0-9, e.g. 1048576, 1M, 1MiB, 1MB;"
                  " K, M, G, T, P or KiB ... PiB binary, KB ... PB decimal)")
-        n = float(m.group(1)) * _UNITS[m.group(2).lower()]
-        if not n <= MAX_BYTES:  # also inf, from 400 digits
-            _bad(param, f"{_short(str(value).strip())} is more than 2^60 bytes; expected a message size")
-        if n != int(n):
-            _bad(param, f"{value!r} is not a whole number of bytes")
+        n = Fraction(m.group(1)) * _UNITS[m.group(2).lower()] if len(m.group(1)) <= 40 else Fraction(MAX_BYTES + 1)
+        if n > MAX_BYTES:
+            _bad(param, f"{_short(text)} is more than 2^60 bytes; expected a message size")
+        if n.denominator != 1:
+            _bad(param, f"{_short(text)!r} is not a whole number of bytes")
         return int(n)
 
 

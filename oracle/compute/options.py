@@ -224,6 +224,10 @@ class Flags:
         --memory-reuse) wait for the parse under it, where not given (Flags.pending)."""
         if batch is not None and batch_per_gpu is not None:
             raise OracleError("give either --batch (strong scaling) or --batch-per-gpu (weak scaling), not both")
+        # fixed choices in any case, as the CLI's click.Choice(case_sensitive=False) takes
+        # them: the one place a cases file's, a runs file's and the API's are read
+        precision = choice_case(precision)
+        same = {k: choice_case(v) if k in CHOICE_KEYWORDS else v for k, v in same.items()}
         if batch is not None:
             check_option(BATCH, batch, "--batch")
         if batch_per_gpu is not None:
@@ -321,6 +325,16 @@ def stack_precision(value: str, stack, mixed: bool, system) -> tuple[str, str]:
     return TF32, f"runs in TF32 under stack {stack.label}"
 
 
+# Flags.parse's keywords that take one of fixed words (vocabulary.py, COMPUTE_SCALINGS,
+# compute/memory.OPTIMIZER_BYTES): every one of them lower case
+CHOICE_KEYWORDS = ("collective", "overlap", "compute_scaling", "memory_model", "optimizer", "memory_format")
+
+
+def choice_case(value):
+    """A fixed choice (text) given in any case, as its word (all are lower case); other values as they are."""
+    return value.lower() if isinstance(value, str) else value
+
+
 def _memory_reuse(gamma: float | None, same: dict, pending: bool = False) -> float:
     """γ applies to ParaDL's bound only: with the framework model it is a usage error
     (``pending``: no --memory-model given and the stack that may set one not known yet)."""
@@ -370,6 +384,7 @@ OPTION_COLUMNS: dict[str, tuple[str, type]] = {
 STACK_KEYWORDS = ("collective", "overlap", "bucket_mb", "memory_model", "compute_scaling")
 _YES, _NO = ("yes", "true", "1"), ("no", "false", "0")
 # columns whose values are fixed choices, taken in any case as the CLI takes its flags'
+# (Flags.parse: CHOICE_KEYWORDS)
 CHOICE_COLUMNS = ("collective", "overlap", "compute_scaling", "memory_model", "optimizer", "memory_format")
 
 
@@ -402,7 +417,7 @@ def _column_value(col: str, text: str, kind: type):
             raise OracleError(f"got '{text}'; expected yes or no", path=where)
         return text.lower() in _YES
     if kind is str:
-        return text.lower() if col in CHOICE_COLUMNS else text
+        return choice_case(text) if col in CHOICE_COLUMNS else text
     try:
         x = float(text)
     except ValueError:

@@ -59,15 +59,15 @@ def _known(d: dict, keys, name: str, where: str) -> None:
                               hint=did_you_mean(str(key), keys) or "expected " + ", ".join(keys))
 
 
-def _number(value, name: str, where: str, *, integer: bool = False, nullable: bool = True):
+def _number(value, name: str, where: str, *, integer: bool = False, nullable: bool = True, line=None):
     if value is None and nullable:
         return None
     ok = isinstance(value, int) if integer else isinstance(value, (int, float))
     if isinstance(value, bool) or not ok:
         raise OracleError(f"is {_what(value)}; expected {'an integer' if integer else 'a number'}",
-                          file=name, path=where)
+                          file=name, line=line, path=where)
     if isinstance(value, int) and abs(value) > 10**300 or isinstance(value, float) and not math.isfinite(value):
-        raise OracleError("is not a plausible number", file=name, path=where)
+        raise OracleError("is not a plausible number", file=name, line=line, path=where)
     return value
 
 
@@ -88,33 +88,40 @@ NUMBER_KEYS = {"batch": limits.BATCH, "batch_per_gpu": limits.BATCH_PER_GPU, "p2
 FLAG_KEYS = ("mixed_precision",)
 
 
-def check_case(case: dict, name: str, where: str) -> None:
-    """Types of a case's values (also of a cases file's): gpus text, a number or a list of
-    numbers; NUMBER_KEYS numbers; FLAG_KEYS true or false; the rest (names) text."""
+def check_case(case: dict, name: str, where: str, lines: dict | None = None) -> None:
+    """Types of a case's values, the one check of a baseline's, a cases file's and a sweep
+    file's cases: gpus text, a number or a list of numbers; NUMBER_KEYS numbers; FLAG_KEYS
+    true or false; PATH_KEYS (model, system, profile, stack) a non-empty name or path; the
+    rest (names) text.  ``lines``: the file's line of each key ("": the case's), for the errors."""
+    lines = lines or {}
     for key in REQUIRED_KEYS:
-        if not isinstance(case.get(key), str):
-            raise OracleError(f"'{key}' is {_what(case.get(key))}; expected a name or path", file=name, path=where)
+        if key not in case:
+            raise OracleError(f"missing required key '{key}'", file=name, line=lines.get(""), path=where)
     if ("batch" in case) == ("batch_per_gpu" in case):
-        raise OracleError("give exactly one of batch and batch_per_gpu", file=name, path=where)
+        raise OracleError("give exactly one of batch and batch_per_gpu", file=name, line=lines.get(""), path=where)
     for key, value in case.items():
-        here = f"{where}.{key}"
+        at = {"file": name, "line": lines.get(key) or lines.get(""), "path": f"{where}.{key}"}
         if key == "gpus" and isinstance(value, list):
             for k, v in enumerate(value):
-                _of(limits.GPUS, v, name, f"{here}[{k}]")
+                _of(limits.GPUS, v, {**at, "path": f"{at['path']}[{k}]"})
         elif key in NUMBER_KEYS or key == "gpus" and not isinstance(value, str):
-            _of(NUMBER_KEYS.get(key, limits.GPUS), value, name, here)
+            _of(NUMBER_KEYS.get(key, limits.GPUS), value, at)
         elif key in FLAG_KEYS:
             if not isinstance(value, bool):
-                raise OracleError(f"is {_what(value)}; expected true or false", file=name, path=here)
+                raise OracleError(f"is {_what(value)}; expected true or false", **at)
+        elif key in PATH_KEYS:
+            if not isinstance(value, str) or not value.strip():
+                shown = "empty" if isinstance(value, str) else _what(value)
+                raise OracleError(f"is {shown}; expected a name or path", **at)
         elif key != "gpus" and not isinstance(value, str):
-            raise OracleError(f"is {_what(value)}; expected a name", file=name, path=here)
+            raise OracleError(f"is {_what(value)}; expected a name", **at)
 
 
-def _of(kind, value, name: str, where: str) -> None:
-    _number(value, name, where, nullable=False)
+def _of(kind, value, at: dict) -> None:
+    _number(value, at["file"], at["path"], nullable=False, line=at["line"])
     problem = kind.problem(value)
     if problem:
-        raise OracleError(problem, file=name, path=where)
+        raise OracleError(problem, **at)
 
 
 def _point(point, name: str, where: str) -> dict:

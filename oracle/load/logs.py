@@ -312,7 +312,7 @@ def parse_plain(text: str, name: str) -> LogTiming:
 _L = r"(?<![a-z0-9])"  # left boundary: not inside a word or number
 _R = r"(?![a-z0-9=])"  # right boundary
 _NAME_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
-    (key, re.compile(pattern))
+    (key, re.compile(pattern, re.ASCII))  # plain digits 0-9, as every number oracle reads
     for key, pattern in (
         ("gpus", _L + r"(\d+)[-_]?gpus?" + _R),  # 8gpus, 8gpu, 8-gpus
         ("gpus", _L + r"gpus?=?(\d+)" + _R),  # gpus8, gpu8, gpus=8
@@ -326,7 +326,7 @@ _NAME_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
 )
 # ParaDL's p (number of PEs): only when no explicit GPU count is in the name, and
 # never the GPU models P100 / P40.
-_P_PATTERN = re.compile(_L + r"p=?(\d+)" + _R)
+_P_PATTERN = re.compile(_L + r"p=?(\d+)" + _R, re.ASCII)
 _GPU_MODELS = {"p100", "p40"}
 
 
@@ -352,24 +352,33 @@ def parse_run_name(filename: str | Path) -> dict[str, int]:
     >>> parse_run_name("8gpus-32pergpu.json")
     {'gpus': 8, 'batch_per_gpu': 32}
     """
+    found = {key: {v for v in vs if v > 0} for key, vs in _name_values(filename).items()}
+    return {key: next(iter(vs)) for key, vs in found.items() if len(vs) == 1}
+
+
+def _name_values(filename: str | Path) -> dict[str, set[int]]:
+    """Every value :func:`parse_run_name` finds in the file name, 0 included."""
     stem = Path(str(filename)).name.lower()
     if "." in stem:
         stem = stem.rsplit(".", 1)[0]
     found: dict[str, set[int]] = {}
-
-    def add(key: str, text: str) -> None:
-        v = int(text)
-        if v > 0:
-            found.setdefault(key, set()).add(v)
-
     for key, pattern in _NAME_PATTERNS:
         for m in pattern.finditer(stem):
-            add(key, m.group(1))
-    if "gpus" not in found:
+            found.setdefault(key, set()).add(int(m.group(1)))
+    if not any(found.get("gpus", ())):  # no GPU count above 0: ParaDL's p
         for m in _P_PATTERN.finditer(stem):
             if m.group(0) not in _GPU_MODELS:
-                add("gpus", m.group(1))
-    return {key: next(iter(vs)) for key, vs in found.items() if len(vs) == 1}
+                found.setdefault("gpus", set()).add(int(m.group(1)))
+    return found
+
+
+def name_lacks(filename: str | Path, keys: tuple[str, ...], what: str, example: str) -> str:
+    """Why the file name gives none of ``keys`` (:func:`parse_run_name`), for an error's
+    hint: it says 0 (``0gpus``: a number, but no ``what``), or it has none (``example``)."""
+    values = _name_values(filename)
+    if any(0 in values.get(key, ()) for key in keys):
+        return f"the file name gives 0, which is not a {what}"
+    return f"the file name has none, e.g. {example}"
 
 
 __all__ = [
@@ -378,6 +387,7 @@ __all__ = [
     "LogTiming",
     "UnknownLogFormat",
     "detect_format",
+    "name_lacks",
     "parse_plain",
     "parse_run_name",
     "read_log",

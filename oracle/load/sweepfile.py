@@ -97,7 +97,7 @@ def _expand(entry: dict, path: str, where: str, f) -> list[Case]:
     for combo in itertools.product(*lists.values()):
         values = {**base, **dict(zip(lists, combo))}
         values["profile"] = _profile(values, f)
-        check_case({k: v for k, v in values.items() if k != "stack"}, path, where)
+        check_case(values, path, where, lines)  # every value's type, the stack's too (a name or path)
         cases.append(Case(where, rebased(values, Path(path).parent), lines))
     return cases
 

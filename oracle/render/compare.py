@@ -103,13 +103,23 @@ def _stats_or_none(s: Stats | None) -> dict | None:
     return stats_dict(s) if s is not None else None
 
 
+def line_text(line: int | None) -> str:
+    """A run's line in its runs file; "–" for a run of no file line (compare --log)."""
+    return "–" if line is None else str(line)
+
+
+def _lines(lines) -> str:
+    """'line 3; ', 'lines 3, 5; ' for the runs of a runs file ("" for compare --log's run)."""
+    known = [str(x) for x in lines if x is not None]
+    return f"line{'s' if len(known) > 1 else ''} {', '.join(known)}; " if known else ""
+
+
 def unscored_line(summary: Summary) -> str:
     """How runs the model finds infeasible count: apart, or "" when there are none."""
     n = len(summary.unscored_lines)
     if not n:
         return ""
-    lines = ", ".join(map(str, summary.unscored_lines))
-    return (f"not scored: {_runs(n)} the model finds infeasible (line{'s' if n > 1 else ''} {lines}; the limit in"
+    return (f"not scored: {_runs(n)} the model finds infeasible ({_lines(summary.unscored_lines)}the limit in"
             f" the notes), left out of the accuracies, MAPE, ratios and ranking, which are over the other"
             f" {summary.overall.n}")
 
@@ -256,7 +266,7 @@ def _cells(r: CompareRow) -> dict:
     from rich.text import Text
 
     return {
-        "line": str(r.run.line),
+        "line": line_text(r.run.line),
         "strategy": r.run.strategy,
         "gpus": str(r.run.gpus),
         "parts": f"{r.point.p1}×{r.point.p2}",
@@ -359,7 +369,7 @@ def markdown(rows: Sequence[CompareRow], summary: Summary) -> str:
     ]
     for r in rows:
         out.append(
-            f"| {r.run.line} | {md(r.point.model)} | {md(r.point.system)} | {md(r.point.stack)} | {r.run.strategy} |"
+            f"| {line_text(r.run.line)} | {md(r.point.model)} | {md(r.point.system)} | {md(r.point.stack)} | {r.run.strategy} |"
             f" {r.run.gpus} | {r.point.p1}×{r.point.p2} | {r.run.global_batch:g} | {r.run.basis} |"
             f" {fmt_seconds(r.measured_s)} | {fmt_seconds(r.predicted_s)} | {accuracy_cell(r)} | {md(notes(r))} |"
         )

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 from oracle.stack import STACK_KERNEL_FIELDS, Sourced, Stack
+from oracle.vocabulary import NO_STACK
 
 KERNEL_SHARES = STACK_KERNEL_FIELDS  # compute.<field>: the stack's kernels' bandwidth and pooling shares
 
@@ -64,4 +65,42 @@ def stack_table(st: Stack):
         (Column("key", "key", identity=True), Column("value", "value", "right")),
         [Section(rows)], notes=Column("source", "source"), notes_min=40,
         title=f"stack {st.label}: {st.description}",
+    )  # fmt: skip
+
+
+NO_STACK_DESCRIPTION = "no software stack: the options as given"
+
+
+def no_stack_values() -> list[tuple[str, str, str]]:
+    """(key as a stack file names it, value in force, where it comes from) under ``--stack
+    none``: each option's own default (compute/options.Options), nothing of a stack's."""
+    from oracle.compute.options import Options
+
+    o = Options()
+    return [
+        ("compute.efficiency", "1", "an estimated profile's times as the compute model gives them"),
+        ("compute.scaling", o.compute_scaling, "--compute-scaling's default"),
+        ("iteration.fixed_s", "0", "no per-iteration cost beyond the kernels"),
+        ("communication.algorithm", "system", "the system file's collectives, else ring (--collective)"),
+        ("communication.overlap", o.overlap, "--overlap's default: gradients after the backward (ParaDL)"),
+        ("communication.bucket_MB", f"{o.bucket_bytes / 2**20:g}", "--bucket-MB's default (PyTorch DDP's), with --overlap buckets"),
+        ("memory.model", o.memory_model, "--memory-model's default"),
+    ]  # fmt: skip
+
+
+def no_stack_json() -> str:
+    """``oracle show stack none -f json``: as :func:`stack_json` of a stack."""
+    values = {k: {"value": v, "source": src, "fitted_on": None} for k, v, src in no_stack_values()}
+    return json.dumps({"name": NO_STACK, "description": NO_STACK_DESCRIPTION, "values": values}, indent=2) + "\n"
+
+
+def no_stack_table():
+    """``oracle show stack none``: what a projection runs with under no stack."""
+    from oracle.render.columns import Column, FitTable, Section
+
+    rows = [{"key": k, "value": v, "source": src} for k, v, src in no_stack_values()]
+    return FitTable(
+        (Column("key", "key", identity=True), Column("value", "value", "right")),
+        [Section(rows)], notes=Column("source", "source"), notes_min=40,
+        title=f"stack {NO_STACK}: {NO_STACK_DESCRIPTION}",
     )  # fmt: skip

@@ -97,7 +97,7 @@ def _load_cases(path: str) -> tuple[list[dict], list[dict]]:
                 raise f.error(None, f"missing required key '{key}'")
         if ("batch" in case) == ("batch_per_gpu" in case):
             raise f.error(None, "give exactly one of batch and batch_per_gpu")
-        check_case(case, path, f"cases[{i}]")
+        check_case(case, path, f"cases[{i}]", {"": f.line} | {key: f.key_line(key) for key in case})
         cases.append(case)
     top.done()
     if not cases:

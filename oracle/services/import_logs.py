@@ -92,7 +92,13 @@ def files(paths) -> list[str]:
 def _row(path: str, fixed: dict, log_format: str | None, skip_unknown: bool, warn) -> dict | None:
     from oracle.compute.strategies import REGISTRY
     from oracle.errors import OracleError
-    from oracle.load.logs import FORMAT_NAMES, UnknownLogFormat, parse_run_name, read_log
+    from oracle.load.logs import (
+        FORMAT_NAMES,
+        UnknownLogFormat,
+        name_lacks,
+        parse_run_name,
+        read_log,
+    )
     from oracle.vocabulary import ESTIMATE
 
     try:
@@ -117,7 +123,7 @@ def _row(path: str, fixed: dict, log_format: str | None, skip_unknown: bool, war
     row["profile"] = fixed["profile"] or ESTIMATE  # none named: the compute model's estimate (load/runs.py)
     gpus = fixed["gpus"] or found.get("gpus")
     if gpus is None:
-        raise missing("GPU count", "--gpus (the file name has none, e.g. 8gpus)")
+        raise missing("GPU count", f"--gpus ({name_lacks(path, ('gpus',), 'GPU count', '8gpus')})")
     if fixed["batch"] is not None:
         global_batch = fixed["batch"]
     elif fixed["batch_per_gpu"] is not None:
@@ -127,7 +133,8 @@ def _row(path: str, fixed: dict, log_format: str | None, skip_unknown: bool, war
     elif "batch_per_gpu" in found:
         global_batch = found["batch_per_gpu"] * gpus
     else:
-        raise missing("batch size", "--batch or --batch-per-gpu (the file name has none, e.g. 32pergpu)")
+        lacks = name_lacks(path, ("batch_per_gpu", "global_batch"), "batch size", "32pergpu")
+        raise missing("batch size", f"--batch or --batch-per-gpu ({lacks})")
     p1 = fixed["p1"] or found.get("p1")
     p2 = fixed["p2"] or found.get("p2")
     if REGISTRY[row["strategy"]].hybrid:

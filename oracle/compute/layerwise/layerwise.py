@@ -69,7 +69,7 @@ from oracle.compute.layerwise.layerwise_overlap import overlapped
 from oracle.compute.layerwise.layerwise_shuffle import shuffle_tables
 from oracle.compute.memory import assignment_excess_bytes, optimizer_bytes_per_parameter
 from oracle.compute.stack import stack_name, with_stack_costs
-from oracle.compute.strategies.base import epoch_limit, memory_limit
+from oracle.compute.strategies.base import epoch_limit, memory_limit, sample_limit
 from oracle.compute.strategies.data import Data
 from oracle.model import MODEL_INPUT
 from oracle.vocabulary import PARADL
@@ -391,7 +391,7 @@ class Costs:
             l, why = layer_limits[0]
             more = f" (and {len(layer_limits) - 1} more layers)" if len(layer_limits) > 1 else ""
             limits.append(Limit("layer", f"{ctx.names[l]} under {self.dists[c[l]].label}: {why}{more}"))
-        limits += epoch_limit(ctx, self.B)  # issue 13: B > D
+        limits += sample_limit(self.B) + epoch_limit(ctx, self.B)  # a whole batch; issue 13: B > D
         if self.p > ctx.system.total_gpus:
             limits.insert(0, Limit("gpus", f"needs {self.p} GPUs; {ctx.system.name} has {ctx.system.total_gpus}"))
         if memory > ctx.system.gpu_memory_bytes:

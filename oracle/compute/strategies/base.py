@@ -234,7 +234,7 @@ def make_point(
         _grow_total(details, breakdown.gradient_exchange_s - exchange)
     if system.input is not None and cfg.batch > 0:
         breakdown = _with_input(ctx, cfg, breakdown)
-    limits = list(limits) + epoch_limit(ctx, cfg.batch)
+    limits = list(limits) + shared_batch_limit(limits, cfg.batch) + epoch_limit(ctx, cfg.batch)
     if cfg.gpus > system.total_gpus:
         limits.insert(0, gpus_limit(system, cfg.gpus))
     phases = breakdown.as_dict().values()  # all finite, memory not inf: the common case, one pass
@@ -304,6 +304,28 @@ def epoch_limit(ctx: Context, batch: float) -> list[Limit]:
         return [Limit("dataset", f"global batch B={shown} exceeds the {samples} samples of the dataset"
                       " (fewer than one iteration per epoch)")]  # fmt: skip
     return []
+
+
+# a weak-scaling batch b·p is whole when within this relative distance of an integer
+# (0.1 x 30 is 3.0000000000000004 in binary floating point)
+WHOLE_BATCH_RTOL = 1e-9
+
+
+def sample_limit(batch: float) -> list[Limit]:
+    """A global batch below one sample, or not a whole number of samples (weak scaling's
+    B = b·p with a fractional b, e.g. 0.5 per GPU on 1 or 3 GPUs; docs/cost-model.md
+    "Batches"): no iteration of every strategy holds it."""
+    if batch < 1:
+        return [Limit("batch", f"fewer than one sample per iteration: B={batch:g}")]
+    if abs(batch - round(batch)) > WHOLE_BATCH_RTOL * batch:
+        return [Limit("batch", f"B={batch:g} is not a whole number of samples")]
+    return []
+
+
+def shared_batch_limit(limits, batch: float) -> list[Limit]:
+    """:func:`sample_limit`, unless the strategy's own limits already say the batch is too
+    small ("fewer than one sample per GPU")."""
+    return [] if any(lim.code == "batch" for lim in limits) else sample_limit(batch)
 
 
 def overlapped_gradients(

@@ -1,8 +1,8 @@
 """A strategy's points as columns (issue 29): one array entry per configuration, the
 breakdown phases, memory per GPU and the limit codes, finished as
 compute/strategies/base.make_point finishes one point (memory by the context's memory
-model, ZeRO-3's extra communication, the system-size, dataset, overflow and GPU-memory
-limits), with the same floating-point operations in the same order."""
+model, ZeRO-3's extra communication, the system-size, batch, dataset, overflow and
+GPU-memory limits), with the same floating-point operations in the same order."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ import numpy as np
 
 from oracle.compute.cost import phase_names
 from oracle.compute.memory import OPTIMIZER_BYTES, excess_bytes
+from oracle.compute.strategies.base import WHOLE_BATCH_RTOL
 from oracle.compute.vector.io import with_input
 from oracle.compute.vector.stack import per_iteration
 from oracle.vocabulary import PARADL
@@ -214,7 +215,7 @@ def _grow_total(overlap: dict, after: np.ndarray, before: np.ndarray) -> None:
 def finish(ctx, cols: Columns, limits: list[tuple[str, np.ndarray]]) -> Columns:
     """make_point's tail for every entry (the overlap's totals of the strategy's
     breakdown first, as its evaluate reports them: Columns.overlap): ZeRO-3, then the limits in make_point's order
-    (system size first, the strategy's, dataset, overflow, GPU memory); the stack's
+    (system size first, the strategy's, the batch's, dataset, overflow, GPU memory); the stack's
     per-GPU costs after ZeRO-3 (compute/vector/stack.py), then the input pipeline's
     stall (compute/vector/io.py)."""
     system = ctx.system
@@ -232,7 +233,8 @@ def finish(ctx, cols: Columns, limits: list[tuple[str, np.ndarray]]) -> Columns:
     if cols.overlap is not None:  # base._grow_total: ZeRO-3's extra and a stack's cycle wait, never hidden
         _grow_total(cols.overlap, ph["gradient_exchange_s"], exchange)
     with_input(ctx, cols)
-    codes = [("gpus", cols.gpus > system.total_gpus), *limits, ("dataset", cols.batch > ctx.D)]
+    codes = [("gpus", cols.gpus > system.total_gpus), *limits, ("batch", _sample_mask(cols, limits)),
+             ("dataset", cols.batch > ctx.D)]  # fmt: skip
     values = np.stack([np.broadcast_to(np.asarray(v, dtype=float), (cols.size,)) for v in ph.values()])
     nan = np.isnan(values)
     over = np.isinf(values).any(axis=0) | np.isinf(cols.memory) | (nan.any(axis=0) & ~nan.all(axis=0))
@@ -240,3 +242,14 @@ def finish(ctx, cols: Columns, limits: list[tuple[str, np.ndarray]]) -> Columns:
     codes.append(("memory", ~np.isnan(cols.memory) & (cols.memory > system.gpu_memory_bytes)))
     cols.codes = codes
     return cols
+
+
+def _sample_mask(cols: Columns, limits: list[tuple[str, np.ndarray]]) -> np.ndarray:
+    """base.shared_batch_limit per entry: a global batch below one sample or not a whole
+    number of them, where the strategy's own limits do not already say it is too small."""
+    B = cols.batch
+    own = np.zeros(cols.size, dtype=bool)
+    for code, mask in limits:
+        if code == "batch":
+            own |= mask
+    return ((B < 1) | (np.abs(B - np.round(B)) > WHOLE_BATCH_RTOL * B)) & ~own

@@ -18,7 +18,14 @@ import numpy as np
 from oracle.compute.cost import Breakdown, Limit, Point, phase_names
 from oracle.compute.engine import per_context
 from oracle.compute.strategies import REGISTRY
-from oracle.compute.strategies.base import OVERFLOW, Config, epoch_limit, gpus_limit, memory_reasons
+from oracle.compute.strategies.base import (
+    OVERFLOW,
+    Config,
+    epoch_limit,
+    gpus_limit,
+    memory_reasons,
+    sample_limit,
+)
 from oracle.compute.vector.columns import Columns
 
 
@@ -113,9 +120,9 @@ def _reasons(ctx, c: Columns, rows: np.ndarray, fields: tuple, limits: list) -> 
     """Each infeasible row's reasons into ``limits``, make_point's in its order (the
     system's size, the strategy's own (its ``limits``), the dataset, overflow, GPU
     memory), rows grouped by the codes they hit: the strategy's own limits asked only
-    where the columns flag one of its codes, the dataset's where they flag it; each
-    reason worded once per the values it reads (:class:`_Texts`).  The codes are
-    columns.finish's: the system's size, the strategy's own, the dataset, overflow, memory."""
+    where the columns flag one of its codes, the batch's and the dataset's where they flag
+    them; each reason worded once per the values it reads (:class:`_Texts`).  The codes are
+    columns.finish's: the system's size, the strategy's own, the batch, the dataset, overflow, memory."""
     codes, n = [code for code, _ in c.codes], len(c.codes)
     hits = np.stack([mask[rows] for _, mask in c.codes], axis=1)
     pattern = hits.astype(np.int64) @ (np.int64(1) << np.arange(n, dtype=np.int64))
@@ -124,8 +131,8 @@ def _reasons(ctx, c: Columns, rows: np.ndarray, fields: tuple, limits: list) -> 
         hit = [bool(pat >> j & 1) for j in range(n)]
         at = bad[pattern[bad] == pat]
         ats = at.tolist()
-        own = [k for k, h in zip(codes[1:-3], hit[1:-3]) if h]
-        parts = [texts.gpus(ats) if hit[0] else None, texts.own(own, ats),
+        own = [k for k, h in zip(codes[1:-4], hit[1:-4]) if h]
+        parts = [texts.gpus(ats) if hit[0] else None, texts.own(own, ats), texts.samples(ats) if hit[-4] else None,
                  texts.dataset(ats) if hit[-3] else None, [(OVERFLOW,)] * len(ats) if hit[-2] else None,
                  texts.memory(at) if hit[-1] else None]  # fmt: skip
         joined: list = [()] * len(ats)
@@ -156,6 +163,9 @@ class _Texts:
 
     def gpus(self, at: list) -> list:
         return self._by(("gpus",), self.fields[0], at, lambda g: (gpus_limit(self.ctx.system, g),))
+
+    def samples(self, at: list) -> list:
+        return self._by(("samples",), self.fields[3], at, lambda b: tuple(sample_limit(b)))
 
     def dataset(self, at: list) -> list:
         return self._by(("dataset",), self.fields[3], at, lambda b: tuple(epoch_limit(self.ctx, b)))
