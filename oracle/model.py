@@ -182,13 +182,6 @@ class NetworkLevel:
     basis: str = ""  # measured | fitted | calibrated | nominal: where α and β come from ("" unstated)
 
 
-# interconnect.nvswitch_generation: the generations oracle knows, 0 for no NVSwitch (NVIDIA's
-# NVLink and NVSwitch page: the first NVSwitch in DGX-2 with V100, the second with A100, the
-# third with H100, the NVLink switch of Blackwell); NVLS from generation 3 on, its efficiency per
-# generation in compute/nccl.py NVLS_EFFICIENCY
-NVSWITCH_GENERATIONS = {0: "none", 1: "V100, DGX-2", 2: "A100", 3: "H100/H200", 4: "Blackwell"}
-
-
 @dataclass(frozen=True)
 class Interconnect:
     """What the interconnect offers collectives (issue 25; docs/file-formats.md ``interconnect:``),
@@ -196,7 +189,7 @@ class Interconnect:
     :attr:`System.links_per_node`."""
 
     nvlink_domain_gpus: int | None = None  # GPUs all-to-all over NVLink/NVSwitch (None: one node)
-    nvswitch_generation: int = 0  # NVSWITCH_GENERATIONS: 0 no NVSwitch, ..., 4 Blackwell
+    nvswitch_generation: int = 0  # vocabulary.NVSWITCH_GENERATIONS: 0 no NVSwitch, ..., 4 Blackwell
     nvls: bool = False  # NVLink SHARP: all-reduce inside the NVSwitch (generation 3 or later)
     sharp: bool = False  # SHARP: the fabric's switches reduce (NCCL CollNet with the SHARP plugin)
     source: str = ""

@@ -62,3 +62,9 @@ NO_STACK = "none"
 # model's estimate for the system's GPU at the run's precision and per-GPU batch (what
 # ``oracle profile MODEL --estimate --system S`` would write)
 ESTIMATE = "estimate"
+
+# -- interconnect.nvswitch_generation: the generations oracle knows, 0 for no NVSwitch (NVIDIA's
+# NVLink and NVSwitch page: the first NVSwitch in DGX-2 with V100, the second with A100, the
+# third with H100, the NVLink switch of Blackwell); NVLS from generation 3 on, its efficiency per
+# generation in compute/nccl.py NVLS_EFFICIENCY
+NVSWITCH_GENERATIONS = {0: "none", 1: "V100, DGX-2", 2: "A100", 3: "H100/H200", 4: "Blackwell"}

@@ -9,7 +9,7 @@ from conftest import ROOT, run_cli
 from test_robustness import one_error
 
 from oracle.load import load_system
-from oracle.model import NVSWITCH_GENERATIONS
+from oracle.vocabulary import NVSWITCH_GENERATIONS
 
 GB200 = ROOT / "systems" / "gb200-nvl72.yaml"
 DGX = ROOT / "systems" / "dgx-h100-superpod.yaml"

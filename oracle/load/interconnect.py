@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from oracle.limits import GPUS
 from oracle.load.fields import Bad, Fields, boolean, integer, of, string
-from oracle.model import NVSWITCH_GENERATIONS, Interconnect, NetworkLevel
+from oracle.model import Interconnect, NetworkLevel
+from oracle.vocabulary import NVSWITCH_GENERATIONS
 
 _GENERATIONS = "an NVSwitch generation, one of " + ", ".join(f"{g} ({w})" for g, w in NVSWITCH_GENERATIONS.items())
 
