@@ -162,3 +162,10 @@ def test_an_unknown_name_in_a_cases_file_names_the_file_the_case_and_its_key(tmp
     out.write_text(out.read_text().replace('"system": "abci"', '"system": "abcii"'))
     res = invoke("check", out)
     assert res.exit_code == 2 and f"{out}: cases[0].case.system: system 'abcii'" in res.stderr, res.stderr
+
+
+def test_a_point_with_no_split_is_labelled_so_not_0x0():
+    from oracle.compute.baseline import point_label
+
+    assert point_label({"strategy": "data", "gpus": 8, "p1": 8, "p2": 1}) == "data on 8 GPUs (8x1)"
+    assert point_label({"strategy": "data+spatial", "gpus": 2, "p1": 0, "p2": 0}) == "data+spatial on 2 GPUs (no split p1·p2)"

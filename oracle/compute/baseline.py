@@ -81,7 +81,9 @@ def point_key(d: dict) -> tuple:
 
 
 def point_label(d: dict) -> str:
-    return f"{d['strategy']} on {d['gpus']} GPUs ({d['p1']}x{d['p2']})"
+    """'data on 8 GPUs (8x1)'; a point with no split p1·p2 (p1 = 0: units.fmt_split) says so."""
+    split = f"{d['p1']}x{d['p2']}" if d["p1"] > 0 else "no split p1·p2"
+    return f"{d['strategy']} on {d['gpus']} GPUs ({split})"
 
 
 def _moved(old, new, rtol: float) -> bool:
