@@ -304,8 +304,7 @@ def compare(
         held = HeldOut(everything, calibrate_on, inputs, file)
         for text in held.clashes:  # issue 26: anchors that contradict each other
             _say(warn, f"{file or 'the runs'}: {text}")
-        calibration = {r.line for r in held.calibration_runs}
-        runs = [r for r in runs if r.line not in calibration]
+        runs = [r for r in runs if r.line not in held.selected]
         if not runs:
             raise OracleError(f"'{calibrate_on}' selects every run left to score", path="--calibrate-on", file=file)
     rows = []
@@ -344,6 +343,7 @@ class HeldOut:
 
     def __init__(self, runs, expr: str, inputs: Inputs, file: str | None) -> None:
         from oracle.compute.calibration.anchor import contradictions, per_model_systems, run_filter
+        from oracle.compute.calibration.calibrate import feasible_runs, none_feasible
         from oracle.compute.calibration.calibrate_all import apply, calibrate_all
         from oracle.errors import OracleError
 
@@ -351,9 +351,10 @@ class HeldOut:
             keep = run_filter(expr)
         except ValueError as exc:
             raise OracleError(str(exc), path="--calibrate-on") from None
-        self.calibration_runs = [r for r in runs if keep(r)]
+        chosen_runs = [r for r in runs if keep(r)]
+        self.selected = {r.line for r in chosen_runs}  # not scored, calibrated on where feasible
         self.evaluated = [r for r in runs if not keep(r)]
-        for what, chosen in (("selects no run", self.calibration_runs), ("selects every run", self.evaluated)):
+        for what, chosen in (("selects no run", chosen_runs), ("selects every run", self.evaluated)):
             if not chosen:
                 raise OracleError(f"'{expr}' {what}", path="--calibrate-on", file=file,
                                   hint="calibrate on some runs, e.g. gpus<=8, and score the others")  # fmt: skip
@@ -361,17 +362,27 @@ class HeldOut:
         self.systems: dict[str, object] = {}
         self.notes: list[tuple[str, str]] = []
         self.clashes: list[str] = []
+        self.left_out: list[tuple[str, tuple]] = []  # (system, calibrate.SetAside runs it finds infeasible)
+        feasible: set[int] = set()  # ids of the runs calibrated on
         for name in sorted({r.system for r in runs}):
-            pairs = [(r, inputs.context(r.model, r.system, r.profile, r)) for r in self.calibration_runs if r.system == name]
+            pairs = [(r, inputs.context(r.model, r.system, r.profile, r)) for r in chosen_runs if r.system == name]
             if not pairs:
                 raise OracleError(f"no calibration run on system '{name}'", path="--calibrate-on", file=file)
+            pairs, aside = feasible_runs(pairs)  # as fit runs: a run the model cannot project is not fitted
+            if not pairs:
+                raise none_feasible(aside, "calibration", "calibrate on", of=f" on system '{name}'", file=file,
+                                    path="--calibrate-on", hint="calibrate on runs the model can project; oracle"
+                                    " predict shows a configuration's limits")  # fmt: skip
+            self.left_out += [(name, aside)] if aside else []
+            feasible.update(id(r) for r, _ in pairs)
             cal = calibrate_all(pairs)
             self.systems[name] = apply(pairs[0][1].system, cal)
             own, residual = per_model_systems(self.systems[name], pairs)  # issue 26
             self.systems.update({(name, m): sys_m for m, sys_m in own.items()})
             clash = contradictions([r for r, _ in pairs])
             self.clashes += clash
-            self.notes.append((name, "; ".join([_calibration_note(cal), *residual, *clash])))
+            self.notes.append((name, "; ".join([_calibration_note(cal, aside), *residual, *clash])))
+        self.calibration_runs = [r for r in chosen_runs if id(r) in feasible]  # in the file's order
         self._contexts: dict = {}
 
     def context(self, run):
@@ -420,7 +431,7 @@ class HeldOut:
             within_calibration=cmp.stats(within) if within and beyond else None,
             naive_within_calibration=_naive_stats(within)[0] if within and beyond else None,
             beyond_calibration=cmp.stats(beyond) if beyond else None,
-            beyond_lines=tuple(r.run.line for r in beyond),
+            beyond_lines=tuple(r.run.line for r in beyond), calibration_left_out=tuple(self.left_out),
             unanchored=_unanchored(rows),
         )  # fmt: skip
 
@@ -449,10 +460,15 @@ def _naive_stats(rows):
     return naive, cmp.stats(with_naive)
 
 
-def _calibration_note(cal) -> str:
+def _calibration_note(cal, aside=()) -> str:
+    """What a system's calibration identified on which lines; ``aside``: the selected runs
+    left out, infeasible in the model (calibrate.SetAside), with their limits."""
     from oracle.compute.calibration.calibrate_all import identified
 
     lines = sorted({e.line for e in cal.evidence})
     found = ", ".join(identified(cal)) or "nothing"
     flagged = "".join(f"; flagged as unphysical: {u}" for _, u in cal.unphysical)  # issue 26
-    return f"calibrated {found} on lines {', '.join(map(str, lines)) or '-'}{flagged}"
+    on = f"line{'' if len(lines) == 1 else 's'} {', '.join(map(str, lines)) or '-'}"
+    left = ", ".join(f"line {a.line} ({a.reason})" for a in aside)
+    left = f"; left out, infeasible in the model: {left}" if left else ""
+    return f"calibrated {found} on {on}{left}{flagged}"

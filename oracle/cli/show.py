@@ -13,13 +13,15 @@ _FORMAT = click.option(
 _WIDTH = click.option("--width", type=width_type(), help="Table width. [default: terminal]")
 
 
-def _list(kind: str, width: int | None) -> None:
-    """Without a name: the shipped files of the kind (as oracle list KIND)."""
+def _list(kind: str, fmt: str, width: int | None, output: str | None) -> None:
+    """Without a name: the shipped files of the kind (as oracle list KIND), in ``fmt``."""
+    from rich.console import Group
+
     from oracle.catalog import entries
-    from oracle.cli.common import print_renderable
     from oracle.render import catalog as rc
 
-    print_renderable(*rc.tables({kind: entries(kind)}), width=width)
+    chosen = {kind: entries(kind)}
+    _print(rc.to_json(chosen) if fmt == "json" else Group(*rc.tables(chosen)), fmt, width, output)
 
 
 def _print(renderable_or_text, fmt: str, width: int | None, output: str | None) -> None:
@@ -56,7 +58,7 @@ def show_model(name: str, fmt: str, width: int | None, output: str | None, syste
     from oracle.render import show as rs
 
     if name is None:
-        return _list("models", width)
+        return _list("models", fmt, width, output)
     m = load_model(name)
     s = load_system(system) if system else None
     _print(rs.model_json(m, s) if fmt == "json" else rs.model_table(m, s), fmt, width, output)
@@ -73,7 +75,7 @@ def show_system(name: str, fmt: str, width: int | None, output: str | None) -> N
     from oracle.render import show as rs
 
     if name is None:
-        return _list("systems", width)
+        return _list("systems", fmt, width, output)
     s = load_system(name)
     _print(rs.system_json(s) if fmt == "json" else rs.system_table(s), fmt, width, output)
 
@@ -91,7 +93,7 @@ def show_profile(name: str, model: str | None, fmt: str, width: int | None, outp
     from oracle.render import show as rs
 
     if name is None:
-        return _list("profiles", width)
+        return _list("profiles", fmt, width, output)
     pr = load_profile(name)
     m = times = None
     if model:
@@ -114,7 +116,7 @@ def show_stack(name: str, fmt: str, width: int | None, output: str | None) -> No
     from oracle.vocabulary import NO_STACK
 
     if name is None:
-        return _list("stacks", width)
+        return _list("stacks", fmt, width, output)
     if name == NO_STACK:  # as --stack none: no stack, whatever file is named none
         return _print(rs.no_stack_json() if fmt == "json" else rs.no_stack_table(), fmt, width, output)
     st = load_stack(name)

@@ -88,7 +88,7 @@ def summary_dict(s: Summary) -> dict:
         "ranking_agreement": _num(s.ranking_agreement),
         "ranking_pairs": s.ranking_pairs,
         "anomalies": s.anomalies,
-        "calibration": [{"system": k, "calibrated": v} for k, v in s.calibration],
+        "calibration": [{"system": k, "calibrated": v, "left_out": _left_out(s, k)} for k, v in s.calibration],
         "naive": stats_dict(s.naive) if s.naive else None,
         "model_on_naive_runs": stats_dict(s.model_on_naive_runs) if s.model_on_naive_runs else None,
         "within_calibration": _stats_or_none(s.within_calibration),
@@ -97,6 +97,13 @@ def summary_dict(s: Summary) -> dict:
         "beyond_calibration_lines": list(s.beyond_lines),
         "unanchored": _stats_or_none(s.unanchored),
     }
+
+
+def _left_out(s: Summary, system: str) -> list[dict]:
+    """--calibrate-on: the runs selected on ``system`` that the model finds infeasible, left
+    out of its calibration, with their limits."""
+    aside = dict(s.calibration_left_out).get(system, ())
+    return [{"line": a.line, "run": a.run, "reason": a.reason} for a in aside]
 
 
 def _stats_or_none(s: Stats | None) -> dict | None:
@@ -152,20 +159,31 @@ def _range_lines(summary: Summary) -> list[str]:
         return []
     out = []
     if summary.within_calibration is not None:
-        naive = summary.naive_within_calibration
+        within, naive = summary.within_calibration, summary.naive_within_calibration
         out.append(
             f"within the calibrated batch (a calibration run of the same model and strategy has the run's samples"
-            f" per replica): {_runs(summary.within_calibration.n)}, mean accuracy"
-            f" {pct_text(summary.within_calibration.mean_accuracy)}"
+            f" per replica): {_runs(within.n)}, mean accuracy {pct_text(within.mean_accuracy)}"
             + (f"; naive projection {pct_text(naive.mean_accuracy)} on {naive.n} of them" if naive else "")
+            + _not_scored(within.unscored)
         )
-    lines = ", ".join(map(str, summary.beyond_lines))
+    unscored = set(summary.unscored_lines)
+    scored = [line for line in summary.beyond_lines if line not in unscored]
+    beyond = summary.beyond_calibration
     out.append(
-        f"beyond it (extrapolated in batch, see notes): {_runs(summary.beyond_calibration.n)} (line"
-        f"{'s' if summary.beyond_calibration.n > 1 else ''} {lines}), mean accuracy"
-        f" {pct_text(summary.beyond_calibration.mean_accuracy)}"
+        f"beyond it (extrapolated in batch, see notes): {_runs(beyond.n)}"
+        + (f" ({_lines(scored)[:-2]})" if scored else "")
+        + f", mean accuracy {pct_text(beyond.mean_accuracy)}"
+        + _not_scored(beyond.unscored, [line for line in summary.beyond_lines if line in unscored])
     )
     return out
+
+
+def _not_scored(n: int, lines=()) -> str:
+    """'; 2 not scored (infeasible in the model: lines 4, 5)' where ``n`` of a range's runs
+    are infeasible in the model (its Stats.unscored), "" where none."""
+    if not n:
+        return ""
+    return f"; {n} not scored (infeasible in the model{': ' + _lines(lines)[:-2] if lines else ''})"
 
 
 def to_json(rows: Sequence[CompareRow], summary: Summary) -> str:

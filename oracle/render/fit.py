@@ -216,6 +216,7 @@ def calibration(cal, runs: str, aside=()) -> list:
         notes=Column("how", "how"),
         title=f"calibration ({cal.kind}) from {runs}",
         styles={id(r): "dim" for r in unused},
+        hint="--width shows them",  # fit runs has no --format: nothing but a wider table holds them
     )  # fmt: skip
     lines = [f"runs inverted under {stacks_text(cal.stacks)}"] if cal.stacks else []
     if cal.kind == "all":

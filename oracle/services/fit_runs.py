@@ -156,18 +156,14 @@ def feasible_pairs(req: RunsRequest, sel: Selection) -> tuple[list, tuple]:
     system, the SetAside others): a run it says cannot run is not fitted, as compare does not
     score it; none left is an error naming them and their limits."""
     from oracle.api import Inputs
-    from oracle.compute.calibration.calibrate import feasible_runs
-    from oracle.errors import OracleError
+    from oracle.compute.calibration.calibrate import feasible_runs, none_feasible
 
     inputs = Inputs(**(req.flags or {}))
     pairs, aside = feasible_runs([(r, _context(inputs, r, sel.base_path, req.runs)) for r in sel.chosen])
     if not pairs:
-        n = len(aside)
-        raise OracleError(
-            f"{'the selected run is not' if n == 1 else f'none of the {n} selected runs is'} feasible in the model,"
-            " so there is nothing to fit: " + "; ".join(f"line {a.line} {a.run}: {a.reason}" for a in aside),
-            file=req.runs, line=aside[0].line if n == 1 else None,
-            hint="select runs the model can project with --where (oracle predict shows a configuration's limits)")
+        raise none_feasible(aside, "selected", "fit", file=req.runs,
+                            hint="select runs the model can project with --where (oracle predict shows a"
+                            " configuration's limits)")  # fmt: skip
     return pairs, aside
 
 

@@ -169,6 +169,20 @@ def feasible_runs(pairs: list[tuple[MeasuredRun, Context]]) -> tuple[list, tuple
     return kept, tuple(aside)
 
 
+def none_feasible(aside: tuple[SetAside, ...], runs: str, goal: str, *, of: str = "", **where):
+    """The error where every run chosen to calibrate on is infeasible in the model (``aside``,
+    from :func:`feasible_runs`), naming each with its limits: "none of the 3 ``runs`` runs
+    ``of`` is feasible in the model, so there is nothing to ``goal``"; ``where``: the
+    OracleError's file, path and hint (one run: its line too)."""
+    from oracle.errors import OracleError
+
+    n = len(aside)
+    head = f"the {runs} run{of} is not" if n == 1 else f"none of the {n} {runs} runs{of} is"
+    return OracleError(f"{head} feasible in the model, so there is nothing to {goal}: "
+                       + "; ".join(f"line {a.line} {a.run}: {a.reason}" for a in aside),
+                       line=aside[0].line if n == 1 else None, **where)  # fmt: skip
+
+
 def calibrate(kind: str, runs: list[tuple[MeasuredRun, Context]]) -> Calibration:
     found: dict[int, Evidence | str] = {}  # by position in ``runs``
     evidence: list[Evidence] = []

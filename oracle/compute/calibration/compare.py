@@ -121,6 +121,9 @@ class Summary:
     beyond_lines: tuple[int, ...] = ()
     unanchored: Stats | None = None  # --calibrate-on: the calibrated model without its anchors
     unscored_lines: tuple[int, ...] = ()  # the runs the model finds infeasible (CompareRow.scored)
+    # --calibrate-on: per system, the runs it selects that the model finds infeasible, left out of
+    # the calibration (calibrate.SetAside)
+    calibration_left_out: tuple[tuple[str, tuple], ...] = ()
 
 
 NOT_COMPUTABLE = "the projection is not computable"
