@@ -250,13 +250,16 @@ def domains_text(counts: list[int] | None) -> str | None:
 
 
 def nccl_nodes(system, group) -> tuple[int, int]:
-    """(n, g): the NCCL nodes the group spans and its GPUs on each (:func:`node_gpus`)."""
-    gpn = system.gpus_per_node
+    """(n, g): the NCCL nodes the group's GPUs sit on (GPU i on node i // :func:`node_gpus`)
+    and the most of them on one: its hosts where a host is the NVLink domain, else
+    network.placed over the domains (a strided group's too: GPUs 0, 10, ..., 90 on NVL72 are
+    8 + 2 on 2 racks)."""
+    from oracle.compute.network import placed  # network imports this module
+
     domain = node_gpus(system)
-    if domain <= gpn or group.nodes <= 1:
+    if domain <= system.gpus_per_node:
         return group.nodes, group.per_node
-    hosts = domain // gpn
-    return -(-group.nodes // hosts), group.per_node * min(hosts, group.nodes)
+    return placed(group.p, group.stride, domain)
 
 
 NCCL_ALGORITHMS = ("ring", "tree", "nvls", "collnet")  # NCCL_ALGO's names (src/graph/tuning.cc)
