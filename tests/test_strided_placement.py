@@ -1,22 +1,21 @@
 """A hybrid's data-parallel group {0, p2, 2·p2, ...} sits where its GPUs do (GPU i on host
-i // gpus_per_node, on NCCL node i // nccl.node_gpus): its span runs from its first host to
-its last (the level it crosses), its NCCL nodes are the NVLink domains its GPUs occupy, on
-the per-point and the array engines alike (docs/cost-model.md, "Network levels and placement")."""
+i // gpus_per_node, on NCCL node i // nccl.node_gpus): its span is the hosts it occupies
+(ParaDL mode's rule, kept), its NCCL nodes are the NVLink domains its GPUs occupy, and NCCL's
+steps between those domains take the level of the domains' GPUs (nccl.inter_span), on the
+per-point and the array engines alike (docs/cost-model.md, "Network levels and placement")."""
 
 from __future__ import annotations
 
 import json
 
-import numpy as np
 from test_vector import default_context, mismatches
 
 from oracle.compute import nccl
 from oracle.compute.network import (
-    Group,
-    allreduce_algorithm,
     group_contiguous,
     group_strided,
     level_for,
+    link,
     span_strided,
 )
 from oracle.compute.vector import run as vrun
@@ -25,19 +24,22 @@ from oracle.load import load_system
 TAIL = ", the partial NVLink domain taken as fast across the network as a full one"
 
 
-def test_a_data_group_striding_past_a_rack_spans_both_racks():
-    """10 x 10 on NVL72 (trays of 4, racks of 72): GPUs 0, 10, ..., 90 on trays 0, 2, 5, ..., 22,
-    so the span is 23 trays = 92 GPUs (> 72: InfiniBand), and racks 0 (GPUs 0..70: 8) and 1
-    (80, 90: 2) are 2 NCCL nodes, the fuller holding 8. Before, 10 trays occupied were taken
-    as a span of 40 (NVLink) on one NCCL node."""
+def test_a_data_group_striding_past_a_rack_crosses_the_racks():
+    """10 x 10 on NVL72 (trays of 4, racks of 72): GPUs 0, 10, ..., 90 occupy 10 trays (span 40,
+    the NVLink level by the hosts' rule) but racks 0 (GPUs 0..70: 8) and 1 (80, 90: 2): 2 NCCL
+    nodes, whose steps between them take InfiniBand (inter_span 2 x 72 = 144). Before, it was
+    one NCCL node on NVLink."""
     s = load_system("gb200-nvl72")
     g = group_strided(10, 10, 4)
-    assert (g.nodes, g.per_node, g.span, g.stride) == (10, 1, 92, 10)
-    assert level_for(s, g.span).name == "ib"
+    assert (g.nodes, g.per_node, g.span, g.stride) == (10, 1, 40, 10)
     assert nccl.nccl_nodes(s, g) == (2, 8)
     assert nccl.partial_domain(s, g, 10) == [8, 2]
-    # 9 x 16: GPUs 0..128, trays 0..32 (132 GPUs), racks 0 (0..64: 5) and 1 (80..128: 4)
-    assert span_strided(9, 16, 4) == 132 and nccl.nccl_nodes(s, group_strided(9, 16, 4)) == (2, 5)
+    assert nccl.inter_span(s, g.span, 2) == 144 and level_for(s, 144).name == "ib"
+    _, _, lines, _ = nccl.group_lines(s, g, "gradient_allreduce", link)
+    ib = s.network[-1]
+    assert ib.name == "ib" and lines[("inter", "Simple")][1] == ib.beta_s_per_byte
+    # 9 x 16: GPUs 0..128, 9 trays; racks 0 (0..64: 5) and 1 (80..128: 4)
+    assert span_strided(9, 16, 4) == 36 and nccl.nccl_nodes(s, group_strided(9, 16, 4)) == (2, 5)
     # a stride below a tray: no tray skipped; rack 0 holds ⌈72/3⌉ = 24 of GPUs 0, 3, ..., 105
     assert nccl.nccl_nodes(s, group_strided(36, 3, 4)) == (2, 24)
     # GPUs 0..9 on one rack: g is the 10 GPUs there (not 3 trays x 4)
@@ -52,24 +54,19 @@ def test_predict_costs_the_strided_data_group_across_the_racks(run):
                     "--gpus", "100", "--p2", str(p2), "-f", "json")  # fmt: skip
             assert r.code == 0, r.err
             (pt,) = json.loads(r.out)
-            assert pt["details"]["allreduce_level"] == "ib", (strategy, p2)
             assert note in pt["details"]["nccl_nodes"], (strategy, p2)  # data+spatial: also 72 + 28 (all p)
             assert pt["details"]["nccl_nodes"].endswith(TAIL if strategy == "data+filter" else "as full ones")
 
 
 def test_on_hosts_that_are_the_nvlink_domain_the_occupied_hosts_are_the_nccl_nodes():
     """dgx-h100-superpod (8 GPUs a host and a domain): 10 x 10 is GPUs 0, 10, ..., 90 on 10
-    hosts of 0..11: n = 10 NCCL nodes of 1 GPU, as before; its span (96, was 80) stays in one
-    leaf (256), so its all-reduce costs what it did. 32 x 16 (GPUs 0..496, hosts 0..62: 504)
-    crosses the leaf of 32 hosts, where 32 hosts occupied were once taken as 256 (the leaf)."""
+    hosts: n = 10 NCCL nodes of 1 GPU and span 80 (10 hosts x 8), as ParaDL mode's rule has it;
+    inter_span adds nothing where a domain is a host."""
     s = load_system("dgx-h100-superpod")
     g = group_strided(10, 10, 8)
-    assert (g.nodes, g.per_node, g.span) == (10, 1, 96) and nccl.nccl_nodes(s, g) == (10, 1)
-    before = Group(10, 10, 1, 80, 10)
-    m = np.array([1e3, 1e6, 1e8])
-    assert level_for(s, g.span).name == level_for(s, before.span).name == "leaf"
-    np.testing.assert_array_equal(allreduce_algorithm(s, g, m, "nccl")[0], allreduce_algorithm(s, before, m, "nccl")[0])
-    assert span_strided(32, 16, 8) == 504 and level_for(s, 504).name == "spine"
+    assert (g.nodes, g.per_node, g.span) == (10, 1, 80) and nccl.nccl_nodes(s, g) == (10, 1)
+    assert nccl.inter_span(s, g.span, 10) == 80 and level_for(s, g.span).name == "leaf"
+    assert span_strided(32, 16, 8) == 256
 
 
 def test_both_engines_place_strided_data_groups_alike(tmp_path):

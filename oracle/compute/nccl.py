@@ -301,6 +301,14 @@ def allreduce(system, group, m: np.ndarray, phi: float, purpose: str, link, only
     return best, used
 
 
+def inter_span(system, span, n):
+    """The span whose level NCCL's steps between its ``n`` nodes take: the group's, at least
+    the n NVLink domains' GPUs where a domain spans hosts (GPUs 0, 10, ..., 90 on NVL72 occupy
+    10 trays, 40 GPUs, but 2 racks: 144, InfiniBand); the group's span where a domain is a host
+    (n hosts x gpus_per_node already).  Scalars or arrays (compute/vector/nccl.py)."""
+    return np.maximum(span, n * node_gpus(system))
+
+
 def group_lines(system, group, purpose: str, link) -> tuple[int, int, dict, tuple[str, ...]]:
     """(n, g, lines, labels): the group's NCCL nodes and GPUs on each, and the lines
     {(intra|inter, protocol): (α, β)} of the level of one node's g GPUs and of the span's
@@ -309,7 +317,7 @@ def group_lines(system, group, purpose: str, link) -> tuple[int, int, dict, tupl
     n, g = nccl_nodes(system, group)
     gpn = system.gpus_per_node
     li = link_lines(link(system, g if g <= gpn else -(-g // gpn) * gpn, purpose))
-    lo = link_lines(link(system, group.span, purpose)) if n > 1 else li
+    lo = link_lines(link(system, int(inter_span(system, group.span, n)), purpose)) if n > 1 else li
     labels = protocols_for(tuple(dict.fromkeys((*li, *lo))), n, system.ll128_across_nodes)
     lines = {}
     for label in labels:

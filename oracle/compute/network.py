@@ -1,9 +1,10 @@
 """Placement of GPUs, network levels and collective costs (docs/cost-model.md-4.4).
 
 Placement (docs/cost-model.md): GPU g sits on node g // gpus_per_node.  The *span* of a set of
-GPUs is its size when all sit on one node, else the nodes from its first GPU's to its last's
-x gpus_per_node (its groups all start at GPU 0); a collective uses the innermost level
-whose ``max_gpus`` >= span.
+GPUs is its size when all sit on one node, else (distinct nodes touched) x
+gpus_per_node; a collective uses the innermost level whose ``max_gpus`` >= span.  NCCL's
+steps between NVLink domains larger than a host take the level of the domains touched
+(nccl.inter_span).
 
 Collectives (docs/cost-model.md, ParaDL §4.3 after Thakur et al.'s ring algorithms):
     AR(p, m)   = 2 (p-1) (α + (m/p) β)          ring all-reduce of m bytes
@@ -61,11 +62,10 @@ def span_contiguous(count: int, gpus_per_node: int) -> int:
 
 def span_strided(count: int, stride: int, gpus_per_node: int) -> int:
     """Span of GPUs {0, stride, 2·stride, ...} (a hybrid's data-parallel group): the nodes
-    from the first to the last member's, those between them too where a stride of a node or
-    more skips some (GPUs 0, 10, ..., 90 on nodes of 4 span nodes 0..22: 92 GPUs)."""
+    its GPUs occupy x gpus_per_node (docs/cost-model.md, ParaDL mode's rule)."""
     if count <= 1:
         return count
-    nodes = ((count - 1) * stride) // gpus_per_node + 1
+    nodes = placed(count, stride, gpus_per_node)[0]
     return count if nodes == 1 else nodes * gpus_per_node
 
 

@@ -60,7 +60,7 @@ def candidates(ctx, p: np.ndarray, stride, purpose: str, op: str, algos: tuple[s
     strides = np.broadcast_to(1 if stride is None else stride, p.shape)
     intra = np.where(g <= gpn, g, -(-g // gpn) * gpn)
     # the lines depend on the levels only (network.level_for): a class per pair of levels
-    keys, inv = np.unique(np.stack([_level(system, intra), np.where(n > 1, _level(system, span), -1)]), axis=1,
+    keys, inv = np.unique(np.stack([_level(system, intra), np.where(n > 1, _level(system, nccl.inter_span(system, span, n)), -1)]), axis=1,
                           return_inverse=True)  # fmt: skip
     inv = inv.reshape(-1)
     out: list = []

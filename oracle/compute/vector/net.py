@@ -34,8 +34,8 @@ def span_contiguous(count: np.ndarray, gpn: int) -> np.ndarray:
 
 
 def span_strided(count: np.ndarray, stride: np.ndarray, gpn: int) -> np.ndarray:
-    """network.span_strided of every (count, stride): the nodes from the first member's to the last's."""
-    nodes = ((count - 1) * stride) // gpn + 1
+    """network.span_strided of every (count, stride): the nodes its GPUs occupy x gpn."""
+    nodes = np.where(stride >= gpn, count, ((count - 1) * stride) // gpn + 1)
     return np.where(count <= 1, count, np.where(nodes == 1, count, nodes * gpn))
 
 
