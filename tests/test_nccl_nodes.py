@@ -116,8 +116,8 @@ def test_every_strategy_whose_collectives_span_a_partial_domain_says_so(run):
     """The note is wherever NCCL costs a collective over unequally filled NVLink domains, in
     one wording: data+filter's data group {0, 2, ..., 106} (54 x 2 on NVL72: 36 + 18 GPUs on
     the two racks), data+spatial's all-reduce over all 108 and its data group, spatial's and
-    filter's groups of 108; not where every rack is full (144), nor under the flat ring (no
-    NCCL nodes). The JSON (rows from the arrays) and the text (points) agree; Markdown shows it."""
+    filter's groups of 108; at 144 (both racks full) a hybrid's data group whose GPUs sit
+    unequally on the racks; not under the flat ring (no NCCL nodes). The JSON (rows from the arrays) and the text (points) agree; Markdown shows it."""
     from oracle.compute.network import Collective, group_strided
 
     s = load_system("gb200-nvl72")
@@ -140,7 +140,11 @@ def test_every_strategy_whose_collectives_span_a_partial_domain_says_so(run):
     assert said[("data+spatial", 108, 54)].startswith("1 x 72 + 36 GPUs: 2 NCCL nodes and 1 x 36 + 18 GPUs")
     for strategy in ("data", "spatial", "filter"):
         assert said[(strategy, 108, 1 if strategy != "data" else 108)] == "1 x 72 + 36 GPUs: 2 NCCL nodes" + tail
-    assert not any(note for (_, gpus, _), note in said.items() if gpus == 144)
+    # 144 fills both racks: a note only where a data group's GPUs sit unequally on them, as
+    # they are placed (GPU i on rack i // 72): 9 x 16 is {0, 16, ..., 128}, 5 + 4; 3 x 48 {0, 48, 96}, 2 + 1
+    full = {(strategy, p1): note for (strategy, gpus, p1), note in said.items() if gpus == 144 and note}
+    assert full == {(strategy, p1): f"1 x {a} + {b} GPUs: 2 NCCL nodes" + tail
+                    for strategy in ("data+filter", "data+spatial") for p1, a, b in ((9, 5, 4), (3, 2, 1))}  # fmt: skip
     text = run(*args, "--width", "400")
     assert text.code == 0 and text.out.count("taken as fast across") == sum(1 for v in said.values() if v)
     md = run(*args, "-f", "markdown").out

@@ -250,13 +250,16 @@ def domains_text(counts: list[int] | None) -> str | None:
 
 
 def nccl_nodes(system, group) -> tuple[int, int]:
-    """(n, g): the NCCL nodes the group spans and its GPUs on each (:func:`node_gpus`)."""
-    gpn = system.gpus_per_node
+    """(n, g): the NCCL nodes the group's GPUs sit on (GPU i on node i // :func:`node_gpus`)
+    and the most of them on one: its hosts where a host is the NVLink domain, else
+    network.placed over the domains (a strided group's too: GPUs 0, 10, ..., 90 on NVL72 are
+    8 + 2 on 2 racks)."""
+    from oracle.compute.network import placed  # network imports this module
+
     domain = node_gpus(system)
-    if domain <= gpn or group.nodes <= 1:
+    if domain <= system.gpus_per_node:
         return group.nodes, group.per_node
-    hosts = domain // gpn
-    return -(-group.nodes // hosts), group.per_node * min(hosts, group.nodes)
+    return placed(group.p, group.stride, domain)
 
 
 NCCL_ALGORITHMS = ("ring", "tree", "nvls", "collnet")  # NCCL_ALGO's names (src/graph/tuning.cc)
@@ -298,6 +301,14 @@ def allreduce(system, group, m: np.ndarray, phi: float, purpose: str, link, only
     return best, used
 
 
+def inter_span(system, span, n):
+    """The span whose level NCCL's steps between its ``n`` nodes take: the group's, at least
+    the n NVLink domains' GPUs where a domain spans hosts (GPUs 0, 10, ..., 90 on NVL72 occupy
+    10 trays, 40 GPUs, but 2 racks: 144, InfiniBand); the group's span where a domain is a host
+    (n hosts x gpus_per_node already).  Scalars or arrays (compute/vector/nccl.py)."""
+    return np.maximum(span, n * node_gpus(system))
+
+
 def group_lines(system, group, purpose: str, link) -> tuple[int, int, dict, tuple[str, ...]]:
     """(n, g, lines, labels): the group's NCCL nodes and GPUs on each, and the lines
     {(intra|inter, protocol): (α, β)} of the level of one node's g GPUs and of the span's
@@ -306,7 +317,7 @@ def group_lines(system, group, purpose: str, link) -> tuple[int, int, dict, tupl
     n, g = nccl_nodes(system, group)
     gpn = system.gpus_per_node
     li = link_lines(link(system, g if g <= gpn else -(-g // gpn) * gpn, purpose))
-    lo = link_lines(link(system, group.span, purpose)) if n > 1 else li
+    lo = link_lines(link(system, int(inter_span(system, group.span, n)), purpose)) if n > 1 else li
     labels = protocols_for(tuple(dict.fromkeys((*li, *lo))), n, system.ll128_across_nodes)
     lines = {}
     for label in labels:

@@ -2,7 +2,9 @@
 
 Placement (docs/cost-model.md): GPU g sits on node g // gpus_per_node.  The *span* of a set of
 GPUs is its size when all sit on one node, else (distinct nodes touched) x
-gpus_per_node; a collective uses the innermost level whose ``max_gpus`` >= span.
+gpus_per_node; a collective uses the innermost level whose ``max_gpus`` >= span.  NCCL's
+steps between NVLink domains larger than a host take the level of the domains touched
+(nccl.inter_span).
 
 Collectives (docs/cost-model.md, ParaDL §4.3 after Thakur et al.'s ring algorithms):
     AR(p, m)   = 2 (p-1) (α + (m/p) β)          ring all-reduce of m bytes
@@ -59,14 +61,22 @@ def span_contiguous(count: int, gpus_per_node: int) -> int:
 
 
 def span_strided(count: int, stride: int, gpus_per_node: int) -> int:
-    """Span of GPUs {0, stride, 2·stride, ...} (a hybrid's data-parallel group)."""
+    """Span of GPUs {0, stride, 2·stride, ...} (a hybrid's data-parallel group): the nodes
+    its GPUs occupy x gpus_per_node (docs/cost-model.md, ParaDL mode's rule)."""
     if count <= 1:
         return count
-    if stride >= gpus_per_node:
-        nodes = count  # every member on its own node
-    else:
-        nodes = ((count - 1) * stride) // gpus_per_node + 1
+    nodes = placed(count, stride, gpus_per_node)[0]
     return count if nodes == 1 else nodes * gpus_per_node
+
+
+def placed(count: int, stride: int, unit: int) -> tuple[int, int]:
+    """(units occupied, most GPUs on one) of GPUs {0, stride, ..., (count-1)·stride}, GPU i on
+    unit i // ``unit`` (a host: gpus_per_node; an NCCL node: nccl.node_gpus).  A stride of a
+    unit or more puts every GPU on its own unit; a shorter one skips none between the first
+    and the last, and the first, holding ⌈unit/stride⌉, is the fullest."""
+    if stride >= unit:
+        return count, 1
+    return ((count - 1) * stride) // unit + 1, min(count, -(-unit // stride))
 
 
 def span_pair(i: int, j: int, gpus_per_node: int) -> int:
@@ -270,6 +280,7 @@ class Group:
     nodes: int
     per_node: int
     span: int
+    stride: int = 1  # its GPUs {0, stride, 2·stride, ...}: where they sit (nccl.nccl_nodes)
 
 
 def group_contiguous(p: int, gpus_per_node: int) -> Group:
@@ -280,12 +291,8 @@ def group_contiguous(p: int, gpus_per_node: int) -> Group:
 
 def group_strided(count: int, stride: int, gpus_per_node: int) -> Group:
     """GPUs {0, stride, 2·stride, ...} (a hybrid's data-parallel group)."""
-    if stride >= gpus_per_node:
-        nodes, per_node = count, 1
-    else:
-        nodes = ((count - 1) * stride) // gpus_per_node + 1
-        per_node = min(count, -(-gpus_per_node // stride))
-    return Group(count, nodes, per_node, span_strided(count, stride, gpus_per_node))
+    nodes, per_node = placed(count, stride, gpus_per_node)
+    return Group(count, nodes, per_node, span_strided(count, stride, gpus_per_node), stride)
 
 
 def rhd_allreduce(p, m, alpha, beta, phi):

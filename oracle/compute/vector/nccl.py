@@ -30,21 +30,23 @@ def groups(gpn: int, p: np.ndarray, stride) -> tuple[np.ndarray, np.ndarray, np.
     None) or group_strided."""
     if stride is None:
         return -(-p // gpn), np.minimum(p, gpn), net.span_contiguous(p, gpn)
-    far = stride >= gpn
-    nodes = np.where(far, p, ((p - 1) * stride) // gpn + 1)
-    per = np.where(far, 1, np.minimum(p, -(-gpn // np.maximum(stride, 1))))
+    nodes, per = placed(p, stride, gpn)
     return nodes, per, net.span_strided(p, stride, gpn)
 
 
-def nccl_nodes(system, nodes: np.ndarray, per: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """nccl.nccl_nodes of every group: (n, g), an NVLink domain larger than a host one node."""
-    gpn = system.gpus_per_node
+def placed(p: np.ndarray, stride, unit: int) -> tuple[np.ndarray, np.ndarray]:
+    """network.placed of every (p, stride): units occupied, most GPUs on one."""
+    far = stride >= unit
+    return np.where(far, p, ((p - 1) * stride) // unit + 1), np.where(far, 1, np.minimum(p, -(-unit // np.maximum(stride, 1))))
+
+
+def nccl_nodes(system, p: np.ndarray, stride, nodes: np.ndarray, per: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """nccl.nccl_nodes of every group (``stride`` None: GPUs 0..p-1; ``nodes``, ``per``: its
+    hosts as :func:`groups`): (n, g), an NVLink domain larger than a host one node."""
     domain = nccl.node_gpus(system)
-    if domain <= gpn:
+    if domain <= system.gpus_per_node:
         return nodes, per
-    hosts = domain // gpn
-    many = nodes > 1
-    return np.where(many, -(-nodes // hosts), nodes), np.where(many, per * np.minimum(hosts, nodes), per)
+    return placed(p, 1 if stride is None else stride, domain)
 
 
 def candidates(ctx, p: np.ndarray, stride, purpose: str, op: str, algos: tuple[str, ...] = ()) -> list:
@@ -54,17 +56,18 @@ def candidates(ctx, p: np.ndarray, stride, purpose: str, op: str, algos: tuple[s
     at 0 bytes, per byte; corr None)."""
     system, gpn = ctx.system, ctx.system.gpus_per_node
     nodes, per, span = groups(gpn, p, stride)
-    n, g = nccl_nodes(system, nodes, per)
+    n, g = nccl_nodes(system, p, stride, nodes, per)
+    strides = np.broadcast_to(1 if stride is None else stride, p.shape)
     intra = np.where(g <= gpn, g, -(-g // gpn) * gpn)
     # the lines depend on the levels only (network.level_for): a class per pair of levels
-    keys, inv = np.unique(np.stack([_level(system, intra), np.where(n > 1, _level(system, span), -1)]), axis=1,
+    keys, inv = np.unique(np.stack([_level(system, intra), np.where(n > 1, _level(system, nccl.inter_span(system, span, n)), -1)]), axis=1,
                           return_inverse=True)  # fmt: skip
     inv = inv.reshape(-1)
     out: list = []
     for k in range(keys.shape[1]):
         rows = np.flatnonzero(inv == k)
         i = int(rows[0])  # one group of the class: nccl.group_lines reads only its levels
-        group = Group(int(p[i]), int(nodes[i]), int(per[i]), int(span[i]))
+        group = Group(int(p[i]), int(nodes[i]), int(per[i]), int(span[i]), int(strides[i]))
         _, _, lines, labels = nccl.group_lines(system, group, purpose, link)
         if op == "allgather":
             cls = _pieces(p[rows], n[rows], lines, labels)

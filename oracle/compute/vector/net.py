@@ -33,14 +33,9 @@ def span_contiguous(count: np.ndarray, gpn: int) -> np.ndarray:
     return np.where(count <= gpn, count, -(-count // gpn) * gpn)
 
 
-def strided_nodes(count: np.ndarray, stride: np.ndarray, gpn: int) -> np.ndarray:
-    """Nodes touched by GPUs {0, stride, 2·stride, ...} (network.group_strided)."""
-    return np.where(stride >= gpn, count, ((count - 1) * stride) // gpn + 1)
-
-
 def span_strided(count: np.ndarray, stride: np.ndarray, gpn: int) -> np.ndarray:
-    """network.span_strided of every (count, stride)."""
-    nodes = strided_nodes(count, stride, gpn)
+    """network.span_strided of every (count, stride): the nodes its GPUs occupy x gpn."""
+    nodes = np.where(stride >= gpn, count, ((count - 1) * stride) // gpn + 1)
     return np.where(count <= 1, count, np.where(nodes == 1, count, nodes * gpn))
 
 
