@@ -87,3 +87,17 @@ def test_report_names_no_stack(tmp_path, fmt):
     r = run_cli("report", *PREDICT[1:], "--stack", "none", "-o", str(out))
     assert r.code == 0, r.err
     assert "stack: none (no software stack: the options as given)" in out.read_text()
+
+
+def test_an_unmodified_copy_of_a_shipped_stack_is_the_shipped_stack(tmp_path):
+    """A byte-identical copy under the shipped file name (a source checkout's stacks/ beside an
+    installed oracle) is named as the shipped stack; under another name, or changed, by its path."""
+    text = (ROOT / "stacks" / "pytorch.yaml").read_bytes()
+    same = tmp_path / "pytorch.yaml"
+    same.write_bytes(text)
+    other = tmp_path / "mine.yaml"
+    other.write_bytes(text)
+    assert load_stack(str(same)).label == "pytorch"
+    assert load_stack(str(other)).label == str(other)
+    same.write_bytes(text + b"\n# a comment\n")
+    assert load_stack(str(same)).label == str(same)

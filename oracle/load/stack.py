@@ -30,12 +30,22 @@ FP32_MATHS = (TF32, FP32)  # compute.fp32_math: what a float32 model's convoluti
 
 
 def load_stack(path: str | Path) -> Stack:
-    """The stack file at ``path``; one of the shipped stacks/ is named by its name in
-    outputs, any other file by ``path`` (oracle.stack.Stack.label)."""
-    from oracle.resources import shipped_name
+    """The stack file at ``path``; one of the shipped stacks/, or a byte-identical copy of
+    one under its name (a source checkout's stacks/pytorch.yaml beside an installed oracle),
+    is named by its name in outputs, any other file by ``path`` (oracle.stack.Stack.label)."""
+    return parse_stack(load_yaml(path, "stack file"), str(path), _is_shipped(path))
 
-    shipped = shipped_name("stacks", path) is not None
-    return parse_stack(load_yaml(path, "stack file"), str(path), shipped)
+
+def _is_shipped(path: str | Path) -> bool:
+    from oracle.resources import shipped_dir, shipped_name
+
+    if shipped_name("stacks", path) is not None:
+        return True
+    try:
+        twin = shipped_dir("stacks") / f"{Path(str(path)).stem}.yaml"
+        return twin.is_file() and twin.read_bytes() == Path(str(path)).read_bytes()
+    except (OSError, ValueError):
+        return False
 
 
 def sourced(f: Fields, key: str, check: Checker, required: bool = True) -> Sourced | None:
