@@ -106,7 +106,9 @@ def test_without_stack_the_systems_default_is_named(tmp_path):
 def test_a_modified_copy_of_a_shipped_stack_is_named_by_its_path(tmp_path):
     """Bug 6e: a copy of stacks/pytorch.yaml (still ``name: pytorch``) is named by its path."""
     copy = tmp_path / "pytorch.yaml"
-    copy.write_text((REPO / "stacks" / "pytorch.yaml").read_text())
+    text = (REPO / "stacks" / "pytorch.yaml").read_text()
+    assert "bucket_MB: {value: 25," in text
+    copy.write_text(text.replace("bucket_MB: {value: 25,", "bucket_MB: {value: 50,", 1))
     out = tmp_path / "p.yaml"
     r = run_cli(*EST, "--stack", str(copy), "-o", out)
     assert r.code == 0, r.err
