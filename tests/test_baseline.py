@@ -128,11 +128,11 @@ def test_a_case_stack_of_the_wrong_kind_is_one_error(tmp_path):
     (tmp_path / "c.yaml").write_text(
         "cases:\n  - {model: resnet50, system: abci, profile: resnet50_v100, batch_per_gpu: 32, stack: [pytorch]}\n")
     res = invoke("snapshot", tmp_path / "c.yaml")
-    assert res.exit_code == 2 and "cases[0].stack" in res.output and "Traceback" not in res.output
+    assert res.exit_code == 2 and "cases[0].stack" in res.stderr and "Traceback" not in res.stderr + res.stdout
     (tmp_path / "d.yaml").write_text(
         "cases:\n  - {model: resnet50, system: abci, profile: resnet50_v100, batch_per_gpu: 32, stack: nonesuch}\n")
     res = invoke("snapshot", tmp_path / "d.yaml")
-    assert res.exit_code == 2 and "nonesuch" in res.output and "pytorch" in res.output
+    assert res.exit_code == 2 and "nonesuch" in res.stderr and "pytorch" in res.stderr
 
 
 def test_an_unknown_name_in_a_cases_file_names_the_file_the_case_and_its_key(tmp_path):
