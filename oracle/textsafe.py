@@ -214,3 +214,10 @@ def html(text: object, quote: bool = False) -> str:
     import html as _html
 
     return _html.escape(terminal(text), quote=quote)
+
+
+def html_prose(text: object) -> str:
+    """Like :func:`html`, but a `command` quoted in backticks (as :func:`md_prose` reads
+    them) is set as ``<code>``, not shown with its backticks."""
+    parts = _CODE_SPAN.split(terminal(text))
+    return "".join(f"<code>{html(p)}</code>" if i % 2 else html(p) for i, p in enumerate(parts))

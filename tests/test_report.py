@@ -208,17 +208,20 @@ def test_markdown_report_shows_the_limits_of_infeasible_runs_as_html_does(run, t
     assert row.endswith("| infeasible | infeasible in the model: needs 85.6 GB of 16.0 GB GPU memory (not scored) |")
 
 
-def test_markdown_report_writes_commands_as_code_not_escaped_backticks(run, tmp_path, no_matplotlib):
-    """QA: the summary read \\`oracle fit runs\\` (backslashes shown); oracle's own backticked
-    commands are code spans, a name's backticks and pipes stay escaped."""
-    out = tmp_path / "pr.md"
+@pytest.mark.parametrize(("suffix", "code", "shown"), [("md", "`oracle fit runs`", "\\`"),
+                                                     ("html", "<code>oracle fit runs</code>", "`oracle fit runs`")])
+def test_reports_write_commands_as_code_not_escaped_backticks(run, tmp_path, no_matplotlib, suffix, code, shown):
+    """QA: the Markdown summary read \\`oracle fit runs\\` (backslashes shown), the HTML one kept
+    the backticks; oracle's own backticked commands are code spans / <code>, a name's
+    backticks, pipes and markup stay escaped."""
+    out = tmp_path / f"pr.{suffix}"
     ok(run("report", *RESNET, "--measured", RUNS, "-o", out))
-    md = out.read_text(encoding="utf-8")
-    assert "`oracle fit runs` calibrates a system" in md
-    assert "\\`" not in md
-    from oracle.textsafe import md_prose
+    text = out.read_text(encoding="utf-8")
+    assert f"{code} calibrates a system" in text and shown not in text
+    from oracle.textsafe import html_prose, md_prose
 
     assert md_prose("run `oracle fit runs` on `a|b` [x]") == "run `oracle fit runs` on \\`a\\|b\\` \\[x\\]"
+    assert html_prose("run `oracle fit runs` on <b> `a|b`") == "run <code>oracle fit runs</code> on &lt;b&gt; `a|b`"
 
 
 # --------------------------------------------------------------------------------------

@@ -33,7 +33,7 @@ from oracle.render.report import (
     run_cells,
     stats_rows,
 )
-from oracle.textsafe import html
+from oracle.textsafe import html, html_prose
 from oracle.units import fmt_seconds
 
 CSS = """
@@ -119,7 +119,7 @@ def html_report(data: ReportData, images: dict[str, bytes] | None, image_type: s
     keys = [k for k in SECTIONS if k != "accuracy" or data.measured is not None]
     parts.append("<nav>" + "".join(f'<a href="#{k}">{_e(SECTIONS[k])}</a>' for k in keys) + "</nav>")
     parts.append(_section("summary", '<ul class="findings">' + "".join(
-        f"<li>{_e(t)}</li>" for t in findings(data)) + "</ul>"))
+        f"<li>{html_prose(t)}</li>" for t in findings(data)) + "</ul>"))
     parts.append(_section("inputs", _html_inputs(data)))
     parts.append(_section("recommendation", _html_recommendation(data)))
     parts.append(_section("plots", _html_plots(images, image_type, PLOT_KINDS)))
